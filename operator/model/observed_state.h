@@ -1,0 +1,47 @@
+#pragma once
+
+// What a backend observed of the objects it manages for one job. The reconciler reads
+// this; it never talks to a backend itself. Backends fill it from their caches (kube)
+// or process table (local).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace coach::model {
+
+enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+
+// "Pending", "Running", ... as Kubernetes spells the phase.
+const char* PodPhaseName(PodPhase phase);
+
+struct ObservedPod {
+  std::string name;
+  std::string replica_type;  // CamelCase, as the job's spec keys it: "Worker".
+  int index = 0;
+  PodPhase phase = PodPhase::kPending;
+  // Exit code of the default container once it terminated (last termination for a
+  // restarted container).
+  std::optional<int> exit_code;
+  // Restarts of the pod's containers, summed (what backoffLimit counts).
+  int restart_count = 0;
+  // deletionTimestamp is set: the pod is going away.
+  bool deleting = false;
+  absl::Time created = absl::InfinitePast();
+  std::string message;  // why, when the backend knows (OOMKilled, spawn failure, ...)
+};
+
+struct ObservedObject {
+  std::string kind;  // "Service", "ConfigMap", "ServiceAccount", "Role", "RoleBinding", "PodGroup"
+  std::string name;
+};
+
+struct ObservedState {
+  std::vector<ObservedPod> pods;
+  // Everything else the job owns that exists now.
+  std::vector<ObservedObject> objects;
+};
+
+}  // namespace coach::model

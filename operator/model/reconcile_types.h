@@ -1,0 +1,60 @@
+#pragma once
+
+// Inputs and outputs of the pure reconciler (operator/reconcile). Plain values: the
+// reconciler is a function (job, observed, now, config) -> ReconcileResult.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "api/v1/training_job.pb.h"
+#include "operator/model/kube_object.h"
+
+namespace coach::model {
+
+using Job = ::coach::api::v1::TrainingJob;
+using JobStatus = ::coach::api::v1::TrainingJobStatus;
+
+enum class GangScheduler { kNone, kVolcano, kSchedulerPlugins };
+
+// Operator-wide settings the reconciler needs. Defaults match upstream.
+struct ReconcileConfig {
+  GangScheduler gang_scheduler = GangScheduler::kNone;
+  // Scheduler name pods get under scheduler-plugins ("scheduler-plugins-scheduler").
+  std::string scheduler_plugins_scheduler_name = "scheduler-plugins-scheduler";
+  // Appended to TF_CONFIG hosts as "<host>.<ns>.svc.<domain>" when non-empty.
+  std::string cluster_domain;
+  // A job whose runPolicy.managedBy is set to anything else is left alone.
+  std::string controller_name = "kubeflow.org/training-operator";
+  // Image of the MPI launcher's kubectl delivery and similar helpers, when needed.
+  std::string init_container_image = "alpine:3.10";
+};
+
+struct Action {
+  enum class Type {
+    kCreate,     // create `object` (body complete)
+    kDelete,     // delete object.kind/object.name (body empty)
+    kDeleteJob,  // TTL expired: delete the job itself (objects cascade)
+  };
+  Type type = Type::kCreate;
+  KubeObject object;
+};
+
+struct JobEventRecord {
+  std::string type;  // "Normal" or "Warning"
+  std::string reason;
+  std::string message;
+};
+
+struct ReconcileResult {
+  std::vector<Action> actions;
+  // The status the job should have now; write it only when status_changed.
+  JobStatus status;
+  bool status_changed = false;
+  // Reconcile again at this time even if nothing happens (deadline, TTL, backoff).
+  std::optional<absl::Time> requeue_at;
+  std::vector<JobEventRecord> events;
+};
+
+}  // namespace coach::model
