@@ -1,0 +1,66 @@
+#pragma once
+
+// Runs the worker processes of one node and turns their fate into one exit code.
+//
+// Each worker is fork()ed and execvpe()d directly (no shell), in its OWN process group
+// (pgid = its pid): signals are sent to the whole group, so helpers a worker spawns
+// (data-loader processes, a wrapper shell's children) are stopped too, and a terminal's
+// Ctrl-C reaches the workers once, through the launcher, not twice. Each worker also gets
+// PR_SET_PDEATHSIG(SIGKILL) so it dies with the launcher even if the launcher is SIGKILLed.
+//
+// Policy:
+//  - SIGTERM/SIGINT received by the launcher are forwarded to every running group; after
+//    `grace_period` the survivors get SIGKILL.
+//  - The first worker to fail (non-zero exit, or killed by signal n: code 128+n) makes the
+//    launcher stop the others the same way (SIGTERM, grace, SIGKILL).
+//  - Exit code: the first failing worker's code; else 128+signal when the launcher itself
+//    was signalled; else 0.
+//  - One line per worker exit goes to `log`: rank, local rank, pid, code or signal, duration.
+// A worker whose program cannot be executed exits 127 (not found) or 126 (other exec error)
+// after printing why on its stderr.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "launcher/launch_config.h"
+
+namespace coach::launcher {
+
+struct WorkerSpec {
+  int rank = 0;
+  int local_rank = 0;
+  std::vector<std::string> argv;  // non-empty; argv[0] is looked up in the launcher's PATH
+  EnvMap env;                     // the worker's complete environment
+};
+
+struct WorkerExit {
+  int rank = 0;
+  int local_rank = 0;
+  int exit_code = 0;         // 128+n when killed by signal n
+  int term_signal = 0;       // n, or 0 when it exited
+  absl::Duration duration;
+};
+
+struct SupervisionResult {
+  int exit_code = 0;
+  int received_signal = 0;         // first SIGTERM/SIGINT the launcher got, or 0
+  std::vector<WorkerExit> exits;   // in the order they were reaped
+};
+
+struct SupervisorOptions {
+  absl::Duration grace_period = absl::Seconds(30);
+  std::function<void(const std::string&)> log;  // default: a line on stderr
+};
+
+// Starts every worker and returns once all have exited. Blocks SIGCHLD, SIGTERM and SIGINT
+// in the calling thread while it runs (restoring the mask after), so call it from the main
+// thread of a single-threaded process. Errors: InvalidArgument for an empty spec list or argv;
+// Internal when signals cannot be set up. A fork() failure stops the started workers and
+// yields exit code 1, not an error.
+absl::StatusOr<SupervisionResult> Supervise(const std::vector<WorkerSpec>& workers,
+                                            const SupervisorOptions& options);
+
+}  // namespace coach::launcher
