@@ -1,0 +1,46 @@
+#pragma once
+
+// YAML (and therefore JSON) text <-> nlohmann::json values.
+//
+// Reading types plain scalars by the YAML 1.2 core schema: null (`~`, `null`, empty), bool
+// (`true`/`false` in three casings), int (decimal, `0o` octal, `0x` hex; beyond 64 bits a
+// float, as JSON parsers do), float (incl. exponents; `.inf`/`.nan` are rejected because
+// JSON cannot hold them). Quoted scalars and scalars tagged `!!str` stay strings.
+// Writing quotes every string that would re-read as something else, so that
+// ParseYamlDocuments(ToYaml(v)) gives back v.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include <nlohmann/json.hpp>
+
+namespace coach::api::v1::codec {
+
+// Documents nested deeper than this (maps and sequences) are rejected, so that hostile
+// input cannot exhaust the stack of anything that walks the value recursively.
+inline constexpr int kMaxYamlDepth = 100;
+// Upper bound on the number of values one text may expand to (alias bombs).
+inline constexpr int kMaxYamlNodes = 1000000;
+
+// Every non-empty document of `text`, in order; documents that are empty or hold only
+// null (`---` alone) are skipped. Errors (InvalidArgument, message naming line and
+// column, 1-based): YAML syntax errors, non-scalar or duplicate mapping keys, unknown
+// aliases, non-finite floats, nesting deeper than kMaxYamlDepth, more than
+// kMaxYamlNodes values.
+absl::StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(const std::string& text);
+
+// Exactly one document: InvalidArgument when `text` holds none or several.
+absl::StatusOr<nlohmann::json> ParseYaml(const std::string& text);
+
+// The core-schema value of a plain (unquoted, untagged) scalar: "1" -> 1, "1.5" -> 1.5,
+// "true" -> true, "~" -> null, "abc" -> "abc". Non-finite floats resolve to strings.
+nlohmann::json ResolvePlainScalar(const std::string& text);
+
+// Block-style YAML of one value, ending in a newline, without a "---" line.
+std::string ToYaml(const nlohmann::json& value);
+
+// Several documents, each preceded by a "---" line.
+std::string ToYamlDocuments(const std::vector<nlohmann::json>& values);
+
+}  // namespace coach::api::v1::codec
