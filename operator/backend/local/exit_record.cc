@@ -1,0 +1,73 @@
+#include "operator/backend/local/exit_record.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "operator/backend/local/fs_util.h"
+
+namespace coach::backend::local {
+
+std::string ExitRecordToJson(const ExitRecord& record) {
+  nlohmann::json j = {
+      {"exit_code", record.exit_code},
+      {"signal", record.signal},
+      {"finished_at", absl::FormatTime(absl::RFC3339_full, record.finished_at,
+                                       absl::UTCTimeZone())},
+      {"message", record.message},
+  };
+  return j.dump();
+}
+
+absl::StatusOr<ExitRecord> ExitRecordFromJson(const std::string& json) {
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("exit_code") || !j["exit_code"].is_number_integer()) {
+    return absl::InvalidArgumentError("exit file is not an exit record");
+  }
+  ExitRecord r;
+  r.exit_code = j["exit_code"].get<int>();
+  if (j.contains("signal") && j["signal"].is_number_integer()) r.signal = j["signal"].get<int>();
+  if (j.contains("message") && j["message"].is_string()) r.message = j["message"].get<std::string>();
+  if (j.contains("finished_at") && j["finished_at"].is_string()) {
+    std::string err;
+    if (!absl::ParseTime(absl::RFC3339_full, j["finished_at"].get<std::string>(),
+                         &r.finished_at, &err)) {
+      return absl::InvalidArgumentError(absl::StrCat("exit file finished_at: ", err));
+    }
+  }
+  return r;
+}
+
+absl::Status WriteExitRecord(const std::string& replica_dir, const ExitRecord& record) {
+  return WriteFileAtomic(absl::StrCat(replica_dir, "/", kExitFileName),
+                         ExitRecordToJson(record));
+}
+
+absl::StatusOr<ExitRecord> ReadExitRecord(const std::string& replica_dir) {
+  absl::StatusOr<std::string> text = ReadFile(absl::StrCat(replica_dir, "/", kExitFileName));
+  if (!text.ok()) return text.status();
+  return ExitRecordFromJson(*text);
+}
+
+absl::Status WriteProcessFile(const std::string& replica_dir, const ProcessFile& file) {
+  nlohmann::json j = {{"pid", file.pid}, {"pgid", file.pgid}, {"start_time", file.start_time}};
+  return WriteFileAtomic(absl::StrCat(replica_dir, "/", kProcessFileName), j.dump());
+}
+
+absl::StatusOr<ProcessFile> ReadProcessFile(const std::string& replica_dir) {
+  absl::StatusOr<std::string> text =
+      ReadFile(absl::StrCat(replica_dir, "/", kProcessFileName));
+  if (!text.ok()) return text.status();
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("pid") || !j["pid"].is_number_integer() ||
+      !j.contains("pgid") || !j["pgid"].is_number_integer() || !j.contains("start_time") ||
+      !j["start_time"].is_number_unsigned()) {
+    return absl::InvalidArgumentError("process file is malformed");
+  }
+  ProcessFile f;
+  f.pid = j["pid"].get<pid_t>();
+  f.pgid = j["pgid"].get<pid_t>();
+  f.start_time = j["start_time"].get<uint64_t>();
+  return f;
+}
+
+}  // namespace coach::backend::local

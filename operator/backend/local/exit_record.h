@@ -1,0 +1,51 @@
+#pragma once
+
+// The files the replica shim leaves in a replica directory, read back by the runner
+// even after an operator restart (when the replica is no longer the operator's child):
+//   <replica-dir>/process  {"pid","pgid","start_time"}   written once the command started
+//   <replica-dir>/exit     {"exit_code","signal","finished_at","message"}  written last
+// Both are written atomically (tmp + rename), so a reader sees all of a file or none.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace coach::backend::local {
+
+inline constexpr char kExitFileName[] = "exit";
+inline constexpr char kProcessFileName[] = "process";
+
+struct ExitRecord {
+  // The command's exit status; 128 + signal when a signal killed it; 127 when the
+  // command was not found, 126 when it could not be executed.
+  int exit_code = 0;
+  int signal = 0;  // 0 unless a signal killed the command.
+  absl::Time finished_at = absl::UnixEpoch();
+  std::string message;  // Why, when known ("exec foo: No such file or directory").
+};
+
+// The shim's own process (pid, start_time) and the process group of the command.
+struct ProcessFile {
+  pid_t pid = 0;
+  pid_t pgid = 0;
+  uint64_t start_time = 0;
+};
+
+std::string ExitRecordToJson(const ExitRecord& record);
+// Errors: InvalidArgument (not the JSON ExitRecordToJson writes).
+absl::StatusOr<ExitRecord> ExitRecordFromJson(const std::string& json);
+
+// Errors: Internal (I/O).
+absl::Status WriteExitRecord(const std::string& replica_dir, const ExitRecord& record);
+// Errors: NotFound (no exit file yet), InvalidArgument (corrupt), Internal (I/O).
+absl::StatusOr<ExitRecord> ReadExitRecord(const std::string& replica_dir);
+
+absl::Status WriteProcessFile(const std::string& replica_dir, const ProcessFile& file);
+// Errors: NotFound, InvalidArgument, Internal.
+absl::StatusOr<ProcessFile> ReadProcessFile(const std::string& replica_dir);
+
+}  // namespace coach::backend::local

@@ -1,0 +1,46 @@
+#pragma once
+
+// Per-replica log files: <state-dir>/logs/<ns>/<job>/<replica>.log, bounded by
+// copytruncate rotation (copy to <file>.1, truncate the live file in place so the
+// writer's O_APPEND descriptor keeps working), plus readers for "tail N lines" and
+// "follow from an offset" that cope with a truncation between two reads.
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace coach::backend::local {
+
+// Errors: InvalidArgument (a name is not a safe single path component).
+absl::StatusOr<std::string> ReplicaLogPath(const std::string& state_dir,
+                                           const std::string& ns, const std::string& job,
+                                           const std::string& replica);
+
+// When `path` is larger than `max_bytes`, copies it to `<path>.1` (replacing an older
+// one, atomically) and truncates `path` to zero. Returns whether it rotated. Bytes the
+// writer appends between the copy and the truncation are lost (copytruncate's known
+// window); the disk never holds more than about 2 * max_bytes per replica.
+// max_bytes <= 0 means unbounded (never rotates).
+// Errors: Internal (I/O). A missing file is not an error (returns false).
+absl::StatusOr<bool> RotateIfOver(const std::string& path, int64_t max_bytes);
+
+// The last `lines` lines of the live file (fewer when it has fewer); when the live
+// file holds fewer lines than asked and a rotated `.1` exists, earlier lines come
+// from it. Errors: NotFound (no log at all), Internal.
+absl::StatusOr<std::string> TailLines(const std::string& path, int lines);
+
+struct FollowChunk {
+  std::string data;
+  int64_t next_offset = 0;  // Pass back to the next Follow call.
+  bool truncated = false;   // The file was rotated since `offset`.
+};
+
+// The bytes of the live file from `offset` on, at most `max_bytes` of them. When the
+// file is now shorter than `offset` it was rotated: the rest of the old content is read
+// from `<path>.1` (from `offset`, where it still holds it) followed by the live file from
+// its start. A missing file yields no data and offset 0. Errors: Internal.
+absl::StatusOr<FollowChunk> Follow(const std::string& path, int64_t offset,
+                                   int64_t max_bytes = 1 << 20);
+
+}  // namespace coach::backend::local

@@ -1,0 +1,313 @@
+#include "operator/backend/local/shim_process_runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "operator/backend/local/exit_record.h"
+#include "operator/backend/local/fs_util.h"
+#include "operator/backend/local/proc_stat.h"
+
+namespace coach::backend::local {
+namespace {
+
+constexpr int kStatusFd = 3;
+
+absl::Status Errno(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
+}
+
+bool IsAbsolute(const std::string& p) { return !p.empty() && p[0] == '/'; }
+
+absl::Status Validate(const ProcessSpec& spec) {
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    return absl::InvalidArgumentError("spec.argv: a command is required");
+  }
+  if (!IsAbsolute(spec.log_path)) {
+    return absl::InvalidArgumentError("spec.log_path: must be an absolute path");
+  }
+  if (!IsAbsolute(spec.replica_dir)) {
+    return absl::InvalidArgumentError("spec.replica_dir: must be an absolute path");
+  }
+  if (!spec.working_dir.empty() && !IsAbsolute(spec.working_dir)) {
+    return absl::InvalidArgumentError("spec.working_dir: must be an absolute path");
+  }
+  for (const std::string& e : spec.env) {
+    if (e.find('=') == std::string::npos || e[0] == '=') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.env: entry '", e, "' is not NAME=value"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+PollResult FromExit(const ExitRecord& r) {
+  PollResult p;
+  p.state = ProcessState::kExited;
+  p.exit_code = r.exit_code;
+  p.signal = r.signal;
+  p.finished_at = r.finished_at;
+  p.message = r.message;
+  return p;
+}
+
+// Reads the shim's one status line from `fd` until newline, EOF or the deadline.
+absl::StatusOr<std::string> ReadStatusLine(int fd, absl::Time deadline) {
+  std::string line;
+  while (line.find('\n') == std::string::npos) {
+    int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+    if (ms <= 0) return absl::DeadlineExceededError("replica shim did not report a start");
+    struct pollfd pfd = {fd, POLLIN, 0};
+    int r = poll(&pfd, 1, static_cast<int>(std::min<int64_t>(ms, INT_MAX)));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Errno("poll");
+    }
+    if (r == 0) continue;
+    char buf[512];
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno("read shim status");
+    }
+    if (n == 0) break;
+    line.append(buf, static_cast<size_t>(n));
+  }
+  return line.substr(0, line.find('\n'));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShimProcessRunner>> ShimProcessRunner::Create(
+    const std::string& shim_path, Options options) {
+  if (!IsAbsolute(shim_path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("replica shim path '", shim_path, "' is not absolute"));
+  }
+  if (access(shim_path.c_str(), X_OK) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("replica shim ", shim_path, " is not executable: ", strerror(errno)));
+  }
+  return std::unique_ptr<ShimProcessRunner>(new ShimProcessRunner(shim_path, options));
+}
+
+absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) {
+  RETURN_IF_ERROR(Validate(spec));
+  RETURN_IF_ERROR(MakeDirs(spec.replica_dir));
+  RETURN_IF_ERROR(MakeDirs(DirName(spec.log_path)));
+  for (const char* f : {kExitFileName, kProcessFileName}) {
+    std::string p = absl::StrCat(spec.replica_dir, "/", f);
+    if (unlink(p.c_str()) != 0 && errno != ENOENT) return Errno(absl::StrCat("unlink ", p));
+  }
+
+  // Everything the child needs is built before fork: after fork in a multi-threaded
+  // process only async-signal-safe calls are allowed.
+  std::vector<std::string> args = {
+      shim_path_,
+      absl::StrCat("--replica-dir=", spec.replica_dir),
+      absl::StrCat("--log=", spec.log_path),
+      absl::StrCat("--max-log-bytes=", spec.max_log_bytes),
+      absl::StrCat("--cwd=", spec.working_dir.empty() ? spec.replica_dir : spec.working_dir),
+      absl::StrCat("--status-fd=", kStatusFd),
+      "--"};
+  args.insert(args.end(), spec.argv.begin(), spec.argv.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_copy = spec.env;
+  std::vector<char*> envp;
+  for (std::string& e : env_copy) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int log_fd = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) return Errno(absl::StrCat("open ", spec.log_path));
+  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd < 0) {
+    close(log_fd);
+    return Errno("open /dev/null");
+  }
+  int status_pipe[2];
+  if (pipe2(status_pipe, O_CLOEXEC) != 0) {
+    close(log_fd);
+    close(null_fd);
+    return Errno("pipe");
+  }
+
+  pid_t pid = fork();
+  if (pid == 0) {
+    // Child: async-signal-safe calls only.
+    setsid();
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int s = 1; s < NSIG; ++s) {
+      if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
+    }
+    // Move the fds to 0..3 without clobbering one another: first above 3, then down.
+    int sfd = fcntl(status_pipe[1], F_DUPFD, 10);
+    int lfd = fcntl(log_fd, F_DUPFD, 10);
+    int nfd = fcntl(null_fd, F_DUPFD, 10);
+    if (sfd < 0 || lfd < 0 || nfd < 0) _exit(127);
+    dup2(nfd, 0);
+    dup2(lfd, 1);
+    dup2(lfd, 2);
+    dup2(sfd, kStatusFd);
+    // Nothing else of the operator's leaks into the replica.
+    syscall(SYS_close_range, kStatusFd + 1, ~0U, 0);
+    execve(argv[0], argv.data(), envp.data());
+    static const char kMsg[] = "error cannot exec the replica shim\n";
+    ssize_t ignored = write(kStatusFd, kMsg, sizeof(kMsg) - 1);
+    (void)ignored;
+    _exit(127);
+  }
+  int fork_errno = errno;
+  close(status_pipe[1]);
+  close(log_fd);
+  close(null_fd);
+  if (pid < 0) {
+    close(status_pipe[0]);
+    errno = fork_errno;
+    return Errno("fork");
+  }
+  absl::StatusOr<std::string> line =
+      ReadStatusLine(status_pipe[0], absl::Now() + options_.start_timeout);
+  close(status_pipe[0]);
+  if (!line.ok() || !absl::StartsWith(*line, "pgid ")) {
+    // Do not leave a half-started replica behind.
+    kill(-pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    if (!line.ok()) return line.status();
+    return absl::InternalError(absl::StrCat("replica shim failed to start: ",
+                                            line->empty() ? "no report" : *line));
+  }
+  absl::StatusOr<ProcessFile> pf = ReadProcessFile(spec.replica_dir);
+  if (!pf.ok()) return absl::InternalError(absl::StrCat("replica shim: ", pf.status().message()));
+  if (pf->pid != pid) {
+    return absl::InternalError(absl::StrCat("replica shim reported pid ", pf->pid,
+                                            ", started ", pid));
+  }
+  ProcessHandle handle;
+  handle.pid = pid;
+  handle.pgid = pf->pgid;
+  handle.start_time = pf->start_time;
+  handle.replica_dir = spec.replica_dir;
+  return handle;
+}
+
+absl::Status ShimProcessRunner::Signal(const ProcessHandle& handle, int sig) {
+  if (!IsSameLiveProcess(handle.pid, handle.start_time)) {
+    return absl::NotFoundError(
+        absl::StrCat("replica supervisor ", handle.pid, " is not running"));
+  }
+  if (kill(-handle.pgid, sig) != 0) {
+    if (errno == ESRCH) {
+      return absl::NotFoundError(
+          absl::StrCat("replica process group ", handle.pgid, " is gone"));
+    }
+    return Errno(absl::StrCat("kill -", handle.pgid));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PollResult> ShimProcessRunner::Poll(const ProcessHandle& handle) {
+  // Reap the shim when it is our child (started by this process); for adopted
+  // replicas this is ECHILD and harmless.
+  if (handle.pid > 0) waitpid(handle.pid, nullptr, WNOHANG);
+  absl::StatusOr<ExitRecord> exit = ReadExitRecord(handle.replica_dir);
+  if (exit.ok()) return FromExit(*exit);
+  if (!absl::IsNotFound(exit.status())) return exit.status();
+  if (IsSameLiveProcess(handle.pid, handle.start_time)) return PollResult();
+  // The shim may have written its exit file between the two looks.
+  exit = ReadExitRecord(handle.replica_dir);
+  if (exit.ok()) return FromExit(*exit);
+  if (!absl::IsNotFound(exit.status())) return exit.status();
+  PollResult vanished;
+  vanished.state = ProcessState::kVanished;
+  vanished.message = absl::StrCat("replica supervisor (pid ", handle.pid,
+                                  ") is gone without recording an exit status");
+  return vanished;
+}
+
+absl::StatusOr<PollResult> ShimProcessRunner::WaitEnded(const ProcessHandle& handle,
+                                                        absl::Duration timeout) {
+  absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    ASSIGN_OR_RETURN(PollResult p, Poll(handle));
+    if (p.state != ProcessState::kRunning) return p;
+    if (absl::Now() >= deadline) return p;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+}
+
+int ShimProcessRunner::SignalLeftovers(const ProcessHandle& handle, int sig) {
+  if (handle.pid <= 0 || handle.pgid <= 0) return 0;
+  int n = 0;
+  for (pid_t p : ListGroupMembers(handle.pgid, handle.pid)) {
+    if (kill(p, sig) == 0) ++n;
+  }
+  return n;
+}
+
+absl::StatusOr<PollResult> ShimProcessRunner::Stop(const ProcessHandle& handle,
+                                                   absl::Duration grace) {
+  if (IsSameLiveProcess(handle.pid, handle.start_time)) {
+    if (kill(-handle.pgid, SIGTERM) != 0 && errno != ESRCH) {
+      return Errno(absl::StrCat("kill -TERM -", handle.pgid));
+    }
+    ASSIGN_OR_RETURN(PollResult p, WaitEnded(handle, grace));
+    if (p.state != ProcessState::kRunning) return p;
+    kill(-handle.pgid, SIGKILL);
+    ASSIGN_OR_RETURN(p, WaitEnded(handle, options_.kill_timeout));
+    if (p.state != ProcessState::kRunning) return p;
+    // The group is dead or unkillable, yet the shim lingers: end the shim too.
+    kill(handle.pid, SIGKILL);
+    ASSIGN_OR_RETURN(p, WaitEnded(handle, options_.kill_timeout));
+    if (p.state == ProcessState::kRunning) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("replica ", handle.pid, " survived SIGKILL"));
+    }
+    SignalLeftovers(handle, SIGKILL);
+    return p;
+  }
+  // The supervisor is gone; its group may not be (the shim was killed on its own).
+  if (SignalLeftovers(handle, SIGTERM) > 0) {
+    absl::Time deadline = absl::Now() + grace;
+    while (!ListGroupMembers(handle.pgid, handle.pid).empty() && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    SignalLeftovers(handle, SIGKILL);
+    deadline = absl::Now() + options_.kill_timeout;
+    while (!ListGroupMembers(handle.pgid, handle.pid).empty()) {
+      if (absl::Now() >= deadline) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("replica group ", handle.pgid, " survived SIGKILL"));
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+  }
+  return Poll(handle);
+}
+
+absl::StatusOr<ProcessHandle> ShimProcessRunner::Recover(const std::string& replica_dir) {
+  ASSIGN_OR_RETURN(ProcessFile pf, ReadProcessFile(replica_dir));
+  ProcessHandle handle;
+  handle.pid = pf.pid;
+  handle.pgid = pf.pgid;
+  handle.start_time = pf.start_time;
+  handle.replica_dir = replica_dir;
+  return handle;
+}
+
+}  // namespace coach::backend::local

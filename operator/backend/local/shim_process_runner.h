@@ -1,0 +1,56 @@
+#pragma once
+
+// The real ProcessRunner: every replica runs under coach-replica-shim (see
+// replica_shim.cc), which leads its own session, runs the command in its own process
+// group, and leaves the exit status in <replica-dir>/exit, so that a later operator
+// process can still learn how a replica it did not start ended.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "operator/backend/local/process_runner.h"
+
+namespace coach::backend::local {
+
+class ShimProcessRunner : public ProcessRunner {
+ public:
+  struct Options {
+    // How long Start waits for the shim to report that the command was exec'd.
+    absl::Duration start_timeout = absl::Seconds(10);
+    // How long Stop waits after SIGKILL before giving up with DeadlineExceeded.
+    absl::Duration kill_timeout = absl::Seconds(5);
+  };
+
+  // `shim_path`: the coach-replica-shim executable.
+  // Errors: InvalidArgument (not an absolute path), NotFound (not an executable file).
+  static absl::StatusOr<std::unique_ptr<ShimProcessRunner>> Create(
+      const std::string& shim_path, Options options);
+  static absl::StatusOr<std::unique_ptr<ShimProcessRunner>> Create(
+      const std::string& shim_path) {
+    return Create(shim_path, Options());
+  }
+
+  absl::StatusOr<ProcessHandle> Start(const ProcessSpec& spec) override;
+  absl::Status Signal(const ProcessHandle& handle, int sig) override;
+  absl::StatusOr<PollResult> Poll(const ProcessHandle& handle) override;
+  absl::StatusOr<PollResult> Stop(const ProcessHandle& handle,
+                                  absl::Duration grace) override;
+  absl::StatusOr<ProcessHandle> Recover(const std::string& replica_dir) override;
+
+ private:
+  ShimProcessRunner(std::string shim_path, Options options)
+      : shim_path_(std::move(shim_path)), options_(options) {}
+
+  // Waits until Poll says the replica is no longer running, or `timeout` passed.
+  absl::StatusOr<PollResult> WaitEnded(const ProcessHandle& handle, absl::Duration timeout);
+  // Signals the leftovers of a replica whose shim is gone: members of its group that
+  // are still in its session. Returns how many were signalled.
+  int SignalLeftovers(const ProcessHandle& handle, int sig);
+
+  std::string shim_path_;
+  Options options_;
+};
+
+}  // namespace coach::backend::local
