@@ -1,0 +1,157 @@
+#include "launcher/supervisor.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace coach::launcher {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
+
+std::string TmpDir(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
+  mkdir(dir.c_str(), 0755);
+  return dir;
+}
+
+WorkerSpec Sh(int rank, const std::string& script, EnvMap env = {}) {
+  env.emplace("PATH", "/usr/bin:/bin");
+  return WorkerSpec{rank, rank, {"/bin/sh", "-c", script}, env};
+}
+
+struct Outcome {
+  SupervisionResult result;
+  std::vector<std::string> log;
+  absl::Duration took;
+};
+
+Outcome Supervise(const std::vector<WorkerSpec>& workers, absl::Duration grace = absl::Seconds(5)) {
+  Outcome run;
+  SupervisorOptions options;
+  options.grace_period = grace;
+  options.log = [&run](const std::string& l) { run.log.push_back(l); };
+  const absl::Time start = absl::Now();
+  auto result = coach::launcher::Supervise(workers, options);
+  run.took = absl::Now() - start;
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (result.ok()) run.result = *result;
+  return run;
+}
+
+int CodeOf(const Outcome& run, int rank) {
+  for (const WorkerExit& e : run.result.exits) {
+    if (e.rank == rank) return e.exit_code;
+  }
+  return -1;
+}
+
+TEST(SuperviseTest, AllSucceed) {
+  Outcome run = Supervise({WorkerSpec{0, 0, {"/bin/true"}, {}}, WorkerSpec{1, 1, {"/bin/true"}, {}},
+                       Sh(2, "sleep 0.2; exit 0")});
+  EXPECT_EQ(run.result.exit_code, 0);
+  ASSERT_EQ(run.result.exits.size(), 3u);
+  EXPECT_EQ(run.log.size(), 3u);
+  EXPECT_THAT(run.log.back(), HasSubstr("rank 2 (local 2, pid "));
+  EXPECT_THAT(run.log.back(), HasSubstr("exited with code 0 after 0."));
+}
+
+TEST(SuperviseTest, OneFailsOthersAreTerminatedAndItsCodeWins) {
+  Outcome run = Supervise({Sh(0, "exec sleep 30"), Sh(1, "sleep 0.2; exit 3"), Sh(2, "exec sleep 30")});
+  EXPECT_EQ(run.result.exit_code, 3);
+  EXPECT_EQ(CodeOf(run, 1), 3);
+  EXPECT_EQ(CodeOf(run, 0), 128 + SIGTERM);
+  EXPECT_EQ(CodeOf(run, 2), 128 + SIGTERM);
+  EXPECT_LT(run.took, absl::Seconds(4));  // not the 30 s the others would sleep
+  EXPECT_THAT(run.log[0], HasSubstr("rank 1 (local 1"));
+  EXPECT_THAT(run.log[0], HasSubstr("exited with code 3"));
+}
+
+TEST(SuperviseTest, FalseGivesOne) {
+  Outcome run = Supervise({WorkerSpec{0, 0, {"/bin/false"}, {}}});
+  EXPECT_EQ(run.result.exit_code, 1);
+}
+
+TEST(SuperviseTest, KilledBySigkillIs137) {
+  Outcome run = Supervise({Sh(0, "kill -KILL $$"), Sh(1, "exec sleep 30")});
+  EXPECT_EQ(run.result.exit_code, 137);
+  ASSERT_FALSE(run.result.exits.empty());
+  EXPECT_EQ(run.result.exits[0].term_signal, SIGKILL);
+  EXPECT_THAT(run.log[0], HasSubstr("killed by signal 9"));
+  EXPECT_THAT(run.log[0], HasSubstr("code 137"));
+}
+
+TEST(SuperviseTest, GraceIsRespectedThenKilled) {
+  const std::string dir = TmpDir("grace");
+  // Rank 0 ignores SIGTERM (so does its sleep, which inherits the ignore) and must be SIGKILLed
+  // after the grace period; rank 1 fails to trigger the stop.
+  Outcome run = Supervise({Sh(0, "trap '' TERM; touch " + dir + "/ready; while :; do sleep 0.05; done"),
+                       Sh(1, "while [ ! -e " + dir + "/ready ]; do sleep 0.02; done; exit 4")},
+                      absl::Milliseconds(800));
+  EXPECT_EQ(run.result.exit_code, 4);
+  EXPECT_EQ(CodeOf(run, 0), 137);
+  EXPECT_GE(run.took, absl::Milliseconds(800));
+  EXPECT_LT(run.took, absl::Seconds(4));
+}
+
+TEST(SuperviseTest, WholeProcessGroupIsStopped) {
+  const std::string dir = TmpDir("group");
+  // The worker's own child (a background sleep) must go too.
+  Outcome run = Supervise({Sh(0, "sleep 30 & echo $! > " + dir + "/bg; wait"),
+                       Sh(1, "while [ ! -s " + dir + "/bg ]; do sleep 0.02; done; exit 5")},
+                      absl::Seconds(2));
+  EXPECT_EQ(run.result.exit_code, 5);
+  std::ifstream in(dir + "/bg");
+  pid_t bg = 0;
+  in >> bg;
+  ASSERT_GT(bg, 0);
+  absl::SleepFor(absl::Milliseconds(200));
+  std::ifstream stat("/proc/" + std::to_string(bg) + "/stat");
+  std::string pid, comm, state;
+  if (stat >> pid >> comm >> state) {
+    EXPECT_EQ(state, "Z") << "background sleep still running";
+  }
+}
+
+TEST(SuperviseTest, ChildGetsExactlyItsEnv) {
+  const std::string dir = TmpDir("env");
+  const EnvMap env = {{"RANK", "7"}, {"ONLY", "this"}, {"WITH SPACE", "a b=c"}};
+  Outcome run = Supervise({WorkerSpec{7, 0, {"launcher/testdata/env_dump", dir}, env}});
+  ASSERT_EQ(run.result.exit_code, 0) << (run.log.empty() ? "" : run.log[0]);
+  std::ifstream in(dir + "/env.7");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  EXPECT_THAT(lines, UnorderedElementsAre("RANK=7", "ONLY=this", "WITH SPACE=a b=c"));
+}
+
+TEST(SuperviseTest, MissingProgramIs127) {
+  Outcome run = Supervise({WorkerSpec{0, 0, {"/nonexistent/coach-program"}, {}}});
+  EXPECT_EQ(run.result.exit_code, 127);
+}
+
+TEST(SuperviseTest, ArgumentsAreNotInterpretedByAShell) {
+  const std::string dir = TmpDir("argv");
+  const std::string marker = dir + "/should-not-exist";
+  Outcome run = Supervise({WorkerSpec{0, 0, {"/bin/echo", "$(touch " + marker + ")", ";", "touch", marker}, {}}});
+  EXPECT_EQ(run.result.exit_code, 0);
+  EXPECT_NE(access(marker.c_str(), F_OK), 0);
+}
+
+TEST(SuperviseTest, RejectsEmptyInput) {
+  SupervisorOptions options;
+  EXPECT_EQ(coach::launcher::Supervise({}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(coach::launcher::Supervise({WorkerSpec{}}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace coach::launcher
