@@ -1,0 +1,181 @@
+#pragma once
+
+// TrainingClient: the C++ SDK of coach-operator's TrainingService (api/v1/training_service.proto).
+//
+// Every method returns the server's error as an absl::Status with the same code; the ones
+// a caller should expect:
+//   InvalidArgument     bad manifest or request (the message names every offending field)
+//   NotFound            no such job
+//   AlreadyExists       CreateJob with a name already taken
+//   FailedPrecondition  the job's state does not allow the operation
+//   Unauthenticated     token missing or wrong; PermissionDenied: token not allowed
+//   Unavailable         the server cannot be reached (safe to retry)
+//   DeadlineExceeded    the call's deadline passed
+// Unary calls run under ConnectionOptions::call_timeout. A TrainingClient is thread-safe.
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "api/v1/training_job.pb.h"
+#include "api/v1/training_service.grpc.pb.h"
+#include "api/v1/training_service.pb.h"
+#include "sdk/cpp/connection.h"
+#include "sdk/cpp/job_status.h"  // IsJobRunning/Succeeded/Failed, GetJobConditions
+
+namespace coach::sdk {
+
+// Cancels a running Watch or GetJobLogs from another thread. One handle per call; Cancel()
+// before the call starts makes it return Cancelled at once.
+class CancelHandle {
+ public:
+  void Cancel();
+  bool cancelled() const;
+
+ private:
+  friend class TrainingClient;
+  // Registers the call's context; false when already cancelled.
+  bool Attach(grpc::ClientContext* context);
+  void Detach();
+
+  mutable std::mutex mutex_;
+  grpc::ClientContext* context_ = nullptr;
+  bool cancelled_ = false;
+};
+
+struct ClientConfig {
+  std::string server;  // for messages only
+  std::string token;   // empty: no authorization metadata
+  absl::Duration call_timeout = absl::Seconds(30);
+  // How often WaitForJobConditions polls GetJob once the watch has broken.
+  absl::Duration poll_interval = absl::Seconds(2);
+};
+
+struct ListOptions {
+  std::string namespace_;  // empty: every namespace
+  std::string label_selector;
+  int page_size = 0;  // 0: the server's default (100); at most 1000
+  std::string page_token;
+};
+
+struct WatchOptions {
+  std::string namespace_;  // empty: every namespace
+  std::string name;        // only this job when set
+  std::string label_selector;
+  absl::Duration timeout = absl::InfiniteDuration();
+};
+
+struct LogOptions {
+  std::string namespace_;
+  std::string name;
+  std::string replica;  // "master-0"; empty: every replica, interleaved by chunk
+  bool follow = false;
+  int64_t tail_lines = 0;  // 0: the whole log
+  // Infinite by default when following, else call_timeout.
+  std::optional<absl::Duration> timeout;
+};
+
+struct WaitOptions {
+  absl::Duration timeout = absl::Minutes(10);
+  // Called with the job first seen and after every observed change.
+  std::function<void(const api::v1::TrainingJob&)> on_progress;
+};
+
+class TrainingClient {
+ public:
+  // Resolves `options` (see connection.h) and opens a lazily connecting channel.
+  // InvalidArgument for bad options; never contacts the server.
+  static absl::StatusOr<std::unique_ptr<TrainingClient>> Create(const ConnectionOptions& options);
+
+  // Over an existing channel (tests, callers with custom channels).
+  TrainingClient(std::shared_ptr<grpc::ChannelInterface> channel, ClientConfig config);
+  // Over an existing stub (tests with a fake stub).
+  TrainingClient(std::unique_ptr<api::v1::TrainingService::StubInterface> stub,
+                 ClientConfig config);
+
+  // Creates `job`; `namespace_` applies when the job names none. With dry_run the server
+  // validates and defaults only. Returns the job as stored (defaulted, with uid).
+  // InvalidArgument, AlreadyExists, Unauthenticated, Unavailable.
+  absl::StatusOr<api::v1::TrainingJob> CreateJob(const api::v1::TrainingJob& job,
+                                                 const std::string& namespace_ = "",
+                                                 bool dry_run = false);
+  // Same, from a kubeflow.org/v1 manifest (YAML or JSON) holding exactly one job; the
+  // server parses it. InvalidArgument for a bad manifest.
+  absl::StatusOr<api::v1::TrainingJob> CreateJobFromManifest(const std::string& manifest,
+                                                             const std::string& namespace_ = "",
+                                                             bool dry_run = false);
+
+  // NotFound when there is no such job.
+  absl::StatusOr<api::v1::TrainingJob> GetJob(const std::string& namespace_,
+                                              const std::string& name);
+
+  // One page. InvalidArgument for a bad selector, page size or token.
+  absl::StatusOr<api::v1::ListJobsResponse> ListJobs(const ListOptions& options);
+  // Every page, in order. Internal when the server repeats a page token (a loop).
+  absl::StatusOr<std::vector<api::v1::TrainingJob>> ListAllJobs(
+      const std::string& namespace_ = "", const std::string& label_selector = "",
+      int page_size = 0);
+
+  // NotFound when there is no such job.
+  absl::Status DeleteJob(const std::string& namespace_, const std::string& name);
+  // NotFound; FailedPrecondition when the job has finished.
+  absl::StatusOr<api::v1::TrainingJob> SuspendJob(const std::string& namespace_,
+                                                  const std::string& name);
+  // NotFound; FailedPrecondition when the job has finished.
+  absl::StatusOr<api::v1::TrainingJob> ResumeJob(const std::string& namespace_,
+                                                 const std::string& name);
+  // The job, its replicas as observed and its recent events. NotFound.
+  absl::StatusOr<api::v1::DescribeJobResponse> DescribeJob(const std::string& namespace_,
+                                                           const std::string& name);
+
+  // Streams the matching jobs (ADDED first, then each change) to `on_event` until it
+  // returns false (OK), `cancel` fires (Cancelled), the timeout passes
+  // (DeadlineExceeded), the stream fails (its code), or the server ends the stream
+  // (Unavailable: watches end only when the server goes away).
+  absl::Status Watch(const WatchOptions& options,
+                     const std::function<bool(const api::v1::JobEvent&)>& on_event,
+                     CancelHandle* cancel = nullptr);
+
+  // Streams log chunks to `on_chunk` until the log ends (OK; with follow: when the
+  // replica ends), `on_chunk` returns false (OK) or `cancel` fires (Cancelled).
+  // NotFound for an unknown job or replica.
+  absl::Status GetJobLogs(const LogOptions& options,
+                          const std::function<bool(const api::v1::LogChunk&)>& on_chunk,
+                          CancelHandle* cancel = nullptr);
+
+  // Waits until the job has one of `conditions` ("Succeeded", "Failed", "Running", ...)
+  // True and returns the job. Watches the job; when the watch breaks, polls GetJob every
+  // poll_interval instead.
+  //   DeadlineExceeded    options.timeout passed first (the message says the last state)
+  //   FailedPrecondition  the job finished (Failed, or Succeeded) without any wanted
+  //                       condition; for Failed the message is the job's failure message
+  //   NotFound            no such job, or it was deleted while waiting
+  //   InvalidArgument     `conditions` is empty
+  //   Unauthenticated, PermissionDenied and other non-transient errors as they come.
+  absl::StatusOr<api::v1::TrainingJob> WaitForJobConditions(
+      const std::string& namespace_, const std::string& name,
+      const std::set<std::string>& conditions, const WaitOptions& options = {});
+
+  const ClientConfig& config() const { return config_; }
+
+ private:
+  // A context with the token and, when finite, a deadline `timeout` from now.
+  void Prepare(grpc::ClientContext* context, absl::Duration timeout) const;
+  absl::Status Error(const grpc::Status& status, const std::string& what) const;
+
+  std::shared_ptr<grpc::ChannelInterface> channel_;
+  std::unique_ptr<api::v1::TrainingService::StubInterface> stub_;
+  ClientConfig config_;
+};
+
+}  // namespace coach::sdk
