@@ -3,12 +3,14 @@
 // Inputs and outputs of the pure reconciler (operator/reconcile). Plain values: the
 // reconciler is a function (job, observed, now, config) -> ReconcileResult.
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "api/v1/training_job.pb.h"
+#include "operator/model/address_plan.h"
 #include "operator/model/kube_object.h"
 
 namespace coach::model {
@@ -29,6 +31,11 @@ struct ReconcileConfig {
   std::string controller_name = "kubeflow.org/training-operator";
   // Image of the MPI launcher's kubectl delivery and similar helpers, when needed.
   std::string init_container_image = "alpine:3.10";
+  // Init container of the MPIJob launcher that copies kubectl into the pod.
+  std::string mpi_kubectl_delivery_image = "mpioperator/kubectl-delivery:latest";
+  // How replicas reach each other. Null: Kubernetes service names and declared ports
+  // (with cluster_domain). The local backend installs its own.
+  std::shared_ptr<const AddressPlan> address_plan;
 };
 
 struct Action {

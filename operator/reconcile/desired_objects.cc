@@ -1,0 +1,107 @@
+#include "operator/reconcile/desired_objects.h"
+
+#include <map>
+
+#include "common/status_macros.h"
+#include "operator/reconcile/framework_env.h"
+#include "operator/reconcile/gang.h"
+#include "operator/reconcile/mpi_objects.h"
+#include "operator/reconcile/replicas.h"
+
+namespace coach::reconcile {
+
+using model::Json;
+using model::KubeObject;
+
+absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& type, int index,
+                                      const model::ReconcileConfig& config) {
+  ASSIGN_OR_RETURN(const api::v1::KindInfo* kind, KindOf(job));
+  (void)kind;
+  ASSIGN_OR_RETURN(Json tmpl, ParseTemplate(job, type));
+  if (!tmpl.contains("metadata") || !tmpl["metadata"].is_object()) tmpl["metadata"] = Json::object();
+  if (!tmpl.contains("spec") || !tmpl["spec"].is_object()) tmpl["spec"] = Json::object();
+  Json& meta = tmpl["metadata"];
+  if (!meta.contains("labels") || !meta["labels"].is_object()) meta["labels"] = Json::object();
+  for (const auto& [k, v] : ReplicaLabels(job, type, index)) meta["labels"][k] = v;
+  if (IsMasterRole(job, type, index)) meta["labels"][kLabelJobRole] = "master";
+
+  auto plan = PlanOf(config);
+  ReplicaRef ref{job, type, index, *plan};
+  if (job.kind() == api::v1::MPI_JOB) {
+    RETURN_IF_ERROR(DecorateMpiPod(ref, config, tmpl));
+  } else {
+    RETURN_IF_ERROR(SetClusterSpec(ref, tmpl));
+  }
+  const std::string policy = RestartPolicy(job, type);
+  tmpl["spec"]["restartPolicy"] = policy == "ExitCode" ? "Never" : policy;
+  DecorateForGang(job, type, config, tmpl);
+
+  const std::string name = ReplicaName(job, type, index);
+  Json metadata = meta;
+  metadata["name"] = name;
+  metadata["namespace"] = job.metadata().namespace_();
+  metadata["ownerReferences"] = OwnerReferences(job);
+  if (metadata.contains("annotations") && metadata["annotations"].empty()) {
+    metadata.erase("annotations");
+  }
+  Json body = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata},
+               {"spec", tmpl["spec"]}};
+  return KubeObject{"v1", "Pod", name, job.metadata().namespace_(), std::move(body)};
+}
+
+absl::StatusOr<KubeObject> DesiredService(const model::Job& job, const std::string& type,
+                                          int index) {
+  ASSIGN_OR_RETURN(const api::v1::KindInfo* kind, KindOf(job));
+  ASSIGN_OR_RETURN(Json tmpl, ParseTemplate(job, type));
+  std::map<std::string, int> ports;
+  Json* containers = MutableContainers(tmpl);
+  if (containers != nullptr) {
+    for (const Json& c : *containers) {
+      if (c.value("name", "") != kind->default_container) continue;
+      if (!c.contains("ports") || !c["ports"].is_array()) continue;
+      for (const Json& p : c["ports"]) {
+        if (p.contains("containerPort") && p["containerPort"].is_number_integer()) {
+          ports[p.value("name", "")] = p["containerPort"].get<int>();
+        }
+      }
+    }
+  }
+  Json service_ports = Json::array();
+  for (const auto& [name, port] : ports) service_ports.push_back({{"name", name}, {"port", port}});
+  Json labels = Json::object();
+  for (const auto& [k, v] : ReplicaLabels(job, type, index)) labels[k] = v;
+  const std::string name = ReplicaName(job, type, index);
+  Json body = {{"apiVersion", "v1"},
+               {"kind", "Service"},
+               {"metadata",
+                {{"name", name},
+                 {"namespace", job.metadata().namespace_()},
+                 {"labels", labels},
+                 {"ownerReferences", OwnerReferences(job)}}},
+               {"spec", {{"clusterIP", "None"}, {"selector", labels}, {"ports", service_ports}}}};
+  return KubeObject{"v1", "Service", name, job.metadata().namespace_(), std::move(body)};
+}
+
+absl::StatusOr<std::vector<KubeObject>> DesiredObjects(const model::Job& job,
+                                                       const model::ReconcileConfig& config) {
+  ASSIGN_OR_RETURN(const api::v1::KindInfo* kind, KindOf(job));
+  (void)kind;
+  std::vector<KubeObject> out;
+  if (job.kind() == api::v1::MPI_JOB) {
+    ASSIGN_OR_RETURN(std::vector<KubeObject> aux, MpiAuxObjects(job, config, {}));
+    for (auto& o : aux) out.push_back(std::move(o));
+  }
+  if (auto pg = DesiredPodGroup(job, config)) out.push_back(std::move(*pg));
+  for (const std::string& type : ReplicaTypes(job)) {
+    for (int i = 0; i < Replicas(job, type); ++i) {
+      ASSIGN_OR_RETURN(KubeObject pod, DesiredPod(job, type, i, config));
+      out.push_back(std::move(pod));
+      if (job.kind() == api::v1::MPI_JOB) continue;
+      ASSIGN_OR_RETURN(KubeObject svc, DesiredService(job, type, i));
+      out.push_back(std::move(svc));
+    }
+  }
+  return out;
+}
+
+}  // namespace coach::reconcile

@@ -1,0 +1,34 @@
+#pragma once
+
+// The objects a job needs on a cluster, built exactly as upstream v1.9.4 builds them.
+// Pure: a function of the (already defaulted) job and the operator's config.
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "operator/model/kube_object.h"
+#include "operator/model/reconcile_types.h"
+
+namespace coach::reconcile {
+
+// Every object a fresh job needs, in a stable order: MPI ConfigMap, ServiceAccount,
+// Role, RoleBinding; the PodGroup (gang scheduling); then per replica type in the
+// kind's order, per index: the Pod, then its headless Service (none for MPIJob).
+//
+// Errors: InvalidArgument (kind unset, a template that is not a JSON object, MPI
+// replica without containers), NotFound (a port the framework's wiring requires).
+absl::StatusOr<std::vector<model::KubeObject>> DesiredObjects(
+    const model::Job& job, const model::ReconcileConfig& config);
+
+// The pod of replica `type`/`index`: the template with every field kept, name,
+// namespace, labels (template's merged with the operator's), owner reference, the
+// replica's restartPolicy (ExitCode -> Never), framework env, gang decorations.
+absl::StatusOr<model::KubeObject> DesiredPod(const model::Job& job, const std::string& type,
+                                             int index, const model::ReconcileConfig& config);
+
+// The headless Service of replica `type`/`index`: clusterIP None, selecting the pod's
+// operator labels, exposing the default container's named ports (sorted by name).
+absl::StatusOr<model::KubeObject> DesiredService(const model::Job& job, const std::string& type,
+                                                 int index);
+
+}  // namespace coach::reconcile

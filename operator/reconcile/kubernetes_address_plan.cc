@@ -1,0 +1,27 @@
+#include "operator/reconcile/kubernetes_address_plan.h"
+
+#include "absl/strings/str_cat.h"
+#include "operator/reconcile/replicas.h"
+
+namespace coach::reconcile {
+
+std::string KubernetesAddressPlan::Host(const api::v1::TrainingJob& job,
+                                        std::string_view replica_type, int index) const {
+  return ReplicaName(job, replica_type, index);
+}
+
+std::string KubernetesAddressPlan::QualifiedHost(const api::v1::TrainingJob& job,
+                                                 std::string_view replica_type,
+                                                 int index) const {
+  std::string host =
+      absl::StrCat(ReplicaName(job, replica_type, index), ".", job.metadata().namespace_(), ".svc");
+  if (!cluster_domain_.empty()) absl::StrAppend(&host, ".", cluster_domain_);
+  return host;
+}
+
+int KubernetesAddressPlan::Port(const api::v1::TrainingJob&, std::string_view, int,
+                                std::string_view, int declared_port) const {
+  return declared_port;
+}
+
+}  // namespace coach::reconcile

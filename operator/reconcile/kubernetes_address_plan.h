@@ -1,0 +1,31 @@
+#pragma once
+
+// The AddressPlan of a Kubernetes cluster: every replica is reached at its headless
+// Service's name and the port its pod template declares, exactly as upstream wires it.
+
+#include <string>
+#include <string_view>
+
+#include "operator/model/address_plan.h"
+
+namespace coach::reconcile {
+
+class KubernetesAddressPlan : public model::AddressPlan {
+ public:
+  // `cluster_domain`, when non-empty, is appended to qualified hosts
+  // ("<host>.<ns>.svc.<cluster_domain>").
+  explicit KubernetesAddressPlan(std::string cluster_domain = "")
+      : cluster_domain_(std::move(cluster_domain)) {}
+
+  std::string Host(const api::v1::TrainingJob& job, std::string_view replica_type,
+                   int index) const override;
+  std::string QualifiedHost(const api::v1::TrainingJob& job, std::string_view replica_type,
+                            int index) const override;
+  int Port(const api::v1::TrainingJob& job, std::string_view replica_type, int index,
+           std::string_view port_name, int declared_port) const override;
+
+ private:
+  std::string cluster_domain_;
+};
+
+}  // namespace coach::reconcile
