@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "api/v1/training_job.pb.h"
 #include "api/v1/training_service.grpc.pb.h"

@@ -1,0 +1,86 @@
+#include "sdk/cpp/cli/table_printer.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "api/v1/kinds.h"
+#include "sdk/cpp/job_status.h"
+
+namespace coach::cli {
+
+TablePrinter::TablePrinter(std::vector<std::string> headers) : headers_(std::move(headers)) {}
+
+void TablePrinter::AddRow(std::vector<std::string> cells) {
+  cells.resize(headers_.size());
+  rows_.push_back(std::move(cells));
+}
+
+void TablePrinter::Print(std::ostream& out, const std::string& indent) const {
+  std::vector<size_t> widths(headers_.size());
+  for (size_t i = 0; i < headers_.size(); ++i) widths[i] = headers_[i].size();
+  for (const auto& row : rows_) {
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  auto print_row = [&](const std::vector<std::string>& row) {
+    out << indent;
+    for (size_t i = 0; i < row.size(); ++i) {
+      out << row[i];
+      if (i + 1 < row.size()) out << std::string(widths[i] - row[i].size() + 3, ' ');
+    }
+    out << "\n";
+  };
+  print_row(headers_);
+  for (const auto& row : rows_) print_row(row);
+}
+
+std::string FormatAge(absl::Duration age) {
+  if (age < absl::ZeroDuration()) return "0s";
+  int64_t seconds = absl::ToInt64Seconds(age);
+  if (seconds < 60) return absl::StrCat(seconds, "s");
+  int64_t minutes = seconds / 60;
+  if (minutes < 60) return absl::StrCat(minutes, "m");
+  int64_t hours = minutes / 60;
+  if (hours < 24) return absl::StrCat(hours, "h");
+  int64_t days = hours / 24;
+  if (days < 365) return absl::StrCat(days, "d");
+  return absl::StrCat(days / 365, "y");
+}
+
+std::string FormatAgeSince(const google::protobuf::Timestamp& timestamp, absl::Time now) {
+  if (timestamp.seconds() == 0 && timestamp.nanos() == 0) return "<unknown>";
+  absl::Time then = absl::FromUnixSeconds(timestamp.seconds()) + absl::Nanoseconds(timestamp.nanos());
+  return FormatAge(now - then);
+}
+
+std::string KindName(const api::v1::TrainingJob& job) {
+  const api::v1::KindInfo* info = api::v1::FindKind(job.kind());
+  return info == nullptr ? "Unknown" : std::string(info->name);
+}
+
+std::string ReplicaSummary(const api::v1::TrainingJob& job) {
+  int64_t total = 0;
+  for (const auto& [type, spec] : job.spec().replica_specs()) {
+    total += spec.has_replicas() ? spec.replicas() : 1;
+  }
+  int64_t active = 0;
+  for (const auto& [type, status] : job.status().replica_statuses()) active += status.active();
+  return absl::StrCat(active, "/", total);
+}
+
+std::vector<std::string> JobTableHeaders(bool with_namespace) {
+  std::vector<std::string> headers = {"NAME", "KIND", "STATE", "REPLICAS", "AGE"};
+  if (with_namespace) headers.insert(headers.begin(), "NAMESPACE");
+  return headers;
+}
+
+std::vector<std::string> JobTableRow(const api::v1::TrainingJob& job, absl::Time now,
+                                     bool with_namespace) {
+  std::string state = sdk::JobState(job);
+  std::vector<std::string> row = {job.metadata().name(), KindName(job),
+                                  state.empty() ? "Pending" : state, ReplicaSummary(job),
+                                  FormatAgeSince(job.metadata().creation_timestamp(), now)};
+  if (with_namespace) row.insert(row.begin(), job.metadata().namespace_());
+  return row;
+}
+
+}  // namespace coach::cli

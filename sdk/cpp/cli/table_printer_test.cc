@@ -1,0 +1,91 @@
+#include "sdk/cpp/cli/table_printer.h"
+
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "absl/time/clock.h"
+
+namespace coach::cli {
+namespace {
+
+TEST(FormatAgeTest, KubectlUnits) {
+  EXPECT_EQ(FormatAge(absl::Seconds(0)), "0s");
+  EXPECT_EQ(FormatAge(absl::Seconds(5)), "5s");
+  EXPECT_EQ(FormatAge(absl::Seconds(59)), "59s");
+  EXPECT_EQ(FormatAge(absl::Seconds(60)), "1m");
+  EXPECT_EQ(FormatAge(absl::Minutes(3) + absl::Seconds(59)), "3m");
+  EXPECT_EQ(FormatAge(absl::Hours(2) + absl::Minutes(5)), "2h");
+  EXPECT_EQ(FormatAge(absl::Hours(23) + absl::Minutes(59)), "23h");
+  EXPECT_EQ(FormatAge(absl::Hours(24 * 4 + 3)), "4d");
+  EXPECT_EQ(FormatAge(absl::Hours(24 * 800)), "2y");
+  EXPECT_EQ(FormatAge(-absl::Seconds(3)), "0s");
+}
+
+TEST(FormatAgeTest, SinceTimestamp) {
+  google::protobuf::Timestamp created;
+  EXPECT_EQ(FormatAgeSince(created, absl::Now()), "<unknown>");
+  created.set_seconds(1000);
+  EXPECT_EQ(FormatAgeSince(created, absl::FromUnixSeconds(1000 + 7200)), "2h");
+}
+
+TEST(TablePrinterTest, AlignsColumnsWithoutTrailingSpaces) {
+  TablePrinter table({"NAME", "KIND", "AGE"});
+  table.AddRow({"mnist", "PyTorchJob", "5s"});
+  table.AddRow({"a-much-longer-name", "TFJob"});
+  std::ostringstream out;
+  table.Print(out);
+  EXPECT_EQ(out.str(),
+            "NAME                 KIND         AGE\n"
+            "mnist                PyTorchJob   5s\n"
+            "a-much-longer-name   TFJob        \n");
+}
+
+TEST(TablePrinterTest, Indent) {
+  TablePrinter table({"A", "B"});
+  table.AddRow({"1", "2"});
+  std::ostringstream out;
+  table.Print(out, "  ");
+  EXPECT_EQ(out.str(), "  A   B\n  1   2\n");
+}
+
+api::v1::TrainingJob RunningJob() {
+  api::v1::TrainingJob job;
+  job.set_kind(api::v1::PYTORCH_JOB);
+  job.mutable_metadata()->set_name("mnist");
+  job.mutable_metadata()->set_namespace_("ml");
+  job.mutable_metadata()->mutable_creation_timestamp()->set_seconds(1000);
+  (*job.mutable_spec()->mutable_replica_specs())["Master"].set_replicas(1);
+  (*job.mutable_spec()->mutable_replica_specs())["Worker"].set_replicas(2);
+  (*job.mutable_status()->mutable_replica_statuses())["Master"].set_active(1);
+  (*job.mutable_status()->mutable_replica_statuses())["Worker"].set_active(1);
+  for (const char* type : {"Created", "Running"}) {
+    api::v1::JobCondition* condition = job.mutable_status()->add_conditions();
+    condition->set_type(type);
+    condition->set_status("True");
+  }
+  return job;
+}
+
+TEST(JobTableTest, RowCells) {
+  api::v1::TrainingJob job = RunningJob();
+  EXPECT_EQ(ReplicaSummary(job), "2/3");
+  std::vector<std::string> row = JobTableRow(job, absl::FromUnixSeconds(1000 + 300), false);
+  EXPECT_EQ(row, (std::vector<std::string>{"mnist", "PyTorchJob", "Running", "2/3", "5m"}));
+  std::vector<std::string> with_ns = JobTableRow(job, absl::FromUnixSeconds(1045), true);
+  EXPECT_EQ(with_ns[0], "ml");
+  EXPECT_EQ(with_ns[5], "45s");
+  EXPECT_EQ(JobTableHeaders(true)[0], "NAMESPACE");
+}
+
+TEST(JobTableTest, UnsetReplicaCountIsOneAndNoConditionIsPending) {
+  api::v1::TrainingJob job;
+  job.set_kind(api::v1::TF_JOB);
+  (*job.mutable_spec()->mutable_replica_specs())["Worker"];
+  EXPECT_EQ(ReplicaSummary(job), "0/1");
+  EXPECT_EQ(JobTableRow(job, absl::Now(), false)[2], "Pending");
+  EXPECT_EQ(KindName(api::v1::TrainingJob()), "Unknown");
+}
+
+}  // namespace
+}  // namespace coach::cli
