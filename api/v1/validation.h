@@ -1,0 +1,37 @@
+#pragma once
+
+// Admission checks for training jobs: upstream's validating webhooks (kubeflow
+// training-operator v1.9.4) plus everything that would crash or mislead coach later.
+// Meant for defaulted jobs (SetDefaults first, as upstream's mutating webhook runs before
+// its validating one); unset replicas count as their default.
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "api/v1/field_error.h"
+#include "api/v1/training_job.pb.h"
+
+namespace coach::api::v1 {
+
+// Every problem of `job`, in a stable order; empty when the job is valid. Paths use the
+// manifest's JSON names, e.g. "spec.pytorchReplicaSpecs.Worker.replicas" or
+// "spec.tfReplicaSpecs.PS.template.spec.containers[0].image"; messages say what is
+// allowed, e.g. "must be >= 0, got -1".
+// Rules: metadata.name a DNS-1035 label; namespace a DNS-1123 label; label and annotation
+// keys qualified names, label values valid; at least one replica spec, each of a known
+// type; replicas >= 0; restartPolicy Always|OnFailure|Never|ExitCode; a pod template with
+// at least one container, each with a DNS-1123 name (unique) and an image, ports in
+// 1..65535; a container with the kind's default name (not MPIJob); PyTorch Master
+// replicas = 1; TF at most one Chief/Master; XGBoost exactly one Master with 1 replica;
+// MPI a Launcher with 1 replica and slotsPerWorker >= 1; runPolicy cleanPodPolicy
+// None|Running|All, ttl/deadline/backoff >= 0, managedBy one of upstream's two values,
+// schedulingPolicy minAvailable in 1..total replicas and quantities well formed;
+// nprocPerNode auto|cpu|gpu|positive integer; elastic min/max >= 1 and min <= max,
+// rdzvBackend c10d|etcd|etcd-v2, rdzvPort in 1..65535, a Worker spec, nProcPerNode not
+// together with nprocPerNode; successPolicy "" or AllWorkers.
+std::vector<FieldError> Validate(const TrainingJob& job);
+
+// FieldErrorsToStatus(Validate(job)): OK or one InvalidArgument listing every problem.
+absl::Status ValidateJob(const TrainingJob& job);
+
+}  // namespace coach::api::v1
