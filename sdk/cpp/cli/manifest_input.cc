@@ -1,0 +1,60 @@
+#include "sdk/cpp/cli/manifest_input.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "api/v1/codec/job_codec.h"
+#include "api/v1/defaults.h"
+#include "api/v1/validation.h"
+
+namespace coach::cli {
+
+absl::StatusOr<std::string> ReadInput(const std::string& path) {
+  if (path == "-") {
+    return std::string(std::istreambuf_iterator<char>(std::cin), {});
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    int err = errno;
+    std::string message = absl::StrCat(path, ": ", std::strerror(err));
+    if (err == EACCES) return absl::PermissionDeniedError(message);
+    return absl::NotFoundError(message);
+  }
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+absl::StatusOr<std::vector<api::v1::TrainingJob>> LoadJobs(
+    const std::string& text, const std::string& namespace_override) {
+  absl::StatusOr<std::vector<api::v1::TrainingJob>> jobs = api::v1::codec::ParseManifests(text);
+  if (!jobs.ok()) return jobs.status();
+  if (jobs->empty()) return absl::InvalidArgumentError("no job in the input");
+
+  std::vector<std::string> errors;
+  for (size_t i = 0; i < jobs->size(); ++i) {
+    api::v1::TrainingJob& job = (*jobs)[i];
+    // Several documents: say which one each error is about.
+    std::string prefix = jobs->size() > 1 ? absl::StrCat("document ", i, ": ") : "";
+    const std::string& ns = job.metadata().namespace_();
+    if (!namespace_override.empty()) {
+      if (ns.empty()) {
+        job.mutable_metadata()->set_namespace_(namespace_override);
+      } else if (ns != namespace_override) {
+        errors.push_back(absl::StrCat(prefix, "metadata.namespace: the manifest says \"", ns,
+                                      "\" but --namespace says \"", namespace_override, "\""));
+      }
+    }
+    api::v1::SetDefaults(&job);
+    for (const api::v1::FieldError& error : api::v1::Validate(job)) {
+      errors.push_back(absl::StrCat(prefix, error.path, ": ", error.message));
+    }
+  }
+  if (!errors.empty()) return absl::InvalidArgumentError(absl::StrJoin(errors, "\n"));
+  return jobs;
+}
+
+}  // namespace coach::cli

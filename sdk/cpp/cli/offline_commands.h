@@ -1,0 +1,24 @@
+#pragma once
+
+// `coach validate` and `coach render`: the user's dry run, with no daemon involved.
+// Both return the process exit code (see exit_codes.h) and write only to the given streams.
+
+#include <ostream>
+#include <string>
+
+namespace coach::cli {
+
+struct OfflineOptions {
+  std::string file;            // "-" for stdin
+  std::string output = "yaml";  // "yaml" or "json"
+  std::string namespace_;      // applied to jobs that name none; "default" otherwise
+};
+
+// Prints the normalized, defaulted job(s); on bad input every error, and exit 1.
+int RunValidate(const OfflineOptions& options, std::ostream& out, std::ostream& err);
+
+// Prints the Kubernetes objects the job(s) would create on a cluster, exactly as they
+// would be sent to the API server: JSON as one `v1 List`, YAML one document per object.
+int RunRender(const OfflineOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace coach::cli

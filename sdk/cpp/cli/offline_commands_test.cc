@@ -1,0 +1,146 @@
+#include "sdk/cpp/cli/offline_commands.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sdk/cpp/cli/exit_codes.h"
+
+namespace coach::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string SeedManifest() { return "sdk/cpp/cli/testdata/pytorch-mnist.yaml"; }
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::map<std::string, std::string> EnvOf(const json& pod) {
+  std::map<std::string, std::string> env;
+  for (const json& var : pod["spec"]["containers"][0]["env"]) {
+    if (var.contains("value")) env[var["name"]] = var["value"];
+  }
+  return env;
+}
+
+TEST(RenderTest, SeedPyTorchJobGivesThreePodsAndServicesWiredAsUpstream) {
+  OfflineOptions options{SeedManifest(), "json", ""};
+  std::ostringstream out, err;
+  ASSERT_EQ(RunRender(options, out, err), kExitOk) << err.str();
+  json list = json::parse(out.str());
+  EXPECT_EQ(list["apiVersion"], "v1");
+  EXPECT_EQ(list["kind"], "List");
+
+  std::map<std::string, json> pods, services;
+  for (const json& item : list["items"]) {
+    if (item["kind"] == "Pod") pods[item["metadata"]["name"]] = item;
+    if (item["kind"] == "Service") services[item["metadata"]["name"]] = item;
+  }
+  ASSERT_EQ(pods.size(), 3u);
+  ASSERT_EQ(services.size(), 3u);
+
+  const std::map<std::string, std::string> expected_rank = {
+      {"pytorch-mnist-master-0", "0"},
+      {"pytorch-mnist-worker-0", "1"},
+      {"pytorch-mnist-worker-1", "2"}};
+  for (const auto& [name, rank] : expected_rank) {
+    SCOPED_TRACE(name);
+    ASSERT_EQ(pods.count(name), 1u);
+    ASSERT_EQ(services.count(name), 1u);
+    const json& pod = pods[name];
+    EXPECT_EQ(pod["metadata"]["namespace"], "default");
+    std::map<std::string, std::string> env = EnvOf(pod);
+    EXPECT_EQ(env["MASTER_ADDR"], "pytorch-mnist-master-0");
+    EXPECT_EQ(env["MASTER_PORT"], "23456");
+    EXPECT_EQ(env["WORLD_SIZE"], "3");
+    EXPECT_EQ(env["RANK"], rank);
+    EXPECT_EQ(env["PET_NODE_RANK"], rank);
+    EXPECT_EQ(env["PET_NNODES"], "3");
+    EXPECT_EQ(env["PET_NPROC_PER_NODE"], "auto");
+    EXPECT_EQ(env["PYTHONUNBUFFERED"], "1");
+    const json& labels = pod["metadata"]["labels"];
+    EXPECT_EQ(labels["training.kubeflow.org/job-name"], "pytorch-mnist");
+    EXPECT_EQ(labels["training.kubeflow.org/operator-name"], "pytorchjob-controller");
+    EXPECT_EQ(services[name]["spec"]["clusterIP"], "None");
+  }
+  EXPECT_EQ(pods["pytorch-mnist-master-0"]["metadata"]["labels"]["training.kubeflow.org/job-role"],
+            "master");
+}
+
+TEST(RenderTest, YamlOutputIsOneDocumentPerObject) {
+  OfflineOptions options{SeedManifest(), "yaml", "team-a"};
+  std::ostringstream out, err;
+  ASSERT_EQ(RunRender(options, out, err), kExitOk) << err.str();
+  std::string text = out.str();
+  size_t documents = 0;
+  for (size_t at = text.find("---\n"); at != std::string::npos; at = text.find("---\n", at + 1)) {
+    ++documents;
+  }
+  EXPECT_EQ(documents, 6u);
+  EXPECT_NE(text.find("namespace: team-a"), std::string::npos);
+}
+
+TEST(ValidateTest, PrintsDefaultedJob) {
+  OfflineOptions options{SeedManifest(), "json", ""};
+  std::ostringstream out, err;
+  ASSERT_EQ(RunValidate(options, out, err), kExitOk) << err.str();
+  json job = json::parse(out.str());
+  if (job.is_array()) job = job[0];
+  if (job.contains("items")) job = job["items"][0];
+  EXPECT_EQ(job["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"], "OnFailure");
+  EXPECT_EQ(job["spec"]["runPolicy"]["cleanPodPolicy"], "None");
+}
+
+TEST(ValidateTest, ReportsEveryErrorWithItsFieldAndExitsOne) {
+  std::string path = WriteTemp("bad.yaml", R"(apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: Bad_Name}
+spec:
+  pytorchReplicaSpecs:
+    Worker: {replicas: -1, template: {spec: {containers: [{name: pytorch}]}}}
+)");
+  OfflineOptions options{path, "yaml", ""};
+  std::ostringstream out, err;
+  EXPECT_EQ(RunValidate(options, out, err), kExitInvalid);
+  EXPECT_EQ(out.str(), "");
+  EXPECT_NE(err.str().find("metadata.name"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("spec.pytorchReplicaSpecs.Worker.replicas"), std::string::npos)
+      << err.str();
+  EXPECT_NE(err.str().find("spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].image"),
+            std::string::npos)
+      << err.str();
+}
+
+TEST(ValidateTest, ConflictingNamespaceIsAnError) {
+  std::string path = WriteTemp("ns.yaml", R"(apiVersion: kubeflow.org/v1
+kind: JAXJob
+metadata: {name: jax, namespace: prod}
+spec:
+  jaxReplicaSpecs:
+    Worker: {replicas: 2, template: {spec: {containers: [{name: jax, image: jax:latest}]}}}
+)");
+  OfflineOptions options{path, "yaml", "dev"};
+  std::ostringstream out, err;
+  EXPECT_EQ(RunValidate(options, out, err), kExitInvalid);
+  EXPECT_NE(err.str().find("metadata.namespace"), std::string::npos) << err.str();
+}
+
+TEST(ValidateTest, MissingFileIsAnError) {
+  OfflineOptions options{"/nonexistent/job.yaml", "yaml", ""};
+  std::ostringstream out, err;
+  EXPECT_EQ(RunValidate(options, out, err), kExitInvalid);
+  EXPECT_NE(err.str().find("/nonexistent/job.yaml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace coach::cli
