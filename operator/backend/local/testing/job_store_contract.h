@@ -13,6 +13,7 @@
 #include <string>
 
 #include "operator/backend/local/job_store.h"
+#include "operator/backend/local/testing/test_jobs.h"
 
 namespace coach::backend::local::testing {
 
@@ -33,8 +34,5 @@ class JobStoreContractTest : public ::testing::TestWithParam<JobStoreFactory> {
   std::string dir_;
   std::unique_ptr<JobStore> store_;
 };
-
-// A PyTorchJob with one Worker spec, for tests.
-api::v1::TrainingJob MakeJob(const std::string& ns, const std::string& name);
 
 }  // namespace coach::backend::local::testing
