@@ -1,0 +1,303 @@
+#include "sdk/cpp/cli/remote_commands.h"
+
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <grpcpp/create_channel.h>
+
+#include "api/v1/codec/job_codec.h"
+#include "sdk/cpp/cli/exit_codes.h"
+#include "sdk/cpp/testing/fake_training_service.h"
+
+namespace coach::cli {
+namespace {
+
+using api::v1::JobEvent;
+using api::v1::TrainingJob;
+using sdk::testing::FakeServer;
+using sdk::testing::JobWithConditions;
+using sdk::testing::WatchScript;
+using ::testing::HasSubstr;
+
+constexpr char kManifest[] = R"(apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: mnist
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: pytorch/pytorch:2.3
+)";
+
+class RemoteCommandsTest : public ::testing::Test {
+ protected:
+  RemoteCommandsTest() {
+    env_.out = &out_;
+    env_.err = &err_;
+    env_.read_input = [](const std::string& path) -> absl::StatusOr<std::string> {
+      if (path == "good.yaml") return std::string(kManifest);
+      if (path == "bad.yaml") return std::string("apiVersion: kubeflow.org/v1\nkind: Nope\n");
+      return absl::NotFoundError(path + ": No such file or directory");
+    };
+    env_.load_jobs = [](const std::string& text, const std::string& namespace_)
+        -> absl::StatusOr<std::vector<TrainingJob>> {
+      absl::StatusOr<std::vector<TrainingJob>> jobs = api::v1::codec::ParseManifests(text);
+      if (!jobs.ok()) return jobs.status();
+      for (TrainingJob& job : *jobs) {
+        if (job.metadata().namespace_().empty()) job.mutable_metadata()->set_namespace_(namespace_);
+      }
+      return jobs;
+    };
+    env_.make_client = [this](const sdk::ConnectionOptions&)
+        -> absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> {
+      sdk::ClientConfig config;
+      config.server = server_.address();
+      config.poll_interval = absl::Milliseconds(20);
+      return std::make_unique<sdk::TrainingClient>(
+          grpc::CreateChannel(server_.address(), grpc::InsecureChannelCredentials()), config);
+    };
+    env_.now = [] { return absl::FromUnixSeconds(100000); };
+  }
+
+  static TrainingJob Job(const std::string& namespace_, const std::string& name,
+                         std::vector<std::string> conditions, int64_t created = 100000 - 300) {
+    TrainingJob job = JobWithConditions(namespace_, name, conditions, "boom");
+    job.mutable_metadata()->mutable_creation_timestamp()->set_seconds(created);
+    (*job.mutable_spec()->mutable_replica_specs())["Worker"].set_replicas(2);
+    (*job.mutable_status()->mutable_replica_statuses())["Worker"].set_active(2);
+    return job;
+  }
+
+  static JobEvent Event(const TrainingJob& job) {
+    JobEvent event;
+    event.set_type(JobEvent::MODIFIED);
+    *event.mutable_job() = job;
+    return event;
+  }
+
+  FakeServer server_;
+  std::ostringstream out_;
+  std::ostringstream err_;
+  RemoteEnv env_;
+  RemoteOptions options_;
+};
+
+TEST(ExitCodeTest, StatusCodesMapToDocumentedExitCodes) {
+  EXPECT_EQ(ExitCodeFor(absl::OkStatus()), kExitOk);
+  EXPECT_EQ(ExitCodeFor(absl::InvalidArgumentError("")), kExitInvalid);
+  EXPECT_EQ(ExitCodeFor(absl::AlreadyExistsError("")), kExitInvalid);
+  EXPECT_EQ(ExitCodeFor(absl::NotFoundError("")), kExitNotFound);
+  EXPECT_EQ(ExitCodeFor(absl::DeadlineExceededError("")), kExitTimeout);
+  EXPECT_EQ(ExitCodeFor(absl::UnavailableError("")), kExitUnavailable);
+  EXPECT_EQ(ExitCodeFor(absl::UnauthenticatedError("")), kExitUnauthorized);
+  EXPECT_EQ(ExitCodeFor(absl::PermissionDeniedError("")), kExitUnauthorized);
+  EXPECT_EQ(ExitCodeFor(absl::InternalError("")), kExitServerError);
+}
+
+TEST(ParseTimeoutTest, Forms) {
+  EXPECT_EQ(*ParseTimeout("10m"), absl::Minutes(10));
+  EXPECT_EQ(*ParseTimeout("1h30m"), absl::Minutes(90));
+  EXPECT_EQ(*ParseTimeout("45"), absl::Seconds(45));
+  EXPECT_FALSE(ParseTimeout("soon").ok());
+  EXPECT_FALSE(ParseTimeout("0s").ok());
+  EXPECT_FALSE(ParseTimeout("-5m").ok());
+}
+
+TEST_F(RemoteCommandsTest, ListPrintsATable) {
+  server_.service().AddJob(Job("default", "mnist", {"Created", "Running"}));
+  server_.service().AddJob(Job("default", "bert", {"Created"}, 100000 - 7200));
+  server_.service().AddJob(Job("other", "x", {}));
+  EXPECT_EQ(RunList(options_, env_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "NAME    KIND         STATE     REPLICAS   AGE\n"
+            "bert    PyTorchJob   Created   2/2        2h\n"
+            "mnist   PyTorchJob   Running   2/2        5m\n");
+  EXPECT_EQ(server_.service().list_requests()[0].namespace_(), "default");
+}
+
+TEST_F(RemoteCommandsTest, ListAllNamespacesWithSelector) {
+  server_.service().AddJob(Job("other", "x", {"Succeeded"}));
+  options_.all_namespaces = true;
+  options_.selector = "team=nlp";
+  EXPECT_EQ(RunList(options_, env_), kExitOk);
+  EXPECT_EQ(server_.service().list_requests()[0].namespace_(), "");
+  EXPECT_EQ(server_.service().list_requests()[0].label_selector(), "team=nlp");
+  EXPECT_THAT(err_.str(), HasSubstr("No jobs found"));
+}
+
+TEST_F(RemoteCommandsTest, ListAsJsonUsesTheCodec) {
+  server_.service().AddJob(Job("default", "mnist", {"Created"}));
+  options_.output = "json";
+  EXPECT_EQ(RunList(options_, env_), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("\"kind\": \"PyTorchJob\""));
+}
+
+TEST_F(RemoteCommandsTest, GetAsYaml) {
+  server_.service().AddJob(Job("default", "mnist", {"Created"}));
+  options_.job = "mnist";
+  options_.output = "yaml";
+  EXPECT_EQ(RunGet(options_, env_), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("name: mnist"));
+}
+
+TEST_F(RemoteCommandsTest, GetErrorsMapToExitCodes) {
+  options_.job = "nope";
+  EXPECT_EQ(RunGet(options_, env_), kExitNotFound);
+  EXPECT_THAT(err_.str(), HasSubstr("not found"));
+  server_.service().InjectError("GetJob", grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "no"));
+  EXPECT_EQ(RunGet(options_, env_), kExitUnauthorized);
+  server_.service().InjectError("GetJob", grpc::Status(grpc::StatusCode::UNAVAILABLE, "down"));
+  EXPECT_EQ(RunGet(options_, env_), kExitUnavailable);
+}
+
+TEST_F(RemoteCommandsTest, UnreachableServerIsExit6) {
+  env_.make_client = [](const sdk::ConnectionOptions&)
+      -> absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> {
+    sdk::ClientConfig config;
+    config.server = "127.0.0.1:1";
+    return std::make_unique<sdk::TrainingClient>(
+        grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()), config);
+  };
+  options_.job = "x";
+  EXPECT_EQ(RunDelete(options_, env_), kExitUnavailable);
+  EXPECT_THAT(err_.str(), HasSubstr("127.0.0.1:1"));
+}
+
+TEST_F(RemoteCommandsTest, SubmitRejectsAnInvalidManifestLocally) {
+  options_.file = "bad.yaml";
+  EXPECT_EQ(RunSubmit(options_, env_), kExitInvalid);
+  EXPECT_TRUE(server_.service().calls().empty());
+  options_.file = "missing.yaml";
+  EXPECT_EQ(RunSubmit(options_, env_), kExitInvalid);
+  EXPECT_THAT(err_.str(), HasSubstr("missing.yaml"));
+}
+
+TEST_F(RemoteCommandsTest, SubmitSendsTheManifest) {
+  server_.service().SetManifestResult(Job("", "mnist", {}));
+  options_.file = "good.yaml";
+  options_.namespace_ = "ml";
+  EXPECT_EQ(RunSubmit(options_, env_), kExitOk);
+  ASSERT_EQ(server_.service().create_requests().size(), 1u);
+  EXPECT_EQ(server_.service().create_requests()[0].manifest(), kManifest);
+  EXPECT_EQ(server_.service().create_requests()[0].namespace_(), "ml");
+  EXPECT_EQ(out_.str(), "PyTorchJob ml/mnist created\n");
+}
+
+TEST_F(RemoteCommandsTest, SubmitAlreadyExistsIsInvalid) {
+  server_.service().SetManifestResult(Job("", "mnist", {}));
+  server_.service().AddJob(Job("default", "mnist", {}));
+  options_.file = "good.yaml";
+  EXPECT_EQ(RunSubmit(options_, env_), kExitInvalid);
+}
+
+TEST_F(RemoteCommandsTest, SubmitWaitSucceeds) {
+  server_.service().SetManifestResult(Job("", "mnist", {"Created"}));
+  WatchScript script;
+  script.events = {Event(Job("default", "mnist", {"Created", "Running"})),
+                   Event(Job("default", "mnist", {"Created", "Succeeded"}))};
+  script.hang = true;
+  server_.service().ScriptWatch(script);
+  options_.file = "good.yaml";
+  options_.wait = true;
+  EXPECT_EQ(RunSubmit(options_, env_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("default/mnist Running: "));
+  EXPECT_THAT(out_.str(), HasSubstr("PyTorchJob default/mnist Succeeded\n"));
+}
+
+TEST_F(RemoteCommandsTest, SubmitWaitReportsFailure) {
+  server_.service().SetManifestResult(Job("", "mnist", {"Created"}));
+  WatchScript script;
+  script.events = {Event(Job("default", "mnist", {"Created", "Failed"}))};
+  script.hang = true;
+  server_.service().ScriptWatch(script);
+  options_.file = "good.yaml";
+  options_.wait = true;
+  EXPECT_EQ(RunSubmit(options_, env_), kExitJobFailed);
+  EXPECT_THAT(err_.str(), HasSubstr("boom"));
+}
+
+TEST_F(RemoteCommandsTest, WaitTimesOut) {
+  server_.service().AddJob(Job("default", "mnist", {"Created"}));
+  options_.job = "mnist";
+  options_.for_condition = "Succeeded";
+  options_.timeout = "0.2s";
+  EXPECT_EQ(RunWait(options_, env_), kExitTimeout);
+  EXPECT_THAT(err_.str(), HasSubstr("timed out"));
+}
+
+TEST_F(RemoteCommandsTest, WaitForFailedIsReachedWhenTheJobFails) {
+  server_.service().AddJob(Job("default", "mnist", {"Created", "Failed"}));
+  options_.job = "mnist";
+  options_.for_condition = "Failed";
+  EXPECT_EQ(RunWait(options_, env_), kExitOk);
+  options_.for_condition = "Running";
+  EXPECT_EQ(RunWait(options_, env_), kExitJobFailed);
+}
+
+TEST_F(RemoteCommandsTest, WaitRejectsBadArguments) {
+  options_.job = "mnist";
+  options_.for_condition = "Done";
+  EXPECT_EQ(RunWait(options_, env_), kExitUsage);
+  options_.for_condition = "Running";
+  options_.timeout = "later";
+  EXPECT_EQ(RunWait(options_, env_), kExitUsage);
+  EXPECT_TRUE(server_.service().calls().empty());
+}
+
+TEST_F(RemoteCommandsTest, DescribeShowsConditionsReplicasAndEvents) {
+  server_.service().AddJob(Job("default", "mnist", {"Created", "Running"}));
+  api::v1::DescribeJobResponse describe;
+  api::v1::ReplicaState* replica = describe.add_replicas();
+  replica->set_name("worker-0");
+  replica->set_replica_type("Worker");
+  replica->set_phase("Failed");
+  replica->set_restarts(2);
+  replica->set_exit_code(137);
+  api::v1::Event* event = describe.add_events();
+  event->set_type("Warning");
+  event->set_reason("Restarting");
+  event->set_message("worker-0 exited 137");
+  event->mutable_time()->set_seconds(100000 - 30);
+  server_.service().SetDescribe(describe);
+  options_.job = "mnist";
+  EXPECT_EQ(RunDescribe(options_, env_), kExitOk);
+  std::string text = out_.str();
+  EXPECT_THAT(text, HasSubstr("Name:        mnist\n"));
+  EXPECT_THAT(text, HasSubstr("State:       Running\n"));
+  EXPECT_THAT(text, HasSubstr("Conditions:\n  TYPE"));
+  EXPECT_THAT(text, HasSubstr("worker-0   Worker   Failed   2          137"));
+  EXPECT_THAT(text, HasSubstr("Warning   Restarting   30s   worker-0 exited 137"));
+}
+
+TEST_F(RemoteCommandsTest, LogsWriteTheBytes) {
+  server_.service().AddJob(Job("default", "mnist", {}));
+  server_.service().AddLogChunk("master-0", "step 1\n");
+  server_.service().AddLogChunk("master-0", "step 2\n");
+  options_.job = "mnist";
+  options_.replica = "master-0";
+  options_.tail = 5;
+  EXPECT_EQ(RunLogs(options_, env_), kExitOk);
+  EXPECT_EQ(out_.str(), "step 1\nstep 2\n");
+  EXPECT_EQ(server_.service().log_requests()[0].tail_lines(), 5);
+}
+
+TEST_F(RemoteCommandsTest, DeleteSuspendResume) {
+  server_.service().AddJob(Job("default", "mnist", {}));
+  options_.job = "mnist";
+  EXPECT_EQ(RunSuspend(options_, env_), kExitOk);
+  EXPECT_EQ(RunResume(options_, env_), kExitOk);
+  EXPECT_EQ(RunDelete(options_, env_), kExitOk);
+  EXPECT_EQ(RunDelete(options_, env_), kExitNotFound);
+  EXPECT_THAT(out_.str(), HasSubstr("PyTorchJob default/mnist suspended\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("PyTorchJob default/mnist resumed\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("job default/mnist deleted\n"));
+}
+
+}  // namespace
+}  // namespace coach::cli
