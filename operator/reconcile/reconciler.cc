@@ -1,0 +1,482 @@
+#include "operator/reconcile/reconciler.h"
+
+#include <google/protobuf/util/message_differencer.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "operator/reconcile/conditions.h"
+#include "operator/reconcile/desired_objects.h"
+#include "operator/reconcile/gang.h"
+#include "operator/reconcile/mpi_objects.h"
+#include "operator/reconcile/replicas.h"
+
+namespace coach::reconcile {
+namespace {
+
+using model::Action;
+using model::KubeObject;
+using model::ObservedPod;
+using model::PodPhase;
+
+// Upstream's "no exit code seen" marker (0xbeef): >= 128, so retryable under ExitCode.
+constexpr int kUnknownExitCode = 0xbeef;
+
+class Pass {
+ public:
+  Pass(const model::Job& job, const model::ObservedState& observed, absl::Time now,
+       const model::ReconcileConfig& config, const api::v1::KindInfo& kind)
+      : job_(job), observed_(observed), now_(now), config_(config), kind_(kind),
+        kind_name_(kind.name) {
+    result_.status = job.status();
+  }
+
+  model::ReconcileResult Run();
+
+ private:
+  model::JobStatus& status() { return result_.status; }
+  const std::string& name() const { return job_.metadata().name(); }
+
+  void Event(const std::string& type, const std::string& reason, const std::string& message) {
+    result_.events.push_back({type, reason, message});
+  }
+  bool Exists(const std::string& kind, const std::string& obj_name) const {
+    for (const auto& o : observed_.objects) {
+      if (o.kind == kind && o.name == obj_name) return true;
+    }
+    return false;
+  }
+  void Create(KubeObject obj) {
+    Event("Normal", "SuccessfulCreate" + obj.kind,
+          absl::StrCat("Created ", absl::AsciiStrToLower(obj.kind), ": ", obj.name));
+    result_.actions.push_back({Action::Type::kCreate, std::move(obj)});
+  }
+  void Delete(const std::string& kind, const std::string& obj_name) {
+    if (!deleted_.insert({kind, obj_name}).second) return;
+    KubeObject obj;
+    obj.api_version = kind == "PodGroup" ? PodGroupApiVersion() : "v1";
+    obj.kind = kind;
+    obj.name = obj_name;
+    obj.namespace_ = job_.metadata().namespace_();
+    Event("Normal", "SuccessfulDelete" + kind,
+          absl::StrCat("Deleted ", absl::AsciiStrToLower(kind), ": ", obj_name));
+    result_.actions.push_back({Action::Type::kDelete, std::move(obj)});
+  }
+  std::string PodGroupApiVersion() const {
+    return config_.gang_scheduler == model::GangScheduler::kSchedulerPlugins
+               ? "scheduling.x-k8s.io/v1alpha1"
+               : "scheduling.volcano.sh/v1beta1";
+  }
+  void DeletePodAndService(const ObservedPod& pod) {
+    Delete("Pod", pod.name);
+    if (Exists("Service", pod.name)) Delete("Service", pod.name);
+  }
+  void DeletePodGroup() {
+    if (Exists("PodGroup", name())) Delete("PodGroup", name());
+  }
+  std::string CleanPodPolicy() const {
+    const auto& rp = job_.spec().run_policy();
+    if (rp.has_clean_pod_policy()) return rp.clean_pod_policy();
+    if (job_.spec().has_mpi_clean_pod_policy()) return job_.spec().mpi_clean_pod_policy();
+    return "None";
+  }
+  // cleanPodPolicy after the job finished (or failed on a limit).
+  void CleanUp() {
+    const std::string policy = CleanPodPolicy();
+    for (const ObservedPod& pod : observed_.pods) {
+      const bool active = pod.phase == PodPhase::kRunning || pod.phase == PodPhase::kPending;
+      if (policy == "All" || (policy == "Running" && active)) DeletePodAndService(pod);
+    }
+    DeletePodGroup();
+  }
+  void CountReplicas();
+  void Finish(const std::string& type, const std::string& reason, const std::string& message,
+              const std::string& event_type);
+  void ApplyTtl();
+  void ReconcileReplicas(std::map<std::string, bool>& nonretryable);
+  void UpdateConditions(const std::map<std::string, bool>& nonretryable);
+  model::ReconcileResult Done();
+
+  const model::Job& job_;
+  const model::ObservedState& observed_;
+  absl::Time now_;
+  const model::ReconcileConfig& config_;
+  const api::v1::KindInfo& kind_;
+  std::string kind_name_;
+  model::ReconcileResult result_;
+  std::set<std::pair<std::string, std::string>> deleted_;
+};
+
+void Pass::CountReplicas() {
+  auto& statuses = *status().mutable_replica_statuses();
+  std::map<std::string, std::string> old_label_selectors;
+  for (const auto& [type, rs] : statuses) old_label_selectors[type] = rs.label_selector_json();
+  statuses.clear();
+  for (const std::string& type : ReplicaTypes(job_)) {
+    api::v1::ReplicaStatus rs;
+    rs.set_selector(ReplicaSelector(job_, type));
+    rs.set_label_selector_json(old_label_selectors[type]);
+    statuses[type] = rs;
+  }
+  for (const ObservedPod& pod : observed_.pods) {
+    auto it = statuses.find(pod.replica_type);
+    if (it == statuses.end()) continue;
+    api::v1::ReplicaStatus& rs = it->second;
+    switch (pod.phase) {
+      case PodPhase::kRunning:
+        // A Running pod that is being deleted is as good as failed (upstream).
+        if (pod.deleting) {
+          rs.set_failed(rs.failed() + 1);
+        } else {
+          rs.set_active(rs.active() + 1);
+        }
+        break;
+      case PodPhase::kSucceeded:
+        rs.set_succeeded(rs.succeeded() + 1);
+        break;
+      case PodPhase::kFailed:
+        rs.set_failed(rs.failed() + 1);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+void Pass::Finish(const std::string& type, const std::string& reason,
+                  const std::string& message, const std::string& event_type) {
+  UpdateCondition(status(), kind_name_, type, "True", reason, message, now_);
+  if (!status().has_completion_time()) *status().mutable_completion_time() = ToTimestamp(now_);
+  Event(event_type, kind_name_ + reason, message);
+}
+
+void Pass::ApplyTtl() {
+  const auto& rp = job_.spec().run_policy();
+  if (!rp.has_ttl_seconds_after_finished()) return;
+  if (!status().has_completion_time()) *status().mutable_completion_time() = ToTimestamp(now_);
+  const absl::Time at =
+      FromTimestamp(status().completion_time()) + absl::Seconds(rp.ttl_seconds_after_finished());
+  if (now_ >= at) {
+    KubeObject obj;
+    obj.api_version = std::string(api::v1::kApiVersion);
+    obj.kind = kind_name_;
+    obj.name = name();
+    obj.namespace_ = job_.metadata().namespace_();
+    result_.actions.push_back({Action::Type::kDeleteJob, std::move(obj)});
+  } else {
+    result_.requeue_at = at;
+  }
+}
+
+void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
+  if (job_.kind() == api::v1::MPI_JOB) {
+    std::vector<int> running_workers;
+    for (const ObservedPod& p : observed_.pods) {
+      if (p.replica_type == "Worker" && p.phase == PodPhase::kRunning) running_workers.push_back(p.index);
+    }
+    auto aux = MpiAuxObjects(job_, config_, running_workers);
+    if (aux.ok()) {
+      for (KubeObject& o : *aux) {
+        if (!Exists(o.kind, o.name)) Create(std::move(o));
+      }
+    }
+  }
+  if (auto pg = DesiredPodGroup(job_, config_); pg && !Exists("PodGroup", pg->name)) {
+    Create(std::move(*pg));
+  }
+  for (const std::string& type : ReplicaTypes(job_)) {
+    const int replicas = Replicas(job_, type);
+    const std::string policy = RestartPolicy(job_, type);
+    std::map<int, std::vector<const ObservedPod*>> by_index;
+    for (const ObservedPod& p : observed_.pods) {
+      if (p.replica_type == type) by_index[p.index].push_back(&p);
+    }
+    int limit = replicas;
+    if (!by_index.empty()) limit = std::max(limit, by_index.rbegin()->first + 1);
+    for (int index = 0; index < limit; ++index) {
+      auto it = by_index.find(index);
+      if (it == by_index.end()) {
+        if (index >= replicas) continue;
+        auto pod = DesiredPod(job_, type, index, config_);
+        if (!pod.ok()) {
+          Event("Warning", kind_name_ + "InvalidSpec", std::string(pod.status().message()));
+          continue;
+        }
+        Create(std::move(*pod));
+        continue;
+      }
+      for (const ObservedPod* pod : it->second) {
+        if (index >= replicas || index < 0) {
+          DeletePodAndService(*pod);
+          continue;
+        }
+        if (pod->phase != PodPhase::kFailed || pod->deleting) continue;
+        const int exit_code = pod->exit_code.value_or(kUnknownExitCode);
+        if (pod->exit_code) {
+          Event("Normal", "ExitedWithCode",
+                absl::StrCat("Pod: ", job_.metadata().namespace_(), ".", pod->name,
+                             " exited with code ", exit_code));
+        }
+        const bool retryable = policy == "Always" || policy == "OnFailure" ||
+                               (policy == "ExitCode" && exit_code >= 128);
+        if (retryable) {
+          // The Service stays: the recreated pod has the same name and labels.
+          Delete("Pod", pod->name);
+        } else if (policy == "ExitCode") {
+          nonretryable[type] = true;
+        }
+      }
+    }
+    if (job_.kind() == api::v1::MPI_JOB) continue;
+    for (int index = 0; index < replicas; ++index) {
+      const std::string svc = ReplicaName(job_, type, index);
+      if (Exists("Service", svc)) continue;
+      auto obj = DesiredService(job_, type, index);
+      if (obj.ok()) Create(std::move(*obj));
+    }
+    const std::string prefix = ReplicaName(job_, type, 0).substr(0, ReplicaName(job_, type, 0).size() - 1);
+    for (const auto& o : observed_.objects) {
+      int index = 0;
+      if (o.kind == "Service" && absl::StartsWith(o.name, prefix) &&
+          absl::SimpleAtoi(o.name.substr(prefix.size()), &index) && index >= replicas) {
+        Delete("Service", o.name);
+      }
+    }
+  }
+}
+
+void Pass::UpdateConditions(const std::map<std::string, bool>& nonretryable) {
+  const auto& rs = status().replica_statuses();
+  auto get = [&](const std::string& t) {
+    auto it = rs.find(t);
+    return it == rs.end() ? api::v1::ReplicaStatus() : it->second;
+  };
+  auto expected = [&](const std::string& t) { return Replicas(job_, t) - get(t).succeeded(); };
+  const std::string full = absl::StrCat(job_.metadata().namespace_(), "/", name());
+
+  bool success = false;
+  bool running = false;
+  switch (job_.kind()) {
+    case api::v1::PYTORCH_JOB:
+    case api::v1::PADDLE_JOB:
+      if (HasReplicaType(job_, "Master")) {
+        success = expected("Master") == 0;
+        running = get("Master").active() > 0;
+      } else {
+        const bool elastic =
+            job_.kind() == api::v1::PYTORCH_JOB && job_.spec().has_elastic_policy();
+        success = HasReplicaType(job_, "Worker") &&
+                  (expected("Worker") == 0 || (elastic && get("Worker").succeeded() > 0));
+        running = get("Worker").active() > 0;
+      }
+      break;
+    case api::v1::TF_JOB: {
+      const std::string chief = HasReplicaType(job_, "Chief")    ? "Chief"
+                                : HasReplicaType(job_, "Master") ? "Master"
+                                                                 : "";
+      if (!chief.empty()) {
+        success = expected(chief) == 0;
+        running = get(chief).active() > 0;
+      } else if (HasReplicaType(job_, "Worker")) {
+        if (job_.spec().success_policy() == "AllWorkers") {
+          success = expected("Worker") == 0;
+        } else {
+          for (const ObservedPod& p : observed_.pods) {
+            if (p.replica_type == "Worker" && p.index == 0 && p.phase == PodPhase::kSucceeded) {
+              success = true;
+            }
+          }
+        }
+        running = get("Worker").active() > 0;
+      }
+      break;
+    }
+    case api::v1::XGBOOST_JOB:
+      success = HasReplicaType(job_, "Master") && expected("Master") == 0;
+      running = get("Master").active() > 0;
+      break;
+    case api::v1::JAX_JOB:
+      success = HasReplicaType(job_, "Worker") && expected("Worker") == 0;
+      running = get("Worker").active() > 0;
+      break;
+    case api::v1::MPI_JOB:
+      success = get("Launcher").succeeded() > 0;
+      running = get("Launcher").active() > 0 && get("Worker").active() == Replicas(job_, "Worker");
+      break;
+    default:
+      break;
+  }
+
+  std::string fail_msg;
+  std::string restart_msg;
+  for (const std::string& type : ReplicaTypes(job_)) {
+    const api::v1::ReplicaStatus s = get(type);
+    if (s.failed() == 0 || Replicas(job_, type) <= s.succeeded() + s.active()) continue;
+    const std::string policy = RestartPolicy(job_, type);
+    bool restartable = job_.kind() == api::v1::XGBOOST_JOB ? policy == "ExitCode" : policy != "Never";
+    auto nr = nonretryable.find(type);
+    if (nr != nonretryable.end() && nr->second) restartable = false;
+    if (restartable) {
+      if (restart_msg.empty()) {
+        restart_msg = absl::StrCat(kind_name_, " ", name(), " is restarting because ", s.failed(),
+                                   " ", type, " replica(s) failed.");
+      }
+    } else if (fail_msg.empty()) {
+      fail_msg = absl::StrCat(kind_name_, " ", name(), " is failed because ", s.failed(), " ",
+                              type, " replica(s) failed.");
+    }
+  }
+
+  if (success) {
+    Finish("Succeeded", "Succeeded", absl::StrCat(kind_name_, " ", full, " successfully completed."),
+           "Normal");
+  } else if (!fail_msg.empty()) {
+    Finish("Failed", "Failed", fail_msg, "Warning");
+  } else if (!restart_msg.empty()) {
+    UpdateCondition(status(), kind_name_, "Restarting", "True", "Restarting", restart_msg, now_);
+    Event("Warning", kind_name_ + "Restarting", restart_msg);
+  } else if (running) {
+    UpdateCondition(status(), kind_name_, "Running", "True", "Running",
+                    absl::StrCat(kind_name_, " ", full, " is running."), now_);
+  }
+}
+
+model::ReconcileResult Pass::Done() {
+  model::JobStatus before = job_.status();
+  model::JobStatus after = status();
+  before.clear_last_reconcile_time();
+  after.clear_last_reconcile_time();
+  result_.status_changed = !google::protobuf::util::MessageDifferencer::Equals(before, after);
+  if (result_.status_changed) *status().mutable_last_reconcile_time() = ToTimestamp(now_);
+  return std::move(result_);
+}
+
+model::ReconcileResult Pass::Run() {
+  if (!HasTrueCondition(status(), "Created")) {
+    UpdateCondition(status(), kind_name_, "Created", "True", "Created",
+                    absl::StrCat(kind_name_, " ", name(), " is created."), now_);
+  }
+
+  if (IsFinished(status())) {
+    CleanUp();
+    if (HasTrueCondition(status(), "Succeeded")) {
+      for (auto& [type, rs] : *status().mutable_replica_statuses()) {
+        rs.set_succeeded(rs.succeeded() + rs.active());
+        rs.set_active(0);
+      }
+    }
+    ApplyTtl();
+    return Done();
+  }
+
+  const auto& rp = job_.spec().run_policy();
+  if (rp.has_suspend() && rp.suspend()) {
+    for (const ObservedPod& pod : observed_.pods) DeletePodAndService(pod);
+    for (const auto& o : observed_.objects) {
+      if (o.kind == "Service") Delete("Service", o.name);
+    }
+    DeletePodGroup();
+    for (auto& [type, rs] : *status().mutable_replica_statuses()) rs.set_active(0);
+    const std::string msg = absl::StrCat(kind_name_, " ", name(), " is suspended.");
+    if (HasTrueCondition(status(), "Running")) {
+      UpdateCondition(status(), kind_name_, "Running", "False", "Suspended", msg, now_);
+    }
+    if (!HasTrueCondition(status(), "Suspended")) {
+      UpdateCondition(status(), kind_name_, "Suspended", "True", "Suspended", msg, now_);
+      Event("Normal", kind_name_ + "Suspended", msg);
+    }
+    return Done();
+  }
+  if (HasTrueCondition(status(), "Suspended")) {
+    const std::string msg = absl::StrCat(kind_name_, " ", name(), " is resumed.");
+    UpdateCondition(status(), kind_name_, "Suspended", "False", "Resumed", msg, now_);
+    *status().mutable_start_time() = ToTimestamp(now_);
+    Event("Normal", kind_name_ + "Resumed", msg);
+  }
+
+  CountReplicas();
+  if (!status().has_start_time()) *status().mutable_start_time() = ToTimestamp(now_);
+
+  // Limits first: a job past them is failed whatever its pods say.
+  std::string limit_msg;
+  if (rp.has_backoff_limit()) {
+    int restarts = 0;
+    for (const ObservedPod& pod : observed_.pods) {
+      if (pod.phase != PodPhase::kRunning) continue;
+      const std::string policy = RestartPolicy(job_, pod.replica_type);
+      if (policy == "OnFailure" || policy == "Always" || policy == "ExitCode") {
+        restarts += pod.restart_count;
+      }
+    }
+    const bool reached = rp.backoff_limit() == 0 ? restarts > 0 : restarts >= rp.backoff_limit();
+    if (reached) {
+      limit_msg = absl::StrCat("Job ", name(),
+                               " has failed because it has reached the specified backoff limit");
+    }
+  }
+  if (limit_msg.empty() && rp.has_active_deadline_seconds()) {
+    const absl::Time deadline =
+        FromTimestamp(status().start_time()) + absl::Seconds(rp.active_deadline_seconds());
+    if (now_ >= deadline) {
+      limit_msg = absl::StrCat("Job ", name(),
+                               " has failed because it was active longer than specified deadline");
+    } else {
+      result_.requeue_at = deadline;
+    }
+  }
+  if (!limit_msg.empty()) {
+    result_.requeue_at.reset();
+    CleanUp();
+    Finish("Failed", "Failed", limit_msg, "Warning");
+    ApplyTtl();
+    return Done();
+  }
+
+  std::map<std::string, bool> nonretryable;
+  ReconcileReplicas(nonretryable);
+  UpdateConditions(nonretryable);
+  if (IsFinished(status())) {
+    // Nothing new starts for a finished job; what ran is cleaned up per policy.
+    result_.actions.erase(
+        std::remove_if(result_.actions.begin(), result_.actions.end(),
+                       [](const Action& a) { return a.type == Action::Type::kCreate; }),
+        result_.actions.end());
+    result_.events.erase(std::remove_if(result_.events.begin(), result_.events.end(),
+                                        [](const model::JobEventRecord& e) {
+                                          return absl::StartsWith(e.reason, "SuccessfulCreate");
+                                        }),
+                         result_.events.end());
+    result_.requeue_at.reset();
+    CleanUp();
+    ApplyTtl();
+  }
+  return Done();
+}
+
+}  // namespace
+
+model::ReconcileResult Reconcile(const model::Job& job, const model::ObservedState& observed,
+                                 absl::Time now, const model::ReconcileConfig& config) {
+  const auto& rp = job.spec().run_policy();
+  if (rp.has_managed_by() && !rp.managed_by().empty() && rp.managed_by() != config.controller_name) {
+    model::ReconcileResult untouched;
+    untouched.status = job.status();
+    return untouched;
+  }
+  auto kind = KindOf(job);
+  if (!kind.ok()) {
+    model::ReconcileResult bad;
+    bad.status = job.status();
+    bad.events.push_back({"Warning", "InvalidSpec", std::string(kind.status().message())});
+    return bad;
+  }
+  return Pass(job, observed, now, config, **kind).Run();
+}
+
+}  // namespace coach::reconcile

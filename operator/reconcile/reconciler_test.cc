@@ -1,0 +1,372 @@
+#include "operator/reconcile/reconciler.h"
+
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "operator/reconcile/conditions.h"
+#include "operator/reconcile/replicas.h"
+#include "operator/reconcile/testing/job_builder.h"
+#include "operator/reconcile/testing/observed_builder.h"
+
+namespace coach::reconcile {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+using model::Action;
+using model::PodPhase;
+using namespace coach::reconcile::testing;  // NOLINT
+
+const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
+
+std::vector<std::string> Acts(const model::ReconcileResult& r) {
+  std::vector<std::string> out;
+  for (const Action& a : r.actions) {
+    const char* verb = a.type == Action::Type::kCreate   ? "create"
+                       : a.type == Action::Type::kDelete ? "delete"
+                                                         : "deletejob";
+    out.push_back(std::string(verb) + " " + a.object.kind + "/" + a.object.name);
+  }
+  return out;
+}
+
+std::vector<std::string> Reasons(const model::ReconcileResult& r) {
+  std::vector<std::string> out;
+  for (const auto& e : r.events) out.push_back(e.reason);
+  return out;
+}
+
+// "Type=Status" for every condition, in order.
+std::vector<std::string> Conds(const model::JobStatus& s) {
+  std::vector<std::string> out;
+  for (const auto& c : s.conditions()) out.push_back(c.type() + "=" + c.status());
+  return out;
+}
+
+const api::v1::JobCondition* Cond(const model::JobStatus& s, const std::string& type) {
+  for (const auto& c : s.conditions()) {
+    if (c.type() == type) return &c;
+  }
+  return nullptr;
+}
+
+model::Job WithStatus(model::Job job, const model::JobStatus& status) {
+  *job.mutable_status() = status;
+  return job;
+}
+
+TEST(ReconcileTest, FreshJobCreatesEverythingOnce) {
+  model::Job job = SeedPyTorchJob();
+  auto r = Reconcile(job, {}, kT0, {});
+  EXPECT_THAT(Acts(r), ElementsAre("create Pod/pytorch-mnist-master-0",
+                                   "create Service/pytorch-mnist-master-0",
+                                   "create Pod/pytorch-mnist-worker-0",
+                                   "create Pod/pytorch-mnist-worker-1",
+                                   "create Service/pytorch-mnist-worker-0",
+                                   "create Service/pytorch-mnist-worker-1"));
+  EXPECT_TRUE(r.status_changed);
+  EXPECT_THAT(Conds(r.status), ElementsAre("Created=True"));
+  EXPECT_EQ(Cond(r.status, "Created")->reason(), "PyTorchJobCreated");
+  EXPECT_EQ(FromTimestamp(r.status.start_time()), kT0);
+  EXPECT_EQ(FromTimestamp(r.status.last_reconcile_time()), kT0);
+  EXPECT_EQ(r.status.replica_statuses().at("Worker").selector(),
+            "training.kubeflow.org/job-name=pytorch-mnist,training.kubeflow.org/operator-name="
+            "pytorchjob-controller,training.kubeflow.org/replica-type=worker");
+  EXPECT_FALSE(r.requeue_at.has_value());
+  EXPECT_EQ(Reasons(r)[0], "SuccessfulCreatePod");
+
+  // The backend applied it; the pods are pending. Nothing is created twice, and the
+  // status does not change again.
+  model::Job seen = WithStatus(job, r.status);
+  auto again = Reconcile(seen, ObservedBuilder(job).All(PodPhase::kPending).Build(),
+                         kT0 + absl::Seconds(5), {});
+  EXPECT_THAT(Acts(again), IsEmpty());
+  EXPECT_FALSE(again.status_changed);
+  EXPECT_THAT(again.events, IsEmpty());
+  // A crash between creates: only what is missing is created.
+  auto partial = Reconcile(seen, ObservedBuilder(job).Pending("Master", 0).Build(), kT0, {});
+  EXPECT_THAT(Acts(partial), ElementsAre("create Pod/pytorch-mnist-worker-0",
+                                         "create Pod/pytorch-mnist-worker-1",
+                                         "create Service/pytorch-mnist-worker-0",
+                                         "create Service/pytorch-mnist-worker-1"));
+}
+
+TEST(ReconcileTest, IdempotentForEveryKind) {
+  const std::vector<model::Job> jobs = {
+      SeedPyTorchJob(),
+      MakeTFJob("ns", "tf").PS(1).Workers(2).Chief(1).Build(),
+      MakeXGBoostJob("ns", "xg").Master(1).Workers(2).Build(),
+      MakeMPIJob("ns", "mpi").Launcher(1).Workers(2).Build(),
+      MakePaddleJob("ns", "pd").Workers(2).Build(),
+      MakeJAXJob("ns", "jx").Workers(2).Build(),
+  };
+  model::ReconcileConfig config;
+  config.gang_scheduler = model::GangScheduler::kVolcano;
+  for (const model::Job& job : jobs) {
+    SCOPED_TRACE(job.metadata().name());
+    auto first = Reconcile(job, {}, kT0, config);
+    ASSERT_FALSE(first.actions.empty());
+    ObservedBuilder observed(job);
+    for (const Action& a : first.actions) {
+      ASSERT_EQ(a.type, Action::Type::kCreate);
+      if (a.object.kind == "Pod") continue;
+      observed.Object(a.object.kind, a.object.name);
+    }
+    observed.All(PodPhase::kRunning);
+    auto second = Reconcile(WithStatus(job, first.status), observed.Build(), kT0, config);
+    EXPECT_THAT(Acts(second), IsEmpty());
+    EXPECT_TRUE(HasTrueCondition(second.status, "Running")) << Conds(second.status).size();
+    auto third = Reconcile(WithStatus(job, second.status), observed.Build(),
+                           kT0 + absl::Seconds(1), config);
+    EXPECT_THAT(Acts(third), IsEmpty());
+    EXPECT_FALSE(third.status_changed);
+  }
+}
+
+struct SuccessCase {
+  std::string label;
+  model::Job job;
+  model::ObservedState observed;
+  bool succeeded;
+};
+
+TEST(ReconcileTest, SuccessRulesPerKind) {
+  model::Job pt = MakePyTorchJob("ns", "pt").Master(1).Workers(2).Build();
+  model::Job ptw = MakePyTorchJob("ns", "ptw").Workers(2).Build();
+  model::Job pte = MakePyTorchJob("ns", "pte").Workers(2).Elastic(1, 2).Build();
+  model::Job tfc = MakeTFJob("ns", "tfc").Chief(1).Workers(2).Build();
+  model::Job tfw = MakeTFJob("ns", "tfw").PS(1).Workers(2).Build();
+  model::Job tfa = MakeTFJob("ns", "tfa").PS(1).Workers(2).SuccessPolicy("AllWorkers").Build();
+  model::Job xg = MakeXGBoostJob("ns", "xg").Master(1).Workers(1).Build();
+  model::Job mpi = MakeMPIJob("ns", "mpi").Launcher(1).Workers(2).Build();
+  model::Job pd = MakePaddleJob("ns", "pd").Master(1).Workers(1).Build();
+  model::Job jx = MakeJAXJob("ns", "jx").Workers(2).Build();
+  const std::vector<SuccessCase> cases = {
+      {"pytorch master done", pt, ObservedBuilder(pt).Succeeded("Master", 0).Running("Worker", 0).Running("Worker", 1).Build(), true},
+      {"pytorch workers only master running", pt, ObservedBuilder(pt).Running("Master", 0).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(), false},
+      {"pytorch no master all workers", ptw, ObservedBuilder(ptw).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(), true},
+      {"pytorch no master one worker", ptw, ObservedBuilder(ptw).Succeeded("Worker", 0).Running("Worker", 1).Build(), false},
+      {"pytorch elastic any worker", pte, ObservedBuilder(pte).Succeeded("Worker", 1).Running("Worker", 0).Build(), true},
+      {"tf chief", tfc, ObservedBuilder(tfc).Succeeded("Chief", 0).Running("Worker", 0).Running("Worker", 1).Build(), true},
+      {"tf workers done chief running", tfc, ObservedBuilder(tfc).Running("Chief", 0).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(), false},
+      {"tf worker 0", tfw, ObservedBuilder(tfw).Running("PS", 0).Succeeded("Worker", 0).Running("Worker", 1).Build(), true},
+      {"tf worker 1 only", tfw, ObservedBuilder(tfw).Running("PS", 0).Running("Worker", 0).Succeeded("Worker", 1).Build(), false},
+      {"tf all workers partial", tfa, ObservedBuilder(tfa).Running("PS", 0).Succeeded("Worker", 0).Running("Worker", 1).Build(), false},
+      {"tf all workers", tfa, ObservedBuilder(tfa).Running("PS", 0).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(), true},
+      {"xgboost master", xg, ObservedBuilder(xg).Succeeded("Master", 0).Running("Worker", 0).Build(), true},
+      {"xgboost worker only", xg, ObservedBuilder(xg).Running("Master", 0).Succeeded("Worker", 0).Build(), false},
+      {"mpi launcher", mpi, ObservedBuilder(mpi).Succeeded("Launcher", 0).Running("Worker", 0).Running("Worker", 1).Build(), true},
+      {"mpi workers", mpi, ObservedBuilder(mpi).Running("Launcher", 0).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(), false},
+      {"paddle master", pd, ObservedBuilder(pd).Succeeded("Master", 0).Running("Worker", 0).Build(), true},
+      {"jax all", jx, ObservedBuilder(jx).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(), true},
+      {"jax one", jx, ObservedBuilder(jx).Succeeded("Worker", 0).Running("Worker", 1).Build(), false},
+  };
+  for (const SuccessCase& c : cases) {
+    SCOPED_TRACE(c.label);
+    auto r = Reconcile(c.job, c.observed, kT0, {});
+    EXPECT_EQ(HasTrueCondition(r.status, "Succeeded"), c.succeeded);
+    if (c.succeeded) {
+      EXPECT_EQ(FromTimestamp(r.status.completion_time()), kT0);
+      EXPECT_FALSE(HasTrueCondition(r.status, "Running"));
+      EXPECT_THAT(Reasons(r), ::testing::Contains(std::string(api::v1::FindKind(c.job.kind())->name) + "Succeeded"));
+      for (const Action& a : r.actions) EXPECT_NE(a.type, Action::Type::kCreate);
+    } else if (c.label != "mpi workers") {
+      // (MPIJob runs only while the launcher and every worker run, as upstream.)
+      EXPECT_TRUE(HasTrueCondition(r.status, "Running"));
+    }
+  }
+}
+
+TEST(ReconcileTest, ExitCodeRetryableRestartsNonRetryableFails) {
+  model::Job job = MakePyTorchJob("ns", "ec").Master(1).Workers(2).RestartPolicy("ExitCode").Build();
+  auto r137 = Reconcile(job, ObservedBuilder(job).Running("Master", 0).Running("Worker", 0)
+                                 .Failed("Worker", 1, 137).Build(), kT0, {});
+  EXPECT_THAT(Acts(r137), ElementsAre("delete Pod/ec-worker-1"));
+  EXPECT_TRUE(HasTrueCondition(r137.status, "Restarting"));
+  EXPECT_EQ(Cond(r137.status, "Restarting")->reason(), "PyTorchJobRestarting");
+  EXPECT_FALSE(HasTrueCondition(r137.status, "Failed"));
+  EXPECT_THAT(Reasons(r137), ElementsAre("ExitedWithCode", "SuccessfulDeletePod", "PyTorchJobRestarting"));
+  EXPECT_EQ(r137.events[0].message, "Pod: ns.ec-worker-1 exited with code 137");
+
+  auto r1 = Reconcile(job, ObservedBuilder(job).Running("Master", 0).Running("Worker", 0)
+                               .Failed("Worker", 1, 1).Build(), kT0, {});
+  EXPECT_THAT(Acts(r1), IsEmpty());  // cleanPodPolicy None keeps everything
+  EXPECT_TRUE(HasTrueCondition(r1.status, "Failed"));
+  EXPECT_FALSE(HasTrueCondition(r1.status, "Restarting"));
+  EXPECT_EQ(Cond(r1.status, "Failed")->reason(), "PyTorchJobFailed");
+  EXPECT_EQ(FromTimestamp(r1.status.completion_time()), kT0);
+
+  // Recreated pod running again: Running replaces Restarting.
+  model::Job restarting = WithStatus(job, r137.status);
+  auto back = Reconcile(restarting, ObservedBuilder(job).All(PodPhase::kRunning).Build(),
+                        kT0 + absl::Seconds(10), {});
+  EXPECT_THAT(Conds(back.status), ElementsAre("Created=True", "Running=True"));
+}
+
+TEST(ReconcileTest, RestartPoliciesOnFailedPod) {
+  struct Case {
+    std::string policy;
+    bool restarts;
+  };
+  for (const Case& c : std::vector<Case>{{"OnFailure", true}, {"Always", true}, {"Never", false}}) {
+    SCOPED_TRACE(c.policy);
+    model::Job job = MakeJAXJob("ns", "j").Workers(2).RestartPolicy(c.policy).Build();
+    auto r = Reconcile(job, ObservedBuilder(job).Running("Worker", 0).Failed("Worker", 1, 2).Build(), kT0, {});
+    EXPECT_EQ(HasTrueCondition(r.status, "Restarting"), c.restarts);
+    EXPECT_EQ(HasTrueCondition(r.status, "Failed"), !c.restarts);
+    EXPECT_EQ(Acts(r).size(), c.restarts ? 1u : 0u);
+  }
+  // XGBoost restarts only under ExitCode.
+  model::Job xg = MakeXGBoostJob("ns", "xg").Master(1).Workers(1).RestartPolicy("OnFailure").Build();
+  auto rx = Reconcile(xg, ObservedBuilder(xg).Running("Master", 0).Failed("Worker", 0, 1).Build(), kT0, {});
+  EXPECT_TRUE(HasTrueCondition(rx.status, "Failed"));
+}
+
+TEST(ReconcileTest, TerminatingRunningPodCountsAsFailed) {
+  model::Job job = MakeTFJob("ns", "tf").Workers(2).Build();  // Never
+  auto r = Reconcile(job, ObservedBuilder(job).Running("Worker", 0).Terminating("Worker", 1).Build(), kT0, {});
+  EXPECT_EQ(r.status.replica_statuses().at("Worker").failed(), 1);
+  EXPECT_EQ(r.status.replica_statuses().at("Worker").active(), 1);
+  EXPECT_TRUE(HasTrueCondition(r.status, "Failed"));
+}
+
+TEST(ReconcileTest, BackoffLimitFailsJob) {
+  model::Job job = MakePyTorchJob("ns", "b").Master(1).Workers(1).BackoffLimit(3)
+                       .CleanPodPolicy("All").Build();
+  auto under = Reconcile(job, ObservedBuilder(job).Running("Master", 0, 1).Running("Worker", 0, 1).Build(), kT0, {});
+  EXPECT_FALSE(HasTrueCondition(under.status, "Failed"));
+  auto over = Reconcile(job, ObservedBuilder(job).Running("Master", 0, 1).Running("Worker", 0, 2).Build(), kT0, {});
+  ASSERT_TRUE(HasTrueCondition(over.status, "Failed"));
+  EXPECT_THAT(Cond(over.status, "Failed")->message(), HasSubstr("backoff limit"));
+  EXPECT_THAT(Acts(over), UnorderedElementsAre("delete Pod/b-master-0", "delete Service/b-master-0",
+                                               "delete Pod/b-worker-0", "delete Service/b-worker-0"));
+  // Never replicas do not count.
+  model::Job never = MakePyTorchJob("ns", "n").Master(1).RestartPolicy("Never").BackoffLimit(1).Build();
+  auto rn = Reconcile(never, ObservedBuilder(never).Running("Master", 0, 5).Build(), kT0, {});
+  EXPECT_FALSE(HasTrueCondition(rn.status, "Failed"));
+}
+
+TEST(ReconcileTest, ActiveDeadlineRequeuesWithoutEventsThenFails) {
+  model::Job job = MakeJAXJob("ns", "d").Workers(1).ActiveDeadlineSeconds(100).Build();
+  auto first = Reconcile(job, {}, kT0, {});
+  ASSERT_TRUE(first.requeue_at.has_value());
+  EXPECT_EQ(*first.requeue_at, kT0 + absl::Seconds(100));
+  model::Job running = WithStatus(job, first.status);
+  auto obs = ObservedBuilder(job).All(PodPhase::kRunning).Build();
+  auto second = Reconcile(running, obs, kT0 + absl::Seconds(10), {});
+  running = WithStatus(job, second.status);
+  // Steady state: no pod event, no action, but the deadline is still scheduled.
+  auto steady = Reconcile(running, obs, kT0 + absl::Seconds(50), {});
+  EXPECT_THAT(steady.events, IsEmpty());
+  EXPECT_THAT(steady.actions, IsEmpty());
+  EXPECT_EQ(steady.requeue_at, kT0 + absl::Seconds(100));
+  auto fired = Reconcile(running, obs, kT0 + absl::Seconds(100), {});
+  ASSERT_TRUE(HasTrueCondition(fired.status, "Failed"));
+  EXPECT_THAT(Cond(fired.status, "Failed")->message(), HasSubstr("deadline"));
+  EXPECT_FALSE(HasTrueCondition(fired.status, "Running"));
+  EXPECT_FALSE(fired.requeue_at.has_value());
+}
+
+TEST(ReconcileTest, TtlAfterFinished) {
+  model::Job job = MakeJAXJob("ns", "t").Workers(1).TtlSecondsAfterFinished(60)
+                       .StartTime(kT0).CompletionTime(kT0 + absl::Seconds(10))
+                       .Condition("Created", "True").Condition("Succeeded", "True").Build();
+  auto early = Reconcile(job, {}, kT0 + absl::Seconds(30), {});
+  EXPECT_THAT(Acts(early), IsEmpty());
+  EXPECT_EQ(early.requeue_at, kT0 + absl::Seconds(70));
+  auto due = Reconcile(job, {}, kT0 + absl::Seconds(70), {});
+  EXPECT_THAT(Acts(due), ElementsAre("deletejob JAXJob/t"));
+}
+
+TEST(ReconcileTest, CleanPodPolicyAfterFinish) {
+  struct Case {
+    std::string policy;
+    std::vector<std::string> actions;
+  };
+  const std::vector<Case> cases = {
+      {"None", {}},
+      {"Running", {"delete Pod/c-worker-0", "delete Service/c-worker-0"}},
+      {"All", {"delete Pod/c-master-0", "delete Service/c-master-0", "delete Pod/c-worker-0",
+               "delete Service/c-worker-0"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.policy);
+    model::Job job = MakePyTorchJob("ns", "c").Master(1).Workers(1).CleanPodPolicy(c.policy).Build();
+    auto r = Reconcile(job, ObservedBuilder(job).Succeeded("Master", 0).Running("Worker", 0).Build(), kT0, {});
+    ASSERT_TRUE(HasTrueCondition(r.status, "Succeeded"));
+    EXPECT_THAT(Acts(r), ::testing::UnorderedElementsAreArray(c.actions));
+    // Next pass (finished branch): active moves to succeeded.
+    auto next = Reconcile(WithStatus(job, r.status), ObservedBuilder(job).Succeeded("Master", 0).Build(), kT0, {});
+    EXPECT_EQ(next.status.replica_statuses().at("Worker").active(), 0);
+    EXPECT_EQ(next.status.replica_statuses().at("Worker").succeeded(), 1);
+  }
+}
+
+TEST(ReconcileTest, SuspendAndResume) {
+  model::ReconcileConfig config;
+  config.gang_scheduler = model::GangScheduler::kVolcano;
+  model::Job job = MakePyTorchJob("ns", "s").Master(1).Workers(1).StartTime(kT0)
+                       .Condition("Created", "True").Condition("Running", "True").Build();
+  model::Job suspended = job;
+  suspended.mutable_spec()->mutable_run_policy()->set_suspend(true);
+  auto obs = ObservedBuilder(job).All(PodPhase::kRunning).Object("PodGroup", "s").Build();
+  auto r = Reconcile(suspended, obs, kT0 + absl::Seconds(5), config);
+  EXPECT_THAT(Acts(r), UnorderedElementsAre("delete Pod/s-master-0", "delete Service/s-master-0",
+                                            "delete Pod/s-worker-0", "delete Service/s-worker-0",
+                                            "delete PodGroup/s"));
+  EXPECT_THAT(Conds(r.status), ElementsAre("Created=True", "Running=False", "Suspended=True"));
+  EXPECT_EQ(Cond(r.status, "Suspended")->reason(), "PyTorchJobSuspended");
+  // Suspended with nothing left: stable.
+  auto again = Reconcile(WithStatus(suspended, r.status), {}, kT0 + absl::Seconds(6), config);
+  EXPECT_THAT(Acts(again), IsEmpty());
+  EXPECT_FALSE(again.status_changed);
+  // Resume.
+  auto resumed = Reconcile(WithStatus(job, r.status), {}, kT0 + absl::Seconds(100), config);
+  EXPECT_EQ(Cond(resumed.status, "Suspended")->status(), "False");
+  EXPECT_EQ(Cond(resumed.status, "Suspended")->reason(), "PyTorchJobResumed");
+  EXPECT_EQ(FromTimestamp(resumed.status.start_time()), kT0 + absl::Seconds(100));
+  EXPECT_THAT(Acts(resumed), ElementsAre("create PodGroup/s", "create Pod/s-master-0",
+                                         "create Service/s-master-0", "create Pod/s-worker-0",
+                                         "create Service/s-worker-0"));
+}
+
+TEST(ReconcileTest, ManagedByAnotherControllerIsLeftAlone) {
+  model::Job job = MakePyTorchJob("ns", "m").Master(1).ManagedBy("kueue.x-k8s.io/multikueue").Build();
+  auto r = Reconcile(job, {}, kT0, {});
+  EXPECT_THAT(r.actions, IsEmpty());
+  EXPECT_THAT(r.events, IsEmpty());
+  EXPECT_FALSE(r.status_changed);
+  model::Job ours = MakePyTorchJob("ns", "m").Master(1).ManagedBy("kubeflow.org/training-operator").Build();
+  EXPECT_FALSE(Reconcile(ours, {}, kT0, {}).actions.empty());
+}
+
+TEST(ReconcileTest, ScaleDownDeletesExtraPodsAndServices) {
+  model::Job job = MakeJAXJob("ns", "sd").Workers(1).Build();
+  auto obs = ObservedBuilder(MakeJAXJob("ns", "sd").Workers(3).Build()).All(PodPhase::kRunning).Build();
+  auto r = Reconcile(job, obs, kT0, {});
+  EXPECT_THAT(Acts(r), UnorderedElementsAre("delete Pod/sd-worker-1", "delete Service/sd-worker-1",
+                                            "delete Pod/sd-worker-2", "delete Service/sd-worker-2"));
+}
+
+TEST(ConditionsTest, TransitionTimeOnlyOnFlip) {
+  model::JobStatus s;
+  UpdateCondition(s, "TFJob", "Running", "True", "Running", "m", kT0);
+  UpdateCondition(s, "TFJob", "Running", "True", "Running", "m2", kT0 + absl::Seconds(5));
+  EXPECT_EQ(FromTimestamp(s.conditions(0).last_update_time()), kT0);  // no-op
+  UpdateCondition(s, "TFJob", "Restarting", "True", "Restarting", "r", kT0 + absl::Seconds(6));
+  EXPECT_THAT(Conds(s), ElementsAre("Restarting=True"));
+  UpdateCondition(s, "TFJob", "Running", "True", "Running", "m", kT0 + absl::Seconds(7));
+  EXPECT_THAT(Conds(s), ElementsAre("Running=True"));
+  UpdateCondition(s, "TFJob", "Succeeded", "True", "Succeeded", "ok", kT0 + absl::Seconds(9));
+  EXPECT_THAT(Conds(s), ElementsAre("Running=False", "Succeeded=True"));
+  EXPECT_EQ(FromTimestamp(s.conditions(0).last_transition_time()), kT0 + absl::Seconds(9));
+  EXPECT_EQ(s.conditions(1).reason(), "TFJobSucceeded");
+}
+
+}  // namespace
+}  // namespace coach::reconcile
