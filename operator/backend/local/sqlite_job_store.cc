@@ -257,10 +257,6 @@ absl::StatusOr<ReplicaRecord> ReadReplica(const Stmt& s) {
 
 }  // namespace
 
-JobKey KeyOf(const TrainingJob& job) {
-  return JobKey{job.metadata().namespace_(), job.metadata().name()};
-}
-
 SqliteJobStore::SqliteJobStore(sqlite3* db, Options options)
     : db_(db), options_(std::move(options)) {}
 

@@ -1,0 +1,254 @@
+#include "operator/backend/local/testing/fake_job_store.h"
+
+#include <google/protobuf/util/message_differencer.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+
+namespace coach::backend::local::testing {
+namespace {
+
+absl::Status NoJob(const JobKey& key) {
+  return absl::NotFoundError(absl::StrCat("job ", key.namespace_, "/", key.name, " not found"));
+}
+
+// Same shape as the sqlite store's token, but any opaque string would do.
+std::string Token(const JobKey& k) { return absl::StrCat("fake:", k.namespace_, "\x1f", k.name); }
+
+}  // namespace
+
+void FakeJobStore::InjectError(const std::string& method, absl::Status error) {
+  absl::MutexLock lock(&mu_);
+  errors_[method] = std::move(error);
+}
+
+std::vector<std::string> FakeJobStore::calls() {
+  absl::MutexLock lock(&mu_);
+  return calls_;
+}
+
+absl::Status FakeJobStore::Enter(const std::string& method) {
+  calls_.push_back(method);
+  auto it = errors_.find(method);
+  if (it == errors_.end()) return absl::OkStatus();
+  absl::Status s = it->second;
+  errors_.erase(it);
+  return s;
+}
+
+absl::StatusOr<api::v1::TrainingJob> FakeJobStore::Create(const api::v1::TrainingJob& input) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("Create"));
+  if (input.metadata().name().empty() || input.metadata().namespace_().empty()) {
+    return absl::InvalidArgumentError("metadata.name and metadata.namespace are required");
+  }
+  JobKey key = KeyOf(input);
+  if (jobs_.count(key) > 0) return absl::AlreadyExistsError("job already exists");
+  api::v1::TrainingJob job = input;
+  job.mutable_metadata()->set_uid(absl::StrFormat("00000000-0000-4000-8000-%012d", next_uid_++));
+  job.mutable_metadata()->set_resource_version("1");
+  job.mutable_metadata()->set_generation(1);
+  job.mutable_metadata()->mutable_creation_timestamp()->set_seconds(
+      absl::ToUnixSeconds(absl::Now()));
+  jobs_[key] = job;
+  return job;
+}
+
+absl::StatusOr<api::v1::TrainingJob> FakeJobStore::Get(const JobKey& key) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("Get"));
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return NoJob(key);
+  return it->second;
+}
+
+absl::StatusOr<ListResult> FakeJobStore::List(const ListOptions& options) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("List"));
+  if (options.page_size < 0) return absl::InvalidArgumentError("page_size: must be >= 0");
+  std::optional<JobKey> after;
+  if (!options.page_token.empty()) {
+    const std::string& t = options.page_token;
+    size_t sep = t.find('\x1f');
+    if (t.rfind("fake:", 0) != 0 || sep == std::string::npos) {
+      return absl::InvalidArgumentError("page_token: not a token this store returned");
+    }
+    after = JobKey{t.substr(5, sep - 5), t.substr(sep + 1)};
+  }
+  ListResult result;
+  for (const auto& [key, job] : jobs_) {
+    if (!options.namespace_.empty() && key.namespace_ != options.namespace_) continue;
+    if (after.has_value() && !(*after < key)) continue;
+    bool match = true;
+    for (const auto& [k, v] : options.label_selector) {
+      auto l = job.metadata().labels().find(k);
+      if (l == job.metadata().labels().end() || l->second != v) match = false;
+    }
+    if (!match) continue;
+    if (options.page_size > 0 && static_cast<int>(result.jobs.size()) == options.page_size) {
+      result.next_page_token = Token(KeyOf(result.jobs.back()));
+      break;
+    }
+    result.jobs.push_back(job);
+  }
+  return result;
+}
+
+absl::StatusOr<api::v1::TrainingJob> FakeJobStore::CheckedUpdate(
+    const api::v1::TrainingJob& input, bool status_only) {
+  int64_t given;
+  if (!absl::SimpleAtoi(input.metadata().resource_version(), &given)) {
+    return absl::InvalidArgumentError("metadata.resourceVersion: required for updates");
+  }
+  JobKey key = KeyOf(input);
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return NoJob(key);
+  api::v1::TrainingJob& stored = it->second;
+  int64_t current = 0;
+  (void)absl::SimpleAtoi(stored.metadata().resource_version(), &current);
+  if (given != current) return absl::AbortedError("resourceVersion is stale; re-read and retry");
+  api::v1::TrainingJob next;
+  if (status_only) {
+    next = stored;
+    *next.mutable_status() = input.status();
+  } else {
+    next = input;
+    *next.mutable_status() = stored.status();
+    next.mutable_metadata()->set_uid(stored.metadata().uid());
+    *next.mutable_metadata()->mutable_creation_timestamp() =
+        stored.metadata().creation_timestamp();
+    bool changed =
+        !google::protobuf::util::MessageDifferencer::Equals(stored.spec(), input.spec()) ||
+        stored.kind() != input.kind();
+    next.mutable_metadata()->set_generation(stored.metadata().generation() + (changed ? 1 : 0));
+  }
+  next.mutable_metadata()->set_resource_version(absl::StrCat(current + 1));
+  stored = next;
+  return next;
+}
+
+absl::StatusOr<api::v1::TrainingJob> FakeJobStore::Update(const api::v1::TrainingJob& job) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("Update"));
+  return CheckedUpdate(job, /*status_only=*/false);
+}
+
+absl::StatusOr<api::v1::TrainingJob> FakeJobStore::UpdateStatus(
+    const api::v1::TrainingJob& job) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("UpdateStatus"));
+  return CheckedUpdate(job, /*status_only=*/true);
+}
+
+absl::Status FakeJobStore::Delete(const JobKey& key,
+                                  std::optional<std::string> resource_version) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("Delete"));
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return NoJob(key);
+  if (resource_version.has_value() &&
+      *resource_version != it->second.metadata().resource_version()) {
+    return absl::AbortedError("resourceVersion is stale; re-read and retry");
+  }
+  jobs_.erase(it);
+  replicas_.erase(key);
+  events_.erase(key);
+  for (auto p = ports_.begin(); p != ports_.end();) {
+    p = p->second.job == key ? ports_.erase(p) : std::next(p);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeJobStore::PutReplica(const ReplicaRecord& replica) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("PutReplica"));
+  if (jobs_.count(replica.job) == 0) return NoJob(replica.job);
+  replicas_[replica.job][replica.name] = replica;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ReplicaRecord>> FakeJobStore::ListReplicas(const JobKey& job) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("ListReplicas"));
+  std::vector<ReplicaRecord> out;
+  auto it = replicas_.find(job);
+  if (it != replicas_.end()) {
+    for (const auto& [name, r] : it->second) out.push_back(r);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<ReplicaRecord>> FakeJobStore::ListAllReplicas() {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("ListAllReplicas"));
+  std::vector<ReplicaRecord> out;
+  for (const auto& [key, by_name] : replicas_) {
+    for (const auto& [name, r] : by_name) out.push_back(r);
+  }
+  return out;
+}
+
+absl::Status FakeJobStore::DeleteReplica(const JobKey& job, const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("DeleteReplica"));
+  auto it = replicas_.find(job);
+  if (it == replicas_.end() || it->second.erase(name) == 0) {
+    return absl::NotFoundError(absl::StrCat("replica ", name, " not found"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeJobStore::AppendEvent(const JobKey& job, const JobEvent& event) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("AppendEvent"));
+  if (jobs_.count(job) == 0) return NoJob(job);
+  std::vector<JobEvent>& list = events_[job];
+  list.push_back(event);
+  if (static_cast<int>(list.size()) > max_events_per_job_) {
+    list.erase(list.begin(), list.end() - max_events_per_job_);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<JobEvent>> FakeJobStore::ListEvents(const JobKey& job) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("ListEvents"));
+  auto it = events_.find(job);
+  return it == events_.end() ? std::vector<JobEvent>() : it->second;
+}
+
+absl::Status FakeJobStore::ReservePorts(const std::vector<PortReservation>& ports) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("ReservePorts"));
+  std::map<int, PortReservation> staged;
+  for (const PortReservation& p : ports) {
+    if (jobs_.count(p.job) == 0) return NoJob(p.job);
+    if (ports_.count(p.port) > 0 || staged.count(p.port) > 0) {
+      return absl::AlreadyExistsError(absl::StrCat("port ", p.port, " is already reserved"));
+    }
+    staged[p.port] = p;
+  }
+  ports_.insert(staged.begin(), staged.end());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<PortReservation>> FakeJobStore::ListPortReservations() {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("ListPortReservations"));
+  std::vector<PortReservation> out;
+  for (const auto& [port, r] : ports_) out.push_back(r);
+  return out;
+}
+
+absl::Status FakeJobStore::ReleasePorts(const JobKey& job) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("ReleasePorts"));
+  for (auto p = ports_.begin(); p != ports_.end();) {
+    p = p->second.job == job ? ports_.erase(p) : std::next(p);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace coach::backend::local::testing
