@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 
 #include "absl/strings/str_cat.h"
 #include "operator/backend/local/fs_util.h"
@@ -65,7 +66,9 @@ absl::StatusOr<bool> RotateIfOver(const std::string& path, int64_t max_bytes) {
     return size.status();
   }
   if (*size <= max_bytes) return false;
-  absl::StatusOr<std::string> contents = ReadRange(path, 0, *size);
+  // Read to EOF, not to the size seen above: what the writer appended since is kept,
+  // which narrows the copytruncate loss window to the read-to-truncate gap.
+  absl::StatusOr<std::string> contents = ReadRange(path, 0, INT64_MAX);
   if (!contents.ok()) return contents.status();
   absl::Status written = WriteFileAtomic(path + ".1", *contents);
   if (!written.ok()) return written;

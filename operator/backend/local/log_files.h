@@ -19,8 +19,9 @@ absl::StatusOr<std::string> ReplicaLogPath(const std::string& state_dir,
 
 // When `path` is larger than `max_bytes`, copies it to `<path>.1` (replacing an older
 // one, atomically) and truncates `path` to zero. Returns whether it rotated. Bytes the
-// writer appends between the copy and the truncation are lost (copytruncate's known
-// window); the disk never holds more than about 2 * max_bytes per replica.
+// writer appends between the end of the copy and the truncation are lost
+// (copytruncate's known window). The shim checks every 20 ms, so the disk holds about
+// 2 * (max_bytes + what the program writes in 20 ms) per replica.
 // max_bytes <= 0 means unbounded (never rotates).
 // Errors: Internal (I/O). A missing file is not an error (returns false).
 absl::StatusOr<bool> RotateIfOver(const std::string& path, int64_t max_bytes);
