@@ -1,0 +1,47 @@
+// `coach`: the command-line client. Wiring only: each subcommand lives in its own file.
+
+#include <iostream>
+#include <optional>
+
+#include <CLI/CLI.hpp>
+
+#include "sdk/cpp/cli/exit_codes.h"
+#include "sdk/cpp/cli/offline_commands.h"
+#include "sdk/cpp/cli/remote_cli.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"coach: distributed training jobs (kubeflow.org/v1) on Kubernetes or this machine"};
+  app.require_subcommand(1);
+
+  coach::cli::OfflineOptions offline;
+  auto add_offline = [&offline](CLI::App* command) {
+    command->add_option("-f,--filename", offline.file, "manifest file (YAML or JSON), - for stdin")
+        ->required();
+    command->add_option("-o,--output", offline.output, "output format")
+        ->check(CLI::IsMember({"yaml", "json"}));
+    command->add_option("-n,--namespace", offline.namespace_,
+                        "namespace for jobs that name none (default: default)");
+  };
+  CLI::App* validate =
+      app.add_subcommand("validate", "check manifests; print the normalized, defaulted jobs");
+  add_offline(validate);
+  CLI::App* render = app.add_subcommand(
+      "render", "print the Kubernetes objects a job would create, without running anything");
+  add_offline(render);
+  coach::cli::RemoteCli remote;
+  coach::cli::RegisterRemoteCommands(app, &remote);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? coach::cli::kExitOk : coach::cli::kExitUsage;
+  }
+
+  if (validate->parsed()) return coach::cli::RunValidate(offline, std::cout, std::cerr);
+  if (render->parsed()) return coach::cli::RunRender(offline, std::cout, std::cerr);
+  if (std::optional<int> code = coach::cli::RunRemoteCommand(remote, std::cout, std::cerr)) {
+    return *code;
+  }
+  return coach::cli::kExitUsage;
+}
