@@ -2,7 +2,7 @@
 PREFIX ?= /usr/local
 BAZEL ?= bazel
 
-.PHONY: bootstrap build test demo fmt clean
+.PHONY: bootstrap build test demo install fmt clean
 
 bootstrap:
 	@tools/bootstrap
@@ -12,6 +12,10 @@ build: bootstrap
 
 test: bootstrap
 	@tools/run_tests
+
+# The C++ SDK: static library, headers and coach-sdk.pc under $(PREFIX).
+install: bootstrap
+	PREFIX=$(PREFIX) tools/install_sdk.sh
 
 fmt:
 	@find . -path ./bazel-\* -prune -o \( -name '*.h' -o -name '*.cc' \) -print | xargs clang-format -i
