@@ -1,0 +1,287 @@
+#include "operator/core/controller.h"
+
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+#include "operator/reconcile/conditions.h"
+#include "operator/reconcile/reconciler.h"
+
+namespace coach::core {
+namespace {
+
+JobKey ParseKey(const std::string& key) {
+  const size_t slash = key.find('/');
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+const char* ActionName(model::Action::Type type) {
+  switch (type) {
+    case model::Action::Type::kCreate:
+      return "create";
+    case model::Action::Type::kDelete:
+      return "delete";
+    case model::Action::Type::kDeleteJob:
+      return "delete_job";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+std::string JobState(const model::JobStatus& status) {
+  for (const char* state : {"Succeeded", "Failed", "Suspended", "Restarting", "Running"}) {
+    if (reconcile::HasTrueCondition(status, state)) return state;
+  }
+  return "Created";
+}
+
+Controller::Controller(JobStore* store, backend::Backend* backend, JobService* jobs,
+                       WatchBroadcaster* watchers, KeyedMutex* job_locks, Clock* clock,
+                       metrics::OperatorMetrics* metrics, Options options)
+    : store_(store),
+      backend_(backend),
+      jobs_(jobs),
+      watchers_(watchers),
+      job_locks_(job_locks),
+      clock_(clock),
+      metrics_(metrics),
+      options_(std::move(options)),
+      queue_(clock, options_.queue) {
+  jobs_->SetEnqueue([this](const JobKey& key) { Enqueue(key); });
+}
+
+Controller::~Controller() {
+  Stop();
+  jobs_->SetEnqueue(nullptr);
+}
+
+absl::Status Controller::Start() {
+  backend_->SetChangeCallback(
+      [this](const std::string& ns, const std::string& name) { Enqueue({ns, name}); });
+  RETURN_IF_ERROR(backend_->Start());
+  if (metrics_ != nullptr) metrics_->backend_up->Set({}, 1);
+  // Resume every stored job.
+  backend::local::ListOptions options;
+  options.page_size = 1000;
+  int resumed = 0;
+  do {
+    absl::StatusOr<backend::local::ListResult> page = store_->List(options);
+    if (!page.ok()) {
+      backend_->Stop();
+      return page.status();
+    }
+    for (const auto& job : page->jobs) {
+      queue_.Add(KeyString(job));
+      ++resumed;
+    }
+    options.page_token = page->next_page_token;
+  } while (!options.page_token.empty());
+  spdlog::info("controller: {} stored job(s) to resume, {} worker(s), backend {}", resumed,
+               options_.workers, backend_->Name());
+  {
+    absl::MutexLock lock(&mu_);
+    running_ = true;
+  }
+  UpdateQueueGauges();
+  for (int i = 0; i < std::max(1, options_.workers); ++i) {
+    workers_.emplace_back([this] { Worker(); });
+  }
+  return absl::OkStatus();
+}
+
+void Controller::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  queue_.ShutDown();
+  for (std::thread& t : workers_) t.join();
+  workers_.clear();
+  bool was_running;
+  {
+    absl::MutexLock lock(&mu_);
+    was_running = running_;
+    running_ = false;
+  }
+  if (was_running) {
+    backend_->Stop();
+    if (metrics_ != nullptr) metrics_->backend_up->Set({}, 0);
+  }
+}
+
+bool Controller::running() const {
+  absl::MutexLock lock(&mu_);
+  return running_;
+}
+
+void Controller::Enqueue(const JobKey& key) {
+  queue_.Add(KeyString(key));
+  UpdateQueueGauges();
+}
+
+void Controller::UpdateQueueGauges() {
+  if (metrics_ == nullptr) return;
+  metrics_->workqueue_depth->Set({}, static_cast<double>(queue_.Depth()));
+  metrics_->workqueue_delayed->Set({}, static_cast<double>(queue_.DelayedCount()));
+}
+
+void Controller::Worker() {
+  while (std::optional<std::string> key = queue_.Get()) {
+    UpdateQueueGauges();
+    const absl::Time start = absl::Now();  // a duration metric, not logic time
+    absl::Status status = ReconcileKey(*key);
+    if (metrics_ != nullptr) {
+      metrics_->reconcile_duration->Observe({}, absl::ToDoubleSeconds(absl::Now() - start));
+      metrics_->reconcile_total->Add({status.ok() ? "ok" : "error"});
+    }
+    if (status.ok()) {
+      queue_.Forget(*key);
+    } else {
+      const absl::Duration delay = queue_.AddRateLimited(*key);
+      spdlog::warn("reconcile {}: {} (retry in {})", *key, status.ToString(),
+                   absl::FormatDuration(delay));
+    }
+    queue_.Done(*key);
+    UpdateQueueGauges();
+  }
+}
+
+void Controller::RecordObserved(const std::string& key, const model::ObservedState* observed,
+                                const model::JobStatus* status) {
+  if (metrics_ == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  if (observed == nullptr) {
+    phases_.erase(key);
+    states_.erase(key);
+  } else {
+    std::map<std::string, int>& counts = phases_[key];
+    counts.clear();
+    for (const model::ObservedPod& pod : observed->pods) ++counts[model::PodPhaseName(pod.phase)];
+    states_[key] = JobState(*status);
+  }
+  std::map<std::string, int> phase_totals;
+  for (const char* phase : {"Pending", "Running", "Succeeded", "Failed", "Unknown"}) {
+    phase_totals[phase] = 0;
+  }
+  for (const auto& [job, counts] : phases_) {
+    for (const auto& [phase, n] : counts) phase_totals[phase] += n;
+  }
+  for (const auto& [phase, n] : phase_totals) metrics_->replicas->Set({phase}, n);
+  std::map<std::string, int> state_totals;
+  for (const char* state : {"Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed"}) {
+    state_totals[state] = 0;
+  }
+  for (const auto& [job, state] : states_) ++state_totals[state];
+  for (const auto& [state, n] : state_totals) metrics_->jobs->Set({state}, n);
+}
+
+void Controller::CountTransitions(const model::Job& job, const model::JobStatus& before,
+                                  const model::JobStatus& after) {
+  if (metrics_ == nullptr) return;
+  const metrics::LabelValues labels = {job.metadata().namespace_(), FrameworkOf(job)};
+  auto turned_true = [&](const char* type) {
+    return !reconcile::HasTrueCondition(before, type) && reconcile::HasTrueCondition(after, type);
+  };
+  if (turned_true("Succeeded")) metrics_->jobs_successful->Add(labels);
+  if (turned_true("Failed")) metrics_->jobs_failed->Add(labels);
+  if (turned_true("Restarting")) metrics_->jobs_restarted->Add(labels);
+}
+
+absl::Status Controller::ReconcileKey(const std::string& key) {
+  KeyLock lock(job_locks_, key);
+  const JobKey job_key = ParseKey(key);
+  absl::StatusOr<model::Job> got = store_->Get(job_key);
+  if (absl::IsNotFound(got.status())) {
+    {
+      absl::MutexLock l(&mu_);
+      admitted_.erase(key);
+    }
+    RecordObserved(key, nullptr, nullptr);
+    return absl::OkStatus();
+  }
+  if (!got.ok()) return got.status();
+  model::Job job = std::move(got).value();
+
+  bool admitted;
+  {
+    absl::MutexLock l(&mu_);
+    admitted = admitted_.count(key) > 0;
+  }
+  if (!admitted) {
+    // The first pass in this process: after a restart the backend re-prepares the job
+    // (Admit is idempotent).
+    RETURN_IF_ERROR(backend_->Admit(job));
+    absl::MutexLock l(&mu_);
+    admitted_.insert(key);
+  }
+
+  model::ReconcileConfig config = options_.config;
+  if (std::shared_ptr<const model::AddressPlan> plan = backend_->AddressPlanFor(job)) {
+    config.address_plan = std::move(plan);
+  }
+  ASSIGN_OR_RETURN(model::ObservedState observed, backend_->Observe(job));
+  const absl::Time now = clock_->Now();
+  model::ReconcileResult result = reconcile::Reconcile(job, observed, now, config);
+
+  bool applied_any = false;
+  for (const model::Action& action : result.actions) {
+    if (action.type == model::Action::Type::kDeleteJob) {
+      absl::Status deleted = jobs_->DeleteLocked(job);
+      if (metrics_ != nullptr) {
+        metrics_->actions_total->Add({ActionName(action.type), deleted.ok() ? "ok" : "error"});
+      }
+      if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
+      if (metrics_ != nullptr) {
+        metrics_->jobs_ttl_deleted->Add({job.metadata().namespace_(), FrameworkOf(job)});
+      }
+      spdlog::info("job {}: ttlSecondsAfterFinished expired, deleted", key);
+      {
+        absl::MutexLock l(&mu_);
+        admitted_.erase(key);
+      }
+      RecordObserved(key, nullptr, nullptr);
+      return absl::OkStatus();
+    }
+    absl::Status applied = backend_->Apply(job, action);
+    if (metrics_ != nullptr) {
+      metrics_->actions_total->Add({ActionName(action.type), applied.ok() ? "ok" : "error"});
+    }
+    if (!applied.ok()) {
+      return absl::Status(applied.code(),
+                          absl::StrCat(ActionName(action.type), " ", action.object.kind, " ",
+                                       action.object.name, ": ", applied.message()));
+    }
+    applied_any = true;
+  }
+
+  if (result.status_changed) {
+    model::Job updated = job;
+    *updated.mutable_status() = result.status;
+    absl::StatusOr<model::Job> written = store_->UpdateStatus(updated);
+    if (absl::IsAborted(written.status())) {
+      // Someone changed the job meanwhile (Suspend, Resume): start over from the store.
+      queue_.Add(key);
+      return absl::OkStatus();
+    }
+    if (!written.ok()) return written.status();
+    CountTransitions(job, job.status(), written->status());
+    watchers_->Publish(WatchEventType::kModified, *written);
+    job = std::move(written).value();
+  }
+  for (const model::JobEventRecord& event : result.events) {
+    absl::Status appended =
+        store_->AppendEvent(job_key, {event.type, event.reason, event.message, now});
+    if (!appended.ok()) spdlog::warn("job {}: event not stored: {}", key, appended.ToString());
+  }
+  RecordObserved(key, &observed, &job.status());
+  if (applied_any) queue_.Add(key);
+  if (result.requeue_at.has_value()) queue_.AddAt(key, *result.requeue_at);
+  return absl::OkStatus();
+}
+
+}  // namespace coach::core

@@ -1,0 +1,106 @@
+#pragma once
+
+// Controller: drives every stored job towards its spec through any Backend.
+//
+// A work queue of job keys (work_queue.h: one worker per key at a time, a key added
+// while processed is processed again) served by N workers. One pass over a job:
+//   store.Get -> (first pass in this process: backend.Admit) -> AddressPlanFor + Observe
+//   -> reconcile::Reconcile(job, observed, clock.Now(), config) -> apply the actions in
+//   order (kDeleteJob: forget + delete the job, counted as a TTL deletion) -> UpdateStatus
+//   only when status_changed (Aborted: reconcile again at once) -> append the events ->
+//   publish MODIFIED -> AddAt(requeue_at).
+// A failing pass is retried with exponential backoff (WorkQueue::AddRateLimited). A pass
+// that applied actions is followed by another one, so the result is observed even from
+// a backend that does not call back on its own creations.
+//
+// Start() registers the backend's change callback, starts the backend and enqueues
+// every stored job (an operator restart resumes all of them; pod names are
+// deterministic, so nothing is created twice). Stop() stops handing out work, waits
+// for the passes in flight and stops the backend (replicas keep running).
+//
+// Thread-safe.
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "operator/backend/backend.h"
+#include "operator/backend/local/job_store.h"
+#include "operator/core/clock.h"
+#include "operator/core/job_service.h"
+#include "operator/core/keyed_mutex.h"
+#include "operator/core/watch_broadcaster.h"
+#include "operator/core/work_queue.h"
+#include "operator/metrics/operator_metrics.h"
+#include "operator/model/reconcile_types.h"
+
+namespace coach::core {
+
+class Controller {
+ public:
+  struct Options {
+    int workers = 2;
+    model::ReconcileConfig config;
+    WorkQueue::Options queue;
+  };
+
+  // Nothing is owned; everything must outlive the controller. `metrics` may be null.
+  // Installs itself as `jobs`' enqueue hook.
+  Controller(JobStore* store, backend::Backend* backend, JobService* jobs,
+             WatchBroadcaster* watchers, KeyedMutex* job_locks, Clock* clock,
+             metrics::OperatorMetrics* metrics, Options options);
+  ~Controller();  // Stop()
+
+  // Errors: the backend's Start error; the store's List error. Call once.
+  absl::Status Start();
+  // Idempotent.
+  void Stop();
+  // True between a successful Start() and Stop().
+  bool running() const;
+
+  void Enqueue(const JobKey& key);
+
+  // One pass over `key`, on the calling thread (tests; the workers call it too).
+  // Returns the error that made the pass fail (the worker retries with backoff).
+  absl::Status ReconcileKey(const std::string& key);
+
+  WorkQueue& queue() { return queue_; }
+
+ private:
+  void Worker();
+  void UpdateQueueGauges();
+  void RecordObserved(const std::string& key, const model::ObservedState* observed,
+                      const model::JobStatus* status);
+  void CountTransitions(const model::Job& job, const model::JobStatus& before,
+                        const model::JobStatus& after);
+
+  JobStore* const store_;
+  backend::Backend* const backend_;
+  JobService* const jobs_;
+  WatchBroadcaster* const watchers_;
+  KeyedMutex* const job_locks_;
+  Clock* const clock_;
+  metrics::OperatorMetrics* const metrics_;
+  const Options options_;
+  WorkQueue queue_;
+
+  mutable absl::Mutex mu_;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<std::string> admitted_ ABSL_GUARDED_BY(mu_);
+  // Per job: replica count by phase and the job's state, for the gauges.
+  std::map<std::string, std::map<std::string, int>> phases_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> states_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> workers_;
+};
+
+// "Succeeded", "Failed", "Suspended", "Restarting", "Running" or "Created".
+std::string JobState(const model::JobStatus& status);
+
+}  // namespace coach::core

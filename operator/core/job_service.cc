@@ -1,0 +1,281 @@
+#include "operator/core/job_service.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "api/v1/codec/job_codec.h"
+#include "api/v1/defaults.h"
+#include "api/v1/kinds.h"
+#include "api/v1/validation.h"
+#include "common/status_macros.h"
+#include "operator/core/label_selector.h"
+#include "operator/reconcile/conditions.h"
+
+namespace coach::core {
+
+std::string KeyString(const JobKey& key) { return key.namespace_ + "/" + key.name; }
+
+std::string KeyString(const api::v1::TrainingJob& job) {
+  return job.metadata().namespace_() + "/" + job.metadata().name();
+}
+
+std::string FrameworkOf(const api::v1::TrainingJob& job) {
+  const api::v1::KindInfo* info = api::v1::FindKind(job.kind());
+  return info == nullptr ? "unknown" : std::string(info->framework);
+}
+
+JobService::JobService(JobStore* store, backend::Backend* backend, WatchBroadcaster* watchers,
+                       KeyedMutex* job_locks, metrics::OperatorMetrics* metrics,
+                       Options options)
+    : store_(store),
+      backend_(backend),
+      watchers_(watchers),
+      job_locks_(job_locks),
+      metrics_(metrics),
+      options_(options) {}
+
+void JobService::SetEnqueue(std::function<void(const JobKey&)> enqueue) {
+  enqueue_ = std::move(enqueue);
+}
+
+void JobService::Enqueue(const JobKey& key) {
+  if (enqueue_) enqueue_(key);
+}
+
+absl::StatusOr<api::v1::TrainingJob> JobService::Admission(const CreateRequest& request) const {
+  api::v1::TrainingJob job;
+  if (request.job.has_value() && !request.manifest.empty()) {
+    return absl::InvalidArgumentError("give either a job or a manifest, not both");
+  }
+  if (request.job.has_value()) {
+    job = *request.job;
+  } else if (!request.manifest.empty()) {
+    absl::StatusOr<std::vector<api::v1::TrainingJob>> jobs =
+        api::v1::codec::ParseManifests(request.manifest);
+    if (!jobs.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("manifest: ", jobs.status().message()));
+    }
+    if (jobs->size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "manifest: holds ", jobs->size(), " jobs; CreateJob takes exactly one"));
+    }
+    job = std::move(jobs->front());
+  } else {
+    return absl::InvalidArgumentError("a job or a manifest is required");
+  }
+  // What a client says about status or server-assigned metadata is not its to say.
+  job.clear_status();
+  job.mutable_metadata()->clear_uid();
+  job.mutable_metadata()->clear_resource_version();
+  job.mutable_metadata()->clear_generation();
+  job.mutable_metadata()->clear_creation_timestamp();
+  job.mutable_metadata()->clear_deletion_timestamp();
+  if (job.metadata().namespace_().empty()) {
+    job.mutable_metadata()->set_namespace_(request.namespace_.empty() ? "default"
+                                                                      : request.namespace_);
+  }
+  api::v1::SetDefaults(&job);
+  RETURN_IF_ERROR(api::v1::ValidateJob(job));
+  return job;
+}
+
+absl::StatusOr<api::v1::TrainingJob> JobService::Create(const CreateRequest& request) {
+  absl::StatusOr<api::v1::TrainingJob> admitted = Admission(request);
+  if (!admitted.ok()) {
+    if (metrics_ != nullptr) metrics_->admission_rejected->Add({"invalid"});
+    return admitted.status();
+  }
+  if (request.dry_run) return admitted;
+
+  const JobKey key = backend::local::KeyOf(*admitted);
+  absl::StatusOr<api::v1::TrainingJob> stored;
+  {
+    KeyLock lock(job_locks_, KeyString(key));
+    stored = store_->Create(*admitted);
+    if (!stored.ok()) {
+      if (metrics_ != nullptr && absl::IsAlreadyExists(stored.status())) {
+        metrics_->admission_rejected->Add({"already_exists"});
+      }
+      return stored.status();
+    }
+    if (absl::Status admit = backend_->Admit(*stored); !admit.ok()) {
+      // Nothing half-accepted: whatever Admit may have reserved is released with the job.
+      backend_->Forget(*stored).IgnoreError();
+      if (absl::Status del = store_->Delete(key, std::nullopt); !del.ok() && !absl::IsNotFound(del)) {
+        return absl::InternalError(absl::StrCat("the backend refused the job (", admit.message(),
+                                                ") and removing it again failed: ",
+                                                del.message()));
+      }
+      if (metrics_ != nullptr) {
+        metrics_->admission_rejected->Add(
+            {absl::IsResourceExhausted(admit) ? "resource_exhausted" : "backend_error"});
+      }
+      return admit;
+    }
+  }
+  if (metrics_ != nullptr) {
+    metrics_->jobs_created->Add({key.namespace_, FrameworkOf(*stored)});
+  }
+  watchers_->Publish(WatchEventType::kAdded, *stored);
+  Enqueue(key);
+  return stored;
+}
+
+absl::StatusOr<api::v1::TrainingJob> JobService::Get(const std::string& ns,
+                                                     const std::string& name) {
+  if (name.empty()) return absl::InvalidArgumentError("name: required");
+  return store_->Get({ns.empty() ? "default" : ns, name});
+}
+
+absl::StatusOr<ListResponse> JobService::List(const ListRequest& request) {
+  ASSIGN_OR_RETURN(LabelSelector selector, LabelSelector::Parse(request.label_selector));
+  if (request.page_size < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size: must be >= 0, got ", request.page_size));
+  }
+  backend::local::ListOptions options;
+  options.namespace_ = request.namespace_;
+  options.page_size = request.page_size == 0
+                          ? options_.default_page_size
+                          : std::min(request.page_size, options_.max_page_size);
+  options.page_token = request.page_token;
+  options.label_selector = selector.Equalities();
+  absl::StatusOr<backend::local::ListResult> result = store_->List(options);
+  if (!result.ok()) {
+    if (absl::IsInvalidArgument(result.status())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("page_token: ", result.status().message()));
+    }
+    return result.status();
+  }
+  ListResponse response;
+  response.next_page_token = result->next_page_token;
+  // The store filters equalities; the rest is filtered here, so a page may hold fewer
+  // than page_size jobs (as Kubernetes allows) but never skips one.
+  for (auto& job : result->jobs) {
+    if (selector.MatchesMap(job.metadata().labels())) response.jobs.push_back(std::move(job));
+  }
+  return response;
+}
+
+absl::Status JobService::DeleteLocked(const api::v1::TrainingJob& job) {
+  RETURN_IF_ERROR(backend_->Forget(job));
+  absl::Status deleted = store_->Delete(backend::local::KeyOf(job), std::nullopt);
+  if (!deleted.ok()) return deleted;
+  if (metrics_ != nullptr) {
+    metrics_->jobs_deleted->Add({job.metadata().namespace_(), FrameworkOf(job)});
+  }
+  watchers_->Publish(WatchEventType::kDeleted, job);
+  return absl::OkStatus();
+}
+
+absl::Status JobService::Delete(const std::string& ns, const std::string& name) {
+  if (name.empty()) return absl::InvalidArgumentError("name: required");
+  const JobKey key{ns.empty() ? "default" : ns, name};
+  {
+    KeyLock lock(job_locks_, KeyString(key));
+    ASSIGN_OR_RETURN(api::v1::TrainingJob job, store_->Get(key));
+    RETURN_IF_ERROR(DeleteLocked(job));
+  }
+  // The controller sees NotFound and drops what it tracked for the job.
+  Enqueue(key);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<api::v1::TrainingJob> JobService::SetSuspend(const std::string& ns,
+                                                            const std::string& name,
+                                                            bool suspend) {
+  if (name.empty()) return absl::InvalidArgumentError("name: required");
+  const JobKey key{ns.empty() ? "default" : ns, name};
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(api::v1::TrainingJob job, store_->Get(key));
+    if (reconcile::IsFinished(job.status())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", KeyString(key), " has finished; it cannot be ",
+          suspend ? "suspended" : "resumed"));
+    }
+    const api::v1::RunPolicy& rp = job.spec().run_policy();
+    const bool now_suspended = rp.has_suspend() && rp.suspend();
+    if (now_suspended == suspend) return job;
+    job.mutable_spec()->mutable_run_policy()->set_suspend(suspend);
+    absl::StatusOr<api::v1::TrainingJob> updated = store_->Update(job);
+    if (absl::IsAborted(updated.status()) && attempt < options_.conflict_retries) continue;
+    if (!updated.ok()) return updated.status();
+    watchers_->Publish(WatchEventType::kModified, *updated);
+    Enqueue(key);
+    return updated;
+  }
+}
+
+absl::StatusOr<api::v1::TrainingJob> JobService::Suspend(const std::string& ns,
+                                                         const std::string& name) {
+  return SetSuspend(ns, name, true);
+}
+
+absl::StatusOr<api::v1::TrainingJob> JobService::Resume(const std::string& ns,
+                                                        const std::string& name) {
+  return SetSuspend(ns, name, false);
+}
+
+absl::StatusOr<JobDescription> JobService::Describe(const std::string& ns,
+                                                    const std::string& name) {
+  if (name.empty()) return absl::InvalidArgumentError("name: required");
+  const JobKey key{ns.empty() ? "default" : ns, name};
+  JobDescription description;
+  ASSIGN_OR_RETURN(description.job, store_->Get(key));
+  ASSIGN_OR_RETURN(model::ObservedState observed, backend_->Observe(description.job));
+  for (const model::ObservedPod& pod : observed.pods) {
+    ReplicaInfo info;
+    info.name = pod.name;
+    info.replica_type = pod.replica_type;
+    info.index = pod.index;
+    info.phase = model::PodPhaseName(pod.phase);
+    info.restarts = pod.restart_count;
+    info.exit_code = pod.exit_code;
+    info.message = pod.message;
+    description.replicas.push_back(std::move(info));
+  }
+  std::sort(description.replicas.begin(), description.replicas.end(),
+            [](const ReplicaInfo& a, const ReplicaInfo& b) { return a.name < b.name; });
+  ASSIGN_OR_RETURN(description.events, store_->ListEvents(key));
+  return description;
+}
+
+absl::Status JobService::Logs(const std::string& ns, const std::string& name,
+                              const backend::LogOptions& options,
+                              const backend::LogSink& sink,
+                              const std::atomic<bool>& cancelled) {
+  if (name.empty()) return absl::InvalidArgumentError("name: required");
+  if (options.tail_lines < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tail_lines: must be >= 0, got ", options.tail_lines));
+  }
+  ASSIGN_OR_RETURN(api::v1::TrainingJob job, store_->Get({ns.empty() ? "default" : ns, name}));
+  return backend_->StreamLogs(job, options, sink, cancelled);
+}
+
+absl::StatusOr<std::shared_ptr<Subscription>> JobService::Watch(
+    const std::string& ns, const std::string& name, const std::string& label_selector) {
+  WatchFilter filter;
+  filter.namespace_ = ns;
+  filter.name = name;
+  ASSIGN_OR_RETURN(filter.selector, LabelSelector::Parse(label_selector));
+  const std::map<std::string, std::string> equalities = filter.selector.Equalities();
+  return watchers_->Subscribe(
+      std::move(filter), [&]() -> absl::StatusOr<std::vector<api::v1::TrainingJob>> {
+        std::vector<api::v1::TrainingJob> all;
+        backend::local::ListOptions options;
+        options.namespace_ = ns;
+        options.page_size = options_.max_page_size;
+        options.label_selector = equalities;
+        do {
+          ASSIGN_OR_RETURN(backend::local::ListResult page, store_->List(options));
+          for (auto& job : page.jobs) all.push_back(std::move(job));
+          options.page_token = page.next_page_token;
+        } while (!options.page_token.empty());
+        return all;
+      });
+}
+
+}  // namespace coach::core

@@ -1,0 +1,141 @@
+#pragma once
+
+// JobService: the logic behind every TrainingService RPC, without gRPC (the server in
+// operator/server only adapts requests and maps absl codes to gRPC codes).
+//
+// Error codes (the same as the API's):
+//   InvalidArgument     bad manifest, job or request; the message names every field
+//   NotFound            no such job
+//   AlreadyExists       Create with a (namespace, name) already taken
+//   FailedPrecondition  Suspend/Resume of a finished job
+//   ResourceExhausted   the backend can never run the job (nothing is stored)
+//   Unavailable         store or backend unreachable (retry)
+//
+// Thread-safe. Every change to a job is published to the WatchBroadcaster and enqueued
+// for the controller (SetEnqueue).
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "api/v1/training_job.pb.h"
+#include "operator/backend/backend.h"
+#include "operator/backend/local/job_store.h"
+#include "operator/core/keyed_mutex.h"
+#include "operator/core/watch_broadcaster.h"
+#include "operator/metrics/operator_metrics.h"
+
+namespace coach::core {
+
+using backend::local::JobKey;
+using backend::local::JobStore;
+
+struct CreateRequest {
+  // Exactly one of `job` and `manifest` (YAML or JSON, one kubeflow.org/v1 job).
+  std::optional<api::v1::TrainingJob> job;
+  std::string manifest;
+  // Applies when the job names no namespace; "default" when empty too.
+  std::string namespace_;
+  bool dry_run = false;
+};
+
+struct ListRequest {
+  std::string namespace_;       // empty: every namespace
+  std::string label_selector;   // see label_selector.h
+  int page_size = 0;            // 0: default; above the max: the max
+  std::string page_token;
+};
+
+struct ListResponse {
+  std::vector<api::v1::TrainingJob> jobs;
+  std::string next_page_token;  // empty on the last page
+};
+
+struct ReplicaInfo {
+  std::string name;
+  std::string replica_type;
+  int index = 0;
+  std::string phase;  // "Pending", "Running", ...
+  int restarts = 0;
+  std::optional<int> exit_code;
+  std::string message;
+};
+
+struct JobDescription {
+  api::v1::TrainingJob job;
+  std::vector<ReplicaInfo> replicas;
+  std::vector<backend::local::JobEvent> events;  // oldest first
+};
+
+std::string KeyString(const JobKey& key);
+std::string KeyString(const api::v1::TrainingJob& job);
+// The framework label value ("pytorch") of a job's kind; "unknown" when unset.
+std::string FrameworkOf(const api::v1::TrainingJob& job);
+
+class JobService {
+ public:
+  struct Options {
+    int default_page_size = 100;
+    int max_page_size = 1000;
+    // Suspend/Resume retries on a resourceVersion conflict.
+    int conflict_retries = 10;
+  };
+
+  // None of the pointers is owned; all must outlive the service. `metrics` may be null.
+  JobService(JobStore* store, backend::Backend* backend, WatchBroadcaster* watchers,
+             KeyedMutex* job_locks, metrics::OperatorMetrics* metrics, Options options);
+  JobService(JobStore* store, backend::Backend* backend, WatchBroadcaster* watchers,
+             KeyedMutex* job_locks, metrics::OperatorMetrics* metrics)
+      : JobService(store, backend, watchers, job_locks, metrics, Options()) {}
+
+  // Called with every job that changed through the API (the controller's Enqueue).
+  void SetEnqueue(std::function<void(const JobKey&)> enqueue);
+
+  // Parse (manifest) or take (job), namespace, SetDefaults, ValidateJob. Stores nothing.
+  // Errors: InvalidArgument.
+  absl::StatusOr<api::v1::TrainingJob> Admission(const CreateRequest& request) const;
+
+  // Admission, then (unless dry_run) store -> backend Admit -> publish ADDED -> enqueue.
+  // When Admit fails the stored job is removed again and Admit's error is returned.
+  absl::StatusOr<api::v1::TrainingJob> Create(const CreateRequest& request);
+  absl::StatusOr<api::v1::TrainingJob> Get(const std::string& ns, const std::string& name);
+  absl::StatusOr<ListResponse> List(const ListRequest& request);
+  // Backend Forget, then store Delete; publishes DELETED.
+  absl::Status Delete(const std::string& ns, const std::string& name);
+  absl::StatusOr<api::v1::TrainingJob> Suspend(const std::string& ns, const std::string& name);
+  absl::StatusOr<api::v1::TrainingJob> Resume(const std::string& ns, const std::string& name);
+  absl::StatusOr<JobDescription> Describe(const std::string& ns, const std::string& name);
+  absl::Status Logs(const std::string& ns, const std::string& name,
+                    const backend::LogOptions& options, const backend::LogSink& sink,
+                    const std::atomic<bool>& cancelled);
+  // Subscribes to the matching jobs: ADDED for each now, then every change.
+  // Errors: InvalidArgument (selector), Unavailable (shutting down).
+  absl::StatusOr<std::shared_ptr<Subscription>> Watch(const std::string& ns,
+                                                      const std::string& name,
+                                                      const std::string& label_selector);
+
+  // Forgets the job in the backend and deletes it from the store, publishing DELETED
+  // and counting the deletion. The caller holds the job's KeyLock. Used by Delete and by
+  // the controller (TTL).
+  absl::Status DeleteLocked(const api::v1::TrainingJob& job);
+
+ private:
+  absl::StatusOr<api::v1::TrainingJob> SetSuspend(const std::string& ns,
+                                                  const std::string& name, bool suspend);
+  void Enqueue(const JobKey& key);
+
+  JobStore* const store_;
+  backend::Backend* const backend_;
+  WatchBroadcaster* const watchers_;
+  KeyedMutex* const job_locks_;
+  metrics::OperatorMetrics* const metrics_;
+  const Options options_;
+  std::function<void(const JobKey&)> enqueue_;
+};
+
+}  // namespace coach::core
