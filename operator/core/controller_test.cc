@@ -95,7 +95,8 @@ TEST(ControllerTest, ActiveDeadlineFiresWithoutAnyEvent) {
   // No pod event from here on: only the timer can notice.
   env.clock.Advance(absl::Seconds(31));
   ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "dl", "Failed"); }));
-  EXPECT_EQ(env.metrics.jobs_failed->Value({"default", "pytorch"}), 1);
+  ASSERT_TRUE(CoreEnv::WaitFor(
+      [&] { return env.metrics.jobs_failed->Value({"default", "pytorch"}) == 1; }));
 }
 
 TEST(ControllerTest, TtlDeletesTheFinishedJob) {
