@@ -1,0 +1,580 @@
+#include "operator/backend/local/local_backend.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "api/v1/kinds.h"
+#include "common/status_macros.h"
+#include "operator/backend/local/fs_util.h"
+#include "operator/backend/local/local_address_plan.h"
+#include "operator/backend/local/log_files.h"
+#include "operator/backend/local/pod_process.h"
+#include "operator/backend/local/shim_process_runner.h"
+#include "operator/reconcile/replicas.h"
+
+extern char** environ;
+
+namespace coach::backend::local {
+namespace {
+
+using model::Json;
+using model::PodPhase;
+
+std::map<std::string, std::string> OwnEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+
+bool Terminal(PodPhase p) { return p == PodPhase::kSucceeded || p == PodPhase::kFailed; }
+
+std::string Label(const Json& pod, const char* key) {
+  const Json* labels = nullptr;
+  if (pod.contains("metadata") && pod["metadata"].contains("labels")) {
+    labels = &pod["metadata"]["labels"];
+  }
+  if (labels == nullptr || !labels->is_object() || !labels->contains(key) ||
+      !(*labels)[key].is_string()) {
+    return "";
+  }
+  return (*labels)[key].get<std::string>();
+}
+
+absl::Status RemoveTree(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec) return absl::InternalError(absl::StrCat("remove ", path, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+// "master-0" for pod "<job>-master-0"; "launcher" for the MPI launcher "<job>-launcher".
+std::string ShortName(const JobKey& job, const std::string& pod) {
+  const std::string prefix = job.name + "-";
+  return pod.compare(0, prefix.size(), prefix) == 0 ? pod.substr(prefix.size()) : pod;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LocalBackend>> LocalBackend::Create(LocalBackendOptions options) {
+  if (options.store == nullptr) return absl::InvalidArgumentError("LocalBackend: no store");
+  if (options.state_dir.empty() || options.state_dir[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LocalBackend: state_dir must be absolute, got \"", options.state_dir, "\""));
+  }
+  RETURN_IF_ERROR(MakeDirs(options.state_dir));
+  std::unique_ptr<ProcessRunner> owned;
+  if (options.runner == nullptr) {
+    ASSIGN_OR_RETURN(auto shim, ShimProcessRunner::Create(options.shim_path));
+    owned = std::move(shim);
+  }
+  std::unique_ptr<GpuDiscovery> own_discovery;
+  GpuDiscovery* discovery = options.gpus;
+  if (discovery == nullptr) {
+    own_discovery = std::make_unique<NvidiaSmiGpuDiscovery>();
+    discovery = own_discovery.get();
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<GpuAllocator> gpus, GpuAllocator::Create(*discovery));
+  if (options.node_name.empty()) options.node_name = HostName();
+  if (options.base_env.empty()) options.base_env = OwnEnvironment();
+  return std::unique_ptr<LocalBackend>(
+      new LocalBackend(std::move(options), std::move(owned), std::move(gpus)));
+}
+
+LocalBackend::LocalBackend(LocalBackendOptions options, std::unique_ptr<ProcessRunner> owned_runner,
+                           std::unique_ptr<GpuAllocator> gpus)
+    : options_(std::move(options)),
+      owned_runner_(std::move(owned_runner)),
+      runner_(options_.runner != nullptr ? options_.runner : owned_runner_.get()),
+      gpus_(std::move(gpus)),
+      ports_(options_.store),
+      objects_(absl::StrCat(options_.state_dir, "/objects")) {}
+
+LocalBackend::~LocalBackend() { Stop(); }
+
+void LocalBackend::SetChangeCallback(ChangeCallback callback) {
+  absl::MutexLock lock(&mu_);
+  callback_ = std::move(callback);
+}
+
+std::string LocalBackend::ReplicaDir(const JobKey& job, const std::string& pod) const {
+  return absl::StrCat(options_.state_dir, "/replicas/", job.namespace_, "/", job.name, "/", pod);
+}
+
+std::string LocalBackend::GpuOwner(const JobKey& job, const std::string& pod) {
+  return absl::StrCat(job.namespace_, "/", pod);
+}
+
+// ---------------------------------------------------------------------------------------
+// Start / Stop / polling
+
+absl::Status LocalBackend::Start() {
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(std::vector<ReplicaRecord> records, options_.store->ListAllReplicas());
+    for (ReplicaRecord& r : records) {
+      if (r.process.pid == 0 && !Terminal(r.phase)) {
+        // Killed between writing the record and persisting the handle.
+        absl::StatusOr<ProcessHandle> h = runner_->Recover(ReplicaDir(r.job, r.name));
+        if (!h.ok()) {
+          spdlog::info("local backend: {}/{} never started; dropping its record", r.job.namespace_,
+                       r.name);
+          absl::Status s = options_.store->DeleteReplica(r.job, r.name);
+          if (!s.ok() && !absl::IsNotFound(s)) return s;
+          continue;
+        }
+        r.process = *h;
+        r.phase = PodPhase::kRunning;
+        if (r.started_at == absl::InfinitePast()) r.started_at = Now();
+        RETURN_IF_ERROR(options_.store->PutReplica(r));
+      }
+      if (r.phase == PodPhase::kRunning) Refresh(r);
+      if (r.phase == PodPhase::kRunning && !r.gpus.empty()) {
+        absl::Status s = gpus_->Restore(GpuOwner(r.job, r.name), r.gpus);
+        if (!s.ok()) spdlog::warn("local backend: restoring GPUs of {}: {}", r.name, s.ToString());
+      }
+    }
+  }
+  absl::MutexLock lock(&poll_mu_);
+  if (poller_.joinable()) return absl::OkStatus();
+  stopping_ = false;
+  poller_ = std::thread([this] { PollLoop(); });
+  return absl::OkStatus();
+}
+
+void LocalBackend::Stop() {
+  std::thread t;
+  {
+    absl::MutexLock lock(&poll_mu_);
+    stopping_ = true;
+    t = std::move(poller_);
+  }
+  if (t.joinable()) t.join();
+}
+
+void LocalBackend::PollLoop() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&poll_mu_);
+      auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(poll_mu_) { return stopping_; };
+      if (poll_mu_.AwaitWithTimeout(absl::Condition(&stop), options_.poll_interval)) return;
+    }
+    std::set<JobKey> changed;
+    ChangeCallback callback;
+    {
+      absl::MutexLock lock(&mu_);
+      absl::StatusOr<std::vector<ReplicaRecord>> records = options_.store->ListAllReplicas();
+      if (!records.ok()) {
+        spdlog::warn("local backend: listing replicas: {}", records.status().ToString());
+        continue;
+      }
+      for (ReplicaRecord& r : *records) {
+        if (r.phase == PodPhase::kRunning && Refresh(r)) changed.insert(r.job);
+      }
+      callback = callback_;
+    }
+    if (!callback) continue;
+    for (const JobKey& k : changed) callback(k.namespace_, k.name);
+  }
+}
+
+bool LocalBackend::Refresh(ReplicaRecord& r) {
+  if (r.process.pid == 0 || r.phase != PodPhase::kRunning) return false;
+  absl::StatusOr<PollResult> p = runner_->Poll(r.process);
+  if (!p.ok()) {
+    spdlog::warn("local backend: polling {}: {}", r.name, p.status().ToString());
+    return false;
+  }
+  switch (p->state) {
+    case ProcessState::kRunning:
+      return false;
+    case ProcessState::kExited:
+      r.phase = p->exit_code == 0 ? PodPhase::kSucceeded : PodPhase::kFailed;
+      r.exit_code = p->exit_code;
+      r.message = p->signal != 0 ? absl::StrCat("killed by signal ", p->signal) : p->message;
+      break;
+    case ProcessState::kVanished:
+      r.phase = PodPhase::kFailed;
+      r.exit_code.reset();
+      r.message = absl::StrCat("the replica's supervisor vanished without an exit status",
+                               p->message.empty() ? "" : ": ", p->message);
+      break;
+  }
+  r.finished_at = p->finished_at != absl::InfinitePast() ? p->finished_at : Now();
+  // An ended pod holds no devices, as on a kubelet.
+  gpus_->Release(GpuOwner(r.job, r.name));
+  absl::Status s = options_.store->PutReplica(r);
+  if (!s.ok()) spdlog::warn("local backend: recording exit of {}: {}", r.name, s.ToString());
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// Admit / AddressPlanFor
+
+absl::Status LocalBackend::Admit(const model::Job& job) {
+  const api::v1::KindInfo* kind = api::v1::FindKind(job.kind());
+  if (kind == nullptr) return absl::InvalidArgumentError("job kind is not set");
+  for (const std::string& type : reconcile::ReplicaTypes(job)) {
+    ASSIGN_OR_RETURN(Json tmpl, reconcile::ParseTemplate(job, type));
+    const Json* c = DefaultContainer(tmpl, *kind);
+    if (c == nullptr) continue;
+    absl::StatusOr<int> n = ContainerGpus(*c);
+    if (!n.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.replicaSpecs[", type, "]: ", n.status().message()));
+    }
+    if (*n > gpus_->total()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "spec.replicaSpecs[", type, "]: each replica asks for ", *n,
+          " nvidia.com/gpu but this host has ", gpus_->total(), "; the job can never run here"));
+    }
+  }
+  return EnsurePorts(job);
+}
+
+absl::Status LocalBackend::EnsurePorts(const model::Job& job) {
+  const JobKey key = KeyOf(job);
+  ASSIGN_OR_RETURN(std::vector<PortReservation> all, options_.store->ListPortReservations());
+  std::map<std::string, std::set<std::string>> have;
+  for (const PortReservation& r : all) {
+    if (r.job == key) have[r.replica].insert(r.port_name);
+  }
+  for (const auto& [pod, names] : PortNamesFor(job)) {
+    std::vector<std::string> missing;
+    for (const std::string& n : names) {
+      if (have[pod].count(n) == 0) missing.push_back(n);
+    }
+    if (missing.empty()) continue;
+    absl::StatusOr<std::map<std::string, int>> got = ports_.Allocate(key, pod, missing);
+    if (!got.ok()) return got.status();
+  }
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const model::AddressPlan> LocalBackend::AddressPlanFor(const model::Job& job) {
+  absl::Status s = EnsurePorts(job);
+  if (!s.ok()) spdlog::warn("local backend: ports of {}: {}", job.metadata().name(), s.ToString());
+  absl::StatusOr<std::vector<PortReservation>> all = options_.store->ListPortReservations();
+  if (!all.ok()) {
+    spdlog::warn("local backend: listing ports: {}", all.status().ToString());
+    return std::make_shared<LocalAddressPlan>(LocalAddressPlan::PortMap{});
+  }
+  return std::make_shared<LocalAddressPlan>(LocalAddressPlan::FromReservations(KeyOf(job), *all));
+}
+
+// ---------------------------------------------------------------------------------------
+// Observe
+
+absl::StatusOr<model::ObservedState> LocalBackend::Observe(const model::Job& job) {
+  const JobKey key = KeyOf(job);
+  model::ObservedState out;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(std::vector<ReplicaRecord> records, options_.store->ListReplicas(key));
+    for (ReplicaRecord& r : records) {
+      Refresh(r);
+      model::ObservedPod pod;
+      pod.name = r.name;
+      pod.replica_type = r.replica_type;
+      pod.index = r.index;
+      pod.phase = r.phase;
+      pod.exit_code = r.exit_code;
+      pod.restart_count = r.restart_count;
+      pod.created = r.started_at;
+      pod.message = r.message;
+      out.pods.push_back(std::move(pod));
+    }
+  }
+  ASSIGN_OR_RETURN(out.objects, objects_.List(key));
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Apply
+
+absl::Status LocalBackend::Apply(const model::Job& job, const model::Action& action) {
+  const model::KubeObject& o = action.object;
+  const JobKey key = KeyOf(job);
+  switch (action.type) {
+    case model::Action::Type::kCreate:
+      if (o.kind == "Pod") return CreatePod(job, o);
+      if (o.kind == "ConfigMap") RETURN_IF_ERROR(WriteConfigMap(job, o));
+      return objects_.Add(key, o.kind, o.name);
+    case model::Action::Type::kDelete:
+      if (o.kind == "Pod") return DeletePod(job, o.name);
+      return objects_.Remove(key, o.kind, o.name);
+    case model::Action::Type::kDeleteJob:
+      break;
+  }
+  return absl::InvalidArgumentError("kDeleteJob is handled by the controller");
+}
+
+absl::Status LocalBackend::CreatePod(const model::Job& job, const model::KubeObject& pod) {
+  const JobKey key = KeyOf(job);
+  const api::v1::KindInfo* kind = api::v1::FindKind(job.kind());
+  if (kind == nullptr) return absl::InvalidArgumentError("job kind is not set");
+  if (!IsSafePathComponent(pod.name)) {
+    return absl::InvalidArgumentError(absl::StrCat("pod name \"", pod.name, "\" is not safe"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(std::vector<ReplicaRecord> records, options_.store->ListReplicas(key));
+    for (const ReplicaRecord& r : records) {
+      if (r.name == pod.name) return absl::OkStatus();  // exists: idempotent
+    }
+  }
+  PodHost host;
+  host.node_name = options_.node_name;
+  host.base_env = options_.base_env;
+  ASSIGN_OR_RETURN(PodProcess proc, PodToProcess(pod.body, *kind, host));
+
+  ReplicaRecord record;
+  record.job = key;
+  record.name = pod.name;
+  record.replica_type =
+      api::v1::CanonicalReplicaType(job.kind(), Label(pod.body, reconcile::kLabelReplicaType));
+  absl::SimpleAtoi(Label(pod.body, reconcile::kLabelReplicaIndex), &record.index);
+  ASSIGN_OR_RETURN(record.log_path,
+                   ReplicaLogPath(options_.state_dir, key.namespace_, key.name, pod.name));
+  ASSIGN_OR_RETURN(std::vector<PortReservation> all, options_.store->ListPortReservations());
+  for (const PortReservation& r : all) {
+    if (r.job == key && r.replica == pod.name) record.ports[r.port_name] = r.port;
+  }
+
+  const std::string owner = GpuOwner(key, pod.name);
+  if (proc.gpus > 0) {
+    absl::StatusOr<std::vector<int>> got = gpus_->Allocate(owner, proc.gpus);
+    if (absl::IsResourceExhausted(got.status())) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("waiting for ", proc.gpus, " GPUs (", gpus_->free_count(), " of ",
+                       gpus_->total(), " free now)"));
+    }
+    if (!got.ok()) return got.status();
+    record.gpus = *got;
+    // Kubernetes' device plugin sets it; the container's own value would be wrong here.
+    bool set = false;
+    for (auto& [n, v] : proc.env) {
+      if (n == "CUDA_VISIBLE_DEVICES") v = CudaVisibleDevices(record.gpus), set = true;
+    }
+    if (!set) proc.env.emplace_back("CUDA_VISIBLE_DEVICES", CudaVisibleDevices(record.gpus));
+  }
+
+  ProcessSpec spec;
+  spec.argv = proc.argv;
+  spec.env = EnvEntries(proc.env);
+  spec.working_dir = proc.working_dir;
+  spec.log_path = record.log_path;
+  spec.max_log_bytes = options_.max_log_bytes;
+  spec.replica_dir = ReplicaDir(key, pod.name);
+
+  // The record first (pid 0): a crash after Start leaves a record that Start() re-adopts
+  // through the replica dir, never an unknown process that would be started twice.
+  {
+    absl::MutexLock lock(&mu_);
+    absl::Status s = options_.store->PutReplica(record);
+    if (!s.ok()) {
+      gpus_->Release(owner);
+      return s;
+    }
+  }
+  for (const std::string& c : proc.ignored_containers) {
+    (void)options_.store->AppendEvent(
+        key, JobEvent{"Warning", "ContainerIgnored",
+                      absl::StrCat("pod ", pod.name, ": container ", c,
+                                   " is not run by the local backend (only ", proc.container, ")"),
+                      Now()});
+  }
+  absl::StatusOr<ProcessHandle> handle = runner_->Start(spec);
+  absl::MutexLock lock(&mu_);
+  if (!handle.ok()) {
+    gpus_->Release(owner);
+    (void)options_.store->DeleteReplica(key, pod.name);
+    return handle.status();
+  }
+  record.process = *handle;
+  record.phase = PodPhase::kRunning;
+  record.started_at = Now();
+  return options_.store->PutReplica(record);
+}
+
+absl::Status LocalBackend::DeletePod(const model::Job& job, const std::string& name) {
+  const JobKey key = KeyOf(job);
+  std::optional<ReplicaRecord> record;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(std::vector<ReplicaRecord> records, options_.store->ListReplicas(key));
+    for (ReplicaRecord& r : records) {
+      if (r.name == name) record = std::move(r);
+    }
+  }
+  if (!record.has_value()) return absl::OkStatus();
+  if (record->process.pid != 0) {
+    absl::StatusOr<PollResult> p = runner_->Stop(record->process, options_.grace_period);
+    if (!p.ok()) return p.status();
+  }
+  absl::MutexLock lock(&mu_);
+  gpus_->Release(GpuOwner(key, name));
+  absl::Status s = options_.store->DeleteReplica(key, name);
+  if (!s.ok() && !absl::IsNotFound(s)) return s;
+  return absl::OkStatus();
+}
+
+absl::Status LocalBackend::WriteConfigMap(const model::Job& job, const model::KubeObject& cm) {
+  const JobKey key = KeyOf(job);
+  if (!IsSafePathComponent(key.namespace_) || !IsSafePathComponent(key.name) ||
+      !IsSafePathComponent(cm.name)) {
+    return absl::InvalidArgumentError(absl::StrCat("ConfigMap \"", cm.name, "\": unsafe name"));
+  }
+  if (!cm.body.contains("data") || !cm.body["data"].is_object()) return absl::OkStatus();
+  const std::string dir = absl::StrCat(options_.state_dir, "/configmaps/", key.namespace_, "/",
+                                       key.name, "/", cm.name);
+  RETURN_IF_ERROR(MakeDirs(dir));
+  for (const auto& [k, v] : cm.body["data"].items()) {
+    if (!IsSafePathComponent(k) || !v.is_string()) continue;
+    RETURN_IF_ERROR(WriteFileAtomic(absl::StrCat(dir, "/", k), v.get<std::string>()));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------
+// Forget
+
+absl::Status LocalBackend::Forget(const model::Job& job) {
+  const JobKey key = KeyOf(job);
+  std::vector<ReplicaRecord> records;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(records, options_.store->ListReplicas(key));
+  }
+  std::vector<absl::Status> results(records.size());
+  {
+    std::vector<std::thread> stoppers;
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (records[i].process.pid == 0) continue;
+      stoppers.emplace_back([this, &records, &results, i] {
+        results[i] = runner_->Stop(records[i].process, options_.grace_period).status();
+      });
+    }
+    for (std::thread& t : stoppers) t.join();
+  }
+  for (const absl::Status& s : results) RETURN_IF_ERROR(s);
+  {
+    absl::MutexLock lock(&mu_);
+    for (const ReplicaRecord& r : records) {
+      gpus_->Release(GpuOwner(key, r.name));
+      absl::Status s = options_.store->DeleteReplica(key, r.name);
+      if (!s.ok() && !absl::IsNotFound(s)) return s;
+    }
+  }
+  absl::Status s = ports_.Release(key);
+  if (!s.ok() && !absl::IsNotFound(s)) return s;
+  RETURN_IF_ERROR(objects_.Forget(key));
+  if (!IsSafePathComponent(key.namespace_) || !IsSafePathComponent(key.name)) {
+    return absl::OkStatus();
+  }
+  for (const char* sub : {"replicas", "configmaps", "logs"}) {
+    RETURN_IF_ERROR(RemoveTree(
+        absl::StrCat(options_.state_dir, "/", sub, "/", key.namespace_, "/", key.name)));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------
+// StreamLogs
+
+absl::Status LocalBackend::StreamLogs(const model::Job& job, const LogOptions& options,
+                                      const LogSink& sink, const std::atomic<bool>& cancelled) {
+  const JobKey key = KeyOf(job);
+  std::vector<ReplicaRecord> targets;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(std::vector<ReplicaRecord> records, options_.store->ListReplicas(key));
+    for (ReplicaRecord& r : records) {
+      const std::string short_name = ShortName(key, r.name);
+      if (options.replica.empty() || options.replica == short_name ||
+          options.replica == r.name ||
+          (short_name == "launcher" && options.replica == "launcher-0")) {
+        targets.push_back(std::move(r));
+      }
+    }
+  }
+  if (targets.empty()) {
+    return absl::NotFoundError(
+        options.replica.empty()
+            ? absl::StrCat("job ", key.namespace_, "/", key.name, " has no replicas")
+            : absl::StrCat("job ", key.namespace_, "/", key.name, " has no replica ",
+                           options.replica));
+  }
+  struct Stream {
+    std::string replica;
+    std::string pod;
+    std::string path;
+    int64_t offset = 0;
+    bool done = false;
+  };
+  std::vector<Stream> streams;
+  for (const ReplicaRecord& r : targets) {
+    Stream s{ShortName(key, r.name), r.name, r.log_path};
+    if (options.tail_lines > 0) {
+      absl::StatusOr<int64_t> size = FileSize(r.log_path);
+      absl::StatusOr<std::string> tail =
+          TailLines(r.log_path, static_cast<int>(options.tail_lines));
+      if (tail.ok() && !tail->empty() && !sink(s.replica, *tail)) return absl::OkStatus();
+      s.offset = size.ok() ? *size : 0;
+    }
+    streams.push_back(std::move(s));
+  }
+  // Without follow: each replica's log once, to its current end.
+  // With follow: round-robin until every replica has ended and its log is drained.
+  for (;;) {
+    bool all_done = true;
+    for (Stream& s : streams) {
+      if (s.done) continue;
+      bool ended = !options.follow;
+      if (options.follow) {
+        // Check before reading, so bytes written before the exit are all drained.
+        absl::MutexLock lock(&mu_);
+        absl::StatusOr<std::vector<ReplicaRecord>> records = options_.store->ListReplicas(key);
+        ended = true;
+        if (records.ok()) {
+          for (ReplicaRecord& r : *records) {
+            if (r.name != s.pod) continue;
+            Refresh(r);
+            ended = Terminal(r.phase);
+          }
+        }
+      }
+      for (;;) {
+        if (cancelled.load()) return absl::OkStatus();
+        absl::StatusOr<FollowChunk> chunk = Follow(s.path, s.offset);
+        if (!chunk.ok()) return chunk.status();
+        s.offset = chunk->next_offset;
+        if (chunk->data.empty()) break;
+        if (!sink(s.replica, chunk->data)) return absl::OkStatus();
+      }
+      if (ended) s.done = true;
+      else all_done = false;
+    }
+    if (all_done || cancelled.load()) return absl::OkStatus();
+    absl::SleepFor(std::min(options_.poll_interval, absl::Milliseconds(100)));
+  }
+}
+
+}  // namespace coach::backend::local

@@ -1,0 +1,160 @@
+#pragma once
+
+// The local backend: every replica ("pod") of a job runs as a supervised process group
+// on this host (shim_process_runner.h), with the environment the reconciler wires into
+// its Pod, except that every replica address is 127.0.0.1 and every port is one reserved
+// for the job at Admit (local_address_plan.h), so concurrent jobs never collide.
+//
+// How a Pod becomes a process, and what differs from Kubernetes, is in pod_process.h:
+// the image is ignored (the command runs on this host), only the default container runs,
+// init containers are rejected (except the MPI launcher's kubectl-delivery, skipped),
+// `$(VAR)` is expanded as a kubelet does, fieldRef is answered for this host, envFrom
+// and configMap/secret refs are rejected unless optional, the base environment is
+// HOSTNAME (pod name) plus the operator's PATH, HOME and LANG, and CUDA_VISIBLE_DEVICES
+// comes from the GPU allocator.
+//
+// Other objects (Service, ConfigMap, ServiceAccount, Role, RoleBinding, PodGroup) have no
+// effect here; they are recorded (object_table.h) so that Observe reports them. A
+// ConfigMap's `data` is also written to <state_dir>/configmaps/<ns>/<job>/<name>/<key>
+// (MPI's hostfile and discover_hosts.sh), for programs that want to read them; nothing
+// is mounted, so OMPI_* variables pointing at /etc/mpi are left as the reconciler wrote
+// them.
+//
+// Restart policy: this backend runs each pod's process once; a pod whose process ended
+// is observed Succeeded/Failed and the reconciler decides (delete + create). In-place
+// restarts of OnFailure/Always pods, as a kubelet does them, are not done here.
+//
+// State on disk under state_dir:
+//   logs/<ns>/<job>/<pod>.log       (log_files.h; rotated by the shim over max_log_bytes)
+//   replicas/<ns>/<job>/<pod>/      (the shim's process and exit files)
+//   objects/<ns>/<job>.json         (recorded non-pod objects)
+//   configmaps/<ns>/<job>/<name>/   (ConfigMap data)
+// Replica records, port reservations: the JobStore. The record of a pod is written
+// (pid 0, Pending) before its process starts, so an operator killed in between finds it
+// at Start() and recovers the handle from the replica dir (or drops the record when the
+// process never started), and a pod is never run twice.
+//
+// Thread-safety: thread-safe; the controller calls it from several workers (never two at
+// once for one job), and a poller thread watches processes between Start() and Stop().
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "operator/backend/backend.h"
+#include "operator/backend/local/gpu_allocator.h"
+#include "operator/backend/local/job_store.h"
+#include "operator/backend/local/object_table.h"
+#include "operator/backend/local/port_allocator.h"
+#include "operator/backend/local/process_runner.h"
+
+namespace coach::backend::local {
+
+struct LocalBackendOptions {
+  // Absolute; created when missing.
+  std::string state_dir;
+  // Required; must outlive the backend.
+  JobStore* store = nullptr;
+  // The coach-replica-shim executable (absolute). Ignored when `runner` is given.
+  std::string shim_path;
+  // How often the poller looks for exited replicas.
+  absl::Duration poll_interval = absl::Milliseconds(100);
+  // SIGTERM -> SIGKILL grace when a pod is deleted or a job forgotten.
+  absl::Duration grace_period = absl::Seconds(10);
+  // Per-replica log rotation threshold; <= 0: unbounded.
+  int64_t max_log_bytes = 64 << 20;
+  // nullptr: the host's GPUs (nvidia-smi -L, else /dev/nvidia<N>). Must outlive Create().
+  GpuDiscovery* gpus = nullptr;
+  // nullptr: a ShimProcessRunner over shim_path. Must outlive the backend.
+  ProcessRunner* runner = nullptr;
+  // Time source; empty: absl::Now.
+  std::function<absl::Time()> now;
+  // spec.nodeName for fieldRef; empty: gethostname().
+  std::string node_name;
+  // The environment PATH/HOME/LANG are copied from; empty: the operator's own.
+  std::map<std::string, std::string> base_env;
+};
+
+class LocalBackend : public Backend {
+ public:
+  // Errors: InvalidArgument (no store, relative state_dir, bad shim path), NotFound (no
+  // shim), Internal (state dir, GPU discovery).
+  static absl::StatusOr<std::unique_ptr<LocalBackend>> Create(LocalBackendOptions options);
+  // Stops the poller; replicas keep running.
+  ~LocalBackend() override;
+
+  std::string Name() const override { return "local"; }
+  void SetChangeCallback(ChangeCallback callback) override;
+  // Re-adopts every replica in the store (running ones are kept, ended ones get their
+  // exit recorded, GPUs of running ones are re-registered), then starts the poller,
+  // which calls the change callback for a job whenever one of its replicas ends.
+  absl::Status Start() override;
+  void Stop() override;
+
+  // Reserves the job's ports (PortNamesFor) in the store; checks every replica's GPU
+  // request against the host. Errors: ResourceExhausted (more GPUs than the host has),
+  // NotFound (job not in the store), InvalidArgument (bad GPU quantity), Unavailable.
+  absl::Status Admit(const model::Job& job) override;
+  // A LocalAddressPlan from the job's reservations (reserving any still missing, e.g.
+  // after a scale-up). Never null.
+  std::shared_ptr<const model::AddressPlan> AddressPlanFor(const model::Job& job) override;
+  // Pods: Pending while starting; Running; Succeeded (exit 0); Failed with exit_code
+  // (128 + n for signal n) or, when the supervisor vanished, with a message and no code.
+  // Changes are persisted in the replica records.
+  absl::StatusOr<model::ObservedState> Observe(const model::Job& job) override;
+  // kCreate Pod: runs it (see above). Errors: InvalidArgument (pod_process.h),
+  // FailedPrecondition ("waiting for N GPUs"), Internal (could not start).
+  // kDelete Pod: stops the process group (SIGTERM, grace, SIGKILL), frees its GPUs,
+  // drops the record. Other kinds: recorded / dropped.
+  absl::Status Apply(const model::Job& job, const model::Action& action) override;
+  // Stops every replica of the job in parallel (with grace), releases ports and GPUs,
+  // drops records, objects, ConfigMap files, replica dirs and logs. Idempotent.
+  absl::Status Forget(const model::Job& job) override;
+  // `options.replica` is "<type lowercase>-<index>" ("master-0" is pod <job>-master-0;
+  // the MPI launcher is "launcher"). tail_lines counts per replica. With follow, ends
+  // when every streamed replica has ended and its log is drained, on `cancelled`, or
+  // when the sink returns false. Errors: NotFound (no such replica / no replicas).
+  absl::Status StreamLogs(const model::Job& job, const LogOptions& options,
+                          const LogSink& sink, const std::atomic<bool>& cancelled) override;
+
+ private:
+  LocalBackend(LocalBackendOptions options, std::unique_ptr<ProcessRunner> owned_runner,
+               std::unique_ptr<GpuAllocator> gpus);
+
+  absl::Status EnsurePorts(const model::Job& job);
+  absl::Status CreatePod(const model::Job& job, const model::KubeObject& pod);
+  absl::Status DeletePod(const model::Job& job, const std::string& name);
+  absl::Status WriteConfigMap(const model::Job& job, const model::KubeObject& cm);
+  // Polls a started, running record and updates it (and the store) when it ended.
+  // Returns whether it changed.
+  bool Refresh(ReplicaRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PollLoop();
+  absl::Time Now() const { return options_.now ? options_.now() : absl::Now(); }
+  std::string ReplicaDir(const JobKey& job, const std::string& pod) const;
+  static std::string GpuOwner(const JobKey& job, const std::string& pod);
+
+  const LocalBackendOptions options_;
+  std::unique_ptr<ProcessRunner> owned_runner_;
+  ProcessRunner* const runner_;
+  std::unique_ptr<GpuAllocator> gpus_;
+  PortAllocator ports_;
+  ObjectTable objects_;
+
+  // Serialises replica-record writes between the controller's calls and the poller.
+  absl::Mutex mu_;
+  ChangeCallback callback_;
+
+  absl::Mutex poll_mu_;
+  bool stopping_ ABSL_GUARDED_BY(poll_mu_) = false;
+  std::thread poller_;
+};
+
+}  // namespace coach::backend::local

@@ -1,0 +1,443 @@
+// LocalBackend with the real sqlite store, the real shim runner and real processes.
+#include "operator/backend/local/local_backend.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "operator/backend/local/fs_util.h"
+#include "operator/backend/local/sqlite_job_store.h"
+#include "operator/backend/local/testing/fake_gpu_discovery.h"
+#include "operator/reconcile/desired_objects.h"
+#include "operator/reconcile/testing/job_builder.h"
+
+namespace coach::backend::local {
+namespace {
+
+using model::Json;
+using model::PodPhase;
+
+std::string ShimPath() {
+  const char* srcdir = getenv("TEST_SRCDIR");
+  const char* ws = getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "coach",
+                      "/operator/backend/local/coach-replica-shim");
+}
+
+Json Argv(const std::string& script) { return Json::array({"/bin/sh", "-c", script}); }
+
+class LocalBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* tmp = getenv("TEST_TMPDIR");
+    dir_ = absl::StrCat(tmp ? tmp : "/tmp", "/",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    auto store = SqliteJobStore::Open(dir_ + "/state");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    backend_ = NewBackend();
+    ASSERT_NE(backend_, nullptr);
+  }
+  void TearDown() override {
+    if (backend_ == nullptr) return;
+    for (const model::Job& j : jobs_) EXPECT_TRUE(backend_->Forget(j).ok());
+  }
+
+  std::unique_ptr<LocalBackend> NewBackend() {
+    LocalBackendOptions o;
+    o.state_dir = dir_ + "/state";
+    o.store = store_.get();
+    o.shim_path = ShimPath();
+    o.poll_interval = absl::Milliseconds(20);
+    o.grace_period = absl::Seconds(2);
+    o.gpus = &gpus_;
+    o.node_name = "testnode";
+    o.base_env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/nonexistent"}, {"LANG", "C.UTF-8"},
+                  {"NOT_COPIED", "x"}};
+    auto b = LocalBackend::Create(o);
+    EXPECT_TRUE(b.ok()) << b.status();
+    return b.ok() ? std::move(*b) : nullptr;
+  }
+
+  // A one-worker PyTorchJob whose container is `container` (the "pytorch" one).
+  model::Job MakeJob(const std::string& name, Json container) {
+    container["name"] = "pytorch";
+    container["image"] = "ignored:latest";
+    Json tmpl = {{"spec", {{"containers", Json::array({container})}}}};
+    auto stored = store_->Create(reconcile::testing::MakePyTorchJob("ns", name)
+                                     .Workers(1)
+                                     .Template("Worker", tmpl.dump())
+                                     .Build());
+    EXPECT_TRUE(stored.ok()) << stored.status();
+    EXPECT_TRUE(backend_->Admit(*stored).ok());
+    jobs_.push_back(*stored);
+    return *stored;
+  }
+
+  model::KubeObject Pod(const model::Job& job, const std::string& type = "Worker", int i = 0) {
+    model::ReconcileConfig config;
+    config.address_plan = backend_->AddressPlanFor(job);
+    auto pod = reconcile::DesiredPod(job, type, i, config);
+    EXPECT_TRUE(pod.ok()) << pod.status();
+    return *pod;
+  }
+
+  absl::Status Create(const model::Job& job, const model::KubeObject& o) {
+    return backend_->Apply(job, model::Action{model::Action::Type::kCreate, o});
+  }
+  absl::Status Delete(const model::Job& job, const std::string& kind, const std::string& name) {
+    model::KubeObject o;
+    o.kind = kind;
+    o.name = name;
+    return backend_->Apply(job, model::Action{model::Action::Type::kDelete, o});
+  }
+
+  model::ObservedPod WaitPod(const model::Job& job, PodPhase phase,
+                             absl::Duration timeout = absl::Seconds(20)) {
+    const absl::Time deadline = absl::Now() + timeout;
+    model::ObservedPod last;
+    while (absl::Now() < deadline) {
+      auto seen = backend_->Observe(job);
+      EXPECT_TRUE(seen.ok()) << seen.status();
+      if (seen.ok() && !seen->pods.empty()) {
+        last = seen->pods[0];
+        if (last.phase == phase) return last;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    ADD_FAILURE() << "pod never reached " << model::PodPhaseName(phase) << "; last "
+                  << model::PodPhaseName(last.phase);
+    return last;
+  }
+
+  std::string Logs(const model::Job& job, LogOptions options = {}) {
+    std::string out;
+    std::atomic<bool> cancelled{false};
+    absl::Status s = backend_->StreamLogs(
+        job, options, [&](const std::string&, const std::string& d) { out += d; return true; },
+        cancelled);
+    EXPECT_TRUE(s.ok()) << s;
+    return out;
+  }
+
+  void Touch(const std::string& path) { std::ofstream(path) << "x"; }
+
+  std::string dir_;
+  std::unique_ptr<SqliteJobStore> store_;
+  testing::FakeGpuDiscovery gpus_{2};
+  std::unique_ptr<LocalBackend> backend_;
+  std::vector<model::Job> jobs_;
+};
+
+TEST_F(LocalBackendTest, ExitCodeAndLog) {
+  model::Job job = MakeJob("exit3", {{"command", Argv("echo hi; exit 3")}});
+  model::KubeObject pod = Pod(job);
+  ASSERT_TRUE(Create(job, pod).ok());
+  ASSERT_TRUE(Create(job, pod).ok()) << "creating an existing pod is OK";
+  model::ObservedPod p = WaitPod(job, PodPhase::kFailed);
+  EXPECT_EQ(p.name, "exit3-worker-0");
+  EXPECT_EQ(p.replica_type, "Worker");
+  EXPECT_EQ(p.index, 0);
+  EXPECT_EQ(p.exit_code, 3);
+  EXPECT_EQ(Logs(job), "hi\n");
+  // The exit is persisted: a new backend sees it without the process.
+  backend_ = NewBackend();
+  auto seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  ASSERT_EQ(seen->pods.size(), 1u);
+  EXPECT_EQ(seen->pods[0].phase, PodPhase::kFailed);
+  EXPECT_EQ(seen->pods[0].exit_code, 3);
+}
+
+TEST_F(LocalBackendTest, SuccessAndSignal) {
+  model::Job ok = MakeJob("ok", {{"command", Argv("exit 0")}});
+  ASSERT_TRUE(Create(ok, Pod(ok)).ok());
+  EXPECT_EQ(WaitPod(ok, PodPhase::kSucceeded).exit_code, 0);
+  // "$$" is Kubernetes' escape for a literal "$".
+  model::Job sig = MakeJob("sig", {{"command", Argv("kill -9 $$$$")}});
+  ASSERT_TRUE(Create(sig, Pod(sig)).ok());
+  EXPECT_EQ(WaitPod(sig, PodPhase::kFailed).exit_code, 128 + 9);
+}
+
+TEST_F(LocalBackendTest, EnvironmentIsExactlyThePods) {
+  model::Job job = MakeJob(
+      "env", {{"command", Json::array({"env"})},
+              {"env", Json::parse(R"J([
+                 {"name":"A","value":"1"},
+                 {"name":"B","value":"$(A)-$(NOPE)-$$(A)"},
+                 {"name":"POD","valueFrom":{"fieldRef":{"fieldPath":"metadata.name"}}},
+                 {"name":"NS","valueFrom":{"fieldRef":{"fieldPath":"metadata.namespace"}}},
+                 {"name":"IP","valueFrom":{"fieldRef":{"fieldPath":"status.podIP"}}},
+                 {"name":"NODE","valueFrom":{"fieldRef":{"fieldPath":"spec.nodeName"}}}])J")}});
+  model::KubeObject pod = Pod(job);
+  ASSERT_TRUE(Create(job, pod).ok());
+  WaitPod(job, PodPhase::kSucceeded);
+  std::vector<std::string> want;
+  for (const Json& e : pod.body["spec"]["containers"][0]["env"]) {
+    const std::string name = e["name"];
+    if (name == "B") want.push_back("B=1-$(NOPE)-$(A)");
+    else if (name == "POD") want.push_back("POD=env-worker-0");
+    else if (name == "NS") want.push_back("NS=ns");
+    else if (name == "IP") want.push_back("IP=127.0.0.1");
+    else if (name == "NODE") want.push_back("NODE=testnode");
+    else want.push_back(absl::StrCat(name, "=", e["value"].get<std::string>()));
+  }
+  want.push_back("HOSTNAME=env-worker-0");
+  want.push_back("PATH=/usr/bin:/bin");
+  want.push_back("HOME=/nonexistent");
+  want.push_back("LANG=C.UTF-8");
+  std::vector<std::string> got = absl::StrSplit(Logs(job), '\n', absl::SkipEmpty());
+  EXPECT_EQ(std::multiset<std::string>(got.begin(), got.end()),
+            std::multiset<std::string>(want.begin(), want.end()));
+  EXPECT_GE(want.size(), 10u) << "the reconciler's wiring is there too";
+}
+
+TEST_F(LocalBackendTest, ArgvExpansionIsNotAShell) {
+  model::Job job = MakeJob("argv", {{"command", Json::array({"/bin/echo", "$(X)", "$(HOME)"})},
+                                    {"args", Json::array({"'; rm -rf /'", "$$(X)"})},
+                                    {"env", Json::parse(R"J([{"name":"X","value":"a b"}])J")}});
+  ASSERT_TRUE(Create(job, Pod(job)).ok());
+  WaitPod(job, PodPhase::kSucceeded);
+  EXPECT_EQ(Logs(job), "a b /nonexistent '; rm -rf /' $(X)\n");
+}
+
+TEST_F(LocalBackendTest, MissingCommandIsInvalid) {
+  model::Job job = MakeJob("nocmd", {{"args", Json::array({"x"})}});
+  absl::Status s = Create(job, Pod(job));
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("this pod has none"), std::string::npos) << s;
+  auto seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  EXPECT_TRUE(seen->pods.empty());
+}
+
+TEST_F(LocalBackendTest, DeleteStopsTheWholeGroup) {
+  const std::string pidfile = dir_ + "/child.pid";
+  model::Job job = MakeJob("del", {{"command", Argv(absl::StrCat(
+                                        "sleep 300 & echo $! > ", pidfile, "; wait"))}});
+  ASSERT_TRUE(Create(job, Pod(job)).ok());
+  pid_t child = 0;
+  for (int i = 0; i < 1000 && child == 0; ++i) {
+    auto text = ReadFile(pidfile);
+    if (text.ok() && absl::EndsWith(*text, "\n")) {
+      ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &child));
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_GT(child, 0);
+  EXPECT_EQ(kill(child, 0), 0);
+  ASSERT_TRUE(Delete(job, "Pod", "del-worker-0").ok());
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {
+    gone = kill(child, 0) != 0 && errno == ESRCH;
+    if (!gone) absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << "the background child of the deleted pod is still alive";
+  auto seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  EXPECT_TRUE(seen->pods.empty());
+  EXPECT_TRUE(Delete(job, "Pod", "del-worker-0").ok()) << "deleting twice is OK";
+}
+
+TEST_F(LocalBackendTest, ReadoptedAfterOperatorRestartAndCallbackFires) {
+  const std::string go = dir_ + "/go";
+  model::Job job = MakeJob(
+      "readopt", {{"command", Argv(absl::StrCat("while [ ! -e ", go,
+                                                " ]; do sleep 0.02; done; echo bye; exit 7"))}});
+  ASSERT_TRUE(backend_->Start().ok());
+  ASSERT_TRUE(Create(job, Pod(job)).ok());
+  WaitPod(job, PodPhase::kRunning);
+  backend_.reset();  // the operator goes away; the replica does not
+
+  backend_ = NewBackend();
+  absl::Mutex mu;
+  std::vector<std::string> calls;
+  backend_->SetChangeCallback([&](const std::string& ns, const std::string& name) {
+    absl::MutexLock lock(&mu);
+    calls.push_back(ns + "/" + name);
+  });
+  ASSERT_TRUE(backend_->Start().ok());
+  auto seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  ASSERT_EQ(seen->pods.size(), 1u);
+  EXPECT_EQ(seen->pods[0].phase, PodPhase::kRunning);
+  Touch(go);
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(
+                                        +[](std::vector<std::string>* c) { return !c->empty(); },
+                                        &calls),
+                                    absl::Seconds(20)));
+    EXPECT_EQ(calls, std::vector<std::string>{"ns/readopt"});
+  }
+  model::ObservedPod p = WaitPod(job, PodPhase::kFailed);
+  EXPECT_EQ(p.exit_code, 7);
+  EXPECT_EQ(Logs(job), "bye\n");
+  backend_->Stop();
+}
+
+TEST_F(LocalBackendTest, GpusAreDisjointAcrossJobsAndWaitWhenBusy) {
+  const std::string go = dir_ + "/go";
+  Json gpu_container = {
+      {"command", Argv(absl::StrCat("echo $CUDA_VISIBLE_DEVICES; while [ ! -e ", go,
+                                    " ]; do sleep 0.02; done"))},
+      {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}};
+  model::Job a = MakeJob("ga", gpu_container);
+  model::Job b = MakeJob("gb", gpu_container);
+  model::Job c = MakeJob("gc", gpu_container);
+  ASSERT_TRUE(Create(a, Pod(a)).ok());
+  ASSERT_TRUE(Create(b, Pod(b)).ok());
+  absl::Status busy = Create(c, Pod(c));
+  EXPECT_TRUE(absl::IsFailedPrecondition(busy)) << busy;
+  EXPECT_NE(busy.message().find("waiting for 1 GPUs"), std::string::npos) << busy;
+  for (int i = 0; i < 500 && (Logs(a).empty() || Logs(b).empty()); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  const std::string a_devices = Logs(a);
+  std::set<std::string> devices = {a_devices, Logs(b)};
+  EXPECT_EQ(devices, (std::set<std::string>{"0\n", "1\n"}));
+  // A job that goes away frees its GPUs for the one that waited.
+  ASSERT_TRUE(backend_->Forget(a).ok());
+  ASSERT_TRUE(Create(c, Pod(c)).ok());
+  for (int i = 0; i < 500 && Logs(c).empty(); ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(Logs(c), a_devices);
+  Touch(go);
+  WaitPod(b, PodPhase::kSucceeded);
+  WaitPod(c, PodPhase::kSucceeded);
+}
+
+TEST_F(LocalBackendTest, PortsOfTwoJobsAreDistinctAndRecorded) {
+  model::Job a = MakeJob("pa", {{"command", Argv("exit 0")},
+                                {"ports", Json::parse(R"([{"name":"http","containerPort":80}])")}});
+  model::Job b = MakeJob("pb", {{"command", Argv("exit 0")},
+                                {"ports", Json::parse(R"([{"name":"http","containerPort":80}])")}});
+  auto pa = backend_->AddressPlanFor(a);
+  auto pb = backend_->AddressPlanFor(b);
+  const int port_a = pa->Port(a, "Worker", 0, "http", 80);
+  const int port_b = pb->Port(b, "Worker", 0, "http", 80);
+  EXPECT_NE(port_a, 80);
+  EXPECT_NE(port_a, port_b);
+  EXPECT_EQ(pa->Host(a, "Worker", 0), "127.0.0.1");
+  ASSERT_TRUE(Create(a, Pod(a)).ok());
+  auto records = store_->ListReplicas(KeyOf(a));
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ((*records)[0].ports.at("http"), port_a);
+  ASSERT_TRUE(backend_->Forget(a).ok());
+  auto left = store_->ListPortReservations();
+  ASSERT_TRUE(left.ok());
+  for (const auto& r : *left) EXPECT_EQ(r.job.name, "pb");
+}
+
+TEST_F(LocalBackendTest, LogsTailAndFollow) {
+  const std::string go = dir_ + "/go";
+  model::Job job = MakeJob(
+      "logs", {{"command", Argv(absl::StrCat("for i in 1 2 3; do echo line$i; done; while [ ! -e ",
+                                             go, " ]; do sleep 0.02; done; echo end"))}});
+  ASSERT_TRUE(Create(job, Pod(job)).ok());
+  for (int i = 0; i < 500 && Logs(job).size() < 18; ++i) absl::SleepFor(absl::Milliseconds(10));
+  LogOptions tail;
+  tail.tail_lines = 2;
+  tail.replica = "worker-0";
+  EXPECT_EQ(Logs(job, tail), "line2\nline3\n");
+
+  LogOptions nope;
+  nope.replica = "master-0";
+  std::atomic<bool> cancelled{false};
+  EXPECT_TRUE(absl::IsNotFound(backend_->StreamLogs(
+      job, nope, [](const std::string&, const std::string&) { return true; }, cancelled)));
+
+  LogOptions follow;
+  follow.follow = true;
+  follow.tail_lines = 1;
+  std::string followed;
+  absl::Mutex mu;
+  std::thread t([&] {
+    absl::Status s = backend_->StreamLogs(
+        job, follow,
+        [&](const std::string& replica, const std::string& d) {
+          EXPECT_EQ(replica, "worker-0");
+          absl::MutexLock lock(&mu);
+          followed += d;
+          return true;
+        },
+        cancelled);
+    EXPECT_TRUE(s.ok()) << s;
+  });
+  absl::SleepFor(absl::Milliseconds(200));
+  Touch(go);
+  t.join();  // ends by itself once the replica ended and its log is drained
+  EXPECT_EQ(followed, "line3\nend\n");
+}
+
+TEST_F(LocalBackendTest, FollowEndsWhenCancelled) {
+  model::Job job = MakeJob("cancel", {{"command", Argv("echo x; sleep 300")}});
+  ASSERT_TRUE(Create(job, Pod(job)).ok());
+  std::atomic<bool> cancelled{false};
+  LogOptions follow;
+  follow.follow = true;
+  std::thread t([&] {
+    EXPECT_TRUE(backend_
+                    ->StreamLogs(
+                        job, follow, [](const std::string&, const std::string&) { return true; },
+                        cancelled)
+                    .ok());
+  });
+  absl::SleepFor(absl::Milliseconds(200));
+  cancelled = true;
+  t.join();
+}
+
+TEST_F(LocalBackendTest, OtherObjectsAreRecordedDurablyAndForgetCleansUp) {
+  model::Job job = MakeJob("objs", {{"command", Argv("echo x")}});
+  model::KubeObject svc;
+  svc.kind = "Service";
+  svc.name = "objs-worker-0";
+  model::KubeObject cm;
+  cm.kind = "ConfigMap";
+  cm.name = "objs-config";
+  cm.body = Json::parse(R"({"data":{"hostfile":"127.0.0.1 slots=1\n"}})");
+  ASSERT_TRUE(Create(job, svc).ok());
+  ASSERT_TRUE(Create(job, cm).ok());
+  ASSERT_TRUE(Create(job, svc).ok());
+  ASSERT_TRUE(Create(job, Pod(job)).ok());
+  WaitPod(job, PodPhase::kSucceeded);
+  auto hostfile = ReadFile(dir_ + "/state/configmaps/ns/objs/objs-config/hostfile");
+  ASSERT_TRUE(hostfile.ok()) << hostfile.status();
+  EXPECT_EQ(*hostfile, "127.0.0.1 slots=1\n");
+
+  backend_ = NewBackend();
+  auto seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  ASSERT_EQ(seen->objects.size(), 2u);
+  EXPECT_EQ(seen->objects[0].kind, "ConfigMap");
+  EXPECT_EQ(seen->objects[1].kind, "Service");
+  ASSERT_TRUE(Delete(job, "Service", "objs-worker-0").ok());
+  seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->objects.size(), 1u);
+
+  ASSERT_TRUE(backend_->Forget(job).ok());
+  ASSERT_TRUE(backend_->Forget(job).ok()) << "idempotent";
+  seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  EXPECT_TRUE(seen->pods.empty());
+  EXPECT_TRUE(seen->objects.empty());
+  EXPECT_TRUE(absl::IsNotFound(ReadFile(dir_ + "/state/logs/ns/objs/objs-worker-0.log").status()));
+}
+
+}  // namespace
+}  // namespace coach::backend::local

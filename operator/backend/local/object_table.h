@@ -1,0 +1,46 @@
+#pragma once
+
+// The non-pod objects of local jobs (Service, ConfigMap, ServiceAccount, Role,
+// RoleBinding, PodGroup). They have no effect on this host, but the reconciler must
+// observe them as existing once created, or it would create them again forever; so the
+// backend records them, durably: one small JSON file per job under
+// <dir>/<namespace>/<job>.json, replaced atomically on every change. Thread-safe.
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "operator/backend/local/job_store.h"
+#include "operator/model/observed_state.h"
+
+namespace coach::backend::local {
+
+class ObjectTable {
+ public:
+  explicit ObjectTable(std::string dir) : dir_(std::move(dir)) {}
+
+  // Idempotent. Errors: InvalidArgument (unsafe names), Internal (I/O).
+  absl::Status Add(const JobKey& job, const std::string& kind, const std::string& name);
+  absl::Status Remove(const JobKey& job, const std::string& kind, const std::string& name);
+  // Ordered by (kind, name). Errors: InvalidArgument, Internal (unreadable file).
+  absl::StatusOr<std::vector<model::ObservedObject>> List(const JobKey& job);
+  // Drops every object of the job and its file. Idempotent.
+  absl::Status Forget(const JobKey& job);
+
+ private:
+  using Set = std::set<std::pair<std::string, std::string>>;
+  absl::StatusOr<std::string> PathOf(const JobKey& job) const;
+  absl::StatusOr<Set*> Load(const JobKey& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Save(const JobKey& job, const Set& set) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string dir_;
+  absl::Mutex mu_;
+  std::map<JobKey, Set> cache_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace coach::backend::local
