@@ -1,0 +1,200 @@
+#include "operator/server/training_service_impl.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "operator/server/grpc_status.h"
+#include "operator/reconcile/conditions.h"
+
+namespace coach::server {
+namespace {
+
+// How often a streaming call looks for cancellation and shutdown.
+constexpr absl::Duration kStreamPoll = absl::Milliseconds(200);
+
+template <typename T>
+grpc::Status Reply(const absl::StatusOr<T>& result, T* response) {
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  *response = *result;
+  return grpc::Status::OK;
+}
+
+api::v1::JobEvent::Type EventType(core::WatchEventType type) {
+  switch (type) {
+    case core::WatchEventType::kAdded:
+      return api::v1::JobEvent::ADDED;
+    case core::WatchEventType::kModified:
+      return api::v1::JobEvent::MODIFIED;
+    case core::WatchEventType::kDeleted:
+      return api::v1::JobEvent::DELETED;
+  }
+  return api::v1::JobEvent::TYPE_UNSPECIFIED;
+}
+
+}  // namespace
+
+grpc::Status TrainingServiceImpl::Authorize(grpc::ServerContext* context) const {
+  if (!auth_.enabled()) return grpc::Status::OK;
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  std::string value;
+  if (it != metadata.end()) value.assign(it->second.data(), it->second.size());
+  return ToGrpcStatus(auth_.Check(it == metadata.end() ? nullptr : &value));
+}
+
+grpc::Status TrainingServiceImpl::CreateJob(grpc::ServerContext* context,
+                                            const api::v1::CreateJobRequest* request,
+                                            api::v1::TrainingJob* response) {
+  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  core::CreateRequest create;
+  if (request->has_job()) create.job = request->job();
+  create.manifest = request->manifest();
+  create.namespace_ = request->namespace_();
+  create.dry_run = request->dry_run();
+  return Reply(jobs_->Create(create), response);
+}
+
+grpc::Status TrainingServiceImpl::GetJob(grpc::ServerContext* context,
+                                         const api::v1::GetJobRequest* request,
+                                         api::v1::TrainingJob* response) {
+  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  return Reply(jobs_->Get(request->namespace_(), request->name()), response);
+}
+
+grpc::Status TrainingServiceImpl::ListJobs(grpc::ServerContext* context,
+                                           const api::v1::ListJobsRequest* request,
+                                           api::v1::ListJobsResponse* response) {
+  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  core::ListRequest list;
+  list.namespace_ = request->namespace_();
+  list.label_selector = request->label_selector();
+  list.page_size = request->page_size();
+  list.page_token = request->page_token();
+  absl::StatusOr<core::ListResponse> result = jobs_->List(list);
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  for (auto& job : result->jobs) *response->add_jobs() = std::move(job);
+  response->set_next_page_token(result->next_page_token);
+  return grpc::Status::OK;
+}
+
+grpc::Status TrainingServiceImpl::DeleteJob(grpc::ServerContext* context,
+                                            const api::v1::DeleteJobRequest* request,
+                                            api::v1::DeleteJobResponse*) {
+  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  return ToGrpcStatus(jobs_->Delete(request->namespace_(), request->name()));
+}
+
+grpc::Status TrainingServiceImpl::SuspendJob(grpc::ServerContext* context,
+                                             const api::v1::SuspendJobRequest* request,
+                                             api::v1::TrainingJob* response) {
+  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  return Reply(jobs_->Suspend(request->namespace_(), request->name()), response);
+}
+
+grpc::Status TrainingServiceImpl::ResumeJob(grpc::ServerContext* context,
+                                            const api::v1::ResumeJobRequest* request,
+                                            api::v1::TrainingJob* response) {
+  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  return Reply(jobs_->Resume(request->namespace_(), request->name()), response);
+}
+
+grpc::Status TrainingServiceImpl::DescribeJob(grpc::ServerContext* context,
+                                              const api::v1::DescribeJobRequest* request,
+                                              api::v1::DescribeJobResponse* response) {
+  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  absl::StatusOr<core::JobDescription> d = jobs_->Describe(request->namespace_(), request->name());
+  if (!d.ok()) return ToGrpcStatus(d.status());
+  *response->mutable_job() = d->job;
+  for (const core::ReplicaInfo& r : d->replicas) {
+    api::v1::ReplicaState* out = response->add_replicas();
+    out->set_name(r.name);
+    out->set_replica_type(r.replica_type);
+    out->set_index(r.index);
+    out->set_phase(r.phase);
+    out->set_restarts(r.restarts);
+    if (r.exit_code.has_value()) out->set_exit_code(*r.exit_code);
+    out->set_message(r.message);
+  }
+  for (const backend::local::JobEvent& e : d->events) {
+    api::v1::Event* out = response->add_events();
+    out->set_type(e.type);
+    out->set_reason(e.reason);
+    out->set_message(e.message);
+    *out->mutable_time() = reconcile::ToTimestamp(e.time);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TrainingServiceImpl::WatchJobs(grpc::ServerContext* context,
+                                            const api::v1::WatchJobsRequest* request,
+                                            grpc::ServerWriter<api::v1::JobEvent>* writer) {
+  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<core::Subscription>> sub =
+      jobs_->Watch(request->namespace_(), request->name(), request->label_selector());
+  if (!sub.ok()) return ToGrpcStatus(sub.status());
+  while (true) {
+    if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+    if (shutting_down_) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+    }
+    absl::StatusOr<std::optional<core::WatchEvent>> ev = (*sub)->Next(kStreamPoll);
+    if (!ev.ok()) {
+      if (absl::IsCancelled(ev.status())) {
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(ev.status().message()));
+      }
+      return ToGrpcStatus(ev.status());
+    }
+    if (!ev->has_value()) continue;
+    api::v1::JobEvent out;
+    out.set_type(EventType((*ev)->type));
+    *out.mutable_job() = std::move((*ev)->job);
+    if (!writer->Write(out)) return grpc::Status(grpc::StatusCode::CANCELLED, "stream closed");
+  }
+}
+
+grpc::Status TrainingServiceImpl::GetJobLogs(grpc::ServerContext* context,
+                                             const api::v1::GetJobLogsRequest* request,
+                                             grpc::ServerWriter<api::v1::LogChunk>* writer) {
+  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  backend::LogOptions options;
+  options.replica = request->replica();
+  options.follow = request->follow();
+  options.tail_lines = request->tail_lines();
+  std::atomic<bool> cancelled{false};
+  // A following stream may sit idle for long: a monitor turns client cancellation and
+  // server shutdown into `cancelled`, which the backend polls.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread monitor([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!done) {
+      if (context->IsCancelled() || shutting_down_) {
+        cancelled = true;
+        return;
+      }
+      cv.wait_for(lock, std::chrono::milliseconds(absl::ToInt64Milliseconds(kStreamPoll)));
+    }
+  });
+  absl::Status status = jobs_->Logs(
+      request->namespace_(), request->name(), options,
+      [&](const std::string& replica, const std::string& data) {
+        api::v1::LogChunk chunk;
+        chunk.set_replica(replica);
+        chunk.set_data(data);
+        return !cancelled && writer->Write(chunk);
+      },
+      cancelled);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  monitor.join();
+  if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+  return ToGrpcStatus(status);
+}
+
+}  // namespace coach::server
