@@ -118,6 +118,10 @@ std::string LocalBackend::ReplicaDir(const JobKey& job, const std::string& pod) 
   return absl::StrCat(options_.state_dir, "/replicas/", job.namespace_, "/", job.name, "/", pod);
 }
 
+std::string LocalBackend::RestartCountPath(const JobKey& job, const std::string& pod) const {
+  return absl::StrCat(ReplicaDir(job, pod), "/restart_count");
+}
+
 std::string LocalBackend::GpuOwner(const JobKey& job, const std::string& pod) {
   return absl::StrCat(job.namespace_, "/", pod);
 }
@@ -376,6 +380,11 @@ absl::Status LocalBackend::CreatePod(const model::Job& job, const model::KubeObj
     if (!set) proc.env.emplace_back("CUDA_VISIBLE_DEVICES", CudaVisibleDevices(record.gpus));
   }
 
+  {
+    absl::StatusOr<std::string> carried = ReadFile(RestartCountPath(key, pod.name));
+    if (carried.ok()) absl::SimpleAtoi(*carried, &record.restart_count);
+  }
+
   ProcessSpec spec;
   spec.argv = proc.argv;
   spec.env = EnvEntries(proc.env);
@@ -429,6 +438,11 @@ absl::Status LocalBackend::DeletePod(const model::Job& job, const std::string& n
     absl::StatusOr<PollResult> p = runner_->Stop(record->process, options_.grace_period);
     if (!p.ok()) return p.status();
   }
+  // The reconciler replaces a failed pod by deleting and recreating it where a kubelet
+  // would restart its container; carrying the count over keeps backoffLimit working.
+  const int restarts = record->restart_count + (record->phase == PodPhase::kFailed ? 1 : 0);
+  RETURN_IF_ERROR(MakeDirs(ReplicaDir(key, name)));
+  RETURN_IF_ERROR(WriteFileAtomic(RestartCountPath(key, name), std::to_string(restarts)));
   absl::MutexLock lock(&mu_);
   gpus_->Release(GpuOwner(key, name));
   absl::Status s = options_.store->DeleteReplica(key, name);

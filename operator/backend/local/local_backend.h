@@ -22,11 +22,14 @@
 //
 // Restart policy: this backend runs each pod's process once; a pod whose process ended
 // is observed Succeeded/Failed and the reconciler decides (delete + create). In-place
-// restarts of OnFailure/Always pods, as a kubelet does them, are not done here.
+// restarts of OnFailure/Always pods, as a kubelet does them, are not done here; instead
+// deleting a Failed pod carries restart_count + 1 over to the next pod of the same name
+// (<replica dir>/restart_count), so the pod's restart_count, which backoffLimit counts,
+// grows as a kubelet's would.
 //
 // State on disk under state_dir:
 //   logs/<ns>/<job>/<pod>.log       (log_files.h; rotated by the shim over max_log_bytes)
-//   replicas/<ns>/<job>/<pod>/      (the shim's process and exit files)
+//   replicas/<ns>/<job>/<pod>/      (the shim's process and exit files, restart_count)
 //   objects/<ns>/<job>.json         (recorded non-pod objects)
 //   configmaps/<ns>/<job>/<name>/   (ConfigMap data)
 // Replica records, port reservations: the JobStore. The record of a pod is written
@@ -139,6 +142,8 @@ class LocalBackend : public Backend {
   void PollLoop();
   absl::Time Now() const { return options_.now ? options_.now() : absl::Now(); }
   std::string ReplicaDir(const JobKey& job, const std::string& pod) const;
+  // Restarts carried over to the next pod of the same name (see DeletePod).
+  std::string RestartCountPath(const JobKey& job, const std::string& pod) const;
   static std::string GpuOwner(const JobKey& job, const std::string& pod);
 
   const LocalBackendOptions options_;

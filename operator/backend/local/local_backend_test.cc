@@ -172,6 +172,29 @@ TEST_F(LocalBackendTest, SuccessAndSignal) {
   EXPECT_EQ(WaitPod(sig, PodPhase::kFailed).exit_code, 128 + 9);
 }
 
+TEST_F(LocalBackendTest, RecreatedFailedPodCarriesItsRestartCount) {
+  model::Job job = MakeJob("again", {{"command", Argv("exit 1")}});
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(Create(job, Pod(job)).ok());
+    EXPECT_EQ(WaitPod(job, PodPhase::kFailed).restart_count, round);
+    ASSERT_TRUE(Delete(job, "Pod", "again-worker-0").ok());
+  }
+}
+
+TEST_F(LocalBackendTest, RecordWrittenBeforeACrashIsResolvedAtStart) {
+  model::Job job = MakeJob("crash", {{"command", Argv("exit 0")}});
+  ReplicaRecord never;
+  never.job = KeyOf(job);
+  never.name = "crash-worker-0";
+  never.replica_type = "Worker";
+  ASSERT_TRUE(store_->PutReplica(never).ok());  // pid 0: the operator died before Start
+  ASSERT_TRUE(backend_->Start().ok());
+  auto seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  EXPECT_TRUE(seen->pods.empty()) << "never started: dropped, so the reconciler recreates it";
+  backend_->Stop();
+}
+
 TEST_F(LocalBackendTest, EnvironmentIsExactlyThePods) {
   model::Job job = MakeJob(
       "env", {{"command", Json::array({"env"})},
