@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# coach-operator as a process: flag validation (exit 2 naming the flag), start with the
+# local backend, /healthz and /readyz, graceful stop on SIGTERM.
+set -u
+BIN="$(dirname "$0")/coach-operator"
+[[ -x "$BIN" ]] || BIN="$TEST_SRCDIR/coach/operator/coach-operator"
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+fail() { echo "FAIL: $*"; exit 1; }
+
+expect_usage() {  # expect_usage <text in stderr> <args...>
+  local want="$1"; shift
+  local out rc
+  out="$(env -u COACH_BACKEND "$BIN" --state-dir "$TMP/state" "$@" 2>&1)"; rc=$?
+  [[ $rc -eq 2 ]] || fail "$* exited $rc, want 2: $out"
+  [[ "$out" == *"$want"* ]] || fail "$*: output lacks '$want': $out"
+}
+
+expect_usage "not yet available" --backend=kube
+expect_usage "--backend" --backend=slurm
+expect_usage "--token-file" --token-file="$TMP/missing-token"
+expect_usage "--tls-cert and --tls-key" --tls-cert="$TMP/cert.pem"
+echo "x" > "$TMP/key.pem"
+expect_usage "--tls-cert" --tls-cert="$TMP/missing.pem" --tls-key="$TMP/key.pem"
+expect_usage "--tls-client-ca" --tls-client-ca="$TMP/ca.pem"
+expect_usage "--workers" --workers=0
+expect_usage "--gang-scheduler" --gang-scheduler=kueue
+expect_usage "--log-level" --log-level=loud
+expect_usage "--listen" --listen=nowhere
+COACH_BACKEND=kube "$BIN" --state-dir "$TMP/state" >/dev/null 2>&1; rc=$?
+[[ $rc -eq 2 ]] || fail "COACH_BACKEND=kube exited $rc, want 2"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+GRPC_PORT=$(free_port)
+HTTP_PORT=$(free_port)
+"$BIN" --state-dir "$TMP/state" --listen "127.0.0.1:$GRPC_PORT" \
+  --http-listen "127.0.0.1:$HTTP_PORT" >"$TMP/operator.log" 2>&1 &
+PID=$!
+ready=""
+for _ in $(seq 1 100); do
+  if [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$HTTP_PORT/readyz")" == 200 ]]; then
+    ready=1; break
+  fi
+  kill -0 $PID 2>/dev/null || { cat "$TMP/operator.log"; fail "operator exited early"; }
+  sleep 0.1
+done
+[[ -n "$ready" ]] || { cat "$TMP/operator.log"; fail "never ready"; }
+[[ "$(curl -s "http://127.0.0.1:$HTTP_PORT/healthz")" == "ok" ]] || fail "/healthz"
+curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | grep -q '^coach_backend_up 1' || fail "/metrics"
+[[ -f "$TMP/state/coach.db" ]] || fail "no database in the state dir"
+kill -TERM $PID
+for _ in $(seq 1 100); do kill -0 $PID 2>/dev/null || break; sleep 0.1; done
+kill -0 $PID 2>/dev/null && { kill -KILL $PID; fail "did not stop on SIGTERM"; }
+wait $PID; rc=$?
+[[ $rc -eq 0 ]] || { cat "$TMP/operator.log"; fail "exit $rc after SIGTERM"; }
+grep -q "stopped" "$TMP/operator.log" || fail "no clean stop in the log"
+echo PASS
