@@ -214,8 +214,8 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
   }
   if (!admitted) {
     // The first pass in this process: after a restart the backend re-prepares the job
-    // (Admit is idempotent).
-    RETURN_IF_ERROR(backend_->Admit(job));
+    // (Admit is idempotent). A finished job needs nothing prepared.
+    if (!reconcile::IsFinished(job.status())) RETURN_IF_ERROR(backend_->Admit(job));
     absl::MutexLock l(&mu_);
     admitted_.insert(key);
   }

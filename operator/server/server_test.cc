@@ -196,6 +196,40 @@ TEST(ServerTest, TlsWithSelfSignedCertificate) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ServerTest, MutualTlsRequiresAClientCertificate) {
+  const std::string dir = core::testing::MakeTempDir();
+  const std::string cmd = absl::StrCat(
+      "cd ", dir, " && ",
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=coach-ca -keyout ca.key "
+      "-out ca.pem 2>/dev/null && ",
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+      "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout server.key -out server.pem "
+      "2>/dev/null && ",
+      "openssl req -newkey rsa:2048 -nodes -subj /CN=client -keyout client.key -out client.csr "
+      "2>/dev/null && ",
+      "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 "
+      "-out client.pem 2>/dev/null");
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  GrpcServerOptions tls;
+  tls.tls_cert_pem = ReadFile(dir + "/server.pem");
+  tls.tls_key_pem = ReadFile(dir + "/server.key");
+  tls.tls_client_ca_pem = ReadFile(dir + "/ca.pem");
+  ServerEnv s("", tls);
+  sdk::ConnectionOptions with_cert;
+  with_cert.tls_ca = dir + "/server.pem";
+  with_cert.tls_server_name = "localhost";
+  with_cert.tls_cert = dir + "/client.pem";
+  with_cert.tls_key = dir + "/client.key";
+  EXPECT_EQ(s.Client(with_cert)->GetJob("default", "x").status().code(),
+            absl::StatusCode::kNotFound);
+  sdk::ConnectionOptions without_cert;
+  without_cert.tls_ca = dir + "/server.pem";
+  without_cert.tls_server_name = "localhost";
+  without_cert.call_timeout = absl::Seconds(2);
+  EXPECT_EQ(s.Client(without_cert)->GetJob("default", "x").status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
 TEST(ServerTest, HealthReadyAndMetricsOverHttp) {
   ServerEnv s;
   auto client = s.Client();
