@@ -63,7 +63,6 @@ class Run {
   SupervisionResult Go(const sigset_t& child_mask) {
     const pid_t parent = getpid();
     for (size_t i = 0; i < workers_.size(); ++i) {
-      // Cheap after the first: keeps memory use of the parent flat for large nproc.
       PreparedExec exec = Prepare(workers_[i]);
       // A pending SIGTERM must not start more workers only to stop them.
       if (stopping_) break;

@@ -52,9 +52,11 @@ def coach(launcher, program, nproc):
           "coach-launch")
 
 
-def torchrun(program, nproc, no_python):
+def torchrun(program, nproc, no_python, monitor_interval=None):
     # torchrun.py is `python3 -m torch.distributed.run` with a Python 3.11 fix (see there).
     cmd = [PY, TORCHRUN, "--standalone", f"--nproc_per_node={nproc}"]
+    if monitor_interval is not None:
+        cmd.append(f"--monitor_interval={monitor_interval}")
     if no_python:
         cmd.append("--no_python")
     cmd += program
@@ -82,18 +84,29 @@ def main():
     # Warm the page cache once so the first measured run is not an outlier.
     direct(prog, args.nproc)
 
-    walls = {"direct": [], "coach": [], "torchrun": []}
+    walls = {"direct": [], "coach": [], "torchrun": [], "torchrun_fast": []}
     for _ in range(args.runs):
         walls["direct"].append(timed(lambda: direct(prog, args.nproc)))
         walls["coach"].append(timed(lambda: coach(args.launcher, prog, args.nproc)))
         walls["torchrun"].append(timed(lambda: torchrun([args.program], args.nproc, False)))
+        walls["torchrun_fast"].append(
+            timed(lambda: torchrun([args.program], args.nproc, False, monitor_interval=0.1)))
     med = {k: statistics.median(v) for k, v in walls.items()}
     coach_over = med["coach"] - med["direct"]
     torch_over = med["torchrun"] - med["direct"]
+    fast_over = med["torchrun_fast"] - med["direct"]
+
+    def paired(key):  # median of per-round differences: robust to slow drift of the machine
+        return statistics.median(a - b for a, b in zip(walls[key], walls["direct"]))
+
     print(f"program: {args.program}, {args.nproc} processes, median of {args.runs} runs each")
     print(f"  direct (no launcher)   wall {ms(med['direct'])}")
-    print(f"  coach-launch           wall {ms(med['coach'])}   overhead {ms(coach_over)}")
-    print(f"  torchrun --standalone  wall {ms(med['torchrun'])}   overhead {ms(torch_over)}")
+    print(f"  coach-launch           wall {ms(med['coach'])}   overhead {ms(coach_over)}"
+          f"   (paired {ms(paired('coach'))})")
+    print(f"  torchrun --standalone  wall {ms(med['torchrun'])}   overhead {ms(torch_over)}"
+          f"   (paired {ms(paired('torchrun'))})")
+    print(f"  torchrun, monitor 0.1s wall {ms(med['torchrun_fast'])}   overhead {ms(fast_over)}"
+          f"   (paired {ms(paired('torchrun_fast'))})")
     if coach_over > 0:
         print(f"  torchrun overhead / coach-launch overhead = {torch_over / coach_over:.1f}x")
     else:
@@ -112,7 +125,8 @@ def main():
           " the launcher alone")
     print(f"  coach-launch           wall {ms(tc)}")
     print(f"  torchrun --no_python   wall {ms(tt)}")
-    print(f"  ratio torchrun / coach-launch = {tt / tc:.0f}x")
+    print(f"  ratio torchrun / coach-launch = {tt / tc:.0f}x"
+          " (torch 1.13's default --monitor_interval is 5 s: its agent polls workers that often)")
 
 
 if __name__ == "__main__":
