@@ -13,6 +13,10 @@ build: bootstrap
 test: bootstrap
 	@tools/run_tests
 
+# The PyTorch DDP example on the local backend, end to end; exit 0 only when it Succeeded.
+demo:
+	@tools/demo
+
 # The C++ SDK: static library, headers and coach-sdk.pc under $(PREFIX).
 install: bootstrap
 	PREFIX=$(PREFIX) tools/install_sdk.sh

@@ -47,6 +47,7 @@ struct Flags {
   std::string gang_scheduler = "none";
   std::string log_level = "info";
   std::string shim;
+  std::string workdir;
 };
 
 int Usage(const std::string& message) {
@@ -144,6 +145,10 @@ int main(int argc, char** argv) {
   app.add_option("--shim", flags.shim,
                  "coach-replica-shim executable (local backend); default: next to this binary")
       ->envname("COACH_SHIM");
+  app.add_option("--workdir", flags.workdir,
+                 "working directory of local replicas whose container sets no workingDir; "
+                 "default: this process's working directory")
+      ->envname("COACH_WORKDIR");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -222,6 +227,11 @@ int main(int argc, char** argv) {
                  token.empty() ? "no token" : "a token", flags.tls_cert.empty() ? " but no TLS" : "");
   }
   std::error_code ec;
+  if (flags.workdir.empty()) flags.workdir = std::filesystem::current_path(ec).string();
+  if (!std::filesystem::is_directory(flags.workdir, ec)) {
+    return Usage(absl::StrCat("--workdir: ", flags.workdir, " is not a directory"));
+  }
+  flags.workdir = std::filesystem::absolute(flags.workdir, ec).string();
   std::filesystem::create_directories(flags.state_dir, ec);
   flags.state_dir = std::filesystem::absolute(flags.state_dir, ec).string();
 
@@ -242,6 +252,7 @@ int main(int argc, char** argv) {
   backend_options.state_dir = flags.state_dir;
   backend_options.store = store->get();
   backend_options.shim_path = flags.shim;
+  backend_options.default_working_dir = flags.workdir;
   auto backend = coach::backend::local::LocalBackend::Create(std::move(backend_options));
   if (!backend.ok()) {
     spdlog::error("local backend: {}", backend.status().ToString());

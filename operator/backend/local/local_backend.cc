@@ -388,7 +388,7 @@ absl::Status LocalBackend::CreatePod(const model::Job& job, const model::KubeObj
   ProcessSpec spec;
   spec.argv = proc.argv;
   spec.env = EnvEntries(proc.env);
-  spec.working_dir = proc.working_dir;
+  spec.working_dir = proc.working_dir.empty() ? options_.default_working_dir : proc.working_dir;
   spec.log_path = record.log_path;
   spec.max_log_bytes = options_.max_log_bytes;
   spec.replica_dir = ReplicaDir(key, pod.name);

@@ -84,6 +84,10 @@ struct LocalBackendOptions {
   std::string node_name;
   // The environment PATH/HOME/LANG are copied from; empty: the operator's own.
   std::map<std::string, std::string> base_env;
+  // Working directory of replicas whose container sets no workingDir (absolute). Empty:
+  // the replica's own directory under state_dir. The operator passes its own working
+  // directory, so that relative paths in commands mean what they mean in a shell there.
+  std::string default_working_dir;
 };
 
 class LocalBackend : public Backend {
