@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 
 seconds="${FUZZ_SECONDS:-30}"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+trap '[[ -n "${FUZZ_KEEP:-}" ]] || rm -rf "$work"' EXIT
 
 mkdir -p "$work/gen" "$work/corpus"
 protoc -I. -I/usr/include --cpp_out="$work/gen" api/v1/training_job.proto
@@ -28,9 +28,11 @@ clang++-14 -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-r
 find api/v1/testdata -name '*.yaml' -exec cp {} "$work/corpus/" \;
 # A stack big enough for the parser's own depth guard under ASan.
 ulimit -s 65536 || true
+status=0
 "$work/codec_fuzzer" -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
-  -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" 2>&1 | grep -v "^#[0-9]* *\(NEW\|REDUCE\|pulse\)" | tail -n 60
-status=${PIPESTATUS[0]}
+  -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" >"$work/fuzz.log" 2>&1 || status=$?
+# The fuzzer's own report (what failed and why) first, without its progress lines.
+grep -v "^#[0-9]* *\(NEW\|REDUCE\|pulse\|INITED\|DONE\|RELOAD\)" "$work/fuzz.log" | head -n 80
 if ((status != 0)); then
   for crash in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
     [[ -e "$crash" ]] || continue
