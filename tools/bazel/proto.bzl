@@ -11,14 +11,19 @@ def cc_proto_grpc_library(name, srcs, deps = [], grpc = True, visibility = None)
         outs += [base + ".pb.h", base + ".pb.cc"]
         if grpc:
             outs += [base + ".grpc.pb.h", base + ".grpc.pb.cc"]
+    # Imports are workspace-relative ("api/v1/x.proto"); when coach is an external
+    # repository of another workspace, its files live under external/<name>/.
+    repo = native.repository_name().lstrip("@")
+    root = "external/" + repo if repo else "."
+    out = "$(GENDIR)/" + root if repo else "$(GENDIR)"
     grpc_flags = ""
     if grpc:
-        grpc_flags = "--grpc_out=$(GENDIR) --plugin=protoc-gen-grpc=/usr/bin/grpc_cpp_plugin "
+        grpc_flags = "--grpc_out=" + out + " --plugin=protoc-gen-grpc=/usr/bin/grpc_cpp_plugin "
     native.genrule(
         name = name + "_codegen",
         srcs = srcs + [d + "_srcs" for d in deps],
         outs = outs,
-        cmd = ("/usr/bin/protoc -I. -I/usr/include --cpp_out=$(GENDIR) " + grpc_flags +
+        cmd = ("/usr/bin/protoc -I" + root + " -I/usr/include --cpp_out=" + out + " " + grpc_flags +
                " ".join(["$(location %s)" % s for s in srcs])),
     )
     native.filegroup(name = name + "_srcs", srcs = srcs, visibility = visibility)
