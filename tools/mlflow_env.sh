@@ -17,6 +17,8 @@
 set -euo pipefail
 
 MLFLOW_VERSION="2.22.5"
+# Constraints MLflow 2.22 needs but does not declare (SQLAlchemy 2.1 removed a pool class it imports).
+CONSTRAINTS=("sqlalchemy>=2.0,<2.1")
 VENV="${COACH_MLFLOW_VENV:-${HOME:?HOME must be set}/.cache/coach/mlflow-venv}"
 PY="$VENV/bin/python"
 
@@ -29,13 +31,14 @@ PY
 }
 
 cmd_install() {
-  if [[ "$(installed_version || true)" == "$MLFLOW_VERSION" ]] && "$PY" -c "import flask_wtf" 2>/dev/null; then
+  if [[ "$(installed_version || true)" == "$MLFLOW_VERSION" ]] &&
+    "$PY" -c "import flask_wtf; from sqlalchemy.pool import FallbackAsyncAdaptedQueuePool" 2>/dev/null; then
     return 0
   fi
   echo "mlflow_env: installing mlflow $MLFLOW_VERSION into $VENV" >&2
   mkdir -p "$(dirname "$VENV")"
   [[ -x "$PY" ]] || /usr/bin/python3 -m venv --system-site-packages "$VENV"
-  "$PY" -m pip install -q --disable-pip-version-check "mlflow[auth]==$MLFLOW_VERSION" requests >&2
+  "$PY" -m pip install -q --disable-pip-version-check "mlflow[auth]==$MLFLOW_VERSION" "${CONSTRAINTS[@]}" requests >&2
   [[ "$(installed_version)" == "$MLFLOW_VERSION" ]]
 }
 

@@ -528,6 +528,12 @@ absl::StatusOr<std::string> RestTrackingClient::Call(const char* method, const s
       if (response.status >= 200 && response.status < 300) return std::move(response.body);
       last = internal::MapHttpError(response.status, response.body, what);
       retryable = internal::IsRetryableHttpStatus(response.status);
+      if (response.status == 500 && std::string_view(method) == "GET" &&
+          absl::StrContains(path, "/mlflow-artifacts/") &&
+          absl::StrContains(response.body, "No such file or directory")) {
+        // The artifact proxy answers a missing file with a 500.
+        return absl::NotFoundError(absl::StrCat("MLflow ", what, ": no such artifact"));
+      }
       retry_after = internal::ParseRetryAfter(response.retry_after, absl::Now());
     }
     if (!retryable || attempt >= options_.retry.max_attempts) return last;

@@ -67,7 +67,7 @@ std::string MlflowServer::Runfile(const std::string& path) {
 }
 
 absl::StatusOr<std::string> MlflowServer::Python() {
-  CommandResult r = RunCommand(absl::StrCat(ShellQuote(Runfile("tools/mlflow_env.sh")), " python 2>&1"));
+  CommandResult r = RunCommand(absl::StrCat(ShellQuote(Runfile("integrations/mlflow/testdata/mlflow_env.sh")), " python 2>&1"));
   if (r.exit_code != 0) {
     return absl::NotFoundError(absl::StrCat("MLflow is not installed (tools/mlflow_env.sh install): ",
                                             absl::StripAsciiWhitespace(r.out)));
@@ -90,7 +90,7 @@ absl::StatusOr<std::unique_ptr<MlflowServer>> MlflowServer::Start(Options option
 absl::Status MlflowServer::StartHere() {
   std::string cmd = absl::StrCat("COACH_MLFLOW_WORKERS=", options_.workers,
                                  " COACH_MLFLOW_AUTH=", options_.basic_auth ? 1 : 0, " ",
-                                 ShellQuote(Runfile("tools/mlflow_env.sh")), " start ", ShellQuote(dir_),
+                                 ShellQuote(Runfile("integrations/mlflow/testdata/mlflow_env.sh")), " start ", ShellQuote(dir_),
                                  " 2>>", ShellQuote(dir_ + "/start.err"));
   CommandResult r = RunCommand(cmd);
   if (r.exit_code != 0) {
@@ -104,7 +104,7 @@ absl::Status MlflowServer::StartHere() {
 
 absl::Status MlflowServer::Stop() {
   if (!running_) return absl::OkStatus();
-  CommandResult r = RunCommand(absl::StrCat(ShellQuote(Runfile("tools/mlflow_env.sh")), " stop ",
+  CommandResult r = RunCommand(absl::StrCat(ShellQuote(Runfile("integrations/mlflow/testdata/mlflow_env.sh")), " stop ",
                                             ShellQuote(dir_), " 2>&1"));
   running_ = false;
   if (r.exit_code != 0) return absl::InternalError(absl::StrCat("mlflow stop: ", r.out));

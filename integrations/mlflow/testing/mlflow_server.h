@@ -1,6 +1,6 @@
 #pragma once
 
-// A real MLflow tracking server for tests, started and stopped through tools/mlflow_env.sh (a data
+// A real MLflow tracking server for tests, started and stopped through tools/mlflow_env.sh (linked from testdata/, a data
 // dependency of the test). Its state (sqlite store, artifacts, log) lives in a directory under
 // TEST_TMPDIR, so a Restart() comes back on the same port with the same store.
 //

@@ -1,0 +1,1 @@
+../../../tools/mlflow_env.sh
