@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -273,8 +274,11 @@ int main(int argc, char** argv) {
   coach::core::Controller controller(store->get(), backend->get(), &jobs, &watchers, &job_locks,
                                      &clock, &metrics, controller_options);
 
+  // Ready only while the API is served: /readyz must not answer 200 before the gRPC port
+  // is bound (a client that waited for readiness would get "connection refused").
+  std::atomic<bool> serving{false};
   auto http = coach::server::HttpServer::Start(
-      flags.http_listen, [&] { return controller.running(); }, &registry);
+      flags.http_listen, [&] { return serving.load() && controller.running(); }, &registry);
   if (!http.ok()) {
     spdlog::error("--http-listen: {}", http.status().ToString());
     return kExitFailure;
@@ -290,6 +294,7 @@ int main(int argc, char** argv) {
     controller.Stop();
     return kExitFailure;
   }
+  serving = true;
   spdlog::info("coach-operator: API on {} ({}{}), HTTP on {}, state in {}, backend {}",
                flags.listen, (*grpc)->tls() ? "TLS" : "plaintext",
                token.empty() ? "" : ", token required", flags.http_listen, flags.state_dir,
@@ -301,6 +306,7 @@ int main(int argc, char** argv) {
 
   // Stop accepting calls and end the streams, finish the reconciles in flight, stop the
   // backend (replicas keep running; a restarted operator re-adopts them).
+  serving = false;
   watchers.Shutdown();
   (*grpc)->Shutdown(absl::Seconds(5));
   controller.Stop();

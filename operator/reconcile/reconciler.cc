@@ -408,7 +408,12 @@ model::ReconcileResult Pass::Run() {
   if (rp.has_backoff_limit()) {
     int restarts = 0;
     for (const ObservedPod& pod : observed_.pods) {
-      if (pod.phase != PodPhase::kRunning) continue;
+      // Upstream counts Running pods only: a kubelet restarts OnFailure containers in
+      // place, so a crash-looping pod stays Running. A backend that restarts by delete +
+      // create (local) shows the restarted pod Pending or, when it crashes at once, Failed,
+      // and the limit would be seen only by chance (a job crashing at once never failed).
+      // Every pod that has not succeeded counts.
+      if (pod.phase == PodPhase::kSucceeded) continue;
       const std::string policy = RestartPolicy(job_, pod.replica_type);
       if (policy == "OnFailure" || policy == "Always" || policy == "ExitCode") {
         restarts += pod.restart_count;

@@ -245,6 +245,14 @@ TEST(ReconcileTest, BackoffLimitFailsJob) {
   EXPECT_THAT(Cond(over.status, "Failed")->message(), HasSubstr("backoff limit"));
   EXPECT_THAT(Acts(over), UnorderedElementsAre("delete Pod/b-master-0", "delete Service/b-master-0",
                                                "delete Pod/b-worker-0", "delete Service/b-worker-0"));
+  // Restarts of a pod that crashed again (Failed) or is starting again (Pending) count
+  // too: the local backend restarts by delete + create.
+  auto failed = Reconcile(job, ObservedBuilder(job).Running("Master", 0, 1)
+                                   .Pod("Worker", 0, PodPhase::kFailed, 1, 2).Build(), kT0, {});
+  EXPECT_TRUE(HasTrueCondition(failed.status, "Failed"));
+  auto pending = Reconcile(job, ObservedBuilder(job).Pod("Master", 0, PodPhase::kPending, std::nullopt, 3)
+                                    .Running("Worker", 0).Build(), kT0, {});
+  EXPECT_TRUE(HasTrueCondition(pending.status, "Failed"));
   // Never replicas do not count.
   model::Job never = MakePyTorchJob("ns", "n").Master(1).RestartPolicy("Never").BackoffLimit(1).Build();
   auto rn = Reconcile(never, ObservedBuilder(never).Running("Master", 0, 5).Build(), kT0, {});

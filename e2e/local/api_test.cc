@@ -1,0 +1,199 @@
+// End to end on the local backend: bad manifests and bad requests get clear errors and
+// store nothing; bearer-token auth on and off, through the SDK and the CLI.
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "e2e/local/operator_fixture.h"
+#include "gtest/gtest.h"
+#include "sdk/cpp/job_status.h"
+
+namespace coach::e2e {
+namespace {
+
+using api::v1::TrainingJob;
+
+constexpr char kNs[] = "default";
+
+constexpr char kBadManifest[] = R"(apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: Bad_Name
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: busybox:1.36
+            command: ["/bin/sh", "-c", "echo never"]
+    Worker:
+      replicas: -1
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: busybox:1.36
+)";
+
+constexpr char kGoodManifest[] = R"(apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: good
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: busybox:1.36
+            command: ["/bin/sh", "-c", "echo good"]
+)";
+
+std::unique_ptr<OperatorFixture> StartOperator(OperatorOptions options = {}) {
+  auto op = std::make_unique<OperatorFixture>(
+      ::testing::UnitTest::GetInstance()->current_test_info()->name(), std::move(options));
+  absl::Status started = op->Start();
+  EXPECT_TRUE(started.ok()) << started;
+  return op;
+}
+
+TEST(ApiTest, BadManifestsAndRequests) {
+  std::unique_ptr<OperatorFixture> op = StartOperator();
+  ASSERT_TRUE(op->running());
+  sdk::TrainingClient& client = op->client();
+
+  // Every offending field named, nothing stored.
+  absl::StatusOr<TrainingJob> bad = client.CreateJobFromManifest(kBadManifest, kNs);
+  ASSERT_TRUE(absl::IsInvalidArgument(bad.status())) << bad.status();
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "metadata.name")) << bad.status();
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "spec.pytorchReplicaSpecs.Worker.replicas"))
+      << bad.status();
+  for (const char* broken :
+       {"{{{ not yaml", "", "apiVersion: kubeflow.org/v1\nkind: NoSuchJob\nmetadata: {name: x}\n"}) {
+    absl::StatusOr<TrainingJob> r = client.CreateJobFromManifest(broken, kNs);
+    EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << "'" << broken << "': " << r.status();
+  }
+  absl::StatusOr<std::vector<TrainingJob>> all = client.ListAllJobs();
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_TRUE(all->empty()) << all->size() << " job(s) stored from bad manifests";
+  EXPECT_TRUE(absl::IsNotFound(client.GetJob(kNs, "Bad_Name").status()));
+
+  // Unknown job.
+  EXPECT_TRUE(absl::IsNotFound(client.GetJob(kNs, "nobody").status()));
+  EXPECT_TRUE(absl::IsNotFound(client.DeleteJob(kNs, "nobody")));
+  EXPECT_TRUE(absl::IsNotFound(client.DescribeJob(kNs, "nobody").status()));
+  EXPECT_TRUE(absl::IsNotFound(client.SuspendJob(kNs, "nobody").status()));
+
+  // Duplicate.
+  absl::StatusOr<TrainingJob> first = client.CreateJobFromManifest(kGoodManifest, kNs);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->metadata().uid().empty());
+  absl::StatusOr<TrainingJob> second = client.CreateJobFromManifest(kGoodManifest, kNs);
+  EXPECT_TRUE(absl::IsAlreadyExists(second.status())) << second.status();
+  // Same name in another namespace is another job.
+  absl::StatusOr<TrainingJob> elsewhere = client.CreateJobFromManifest(kGoodManifest, "team-b");
+  EXPECT_TRUE(elsewhere.ok()) << elsewhere.status();
+
+  // Page sizes.
+  for (int page_size : {-1, -1000}) {
+    sdk::ListOptions list;
+    list.page_size = page_size;
+    absl::StatusOr<api::v1::ListJobsResponse> r = client.ListJobs(list);
+    EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << page_size << ": " << r.status();
+    EXPECT_TRUE(absl::StrContains(r.status().message(), "page_size")) << r.status();
+  }
+  // Over the maximum (1000) is clamped, as Kubernetes clamps `limit`.
+  sdk::ListOptions huge;
+  huge.page_size = 100000;
+  absl::StatusOr<api::v1::ListJobsResponse> clamped = client.ListJobs(huge);
+  ASSERT_TRUE(clamped.ok()) << clamped.status();
+  EXPECT_EQ(clamped->jobs_size(), 2);
+  sdk::ListOptions bad_token;
+  bad_token.page_token = "not-a-token";
+  EXPECT_TRUE(absl::IsInvalidArgument(client.ListJobs(bad_token).status()));
+  sdk::ListOptions paged;
+  paged.page_size = 1;
+  absl::StatusOr<api::v1::ListJobsResponse> page = client.ListJobs(paged);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->jobs_size(), 1);
+  EXPECT_FALSE(page->next_page_token().empty());
+  absl::StatusOr<std::vector<TrainingJob>> both = client.ListAllJobs("", "", 1);
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->size(), 2u);
+
+  // The CLI: exit 1 naming the field; not found is 3.
+  const std::string bad_file = op->root() + "/bad.yaml";
+  WriteFileOrDie(bad_file, kBadManifest);
+  CliResult submit = op->Cli({"submit", "-f", bad_file});
+  EXPECT_EQ(submit.exit_code, 1) << submit.out << submit.err;
+  EXPECT_TRUE(absl::StrContains(submit.err + submit.out, "spec.pytorchReplicaSpecs.Worker.replicas"))
+      << submit.err;
+  EXPECT_TRUE(absl::StrContains(submit.err + submit.out, "metadata.name")) << submit.err;
+  CliResult get = op->Cli({"get", "nobody"});
+  EXPECT_EQ(get.exit_code, 3) << get.out << get.err;
+  CliResult dup_file = op->Cli({"submit", "-f", "/nonexistent/job.yaml"});
+  EXPECT_NE(dup_file.exit_code, 0);
+  all = client.ListAllJobs();
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 2u);
+}
+
+TEST(ApiTest, TokenRequiredWhenConfigured) {
+  OperatorOptions options;
+  options.token = "s3cret-e2e-token";
+  std::unique_ptr<OperatorFixture> op = StartOperator(options);
+  ASSERT_TRUE(op->running());
+
+  // No token, wrong token.
+  for (const char* token : {"", "wrong-token"}) {
+    std::unique_ptr<sdk::TrainingClient> client = op->NewClient(token);
+    absl::StatusOr<std::vector<TrainingJob>> listed = client->ListAllJobs();
+    EXPECT_TRUE(absl::IsUnauthenticated(listed.status()) ||
+                absl::IsPermissionDenied(listed.status()))
+        << "token '" << token << "': " << listed.status();
+    EXPECT_FALSE(absl::StrContains(listed.status().message(), "s3cret")) << listed.status();
+    absl::StatusOr<TrainingJob> created = client->CreateJobFromManifest(kGoodManifest, kNs);
+    EXPECT_FALSE(created.ok());
+  }
+  CliResult no_token = op->Cli({"list"}, /*with_token=*/false);
+  EXPECT_EQ(no_token.exit_code, 7) << no_token.out << no_token.err;
+
+  // The right token.
+  absl::StatusOr<TrainingJob> created = op->client().CreateJobFromManifest(kGoodManifest, kNs);
+  ASSERT_TRUE(created.ok()) << created.status();
+  CliResult with_token = op->Cli({"list"});
+  EXPECT_EQ(with_token.exit_code, 0) << with_token.out << with_token.err;
+  EXPECT_TRUE(absl::StrContains(with_token.out, "good")) << with_token.out;
+  CliResult wait = op->Cli({"wait", "good", "--for", "Succeeded", "--timeout", "2m"});
+  EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  // Nothing the unauthenticated calls did was stored.
+  absl::StatusOr<std::vector<TrainingJob>> all = op->client().ListAllJobs();
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 1u);
+}
+
+TEST(ApiTest, NoTokenNeededWhenNotConfigured) {
+  std::unique_ptr<OperatorFixture> op = StartOperator();
+  ASSERT_TRUE(op->running());
+  std::unique_ptr<sdk::TrainingClient> anonymous = op->NewClient("");
+  EXPECT_TRUE(anonymous->ListAllJobs().ok());
+  absl::StatusOr<TrainingJob> created = anonymous->CreateJobFromManifest(kGoodManifest, kNs);
+  EXPECT_TRUE(created.ok()) << created.status();
+  CliResult list = op->Cli({"list"}, /*with_token=*/false);
+  EXPECT_EQ(list.exit_code, 0) << list.out << list.err;
+  EXPECT_TRUE(absl::StrContains(list.out, "good")) << list.out;
+  CliResult wait = op->Cli({"wait", "good", "--for", "Succeeded", "--timeout", "2m"}, false);
+  EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+}
+
+}  // namespace
+}  // namespace coach::e2e
