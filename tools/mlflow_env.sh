@@ -74,6 +74,10 @@ admin_password = password1234
 authorization_function = mlflow.server.auth:authenticate_request_basic_auth
 INI
     export MLFLOW_AUTH_CONFIG_PATH="$dir/basic_auth.ini"
+    # CSRF protection wants a static key; one per server directory, kept across restarts.
+    [[ -s "$dir/flask_secret" ]] || (umask 077; "$PY" -c 'import secrets; print(secrets.token_hex(32))' >"$dir/flask_secret")
+    MLFLOW_FLASK_SERVER_SECRET_KEY="$(cat "$dir/flask_secret")"
+    export MLFLOW_FLASK_SERVER_SECRET_KEY
     args+=(--app-name basic-auth)
   fi
   # Own session, so that stop can end gunicorn and its workers together.
