@@ -53,6 +53,20 @@ class ResilienceTest : public ::testing::Test {
     op_.reset();
   }
 
+  // Writes the "go" file of pod `pod` and waits until its processes (shim included) are
+  // gone.
+  bool ReleaseAndWaitGone(const std::string& pod) {
+    WriteFileOrDie(work_ + "/go-" + pod, "");
+    const bool gone = Eventually([&] {
+      for (const ProcessInfo& p : op_->Processes()) {
+        if (absl::StrContains(p.cmdline, pod)) return false;
+      }
+      return true;
+    });
+    if (!gone) ADD_FAILURE() << pod << " still running:\n" << Describe(op_->Processes());
+    return gone;
+  }
+
   std::unique_ptr<OperatorFixture> op_;
   std::string work_;
 };
@@ -78,21 +92,17 @@ TEST_F(ResilienceTest, OperatorKill9MidJobThenRestart) {
   ASSERT_TRUE(op_->Kill9().ok());
   // The replicas outlive the operator; one of them ends while it is down.
   EXPECT_FALSE(op_->Processes().empty());
-  WriteFileOrDie(work_ + "/go-survivor-worker-0", "");
-  ASSERT_TRUE(Eventually([&] {
-    for (const ProcessInfo& p : op_->Processes()) {
-      if (absl::StrContains(p.cmdline, "survivor-worker-0")) return false;
-    }
-    return true;
-  })) << Describe(op_->Processes());
+  ASSERT_TRUE(ReleaseAndWaitGone("survivor-worker-0"));
 
   ASSERT_TRUE(op_->Restart().ok()) << op_->OperatorLog();
   // Re-adopted: still running, nothing started twice.
   absl::StatusOr<TrainingJob> job = op_->client().GetJob(kNs, "survivor");
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_FALSE(sdk::IsJobFinished(*job)) << job->status().ShortDebugString();
+  // The other Worker first: the Master ends a PyTorchJob, and the Worker should be seen
+  // Succeeded, not still running, when it does.
+  ASSERT_TRUE(ReleaseAndWaitGone("survivor-worker-1"));
   WriteFileOrDie(work_ + "/go-survivor-master-0", "");
-  WriteFileOrDie(work_ + "/go-survivor-worker-1", "");
 
   absl::StatusOr<TrainingJob> done = op_->WaitJob(
       "survivor", [](const TrainingJob& j) { return sdk::IsJobFinished(j); }, absl::Minutes(3));

@@ -164,9 +164,10 @@ TEST_F(RunPolicyTest, SuspendStopsProcessesAndResumeRunsAgain) {
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_TRUE(sdk::IsJobSucceeded(*done)) << done->status().ShortDebugString();
   EXPECT_FALSE(sdk::IsJobSuspended(*done));
+  // Once every process has ended, each replica has written its second start.
+  EXPECT_TRUE(op_->WaitNoProcesses().empty());
   EXPECT_EQ(CountLines(master_runs), 2u);
   EXPECT_EQ(CountLines(worker_runs), 2u);
-  EXPECT_TRUE(op_->WaitNoProcesses().empty());
 }
 
 TEST_F(RunPolicyTest, DeleteWhileRunningLeavesNoProcess) {
