@@ -31,8 +31,9 @@ ulimit -s 65536 || true
 status=0
 "$work/codec_fuzzer" -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" >"$work/fuzz.log" 2>&1 || status=$?
-# The fuzzer's own report (what failed and why) first, without its progress lines.
-grep -v "^#[0-9]* *\(NEW\|REDUCE\|pulse\|INITED\|DONE\|RELOAD\)" "$work/fuzz.log" | head -n 80
+# The fuzzer's own report (what failed and why), without its progress lines.
+grep -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|INITED|DONE|RELOAD)' "$work/fuzz.log" >"$work/report.log" || true
+head -n 80 "$work/report.log"
 if ((status != 0)); then
   for crash in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
     [[ -e "$crash" ]] || continue
