@@ -49,8 +49,10 @@ class ExamplesTest : public ::testing::Test {
 
   // Submits the manifest, waits for the end, and checks every rank's coach-result line:
   // `world_size` ranks in all over `replicas`, each status=ok, one params_checksum.
+  // `checksum_key` names the field every rank must agree on (the model's parameters).
   void RunExample(const std::string& manifest_path, const std::string& name,
-                  const std::vector<std::string>& replicas, int world_size) {
+                  const std::vector<std::string>& replicas, int world_size,
+                  const std::string& checksum_key = "params_checksum") {
     const std::string manifest = ReadFileOrEmpty(Runfile(manifest_path));
     ASSERT_FALSE(manifest.empty()) << manifest_path << " is not in the runfiles";
     absl::StatusOr<TrainingJob> created = op_->client().CreateJobFromManifest(manifest, kNs);
@@ -78,7 +80,8 @@ class ExamplesTest : public ::testing::Test {
         int rank = -1;
         EXPECT_TRUE(absl::SimpleAtoi(f["rank"], &rank)) << line;
         EXPECT_TRUE(ranks.insert(rank).second) << "rank " << rank << " reported twice";
-        checksums.insert(f["params_checksum"]);
+        EXPECT_FALSE(f[checksum_key].empty()) << line;
+        checksums.insert(f[checksum_key]);
       }
     }
     EXPECT_TRUE(sdk::IsJobSucceeded(*done)) << done->status().ShortDebugString() << "\n"
@@ -103,6 +106,13 @@ TEST_F(ExamplesTest, PyTorchDdpOneMasterTwoWorkers) {
 TEST_F(ExamplesTest, PyTorchDdpThroughCoachLaunchTwoByTwo) {
   RunExample("examples/pytorch/pytorch-ddp-launch.yaml", "pytorch-ddp-launch",
              {"master-0", "worker-0"}, 4);
+}
+
+// XGBoost's distributed mode (Rabit tracker on the Master at MASTER_ADDR:MASTER_PORT, which
+// the local backend allocates) with the XGBoostJob env wiring.
+TEST_F(ExamplesTest, XGBoostOneMasterTwoWorkers) {
+  RunExample("examples/xgboost/xgboost-dist.yaml", "xgboost-dist",
+             {"master-0", "worker-0", "worker-1"}, 3, "model_checksum");
 }
 
 }  // namespace
