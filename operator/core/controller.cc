@@ -1,6 +1,7 @@
 #include "operator/core/controller.h"
 
 #include <utility>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -273,10 +274,14 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
     watchers_->Publish(WatchEventType::kModified, *written);
     job = std::move(written).value();
   }
+  std::vector<backend::local::JobEvent> events;
   for (const model::JobEventRecord& event : result.events) {
-    absl::Status appended =
-        store_->AppendEvent(job_key, {event.type, event.reason, event.message, now});
-    if (!appended.ok()) spdlog::warn("job {}: event not stored: {}", key, appended.ToString());
+    events.push_back({event.type, event.reason, event.message, now});
+  }
+  // One write for the pass's events (a 4-replica job's first pass has 8).
+  absl::Status appended = store_->AppendEvents(job_key, events);
+  if (!appended.ok()) {
+    spdlog::warn("job {}: {} event(s) not stored: {}", key, events.size(), appended.ToString());
   }
   RecordObserved(key, &observed, &job.status());
   if (applied_any) queue_.Add(key);

@@ -134,6 +134,10 @@ class JobStore {
   // Appends an event; only the newest max_events_per_job of a job are kept.
   // Errors: NotFound (no such job).
   virtual absl::Status AppendEvent(const JobKey& job, const JobEvent& event) = 0;
+  // Appends `events` in order, as one durable write where the store can (one sync for a
+  // reconcile's events instead of one each). Errors: NotFound (no such job). The default
+  // calls AppendEvent for each and stops at the first error.
+  virtual absl::Status AppendEvents(const JobKey& job, const std::vector<JobEvent>& events);
   // Oldest first.
   virtual absl::StatusOr<std::vector<JobEvent>> ListEvents(const JobKey& job) = 0;
 

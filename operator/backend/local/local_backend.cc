@@ -1,5 +1,6 @@
 #include "operator/backend/local/local_backend.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -43,6 +44,9 @@ std::string HostName() {
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
   return buf;
 }
+
+// Replica shims started at once; the replicas of one job start in parallel up to this.
+constexpr int kStarterThreads = 8;
 
 bool Terminal(PodPhase p) { return p == PodPhase::kSucceeded || p == PodPhase::kFailed; }
 
@@ -105,9 +109,50 @@ LocalBackend::LocalBackend(LocalBackendOptions options, std::unique_ptr<ProcessR
       runner_(options_.runner != nullptr ? options_.runner : owned_runner_.get()),
       gpus_(std::move(gpus)),
       ports_(options_.store),
-      objects_(absl::StrCat(options_.state_dir, "/objects")) {}
+      objects_(absl::StrCat(options_.state_dir, "/objects")) {
+  for (int i = 0; i < kStarterThreads; ++i) starters_.emplace_back([this] { StarterLoop(); });
+}
 
-LocalBackend::~LocalBackend() { Stop(); }
+LocalBackend::~LocalBackend() {
+  Stop();
+  {
+    absl::MutexLock lock(&start_mu_);
+    starters_stopping_ = true;
+  }
+  // The starters drain the queue first: every Pending record written gets its start.
+  for (std::thread& t : starters_) t.join();
+}
+
+void LocalBackend::RunAsync(std::function<void()> task) {
+  absl::MutexLock lock(&start_mu_);
+  start_tasks_.push_back(std::move(task));
+}
+
+void LocalBackend::StarterLoop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      absl::MutexLock lock(&start_mu_);
+      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(start_mu_) {
+        return starters_stopping_ || !start_tasks_.empty();
+      };
+      start_mu_.Await(absl::Condition(&ready));
+      if (start_tasks_.empty()) return;  // stopping, and nothing left to start
+      task = std::move(start_tasks_.front());
+      start_tasks_.pop_front();
+    }
+    task();
+  }
+}
+
+void LocalBackend::WaitForStarts(const JobKey& job) {
+  absl::MutexLock lock(&start_mu_);
+  auto idle = [this, &job]() ABSL_SHARED_LOCKS_REQUIRED(start_mu_) {
+    auto it = starting_.find(job);
+    return it == starting_.end() || it->second == 0;
+  };
+  start_mu_.Await(absl::Condition(&idle));
+}
 
 void LocalBackend::SetChangeCallback(ChangeCallback callback) {
   absl::MutexLock lock(&mu_);
@@ -171,6 +216,11 @@ void LocalBackend::Stop() {
     t = std::move(poller_);
   }
   if (t.joinable()) t.join();
+  // Starts in flight call the change callback when they end: let them, before the
+  // caller tears down what the callback reaches.
+  absl::MutexLock lock(&start_mu_);
+  auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(start_mu_) { return starting_.empty(); };
+  start_mu_.Await(absl::Condition(&idle));
 }
 
 void LocalBackend::PollLoop() {
@@ -338,6 +388,17 @@ absl::Status LocalBackend::CreatePod(const model::Job& job, const model::KubeObj
     return absl::InvalidArgumentError(absl::StrCat("pod name \"", pod.name, "\" is not safe"));
   }
   {
+    // The previous start of this pod failed (its record is gone): say so once, so the
+    // controller retries with its backoff rather than at once.
+    absl::MutexLock lock(&start_mu_);
+    auto failed = start_errors_.find({key, pod.name});
+    if (failed != start_errors_.end()) {
+      absl::Status s = failed->second;
+      start_errors_.erase(failed);
+      return s;
+    }
+  }
+  {
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(std::vector<ReplicaRecord> records, options_.store->ListReplicas(key));
     for (const ReplicaRecord& r : records) {
@@ -410,21 +471,60 @@ absl::Status LocalBackend::CreatePod(const model::Job& job, const model::KubeObj
                                    " is not run by the local backend (only ", proc.container, ")"),
                       Now()});
   }
-  absl::StatusOr<ProcessHandle> handle = runner_->Start(spec);
-  absl::MutexLock lock(&mu_);
-  if (!handle.ok()) {
-    gpus_->Release(owner);
-    (void)options_.store->DeleteReplica(key, pod.name);
-    return handle.status();
+  // The log exists from now on, so that logs of a starting pod read as empty.
+  if (absl::Status s = MakeDirs(DirName(record.log_path)); s.ok()) {
+    const int fd = open(record.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) close(fd);
   }
-  record.process = *handle;
-  record.phase = PodPhase::kRunning;
-  record.started_at = Now();
-  return options_.store->PutReplica(record);
+  {
+    absl::MutexLock lock(&start_mu_);
+    ++starting_[key];
+  }
+  RunAsync([this, record = std::move(record), spec = std::move(spec)]() mutable {
+    FinishStart(std::move(record), std::move(spec));
+  });
+  return absl::OkStatus();
+}
+
+void LocalBackend::FinishStart(ReplicaRecord record, ProcessSpec spec) {
+  const JobKey key = record.job;
+  absl::StatusOr<ProcessHandle> handle = runner_->Start(spec);
+  absl::Status recorded;
+  ChangeCallback callback;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!handle.ok()) {
+      gpus_->Release(GpuOwner(key, record.name));
+      (void)options_.store->DeleteReplica(key, record.name);
+    } else {
+      record.process = *handle;
+      record.phase = PodPhase::kRunning;
+      record.started_at = Now();
+      recorded = options_.store->PutReplica(record);
+    }
+    callback = callback_;
+  }
+  if (!handle.ok()) {
+    spdlog::warn("local backend: starting {}/{}: {}", key.namespace_, record.name,
+                 handle.status().ToString());
+  } else if (!recorded.ok()) {
+    // The process runs and its process file is on disk: the next Start() adopts it.
+    spdlog::error("local backend: recording the start of {}/{}: {}", key.namespace_,
+                  record.name, recorded.ToString());
+  }
+  if (!handle.ok()) {
+    absl::MutexLock lock(&start_mu_);
+    start_errors_[{key, record.name}] = handle.status();
+  }
+  // Before the start counts as ended, so that Stop() returns only after the callback.
+  if (callback) callback(key.namespace_, key.name);
+  absl::MutexLock lock(&start_mu_);
+  if (--starting_[key] <= 0) starting_.erase(key);
 }
 
 absl::Status LocalBackend::DeletePod(const model::Job& job, const std::string& name) {
   const JobKey key = KeyOf(job);
+  WaitForStarts(key);
   std::optional<ReplicaRecord> record;
   {
     absl::MutexLock lock(&mu_);
@@ -472,6 +572,13 @@ absl::Status LocalBackend::WriteConfigMap(const model::Job& job, const model::Ku
 
 absl::Status LocalBackend::Forget(const model::Job& job) {
   const JobKey key = KeyOf(job);
+  WaitForStarts(key);
+  {
+    absl::MutexLock lock(&start_mu_);
+    for (auto it = start_errors_.begin(); it != start_errors_.end();) {
+      it = it->first.first == key ? start_errors_.erase(it) : std::next(it);
+    }
+  }
   std::vector<ReplicaRecord> records;
   {
     absl::MutexLock lock(&mu_);

@@ -37,15 +37,25 @@
 // at Start() and recovers the handle from the replica dir (or drops the record when the
 // process never started), and a pod is never run twice.
 //
+// Starting is asynchronous, as on a kubelet: Apply(kCreate Pod) returns once the Pending
+// record is durable, and a small pool of starter threads runs the replica shims, so the
+// replicas of one job start in parallel instead of one shim start after another. When a
+// start ends the record becomes Running (or is dropped when the process could not be
+// started) and the change callback fires. A start that failed is reported by the next
+// Apply(kCreate) of that pod, so the controller retries it with its backoff. DeletePod and
+// Forget wait for the job's starts in flight; the destructor waits for all of them.
+//
 // Thread-safety: thread-safe; the controller calls it from several workers (never two at
 // once for one job), and a poller thread watches processes between Start() and Stop().
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -95,7 +105,7 @@ class LocalBackend : public Backend {
   // Errors: InvalidArgument (no store, relative state_dir, bad shim path), NotFound (no
   // shim), Internal (state dir, GPU discovery).
   static absl::StatusOr<std::unique_ptr<LocalBackend>> Create(LocalBackendOptions options);
-  // Stops the poller; replicas keep running.
+  // Stops the poller and waits for starts in flight; replicas keep running.
   ~LocalBackend() override;
 
   std::string Name() const override { return "local"; }
@@ -104,6 +114,7 @@ class LocalBackend : public Backend {
   // exit recorded, GPUs of running ones are re-registered), then starts the poller,
   // which calls the change callback for a job whenever one of its replicas ends.
   absl::Status Start() override;
+  // Stops the poller and waits for the starts in flight (their callbacks included).
   void Stop() override;
 
   // Reserves the job's ports (PortNamesFor) in the store; checks every replica's GPU
@@ -117,8 +128,10 @@ class LocalBackend : public Backend {
   // (128 + n for signal n) or, when the supervisor vanished, with a message and no code.
   // Changes are persisted in the replica records.
   absl::StatusOr<model::ObservedState> Observe(const model::Job& job) override;
-  // kCreate Pod: runs it (see above). Errors: InvalidArgument (pod_process.h),
-  // FailedPrecondition ("waiting for N GPUs"), Internal (could not start).
+  // kCreate Pod: runs it (see above); returns once the Pending record is stored, the
+  // process starts in the background. Errors: InvalidArgument (pod_process.h),
+  // FailedPrecondition ("waiting for N GPUs"), Internal (the previous start of this pod
+  // failed, reported once).
   // kDelete Pod: stops the process group (SIGTERM, grace, SIGKILL), frees its GPUs,
   // drops the record. Other kinds: recorded / dropped.
   absl::Status Apply(const model::Job& job, const model::Action& action) override;
@@ -138,6 +151,13 @@ class LocalBackend : public Backend {
 
   absl::Status EnsurePorts(const model::Job& job);
   absl::Status CreatePod(const model::Job& job, const model::KubeObject& pod);
+  // Runs the shim for a stored Pending record; see "Starting is asynchronous".
+  void FinishStart(ReplicaRecord record, ProcessSpec spec);
+  // Queues `task` on the starter pool.
+  void RunAsync(std::function<void()> task);
+  void StarterLoop();
+  // Blocks until no start of `job` is in flight.
+  void WaitForStarts(const JobKey& job);
   absl::Status DeletePod(const model::Job& job, const std::string& name);
   absl::Status WriteConfigMap(const model::Job& job, const model::KubeObject& cm);
   // Polls a started, running record and updates it (and the store) when it ended.
@@ -164,6 +184,16 @@ class LocalBackend : public Backend {
   absl::Mutex poll_mu_;
   bool stopping_ ABSL_GUARDED_BY(poll_mu_) = false;
   std::thread poller_;
+
+  // The starter pool and the starts in flight.
+  absl::Mutex start_mu_;
+  std::deque<std::function<void()>> start_tasks_ ABSL_GUARDED_BY(start_mu_);
+  bool starters_stopping_ ABSL_GUARDED_BY(start_mu_) = false;
+  std::map<JobKey, int> starting_ ABSL_GUARDED_BY(start_mu_);
+  // Failed starts by (job, pod), reported by the next CreatePod of that pod.
+  std::map<std::pair<JobKey, std::string>, absl::Status> start_errors_
+      ABSL_GUARDED_BY(start_mu_);
+  std::vector<std::thread> starters_;
 };
 
 }  // namespace coach::backend::local

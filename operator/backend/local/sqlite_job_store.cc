@@ -583,19 +583,26 @@ absl::Status SqliteJobStore::DeleteReplica(const JobKey& job, const std::string&
 }
 
 absl::Status SqliteJobStore::AppendEvent(const JobKey& job, const JobEvent& e) {
+  return AppendEvents(job, {e});
+}
+
+absl::Status SqliteJobStore::AppendEvents(const JobKey& job, const std::vector<JobEvent>& events) {
+  if (events.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::Status {
     RETURN_IF_ERROR(JobExistsLocked(job));
-    ASSIGN_OR_RETURN(Stmt ins, Stmt::Prepare(db_, "INSERT INTO events (namespace, job_name, "
-                                                  "type, reason, message, time_us) "
-                                                  "VALUES (?,?,?,?,?,?)"));
-    ins.Bind(1, job.namespace_)
-        .Bind(2, job.name)
-        .Bind(3, e.type)
-        .Bind(4, e.reason)
-        .Bind(5, e.message)
-        .BindTime(6, e.time);
-    RETURN_IF_ERROR(ins.Run());
+    for (const JobEvent& e : events) {
+      ASSIGN_OR_RETURN(Stmt ins, Stmt::Prepare(db_, "INSERT INTO events (namespace, job_name, "
+                                                    "type, reason, message, time_us) "
+                                                    "VALUES (?,?,?,?,?,?)"));
+      ins.Bind(1, job.namespace_)
+          .Bind(2, job.name)
+          .Bind(3, e.type)
+          .Bind(4, e.reason)
+          .Bind(5, e.message)
+          .BindTime(6, e.time);
+      RETURN_IF_ERROR(ins.Run());
+    }
     ASSIGN_OR_RETURN(Stmt trim, Stmt::Prepare(db_,
                                               "DELETE FROM events WHERE namespace=?1 AND "
                                               "job_name=?2 AND id NOT IN (SELECT id FROM events "

@@ -61,6 +61,8 @@ class SqliteJobStore : public JobStore {
   absl::Status DeleteReplica(const JobKey& job, const std::string& name) override;
 
   absl::Status AppendEvent(const JobKey& job, const JobEvent& event) override;
+  // One transaction (one WAL sync) for all of them.
+  absl::Status AppendEvents(const JobKey& job, const std::vector<JobEvent>& events) override;
   absl::StatusOr<std::vector<JobEvent>> ListEvents(const JobKey& job) override;
 
   absl::Status ReservePorts(const std::vector<PortReservation>& ports) override;
