@@ -1,0 +1,44 @@
+#pragma once
+
+// A token bucket shared by every request of a client, as client-go's flowcontrol:
+// `qps` tokens per second refill a bucket of `burst` tokens (which starts full); each
+// request takes one, waiting when the bucket is empty. qps <= 0 disables limiting.
+
+#include <atomic>
+#include <functional>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace coach::kube {
+
+inline constexpr double kDefaultQps = 20.0;  // --kube-api-qps, as upstream's operator default
+inline constexpr int kDefaultBurst = 30;     // --kube-api-burst
+
+class TokenBucketRateLimiter {
+ public:
+  TokenBucketRateLimiter(double qps, int burst);
+
+  // Takes a token, sleeping until one is available. Returns false (without a token) when
+  // `stop` is raised or when the wait would pass `deadline`.
+  bool Wait(absl::Time deadline = absl::InfiniteFuture(), const std::atomic<bool>* stop = nullptr);
+  // Takes a token only if one is available now.
+  bool TryAccept();
+
+  double qps() const { return qps_; }
+  int burst() const { return burst_; }
+
+ private:
+  // Reserves a token; returns when it becomes usable (now or later).
+  absl::Time Reserve(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Refill(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const double qps_;
+  const int burst_;
+  absl::Mutex mu_;
+  double tokens_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace coach::kube
