@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+"""Generates coach's CustomResourceDefinitions for the six kubeflow.org/v1 kinds.
+
+One compact description per kind (below) plus shared schema fragments, so the six CRDs stay
+consistent. Output: charts/coach/crds/kubeflow.org_<plural>.yaml (committed: Helm reads them).
+
+  tools/gen_crds.py            # (re)write the files
+  tools/gen_crds.py --check    # exit 1 when a committed file differs from what would be generated
+
+Design (see charts/coach/README.md):
+- Fields coach interprets are typed; the pod template is an object that keeps every field
+  (x-kubernetes-preserve-unknown-fields), so the CRD stays small enough for client-side
+  `kubectl apply` (upstream inlines the full PodSpec: ~600 KB per CRD).
+- Enums and minimums only where the value cannot run (coach's validator, api/v1/validation.cc,
+  rejects the same values with the same field path); never stricter than that.
+No third-party Python modules: the YAML writer is a small one at the bottom.
+"""
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT_DIR = os.path.join(ROOT, "charts", "coach", "crds")
+
+# kind, plural, replica-specs key, replica types, kind-specific spec fields, scale subresource.
+KINDS = [
+    dict(kind="PyTorchJob", plural="pytorchjobs", key="pytorchReplicaSpecs",
+         types=["Master", "Worker"], extra=["elasticPolicy", "nprocPerNode"], scale=True),
+    dict(kind="TFJob", plural="tfjobs", key="tfReplicaSpecs",
+         types=["PS", "Worker", "Chief", "Master", "Evaluator"],
+         extra=["successPolicy", "enableDynamicWorker"], scale=False),
+    dict(kind="XGBoostJob", plural="xgboostjobs", key="xgbReplicaSpecs",
+         types=["Master", "Worker"], extra=[], scale=False),
+    dict(kind="MPIJob", plural="mpijobs", key="mpiReplicaSpecs",
+         types=["Launcher", "Worker"], extra=["slotsPerWorker", "cleanPodPolicy", "mainContainer"],
+         scale=False),
+    dict(kind="PaddleJob", plural="paddlejobs", key="paddleReplicaSpecs",
+         types=["Master", "Worker"], extra=["elasticPolicy"], scale=True),
+    dict(kind="JAXJob", plural="jaxjobs", key="jaxReplicaSpecs",
+         types=["Worker"], extra=[], scale=True),
+]
+
+CATEGORIES = ["kubeflow", "kubeflow-training"]
+
+QUANTITY = {
+    "anyOf": [{"type": "integer"}, {"type": "string"}],
+    "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+               r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$",
+    "x-kubernetes-int-or-string": True,
+}
+
+
+def integer(desc, minimum=None, maximum=None, fmt="int32"):
+    s = {"type": "integer", "format": fmt, "description": desc}
+    if minimum is not None:
+        s["minimum"] = minimum
+    if maximum is not None:
+        s["maximum"] = maximum
+    return s
+
+
+def string(desc, enum=None, pattern=None):
+    s = {"type": "string", "description": desc}
+    if enum is not None:
+        s["enum"] = enum
+    if pattern is not None:
+        s["pattern"] = pattern
+    return s
+
+
+def obj(desc, props=None, required=None, **extra):
+    s = {"type": "object", "description": desc}
+    if props is not None:
+        s["properties"] = props
+    if required:
+        s["required"] = required
+    s.update(extra)
+    return s
+
+
+def free_object(desc):
+    return obj(desc, **{"x-kubernetes-preserve-unknown-fields": True})
+
+
+CLEAN_POD_POLICY = string("Which pods to delete when the job finishes: None (default), Running "
+                          "(Running and Pending pods) or All.", enum=["None", "Running", "All"])
+
+
+def replica_spec(kind):
+    return obj(
+        "One replica type: how many pods, their restart policy and their pod template.",
+        {
+            "replicas": integer("Number of pods of this type (default 1; MPIJob Worker: 0).",
+                                minimum=0),
+            "restartPolicy": string(
+                "Always, OnFailure, Never or ExitCode (recreate the pod when the main container "
+                "exits with 128 or more, fail the job on 1-127). Overrides the template's. "
+                "Empty: the kind's default.",
+                enum=["", "Always", "OnFailure", "Never", "ExitCode"]),
+            "template": obj(
+                "A core/v1 PodTemplateSpec. Kept as given: every field the API server's Pod "
+                "type knows (and any newer one) is stored and passed to the pods.",
+                {"metadata": free_object("Labels and annotations for the pods."),
+                 "spec": free_object("A core/v1 PodSpec.")},
+                **{"x-kubernetes-preserve-unknown-fields": True}),
+        })
+
+
+def run_policy():
+    return obj("Policies shared by all kinds: cleanup, deadlines, restarts, gang scheduling, suspend.", {
+        "activeDeadlineSeconds": integer(
+            "Fail the job when it has been running this many seconds.", minimum=0, fmt="int64"),
+        "backoffLimit": integer("Restarts allowed before the job is marked Failed.", minimum=0),
+        "cleanPodPolicy": CLEAN_POD_POLICY,
+        "managedBy": string(
+            "The controller that reconciles this job; any other value than coach's own "
+            "(kubeflow.org/training-operator) leaves the job to that controller (Kueue MultiKueue).",
+            enum=["kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue"]),
+        "schedulingPolicy": obj("Gang scheduling (PodGroup) settings.", {
+            "minAvailable": integer("Pods that must be schedulable together (default: all).",
+                                    minimum=1),
+            "minResources": obj("Resources the PodGroup needs before any pod starts.",
+                                additionalProperties=QUANTITY),
+            "priorityClass": string("PriorityClass of the PodGroup."),
+            "queue": string("Scheduler queue (Volcano).", **{}) | {
+                "x-kubernetes-validations": [{
+                    "message": "spec.runPolicy.schedulingPolicy.queue is immutable",
+                    "rule": "self == oldSelf"}]},
+            "scheduleTimeoutSeconds": integer("Seconds the gang may wait to be scheduled.",
+                                              minimum=0),
+        }),
+        "suspend": {"type": "boolean", "default": False,
+                    "description": "true deletes the job's pods and keeps the job; false resumes it."},
+        "ttlSecondsAfterFinished": integer(
+            "Delete the job this many seconds after it finished.", minimum=0),
+    })
+
+
+def elastic_policy():
+    return obj("Elastic training (torchrun rendezvous; Paddle elastic).", {
+        "maxReplicas": integer("Upper bound of Worker replicas.", minimum=1),
+        "maxRestarts": integer("torchrun --max-restarts.", minimum=0),
+        "metrics": {
+            "type": "array",
+            "description": "autoscaling/v2 MetricSpecs for a HorizontalPodAutoscaler.",
+            "items": obj("An autoscaling/v2 MetricSpec.", {"type": string("Metric source type.")},
+                         required=["type"], **{"x-kubernetes-preserve-unknown-fields": True}),
+        },
+        "minReplicas": integer("Lower bound of Worker replicas.", minimum=1),
+        "nProcPerNode": integer("Deprecated: use spec.nprocPerNode.", minimum=1),
+        "rdzvBackend": string("Rendezvous backend: c10d (default), etcd or etcd-v2."),
+        "rdzvConf": {
+            "type": "array", "description": "Extra rendezvous settings (PET_RDZV_CONF).",
+            "items": obj("key=value", {"key": string("Setting name."),
+                                       "value": string("Setting value.")}),
+        },
+        "rdzvHost": string("Rendezvous host (default <job>-worker-0)."),
+        "rdzvId": string("Rendezvous id."),
+        "rdzvPort": integer("Rendezvous port (default the Worker's pytorchjob-port).",
+                            minimum=1, maximum=65535),
+        "standalone": {"type": "boolean", "description": "torchrun --standalone."},
+    })
+
+
+EXTRA_FIELDS = {
+    "elasticPolicy": elastic_policy,
+    "nprocPerNode": lambda: string(
+        "Processes per pod: auto (default), cpu, gpu or a positive integer.",
+        pattern=r"^(auto|cpu|gpu|0*[1-9][0-9]*)$"),
+    "successPolicy": lambda: string(
+        "Empty (default: the Chief, or Worker 0) or AllWorkers.", enum=["", "AllWorkers"]),
+    "enableDynamicWorker": lambda: {"type": "boolean",
+                                    "description": "Sparse TF_CONFIG cluster for elastic workers."},
+    "slotsPerWorker": lambda: integer("MPI slots per worker in the hostfile (default 1).",
+                                      minimum=1),
+    "cleanPodPolicy": lambda: dict(CLEAN_POD_POLICY, description=(
+        "Deprecated MPIJob-level cleanPodPolicy; use spec.runPolicy.cleanPodPolicy.")),
+    "mainContainer": lambda: string("Name of the launcher's MPI container (default: the first)."),
+}
+
+
+def status():
+    time = lambda d: {"type": "string", "format": "date-time", "description": d}
+    return obj("Observed state, written by the operator.", {
+        "completionTime": time("When the job finished."),
+        "conditions": {
+            "type": "array",
+            "description": "Created, Running, Restarting, Succeeded, Suspended, Failed; the "
+                           "last one is the job's state.",
+            "items": obj("A job condition.", {
+                "lastTransitionTime": time("When status last changed."),
+                "lastUpdateTime": time("When the condition was last written."),
+                "message": string("Human-readable detail."),
+                "reason": string("<Kind><Reason>, e.g. PyTorchJobRunning."),
+                "status": string("True, False or Unknown."),
+                "type": string("Condition type."),
+            }, required=["status", "type"]),
+        },
+        "lastReconcileTime": time("When the operator last reconciled the job."),
+        "replicaStatuses": obj("Pod counts per replica type.", additionalProperties=obj(
+            "Pods of one replica type.", {
+                "active": integer("Running pods."),
+                "failed": integer("Failed pods."),
+                "labelSelector": obj("Selector of this type's pods.", {
+                    "matchExpressions": {"type": "array", "items": obj("", {
+                        "key": string(""), "operator": string(""),
+                        "values": {"type": "array", "items": {"type": "string"}}},
+                        required=["key", "operator"])},
+                    "matchLabels": obj("", additionalProperties={"type": "string"}),
+                }),
+                "selector": string("Selector of this type's pods, as a string (scale subresource)."),
+                "succeeded": integer("Succeeded pods."),
+            })),
+        "startTime": time("When the operator first saw the job (reset on resume)."),
+    })
+
+
+def strip_empty_descriptions(s):
+    if isinstance(s, dict):
+        return {k: strip_empty_descriptions(v) for k, v in s.items()
+                if not (k == "description" and v == "")}
+    if isinstance(s, list):
+        return [strip_empty_descriptions(v) for v in s]
+    return s
+
+
+def crd(k):
+    spec_props = {k["key"]: obj(
+        "Replica type (" + ", ".join(k["types"]) + ") to its replica spec.",
+        additionalProperties=replica_spec(k))}
+    spec_props["runPolicy"] = run_policy()
+    for f in k["extra"]:
+        spec_props[f] = EXTRA_FIELDS[f]()
+    spec_props = dict(sorted(spec_props.items()))
+    schema = obj(k["kind"] + " (kubeflow.org/v1), served by coach.", {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "spec": obj("Desired state.", spec_props, required=[k["key"]]),
+        "status": status(),
+    })
+    version = {
+        "name": "v1",
+        "served": True,
+        "storage": True,
+        "additionalPrinterColumns": [
+            {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string",
+             "description": "The last condition: Created, Running, Restarting, Succeeded, "
+                            "Suspended or Failed."},
+            {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
+        ],
+        "schema": {"openAPIV3Schema": strip_empty_descriptions(schema)},
+        "subresources": {"status": {}},
+    }
+    if k["scale"]:
+        version["subresources"]["scale"] = {
+            "specReplicasPath": ".spec.%s.Worker.replicas" % k["key"],
+            "statusReplicasPath": ".status.replicaStatuses.Worker.active",
+            "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+        }
+    singular = k["kind"].lower()
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": "%s.kubeflow.org" % k["plural"],
+            "labels": {"app.kubernetes.io/name": "coach", "app.kubernetes.io/part-of": "coach"},
+            "annotations": {"coach.kubeflow.org/generated-by": "tools/gen_crds.py"},
+        },
+        "spec": {
+            "group": "kubeflow.org",
+            "names": {"kind": k["kind"], "listKind": k["kind"] + "List", "plural": k["plural"],
+                      "singular": singular, "categories": CATEGORIES},
+            "scope": "Namespaced",
+            "versions": [version],
+        },
+    }
+
+
+# ---- a small YAML writer (block style; strings quoted with JSON rules when needed) ----
+_PLAIN = re.compile(r"^[A-Za-z_./][A-Za-z0-9_./ -]*$")
+_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
+
+
+def _scalar(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if v is None:
+        return "null"
+    s = str(v)
+    if (s and _PLAIN.match(s) and s.lower() not in _RESERVED and not s.endswith(" ")
+            and ": " not in s and " #" not in s):
+        return s
+    return json.dumps(s)
+
+
+def to_yaml(v, indent=0):
+    pad = " " * indent
+    lines = []
+    if isinstance(v, dict):
+        if not v:
+            return [pad + "{}"]
+        for key, val in v.items():
+            if isinstance(val, (dict, list)) and val:
+                lines.append("%s%s:" % (pad, _scalar(key)))
+                lines.extend(to_yaml(val, indent + (0 if isinstance(val, list) else 2)))
+            else:
+                empty = "{}" if isinstance(val, dict) else "[]" if isinstance(val, list) else None
+                lines.append("%s%s: %s" % (pad, _scalar(key), empty or _scalar(val)))
+    elif isinstance(v, list):
+        for item in v:
+            if isinstance(item, (dict, list)) and item:
+                sub = to_yaml(item, indent + 2)
+                lines.append(pad + "- " + sub[0].lstrip())
+                lines.extend(sub[1:])
+            else:
+                lines.append(pad + "- " + ("{}" if item == {} else "[]" if item == [] else _scalar(item)))
+    else:
+        lines.append(pad + _scalar(v))
+    return lines
+
+
+def render(k):
+    head = ("# Generated by tools/gen_crds.py; do not edit. coach's CRD for %s (kubeflow.org/v1).\n"
+            % k["kind"])
+    return head + "---\n" + "\n".join(to_yaml(crd(k))) + "\n"
+
+
+def main(argv):
+    check = "--check" in argv
+    stale = []
+    os.makedirs(OUT_DIR, exist_ok=True)
+    for k in KINDS:
+        path = os.path.join(OUT_DIR, "kubeflow.org_%s.yaml" % k["plural"])
+        text = render(k)
+        if check:
+            try:
+                with open(path) as f:
+                    if f.read() != text:
+                        stale.append(path)
+            except FileNotFoundError:
+                stale.append(path)
+        else:
+            with open(path, "w") as f:
+                f.write(text)
+    if stale:
+        print("stale (run tools/gen_crds.py): " + " ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
