@@ -1,0 +1,116 @@
+#include "operator/backend/kube/testing/testenv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace coach::kube::testing {
+namespace {
+
+constexpr char kAnchor[] = "operator/backend/kube/testing/testenv.cc";
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+// Runs `cmd` through the shell; stdout into *out. Returns the exit code.
+int Run(const std::string& cmd, std::string* out) {
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  int rc = ::pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+
+// The checkout holding this test's sources.
+std::string WorkspaceRoot() {
+  std::string srcdir = Env("TEST_SRCDIR");
+  std::string ws = Env("TEST_WORKSPACE");
+  for (const std::string& candidate : {srcdir + "/" + ws + "/" + kAnchor, std::string(kAnchor)}) {
+    char* real = ::realpath(candidate.c_str(), nullptr);
+    if (real == nullptr) continue;
+    std::string r(real);
+    free(real);
+    if (absl::EndsWith(r, kAnchor)) return r.substr(0, r.size() - sizeof(kAnchor) + 1);
+  }
+  return "";
+}
+
+}  // namespace
+
+bool InCi() {
+  std::string ci = absl::AsciiStrToLower(Env("CI"));
+  return ci == "true" || ci == "1";
+}
+
+absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
+  std::unique_ptr<TestEnv> env(new TestEnv());
+  std::string given = Env("COACH_TESTENV_KUBECONFIG");
+  if (!given.empty()) {
+    env->kubeconfig_ = given;
+    return env;
+  }
+  std::string root = WorkspaceRoot();
+  if (root.empty()) return absl::NotFoundError("cannot find the workspace (runfiles of testenv.cc)");
+  env->script_ = root + "tools/testenv/testenv";
+  struct stat st;
+  if (::stat(env->script_.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat(env->script_, " is missing"));
+  }
+  std::string bin;
+  if (Run(Quote(env->script_) + " bin 2>/dev/null", &bin) != 0) {
+    return absl::NotFoundError("`testenv bin` failed (no Go toolchain?)");
+  }
+  bin = std::string(absl::StripAsciiWhitespace(bin));
+  if (::stat((bin + "/kube-apiserver").c_str(), &st) != 0 || ::stat((bin + "/kwok").c_str(), &st) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("testenv binaries are not built in ", bin, ": run tools/testenv/testenv build"));
+  }
+  char tmpl[] = "/tmp/coach-kube-contract-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
+  env->dir_ = tmpl;
+  std::string out;
+  std::string log = env->dir_ + ".up.log";
+  int rc = Run(absl::StrCat(Quote(env->script_), " up --dir ", Quote(env->dir_), " 2>", Quote(log)), &out);
+  if (rc != 0) {
+    std::ifstream in(log);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    if (text.size() > 4000) text = text.substr(text.size() - 4000);
+    return absl::UnavailableError(absl::StrCat("testenv up --dir ", env->dir_, " exited ", rc, ":\n", text));
+  }
+  ::unlink(log.c_str());
+  env->kubeconfig_ = env->dir_ + "/kubeconfig";
+  return env;
+}
+
+TestEnv::~TestEnv() {
+  if (dir_.empty()) return;
+  std::string out;
+  Run(absl::StrCat(Quote(script_), " down --dir ", Quote(dir_), " >/dev/null 2>&1"), &out);
+  ::rmdir(dir_.c_str());
+}
+
+}  // namespace coach::kube::testing
