@@ -25,10 +25,10 @@ trap 'tools/mlflow_env.sh stop "$dir"; rm -rf "$dir"' EXIT
 uri="$(COACH_MLFLOW_WORKERS=$workers tools/mlflow_env.sh start "$dir")"
 echo "server: $uri (mlflow $("$py" -c 'import mlflow; print(mlflow.__version__)'), $workers workers, sqlite)" >&2
 
-python_json="$(MLFLOW_TRACKING_URI=$uri "$py" bench/mlflow/python_log_metric.py "$seconds" 2>/dev/null | tail -1)"
-coach_json="$("$bench" coach "$uri" "$points" "$senders")"
-coach1_json="$("$bench" coach "$uri" "$points" 1)"
-ingest_json="$("$bench" ingest "$uri" "$threads" "$seconds")"
+python_json="$(MLFLOW_TRACKING_URI=$uri "$py" bench/mlflow/python_log_metric.py "$seconds" 2>/dev/null | grep "^{" | tail -1)"
+coach_json="$("$bench" coach "$uri" "$points" "$senders" | grep "^{")"
+coach1_json="$("$bench" coach "$uri" "$points" 1 | grep "^{")"
+ingest_json="$("$bench" ingest "$uri" "$threads" "$seconds" | grep "^{")"
 
 /usr/bin/python3 - "$python_json" "$coach_json" "$coach1_json" "$ingest_json" <<'PY'
 import json, sys
