@@ -158,8 +158,10 @@ class KubeClient {
                               const std::string& name, const DeleteOptions& options) = 0;
 
   // The /status subresource (resource.has_status must be true, else NotFound). GetStatus
-  // returns the whole object; UpdateStatus/PatchStatus change only .status (metadata changes
-  // other than the resourceVersion precondition are ignored). Codes as Get/Update/Patch.
+  // returns the whole object; UpdateStatus/PatchStatus change only .status (spec changes are
+  // ignored; so are metadata changes for custom resources, while Pods' status endpoint still
+  // takes label/annotation changes: do not rely on either). A resourceVersion in the object or
+  // patch is a precondition (Aborted when stale). Codes as Get/Update/Patch.
   virtual absl::StatusOr<nlohmann::json> GetStatus(const ResourceDescriptor& resource, const std::string& ns,
                                                    const std::string& name) = 0;
   virtual absl::StatusOr<nlohmann::json> UpdateStatus(const ResourceDescriptor& resource,

@@ -387,13 +387,14 @@ TEST_P(ContractTest, PodStatusSubresource) {
   auto c = client_->Create(kPods, ns_, Pod("p"));
   ASSERT_TRUE(c.ok()) << c.status();
   // UpdateStatus writes .status only.
+  // (Pods' status endpoint also takes label changes, a kubelet legacy: not part of the contract.)
   json s = *c;
   s["status"]["message"] = "from-status";
-  s["metadata"]["labels"]["ignored"] = "yes";
+  s["spec"]["activeDeadlineSeconds"] = 5;
   auto us = client_->UpdateStatus(kPods, ns_, s);
   ASSERT_TRUE(us.ok()) << us.status();
   EXPECT_EQ((*us)["status"]["message"], "from-status");
-  EXPECT_FALSE((*us)["metadata"]["labels"].contains("ignored"));
+  EXPECT_FALSE((*us)["spec"].contains("activeDeadlineSeconds"));
   // Update ignores .status.
   json u = *us;
   u["status"]["message"] = "from-update";
@@ -463,9 +464,13 @@ TEST_P(ContractTest, CustomResourceWithStatusSubresource) {
   EXPECT_EQ((*c)["metadata"]["generation"], 1);
   json st = *c;
   st["status"] = {{"phase", "Ready"}};
+  st["spec"]["size"] = 100;
+  st["metadata"]["labels"] = {{"ignored", "yes"}};
   auto us = client_->UpdateStatus(kWidgets, ns_, st);
   ASSERT_TRUE(us.ok()) << us.status();
   EXPECT_EQ((*us)["status"]["phase"], "Ready");
+  EXPECT_EQ((*us)["spec"]["size"], 1);  // the status endpoint changes nothing else
+  EXPECT_FALSE((*us)["metadata"].contains("labels"));
   EXPECT_EQ((*us)["metadata"]["generation"], 1);  // status writes do not bump the generation
   auto p = client_->Patch(kWidgets, ns_, "w", PatchType::kMerge, {{"spec", {{"size", 2}}}, {"status", nullptr}});
   ASSERT_TRUE(p.ok()) << p.status();
