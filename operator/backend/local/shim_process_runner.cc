@@ -4,8 +4,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -145,32 +145,35 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
     return Errno("pipe");
   }
 
-  pid_t pid = fork();
-  if (pid == 0) {
-    // Child: async-signal-safe calls only.
-    setsid();
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int s = 1; s < NSIG; ++s) {
-      if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
-    }
-    // Move the fds to 0..3 without clobbering one another: first above 3, then down.
-    int sfd = fcntl(status_pipe[1], F_DUPFD, 10);
-    int lfd = fcntl(log_fd, F_DUPFD, 10);
-    int nfd = fcntl(null_fd, F_DUPFD, 10);
-    if (sfd < 0 || lfd < 0 || nfd < 0) _exit(127);
-    dup2(nfd, 0);
-    dup2(lfd, 1);
-    dup2(lfd, 2);
-    dup2(sfd, kStatusFd);
-    // Nothing else of the operator's leaks into the replica.
-    syscall(SYS_close_range, kStatusFd + 1, ~0U, 0);
-    execve(argv[0], argv.data(), envp.data());
-    static const char kMsg[] = "error cannot exec the replica shim\n";
-    ssize_t ignored = write(kStatusFd, kMsg, sizeof(kMsg) - 1);
-    (void)ignored;
-    _exit(127);
+  // posix_spawn (vfork-like in glibc) instead of fork: the operator is multi-threaded with
+  // a sizeable address space, and copying its page tables per replica was a fifth of its
+  // CPU time when starting jobs. The child gets its own session, default signal
+  // dispositions, an empty mask, fds 0-3 and nothing else of the operator's.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  // The three descriptors are at 3 or above (0-2 are the operator's own), and are copied
+  // to 0-2 before 3 is overwritten, so no copy clobbers another's source.
+  posix_spawn_file_actions_adddup2(&actions, null_fd, 0);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, 2);
+  posix_spawn_file_actions_adddup2(&actions, status_pipe[1], kStatusFd);
+  posix_spawn_file_actions_addclosefrom_np(&actions, kStatusFd + 1);
+  pid_t pid = -1;
+  int spawn_error = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (spawn_error != 0) {
+    pid = -1;
+    errno = spawn_error;
   }
   int fork_errno = errno;
   close(status_pipe[1]);
@@ -179,7 +182,7 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
   if (pid < 0) {
     close(status_pipe[0]);
     errno = fork_errno;
-    return Errno("fork");
+    return Errno(absl::StrCat("starting the replica shim ", shim_path_));
   }
   absl::StatusOr<std::string> line =
       ReadStatusLine(status_pipe[0], absl::Now() + options_.start_timeout);
