@@ -227,6 +227,16 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
   }
   ASSIGN_OR_RETURN(model::ObservedState observed, backend_->Observe(job));
   const absl::Time now = clock_->Now();
+  if (options_.observer != nullptr && observed.pods.empty() &&
+      !reconcile::IsFinished(job.status())) {
+    // A moment for the observer to make what the replicas' environment carries (the job's
+    // MLflow run); bounded by the observer, which changes the job and so enqueues it.
+    if (std::optional<absl::Time> hold = options_.observer->HoldStartUntil(job);
+        hold.has_value() && now < *hold) {
+      queue_.AddAt(key, *hold);
+      return absl::OkStatus();
+    }
+  }
   model::ReconcileResult result = reconcile::Reconcile(job, observed, now, config);
 
   bool applied_any = false;
@@ -284,6 +294,7 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
     spdlog::warn("job {}: {} event(s) not stored: {}", key, events.size(), appended.ToString());
   }
   RecordObserved(key, &observed, &job.status());
+  if (options_.observer != nullptr) options_.observer->JobSeen(job);
   if (applied_any) queue_.Add(key);
   if (result.requeue_at.has_value()) queue_.AddAt(key, *result.requeue_at);
   return absl::OkStatus();

@@ -33,6 +33,7 @@
 #include "operator/backend/backend.h"
 #include "operator/backend/local/job_store.h"
 #include "operator/core/clock.h"
+#include "operator/core/job_observer.h"
 #include "operator/core/job_service.h"
 #include "operator/core/keyed_mutex.h"
 #include "operator/core/watch_broadcaster.h"
@@ -48,6 +49,9 @@ class Controller {
     int workers = 2;
     model::ReconcileConfig config;
     WorkQueue::Options queue;
+    // Not owned; may be null. Told about every job after each pass (job_observer.h), and
+    // asked before a job's first replica starts whether to hold it back a moment.
+    JobObserver* observer = nullptr;
   };
 
   // Nothing is owned; everything must outlive the controller. `metrics` may be null.

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "operator/core/label_selector.h"
 #include "operator/reconcile/conditions.h"
+#include "operator/reconcile/mlflow_env.h"
 
 namespace coach::core {
 
@@ -75,8 +76,11 @@ absl::StatusOr<api::v1::TrainingJob> JobService::Admission(const CreateRequest& 
     job.mutable_metadata()->set_namespace_(request.namespace_.empty() ? "default"
                                                                       : request.namespace_);
   }
+  // The run and experiment ids are the operator's to write (mlflow_env.h).
+  reconcile::ClearOperatorMlflowAnnotations(&job);
   api::v1::SetDefaults(&job);
   RETURN_IF_ERROR(api::v1::ValidateJob(job));
+  RETURN_IF_ERROR(reconcile::ValidateMlflowAnnotations(job));
   return job;
 }
 
@@ -160,6 +164,7 @@ absl::StatusOr<ListResponse> JobService::List(const ListRequest& request) {
 }
 
 absl::Status JobService::DeleteLocked(const api::v1::TrainingJob& job) {
+  if (observer_ != nullptr) observer_->JobDeleting(job);
   RETURN_IF_ERROR(backend_->Forget(job));
   absl::Status deleted = store_->Delete(backend::local::KeyOf(job), std::nullopt);
   if (!deleted.ok()) return deleted;

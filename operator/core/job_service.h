@@ -26,6 +26,7 @@
 #include "api/v1/training_job.pb.h"
 #include "operator/backend/backend.h"
 #include "operator/backend/local/job_store.h"
+#include "operator/core/job_observer.h"
 #include "operator/core/keyed_mutex.h"
 #include "operator/core/watch_broadcaster.h"
 #include "operator/metrics/operator_metrics.h"
@@ -95,6 +96,9 @@ class JobService {
 
   // Called with every job that changed through the API (the controller's Enqueue).
   void SetEnqueue(std::function<void(const JobKey&)> enqueue);
+  // Told before a job is deleted (job_observer.h). Not owned; null to remove. Set before
+  // serving.
+  void SetObserver(JobObserver* observer) { observer_ = observer; }
 
   // Parse (manifest) or take (job), namespace, SetDefaults, ValidateJob. Stores nothing.
   // Errors: InvalidArgument.
@@ -136,6 +140,7 @@ class JobService {
   metrics::OperatorMetrics* const metrics_;
   const Options options_;
   std::function<void(const JobKey&)> enqueue_;
+  JobObserver* observer_ = nullptr;
 };
 
 }  // namespace coach::core

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -19,6 +20,16 @@ using Job = ::coach::api::v1::TrainingJob;
 using JobStatus = ::coach::api::v1::TrainingJobStatus;
 
 enum class GangScheduler { kNone, kVolcano, kSchedulerPlugins };
+
+// Operator-wide MLflow settings (operator/reconcile/mlflow_env.h): jobs without the
+// per-job annotations are tracked when tracking_uri is set.
+struct MlflowConfig {
+  std::string tracking_uri;        // "" : only jobs with coach.dev/mlflow-tracking-uri
+  std::string experiment = "coach";
+  // Variables (name, value) every tracked replica also gets: the MLFLOW_TRACKING_* auth/TLS
+  // settings, only when the operator runs with --mlflow-forward-credentials.
+  std::vector<std::pair<std::string, std::string>> forwarded_env;
+};
 
 // Operator-wide settings the reconciler needs. Defaults match upstream.
 struct ReconcileConfig {
@@ -36,6 +47,7 @@ struct ReconcileConfig {
   // How replicas reach each other. Null: Kubernetes service names and declared ports
   // (with cluster_domain). The local backend installs its own.
   std::shared_ptr<const AddressPlan> address_plan;
+  MlflowConfig mlflow;
 };
 
 struct Action {

@@ -5,6 +5,7 @@
 #include "common/status_macros.h"
 #include "operator/reconcile/framework_env.h"
 #include "operator/reconcile/gang.h"
+#include "operator/reconcile/mlflow_env.h"
 #include "operator/reconcile/mpi_objects.h"
 #include "operator/reconcile/replicas.h"
 
@@ -32,6 +33,7 @@ absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& 
   } else {
     RETURN_IF_ERROR(SetClusterSpec(ref, tmpl));
   }
+  AddMlflowEnv(job, config.mlflow, tmpl);
   const std::string policy = RestartPolicy(job, type);
   tmpl["spec"]["restartPolicy"] = policy == "ExitCode" ? "Never" : policy;
   DecorateForGang(job, type, config, tmpl);

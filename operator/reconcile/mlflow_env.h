@@ -1,0 +1,63 @@
+#pragma once
+
+// MLflow wiring of a job, pure: which tracking server and experiment a job reports to (its
+// annotations, else the operator-wide MlflowConfig), and the environment its replicas get.
+//
+// Annotations a user may set (validated at admission, ValidateMlflowAnnotations):
+//   coach.dev/mlflow                 "true" | "false": opt in/out (false wins over the operator-wide URI)
+//   coach.dev/mlflow-tracking-uri    http(s)://host[:port][/prefix], no credentials in it
+//   coach.dev/mlflow-experiment      experiment name (default: the operator's, else "coach")
+// Annotations the operator writes (a client's values are dropped at admission):
+//   coach.dev/mlflow-run-id          the job's run
+//   coach.dev/mlflow-experiment-id   its experiment
+//
+// Replicas of a tracked job get MLFLOW_TRACKING_URI, MLFLOW_EXPERIMENT_NAME and, once the run
+// exists, MLFLOW_EXPERIMENT_ID and MLFLOW_RUN_ID (so `mlflow.start_run()` resumes the job's run),
+// plus MlflowConfig::forwarded_env. A variable the container already sets is left alone.
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "operator/model/reconcile_types.h"
+#include "operator/reconcile/replicas.h"
+
+namespace coach::reconcile {
+
+inline constexpr char kAnnotationMlflow[] = "coach.dev/mlflow";
+inline constexpr char kAnnotationMlflowTrackingUri[] = "coach.dev/mlflow-tracking-uri";
+inline constexpr char kAnnotationMlflowExperiment[] = "coach.dev/mlflow-experiment";
+inline constexpr char kAnnotationMlflowRunId[] = "coach.dev/mlflow-run-id";
+inline constexpr char kAnnotationMlflowExperimentId[] = "coach.dev/mlflow-experiment-id";
+
+struct MlflowTarget {
+  std::string tracking_uri;
+  std::string experiment;
+  std::string run_id;         // "" until the operator has written the annotation
+  std::string experiment_id;  // likewise
+};
+
+// OK for an http(s) URI with a host, no whitespace and no user:password@ (secrets do not
+// belong in annotations or flags; use MLFLOW_TRACKING_* variables). InvalidArgument otherwise.
+absl::Status ValidateTrackingUri(absl::string_view uri);
+
+// InvalidArgument naming the annotation ("metadata.annotations[coach.dev/mlflow-tracking-uri]: ...").
+absl::Status ValidateMlflowAnnotations(const model::Job& job);
+
+// Removes the annotations only the operator writes (run and experiment ids).
+void ClearOperatorMlflowAnnotations(model::Job* job);
+
+// The server and experiment the job reports to; nullopt when it is not tracked.
+std::optional<MlflowTarget> MlflowTargetFor(const model::Job& job, const model::MlflowConfig& config);
+
+// The variables a replica of `job` gets (empty when untracked), in a stable order.
+std::vector<std::pair<std::string, std::string>> MlflowEnv(const model::Job& job,
+                                                           const model::MlflowConfig& config);
+
+// Adds MlflowEnv to every container of a pod template that does not set the variable already.
+void AddMlflowEnv(const model::Job& job, const model::MlflowConfig& config, Json& pod_template);
+
+}  // namespace coach::reconcile

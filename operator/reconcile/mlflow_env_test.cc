@@ -1,0 +1,121 @@
+#include "operator/reconcile/mlflow_env.h"
+
+#include <gtest/gtest.h>
+
+#include "operator/reconcile/desired_objects.h"
+#include "operator/reconcile/testing/job_builder.h"
+
+namespace coach::reconcile {
+namespace {
+
+using testing::MakePyTorchJob;
+
+model::Job Annotated(std::initializer_list<std::pair<const char*, const char*>> annotations) {
+  model::Job job = MakePyTorchJob("ns", "j").Master(1).Workers(1).Build();
+  for (const auto& [k, v] : annotations) (*job.mutable_metadata()->mutable_annotations())[k] = v;
+  return job;
+}
+
+std::string EnvOf(const model::KubeObject& pod, const std::string& name) {
+  for (const Json& e : pod.body["spec"]["containers"][0]["env"]) {
+    if (e.value("name", "") == name) return e.value("value", "<fieldRef>");
+  }
+  return "<unset>";
+}
+
+TEST(MlflowEnvTest, ValidateTrackingUri) {
+  EXPECT_TRUE(ValidateTrackingUri("http://127.0.0.1:5000").ok());
+  EXPECT_TRUE(ValidateTrackingUri("https://mlflow.example.com/prefix/").ok());
+  EXPECT_FALSE(ValidateTrackingUri("").ok());
+  EXPECT_FALSE(ValidateTrackingUri("file:///tmp/mlruns").ok());
+  EXPECT_FALSE(ValidateTrackingUri("databricks").ok());
+  EXPECT_FALSE(ValidateTrackingUri("http://").ok());
+  EXPECT_FALSE(ValidateTrackingUri("http://:5000").ok());
+  EXPECT_FALSE(ValidateTrackingUri("http://host name").ok());
+  EXPECT_FALSE(ValidateTrackingUri("http://a?b=c").ok());
+  absl::Status with_secret = ValidateTrackingUri("http://u:s3cret@host");
+  EXPECT_TRUE(absl::IsInvalidArgument(with_secret));
+  EXPECT_EQ(std::string(with_secret.message()).find("s3cret"), std::string::npos);
+}
+
+TEST(MlflowEnvTest, ValidateAnnotationsNamesTheAnnotation) {
+  EXPECT_TRUE(ValidateMlflowAnnotations(Annotated({})).ok());
+  EXPECT_TRUE(ValidateMlflowAnnotations(
+                  Annotated({{kAnnotationMlflowTrackingUri, "http://h:1"},
+                             {kAnnotationMlflowExperiment, "e"}, {kAnnotationMlflow, "true"}}))
+                  .ok());
+  absl::Status bad = ValidateMlflowAnnotations(Annotated({{kAnnotationMlflowTrackingUri, "ftp://x"}}));
+  EXPECT_TRUE(absl::IsInvalidArgument(bad));
+  EXPECT_NE(std::string(bad.message()).find("coach.dev/mlflow-tracking-uri"), std::string::npos)
+      << bad;
+  bad = ValidateMlflowAnnotations(Annotated({{kAnnotationMlflow, "yes"}}));
+  EXPECT_NE(std::string(bad.message()).find("metadata.annotations[coach.dev/mlflow]"),
+            std::string::npos);
+  bad = ValidateMlflowAnnotations(Annotated({{kAnnotationMlflowExperiment, ""}}));
+  EXPECT_NE(std::string(bad.message()).find("coach.dev/mlflow-experiment"), std::string::npos);
+}
+
+TEST(MlflowEnvTest, TargetFromAnnotationsOrOperator) {
+  model::MlflowConfig none;
+  model::MlflowConfig wide;
+  wide.tracking_uri = "http://wide:5000";
+  wide.experiment = "team";
+  EXPECT_FALSE(MlflowTargetFor(Annotated({}), none).has_value());
+  auto t = MlflowTargetFor(Annotated({}), wide);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->tracking_uri, "http://wide:5000");
+  EXPECT_EQ(t->experiment, "team");
+  t = MlflowTargetFor(Annotated({{kAnnotationMlflowTrackingUri, "http://job:1"}}), none);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->tracking_uri, "http://job:1");
+  EXPECT_EQ(t->experiment, "coach");
+  t = MlflowTargetFor(Annotated({{kAnnotationMlflowExperiment, "mine"}}), wide);
+  EXPECT_EQ(t->experiment, "mine");
+  EXPECT_FALSE(MlflowTargetFor(Annotated({{kAnnotationMlflow, "false"}}), wide).has_value());
+}
+
+TEST(MlflowEnvTest, PodsGetRunVariablesWithoutOverridingTheUsers) {
+  model::ReconcileConfig config;
+  config.mlflow.tracking_uri = "http://wide:5000";
+  config.mlflow.forwarded_env = {{"MLFLOW_TRACKING_TOKEN", "tok"}};
+  model::Job job = Annotated({{kAnnotationMlflowRunId, "r1"}, {kAnnotationMlflowExperimentId, "7"}});
+  auto pod = DesiredPod(job, "Worker", 0, config);
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_TRACKING_URI"), "http://wide:5000");
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_EXPERIMENT_ID"), "7");
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_RUN_ID"), "r1");
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_EXPERIMENT_NAME"), "coach");
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_TRACKING_TOKEN"), "tok");
+
+  // Not yet created: no run id.
+  pod = DesiredPod(Annotated({}), "Master", 0, config);
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_TRACKING_URI"), "http://wide:5000");
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_RUN_ID"), "<unset>");
+
+  // A container's own MLFLOW_TRACKING_URI wins.
+  model::Job own = MakePyTorchJob("ns", "j")
+                       .Master(1)
+                       .Template("Master", R"({"spec":{"containers":[{"name":"pytorch","image":"x","ports":[{"name":"pytorchjob-port","containerPort":23456}],
+                          "env":[{"name":"MLFLOW_TRACKING_URI","value":"http://mine"}]}]}})")
+                       .Build();
+  pod = DesiredPod(own, "Master", 0, config);
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_TRACKING_URI"), "http://mine");
+
+  // Untracked: nothing added.
+  pod = DesiredPod(Annotated({}), "Master", 0, model::ReconcileConfig{});
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_TRACKING_URI"), "<unset>");
+}
+
+TEST(MlflowEnvTest, ClearOperatorAnnotations) {
+  model::Job job = Annotated({{kAnnotationMlflowRunId, "r"}, {kAnnotationMlflowExperimentId, "1"},
+                              {kAnnotationMlflowExperiment, "e"}});
+  ClearOperatorMlflowAnnotations(&job);
+  EXPECT_EQ(job.metadata().annotations().size(), 1u);
+  EXPECT_EQ(job.metadata().annotations().count(kAnnotationMlflowExperiment), 1u);
+}
+
+}  // namespace
+}  // namespace coach::reconcile

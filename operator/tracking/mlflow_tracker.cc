@@ -1,0 +1,520 @@
+#include "operator/tracking/mlflow_tracker.h"
+
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "api/v1/kinds.h"
+#include "common/status_macros.h"
+#include "operator/reconcile/conditions.h"
+#include "operator/reconcile/mlflow_env.h"
+#include "operator/reconcile/replicas.h"
+
+namespace coach::tracking {
+namespace {
+
+using mlflow::Param;
+using mlflow::RunStatus;
+using mlflow::Tag;
+
+int64_t ToMs(absl::Time t) { return absl::ToUnixMillis(t); }
+
+std::string KeyOf(const model::Job& job) {
+  return job.metadata().namespace_() + "/" + job.metadata().name();
+}
+
+std::string KindName(const model::Job& job) {
+  const api::v1::KindInfo* info = api::v1::FindKind(job.kind());
+  return info == nullptr ? "Unknown" : std::string(info->name);
+}
+
+bool Terminal(RunStatus s) {
+  return s == RunStatus::kFinished || s == RunStatus::kFailed || s == RunStatus::kKilled;
+}
+
+const char* const kStates[] = {"Succeeded", "Failed", "Suspended", "Restarting", "Running"};
+
+}  // namespace
+
+std::vector<Param> RunParams(const model::Job& job) {
+  std::vector<Param> params;
+  int total = 0;
+  for (const std::string& type : reconcile::ReplicaTypes(job)) {
+    const int n = reconcile::Replicas(job, type);
+    total += n;
+    params.push_back({"replicas." + type, absl::StrCat(n)});
+    params.push_back({"restart_policy." + type, reconcile::RestartPolicy(job, type)});
+    absl::StatusOr<model::Json> tmpl = reconcile::ParseTemplate(job, type);
+    if (tmpl.ok()) {
+      const model::Json* containers = reconcile::MutableContainers(*tmpl);
+      if (containers != nullptr && !containers->empty() && (*containers)[0].is_object()) {
+        const std::string image = (*containers)[0].value("image", "");
+        if (!image.empty()) params.push_back({"image." + type, image.substr(0, 6000)});
+      }
+    }
+  }
+  int nproc = 1;
+  if (job.spec().has_nproc_per_node()) {
+    params.push_back({"nproc_per_node", job.spec().nproc_per_node()});
+    if (!absl::SimpleAtoi(job.spec().nproc_per_node(), &nproc) || nproc < 1) nproc = 1;
+  }
+  params.push_back({"world_size", absl::StrCat(total * nproc)});
+  return params;
+}
+
+std::map<std::string, std::string> ConditionTags(const model::JobStatus& status) {
+  std::map<std::string, std::string> tags;
+  std::string state = "Created";
+  for (const char* s : kStates) {
+    if (reconcile::HasTrueCondition(status, s)) {
+      state = s;
+      break;
+    }
+  }
+  tags["coach.state"] = state;
+  const api::v1::JobCondition* latest = nullptr;
+  for (const api::v1::JobCondition& c : status.conditions()) {
+    tags["coach.condition." + c.type()] = c.status();
+    if (c.status() == "True" &&
+        (latest == nullptr || reconcile::FromTimestamp(c.last_transition_time()) >=
+                                  reconcile::FromTimestamp(latest->last_transition_time()))) {
+      latest = &c;
+    }
+  }
+  if (latest != nullptr && !latest->message().empty()) {
+    tags["coach.message"] = latest->message().substr(0, 8000);
+  }
+  return tags;
+}
+
+MlflowTracker::MlflowTracker(MlflowTrackerOptions options, MlflowTrackerHooks hooks,
+                             core::Clock* clock, metrics::Registry* registry)
+    : options_(std::move(options)),
+      hooks_(std::move(hooks)),
+      clock_(clock),
+      queue_(clock, core::WorkQueue::Options{options_.backoff_base, options_.backoff_cap,
+                                             absl::Milliseconds(100)}) {
+  if (registry != nullptr) {
+    errors_ = registry->Counter("coach_mlflow_errors_total",
+                                "MLflow tracking calls that failed, by step and kind",
+                                {"op", "kind"});
+    backlog_ = registry->Gauge("coach_mlflow_backlog", "Jobs with MLflow tracking work pending");
+    dropped_ = registry->Counter("coach_mlflow_dropped_jobs_total",
+                                 "Jobs not tracked because the tracking table was full");
+    created_ = registry->Counter("coach_mlflow_runs_created_total", "MLflow runs created");
+    ended_ = registry->Counter("coach_mlflow_runs_ended_total", "MLflow runs ended, by status",
+                               {"status"});
+    given_up_ = registry->Counter("coach_mlflow_given_up_total",
+                                  "Jobs whose tracking was abandoned after permanent errors");
+  }
+}
+
+MlflowTracker::~MlflowTracker() { Stop(absl::ZeroDuration()); }
+
+void MlflowTracker::Start() {
+  absl::MutexLock lock(&mu_);
+  if (started_) return;
+  started_ = true;
+  for (int i = 0; i < std::max(1, options_.workers); ++i) {
+    workers_.emplace_back([this] { Worker(); });
+  }
+}
+
+void MlflowTracker::Stop(absl::Duration drain) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  if (drain > absl::ZeroDuration()) WaitIdle(drain);
+  queue_.ShutDown();
+  for (std::thread& t : workers_) t.join();
+  workers_.clear();
+}
+
+void MlflowTracker::UpdateBacklog() {
+  stats_.backlog = queue_.Depth() + queue_.DelayedCount() + in_flight_.size();
+  if (backlog_ != nullptr) backlog_->Set({}, static_cast<double>(stats_.backlog));
+}
+
+void MlflowTracker::Enqueue(const model::Job& job, bool deleted,
+                            std::map<std::string, std::string> logs, bool have_logs) {
+  const std::string& uid = job.metadata().uid();
+  if (uid.empty()) return;
+  {
+    absl::MutexLock lock(&mu_);
+    if (done_.count(uid) > 0) {
+      if (deleted) done_.erase(uid);  // nothing more will be seen of it
+      return;
+    }
+    auto it = jobs_.find(uid);
+    if (it == jobs_.end()) {
+      if (!deleted && !reconcile::MlflowTargetFor(job, options_.mlflow).has_value()) return;
+      if (jobs_.size() >= options_.max_jobs) {
+        ++stats_.dropped_jobs;
+        if (dropped_ != nullptr) dropped_->Add({});
+        spdlog::warn("mlflow: {} not tracked: {} jobs are tracked already", KeyOf(job),
+                     jobs_.size());
+        return;
+      }
+      it = jobs_.emplace(uid, Tracked{}).first;
+    }
+    Tracked& t = it->second;
+    if (t.deleted) return;  // the deletion snapshot is the last word
+    t.job = job;
+    if (deleted) {
+      t.deleted = true;
+      t.final_logs = std::move(logs);
+      t.have_final_logs = have_logs;
+    }
+  }
+  queue_.Add(uid);
+  absl::MutexLock lock(&mu_);
+  UpdateBacklog();
+}
+
+void MlflowTracker::JobSeen(const model::Job& job) { Enqueue(job, false, {}, false); }
+
+void MlflowTracker::JobDeleting(const model::Job& job) {
+  const std::string& uid = job.metadata().uid();
+  {
+    absl::MutexLock lock(&mu_);
+    if (done_.count(uid) > 0) {
+      done_.erase(uid);
+      return;
+    }
+    if (jobs_.count(uid) == 0 && !reconcile::MlflowTargetFor(job, options_.mlflow).has_value()) {
+      return;
+    }
+  }
+  // The replicas (and their logs) are gone once the backend forgets the job: read them now,
+  // from local files; the upload happens later, off this path.
+  std::map<std::string, std::string> logs;
+  bool have_logs = false;
+  if (hooks_.read_logs) {
+    absl::StatusOr<std::map<std::string, std::string>> read =
+        hooks_.read_logs(job, options_.max_log_bytes);
+    if (read.ok()) {
+      logs = std::move(read).value();
+      have_logs = true;
+    } else {
+      spdlog::warn("mlflow: logs of {} not read: {}", KeyOf(job), read.status().ToString());
+    }
+  }
+  Enqueue(job, true, std::move(logs), have_logs);
+}
+
+std::optional<absl::Time> MlflowTracker::HoldStartUntil(const model::Job& job) {
+  if (options_.run_wait <= absl::ZeroDuration()) return std::nullopt;
+  std::optional<reconcile::MlflowTarget> target = reconcile::MlflowTargetFor(job, options_.mlflow);
+  if (!target.has_value() || !target->run_id.empty()) return std::nullopt;
+  {
+    absl::MutexLock lock(&mu_);
+    if (uri_failing_since_.count(target->tracking_uri) > 0) return std::nullopt;
+    if (done_.count(job.metadata().uid()) > 0) return std::nullopt;
+    if (!started_ || stopped_) return std::nullopt;
+  }
+  // Make sure the run is on its way (the controller calls this before JobSeen).
+  JobSeen(job);
+  absl::Time created = reconcile::FromTimestamp(job.metadata().creation_timestamp());
+  const absl::Time now = clock_->Now();
+  if (created > now || created < now - absl::Hours(24 * 365 * 30)) created = now;
+  return created + options_.run_wait;
+}
+
+bool MlflowTracker::WaitIdle(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      UpdateBacklog();
+      if (stats_.backlog == 0) return true;
+    }
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+}
+
+MlflowTracker::Stats MlflowTracker::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+void MlflowTracker::CountError(const std::string& op, const absl::Status& status) {
+  const bool transient = mlflow::IsTransient(status);
+  if (errors_ != nullptr) errors_->Add({op, transient ? "transient" : "permanent"});
+  absl::MutexLock lock(&mu_);
+  ++stats_.errors;
+}
+
+absl::StatusOr<mlflow::TrackingClient*> MlflowTracker::ClientFor(const std::string& uri) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = clients_.find(uri);
+    if (it != clients_.end()) return it->second.get();
+  }
+  if (!hooks_.make_client) return absl::FailedPreconditionError("no MLflow client factory");
+  ASSIGN_OR_RETURN(std::unique_ptr<mlflow::TrackingClient> client, hooks_.make_client(uri));
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = clients_.emplace(uri, std::move(client));
+  return it->second.get();
+}
+
+void MlflowTracker::Save(const std::string& uid, const Tracked& t) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(uid);
+  if (it == jobs_.end()) return;
+  Tracked& s = it->second;
+  s.uri = t.uri;
+  s.experiment_id = t.experiment_id;
+  s.run_id = t.run_id;
+  s.run_checked = t.run_checked;
+  s.annotated = t.annotated;
+  s.params_logged = t.params_logged;
+  s.tags_sent = t.tags_sent;
+  s.logs_uploaded = t.logs_uploaded;
+  s.terminated = t.terminated;
+}
+
+absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
+  Tracked t;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(uid);
+    if (it == jobs_.end()) return absl::OkStatus();
+    t = it->second;
+  }
+  const model::Job& job = t.job;
+  const std::string key = KeyOf(job);
+  std::optional<reconcile::MlflowTarget> target = reconcile::MlflowTargetFor(job, options_.mlflow);
+  if (!target.has_value()) {
+    absl::MutexLock lock(&mu_);
+    jobs_.erase(uid);
+    return absl::OkStatus();
+  }
+  if (t.uri != target->tracking_uri) {
+    t.uri = target->tracking_uri;
+    Save(uid, t);  // the worker marks this URI failing on a transient error
+  }
+  *op = "client";
+  ASSIGN_OR_RETURN(mlflow::TrackingClient * client, ClientFor(t.uri));
+
+  // Experiment.
+  if (t.experiment_id.empty()) t.experiment_id = target->experiment_id;
+  if (t.experiment_id.empty()) {
+    const std::string cache_key = t.uri + "\n" + target->experiment;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = experiments_.find(cache_key);
+      if (it != experiments_.end()) t.experiment_id = it->second;
+    }
+    if (t.experiment_id.empty()) {
+      *op = "experiment";
+      ASSIGN_OR_RETURN(t.experiment_id, client->GetOrCreateExperiment(target->experiment));
+      absl::MutexLock lock(&mu_);
+      experiments_[cache_key] = t.experiment_id;
+    }
+  }
+
+  // Run: the annotation's, else the one tagged with the job's uid, else a new one.
+  const bool finished = reconcile::IsFinished(job.status());
+  bool found_existing = false;
+  if (t.run_id.empty()) t.run_id = target->run_id;
+  if (!t.run_id.empty() && !target->run_id.empty()) found_existing = true;
+  if (t.run_id.empty()) {
+    *op = "search_runs";
+    mlflow::SearchRunsRequest search;
+    search.experiment_ids = {t.experiment_id};
+    search.filter = absl::StrCat("tags.`coach.job_uid` = '", uid, "'");
+    search.max_results = 1;
+    ASSIGN_OR_RETURN(std::vector<mlflow::RunInfo> runs, client->SearchRuns(search));
+    if (!runs.empty()) {
+      t.run_id = runs[0].run_id;
+      found_existing = true;
+    } else {
+      *op = "create_run";
+      mlflow::CreateRunRequest create;
+      create.experiment_id = t.experiment_id;
+      create.run_name = key;
+      create.start_time_ms = ToMs(reconcile::FromTimestamp(job.metadata().creation_timestamp()));
+      if (*create.start_time_ms <= 0) create.start_time_ms.reset();
+      create.tags = {{"coach.job_uid", uid},
+                     {"coach.kind", KindName(job)},
+                     {"coach.namespace", job.metadata().namespace_()},
+                     {"coach.job_name", job.metadata().name()},
+                     {"coach.backend", options_.backend},
+                     {"coach.version", kCoachVersion},
+                     {"mlflow.source.type", "JOB"},
+                     {"mlflow.source.name", "coach/" + key}};
+      ASSIGN_OR_RETURN(mlflow::RunInfo run, client->CreateRun(create));
+      t.run_id = run.run_id;
+      {
+        absl::MutexLock lock(&mu_);
+        ++stats_.runs_created;
+      }
+      if (created_ != nullptr) created_->Add({});
+      spdlog::info("mlflow: job {} -> run {} (experiment {})", key, t.run_id, t.experiment_id);
+    }
+    Save(uid, t);
+  }
+  if (found_existing && !t.run_checked && (finished || t.deleted)) {
+    // After a restart: a run that has already ended needs nothing more.
+    *op = "get_run";
+    ASSIGN_OR_RETURN(mlflow::Run run, client->GetRun(t.run_id));
+    t.run_checked = true;
+    if (Terminal(run.info.status)) {
+      t.terminated = true;
+      t.logs_uploaded = true;
+    }
+    Save(uid, t);
+  }
+
+  // The run id onto the job: survives restarts, reaches the replicas' environment.
+  if (!t.deleted && !t.annotated) {
+    if (target->run_id != t.run_id || target->experiment_id != t.experiment_id) {
+      *op = "annotate";
+      absl::Status annotated =
+          hooks_.annotate ? hooks_.annotate(job, {{reconcile::kAnnotationMlflowRunId, t.run_id},
+                                                  {reconcile::kAnnotationMlflowExperimentId,
+                                                   t.experiment_id}})
+                          : absl::OkStatus();
+      // NotFound: deleted meanwhile; JobDeleting brings the final snapshot.
+      if (!annotated.ok() && !absl::IsNotFound(annotated)) return annotated;
+    }
+    t.annotated = true;
+    Save(uid, t);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    uri_failing_since_.erase(t.uri);
+  }
+
+  if (!t.terminated) {
+    if (!t.params_logged) {
+      *op = "log_params";
+      RETURN_IF_ERROR(client->LogBatch(t.run_id, {}, RunParams(job), {}));
+      t.params_logged = true;
+      Save(uid, t);
+    }
+    std::vector<Tag> changed;
+    for (const auto& [k, v] : ConditionTags(job.status())) {
+      auto it = t.tags_sent.find(k);
+      if (it == t.tags_sent.end() || it->second != v) changed.push_back({k, v});
+    }
+    if (!changed.empty()) {
+      *op = "set_tags";
+      RETURN_IF_ERROR(client->LogBatch(t.run_id, {}, {}, changed));
+      for (const Tag& tag : changed) t.tags_sent[tag.key] = tag.value;
+      Save(uid, t);
+    }
+  }
+
+  if (!t.terminated && (finished || t.deleted)) {
+    if (!t.logs_uploaded) {
+      std::map<std::string, std::string> logs;
+      if (t.have_final_logs) {
+        logs = t.final_logs;
+      } else if (hooks_.read_logs && !t.deleted) {
+        absl::StatusOr<std::map<std::string, std::string>> read =
+            hooks_.read_logs(job, options_.max_log_bytes);
+        if (read.ok()) {
+          logs = std::move(read).value();
+        } else {
+          spdlog::warn("mlflow: logs of {} not read: {}", key, read.status().ToString());
+        }
+      }
+      *op = "upload_logs";
+      for (const auto& [replica, text] : logs) {
+        absl::Status up = client->UploadArtifact(t.run_id, "logs/" + replica + ".log", text);
+        if (absl::IsFailedPrecondition(up) || absl::IsInvalidArgument(up)) {
+          // The server does not serve artifacts (or refuses the path): not worth retrying.
+          CountError("upload_logs", up);
+          spdlog::warn("mlflow: log of {} {} not uploaded: {}", key, replica, up.ToString());
+          break;
+        }
+        RETURN_IF_ERROR(up);
+      }
+      t.logs_uploaded = true;
+      Save(uid, t);
+    }
+    RunStatus status = RunStatus::kKilled;
+    absl::Time end = clock_->Now();
+    if (finished) {
+      status = reconcile::HasTrueCondition(job.status(), "Succeeded") ? RunStatus::kFinished
+                                                                      : RunStatus::kFailed;
+      if (job.status().has_completion_time()) {
+        end = reconcile::FromTimestamp(job.status().completion_time());
+      }
+    }
+    *op = "terminate_run";
+    RETURN_IF_ERROR(client->TerminateRun(t.run_id, status, ToMs(end)).status());
+    t.terminated = true;
+    Save(uid, t);
+    if (ended_ != nullptr) ended_->Add({mlflow::RunStatusName(status)});
+    spdlog::info("mlflow: job {}: run {} {}", key, t.run_id, mlflow::RunStatusName(status));
+    absl::MutexLock lock(&mu_);
+    ++stats_.runs_ended;
+  }
+  if (t.terminated) {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(uid);
+    // A deletion that arrived meanwhile needs nothing more (the run has ended).
+    if (it != jobs_.end()) {
+      const bool deleted = it->second.deleted;
+      jobs_.erase(it);
+      if (!deleted) done_.insert(uid);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void MlflowTracker::Worker() {
+  while (std::optional<std::string> uid = queue_.Get()) {
+    {
+      absl::MutexLock lock(&mu_);
+      in_flight_.insert(*uid);
+    }
+    std::string op;
+    absl::Status status = Sync(*uid, &op);
+    if (status.ok()) {
+      queue_.Forget(*uid);
+    } else {
+      CountError(op, status);
+      bool give_up = false;
+      std::string key;
+      {
+        absl::MutexLock lock(&mu_);
+        auto it = jobs_.find(*uid);
+        if (it != jobs_.end()) {
+          key = KeyOf(it->second.job);
+          if (mlflow::IsTransient(status)) {
+            if (!it->second.uri.empty()) uri_failing_since_.emplace(it->second.uri, clock_->Now());
+          } else if (++it->second.permanent_failures >= options_.max_permanent_failures) {
+            give_up = true;
+            jobs_.erase(it);
+            done_.insert(*uid);
+            ++stats_.given_up;
+          }
+        }
+      }
+      if (give_up) {
+        queue_.Forget(*uid);
+        if (given_up_ != nullptr) given_up_->Add({});
+        spdlog::error("mlflow: job {}: giving up tracking after {}: {}", key, op,
+                      status.ToString());
+      } else {
+        const absl::Duration delay = queue_.AddRateLimited(*uid);
+        spdlog::warn("mlflow: job {}: {}: {} (retry in {})", key, op, status.ToString(),
+                     absl::FormatDuration(delay));
+      }
+    }
+    queue_.Done(*uid);
+    absl::MutexLock lock(&mu_);
+    in_flight_.erase(*uid);
+    UpdateBacklog();
+  }
+}
+
+}  // namespace coach::tracking

@@ -1,0 +1,183 @@
+#pragma once
+
+// MlflowTracker: one MLflow run per tracked job (operator/reconcile/mlflow_env.h says which
+// jobs are tracked and where), kept off the reconcile path.
+//
+// What lands in the run:
+//   name "<namespace>/<job>"; tags coach.job_uid, coach.kind, coach.namespace, coach.job_name,
+//   coach.backend, coach.version, mlflow.source.type=JOB, mlflow.source.name; params
+//   replicas.<Type>, restart_policy.<Type>, image.<Type>, nproc_per_node, world_size;
+//   tags coach.state and coach.condition.<Type> (True/False) as conditions change, and
+//   coach.message (the latest true condition's message); at the end the status FINISHED
+//   (Succeeded), FAILED (Failed) or KILLED (deleted before finishing) with the end time
+//   (status.completionTime, or the deletion time), and every replica's log as the artifact
+//   logs/<replica>.log.
+//
+// Run id: created once, then written onto the job as annotations coach.dev/mlflow-run-id and
+// coach.dev/mlflow-experiment-id through Hooks::annotate (the store), so it survives operator
+// restarts and reaches the replicas' environment (the reconciler reads the annotations). A
+// restarted operator that finds no annotation (it crashed between creating the run and
+// writing it) finds the run by its coach.job_uid tag (SearchRuns) and never creates another.
+//
+// Never in the way of training: JobSeen/JobDeleting only copy the job into a bounded table
+// (max_jobs; beyond it a job is not tracked and coach_mlflow_dropped_jobs_total counts it) and
+// queue its uid. `workers` threads do the MLflow calls; a job's steps run in order (experiment,
+// run, annotation, params, condition tags, logs, final status), each step's completion is
+// remembered, and a failing step is retried with per-job exponential backoff (backoff_base ..
+// backoff_cap) from the job's latest snapshot. A permanent error (not Unavailable or
+// DeadlineExceeded) is retried max_permanent_failures times, then the job is given up (logged,
+// counted). HoldStartUntil lets the first replicas wait at most run_wait for the run id, and
+// not at all while the job's server is failing.
+//
+// Metrics (when a registry is given): coach_mlflow_errors_total{op,kind=transient|permanent},
+// coach_mlflow_backlog (jobs with tracking work pending), coach_mlflow_dropped_jobs_total,
+// coach_mlflow_runs_created_total, coach_mlflow_runs_ended_total{status},
+// coach_mlflow_given_up_total.
+//
+// Thread-safe.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "integrations/mlflow/tracking_client.h"
+#include "operator/core/clock.h"
+#include "operator/core/job_observer.h"
+#include "operator/core/work_queue.h"
+#include "operator/metrics/registry.h"
+#include "operator/model/reconcile_types.h"
+
+namespace coach::tracking {
+
+inline constexpr char kCoachVersion[] = "0.1.0";
+
+struct MlflowTrackerOptions {
+  model::MlflowConfig mlflow;      // the operator-wide target (may be empty: annotations only)
+  std::string backend = "local";  // tag coach.backend
+  int workers = 2;
+  size_t max_jobs = 10000;
+  absl::Duration backoff_base = absl::Milliseconds(500);
+  absl::Duration backoff_cap = absl::Seconds(30);
+  int max_permanent_failures = 5;
+  // How long a new job's first replicas may wait for its run id (0: never wait).
+  absl::Duration run_wait = absl::Seconds(2);
+  // Per replica, the log's last bytes that are uploaded.
+  int64_t max_log_bytes = 16 << 20;
+};
+
+struct MlflowTrackerHooks {
+  // A TrackingClient for a tracking URI (created once per URI, kept).
+  std::function<absl::StatusOr<std::unique_ptr<mlflow::TrackingClient>>(const std::string& uri)>
+      make_client;
+  // Sets `annotations` on the stored job whose uid is job.metadata().uid() (NotFound when it
+  // is gone) and makes the controller reconcile it.
+  std::function<absl::Status(const model::Job& job,
+                             const std::map<std::string, std::string>& annotations)>
+      annotate;
+  // Each replica's log ("master-0" -> text), as it is now. May be null (no logs uploaded).
+  std::function<absl::StatusOr<std::map<std::string, std::string>>(const model::Job& job,
+                                                                   int64_t max_bytes)>
+      read_logs;
+};
+
+class MlflowTracker final : public core::JobObserver {
+ public:
+  // `clock` and `registry` are not owned; `registry` may be null.
+  MlflowTracker(MlflowTrackerOptions options, MlflowTrackerHooks hooks, core::Clock* clock,
+                metrics::Registry* registry);
+  ~MlflowTracker() override;  // Stop(absl::ZeroDuration())
+
+  void Start();
+  // Waits up to `drain` for pending work, then stops the workers (a call in flight finishes or
+  // times out by the client's own timeout). What is left resumes after a restart (the job's
+  // annotations and the run's state say where it stopped).
+  void Stop(absl::Duration drain);
+
+  void JobSeen(const model::Job& job) override;
+  void JobDeleting(const model::Job& job) override;
+  std::optional<absl::Time> HoldStartUntil(const model::Job& job) override;
+
+  // Waits until no job has pending work, or `timeout`: false then (tests).
+  bool WaitIdle(absl::Duration timeout);
+
+  struct Stats {
+    int64_t runs_created = 0;
+    int64_t runs_ended = 0;
+    int64_t errors = 0;
+    int64_t dropped_jobs = 0;
+    int64_t given_up = 0;
+    size_t backlog = 0;
+  };
+  Stats stats() const;
+
+ private:
+  struct Tracked {
+    model::Job job;  // the latest snapshot
+    bool deleted = false;
+    std::map<std::string, std::string> final_logs;  // read at deletion
+    bool have_final_logs = false;
+    std::string uri;
+    std::string experiment_id;
+    std::string run_id;
+    bool run_checked = false;  // a found run's status was read (finished jobs after a restart)
+    bool annotated = false;
+    bool params_logged = false;
+    std::map<std::string, std::string> tags_sent;
+    bool logs_uploaded = false;
+    bool terminated = false;
+    int permanent_failures = 0;
+  };
+
+  void Worker();
+  // One attempt at everything the job still needs. `op` names the failing step.
+  absl::Status Sync(const std::string& uid, std::string* op);
+  absl::StatusOr<mlflow::TrackingClient*> ClientFor(const std::string& uri);
+  // Copies `t`'s progress into the table (when the job is still there).
+  void Save(const std::string& uid, const Tracked& t);
+  void Enqueue(const model::Job& job, bool deleted, std::map<std::string, std::string> logs,
+               bool have_logs);
+  void UpdateBacklog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CountError(const std::string& op, const absl::Status& status);
+
+  const MlflowTrackerOptions options_;
+  const MlflowTrackerHooks hooks_;
+  core::Clock* const clock_;
+  core::WorkQueue queue_;
+  metrics::Family* errors_ = nullptr;
+  metrics::Family* backlog_ = nullptr;
+  metrics::Family* dropped_ = nullptr;
+  metrics::Family* created_ = nullptr;
+  metrics::Family* ended_ = nullptr;
+  metrics::Family* given_up_ = nullptr;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar idle_cv_;
+  std::map<std::string, Tracked> jobs_ ABSL_GUARDED_BY(mu_);       // by uid
+  std::set<std::string> done_ ABSL_GUARDED_BY(mu_);                // uids whose run has ended
+  std::set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, absl::Time> uri_failing_since_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> experiments_ ABSL_GUARDED_BY(mu_);  // uri\nname -> id
+  std::map<std::string, std::unique_ptr<mlflow::TrackingClient>> clients_ ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> workers_;
+};
+
+// Pure pieces, exposed for tests.
+// Params of a job's run (replica counts, restart policies, images, nprocPerNode, world size).
+std::vector<mlflow::Param> RunParams(const model::Job& job);
+// coach.state, coach.condition.<Type>, coach.message for a status.
+std::map<std::string, std::string> ConditionTags(const model::JobStatus& status);
+
+}  // namespace coach::tracking

@@ -1,0 +1,376 @@
+#include "operator/tracking/mlflow_tracker.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "absl/synchronization/mutex.h"
+#include "integrations/mlflow/testing/fake_tracking_client.h"
+#include "operator/metrics/registry.h"
+#include "operator/reconcile/conditions.h"
+#include "operator/reconcile/mlflow_env.h"
+#include "operator/reconcile/testing/job_builder.h"
+
+namespace coach::tracking {
+namespace {
+
+using mlflow::RunStatus;
+using mlflow::testing::FakeTrackingClient;
+using Method = FakeTrackingClient::Method;
+using reconcile::testing::MakePyTorchJob;
+
+// Hands the tracker a client that forwards to one shared fake (which outlives trackers, as a
+// real server outlives operator restarts).
+class Forwarding : public mlflow::TrackingClient {
+ public:
+  explicit Forwarding(FakeTrackingClient* f) : f_(f) {}
+  absl::StatusOr<std::string> GetOrCreateExperiment(absl::string_view n) override {
+    return f_->GetOrCreateExperiment(n);
+  }
+  absl::StatusOr<mlflow::Experiment> GetExperimentByName(absl::string_view n) override {
+    return f_->GetExperimentByName(n);
+  }
+  absl::StatusOr<mlflow::RunInfo> CreateRun(const mlflow::CreateRunRequest& r) override {
+    return f_->CreateRun(r);
+  }
+  absl::StatusOr<mlflow::Run> GetRun(absl::string_view id) override { return f_->GetRun(id); }
+  absl::StatusOr<mlflow::RunInfo> UpdateRun(const mlflow::UpdateRunRequest& r) override {
+    return f_->UpdateRun(r);
+  }
+  absl::StatusOr<std::vector<mlflow::RunInfo>> SearchRuns(
+      const mlflow::SearchRunsRequest& r) override {
+    return f_->SearchRuns(r);
+  }
+  absl::Status LogBatch(absl::string_view id, const std::vector<mlflow::Metric>& m,
+                        const std::vector<mlflow::Param>& p,
+                        const std::vector<mlflow::Tag>& t) override {
+    return f_->LogBatch(id, m, p, t);
+  }
+  absl::StatusOr<std::vector<mlflow::Metric>> GetMetricHistory(absl::string_view id,
+                                                               absl::string_view k) override {
+    return f_->GetMetricHistory(id, k);
+  }
+  absl::Status UploadArtifact(absl::string_view id, absl::string_view p,
+                              absl::string_view c) override {
+    return f_->UploadArtifact(id, p, c);
+  }
+  absl::StatusOr<std::string> DownloadArtifact(absl::string_view id,
+                                               absl::string_view p) override {
+    return f_->DownloadArtifact(id, p);
+  }
+
+ private:
+  FakeTrackingClient* f_;
+};
+
+class MlflowTrackerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<MlflowTracker> NewTracker(bool start = true) {
+    MlflowTrackerOptions options;
+    options.mlflow.tracking_uri = "http://mlflow.test:5000";
+    options.mlflow.experiment = "exp";
+    options.backoff_base = absl::Milliseconds(5);
+    options.backoff_cap = absl::Milliseconds(40);
+    options.max_permanent_failures = 3;
+    MlflowTrackerHooks hooks;
+    hooks.make_client = [this](const std::string& uri)
+        -> absl::StatusOr<std::unique_ptr<mlflow::TrackingClient>> {
+      absl::MutexLock lock(&mu_);
+      uris_.push_back(uri);
+      return std::make_unique<Forwarding>(&fake_);
+    };
+    hooks.annotate = [this](const model::Job& job,
+                            const std::map<std::string, std::string>& annotations) {
+      absl::MutexLock lock(&mu_);
+      ++annotate_calls_;
+      if (annotate_error_.has_value()) return *annotate_error_;
+      annotations_[job.metadata().uid()] = annotations;
+      return absl::OkStatus();
+    };
+    hooks.read_logs = [](const model::Job& job, int64_t)
+        -> absl::StatusOr<std::map<std::string, std::string>> {
+      return std::map<std::string, std::string>{
+          {"master-0", "log of " + job.metadata().name() + " master\n"},
+          {"worker-0", "log of worker\n"}};
+    };
+    auto tracker = std::make_unique<MlflowTracker>(options, hooks, &clock_, &registry_);
+    if (start) tracker->Start();
+    return tracker;
+  }
+
+  static model::Job Job(const std::string& name, const std::string& uid) {
+    return MakePyTorchJob("ns", name).Master(1).Workers(2).Uid(uid).Build();
+  }
+  static model::Job Running(model::Job job) {
+    reconcile::UpdateCondition(*job.mutable_status(), "PyTorchJob", "Created", "True", "Created",
+                               "created", absl::FromUnixSeconds(100));
+    reconcile::UpdateCondition(*job.mutable_status(), "PyTorchJob", "Running", "True", "Running",
+                               "running", absl::FromUnixSeconds(101));
+    return job;
+  }
+  static model::Job Finished(model::Job job, bool ok) {
+    job = Running(std::move(job));
+    reconcile::UpdateCondition(*job.mutable_status(), "PyTorchJob", ok ? "Succeeded" : "Failed",
+                               "True", ok ? "Succeeded" : "Failed",
+                               ok ? "job succeeded" : "master-0 exited 1",
+                               absl::FromUnixSeconds(200));
+    *job.mutable_status()->mutable_completion_time() =
+        reconcile::ToTimestamp(absl::FromUnixSeconds(200));
+    return job;
+  }
+  std::vector<mlflow::RunInfo> RunsOf(const std::string& uid) {
+    auto exp = fake_.GetOrCreateExperiment("exp");
+    EXPECT_TRUE(exp.ok());
+    auto runs = fake_.SearchRuns({{*exp}, "tags.`coach.job_uid` = '" + uid + "'", 100});
+    EXPECT_TRUE(runs.ok());
+    return runs.ok() ? *runs : std::vector<mlflow::RunInfo>{};
+  }
+  mlflow::Run OnlyRun(const std::string& uid) {
+    std::vector<mlflow::RunInfo> runs = RunsOf(uid);
+    EXPECT_EQ(runs.size(), 1u);
+    if (runs.empty()) return {};
+    return fake_.GetRun(runs[0].run_id).value();
+  }
+
+  FakeTrackingClient fake_;
+  core::RealClock clock_;
+  metrics::Registry registry_;
+  absl::Mutex mu_;
+  std::vector<std::string> uris_;
+  int annotate_calls_ = 0;
+  std::optional<absl::Status> annotate_error_;
+  std::map<std::string, std::map<std::string, std::string>> annotations_;
+};
+
+TEST_F(MlflowTrackerTest, OneRunWithNameTagsParamsAndAnnotation) {
+  auto tracker = NewTracker();
+  model::Job job = Job("j", "uid-1");
+  tracker->JobSeen(job);
+  tracker->JobSeen(Running(job));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  mlflow::Run run = OnlyRun("uid-1");
+  EXPECT_EQ(run.info.run_name, "ns/j");
+  EXPECT_EQ(run.info.status, RunStatus::kRunning);
+  EXPECT_EQ(run.tags["coach.job_uid"], "uid-1");
+  EXPECT_EQ(run.tags["coach.kind"], "PyTorchJob");
+  EXPECT_EQ(run.tags["coach.namespace"], "ns");
+  EXPECT_EQ(run.tags["coach.backend"], "local");
+  EXPECT_EQ(run.tags["coach.version"], kCoachVersion);
+  EXPECT_EQ(run.tags["coach.state"], "Running");
+  EXPECT_EQ(run.tags["coach.condition.Running"], "True");
+  EXPECT_EQ(run.params["replicas.Master"], "1");
+  EXPECT_EQ(run.params["replicas.Worker"], "2");
+  EXPECT_EQ(run.params["world_size"], "3");
+  EXPECT_EQ(run.params["restart_policy.Worker"], "OnFailure");
+  EXPECT_EQ(run.params["image.Master"], "busybox");
+  absl::MutexLock lock(&mu_);
+  EXPECT_EQ(annotations_["uid-1"][reconcile::kAnnotationMlflowRunId], run.info.run_id);
+  EXPECT_EQ(annotations_["uid-1"][reconcile::kAnnotationMlflowExperimentId], run.info.experiment_id);
+  EXPECT_EQ(uris_, std::vector<std::string>{"http://mlflow.test:5000"});
+  EXPECT_EQ(fake_.Calls(Method::kCreateRun), 1);
+}
+
+TEST_F(MlflowTrackerTest, SucceededFinishesWithEndTimeAndLogs) {
+  auto tracker = NewTracker();
+  tracker->JobSeen(Running(Job("ok", "uid-ok")));
+  tracker->JobSeen(Finished(Job("ok", "uid-ok"), true));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  mlflow::Run run = OnlyRun("uid-ok");
+  EXPECT_EQ(run.info.status, RunStatus::kFinished);
+  EXPECT_EQ(run.info.end_time_ms, 200000);
+  EXPECT_EQ(run.tags["coach.state"], "Succeeded");
+  EXPECT_EQ(run.tags["coach.condition.Running"], "False");
+  EXPECT_EQ(run.tags["coach.message"], "job succeeded");
+  EXPECT_EQ(fake_.DownloadArtifact(run.info.run_id, "logs/master-0.log").value(),
+            "log of ok master\n");
+  EXPECT_EQ(fake_.DownloadArtifact(run.info.run_id, "logs/worker-0.log").value(), "log of worker\n");
+  EXPECT_EQ(tracker->stats().runs_ended, 1);
+  // Later passes over the finished job do nothing.
+  const int updates = fake_.Calls(Method::kUpdateRun);
+  tracker->JobSeen(Finished(Job("ok", "uid-ok"), true));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(fake_.Calls(Method::kUpdateRun), updates);
+  EXPECT_NE(registry_.Render().find("coach_mlflow_runs_ended_total{status=\"FINISHED\"} 1"),
+            std::string::npos)
+      << registry_.Render();
+}
+
+TEST_F(MlflowTrackerTest, FailedEndsFailed) {
+  auto tracker = NewTracker();
+  tracker->JobSeen(Finished(Job("bad", "uid-bad"), false));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  mlflow::Run run = OnlyRun("uid-bad");
+  EXPECT_EQ(run.info.status, RunStatus::kFailed);
+  EXPECT_EQ(run.tags["coach.state"], "Failed");
+  EXPECT_EQ(run.tags["coach.message"], "master-0 exited 1");
+}
+
+TEST_F(MlflowTrackerTest, DeletedWhileRunningIsKilledWithLogsReadAtDeletion) {
+  auto tracker = NewTracker();
+  tracker->JobSeen(Running(Job("del", "uid-del")));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  const absl::Time before = absl::Now();
+  tracker->JobDeleting(Running(Job("del", "uid-del")));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  mlflow::Run run = OnlyRun("uid-del");
+  EXPECT_EQ(run.info.status, RunStatus::kKilled);
+  ASSERT_TRUE(run.info.end_time_ms.has_value());
+  EXPECT_GE(*run.info.end_time_ms, absl::ToUnixMillis(before));
+  EXPECT_TRUE(fake_.DownloadArtifact(run.info.run_id, "logs/master-0.log").ok());
+}
+
+TEST_F(MlflowTrackerTest, DeletedFinishedJobIsLeftAlone) {
+  auto tracker = NewTracker();
+  tracker->JobSeen(Finished(Job("ttl", "uid-ttl"), true));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  tracker->JobDeleting(Finished(Job("ttl", "uid-ttl"), true));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(OnlyRun("uid-ttl").info.status, RunStatus::kFinished);
+  EXPECT_EQ(fake_.Calls(Method::kUpdateRun), 1);
+}
+
+TEST_F(MlflowTrackerTest, RestartFindsTheRunByTagOrAnnotation) {
+  {
+    auto first = NewTracker();
+    // The annotation write is lost (the operator "crashed" before it landed).
+    annotate_error_ = absl::UnavailableError("store down");
+    first->JobSeen(Running(Job("r", "uid-r")));
+    absl::SleepFor(absl::Milliseconds(100));
+    first->Stop(absl::ZeroDuration());
+  }
+  EXPECT_EQ(fake_.Calls(Method::kCreateRun), 1);
+  annotate_error_.reset();
+  auto second = NewTracker();
+  second->JobSeen(Running(Job("r", "uid-r")));
+  ASSERT_TRUE(second->WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(fake_.Calls(Method::kCreateRun), 1);
+  const std::string run_id = OnlyRun("uid-r").info.run_id;
+  {
+    absl::MutexLock lock(&mu_);
+    EXPECT_EQ(annotations_["uid-r"][reconcile::kAnnotationMlflowRunId], run_id);
+  }
+  second->Stop(absl::ZeroDuration());
+
+  // A third start with the annotation on the job does not even search.
+  model::Job annotated = Finished(Job("r", "uid-r"), true);
+  (*annotated.mutable_metadata()->mutable_annotations())[reconcile::kAnnotationMlflowRunId] = run_id;
+  (*annotated.mutable_metadata()->mutable_annotations())[reconcile::kAnnotationMlflowExperimentId] =
+      OnlyRun("uid-r").info.experiment_id;
+  const int searches = fake_.Calls(Method::kSearchRuns);
+  auto third = NewTracker();
+  third->JobSeen(annotated);
+  ASSERT_TRUE(third->WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(fake_.Calls(Method::kSearchRuns), searches);
+  EXPECT_EQ(fake_.Calls(Method::kCreateRun), 1);
+  EXPECT_EQ(OnlyRun("uid-r").info.status, RunStatus::kFinished);
+
+  // A fourth start on the ended run changes nothing.
+  const int updates = fake_.Calls(Method::kUpdateRun);
+  auto fourth = NewTracker();
+  fourth->JobSeen(annotated);
+  ASSERT_TRUE(fourth->WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(fake_.Calls(Method::kUpdateRun), updates);
+}
+
+TEST_F(MlflowTrackerTest, OutageNeverBlocksAndBacksOffThenCatchesUp) {
+  auto tracker = NewTracker();
+  fake_.SetDown(true);
+  fake_.SetLatency(absl::Milliseconds(20));
+  model::Job job = Job("down", "uid-down");
+  const absl::Time t0 = absl::Now();
+  for (int i = 0; i < 100; ++i) tracker->JobSeen(Running(job));
+  EXPECT_LT(absl::Now() - t0, absl::Milliseconds(50));  // never waits on the server
+  absl::SleepFor(absl::Milliseconds(300));
+  const int64_t errors = tracker->stats().errors;
+  EXPECT_GE(errors, 2);
+  // Backoff: far fewer attempts than a hot loop would make (300 ms / 20 ms latency = 15).
+  EXPECT_LE(fake_.Calls(Method::kGetOrCreateExperiment), 12);
+  // A failing server does not hold replicas back.
+  EXPECT_FALSE(tracker->HoldStartUntil(Job("other", "uid-other")).has_value());
+  EXPECT_NE(registry_.Render().find("coach_mlflow_errors_total{op=\"experiment\",kind=\"transient\"}"),
+            std::string::npos);
+  tracker->JobSeen(Finished(job, true));
+  fake_.SetLatency(absl::ZeroDuration());
+  fake_.SetDown(false);
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  mlflow::Run run = OnlyRun("uid-down");
+  EXPECT_EQ(run.info.status, RunStatus::kFinished);
+  EXPECT_EQ(run.tags["coach.state"], "Succeeded");
+}
+
+TEST_F(MlflowTrackerTest, StepsRunInOrderAcrossTransientFailures) {
+  auto tracker = NewTracker();
+  // The params batch fails twice: the final status must still come after params and tags.
+  fake_.InjectError(Method::kLogBatch, absl::UnavailableError("503"), 2);
+  tracker->JobSeen(Running(Job("o", "uid-o")));
+  tracker->JobSeen(Finished(Job("o", "uid-o"), true));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  mlflow::Run run = OnlyRun("uid-o");
+  EXPECT_EQ(run.info.status, RunStatus::kFinished);
+  EXPECT_EQ(run.params["replicas.Worker"], "2");
+  EXPECT_EQ(run.tags["coach.state"], "Succeeded");
+  EXPECT_EQ(fake_.Calls(Method::kCreateRun), 1);
+}
+
+TEST_F(MlflowTrackerTest, PermanentErrorsGiveUpAfterALimit) {
+  auto tracker = NewTracker();
+  fake_.InjectError(Method::kCreateRun, absl::PermissionDeniedError("403"), 100);
+  tracker->JobSeen(Running(Job("p", "uid-p")));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(fake_.Calls(Method::kCreateRun), 3);
+  EXPECT_EQ(tracker->stats().given_up, 1);
+  tracker->JobSeen(Running(Job("p", "uid-p")));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(fake_.Calls(Method::kCreateRun), 3);
+}
+
+TEST_F(MlflowTrackerTest, UntrackedJobsCostNothing) {
+  auto tracker = NewTracker();
+  model::Job off = Running(Job("off", "uid-off"));
+  (*off.mutable_metadata()->mutable_annotations())[reconcile::kAnnotationMlflow] = "false";
+  tracker->JobSeen(off);
+  tracker->JobDeleting(off);
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(fake_.Calls(Method::kGetOrCreateExperiment), 0);
+  EXPECT_FALSE(tracker->HoldStartUntil(off).has_value());
+}
+
+TEST_F(MlflowTrackerTest, PerJobAnnotationPicksServerAndExperiment) {
+  auto tracker = NewTracker();
+  model::Job job = Running(Job("a", "uid-a"));
+  (*job.mutable_metadata()->mutable_annotations())[reconcile::kAnnotationMlflowTrackingUri] =
+      "http://other:1";
+  (*job.mutable_metadata()->mutable_annotations())[reconcile::kAnnotationMlflowExperiment] = "mine";
+  tracker->JobSeen(job);
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  absl::MutexLock lock(&mu_);
+  EXPECT_EQ(uris_, std::vector<std::string>{"http://other:1"});
+  EXPECT_TRUE(fake_.GetExperimentByName("mine").ok());
+}
+
+TEST_F(MlflowTrackerTest, HoldStartUntilIsBoundedAndStartsTheRun) {
+  auto tracker = NewTracker();
+  model::Job job = Job("h", "uid-h");
+  *job.mutable_metadata()->mutable_creation_timestamp() = reconcile::ToTimestamp(absl::Now());
+  std::optional<absl::Time> hold = tracker->HoldStartUntil(job);
+  ASSERT_TRUE(hold.has_value());
+  EXPECT_LE(*hold - absl::Now(), absl::Seconds(2));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(RunsOf("uid-h").size(), 1u);  // HoldStartUntil queued the run's creation
+  (*job.mutable_metadata()->mutable_annotations())[reconcile::kAnnotationMlflowRunId] = "x";
+  EXPECT_FALSE(tracker->HoldStartUntil(job).has_value());
+}
+
+TEST_F(MlflowTrackerTest, ParamsAndConditionTagsArePure) {
+  model::Job job = MakePyTorchJob("ns", "p").Master(1).Workers(3).NprocPerNode("2").Build();
+  std::map<std::string, std::string> params;
+  for (const mlflow::Param& p : RunParams(job)) params[p.key] = p.value;
+  EXPECT_EQ(params["world_size"], "8");
+  EXPECT_EQ(params["nproc_per_node"], "2");
+  std::map<std::string, std::string> tags = ConditionTags(model::JobStatus());
+  EXPECT_EQ(tags["coach.state"], "Created");
+  EXPECT_EQ(tags.size(), 1u);
+}
+
+}  // namespace
+}  // namespace coach::tracking
