@@ -135,7 +135,9 @@ void MlflowTracker::Stop(absl::Duration drain) {
 }
 
 void MlflowTracker::UpdateBacklog() {
-  stats_.backlog = queue_.Depth() + queue_.DelayedCount() + in_flight_.size();
+  size_t pending = 0;
+  for (const auto& [uid, t] : jobs_) pending += t.synced < t.seen ? 1 : 0;
+  stats_.backlog = pending;
   if (backlog_ != nullptr) backlog_->Set({}, static_cast<double>(stats_.backlog));
 }
 
@@ -164,6 +166,7 @@ void MlflowTracker::Enqueue(const model::Job& job, bool deleted,
     Tracked& t = it->second;
     if (t.deleted) return;  // the deletion snapshot is the last word
     t.job = job;
+    ++t.seen;
     if (deleted) {
       t.deleted = true;
       t.final_logs = std::move(logs);
@@ -171,8 +174,6 @@ void MlflowTracker::Enqueue(const model::Job& job, bool deleted,
     }
   }
   queue_.Add(uid);
-  absl::MutexLock lock(&mu_);
-  UpdateBacklog();
 }
 
 void MlflowTracker::JobSeen(const model::Job& job) { Enqueue(job, false, {}, false); }
@@ -472,14 +473,19 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
 
 void MlflowTracker::Worker() {
   while (std::optional<std::string> uid = queue_.Get()) {
+    int64_t seen = 0;
     {
       absl::MutexLock lock(&mu_);
-      in_flight_.insert(*uid);
+      auto it = jobs_.find(*uid);
+      if (it != jobs_.end()) seen = it->second.seen;
     }
     std::string op;
     absl::Status status = Sync(*uid, &op);
     if (status.ok()) {
       queue_.Forget(*uid);
+      absl::MutexLock lock(&mu_);
+      auto it = jobs_.find(*uid);
+      if (it != jobs_.end()) it->second.synced = std::max(it->second.synced, seen);
     } else {
       CountError(op, status);
       bool give_up = false;
@@ -512,7 +518,6 @@ void MlflowTracker::Worker() {
     }
     queue_.Done(*uid);
     absl::MutexLock lock(&mu_);
-    in_flight_.erase(*uid);
     UpdateBacklog();
   }
 }

@@ -136,6 +136,8 @@ class MlflowTracker final : public core::JobObserver {
     bool logs_uploaded = false;
     bool terminated = false;
     int permanent_failures = 0;
+    int64_t seen = 0;    // snapshots received
+    int64_t synced = -1; // `seen` as of the last successful Sync: pending while below seen
   };
 
   void Worker();
@@ -164,7 +166,6 @@ class MlflowTracker final : public core::JobObserver {
   absl::CondVar idle_cv_;
   std::map<std::string, Tracked> jobs_ ABSL_GUARDED_BY(mu_);       // by uid
   std::set<std::string> done_ ABSL_GUARDED_BY(mu_);                // uids whose run has ended
-  std::set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::Time> uri_failing_since_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> experiments_ ABSL_GUARDED_BY(mu_);  // uri\nname -> id
   std::map<std::string, std::unique_ptr<mlflow::TrackingClient>> clients_ ABSL_GUARDED_BY(mu_);
