@@ -19,16 +19,19 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "integrations/mlflow/rest_tracking_client.h"
 #include "operator/backend/local/local_backend.h"
 #include "operator/backend/local/sqlite_job_store.h"
 #include "operator/core/clock.h"
 #include "operator/core/controller.h"
 #include "operator/core/job_service.h"
 #include "operator/metrics/operator_metrics.h"
+#include "operator/reconcile/mlflow_env.h"
 #include "operator/server/grpc_server.h"
 #include "operator/server/http_server.h"
 #include "operator/server/token_auth.h"
 #include "operator/server/training_service_impl.h"
+#include "operator/tracking/mlflow_tracker.h"
 
 namespace {
 
@@ -49,7 +52,36 @@ struct Flags {
   std::string log_level = "info";
   std::string shim;
   std::string workdir;
+  std::string mlflow_tracking_uri;
+  std::string mlflow_experiment;
+  bool mlflow_forward_credentials = false;
+  double mlflow_run_wait_s = 2;
+  double mlflow_max_backoff_s = 30;
 };
+
+// The auth/TLS variables of the MLflow client (RestTrackingOptions::FromEnv).
+constexpr const char* kMlflowCredentialVars[] = {
+    "MLFLOW_TRACKING_USERNAME",       "MLFLOW_TRACKING_PASSWORD",
+    "MLFLOW_TRACKING_TOKEN",          "MLFLOW_TRACKING_INSECURE_TLS",
+    "MLFLOW_TRACKING_SERVER_CERT_PATH", "MLFLOW_TRACKING_CLIENT_CERT_PATH"};
+
+// Client options for `uri`, auth and TLS from the MLFLOW_TRACKING_* environment. The tracker
+// retries by itself, so the client's own retries are few and its timeouts short.
+absl::StatusOr<coach::mlflow::RestTrackingOptions> MlflowOptionsFor(const std::string& uri) {
+  absl::StatusOr<coach::mlflow::RestTrackingOptions> options =
+      coach::mlflow::RestTrackingOptions::FromEnv([&](const char* name) -> const char* {
+        if (std::string(name) == "MLFLOW_TRACKING_URI") return uri.c_str();
+        return std::getenv(name);
+      });
+  if (!options.ok()) return options.status();
+  options->retry.max_attempts = 2;
+  options->retry.initial_backoff = absl::Milliseconds(200);
+  options->retry.max_backoff = absl::Seconds(2);
+  options->retry.max_jitter = absl::Milliseconds(200);
+  options->request_timeout = absl::Seconds(10);
+  options->connect_timeout = absl::Seconds(3);
+  return options;
+}
 
 int Usage(const std::string& message) {
   std::cerr << "coach-operator: " << message << "\n";
@@ -150,6 +182,27 @@ int main(int argc, char** argv) {
                  "working directory of local replicas whose container sets no workingDir; "
                  "default: this process's working directory")
       ->envname("COACH_WORKDIR");
+  app.add_option("--mlflow-tracking-uri", flags.mlflow_tracking_uri,
+                 "Track every job in this MLflow server (default: $MLFLOW_TRACKING_URI; jobs "
+                 "may also name one with the coach.dev/mlflow-tracking-uri annotation)")
+      ->envname("COACH_MLFLOW_TRACKING_URI");
+  app.add_option("--mlflow-experiment", flags.mlflow_experiment,
+                 "Experiment of tracked jobs without coach.dev/mlflow-experiment (default: "
+                 "$MLFLOW_EXPERIMENT_NAME, else coach)")
+      ->envname("COACH_MLFLOW_EXPERIMENT");
+  app.add_flag("--mlflow-forward-credentials", flags.mlflow_forward_credentials,
+               "Pass the operator's MLFLOW_TRACKING_USERNAME/PASSWORD/TOKEN and TLS variables "
+               "to tracked replicas (they are stored in the replicas' pod specs)")
+      ->envname("COACH_MLFLOW_FORWARD_CREDENTIALS");
+  app.add_option("--mlflow-run-wait", flags.mlflow_run_wait_s,
+                 "Seconds a new tracked job's first replicas may wait for its MLflow run id "
+                 "(0: never; never while the server is failing)")
+      ->envname("COACH_MLFLOW_RUN_WAIT")
+      ->capture_default_str();
+  app.add_option("--mlflow-max-backoff", flags.mlflow_max_backoff_s,
+                 "Longest wait between retries of a failing MLflow call, seconds")
+      ->envname("COACH_MLFLOW_MAX_BACKOFF")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -187,6 +240,43 @@ int main(int argc, char** argv) {
   } else {
     return Usage(absl::StrCat("--gang-scheduler: must be none, volcano or scheduler-plugins, got \"",
                               flags.gang_scheduler, "\""));
+  }
+  if (flags.mlflow_tracking_uri.empty()) {
+    if (const char* env = std::getenv("MLFLOW_TRACKING_URI"); env != nullptr) {
+      flags.mlflow_tracking_uri = env;
+    }
+  }
+  if (flags.mlflow_experiment.empty()) {
+    const char* env = std::getenv("MLFLOW_EXPERIMENT_NAME");
+    flags.mlflow_experiment = env != nullptr && *env != '\0' ? env : "coach";
+  }
+  if (!flags.mlflow_tracking_uri.empty()) {
+    if (absl::Status s = coach::reconcile::ValidateTrackingUri(flags.mlflow_tracking_uri);
+        !s.ok()) {
+      return Usage(absl::StrCat("--mlflow-tracking-uri (or MLFLOW_TRACKING_URI): ", s.message()));
+    }
+  }
+  // Malformed MLFLOW_TRACKING_* variables are a configuration error now, not at the first job.
+  if (absl::StatusOr<coach::mlflow::RestTrackingOptions> o = MlflowOptionsFor("http://localhost");
+      !o.ok()) {
+    return Usage(std::string(o.status().message()));
+  }
+  if (flags.mlflow_run_wait_s < 0 || flags.mlflow_run_wait_s > 60) {
+    return Usage(absl::StrCat("--mlflow-run-wait: must be in 0..60 seconds, got ",
+                              flags.mlflow_run_wait_s));
+  }
+  if (flags.mlflow_max_backoff_s < 0.1 || flags.mlflow_max_backoff_s > 3600) {
+    return Usage(absl::StrCat("--mlflow-max-backoff: must be in 0.1..3600 seconds, got ",
+                              flags.mlflow_max_backoff_s));
+  }
+  config.mlflow.tracking_uri = flags.mlflow_tracking_uri;
+  config.mlflow.experiment = flags.mlflow_experiment;
+  if (flags.mlflow_forward_credentials) {
+    for (const char* name : kMlflowCredentialVars) {
+      if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+        config.mlflow.forwarded_env.emplace_back(name, v);
+      }
+    }
   }
   const spdlog::level::level_enum level = spdlog::level::from_str(flags.log_level);
   if (level == spdlog::level::off && flags.log_level != "off") {
@@ -271,8 +361,95 @@ int main(int argc, char** argv) {
   coach::core::Controller::Options controller_options;
   controller_options.workers = flags.workers;
   controller_options.config = config;
+
+  // MLflow: one run per tracked job, off the reconcile path (operator/tracking).
+  coach::core::Controller* controller_ptr = nullptr;
+  coach::tracking::MlflowTrackerOptions tracker_options;
+  tracker_options.mlflow = config.mlflow;
+  tracker_options.backend = (*backend)->Name();
+  tracker_options.run_wait = absl::Seconds(flags.mlflow_run_wait_s);
+  tracker_options.backoff_cap = absl::Seconds(flags.mlflow_max_backoff_s);
+  coach::tracking::MlflowTrackerHooks tracker_hooks;
+  tracker_hooks.make_client = [](const std::string& uri)
+      -> absl::StatusOr<std::unique_ptr<coach::mlflow::TrackingClient>> {
+    absl::StatusOr<coach::mlflow::RestTrackingOptions> options = MlflowOptionsFor(uri);
+    if (!options.ok()) return options.status();
+    absl::StatusOr<std::unique_ptr<coach::mlflow::RestTrackingClient>> client =
+        coach::mlflow::RestTrackingClient::Create(*std::move(options));
+    if (!client.ok()) return client.status();
+    return std::unique_ptr<coach::mlflow::TrackingClient>(std::move(client).value());
+  };
+  coach::backend::local::JobStore* job_store = store->get();
+  tracker_hooks.annotate = [&, job_store](const coach::model::Job& job,
+                                          const std::map<std::string, std::string>& annotations)
+      -> absl::Status {
+    const coach::backend::local::JobKey key = coach::backend::local::KeyOf(job);
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      absl::StatusOr<coach::model::Job> got = job_store->Get(key);
+      if (!got.ok()) return got.status();
+      if (got->metadata().uid() != job.metadata().uid()) {
+        return absl::NotFoundError("the job was replaced");
+      }
+      bool changed = false;
+      auto* stored = got->mutable_metadata()->mutable_annotations();
+      for (const auto& [k, v] : annotations) {
+        auto it = stored->find(k);
+        if (it == stored->end() || it->second != v) {
+          (*stored)[k] = v;
+          changed = true;
+        }
+      }
+      if (!changed) return absl::OkStatus();
+      absl::StatusOr<coach::model::Job> updated = job_store->Update(*got);
+      if (absl::IsAborted(updated.status())) continue;  // the controller wrote meanwhile
+      if (!updated.ok()) return updated.status();
+      watchers.Publish(coach::core::WatchEventType::kModified, *updated);
+      if (controller_ptr != nullptr) controller_ptr->Enqueue(key);
+      return absl::OkStatus();
+    }
+    return absl::AbortedError("the job kept changing");
+  };
+  coach::backend::Backend* backend_ptr = backend->get();
+  tracker_hooks.read_logs = [backend_ptr](const coach::model::Job& job, int64_t max_bytes)
+      -> absl::StatusOr<std::map<std::string, std::string>> {
+    std::map<std::string, std::string> logs;
+    std::atomic<bool> cancelled{false};
+    absl::Status s = backend_ptr->StreamLogs(
+        job, coach::backend::LogOptions{}, [&](const std::string& replica, const std::string& data) {
+          std::string& log = logs[replica];
+          log += data;
+          // Keep the end: that is where a failure explains itself.
+          if (static_cast<int64_t>(log.size()) > 2 * max_bytes) {
+            log.erase(0, log.size() - static_cast<size_t>(max_bytes));
+          }
+          return true;
+        },
+        cancelled);
+    if (!s.ok()) return s;
+    for (auto& [replica, log] : logs) {
+      if (static_cast<int64_t>(log.size()) > max_bytes) {
+        log.erase(0, log.size() - static_cast<size_t>(max_bytes));
+      }
+    }
+    return logs;
+  };
+  coach::tracking::MlflowTracker tracker(tracker_options, tracker_hooks, &clock, &registry);
+  controller_options.observer = &tracker;
+  jobs.SetObserver(&tracker);
   coach::core::Controller controller(store->get(), backend->get(), &jobs, &watchers, &job_locks,
                                      &clock, &metrics, controller_options);
+  controller_ptr = &controller;
+  // The tracker's workers call into the controller: they stop first on every way out.
+  struct StopTracker {
+    coach::tracking::MlflowTracker* tracker;
+    ~StopTracker() { tracker->Stop(absl::ZeroDuration()); }
+  } stop_tracker{&tracker};
+  tracker.Start();
+  if (!config.mlflow.tracking_uri.empty()) {
+    spdlog::info("coach-operator: MLflow tracking of every job in {} (experiment {})",
+                 coach::mlflow::internal::RedactUri(config.mlflow.tracking_uri),
+                 config.mlflow.experiment);
+  }
 
   // Ready only while the API is served: /readyz must not answer 200 before the gRPC port
   // is bound (a client that waited for readiness would get "connection refused").
@@ -310,6 +487,9 @@ int main(int argc, char** argv) {
   watchers.Shutdown();
   (*grpc)->Shutdown(absl::Seconds(5));
   controller.Stop();
+  // A moment for runs to record what just happened; the rest resumes after a restart.
+  tracker.Stop(absl::Seconds(2));
+  jobs.SetObserver(nullptr);
   (*http)->Stop();
   spdlog::info("coach-operator: stopped");
   return 0;
