@@ -4,18 +4,24 @@
 // 1 when a peer did not come up within --peer-timeout.
 
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "integrations/mlflow/metric_logger.h"
+#include "integrations/mlflow/rest_tracking_client.h"
 #include "launcher/gpu_discovery.h"
 #include "launcher/launch_config.h"
+#include "launcher/metrics_tee.h"
 #include "launcher/peer_wait.h"
 #include "launcher/supervisor.h"
 #include "launcher/worker_env.h"
@@ -42,6 +48,12 @@ Without PET_* variables or torch flags, runs PROGRAM once (single-process mode),
 waiting for the peers named by TF_CONFIG, COORDINATOR_ADDRESS, PADDLE_MASTER or MASTER_ADDR.
 Exit code: the first failing worker's (128+n if killed by signal n), 2 on bad configuration,
 1 when peers do not come up in time.
+With MLFLOW_TRACKING_URI and MLFLOW_RUN_ID set (the operator sets both for tracked jobs), lines
+  coach-metric name=<key> value=<number> [step=<int>] [timestamp=<ms>]
+that the workers print on stdout (copied to stdout unchanged) and that they append to
+$COACH_METRICS_FILE are logged to that run. At the end the launcher waits at most
+$COACH_METRICS_FLUSH_TIMEOUT seconds (default 5) for delivery and reports what was not delivered;
+$COACH_METRICS_BUFFER caps the points held while MLflow is unreachable (default 1048576).
 )";
 
 int CpuCount() {
@@ -63,6 +75,80 @@ EnvMap ProcessEnv() {
     env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
   }
   return env;
+}
+
+std::string Getenv(const EnvMap& env, const char* name) {
+  auto it = env.find(name);
+  return it == env.end() ? "" : it->second;
+}
+
+// MLflow logging of the workers' metric lines: nullptr when not configured or not possible
+// (training goes on either way).
+struct MetricsPipeline {
+  std::unique_ptr<mlflow::RestTrackingClient> client;
+  std::unique_ptr<mlflow::MetricLogger> logger;
+  std::unique_ptr<MetricsTee> tee;
+  absl::Duration flush_timeout = absl::Seconds(5);
+};
+
+std::unique_ptr<MetricsPipeline> StartMetrics(const EnvMap& env) {
+  const std::string run_id = Getenv(env, "MLFLOW_RUN_ID");
+  if (Getenv(env, "MLFLOW_TRACKING_URI").empty() || run_id.empty()) return nullptr;
+  auto fail = [](const std::string& why) {
+    std::fprintf(stderr, "coach-launch: metrics not logged to MLflow: %s\n", why.c_str());
+    return nullptr;
+  };
+  absl::StatusOr<mlflow::RestTrackingOptions> options = mlflow::RestTrackingOptions::FromEnv();
+  if (!options.ok()) return fail(std::string(options.status().message()));
+  // The logger retries by itself; one request never holds it long.
+  options->retry.max_attempts = 2;
+  options->retry.initial_backoff = absl::Milliseconds(200);
+  options->retry.max_backoff = absl::Seconds(1);
+  options->request_timeout = absl::Seconds(5);
+  options->connect_timeout = absl::Seconds(2);
+  auto pipeline = std::make_unique<MetricsPipeline>();
+  absl::StatusOr<std::unique_ptr<mlflow::RestTrackingClient>> client =
+      mlflow::RestTrackingClient::Create(*options);
+  if (!client.ok()) return fail(std::string(client.status().message()));
+  pipeline->client = std::move(client).value();
+  mlflow::MetricLoggerOptions logger_options;
+  if (std::string b = Getenv(env, "COACH_METRICS_BUFFER"); !b.empty()) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(b, &n) || n < 1) return fail("COACH_METRICS_BUFFER: not a positive integer");
+    logger_options.max_buffered_points = n;
+  }
+  if (std::string t = Getenv(env, "COACH_METRICS_FLUSH_TIMEOUT"); !t.empty()) {
+    double s = 0;
+    if (!absl::SimpleAtod(t, &s) || s < 0) return fail("COACH_METRICS_FLUSH_TIMEOUT: not seconds");
+    pipeline->flush_timeout = absl::Seconds(s);
+  }
+  logger_options.max_backoff = absl::Seconds(2);
+  absl::StatusOr<std::unique_ptr<mlflow::MetricLogger>> logger =
+      mlflow::MetricLogger::Create(pipeline->client.get(), run_id, logger_options);
+  if (!logger.ok()) return fail(std::string(logger.status().message()));
+  pipeline->logger = std::move(logger).value();
+  mlflow::MetricLogger* raw = pipeline->logger.get();
+  pipeline->tee = std::make_unique<MetricsTee>(
+      STDOUT_FILENO, STDERR_FILENO, [raw](const MetricLine& m, int64_t now_ms) {
+        raw->Log(m.name, m.value, m.step, m.timestamp_ms.value_or(now_ms));
+      });
+  if (std::string file = Getenv(env, "COACH_METRICS_FILE"); !file.empty()) {
+    pipeline->tee->WatchFile(file);
+  }
+  return pipeline;
+}
+
+void FinishMetrics(MetricsPipeline& p) {
+  p.tee->Finish(absl::Seconds(2));
+  mlflow::MetricLoggerStats s = p.logger->Shutdown(p.flush_timeout);
+  std::fprintf(stderr,
+               "coach-launch: metrics: %lld line(s), %lld delivered to MLflow run %s, %lld not "
+               "delivered (%lld dropped, %lld rejected, %lld left at exit), %lld malformed\n",
+               static_cast<long long>(p.tee->metric_lines()),
+               static_cast<long long>(s.delivered), p.logger->run_id().c_str(),
+               static_cast<long long>(s.undelivered()), static_cast<long long>(s.dropped),
+               static_cast<long long>(s.rejected), static_cast<long long>(s.lost_at_shutdown),
+               static_cast<long long>(p.tee->malformed_lines()));
 }
 
 int Main(int argc, char** argv) {
@@ -89,10 +175,23 @@ int Main(int argc, char** argv) {
       return 1;
     }
   }
+  // Threads (metrics) come next: block the signals the supervisor waits for first, so that
+  // they reach it and not a helper thread; the workers start with the original mask.
+  sigset_t watched, original_mask;
+  sigemptyset(&watched);
+  sigaddset(&watched, SIGCHLD);
+  sigaddset(&watched, SIGTERM);
+  sigaddset(&watched, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &watched, &original_mask);
+  std::unique_ptr<MetricsPipeline> metrics = StartMetrics(env);
   std::vector<WorkerSpec> workers;
   for (int local = 0; local < config->nproc_per_node; ++local) {
     workers.push_back(WorkerSpec{GlobalRank(*config, local), local, config->program,
                                  WorkerEnv(*config, local, env)});
+    if (metrics != nullptr) {
+      absl::StatusOr<int> fd = metrics->tee->AddPipe();
+      if (fd.ok()) workers.back().stdout_fd = *fd;
+    }
   }
   if (config->mode == LaunchMode::kTorch) {
     std::fprintf(stderr,
@@ -103,7 +202,9 @@ int Main(int argc, char** argv) {
   }
   SupervisorOptions options;
   options.grace_period = config->grace_period;
+  options.child_mask = &original_mask;
   absl::StatusOr<SupervisionResult> result = Supervise(workers, options);
+  if (metrics != nullptr) FinishMetrics(*metrics);
   if (!result.ok()) {
     std::fprintf(stderr, "coach-launch: %s\n", std::string(result.status().message()).c_str());
     return 1;

@@ -25,6 +25,7 @@ void NoopHandler(int) {}
 
 // Everything execvpe needs, built before fork() so the child only makes syscalls.
 struct PreparedExec {
+  int stdout_fd = -1;
   std::vector<std::string> env_strings;
   std::vector<char*> argv;
   std::vector<char*> envp;
@@ -32,6 +33,7 @@ struct PreparedExec {
 
 PreparedExec Prepare(const WorkerSpec& spec) {
   PreparedExec p;
+  p.stdout_fd = spec.stdout_fd;
   for (const auto& [k, v] : spec.env) p.env_strings.push_back(k + "=" + v);
   for (const std::string& a : spec.argv) p.argv.push_back(const_cast<char*>(a.c_str()));
   p.argv.push_back(nullptr);
@@ -94,6 +96,7 @@ class Run {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(1);  // the launcher died before prctl took effect
     sigprocmask(SIG_SETMASK, &mask, nullptr);
+    if (exec.stdout_fd >= 0 && dup2(exec.stdout_fd, STDOUT_FILENO) < 0) _exit(126);
     execvpe(exec.argv[0], exec.argv.data(), exec.envp.data());
     const int err = errno;
     WriteAll(STDERR_FILENO,
@@ -256,7 +259,7 @@ absl::StatusOr<SupervisionResult> Supervise(const std::vector<WorkerSpec>& worke
     return absl::InternalError(absl::StrCat("sigprocmask: ", std::strerror(errno)));
   }
   Run run(workers, options);
-  SupervisionResult result = run.Go(old_mask);
+  SupervisionResult result = run.Go(options.child_mask != nullptr ? *options.child_mask : old_mask);
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   sigaction(SIGCHLD, &old_chld, nullptr);
   return result;

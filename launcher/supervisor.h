@@ -19,6 +19,8 @@
 // A worker whose program cannot be executed exits 127 (not found) or 126 (other exec error)
 // after printing why on its stderr.
 
+#include <signal.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -34,6 +36,7 @@ struct WorkerSpec {
   int local_rank = 0;
   std::vector<std::string> argv;  // non-empty; argv[0] is looked up in the launcher's PATH
   EnvMap env;                     // the worker's complete environment
+  int stdout_fd = -1;             // >= 0: becomes the worker's stdout (metrics_tee.h)
 };
 
 struct WorkerExit {
@@ -53,6 +56,9 @@ struct SupervisionResult {
 struct SupervisorOptions {
   absl::Duration grace_period = absl::Seconds(30);
   std::function<void(const std::string&)> log;  // default: a line on stderr
+  // The signal mask workers start with; null: the caller's mask at the call. A launcher that
+  // blocked SIGCHLD/SIGTERM/SIGINT before starting threads passes its original mask here.
+  const sigset_t* child_mask = nullptr;
 };
 
 // Starts every worker and returns once all have exited. Blocks SIGCHLD, SIGTERM and SIGINT
