@@ -55,7 +55,7 @@ struct Flags {
   std::string mlflow_tracking_uri;
   std::string mlflow_experiment;
   bool mlflow_forward_credentials = false;
-  double mlflow_run_wait_s = 2;
+  double mlflow_run_wait_s = 5;
   double mlflow_max_backoff_s = 30;
 };
 
@@ -408,6 +408,9 @@ int main(int argc, char** argv) {
       return absl::OkStatus();
     }
     return absl::AbortedError("the job kept changing");
+  };
+  tracker_hooks.wake = [&](const coach::model::Job& job) {
+    if (controller_ptr != nullptr) controller_ptr->Enqueue(coach::backend::local::KeyOf(job));
   };
   coach::backend::Backend* backend_ptr = backend->get();
   tracker_hooks.read_logs = [backend_ptr](const coach::model::Job& job, int64_t max_bytes)

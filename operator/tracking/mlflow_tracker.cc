@@ -34,6 +34,9 @@ bool Terminal(RunStatus s) {
   return s == RunStatus::kFinished || s == RunStatus::kFailed || s == RunStatus::kKilled;
 }
 
+// Set after the operator ended the run (restart: nothing left to do).
+constexpr char kEndedTag[] = "coach.run_ended";
+
 const char* const kStates[] = {"Succeeded", "Failed", "Suspended", "Restarting", "Running"};
 
 }  // namespace
@@ -365,7 +368,9 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
     *op = "get_run";
     ASSIGN_OR_RETURN(mlflow::Run run, client->GetRun(t.run_id));
     t.run_checked = true;
-    if (Terminal(run.info.status)) {
+    // The training code may have ended the run itself (a `with mlflow.start_run():` block):
+    // only the operator's own mark says the final status is recorded.
+    if (Terminal(run.info.status) && run.tags.count(kEndedTag) > 0) {
       t.terminated = true;
       t.logs_uploaded = true;
     }
@@ -451,6 +456,7 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
     }
     *op = "terminate_run";
     RETURN_IF_ERROR(client->TerminateRun(t.run_id, status, ToMs(end)).status());
+    RETURN_IF_ERROR(client->SetTag(t.run_id, kEndedTag, mlflow::RunStatusName(status)));
     t.terminated = true;
     Save(uid, t);
     if (ended_ != nullptr) ended_->Add({mlflow::RunStatusName(status)});
@@ -490,6 +496,7 @@ void MlflowTracker::Worker() {
       CountError(op, status);
       bool give_up = false;
       std::string key;
+      std::optional<model::Job> held;
       {
         absl::MutexLock lock(&mu_);
         auto it = jobs_.find(*uid);
@@ -497,6 +504,8 @@ void MlflowTracker::Worker() {
           key = KeyOf(it->second.job);
           if (mlflow::IsTransient(status)) {
             if (!it->second.uri.empty()) uri_failing_since_.emplace(it->second.uri, clock_->Now());
+            // Its first replicas may be waiting for the run id: they need not any more.
+            if (it->second.run_id.empty()) held = it->second.job;
           } else if (++it->second.permanent_failures >= options_.max_permanent_failures) {
             give_up = true;
             jobs_.erase(it);
@@ -505,6 +514,7 @@ void MlflowTracker::Worker() {
           }
         }
       }
+      if (held.has_value() && hooks_.wake) hooks_.wake(*held);
       if (give_up) {
         queue_.Forget(*uid);
         if (given_up_ != nullptr) given_up_->Add({});

@@ -11,7 +11,8 @@
 //   coach.message (the latest true condition's message); at the end the status FINISHED
 //   (Succeeded), FAILED (Failed) or KILLED (deleted before finishing) with the end time
 //   (status.completionTime, or the deletion time), and every replica's log as the artifact
-//   logs/<replica>.log.
+//   logs/<replica>.log, then the tag coach.run_ended=<status>. Training code that ends the run
+//   itself (`with mlflow.start_run():`) is overridden by the job's outcome.
 //
 // Run id: created once, then written onto the job as annotations coach.dev/mlflow-run-id and
 // coach.dev/mlflow-experiment-id through Hooks::annotate (the store), so it survives operator
@@ -70,7 +71,7 @@ struct MlflowTrackerOptions {
   absl::Duration backoff_cap = absl::Seconds(30);
   int max_permanent_failures = 5;
   // How long a new job's first replicas may wait for its run id (0: never wait).
-  absl::Duration run_wait = absl::Seconds(2);
+  absl::Duration run_wait = absl::Seconds(5);
   // Per replica, the log's last bytes that are uploaded.
   int64_t max_log_bytes = 16 << 20;
 };
@@ -84,6 +85,9 @@ struct MlflowTrackerHooks {
   std::function<absl::Status(const model::Job& job,
                              const std::map<std::string, std::string>& annotations)>
       annotate;
+  // Makes the controller reconcile the job soon (a job held for its run id is released when
+  // its server fails). May be null.
+  std::function<void(const model::Job& job)> wake;
   // Each replica's log ("master-0" -> text), as it is now. May be null (no logs uploaded).
   std::function<absl::StatusOr<std::map<std::string, std::string>>(const model::Job& job,
                                                                    int64_t max_bytes)>
