@@ -43,6 +43,23 @@ KINDS = [
 
 CATEGORIES = ["kubeflow", "kubeflow-training"]
 
+# CEL rules on the replica-specs map: what upstream's validating webhook refuses (after its
+# defaulting, which normalises keys: hence lowerAscii) and coach's validator refuses too.
+def _replicas_at_most(role, n, exact=False):
+    op = "==" if exact else "<="
+    return ("self.all(k, k.lowerAscii() != '%s' || !has(self[k].replicas) || self[k].replicas %s %d)"
+            % (role.lower(), op, n), "%s replicas must be %s%d" % (role, "" if exact else "at most ", n))
+
+
+RULES = {
+    "PyTorchJob": [_replicas_at_most("Master", 1, exact=True)],
+    "XGBoostJob": [("self.exists(k, k.lowerAscii() == 'master')", "an XGBoostJob needs a Master"),
+                   _replicas_at_most("Master", 1, exact=True)],
+    "TFJob": [("self.filter(k, k.lowerAscii() == 'chief' || k.lowerAscii() == 'master').size() <= 1",
+               "a TFJob has at most one of Chief and Master"),
+              _replicas_at_most("Chief", 1), _replicas_at_most("Master", 1)],
+}
+
 QUANTITY = {
     "anyOf": [{"type": "integer"}, {"type": "string"}],
     "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
@@ -226,9 +243,11 @@ def strip_empty_descriptions(s):
 
 
 def crd(k):
-    spec_props = {k["key"]: obj(
-        "Replica type (" + ", ".join(k["types"]) + ") to its replica spec.",
-        additionalProperties=replica_spec(k))}
+    specs = obj("Replica type (" + ", ".join(k["types"]) + ") to its replica spec.",
+                additionalProperties=replica_spec(k))
+    if k["kind"] in RULES:
+        specs["x-kubernetes-validations"] = [{"rule": r, "message": m} for r, m in RULES[k["kind"]]]
+    spec_props = {k["key"]: specs}
     spec_props["runPolicy"] = run_policy()
     for f in k["extra"]:
         spec_props[f] = EXTRA_FIELDS[f]()

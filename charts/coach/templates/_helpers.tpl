@@ -1,0 +1,119 @@
+{{/* Names and labels shared by every template. */}}
+{{- define "coach.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "coach.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "coach.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "coach.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end -}}
+
+{{- define "coach.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "coach.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: coach
+{{- end -}}
+
+{{- define "coach.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "coach.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when leader election is on: forced, or auto with more than one replica. */}}
+{{- define "coach.leaderElect" -}}
+{{- $le := .Values.leaderElection.enabled -}}
+{{- if eq (toString $le) "auto" -}}
+{{- if gt (int .Values.replicas) 1 }}true{{ else }}false{{ end -}}
+{{- else if eq (toString $le) "true" -}}
+true
+{{- else if eq (toString $le) "false" -}}
+{{- if gt (int .Values.replicas) 1 -}}
+{{- fail "leaderElection.enabled=false with replicas > 1: two operators would reconcile the same jobs" -}}
+{{- end -}}
+false
+{{- else -}}
+{{- fail (printf "leaderElection.enabled must be auto, true or false, got %v" $le) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The namespaces the operator acts in (namespaced scope). */}}
+{{- define "coach.namespaces" -}}
+{{- if .Values.rbac.namespaces -}}
+{{- join "," .Values.rbac.namespaces -}}
+{{- else -}}
+{{- .Release.Namespace -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "coach.tokenSecretName" -}}
+{{- if .Values.auth.token.existingSecret -}}
+{{- .Values.auth.token.existingSecret -}}
+{{- else -}}
+{{- printf "%s-token" (include "coach.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The rules the kube backend needs, in one place for the ClusterRole and the namespaced Roles.
+README.md says why each is there. No wildcards.
+*/}}
+{{- define "coach.rules" -}}
+- apiGroups: [kubeflow.org]
+  resources: [pytorchjobs, tfjobs, xgboostjobs, mpijobs, paddlejobs, jaxjobs]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [kubeflow.org]
+  resources: [pytorchjobs/status, tfjobs/status, xgboostjobs/status, mpijobs/status, paddlejobs/status, jaxjobs/status]
+  verbs: [get, update, patch]
+- apiGroups: [kubeflow.org]
+  resources: [pytorchjobs/finalizers, tfjobs/finalizers, xgboostjobs/finalizers, mpijobs/finalizers, paddlejobs/finalizers, jaxjobs/finalizers]
+  verbs: [update]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
+- apiGroups: [""]
+  resources: [pods/exec]
+  verbs: [create]
+- apiGroups: [""]
+  resources: [services]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [""]
+  resources: [serviceaccounts]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [roles, rolebindings]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch]
+{{- if eq .Values.operator.gangScheduler "volcano" }}
+- apiGroups: [scheduling.volcano.sh]
+  resources: [podgroups]
+  verbs: [get, list, watch, create, update, patch, delete]
+{{- else if eq .Values.operator.gangScheduler "scheduler-plugins" }}
+- apiGroups: [scheduling.x-k8s.io]
+  resources: [podgroups]
+  verbs: [get, list, watch, create, update, patch, delete]
+{{- else if ne .Values.operator.gangScheduler "none" }}
+{{- fail (printf "operator.gangScheduler must be none, volcano or scheduler-plugins, got %q" .Values.operator.gangScheduler) }}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# coach's CRDs and Helm chart (charts/coach) against a real API server (tools/testenv):
+#  1. the generated CRDs are up to date (tools/gen_crds.py --check) and small enough for
+#     client-side `kubectl apply` (last-applied annotation limit 262144 bytes);
+#  2. helm lint / helm template over several value sets, and the refusals the chart promises;
+#  3. a corpus (tools/crd_compat/corpus.py: testdata + manifests walked from upstream's schema +
+#     unusual pod templates) goes through `kubectl apply --dry-run=server` first with upstream's
+#     CRDs installed, then, after deleting them, with coach's; tools/crd_compat/compare.py fails
+#     on anything upstream accepts that coach rejects, and on any stored field that differs;
+#  4. on coach's CRDs for real: printer columns (State, Age), the category, the status and
+#     scale subresources (`kubectl scale` changes Worker replicas), unknown template fields kept;
+#  5. `helm install` of the chart, and the ServiceAccount's RBAC: what the kube backend needs is
+#     allowed (including granting the MPI launcher Role), nothing else is.
+# Outside CI a machine without Go (to build tools/testenv) skips; under CI=true that fails.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+export COACH_SHARED_DIR="${COACH_SHARED_DIR:-$(cd .. && pwd)/shared}"
+UPSTREAM=$COACH_SHARED_DIR/reference/kubeflow-v1-crds
+TESTENV=tools/testenv/testenv
+started=$SECONDS
+fail() { echo "crd_compat: FAIL: $*" >&2; exit 1; }
+say() { echo "crd_compat: $*"; }
+
+[[ -d $UPSTREAM ]] || fail "upstream CRDs not found in $UPSTREAM (set COACH_SHARED_DIR)"
+python3 tools/gen_crds.py --check || fail "charts/coach/crds is stale: run tools/gen_crds.py"
+
+if ! command -v go >/dev/null; then
+  [[ ${CI:-} == true ]] && fail "go is not installed (needed to build tools/testenv)"
+  echo "crd_compat: SKIP: go is not installed"
+  exit 0
+fi
+build_log=$(mktemp)
+if ! "$TESTENV" build >"$build_log" 2>&1; then
+  tail -n 40 "$build_log" >&2
+  rm -f "$build_log"
+  fail "tools/testenv/testenv build failed"
+fi
+rm -f "$build_log"
+BIN=$("$TESTENV" bin)
+HELM=$BIN/helm
+[[ -x $HELM && -x $BIN/kubectl ]] || fail "helm or kubectl missing in $BIN"
+
+WORK=$(mktemp -d /tmp/coach-crd-compat.XXXXXX)
+DIR=$WORK/kube
+cleanup() {
+  local rc=$?
+  if ((rc != 0)) && [[ -d $DIR/logs ]]; then
+    tail -n 15 "$DIR/logs/kube-apiserver.log" >&2
+  fi
+  "$TESTENV" down --dir "$DIR" >/dev/null 2>&1 || true
+  if [[ -z ${COACH_KEEP_WORK:-} ]] && { ((rc == 0)) || [[ ${CI:-} == true ]]; }; then rm -rf "$WORK"; else echo "crd_compat: work dir kept: $WORK" >&2; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+
+# ---- 1. sizes --------------------------------------------------------------------------------
+for f in charts/coach/crds/*.yaml; do
+  size=$(wc -c <"$f")
+  up=$(wc -c <"$UPSTREAM/$(basename "$f")")
+  say "$(basename "$f"): $size bytes (upstream $up)"
+  ((size < 200000)) || fail "$f is $size bytes: too big for client-side kubectl apply"
+done
+
+# ---- 2. helm lint and template ---------------------------------------------------------------
+CHART=charts/coach
+"$HELM" lint "$CHART" >"$WORK/lint.txt" 2>&1 || { cat "$WORK/lint.txt" >&2; fail "helm lint"; }
+declare -A VALUESETS=(
+  [default]=""
+  [ha]="--set replicas=3"
+  [namespaced]="--set rbac.scope=namespaced --set rbac.namespaces={team-a,team-b}"
+  [secure]="--set auth.token.enabled=true --set auth.token.value=s3cret --set tls.enabled=true --set tls.secretName=coach-tls --set tls.clientCA=true"
+  [volcano]="--set operator.gangScheduler=volcano --set nodeSelector.pool=system --set tolerations[0].operator=Exists"
+  [plugins]="--set operator.gangScheduler=scheduler-plugins --set leaderElection.enabled=true"
+)
+for name in "${!VALUESETS[@]}"; do
+  # shellcheck disable=SC2086
+  "$HELM" lint "$CHART" ${VALUESETS[$name]} >"$WORK/lint-$name.txt" 2>&1 ||
+    { cat "$WORK/lint-$name.txt" >&2; fail "helm lint ($name)"; }
+  # shellcheck disable=SC2086
+  "$HELM" template coach "$CHART" --namespace coach ${VALUESETS[$name]} >"$WORK/tmpl-$name.yaml" 2>&1 ||
+    { cat "$WORK/tmpl-$name.yaml" >&2; fail "helm template ($name)"; }
+done
+grep -q -- '--backend=kube' "$WORK/tmpl-default.yaml" || fail "no --backend=kube"
+grep -q -- '--leader-elect' "$WORK/tmpl-default.yaml" && fail "leader election on with 1 replica"
+grep -q -- '--leader-elect=true' "$WORK/tmpl-ha.yaml" || fail "no leader election with 3 replicas"
+grep -q -- 'kind: ClusterRole$' "$WORK/tmpl-namespaced.yaml" && fail "namespaced mode renders a ClusterRole"
+[[ $(grep -c '^kind: Role$' "$WORK/tmpl-namespaced.yaml") == 2 ]] || fail "namespaced mode: want 2 Roles"
+grep -q 'scheduling.volcano.sh' "$WORK/tmpl-volcano.yaml" || fail "volcano PodGroups not granted"
+grep -q 'scheduling.x-k8s.io' "$WORK/tmpl-volcano.yaml" && fail "volcano mode grants scheduler-plugins PodGroups"
+grep -q 'scheduling\.' "$WORK/tmpl-default.yaml" && fail "gangScheduler=none grants PodGroups"
+grep -q -- '--token-file=' "$WORK/tmpl-secure.yaml" && grep -q -- '--tls-client-ca=' "$WORK/tmpl-secure.yaml" ||
+  fail "token/TLS flags missing"
+grep -nE '"\*"|\[\*\]|- \*$|: \*$' "$WORK"/tmpl-*.yaml && fail "a wildcard in rendered RBAC"
+for bad in "--set replicas=2 --set leaderElection.enabled=false" "--set operator.gangScheduler=kueue" \
+  "--set rbac.scope=everything" "--set auth.token.enabled=true" "--set tls.enabled=true"; do
+  # shellcheck disable=SC2086
+  if "$HELM" template coach "$CHART" $bad >/dev/null 2>&1; then fail "helm template accepted: $bad"; fi
+done
+say "helm lint/template: ${#VALUESETS[@]} value sets render, 5 bad ones are refused"
+
+# ---- 3. the corpus under both CRD sets -------------------------------------------------------
+kubeconfig=$("$TESTENV" up --dir "$DIR") || fail "testenv up failed"
+k() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+export -f k
+export BIN kubeconfig
+for ns in compat team-a kubeflow; do k create namespace "$ns" >/dev/null || fail "create namespace $ns"; done
+
+crd_names=(pytorchjobs tfjobs xgboostjobs mpijobs paddlejobs jaxjobs)
+wait_established() {
+  for p in "${crd_names[@]}"; do
+    k wait --for=condition=Established --timeout=60s "crd/$p.kubeflow.org" >/dev/null ||
+      fail "crd $p not Established"
+  done
+}
+wait_gone() {
+  local deadline=$((SECONDS + 60))
+  for p in "${crd_names[@]}"; do
+    while k get "crd/$p.kubeflow.org" >/dev/null 2>&1; do
+      ((SECONDS < deadline)) || fail "crd $p not deleted in 60 s"
+      sleep 0.5
+    done
+  done
+  # Discovery must forget the kinds too before the next set is installed.
+  while k api-resources --api-group=kubeflow.org -o name 2>/dev/null | grep -q .; do
+    ((SECONDS < deadline)) || fail "kubeflow.org still served 60 s after deleting the CRDs"
+    sleep 0.5
+  done
+}
+run_corpus() { # results-dir
+  mkdir -p "$1"
+  find "$WORK/corpus" -name '*.json' -o -name '*.yaml' | sort |
+    xargs -P 8 -I{} bash -c '
+      f={}; c=$(basename "${f%.*}")
+      k apply --dry-run=server -o json -f "$f" >"'"$1"'/$c.out" 2>&1; echo $? >"'"$1"'/$c.rc"' ||
+    true
+  [[ $(ls "$1"/*.rc | wc -l) == $(($(wc -l <"$WORK/corpus/index.tsv"))) ]] ||
+    fail "corpus run incomplete in $1"
+}
+
+up_files=()
+for p in "${crd_names[@]}"; do up_files+=(-f "$UPSTREAM/kubeflow.org_$p.yaml"); done
+# Upstream's CRDs are too big for client-side apply (the last-applied annotation): show it, then
+# create them.
+if k apply --dry-run=server -f "$UPSTREAM/kubeflow.org_pytorchjobs.yaml" >"$WORK/up-apply.txt" 2>&1; then
+  say "note: client-side apply of upstream's pytorchjobs CRD was accepted"
+else
+  say "upstream's CRDs with client-side apply: $(grep -o 'Too long[^"]*' "$WORK/up-apply.txt" | head -n 1)"
+fi
+k create "${up_files[@]}" -o name >/dev/null || fail "create upstream CRDs"
+wait_established
+mkdir -p "$WORK/up"
+for p in "${crd_names[@]}"; do k get "crd/$p.kubeflow.org" -o json >"$WORK/up/kubeflow.org_$p.json"; done
+python3 tools/crd_compat/corpus.py "$WORK/up" api/v1/testdata/valid "$WORK/corpus" >/dev/null ||
+  fail "corpus generation"
+say "corpus: $(wc -l <"$WORK/corpus/index.tsv") manifests"
+t0=$SECONDS
+run_corpus "$WORK/res-upstream"
+say "upstream CRDs: corpus applied in $((SECONDS - t0)) s"
+k delete "${up_files[@]}" --wait=true >/dev/null || fail "delete upstream CRDs"
+wait_gone
+
+# coach's CRDs: plain client-side apply must work, twice (the second is a no-op).
+k apply -f charts/coach/crds/ >"$WORK/apply1.txt" 2>&1 || { cat "$WORK/apply1.txt" >&2; fail "client-side kubectl apply of charts/coach/crds"; }
+k apply -f charts/coach/crds/ >"$WORK/apply2.txt" 2>&1 || { cat "$WORK/apply2.txt" >&2; fail "second kubectl apply"; }
+[[ $(grep -c unchanged "$WORK/apply2.txt") == 6 ]] || { cat "$WORK/apply2.txt" >&2; fail "second apply changed something"; }
+wait_established
+t0=$SECONDS
+run_corpus "$WORK/res-coach"
+say "coach CRDs: corpus applied in $((SECONDS - t0)) s"
+python3 tools/crd_compat/compare.py "$WORK/corpus" "$WORK/res-upstream" "$WORK/res-coach" ||
+  fail "coach's CRDs differ from upstream's (see above)"
+
+# ---- 4. coach's CRDs for real ----------------------------------------------------------------
+k apply -n compat -f "$WORK/corpus/unknown-pytorchjob.json" >/dev/null || fail "create unknown-pytorchjob"
+name=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["name"])' "$WORK/corpus/unknown-pytorchjob.json")
+k get pytorchjob "$name" -n compat -o json >"$WORK/stored.json"
+python3 - "$WORK/stored.json" <<'PY' || fail "unknown pod template fields were not kept"
+import json, sys
+spec = json.load(open(sys.argv[1]))["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+assert spec["futurePodField"] == {"x": 1}, spec
+assert spec["containers"][0]["futureContainerKnob"] is True, spec
+PY
+header=$(k get pytorchjobs -n compat | head -n 1)
+[[ $header =~ ^NAME\ +STATE\ +AGE ]] || fail "kubectl get pytorchjobs header is '$header'"
+k patch pytorchjob "$name" -n compat --subresource=status --type=merge -p '{"status":{
+  "conditions":[{"type":"Created","status":"True","reason":"PyTorchJobCreated"},
+                {"type":"Running","status":"True","reason":"PyTorchJobRunning"}],
+  "replicaStatuses":{"Worker":{"active":1,"selector":"training.kubeflow.org/job-name='"$name"',training.kubeflow.org/replica-type=worker"}},
+  "startTime":"2025-01-01T00:00:00Z"}}' >/dev/null || fail "status patch"
+state=$(k get pytorchjob "$name" -n compat --no-headers | awk '{print $2}')
+[[ $state == Running ]] || fail "STATE column is '$state', want Running"
+k get kubeflow -n compat -o name | grep -q "pytorchjob.kubeflow.org/$name" || fail "category kubeflow does not list the job"
+k scale "pytorchjob/$name" -n compat --replicas=3 >/dev/null || fail "kubectl scale"
+replicas=$(k get pytorchjob "$name" -n compat -o jsonpath='{.spec.pytorchReplicaSpecs.Worker.replicas}')
+[[ $replicas == 3 ]] || fail "Worker replicas after scale: '$replicas', want 3"
+scale=$(k get --raw "/apis/kubeflow.org/v1/namespaces/compat/pytorchjobs/$name/scale")
+python3 -c 'import json,sys; s=json.loads(sys.argv[1]); assert s["spec"]["replicas"]==3 and s["status"]["replicas"]==1 and "job-name=" in s["status"]["selector"], s' "$scale" ||
+  fail "scale subresource: $scale"
+for p in paddlejobs jaxjobs; do
+  k get --raw "/apis/kubeflow.org/v1/namespaces/compat/$p" >/dev/null || fail "list $p"
+done
+say "coach CRDs: State/Age columns, category, status and scale subresources, unknown fields kept"
+
+# ---- 5. helm install and RBAC ----------------------------------------------------------------
+"$HELM" --kubeconfig "$kubeconfig" install coach "$CHART" --namespace coach --create-namespace \
+  --skip-crds --set replicas=2 --wait --timeout 90s >"$WORK/install.txt" 2>&1 ||
+  { cat "$WORK/install.txt" >&2; k -n coach get deploy,pods -o wide >&2; fail "helm install"; }
+sa=system:serviceaccount:coach:coach
+can() { k auth can-i --as="$sa" "$@" >/dev/null 2>&1; }
+for check in "create pytorchjobs.kubeflow.org -n compat" "update mpijobs.kubeflow.org --subresource=status -n compat" \
+  "watch jaxjobs.kubeflow.org --all-namespaces" "delete pods -n compat" "get pods --subresource=log -n compat" \
+  "create services -n compat" "update configmaps -n compat" "create serviceaccounts -n compat" \
+  "create roles.rbac.authorization.k8s.io -n compat" "create rolebindings.rbac.authorization.k8s.io -n compat" \
+  "create events -n compat" "update leases.coordination.k8s.io/coach-operator -n coach" \
+  "update tfjobs.kubeflow.org --subresource=finalizers -n compat"; do
+  # shellcheck disable=SC2086
+  can $check || fail "the operator's ServiceAccount cannot: $check"
+done
+for check in "get secrets -n compat" "update pods --subresource=status -n compat" \
+  "update leases.coordination.k8s.io/other -n coach" "create podgroups.scheduling.volcano.sh -n compat" \
+  "delete nodes" "create clusterroles.rbac.authorization.k8s.io" "delete namespaces"; do
+  # shellcheck disable=SC2086
+  can $check && fail "the operator's ServiceAccount can: $check (least privilege)"
+done
+# The MPI launcher Role the backend creates: RBAC lets the operator grant only what it holds.
+k --as="$sa" -n compat create role mpi-launcher-probe --verb=get,list,watch --resource=pods \
+  >/dev/null || fail "the operator cannot create the MPI launcher Role (pods get/list/watch)"
+k --as="$sa" -n compat apply -f - >/dev/null <<'YAML' || fail "the operator cannot grant pods/exec to the MPI launcher"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: mpi-launcher-exec}
+rules:
+- {apiGroups: [""], resources: [pods/exec], verbs: [create]}
+YAML
+"$HELM" --kubeconfig "$kubeconfig" uninstall coach --namespace coach >/dev/null || fail "helm uninstall"
+say "helm install (2 replicas, leader election) ok; RBAC allows the backend's 13 checks and refuses 7"
+
+"$TESTENV" down --dir "$DIR" >/dev/null || fail "testenv down"
+say "PASS in $((SECONDS - started)) s"
