@@ -114,7 +114,8 @@ class KubeClient {
   // POST. `object` needs metadata.name (or generateName); metadata.namespace, when set, must
   // equal `ns`. Returns the stored object (uid, resourceVersion, creationTimestamp set).
   // AlreadyExists: an object with that name exists. InvalidArgument: invalid object, or
-  // metadata.resourceVersion set. NotFound: the namespace does not exist.
+  // metadata.resourceVersion set (checked by the client: the apiserver answers that with a 500).
+  // NotFound: the namespace does not exist.
   virtual absl::StatusOr<nlohmann::json> Create(const ResourceDescriptor& resource, const std::string& ns,
                                                 const nlohmann::json& object) = 0;
 

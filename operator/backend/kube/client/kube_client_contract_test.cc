@@ -155,7 +155,8 @@ TEST_P(ContractTest, CreateErrors) {
   EXPECT_NE(bad.status().message().find("metadata.name"), std::string::npos) << bad.status();
   json with_rv = Cm("b");
   with_rv["metadata"]["resourceVersion"] = "5";
-  EXPECT_TRUE(absl::IsInvalidArgument(client_->Create(kCms, ns_, with_rv).status()));
+  auto rv_set = client_->Create(kCms, ns_, with_rv);
+  EXPECT_TRUE(absl::IsInvalidArgument(rv_set.status())) << rv_set.status();
   json other_ns = Cm("c");
   other_ns["metadata"]["namespace"] = "elsewhere";
   EXPECT_TRUE(absl::IsInvalidArgument(client_->Create(kCms, ns_, other_ns).status()));

@@ -407,6 +407,12 @@ absl::StatusOr<json> RestKubeClient::WriteObject(const std::string& method, cons
 
 absl::StatusOr<json> RestKubeClient::Create(const ResourceDescriptor& resource, const std::string& ns,
                                             const json& object) {
+  // The apiserver answers this with a 500, which would read as Unavailable and be retried
+  // forever by callers; it is the caller's mistake, so say so here.
+  if (!ResourceVersionOf(object).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("POST ", resource.CollectionPath(ns),
+                                                   ": metadata.resourceVersion must not be set on create"));
+  }
   return WriteObject("POST", resource.CollectionPath(ns), object, false);
 }
 
