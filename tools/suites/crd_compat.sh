@@ -93,11 +93,14 @@ grep -q -- '--token-file=' "$WORK/tmpl-secure.yaml" && grep -q -- '--tls-client-
   fail "token/TLS flags missing"
 grep -nE '"\*"|\[\*\]|- \*$|: \*$' "$WORK"/tmpl-*.yaml && fail "a wildcard in rendered RBAC"
 for bad in "--set replicas=2 --set leaderElection.enabled=false" "--set operator.gangScheduler=kueue" \
-  "--set rbac.scope=everything" "--set auth.token.enabled=true" "--set tls.enabled=true"; do
+  "--set rbac.scope=everything" "--set auth.token.enabled=true" "--set tls.enabled=true" \
+  "--set operator.workers=0"; do
   # shellcheck disable=SC2086
   if "$HELM" template coach "$CHART" $bad >/dev/null 2>&1; then fail "helm template accepted: $bad"; fi
 done
-say "helm lint/template: ${#VALUESETS[@]} value sets render, 5 bad ones are refused"
+[[ $("$HELM" template coach "$CHART" --include-crds | grep -c '^kind: CustomResourceDefinition') == 6 ]] ||
+  fail "helm template --include-crds does not render the 6 CRDs"
+say "helm lint/template: ${#VALUESETS[@]} value sets render, 6 bad ones are refused"
 
 # ---- 3. the corpus under both CRD sets -------------------------------------------------------
 kubeconfig=$("$TESTENV" up --dir "$DIR") || fail "testenv up failed"
