@@ -22,7 +22,7 @@ clang++-14 -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-r
   api/v1/codec/fuzz/codec_fuzzer.cc api/v1/codec/job_codec.cc api/v1/codec/yaml_json.cc \
   api/v1/kinds.cc api/v1/field_error.cc api/v1/defaults.cc api/v1/validation.cc \
   "$work/gen/api/v1/training_job.pb.cc" \
-  -lyaml-cpp $(pkg-config --libs protobuf) $absl_libs -lpthread \
+  -lyaml $(pkg-config --libs protobuf) $absl_libs -lpthread \
   -o "$work/codec_fuzzer"
 
 find api/v1/testdata -name '*.yaml' -exec cp {} "$work/corpus/" \;

@@ -5,23 +5,33 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <optional>
-#include <sstream>
+#include <stdexcept>
 #include <utility>
 
+#include <yaml.h>
+
 #include "absl/strings/str_cat.h"
-#include <yaml-cpp/anchor.h>
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/yaml.h>
 
 namespace coach::api::v1::codec {
 namespace {
 
 using nlohmann::json;
 
-// Thrown from inside the event handler; yaml-cpp unwinds cleanly through it.
+// Where a problem is, 0-based as libyaml counts; line < 0 when unknown.
+struct Mark {
+  int64_t line = -1;
+  int64_t column = -1;
+};
+
+Mark FromYaml(const yaml_mark_t& mark) {
+  return Mark{static_cast<int64_t>(mark.line), static_cast<int64_t>(mark.column)};
+}
+
+// Thrown from the event handlers and caught in ParseYamlDocuments.
 struct ConversionError {
-  YAML::Mark mark;
+  Mark mark;
   std::string message;
 };
 
@@ -114,34 +124,28 @@ bool ValidUtf8(const std::string& s) {
   return true;
 }
 
-// Builds JSON values from yaml-cpp's parse events with an explicit stack, so that deep
-// input costs heap, not stack.
-class JsonBuilder : public YAML::EventHandler {
+// Builds JSON values from libyaml's parse events with an explicit stack, so that deep
+// input costs heap, not stack. (libyaml rather than yaml-cpp: yaml-cpp 0.7 loops forever,
+// allocating, on input as small as ",'\n-", which the codec fuzzer found.)
+class JsonBuilder {
  public:
   struct Frame {
     json value;
     bool is_map = false;
     std::optional<std::string> key;
-    YAML::anchor_t anchor = 0;
-    YAML::Mark key_mark;
+    std::string anchor;
+    Mark key_mark;
     int64_t nodes = 1;
   };
 
-  void OnDocumentStart(const YAML::Mark&) override {
+  void OnDocumentStart() {
     stack_.clear();
     root_.reset();
-  }
-  void OnDocumentEnd() override {}
-
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
-    if (AwaitingKey()) {
-      SetKey(mark, "null");
-      return;
-    }
-    Complete(mark, json(nullptr), anchor, 1);
+    // Anchors are scoped to their document.
+    anchors_.clear();
   }
 
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+  void OnAlias(const Mark& mark, const std::string& anchor) {
     auto it = anchors_.find(anchor);
     if (it == anchors_.end()) throw ConversionError{mark, "unknown alias"};
     if (AwaitingKey()) {
@@ -153,31 +157,35 @@ class JsonBuilder : public YAML::EventHandler {
     }
     // Counted before the copy, so that an alias bomb stops before it allocates.
     Count(mark, it->second.second);
-    Attach(it->second.first, 0, it->second.second);
+    Attach(it->second.first, "", it->second.second);
   }
 
-  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
-                const std::string& value) override {
+  // `tag` is "?" for a plain scalar without a tag, "!" for a quoted one without a tag.
+  void OnScalar(const Mark& mark, const std::string& tag, const std::string& anchor,
+                const std::string& value) {
     if (!ValidUtf8(value)) throw ConversionError{mark, "scalar is not valid UTF-8"};
     if (AwaitingKey()) {
-      SetKey(mark, value);
-      if (anchor != 0) anchors_[anchor] = {json(value), 1};
+      json key = Resolve(mark, tag, value);
+      // Keys are strings in JSON; a plain `null`/`~` key reads as the text "null".
+      std::string text = key.is_string() ? key.get<std::string>()
+                         : key.is_null()  ? std::string("null")
+                                          : value;
+      SetKey(mark, text);
+      if (!anchor.empty()) anchors_[anchor] = {json(text), 1};
       return;
     }
     Complete(mark, Resolve(mark, tag, value), anchor, 1);
   }
 
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                       YAML::EmitterStyle::value) override {
+  void OnSequenceStart(const Mark& mark, const std::string& anchor) {
     Open(mark, json::array(), false, anchor);
   }
-  void OnSequenceEnd() override { Close(); }
+  void OnSequenceEnd() { Close(); }
 
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                  YAML::EmitterStyle::value) override {
+  void OnMapStart(const Mark& mark, const std::string& anchor) {
     Open(mark, json::object(), true, anchor);
   }
-  void OnMapEnd() override { Close(); }
+  void OnMapEnd() { Close(); }
 
   std::optional<json> TakeRoot() { return std::move(root_); }
 
@@ -186,7 +194,7 @@ class JsonBuilder : public YAML::EventHandler {
     return !stack_.empty() && stack_.back().is_map && !stack_.back().key.has_value();
   }
 
-  void SetKey(const YAML::Mark& mark, const std::string& key) {
+  void SetKey(const Mark& mark, const std::string& key) {
     Frame& top = stack_.back();
     if (top.value.contains(key)) {
       throw ConversionError{mark, absl::StrCat("duplicate mapping key \"", key, "\"")};
@@ -195,7 +203,7 @@ class JsonBuilder : public YAML::EventHandler {
     top.key_mark = mark;
   }
 
-  void Count(const YAML::Mark& mark, int64_t nodes) {
+  void Count(const Mark& mark, int64_t nodes) {
     total_nodes_ += nodes;
     if (total_nodes_ > kMaxYamlNodes) {
       throw ConversionError{
@@ -203,7 +211,7 @@ class JsonBuilder : public YAML::EventHandler {
     }
   }
 
-  void Open(const YAML::Mark& mark, json value, bool is_map, YAML::anchor_t anchor) {
+  void Open(const Mark& mark, json value, bool is_map, const std::string& anchor) {
     if (AwaitingKey()) throw ConversionError{mark, "mapping keys must be scalars"};
     if (static_cast<int>(stack_.size()) >= kMaxYamlDepth) {
       throw ConversionError{
@@ -224,13 +232,13 @@ class JsonBuilder : public YAML::EventHandler {
     Attach(std::move(frame.value), frame.anchor, frame.nodes);
   }
 
-  void Complete(const YAML::Mark& mark, json value, YAML::anchor_t anchor, int64_t nodes) {
+  void Complete(const Mark& mark, json value, const std::string& anchor, int64_t nodes) {
     Count(mark, nodes);
     Attach(std::move(value), anchor, nodes);
   }
 
-  void Attach(json value, YAML::anchor_t anchor, int64_t nodes) {
-    if (anchor != 0) anchors_[anchor] = {value, nodes};
+  void Attach(json value, const std::string& anchor, int64_t nodes) {
+    if (!anchor.empty()) anchors_[anchor] = {value, nodes};
     if (stack_.empty()) {
       root_ = std::move(value);
       return;
@@ -245,7 +253,7 @@ class JsonBuilder : public YAML::EventHandler {
     }
   }
 
-  static json Resolve(const YAML::Mark& mark, const std::string& tag, const std::string& value) {
+  static json Resolve(const Mark& mark, const std::string& tag, const std::string& value) {
     if (tag == "?") return ResolvePlainScalar(value);
     if (tag == "!" || tag == "tag:yaml.org,2002:str") return json(value);
     if (tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" ||
@@ -269,12 +277,12 @@ class JsonBuilder : public YAML::EventHandler {
 
   std::vector<Frame> stack_;
   std::optional<json> root_;
-  std::map<YAML::anchor_t, std::pair<json, int64_t>> anchors_;
+  std::map<std::string, std::pair<json, int64_t>> anchors_;
   int64_t total_nodes_ = 0;
 };
 
-std::string AtMark(const YAML::Mark& mark) {
-  if (mark.is_null()) return "";
+std::string AtMark(const Mark& mark) {
+  if (mark.line < 0) return "";
   return absl::StrCat("line ", mark.line + 1, ", column ", mark.column + 1, ": ");
 }
 
@@ -306,48 +314,188 @@ bool NeedsQuotes(const std::string& s) {
   return false;
 }
 
-void EmitString(YAML::Emitter& out, const std::string& s) {
-  if (NeedsQuotes(s)) out << YAML::DoubleQuoted;
-  out << s;
-}
-
-void Emit(YAML::Emitter& out, const json& value) {
-  switch (value.type()) {
-    case json::value_t::null:
-      out << YAML::Null;
-      break;
-    case json::value_t::boolean:
-      out << (value.get<bool>() ? "true" : "false");
-      break;
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-    case json::value_t::number_float:
-      // JSON text of a number is valid YAML of the same type ("1.0" stays a float).
-      out << value.dump();
-      break;
-    case json::value_t::string:
-      EmitString(out, value.get_ref<const std::string&>());
-      break;
-    case json::value_t::array:
-      out << YAML::BeginSeq;
-      for (const json& item : value) Emit(out, item);
-      out << YAML::EndSeq;
-      break;
-    case json::value_t::object:
-      out << YAML::BeginMap;
-      for (auto it = value.begin(); it != value.end(); ++it) {
-        out << YAML::Key;
-        EmitString(out, it.key());
-        out << YAML::Value;
-        Emit(out, it.value());
-      }
-      out << YAML::EndMap;
-      break;
-    default:
-      out << YAML::Null;
-      break;
+// Writes block-style YAML through libyaml's emitter, one event at a time.
+class YamlWriter {
+ public:
+  YamlWriter() {
+    yaml_emitter_initialize(&emitter_);
+    yaml_emitter_set_output(&emitter_, &YamlWriter::Append, &text_);
+    yaml_emitter_set_unicode(&emitter_, 1);
+    yaml_emitter_set_indent(&emitter_, 2);
+    // No folding of long scalars: a folded plain scalar reads back the same, but a
+    // reader of the output (a person, a diff) is better served by one line per value.
+    yaml_emitter_set_width(&emitter_, -1);
   }
-}
+  ~YamlWriter() { yaml_emitter_delete(&emitter_); }
+  YamlWriter(const YamlWriter&) = delete;
+  YamlWriter& operator=(const YamlWriter&) = delete;
+
+  std::string Document(const json& value) {
+    yaml_event_t event;
+    yaml_stream_start_event_initialize(&event, YAML_UTF8_ENCODING);
+    Send(&event);
+    yaml_document_start_event_initialize(&event, nullptr, nullptr, nullptr, 1);
+    Send(&event);
+    Value(value);
+    yaml_document_end_event_initialize(&event, 1);
+    Send(&event);
+    yaml_stream_end_event_initialize(&event);
+    Send(&event);
+    yaml_emitter_flush(&emitter_);
+    return text_;
+  }
+
+ private:
+  static int Append(void* data, unsigned char* buffer, size_t size) {
+    static_cast<std::string*>(data)->append(reinterpret_cast<const char*>(buffer), size);
+    return 1;
+  }
+
+  // libyaml takes ownership of the event and frees it, successful or not. Emitting from
+  // a JSON value cannot produce an invalid event sequence, so a failure here is a bug.
+  void Send(yaml_event_t* event) {
+    if (!yaml_emitter_emit(&emitter_, event)) {
+      throw std::logic_error(absl::StrCat("libyaml emitter: ",
+                                          emitter_.problem ? emitter_.problem : "failed"));
+    }
+  }
+
+  void Scalar(const std::string& text, yaml_scalar_style_t style) {
+    yaml_event_t event;
+    yaml_scalar_event_initialize(&event, nullptr, nullptr,
+                                 reinterpret_cast<yaml_char_t*>(const_cast<char*>(text.data())),
+                                 static_cast<int>(text.size()), 1, 1, style);
+    Send(&event);
+  }
+
+  void String(const std::string& s) {
+    // Plain where it reads back as the same string; libyaml itself falls back to quotes
+    // where plain style cannot carry the text (": ", a leading "-", ...).
+    Scalar(s, NeedsQuotes(s) ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_PLAIN_SCALAR_STYLE);
+  }
+
+  void Value(const json& value) {
+    yaml_event_t event;
+    switch (value.type()) {
+      case json::value_t::boolean:
+        Scalar(value.get<bool>() ? "true" : "false", YAML_PLAIN_SCALAR_STYLE);
+        return;
+      case json::value_t::number_integer:
+      case json::value_t::number_unsigned:
+      case json::value_t::number_float:
+        // JSON text of a number is valid YAML of the same type ("1.0" stays a float).
+        Scalar(value.dump(), YAML_PLAIN_SCALAR_STYLE);
+        return;
+      case json::value_t::string:
+        String(value.get_ref<const std::string&>());
+        return;
+      case json::value_t::array:
+        yaml_sequence_start_event_initialize(&event, nullptr, nullptr, 1,
+                                             YAML_BLOCK_SEQUENCE_STYLE);
+        Send(&event);
+        for (const json& item : value) Value(item);
+        yaml_sequence_end_event_initialize(&event);
+        Send(&event);
+        return;
+      case json::value_t::object:
+        yaml_mapping_start_event_initialize(&event, nullptr, nullptr, 1,
+                                            YAML_BLOCK_MAPPING_STYLE);
+        Send(&event);
+        for (auto it = value.begin(); it != value.end(); ++it) {
+          String(it.key());
+          Value(it.value());
+        }
+        yaml_mapping_end_event_initialize(&event);
+        Send(&event);
+        return;
+      default:
+        Scalar("null", YAML_PLAIN_SCALAR_STYLE);
+        return;
+    }
+  }
+
+  yaml_emitter_t emitter_;
+  std::string text_;
+};
+
+// Owns a libyaml parser reading `text` (which must outlive it).
+class YamlReader {
+ public:
+  explicit YamlReader(const std::string& text) {
+    yaml_parser_initialize(&parser_);
+    yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(text.data()),
+                                 text.size());
+  }
+  ~YamlReader() { yaml_parser_delete(&parser_); }
+  YamlReader(const YamlReader&) = delete;
+  YamlReader& operator=(const YamlReader&) = delete;
+
+  // Feeds every event to `builder`, collecting the non-empty documents.
+  void Read(JsonBuilder& builder, std::vector<json>& docs) {
+    while (true) {
+      yaml_event_t event;
+      if (!yaml_parser_parse(&parser_, &event)) {
+        std::string message = parser_.problem ? parser_.problem : "malformed input";
+        if (parser_.context) message = absl::StrCat(parser_.context, ": ", message);
+        throw SyntaxError{FromYaml(parser_.problem_mark), message};
+      }
+      // Freed on every path out of this iteration, exceptions from the builder included.
+      std::unique_ptr<yaml_event_t, void (*)(yaml_event_t*)> owned(&event, yaml_event_delete);
+      const Mark mark = FromYaml(event.start_mark);
+      switch (event.type) {
+        case YAML_STREAM_END_EVENT:
+          return;
+        case YAML_DOCUMENT_START_EVENT:
+          builder.OnDocumentStart();
+          break;
+        case YAML_DOCUMENT_END_EVENT: {
+          std::optional<json> root = builder.TakeRoot();
+          if (root.has_value() && !root->is_null()) docs.push_back(std::move(*root));
+          break;
+        }
+        case YAML_ALIAS_EVENT:
+          builder.OnAlias(mark, Text(event.data.alias.anchor));
+          break;
+        case YAML_SCALAR_EVENT: {
+          const auto& scalar = event.data.scalar;
+          std::string tag = scalar.tag != nullptr                         ? Text(scalar.tag)
+                            : scalar.style == YAML_PLAIN_SCALAR_STYLE ? "?"
+                                                                          : "!";
+          builder.OnScalar(mark, tag, Text(scalar.anchor),
+                           std::string(reinterpret_cast<const char*>(scalar.value),
+                                       scalar.length));
+          break;
+        }
+        case YAML_SEQUENCE_START_EVENT:
+          builder.OnSequenceStart(mark, Text(event.data.sequence_start.anchor));
+          break;
+        case YAML_SEQUENCE_END_EVENT:
+          builder.OnSequenceEnd();
+          break;
+        case YAML_MAPPING_START_EVENT:
+          builder.OnMapStart(mark, Text(event.data.mapping_start.anchor));
+          break;
+        case YAML_MAPPING_END_EVENT:
+          builder.OnMapEnd();
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  struct SyntaxError {
+    Mark mark;
+    std::string message;
+  };
+
+ private:
+  static std::string Text(const yaml_char_t* text) {
+    return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text));
+  }
+
+  yaml_parser_t parser_;
+};
 
 }  // namespace
 
@@ -379,18 +527,15 @@ json ResolvePlainScalar(const std::string& s) {
 
 absl::StatusOr<std::vector<json>> ParseYamlDocuments(const std::string& text) {
   std::vector<json> docs;
-  std::istringstream in(text);
   JsonBuilder builder;
   try {
-    YAML::Parser parser(in);
-    while (parser.HandleNextDocument(builder)) {
-      std::optional<json> root = builder.TakeRoot();
-      if (root.has_value() && !root->is_null()) docs.push_back(std::move(*root));
-    }
+    YamlReader reader(text);
+    reader.Read(builder, docs);
   } catch (const ConversionError& e) {
     return absl::InvalidArgumentError(absl::StrCat(AtMark(e.mark), e.message));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("YAML syntax error: ", AtMark(e.mark), e.msg));
+  } catch (const YamlReader::SyntaxError& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("YAML syntax error: ", AtMark(e.mark), e.message));
   }
   return docs;
 }
@@ -406,10 +551,8 @@ absl::StatusOr<json> ParseYaml(const std::string& text) {
 }
 
 std::string ToYaml(const json& value) {
-  YAML::Emitter out;
-  out.SetIndent(2);
-  Emit(out, value);
-  std::string text = out.c_str();
+  YamlWriter writer;
+  std::string text = writer.Document(value);
   if (text.empty() || text.back() != '\n') text += '\n';
   return text;
 }
