@@ -12,8 +12,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/status/statusor.h"
 #include "operator/model/address_plan.h"
 #include "operator/model/observed_state.h"
@@ -71,6 +73,40 @@ class Backend {
   // Errors: FailedPrecondition (cannot run now, e.g. GPUs busy: retry later; the message
   // says why), InvalidArgument (the object cannot run on this backend), Unavailable.
   virtual absl::Status Apply(const model::Job& job, const model::Action& action) = 0;
+
+  // Carries out a pass's kCreate/kDelete actions (no kDeleteJob), possibly in parallel:
+  // upstream creates a job's pods and services one by one (kubeflow/trainer#2361). The
+  // default applies them in order with Apply and stops at the first error. An
+  // implementation may reorder only within what the reconciler's order allows (the kube
+  // backend creates ConfigMap/RBAC/PodGroup first, then pods and services in parallel).
+  // `results`, when not null, receives one status per action in the order of `actions`
+  // (actions never attempted after an error: Cancelled); used for metrics.
+  // Returns OK when every action succeeded, else the first failure (in action order) with
+  // the action named in the message ("create Pod job-worker-0: ..."). Error codes as Apply.
+  absl::Status ApplyAll(const model::Job& job, const std::vector<model::Action>& actions) {
+    return ApplyAll(job, actions, nullptr);
+  }
+  virtual absl::Status ApplyAll(const model::Job& job, const std::vector<model::Action>& actions,
+                                std::vector<absl::Status>* results) {
+    if (results != nullptr) {
+      results->assign(actions.size(), absl::CancelledError("not attempted: an earlier action failed"));
+    }
+    for (size_t i = 0; i < actions.size(); ++i) {
+      absl::Status applied = Apply(job, actions[i]);
+      if (results != nullptr) (*results)[i] = applied;
+      if (!applied.ok()) return AnnotateAction(actions[i], applied);
+    }
+    return absl::OkStatus();
+  }
+
+  // "create Pod job-worker-0: <message>", same code.
+  static absl::Status AnnotateAction(const model::Action& action, const absl::Status& status) {
+    const char* verb = action.type == model::Action::Type::kCreate   ? "create"
+                       : action.type == model::Action::Type::kDelete ? "delete"
+                                                                     : "delete_job";
+    return absl::Status(status.code(), absl::StrCat(verb, " ", action.object.kind, " ",
+                                                    action.object.name, ": ", status.message()));
+  }
 
   // Stops everything the job has and forgets it (the job is being deleted). Waits for
   // processes to stop, up to the grace period. Idempotent.

@@ -239,35 +239,47 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
   }
   model::ReconcileResult result = reconcile::Reconcile(job, observed, now, config);
 
-  bool applied_any = false;
+  // Everything before a kDeleteJob (the reconciler emits it alone) goes to the backend in
+  // one batch, which may apply it in parallel (the kube backend creates pods concurrently).
+  std::vector<model::Action> batch;
+  const model::Action* delete_job = nullptr;
   for (const model::Action& action : result.actions) {
     if (action.type == model::Action::Type::kDeleteJob) {
-      absl::Status deleted = jobs_->DeleteLocked(job);
-      if (metrics_ != nullptr) {
-        metrics_->actions_total->Add({ActionName(action.type), deleted.ok() ? "ok" : "error"});
-      }
-      if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
-      if (metrics_ != nullptr) {
-        metrics_->jobs_ttl_deleted->Add({job.metadata().namespace_(), FrameworkOf(job)});
-      }
-      spdlog::info("job {}: ttlSecondsAfterFinished expired, deleted", key);
-      {
-        absl::MutexLock l(&mu_);
-        admitted_.erase(key);
-      }
-      RecordObserved(key, nullptr, nullptr);
-      return absl::OkStatus();
+      delete_job = &action;
+      break;
     }
-    absl::Status applied = backend_->Apply(job, action);
+    batch.push_back(action);
+  }
+  bool applied_any = false;
+  if (!batch.empty()) {
+    std::vector<absl::Status> results;
+    absl::Status applied = backend_->ApplyAll(job, batch, &results);
     if (metrics_ != nullptr) {
-      metrics_->actions_total->Add({ActionName(action.type), applied.ok() ? "ok" : "error"});
+      for (size_t i = 0; i < batch.size() && i < results.size(); ++i) {
+        if (absl::IsCancelled(results[i]) && !applied.ok()) continue;  // never attempted
+        metrics_->actions_total->Add(
+            {ActionName(batch[i].type), results[i].ok() ? "ok" : "error"});
+      }
     }
-    if (!applied.ok()) {
-      return absl::Status(applied.code(),
-                          absl::StrCat(ActionName(action.type), " ", action.object.kind, " ",
-                                       action.object.name, ": ", applied.message()));
-    }
+    if (!applied.ok()) return applied;
     applied_any = true;
+  }
+  if (delete_job != nullptr) {
+    absl::Status deleted = jobs_->DeleteLocked(job);
+    if (metrics_ != nullptr) {
+      metrics_->actions_total->Add({ActionName(delete_job->type), deleted.ok() ? "ok" : "error"});
+    }
+    if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
+    if (metrics_ != nullptr) {
+      metrics_->jobs_ttl_deleted->Add({job.metadata().namespace_(), FrameworkOf(job)});
+    }
+    spdlog::info("job {}: ttlSecondsAfterFinished expired, deleted", key);
+    {
+      absl::MutexLock l(&mu_);
+      admitted_.erase(key);
+    }
+    RecordObserved(key, nullptr, nullptr);
+    return absl::OkStatus();
   }
 
   if (result.status_changed) {
