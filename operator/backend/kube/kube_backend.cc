@@ -1,0 +1,800 @@
+#include "operator/backend/kube/kube_backend.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "operator/reconcile/replicas.h"
+
+namespace coach::backend::kube {
+
+using coach::kube::ResourceDescriptor;
+using coach::kube::WatchEvent;
+using coach::kube::WatchEventType;
+using nlohmann::json;
+
+namespace {
+
+constexpr char kPodGroupVolcano[] = "scheduling.volcano.sh/v1beta1";
+constexpr char kPodGroupSchedulerPlugins[] = "scheduling.x-k8s.io/v1alpha1";
+
+std::string JobKeyOf(const model::Job& job) {
+  return absl::StrCat(job.metadata().namespace_(), "/", job.metadata().name());
+}
+
+std::string ObjectKey(const std::string& kind, const std::string& name) {
+  return absl::StrCat(kind, "/", name);
+}
+
+const json& Field(const json& o, const char* key) {
+  static const json kNull;
+  if (!o.is_object()) return kNull;
+  auto it = o.find(key);
+  return it == o.end() ? kNull : *it;
+}
+
+std::string StringField(const json& o, const char* key) {
+  const json& v = Field(o, key);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+std::string Label(const json& object, const std::string& label) {
+  const json& labels = Field(Field(object, "metadata"), "labels");
+  if (!labels.is_object()) return "";
+  auto it = labels.find(label);
+  return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+bool Deleting(const json& object) {
+  return !Field(Field(object, "metadata"), "deletionTimestamp").is_null();
+}
+
+absl::Time ParseTime(const std::string& s) {
+  absl::Time t;
+  std::string err;
+  if (s.empty() || !absl::ParseTime(absl::RFC3339_full, s, &t, &err)) return absl::InfinitePast();
+  return t;
+}
+
+// Keeps what Observe and StreamLogs read: memory per cached pod stays small.
+json Trim(const json& o, bool pod) {
+  const json& meta = Field(o, "metadata");
+  json m = json::object();
+  for (const char* key : {"name", "namespace", "uid", "labels", "creationTimestamp",
+                          "deletionTimestamp", "resourceVersion"}) {
+    const json& v = Field(meta, key);
+    if (!v.is_null()) m[key] = v;
+  }
+  json t = {{"metadata", std::move(m)}};
+  if (!pod) return t;
+  json names = json::array();
+  const json& containers = Field(Field(o, "spec"), "containers");
+  if (containers.is_array()) {
+    for (const json& c : containers) names.push_back({{"name", StringField(c, "name")}});
+  }
+  t["spec"] = {{"containers", std::move(names)}};
+  json status = json::object();
+  const json& s = Field(o, "status");
+  for (const char* key : {"phase", "message", "reason"}) {
+    if (!Field(s, key).is_null()) status[key] = Field(s, key);
+  }
+  const json& cs = Field(s, "containerStatuses");
+  if (cs.is_array()) {
+    json out = json::array();
+    for (const json& c : cs) {
+      json e = json::object();
+      for (const char* key : {"name", "state", "lastState", "restartCount"}) {
+        if (!Field(c, key).is_null()) e[key] = Field(c, key);
+      }
+      out.push_back(std::move(e));
+    }
+    status["containerStatuses"] = std::move(out);
+  }
+  t["status"] = std::move(status);
+  return t;
+}
+
+model::PodPhase ParsePhase(const std::string& phase) {
+  if (phase == "Running") return model::PodPhase::kRunning;
+  if (phase == "Succeeded") return model::PodPhase::kSucceeded;
+  if (phase == "Failed") return model::PodPhase::kFailed;
+  if (phase == "Unknown") return model::PodPhase::kUnknown;
+  return model::PodPhase::kPending;
+}
+
+std::string DefaultContainerName(const model::Job& job) {
+  absl::StatusOr<const api::v1::KindInfo*> kind = reconcile::KindOf(job);
+  return kind.ok() ? std::string((*kind)->default_container) : "";
+}
+
+// The default container's status: the one named as the kind's default container, else the
+// first.
+const json* DefaultContainerStatus(const json& pod, const std::string& default_name) {
+  const json& cs = Field(Field(pod, "status"), "containerStatuses");
+  if (!cs.is_array() || cs.empty()) return nullptr;
+  for (const json& c : cs) {
+    if (StringField(c, "name") == default_name) return &c;
+  }
+  return &cs[0];
+}
+
+std::string CamelType(const model::Job& job, const std::string& label_value) {
+  for (const std::string& type : reconcile::ReplicaTypes(job)) {
+    if (reconcile::Lower(type) == label_value) return type;
+  }
+  return label_value;  // a type the job no longer declares: kept, so it is visible
+}
+
+model::ObservedPod ToObservedPod(const model::Job& job, const json& pod,
+                                 const std::string& default_container) {
+  model::ObservedPod p;
+  const json& meta = Field(pod, "metadata");
+  p.name = StringField(meta, "name");
+  p.replica_type = CamelType(job, Label(pod, reconcile::kLabelReplicaType));
+  int index = 0;
+  if (absl::SimpleAtoi(Label(pod, reconcile::kLabelReplicaIndex), &index)) p.index = index;
+  const json& status = Field(pod, "status");
+  p.phase = ParsePhase(StringField(status, "phase"));
+  p.deleting = Deleting(pod);
+  p.created = ParseTime(StringField(meta, "creationTimestamp"));
+  const json& cs = Field(status, "containerStatuses");
+  if (cs.is_array()) {
+    for (const json& c : cs) {
+      const json& rc = Field(c, "restartCount");
+      if (rc.is_number_integer()) p.restart_count += rc.get<int>();
+    }
+  }
+  std::string reason;
+  if (const json* c = DefaultContainerStatus(pod, default_container)) {
+    const json& terminated = Field(Field(*c, "state"), "terminated");
+    const json& last = Field(Field(*c, "lastState"), "terminated");
+    const json& t = terminated.is_object() ? terminated : last;
+    if (t.is_object() && Field(t, "exitCode").is_number_integer()) {
+      p.exit_code = Field(t, "exitCode").get<int>();
+      const std::string r = StringField(t, "reason");
+      if (!r.empty() && r != "Completed") reason = r;
+    }
+    const json& waiting = Field(Field(*c, "state"), "waiting");
+    if (reason.empty() && waiting.is_object()) {
+      const std::string r = StringField(waiting, "reason");
+      if (!r.empty() && r != "ContainerCreating") {
+        reason = r;
+        const std::string m = StringField(waiting, "message");
+        if (!m.empty()) absl::StrAppend(&reason, ": ", m);
+      }
+    }
+  }
+  p.message = StringField(status, "message");
+  if (p.message.empty()) p.message = reason;
+  return p;
+}
+
+}  // namespace
+
+struct KubeBackend::KindState {
+  std::string kind;
+  ResourceDescriptor resource;
+  std::string selector_label;  // must exist on cached objects
+  std::string job_label;       // names the owning job
+  bool enabled = true;         // false: the resource (PodGroup CRD) is not installed
+  // Guarded by KubeBackend::mu_.
+  std::map<std::string, json> objects;                  // "ns/name" -> trimmed object
+  std::map<std::string, std::set<std::string>> by_job;  // "ns/job" -> names
+  std::set<std::string> synced;                         // namespaces listed at least once
+  std::string last_error;
+
+  std::string JobKeyOfObject(const json& o) const {
+    const std::string job = Label(o, job_label);
+    if (job.empty()) return "";
+    return absl::StrCat(StringField(Field(o, "metadata"), "namespace"), "/", job);
+  }
+  // Inserts or replaces; returns the job keys touched (old and new owner).
+  void Upsert(const json& o, std::set<std::string>* jobs) {
+    const json& meta = Field(o, "metadata");
+    const std::string ns = StringField(meta, "namespace");
+    const std::string name = StringField(meta, "name");
+    const std::string key = absl::StrCat(ns, "/", name);
+    Erase(key, jobs);
+    json trimmed = Trim(o, kind == "Pod");
+    const std::string job_key = JobKeyOfObject(trimmed);
+    if (!job_key.empty()) {
+      by_job[job_key].insert(name);
+      jobs->insert(job_key);
+    }
+    objects[key] = std::move(trimmed);
+  }
+  void Erase(const std::string& key, std::set<std::string>* jobs) {
+    auto it = objects.find(key);
+    if (it == objects.end()) return;
+    const std::string job_key = JobKeyOfObject(it->second);
+    if (!job_key.empty()) {
+      auto j = by_job.find(job_key);
+      if (j != by_job.end()) {
+        j->second.erase(StringField(Field(it->second, "metadata"), "name"));
+        if (j->second.empty()) by_job.erase(j);
+      }
+      jobs->insert(job_key);
+    }
+    objects.erase(it);
+  }
+  const json* Find(const std::string& ns, const std::string& name) const {
+    auto it = objects.find(absl::StrCat(ns, "/", name));
+    return it == objects.end() ? nullptr : &it->second;
+  }
+};
+
+absl::StatusOr<std::unique_ptr<KubeBackend>> KubeBackend::Create(KubeBackendOptions options) {
+  if (options.client == nullptr) return absl::InvalidArgumentError("KubeBackend: no client");
+  if (options.create_parallelism < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("KubeBackend: create_parallelism must be >= 1, got ",
+                                                   options.create_parallelism));
+  }
+  const std::string& gang = options.gang_scheduler;
+  if (!gang.empty() && gang != "none" && gang != "volcano" && gang != "scheduler-plugins") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "KubeBackend: unknown gang scheduler \"", gang, "\" (want volcano or scheduler-plugins)"));
+  }
+  std::unique_ptr<KubeBackend> backend(new KubeBackend(std::move(options)));
+  return backend;
+}
+
+KubeBackend::KubeBackend(KubeBackendOptions options) : options_(std::move(options)) {
+  auto add = [this](ResourceDescriptor resource, const std::string& selector_label,
+                    const std::string& job_label) {
+    auto state = std::make_unique<KindState>();
+    state->kind = resource.kind;
+    state->resource = std::move(resource);
+    state->selector_label = selector_label;
+    state->job_label = job_label;
+    kinds_.push_back(std::move(state));
+  };
+  namespace r = coach::kube::resources;
+  add(r::Pods(), reconcile::kLabelOperatorName, reconcile::kLabelJobName);
+  add(r::Services(), reconcile::kLabelOperatorName, reconcile::kLabelJobName);
+  add(r::ConfigMaps(), kCoachJobNameLabel, kCoachJobNameLabel);
+  add({"", "v1", "serviceaccounts", "ServiceAccount", true, false}, kCoachJobNameLabel,
+      kCoachJobNameLabel);
+  add({"rbac.authorization.k8s.io", "v1", "roles", "Role", true, false}, kCoachJobNameLabel,
+      kCoachJobNameLabel);
+  add({"rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, false},
+      kCoachJobNameLabel, kCoachJobNameLabel);
+  if (options_.gang_scheduler == "volcano") {
+    add(r::PodGroups(), kCoachJobNameLabel, kCoachJobNameLabel);
+  } else if (options_.gang_scheduler == "scheduler-plugins") {
+    add({"scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", true, true},
+        kCoachJobNameLabel, kCoachJobNameLabel);
+  }
+}
+
+KubeBackend::~KubeBackend() { Stop(); }
+
+KubeBackend::KindState* KubeBackend::StateFor(const std::string& kind) {
+  for (auto& s : kinds_) {
+    if (s->kind == kind) return s.get();
+  }
+  return nullptr;
+}
+
+const KubeBackend::KindState* KubeBackend::StateFor(const std::string& kind) const {
+  for (const auto& s : kinds_) {
+    if (s->kind == kind) return s.get();
+  }
+  return nullptr;
+}
+
+void KubeBackend::SetChangeCallback(ChangeCallback callback) {
+  absl::MutexLock lock(&mu_);
+  callback_ = std::move(callback);
+}
+
+absl::Status KubeBackend::Start() {
+  absl::MutexLock run_lock(&run_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_) return absl::OkStatus();
+  }
+  std::vector<std::string> namespaces = options_.namespaces;
+  if (namespaces.empty()) namespaces.push_back("");
+  for (auto& state_ptr : kinds_) {
+    KindState* state = state_ptr.get();
+    if (state->kind == "PodGroup") {
+      coach::kube::ListOptions probe;
+      probe.limit = 1;
+      absl::StatusOr<coach::kube::ListResult> listed =
+          options_.client->List(state->resource, namespaces[0], probe);
+      if (absl::IsNotFound(listed.status())) {
+        spdlog::warn("kube backend: {} is not served (is the {} CRD installed?); PodGroups "
+                     "cannot be created",
+                     state->resource.GroupResource(), state->resource.ApiVersion());
+        absl::MutexLock lock(&mu_);
+        state->enabled = false;
+        continue;
+      }
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      state->enabled = true;
+      state->synced.clear();
+    }
+    for (const std::string& ns : namespaces) {
+      coach::kube::ReflectorOptions ro = options_.reflector;
+      ro.label_selector = state->selector_label;
+      coach::kube::ReflectorHandlers handlers;
+      handlers.on_replace = [this, state, ns](const std::vector<json>& items, const std::string&) {
+        OnReplace(state, ns, items);
+      };
+      handlers.on_event = [this, state](const WatchEvent& event) { OnEvent(state, event); };
+      handlers.on_error = [this, state](const absl::Status& status) {
+        spdlog::warn("kube backend: {} watch: {}", state->resource.GroupResource(),
+                     status.ToString());
+        absl::MutexLock lock(&mu_);
+        state->last_error = status.ToString();
+      };
+      auto reflector = std::make_unique<coach::kube::Reflector>(options_.client, state->resource, ns,
+                                                                ro, std::move(handlers));
+      coach::kube::Reflector* raw = reflector.get();
+      reflectors_.push_back(std::move(reflector));
+      threads_.emplace_back([raw] { raw->Run(); });
+    }
+  }
+  const size_t want = namespaces.size();
+  auto all_synced = [this, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& s : kinds_) {
+      if (s->enabled && s->synced.size() < want) return false;
+    }
+    return true;
+  };
+  std::string missing;
+  {
+    absl::MutexLock lock(&mu_);
+    if (mu_.AwaitWithTimeout(absl::Condition(&all_synced), options_.sync_timeout)) {
+      started_ = true;
+      spdlog::info("kube backend: caches synced ({} kinds, namespaces: {})", kinds_.size(),
+                   options_.namespaces.empty() ? "all" : absl::StrJoin(options_.namespaces, ","));
+      return absl::OkStatus();
+    }
+    for (const auto& s : kinds_) {
+      if (s->enabled && s->synced.size() < want) {
+        absl::StrAppend(&missing, missing.empty() ? "" : "; ", s->resource.GroupResource(),
+                        s->last_error.empty() ? "" : ": ", s->last_error);
+      }
+    }
+  }
+  for (auto& r : reflectors_) r->Stop();
+  for (auto& t : threads_) t.join();
+  reflectors_.clear();
+  threads_.clear();
+  return absl::UnavailableError(absl::StrCat("kube backend: caches did not sync within ",
+                                             absl::FormatDuration(options_.sync_timeout), " (",
+                                             missing, ")"));
+}
+
+void KubeBackend::Stop() {
+  absl::MutexLock run_lock(&run_mu_);
+  for (auto& r : reflectors_) r->Stop();
+  for (auto& t : threads_) t.join();
+  reflectors_.clear();
+  threads_.clear();
+  absl::MutexLock lock(&mu_);
+  started_ = false;
+}
+
+void KubeBackend::OnReplace(KindState* state, const std::string& ns, const std::vector<json>& items) {
+  std::set<std::string> jobs;
+  {
+    absl::MutexLock lock(&mu_);
+    std::vector<std::string> old_keys;
+    for (const auto& [key, object] : state->objects) {
+      if (ns.empty() || StringField(Field(object, "metadata"), "namespace") == ns) {
+        old_keys.push_back(key);
+      }
+    }
+    for (const std::string& key : old_keys) state->Erase(key, &jobs);
+    for (const json& item : items) state->Upsert(item, &jobs);
+    state->synced.insert(ns);
+    for (const std::string& job : jobs) SettleLocked(job);
+  }
+  Notify(jobs);
+}
+
+void KubeBackend::OnEvent(KindState* state, const WatchEvent& event) {
+  std::set<std::string> jobs;
+  {
+    absl::MutexLock lock(&mu_);
+    const json& meta = Field(event.object, "metadata");
+    const std::string name = StringField(meta, "name");
+    const std::string key = absl::StrCat(StringField(meta, "namespace"), "/", name);
+    const std::string job_key = state->JobKeyOfObject(event.object);
+    if (event.type == WatchEventType::kDeleted) {
+      state->Erase(key, &jobs);
+    } else {
+      state->Upsert(event.object, &jobs);
+    }
+    if (!job_key.empty()) {
+      jobs.insert(job_key);
+      auto job_it = expectations_.find(job_key);
+      if (job_it != expectations_.end()) {
+        auto e = job_it->second.find(ObjectKey(state->kind, name));
+        if (e != job_it->second.end()) {
+          const bool gone = event.type == WatchEventType::kDeleted || Deleting(event.object);
+          if (e->second.create ? event.type != WatchEventType::kDeleted : gone) {
+            job_it->second.erase(e);
+            if (job_it->second.empty()) expectations_.erase(job_it);
+          }
+        }
+      }
+    }
+  }
+  Notify(jobs);
+}
+
+void KubeBackend::Notify(const std::set<std::string>& job_keys) {
+  ChangeCallback callback;
+  {
+    absl::MutexLock lock(&mu_);
+    callback = callback_;
+  }
+  if (!callback) return;
+  for (const std::string& key : job_keys) {
+    const size_t slash = key.find('/');
+    callback(key.substr(0, slash), key.substr(slash + 1));
+  }
+}
+
+void KubeBackend::Raise(const std::string& job_key, const std::string& object_key, Expectation e) {
+  absl::MutexLock lock(&mu_);
+  expectations_[job_key][object_key] = std::move(e);
+}
+
+void KubeBackend::Lower(const std::string& job_key, const std::string& object_key) {
+  absl::MutexLock lock(&mu_);
+  auto it = expectations_.find(job_key);
+  if (it == expectations_.end()) return;
+  it->second.erase(object_key);
+  if (it->second.empty()) expectations_.erase(it);
+}
+
+void KubeBackend::SettleLocked(const std::string& job_key) {
+  auto it = expectations_.find(job_key);
+  if (it == expectations_.end()) return;
+  const std::string ns = job_key.substr(0, job_key.find('/'));
+  const absl::Time now = Now();
+  for (auto e = it->second.begin(); e != it->second.end();) {
+    const size_t slash = e->first.find('/');
+    const KindState* state = StateFor(e->first.substr(0, slash));
+    const json* cached = state == nullptr ? nullptr : state->Find(ns, e->first.substr(slash + 1));
+    bool met = e->second.create ? cached != nullptr : (cached == nullptr || Deleting(*cached));
+    if (!met && now - e->second.raised > options_.expectation_timeout) {
+      spdlog::warn("kube backend: job {}: the cache has not seen the {} of {} after {}; dropping "
+                   "the expectation (an object without coach's labels never shows in the cache)",
+                   job_key, e->second.create ? "creation" : "deletion", e->first,
+                   absl::FormatDuration(now - e->second.raised));
+      met = true;
+    }
+    e = met ? it->second.erase(e) : std::next(e);
+  }
+  if (it->second.empty()) expectations_.erase(it);
+}
+
+absl::Status KubeBackend::Admit(const model::Job&) { return absl::OkStatus(); }
+
+std::shared_ptr<const model::AddressPlan> KubeBackend::AddressPlanFor(const model::Job&) {
+  return nullptr;
+}
+
+absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job) {
+  const std::string job_key = JobKeyOf(job);
+  const std::string& ns = job.metadata().namespace_();
+  const std::string default_container = DefaultContainerName(job);
+  model::ObservedState observed;
+  absl::MutexLock lock(&mu_);
+  if (!started_) return absl::UnavailableError("kube backend: waiting for the cache (not started)");
+  SettleLocked(job_key);
+  static const std::map<std::string, Expectation> kNone;
+  auto exp_it = expectations_.find(job_key);
+  const std::map<std::string, Expectation>& expected =
+      exp_it == expectations_.end() ? kNone : exp_it->second;
+  for (const auto& state : kinds_) {
+    std::set<std::string> seen;
+    auto names = state->by_job.find(job_key);
+    if (names != state->by_job.end()) {
+      for (const std::string& name : names->second) {
+        const json* object = state->Find(ns, name);
+        if (object == nullptr) continue;
+        seen.insert(name);
+        if (state->kind == "Pod") {
+          model::ObservedPod pod = ToObservedPod(job, *object, default_container);
+          auto e = expected.find(ObjectKey("Pod", name));
+          if (e != expected.end() && !e->second.create) pod.deleting = true;
+          observed.pods.push_back(std::move(pod));
+        } else {
+          observed.objects.push_back({state->kind, name});
+        }
+      }
+    }
+    // Expected creations the cache has not shown yet count as existing.
+    const std::string prefix = state->kind + "/";
+    for (auto e = expected.lower_bound(prefix);
+         e != expected.end() && absl::StartsWith(e->first, prefix); ++e) {
+      const std::string name = e->first.substr(prefix.size());
+      if (!e->second.create || seen.count(name) > 0) continue;
+      if (state->kind == "Pod") {
+        model::ObservedPod pod = ToObservedPod(job, e->second.body, default_container);
+        pod.name = name;
+        pod.phase = model::PodPhase::kPending;
+        pod.created = e->second.raised;
+        observed.pods.push_back(std::move(pod));
+      } else {
+        observed.objects.push_back({state->kind, name});
+      }
+    }
+  }
+  std::sort(observed.pods.begin(), observed.pods.end(),
+            [](const model::ObservedPod& a, const model::ObservedPod& b) { return a.name < b.name; });
+  return observed;
+}
+
+absl::Status KubeBackend::Apply(const model::Job& job, const model::Action& action) {
+  return ApplyOne(job, action);
+}
+
+absl::Status KubeBackend::ApplyOne(const model::Job& job, const model::Action& action) {
+  const model::KubeObject& object = action.object;
+  if (action.type == model::Action::Type::kDeleteJob) {
+    return absl::InvalidArgumentError("kube backend: kDeleteJob is the controller's");
+  }
+  ResourceDescriptor resource;
+  {
+    absl::MutexLock lock(&mu_);
+    const KindState* state = StateFor(object.kind);
+    if (state == nullptr) {
+      if (object.kind == "PodGroup") {
+        return absl::InvalidArgumentError(
+            "kube backend: a PodGroup without a gang scheduler configured (--gang-scheduler)");
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat("kube backend: does not manage objects of kind ", object.kind));
+    }
+    if (!state->enabled) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the PodGroup CRD (", state->resource.GroupResource(), ", ", state->resource.ApiVersion(),
+          ") is not installed; install the gang scheduler or run without --gang-scheduler"));
+    }
+    resource = state->resource;
+  }
+  // The cache's descriptor, not object.api_version: the reconciler writes "v1" into every
+  // delete action but a PodGroup's (Role and RoleBinding are rbac.authorization.k8s.io).
+  const std::string ns = object.namespace_.empty() ? job.metadata().namespace_() : object.namespace_;
+  const std::string job_key = JobKeyOf(job);
+  const std::string object_key = ObjectKey(object.kind, object.name);
+
+  if (action.type == model::Action::Type::kCreate) {
+    json body = object.body;
+    body["metadata"]["labels"][kCoachJobNameLabel] = job.metadata().name();
+    if (!body["metadata"].contains("namespace")) body["metadata"]["namespace"] = ns;
+    Raise(job_key, object_key, Expectation{true, Now(), body});
+    if (options_.request_hook) options_.request_hook(action, true);
+    absl::StatusOr<json> created = options_.client->Create(resource, ns, body);
+    if (options_.request_hook) options_.request_hook(action, false);
+    if (created.ok() || absl::IsAlreadyExists(created.status())) return absl::OkStatus();
+    Lower(job_key, object_key);
+    return created.status();
+  }
+  Raise(job_key, object_key, Expectation{false, Now(), json()});
+  coach::kube::DeleteOptions options;
+  options.propagation = coach::kube::PropagationPolicy::kBackground;
+  if (options_.request_hook) options_.request_hook(action, true);
+  absl::Status deleted = options_.client->Delete(resource, ns, object.name, options);
+  if (options_.request_hook) options_.request_hook(action, false);
+  if (deleted.ok()) return absl::OkStatus();
+  Lower(job_key, object_key);
+  return absl::IsNotFound(deleted) ? absl::OkStatus() : deleted;
+}
+
+absl::Status KubeBackend::ApplyAll(const model::Job& job, const std::vector<model::Action>& actions,
+                                   std::vector<absl::Status>* results) {
+  std::vector<absl::Status> local(actions.size(),
+                                  absl::CancelledError("not attempted: an earlier action failed"));
+  std::vector<size_t> first, parallel;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const std::string& kind = actions[i].object.kind;
+    (kind == "Pod" || kind == "Service" ? parallel : first).push_back(i);
+  }
+  auto finish = [&](absl::Status status) {
+    if (results != nullptr) *results = local;
+    return status;
+  };
+  // ConfigMap, RBAC and PodGroup first: the launcher mounts the ConfigMap and runs as the
+  // ServiceAccount; gang-scheduled pods need their PodGroup.
+  for (size_t i : first) {
+    local[i] = ApplyOne(job, actions[i]);
+    if (!local[i].ok()) return finish(AnnotateAction(actions[i], local[i]));
+  }
+  if (parallel.size() == 1) {
+    local[parallel[0]] = ApplyOne(job, actions[parallel[0]]);
+  } else if (!parallel.empty()) {
+    const size_t workers =
+        std::min(parallel.size(), static_cast<size_t>(options_.create_parallelism));
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> threads;
+    threads.reserve(workers);
+    for (size_t w = 0; w < workers; ++w) {
+      threads.emplace_back([&] {
+        for (size_t n = next++; n < parallel.size(); n = next++) {
+          local[parallel[n]] = ApplyOne(job, actions[parallel[n]]);
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  int failed = 0;
+  absl::Status first_error;
+  for (size_t i : parallel) {
+    if (local[i].ok()) continue;
+    if (++failed == 1) first_error = AnnotateAction(actions[i], local[i]);
+  }
+  if (failed > 1) {
+    first_error = absl::Status(first_error.code(),
+                               absl::StrCat(first_error.message(), " (and ", failed - 1,
+                                            " more failed action(s))"));
+  }
+  return finish(first_error);
+}
+
+absl::Status KubeBackend::Forget(const model::Job& job) {
+  const std::string job_key = JobKeyOf(job);
+  const std::string& ns = job.metadata().namespace_();
+  std::vector<std::pair<ResourceDescriptor, std::string>> victims;
+  {
+    absl::MutexLock lock(&mu_);
+    std::set<std::string> keys;
+    for (const auto& state : kinds_) {
+      if (!state->enabled) continue;
+      auto names = state->by_job.find(job_key);
+      if (names != state->by_job.end()) {
+        for (const std::string& name : names->second) {
+          if (keys.insert(ObjectKey(state->kind, name)).second) {
+            victims.emplace_back(state->resource, name);
+          }
+        }
+      }
+    }
+    auto exp = expectations_.find(job_key);
+    if (exp != expectations_.end()) {
+      for (const auto& [key, e] : exp->second) {
+        if (!e.create || !keys.insert(key).second) continue;
+        const size_t slash = key.find('/');
+        const KindState* state = StateFor(key.substr(0, slash));
+        if (state != nullptr && state->enabled) victims.emplace_back(state->resource, key.substr(slash + 1));
+      }
+    }
+  }
+  // Pods first: their services and the rest are only useful while pods run.
+  std::stable_sort(victims.begin(), victims.end(), [](const auto& a, const auto& b) {
+    return (a.first.kind == "Pod") > (b.first.kind == "Pod");
+  });
+  coach::kube::DeleteOptions options;
+  options.propagation = coach::kube::PropagationPolicy::kBackground;
+  absl::Status first_error;
+  for (const auto& [resource, name] : victims) {
+    absl::Status deleted = options_.client->Delete(resource, ns, name, options);
+    if (!deleted.ok() && !absl::IsNotFound(deleted) && first_error.ok()) {
+      first_error = absl::Status(deleted.code(), absl::StrCat("delete ", resource.kind, " ", name,
+                                                              ": ", deleted.message()));
+    }
+  }
+  if (first_error.ok()) {
+    absl::MutexLock lock(&mu_);
+    expectations_.erase(job_key);
+  }
+  return first_error;
+}
+
+absl::Status KubeBackend::StreamLogs(const model::Job& job, const LogOptions& options,
+                                     const LogSink& sink, const std::atomic<bool>& cancelled) {
+  const std::string& ns = job.metadata().namespace_();
+  const std::string& job_name = job.metadata().name();
+  const std::string default_container = DefaultContainerName(job);
+  struct Target {
+    std::string replica;
+    std::string pod;
+    std::string container;
+  };
+  std::vector<Target> targets;
+  {
+    absl::MutexLock lock(&mu_);
+    const KindState* pods = StateFor("Pod");
+    auto pick = [&](const std::string& pod_name) {
+      const json* pod = pods->Find(ns, pod_name);
+      if (pod == nullptr) return false;
+      std::string container;
+      const json& containers = Field(Field(*pod, "spec"), "containers");
+      if (containers.is_array() && containers.size() > 1) {
+        container = StringField(containers[0], "name");
+        for (const json& c : containers) {
+          if (StringField(c, "name") == default_container) container = default_container;
+        }
+      }
+      targets.push_back({pod_name.substr(std::min(pod_name.size(), job_name.size() + 1)), pod_name,
+                         container});
+      return true;
+    };
+    if (!options.replica.empty()) {
+      if (!pick(absl::StrCat(job_name, "-", options.replica))) {
+        return absl::NotFoundError(absl::StrCat("job ", ns, "/", job_name, " has no replica \"",
+                                                options.replica, "\" (no pod ", job_name, "-",
+                                                options.replica, ")"));
+      }
+    } else {
+      auto names = pods->by_job.find(absl::StrCat(ns, "/", job_name));
+      if (names != pods->by_job.end()) {
+        for (const std::string& name : names->second) pick(name);
+      }
+      if (targets.empty()) {
+        return absl::NotFoundError(absl::StrCat("job ", ns, "/", job_name, " has no pods"));
+      }
+    }
+  }
+  absl::Mutex sink_mu;
+  std::atomic<bool> sink_stopped{false};
+  auto stream = [&](const Target& t) -> absl::Status {
+    coach::kube::LogOptions lo;
+    lo.container = t.container;
+    lo.follow = options.follow;
+    if (options.tail_lines > 0) lo.tail_lines = options.tail_lines;
+    lo.stop = &cancelled;
+    absl::Status s = options_.client->StreamLogs(ns, t.pod, lo, [&](absl::string_view chunk) {
+      if (sink_stopped.load()) return false;
+      absl::MutexLock lock(&sink_mu);
+      if (!sink(t.replica, std::string(chunk))) {
+        sink_stopped = true;
+        return false;
+      }
+      return true;
+    });
+    if (s.ok() || absl::IsCancelled(s)) return absl::OkStatus();
+    return absl::Status(s.code(), absl::StrCat("logs of pod ", t.pod, ": ", s.message()));
+  };
+  if (!options.follow || targets.size() == 1) {
+    for (const Target& t : targets) {
+      if (cancelled.load() || sink_stopped.load()) break;
+      absl::Status s = stream(t);
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+  std::vector<absl::Status> statuses(targets.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    threads.emplace_back([&, i] { statuses[i] = stream(targets[i]); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : statuses) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+std::map<std::string, std::string> KubeBackend::PendingExpectations(const std::string& ns,
+                                                                    const std::string& name) const {
+  std::map<std::string, std::string> out;
+  absl::MutexLock lock(&mu_);
+  auto it = expectations_.find(absl::StrCat(ns, "/", name));
+  if (it == expectations_.end()) return out;
+  for (const auto& [key, e] : it->second) out[key] = e.create ? "create" : "delete";
+  return out;
+}
+
+size_t KubeBackend::CachedCount(const std::string& kind) const {
+  absl::MutexLock lock(&mu_);
+  const KindState* state = StateFor(kind);
+  return state == nullptr ? 0 : state->objects.size();
+}
+
+}  // namespace coach::backend::kube

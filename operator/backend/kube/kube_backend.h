@@ -1,0 +1,176 @@
+#pragma once
+
+// KubeBackend: the Backend that runs a job's replicas as Pods (plus headless Services,
+// the MPI ConfigMap and RBAC objects, and gang-scheduling PodGroups) on a Kubernetes API
+// server, through a KubeClient.
+//
+// Caches. One Reflector (list + watch, re-list on Gone) per kind and watched namespace,
+// label-selected so that memory follows coach's objects, not the cluster:
+//   Pods, Services                 training.kubeflow.org/operator-name (exists): what the
+//                                  reconciler labels every pod and service with (objects of
+//                                  an earlier operator are adopted, as upstream does)
+//   ConfigMaps, ServiceAccounts,   coach.dev/job-name (exists): the reconciler does not label
+//   Roles, RoleBindings, PodGroups these, so Apply stamps the label on every object it creates
+// Objects are indexed by job: namespace + the job-name label (training.kubeflow.org/job-name
+// for pods and services, coach.dev/job-name for the rest). Cached objects are trimmed to the
+// fields Observe reads (metadata, a pod's container names and status). Every event calls
+// the change callback for the owning job. PodGroups are watched only with a gang scheduler
+// configured ("volcano": scheduling.volcano.sh/v1beta1, "scheduler-plugins":
+// scheduling.x-k8s.io/v1alpha1); when their CRD is absent Start() logs a warning, skips that
+// cache, and creating a PodGroup fails with FailedPrecondition naming the missing CRD.
+//
+// Expectations (the guarantee that a lagging cache never creates an object twice).
+//   raise   Apply raises an expectation (job -> kind/name -> create|delete) before its request;
+//   lower   the watch lowers it when the cache sees the object (create) or sees it gone or
+//           carrying a deletionTimestamp (delete); Observe also lowers those the cache
+//           already satisfies (robust to re-lists); a failed request lowers it at once;
+//           an expectation older than expectation_timeout (5 min, as upstream's
+//           ExpectationsTimeout) is dropped with a warning (a lost event cannot wedge a job).
+//   observe Observe never hides work behind Unavailable: it returns the cache merged with
+//           the pending expectations. An object expected to be created but not yet seen
+//           is reported as existing (a pod as Pending, `created` = when the create was
+//           sent), so the reconciler does not create it again; an object expected to be
+//           deleted that the cache still shows alive is reported with deleting = true (pods)
+//           so the reconciler does not recreate it before the deletion lands. Observe is
+//           Unavailable only before Start() has synced every cache.
+//   AlreadyExists on create is success: names are deterministic, so an existing object is
+//           the one a previous pass or process created; its expectation stays raised until
+//           the watch shows it (or times out, when the object lacks our labels and so can
+//           never appear in a cache: the log names it). NotFound on delete is success.
+//
+// Apply/ApplyAll. kCreate POSTs object.body (labels stamped as above) into
+// object.namespace_; kDelete DELETEs with propagationPolicy=Background. ApplyAll applies
+// ConfigMap/ServiceAccount/Role/RoleBinding/PodGroup actions first, in order, and then pods
+// and services concurrently on up to create_parallelism threads.
+//
+// Thread-safety: every method is thread-safe; the controller serialises calls per job.
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "operator/backend/backend.h"
+#include "operator/backend/kube/client/kube_client.h"
+#include "operator/backend/kube/client/reflector.h"
+#include <nlohmann/json.hpp>
+
+namespace coach::backend::kube {
+
+// The label Apply stamps on every object it creates (value: the job's name).
+inline constexpr char kCoachJobNameLabel[] = "coach.dev/job-name";
+
+struct KubeBackendOptions {
+  coach::kube::KubeClient* client = nullptr;  // required; outlives the backend
+  // Namespaces to watch; empty: all namespaces (one cluster-wide watch per kind).
+  std::vector<std::string> namespaces;
+  // "", "none", "volcano" or "scheduler-plugins" (InvalidArgument otherwise).
+  std::string gang_scheduler;
+  // Most pod/service requests ApplyAll has in flight at once (>= 1).
+  int create_parallelism = 16;
+  // Time for expectation ages; absl::Now when unset.
+  std::function<absl::Time()> now;
+  // How long Start() waits for every cache's first list (Unavailable after).
+  absl::Duration sync_timeout = absl::Seconds(60);
+  // Age after which an unmet expectation is dropped.
+  absl::Duration expectation_timeout = absl::Minutes(5);
+  // Backoff and watch timeouts of the reflectors (selectors are set by the backend).
+  coach::kube::ReflectorOptions reflector;
+  // Test hook: called on the request thread around every create/delete request
+  // (entering = true before, false after). Lets tests count requests in flight.
+  std::function<void(const model::Action& action, bool entering)> request_hook;
+};
+
+class KubeBackend : public Backend {
+ public:
+  // InvalidArgument: no client, an unknown gang scheduler, create_parallelism < 1.
+  static absl::StatusOr<std::unique_ptr<KubeBackend>> Create(KubeBackendOptions options);
+  ~KubeBackend() override;
+
+  std::string Name() const override { return "kube"; }
+  void SetChangeCallback(ChangeCallback callback) override;
+  // Starts the reflectors and waits until each has listed once. Unavailable: a cache did not
+  // sync within sync_timeout (the reflectors are stopped again). Calling it twice: OK.
+  absl::Status Start() override;
+  void Stop() override;
+  // No-op: the cluster's scheduler decides what fits.
+  absl::Status Admit(const model::Job& job) override;
+  // nullptr: Kubernetes service names.
+  std::shared_ptr<const model::AddressPlan> AddressPlanFor(const model::Job& job) override;
+  // Unavailable: not started/synced.
+  absl::StatusOr<model::ObservedState> Observe(const model::Job& job) override;
+  // InvalidArgument: a kind this backend does not manage. FailedPrecondition: the PodGroup
+  // CRD is not installed. Otherwise the client's codes (AlreadyExists/NotFound are OK).
+  absl::Status Apply(const model::Job& job, const model::Action& action) override;
+  using Backend::ApplyAll;
+  absl::Status ApplyAll(const model::Job& job, const std::vector<model::Action>& actions,
+                        std::vector<absl::Status>* results) override;
+  // Deletes every pod, service and other object the caches (and pending creates) hold for
+  // the job, Background propagation, NotFound ignored; then drops its expectations. Does not
+  // wait for pods to terminate (their grace period runs on the nodes). Idempotent.
+  absl::Status Forget(const model::Job& job) override;
+  // Pod logs through the API (GET .../pods/NAME/log): replica "master-0" -> pod
+  // "<job>-master-0", "launcher" -> "<job>-launcher"; empty: every pod of the job, sorted by
+  // name (concurrently when following). The default container is the kind's ("pytorch"),
+  // else the first. NotFound: no such replica in the cache. A pod whose node has no kubelet
+  // (kwok fake nodes) or whose container has not started yet: the apiserver's own error,
+  // mapped by the client (Unavailable or InvalidArgument), prefixed "logs of pod NAME: ".
+  absl::Status StreamLogs(const model::Job& job, const LogOptions& options, const LogSink& sink,
+                          const std::atomic<bool>& cancelled) override;
+
+  // --- introspection (tests, metrics) ---
+  // Pending expectations of the job (kind/name -> "create"|"delete").
+  std::map<std::string, std::string> PendingExpectations(const std::string& ns,
+                                                         const std::string& name) const;
+  // Cached object count of `kind` (all jobs).
+  size_t CachedCount(const std::string& kind) const;
+
+ private:
+  struct KindState;
+  struct Expectation {
+    bool create = true;
+    absl::Time raised;
+    nlohmann::json body;  // create: the object as sent (for a synthetic observed entry)
+  };
+
+  explicit KubeBackend(KubeBackendOptions options);
+
+  absl::Time Now() const { return options_.now ? options_.now() : absl::Now(); }
+  KindState* StateFor(const std::string& kind);
+  const KindState* StateFor(const std::string& kind) const;
+
+  // Reflector handlers (one reflector thread per kind and namespace).
+  void OnReplace(KindState* state, const std::string& ns, const std::vector<nlohmann::json>& items);
+  void OnEvent(KindState* state, const coach::kube::WatchEvent& event);
+  void Notify(const std::set<std::string>& job_keys);
+
+  void Raise(const std::string& job_key, const std::string& object_key, Expectation e);
+  void Lower(const std::string& job_key, const std::string& object_key);
+  // Lowers what the cache satisfies and drops expired ones. Requires mu_.
+  void SettleLocked(const std::string& job_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Status ApplyOne(const model::Job& job, const model::Action& action);
+
+  KubeBackendOptions options_;
+  std::vector<std::unique_ptr<KindState>> kinds_;
+
+  mutable absl::Mutex mu_;
+  ChangeCallback callback_ ABSL_GUARDED_BY(mu_);
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  // job key "ns/name" -> object key "Kind/name" -> expectation.
+  std::map<std::string, std::map<std::string, Expectation>> expectations_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex run_mu_;  // serialises Start/Stop
+  std::vector<std::unique_ptr<coach::kube::Reflector>> reflectors_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace coach::backend::kube
