@@ -1,0 +1,182 @@
+#pragma once
+
+// CrJobStore: the JobStore of the Kubernetes backend. Jobs are the kubeflow.org/v1 custom
+// resources themselves (PyTorchJob, TFJob, XGBoostJob, MPIJob, PaddleJob, JAXJob; coach's
+// CRDs in charts/coach/crds, with the status subresource), so kubectl sees every job coach
+// stores and coach sees every job kubectl applies.
+//
+//   Create        POST /apis/kubeflow.org/v1/namespaces/NS/<plural> with the manifest
+//                 (JobToJson without status; uid, creationTimestamp, resourceVersion and
+//                 generation come from the API server). A job that carries a status gets a
+//                 follow-up PUT .../status.
+//   Get           GET of the kind found by the kind rule below.
+//   List          one (paged) GET per kind and namespace with the label selector passed to
+//                 the server, merged and ordered by (namespace, name, kind); the page token
+//                 is our own (the last returned key), so a page costs a full listing of the
+//                 matching jobs (not a snapshot across pages: a job created meanwhile after
+//                 the cursor is seen, before it is not).
+//   Update        PUT (metadata and spec; the server ignores .status). Aborted on 409.
+//   UpdateStatus  PUT .../status (the status subresource). Aborted on 409.
+//   Delete        DELETE with the resourceVersion precondition (Aborted when stale) and
+//                 the configured propagation policy (Background by default: the job goes at
+//                 once and the garbage collector removes its pods/services by owner reference).
+//   AppendEvent(s) core/v1 Events in the job's namespace, involvedObject = the job (apiVersion,
+//                 kind, name, namespace, uid); bounded (at most max_events_per_append per
+//                 call, messages cut at max_event_message_bytes) and best effort (every event
+//                 is tried; the first error is returned). The API server expires events
+//                 (--event-ttl, 1h by default): that is the per-job bound.
+//   ListEvents    GET events with fieldSelector involvedObject.uid=<the job's uid>, oldest
+//                 first (by lastTimestamp, then name), the newest max_events_listed. Errors of
+//                 the events listing itself (RBAC without `list events`) give an empty list and
+//                 a warning: Describe must not fail for want of events.
+//   Replica records and port reservations belong to the local backend: Unimplemented.
+//
+// Kind rule (a job name is unique per kind, not across kinds; JobKey has no kind):
+//   - key.name may be qualified as "<kind>/<name>" with the kind as its Kubernetes name
+//     ("TFJob"), its plural ("tfjobs") or its lower-case name ("tfjob"); job names are DNS
+//     subdomains, so they never contain '/'. That kind only is read.
+//   - Otherwise, when the watch (StartWatching) has listed every kind and knows exactly one kind
+//     with that (namespace, name), that kind is read (one GET). When it knows none, or the
+//     store is not watching, all six kinds are read (six GETs, in AllKinds() order).
+//   - Found in no kind: NotFound. Found in two or more: FailedPrecondition naming each
+//     ("ns/x exists as PyTorchJob and TFJob; name the kind: pytorchjobs/x or tfjobs/x").
+//   Update/UpdateStatus use the job's own `kind` field and need no rule.
+//
+// Change feed: StartWatching runs one Reflector per (kind, namespace) (one per kind when every
+// namespace is watched) and calls the callback for every ADDED/MODIFIED/DELETED job, whoever
+// made the change (coach or kubectl); after a re-list, jobs that vanished meanwhile are
+// reported DELETED (without an object). The callback runs on the reflector's thread and
+// must not block for long.
+//
+// Namespaces: with options.namespaces set, List with no namespace lists those only, List of
+// another namespace is empty, and the watch covers those only. Get/Create/... go wherever the
+// key says (RBAC decides).
+//
+// Thread-safe.
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "api/v1/training_job.pb.h"
+#include "operator/backend/kube/client/kube_client.h"
+#include "operator/backend/kube/client/reflector.h"
+#include "operator/backend/local/job_store.h"
+
+namespace coach::backend::kube {
+
+using local::JobEvent;
+using local::JobKey;
+
+struct CrJobStoreOptions {
+  // Empty: every namespace.
+  std::vector<std::string> namespaces;
+  ::coach::kube::PropagationPolicy delete_propagation = ::coach::kube::PropagationPolicy::kBackground;
+  // Items per page of the server-side lists.
+  int64_t list_chunk = 500;
+  int max_events_per_append = 32;
+  size_t max_event_message_bytes = 1024;
+  int max_events_listed = 100;
+  // Event source.component.
+  std::string event_component = "coach-operator";
+  // Reflector settings of the change feed (tests shorten the backoff).
+  ::coach::kube::ReflectorOptions reflector;
+};
+
+enum class JobChangeType { kAdded, kModified, kDeleted };
+
+struct JobChange {
+  JobChangeType type = JobChangeType::kAdded;
+  JobKey key;
+  // The decoded object (for kDeleted: its last state); nullopt when it could not be decoded
+  // (logged) or a re-list found the job gone.
+  std::optional<api::v1::TrainingJob> job;
+};
+
+using JobChangeCallback = std::function<void(const JobChange& change)>;
+
+class CrJobStore : public local::JobStore {
+ public:
+  // `client` is not owned and must outlive the store. Errors: InvalidArgument (options).
+  static absl::StatusOr<std::unique_ptr<CrJobStore>> Create(::coach::kube::KubeClient* client,
+                                                            CrJobStoreOptions options);
+  ~CrJobStore() override;  // StopWatching()
+
+  absl::StatusOr<api::v1::TrainingJob> Create(const api::v1::TrainingJob& job) override;
+  absl::StatusOr<api::v1::TrainingJob> Get(const JobKey& key) override;
+  absl::StatusOr<local::ListResult> List(const local::ListOptions& options) override;
+  absl::StatusOr<api::v1::TrainingJob> Update(const api::v1::TrainingJob& job) override;
+  absl::StatusOr<api::v1::TrainingJob> UpdateStatus(const api::v1::TrainingJob& job) override;
+  absl::Status Delete(const JobKey& key, std::optional<std::string> resource_version) override;
+
+  absl::Status AppendEvent(const JobKey& job, const JobEvent& event) override;
+  absl::Status AppendEvents(const JobKey& job, const std::vector<JobEvent>& events) override;
+  absl::StatusOr<std::vector<JobEvent>> ListEvents(const JobKey& job) override;
+
+  // Unimplemented: the local backend's records.
+  absl::Status PutReplica(const local::ReplicaRecord& replica) override;
+  absl::StatusOr<std::vector<local::ReplicaRecord>> ListReplicas(const JobKey& job) override;
+  absl::StatusOr<std::vector<local::ReplicaRecord>> ListAllReplicas() override;
+  absl::Status DeleteReplica(const JobKey& job, const std::string& name) override;
+  absl::Status ReservePorts(const std::vector<local::PortReservation>& ports) override;
+  absl::StatusOr<std::vector<local::PortReservation>> ListPortReservations() override;
+  absl::Status ReleasePorts(const JobKey& job) override;
+
+  // Starts the change feed (threads; see the header comment). `callback` may be null (the
+  // kind index is still kept). Errors: FailedPrecondition (already started).
+  absl::Status StartWatching(JobChangeCallback callback);
+  // True once every reflector has listed at least once; waits up to `timeout` for it.
+  bool WaitForSync(absl::Duration timeout);
+  // Stops and joins the reflectors. Idempotent.
+  void StopWatching();
+
+  // The kind (index into api::v1::AllKinds()) and uid the store knows for a job, as the kind
+  // rule reads them: for tests and diagnostics.
+  std::map<int, std::string> KnownKinds(const JobKey& key) const;
+
+ private:
+  CrJobStore(::coach::kube::KubeClient* client, CrJobStoreOptions options);
+
+  // The job (decoded) and its kind index, by the kind rule.
+  struct Found {
+    int kind = -1;
+    nlohmann::json object;
+  };
+  absl::StatusOr<Found> Resolve(const JobKey& key);
+  absl::StatusOr<api::v1::TrainingJob> Decode(const nlohmann::json& object) const;
+  // For events: kind index and uid of a job, from the index or a Get.
+  absl::StatusOr<std::pair<int, std::string>> KindAndUid(const JobKey& key);
+
+  void Remember(const JobKey& key, int kind, const std::string& uid);
+  void Forget(const JobKey& key, int kind);
+  void OnReplace(int kind, const std::string& ns, const std::vector<nlohmann::json>& items);
+  void OnEvent(int kind, const ::coach::kube::WatchEvent& event);
+  void Notify(JobChangeType type, const JobKey& key, const nlohmann::json* object);
+
+  ::coach::kube::KubeClient* const client_;
+  const CrJobStoreOptions options_;
+  std::atomic<uint64_t> event_seq_{0};
+
+  mutable absl::Mutex mu_;
+  // (namespace, name) -> kind index -> uid. Fed by the watch and by this store's own calls.
+  std::map<JobKey, std::map<int, std::string>> index_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<int, std::string>> synced_ ABSL_GUARDED_BY(mu_);  // (kind, ns) listed once
+  size_t feeds_total_ ABSL_GUARDED_BY(mu_) = 0;
+  bool watching_ ABSL_GUARDED_BY(mu_) = false;
+  JobChangeCallback callback_;
+  std::vector<std::unique_ptr<::coach::kube::Reflector>> reflectors_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace coach::backend::kube
