@@ -1,0 +1,549 @@
+// KubeBackend against FakeKubeClient, behind a gate that can hold or drop watch events
+// (a lagging or lossy cache).
+#include "operator/backend/kube/kube_backend.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "operator/backend/kube/client/errors.h"
+#include "operator/backend/kube/testing/fake_kube_client.h"
+#include "operator/reconcile/desired_objects.h"
+#include "operator/reconcile/reconciler.h"
+#include "operator/reconcile/replicas.h"
+#include "operator/reconcile/testing/job_builder.h"
+
+namespace coach::backend::kube {
+namespace {
+
+using coach::kube::KubeClient;
+using coach::kube::ResourceDescriptor;
+using coach::kube::WatchEvent;
+using coach::kube::testing::FakeKubeClient;
+using nlohmann::json;
+namespace resources = coach::kube::resources;
+
+// Forwards to a FakeKubeClient; watch events of a held resource wait (lag), of a dropped
+// resource vanish (as if the watch missed them).
+class GatedClient : public KubeClient {
+ public:
+  enum class Mode { kPass, kHold, kDrop };
+  explicit GatedClient(FakeKubeClient* fake) : fake_(fake) {}
+
+  void SetMode(const std::string& plural, Mode mode) {
+    std::lock_guard<std::mutex> l(mu_);
+    modes_[plural] = mode;
+    cv_.notify_all();
+  }
+
+  absl::StatusOr<json> Create(const ResourceDescriptor& r, const std::string& ns, const json& o) override {
+    return fake_->Create(r, ns, o);
+  }
+  absl::StatusOr<json> Get(const ResourceDescriptor& r, const std::string& ns, const std::string& n) override {
+    return fake_->Get(r, ns, n);
+  }
+  absl::StatusOr<coach::kube::ListResult> List(const ResourceDescriptor& r, const std::string& ns,
+                                               const coach::kube::ListOptions& o) override {
+    return fake_->List(r, ns, o);
+  }
+  absl::Status Watch(const ResourceDescriptor& r, const std::string& ns, const coach::kube::WatchOptions& o,
+                     const coach::kube::WatchHandler& handler) override {
+    const std::string plural = r.plural;
+    return fake_->Watch(r, ns, o, [this, plural, handler, &o](const WatchEvent& e) {
+      std::unique_lock<std::mutex> l(mu_);
+      while (modes_[plural] == Mode::kHold && !(o.stop != nullptr && o.stop->load())) {
+        cv_.wait_for(l, std::chrono::milliseconds(20));
+      }
+      if (modes_[plural] == Mode::kDrop) return true;
+      l.unlock();
+      return handler(e);
+    });
+  }
+  absl::StatusOr<json> Update(const ResourceDescriptor& r, const std::string& ns, const json& o) override {
+    return fake_->Update(r, ns, o);
+  }
+  absl::StatusOr<json> Patch(const ResourceDescriptor& r, const std::string& ns, const std::string& n,
+                             coach::kube::PatchType t, const json& p) override {
+    return fake_->Patch(r, ns, n, t, p);
+  }
+  absl::Status Delete(const ResourceDescriptor& r, const std::string& ns, const std::string& n,
+                      const coach::kube::DeleteOptions& o) override {
+    return fake_->Delete(r, ns, n, o);
+  }
+  absl::StatusOr<json> GetStatus(const ResourceDescriptor& r, const std::string& ns, const std::string& n) override {
+    return fake_->GetStatus(r, ns, n);
+  }
+  absl::StatusOr<json> UpdateStatus(const ResourceDescriptor& r, const std::string& ns, const json& o) override {
+    return fake_->UpdateStatus(r, ns, o);
+  }
+  absl::StatusOr<json> PatchStatus(const ResourceDescriptor& r, const std::string& ns, const std::string& n,
+                                   coach::kube::PatchType t, const json& p) override {
+    return fake_->PatchStatus(r, ns, n, t, p);
+  }
+  absl::Status StreamLogs(const std::string& ns, const std::string& pod, const coach::kube::LogOptions& o,
+                          const coach::kube::LogHandler& h) override {
+    return fake_->StreamLogs(ns, pod, o, h);
+  }
+
+ private:
+  FakeKubeClient* fake_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, Mode> modes_;
+};
+
+bool WaitFor(const std::function<bool()>& cond, absl::Duration timeout = absl::Seconds(10)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (cond()) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return cond();
+}
+
+const model::ObservedPod* FindPod(const model::ObservedState& s, const std::string& name) {
+  for (const auto& p : s.pods) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+json MakePod(const std::string& ns, const std::string& job, const std::string& type, int index) {
+  const std::string name = absl::StrCat(job, "-", type, "-", index);
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", ns},
+            {"labels",
+             {{reconcile::kLabelOperatorName, "pytorchjob-controller"},
+              {reconcile::kLabelJobName, job},
+              {reconcile::kLabelReplicaType, type},
+              {reconcile::kLabelReplicaIndex, absl::StrCat(index)}}}}},
+          {"spec", {{"containers", {{{"name", "pytorch"}, {"image", "busybox"}}}}}}};
+}
+
+class KubeBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override { gated_ = std::make_unique<GatedClient>(&fake_); }
+  void TearDown() override {
+    for (const char* p : {"pods", "services", "configmaps", "serviceaccounts", "roles", "rolebindings",
+                          "podgroups"}) {
+      gated_->SetMode(p, GatedClient::Mode::kPass);
+    }
+    if (backend_) backend_->Stop();
+  }
+
+  void StartBackend(KubeBackendOptions options = {}) {
+    options.client = gated_.get();
+    options.reflector.initial_backoff = absl::Milliseconds(10);
+    auto b = KubeBackend::Create(std::move(options));
+    ASSERT_TRUE(b.ok()) << b.status();
+    backend_ = std::move(b).value();
+    backend_->SetChangeCallback([this](const std::string& ns, const std::string& name) {
+      std::lock_guard<std::mutex> l(cb_mu_);
+      changes_.push_back(ns + "/" + name);
+    });
+    ASSERT_TRUE(backend_->Start().ok());
+  }
+
+  // One controller pass: Observe -> Reconcile -> ApplyAll. Returns the actions applied.
+  std::vector<model::Action> Pass(const model::Job& job, const model::ReconcileConfig& config = {}) {
+    absl::StatusOr<model::ObservedState> observed = backend_->Observe(job);
+    EXPECT_TRUE(observed.ok()) << observed.status();
+    if (!observed.ok()) return {};
+    model::ReconcileResult result = reconcile::Reconcile(job, *observed, absl::Now(), config);
+    std::vector<model::Action> actions;
+    for (const auto& a : result.actions) {
+      if (a.type != model::Action::Type::kDeleteJob) actions.push_back(a);
+    }
+    absl::Status applied = backend_->ApplyAll(job, actions);
+    EXPECT_TRUE(applied.ok()) << applied;
+    return actions;
+  }
+
+  int CreateCalls(const std::string& resource) const {
+    int n = 0;
+    for (const auto& c : fake_.calls("Create")) n += c.resource == resource;
+    return n;
+  }
+
+  int Changes(const std::string& key) {
+    std::lock_guard<std::mutex> l(cb_mu_);
+    return static_cast<int>(std::count(changes_.begin(), changes_.end(), key));
+  }
+
+  FakeKubeClient fake_;
+  std::unique_ptr<GatedClient> gated_;
+  std::unique_ptr<KubeBackend> backend_;
+  std::mutex cb_mu_;
+  std::vector<std::string> changes_;
+};
+
+TEST_F(KubeBackendTest, CreateRejectsBadOptions) {
+  EXPECT_TRUE(absl::IsInvalidArgument(KubeBackend::Create({}).status()));
+  KubeBackendOptions o;
+  o.client = &fake_;
+  o.gang_scheduler = "kueue";
+  EXPECT_TRUE(absl::IsInvalidArgument(KubeBackend::Create(o).status()));
+  o.gang_scheduler = "";
+  o.create_parallelism = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(KubeBackend::Create(o).status()));
+}
+
+TEST_F(KubeBackendTest, ObserveBeforeStartIsUnavailable) {
+  KubeBackendOptions o;
+  o.client = &fake_;
+  auto b = KubeBackend::Create(o);
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(absl::IsUnavailable((*b)->Observe(reconcile::testing::SeedPyTorchJob()).status()));
+  EXPECT_EQ((*b)->Name(), "kube");
+  EXPECT_EQ((*b)->AddressPlanFor(reconcile::testing::SeedPyTorchJob()), nullptr);
+  EXPECT_TRUE((*b)->Admit(reconcile::testing::SeedPyTorchJob()).ok());
+}
+
+TEST_F(KubeBackendTest, DelayedWatchEventNeverCreatesTwice) {
+  StartBackend();
+  const model::Job job = reconcile::testing::SeedPyTorchJob();  // 1 master + 2 workers
+  gated_->SetMode("pods", GatedClient::Mode::kHold);
+  gated_->SetMode("services", GatedClient::Mode::kHold);
+  std::vector<model::Action> first = Pass(job);
+  EXPECT_EQ(first.size(), 6u);
+  EXPECT_EQ(CreateCalls("pods"), 3);
+  EXPECT_EQ(CreateCalls("services"), 3);
+  EXPECT_EQ(backend_->PendingExpectations("default", "pytorch-mnist").size(), 6u);
+
+  // The cache has seen nothing, yet the expected pods are observed (Pending) and the
+  // reconciler creates nothing again, however often it runs.
+  auto observed = backend_->Observe(job);
+  ASSERT_TRUE(observed.ok());
+  ASSERT_EQ(observed->pods.size(), 3u);
+  EXPECT_EQ(observed->pods[0].name, "pytorch-mnist-master-0");
+  EXPECT_EQ(observed->pods[0].replica_type, "Master");
+  EXPECT_EQ(observed->pods[1].replica_type, "Worker");
+  EXPECT_EQ(observed->pods[2].index, 1);
+  EXPECT_EQ(observed->pods[0].phase, model::PodPhase::kPending);
+  EXPECT_EQ(observed->objects.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(Pass(job).empty());
+  EXPECT_EQ(CreateCalls("pods"), 3);
+  EXPECT_EQ(CreateCalls("services"), 3);
+
+  // The events arrive: expectations are lowered by the watch, the pods come from the cache.
+  gated_->SetMode("pods", GatedClient::Mode::kPass);
+  gated_->SetMode("services", GatedClient::Mode::kPass);
+  ASSERT_TRUE(WaitFor([&] { return backend_->PendingExpectations("default", "pytorch-mnist").empty(); }));
+  EXPECT_EQ(backend_->CachedCount("Pod"), 3u);
+  EXPECT_TRUE(Pass(job).empty());
+  EXPECT_EQ(CreateCalls("pods"), 3);
+}
+
+TEST_F(KubeBackendTest, FailedCreateLowersTheExpectation) {
+  StartBackend();
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Build();
+  fake_.FailNext("Create", absl::UnavailableError("apiserver busy"));
+  auto observed = backend_->Observe(job);
+  ASSERT_TRUE(observed.ok());
+  model::ReconcileResult result = reconcile::Reconcile(job, *observed, absl::Now(), {});
+  ASSERT_EQ(result.actions.size(), 2u);  // pod, service
+  std::vector<absl::Status> results;
+  absl::Status applied = backend_->ApplyAll(job, result.actions, &results);
+  EXPECT_TRUE(absl::IsUnavailable(applied)) << applied;
+  EXPECT_NE(applied.message().find("create "), std::string::npos) << applied;
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].ok() + results[1].ok(), 1);
+  ASSERT_TRUE(WaitFor([&] { return backend_->PendingExpectations("ns", "j").empty(); }));
+  // The next pass creates what failed, once.
+  Pass(job);
+  EXPECT_EQ(CreateCalls("pods") + CreateCalls("services"), 3);
+  ASSERT_TRUE(WaitFor([&] { return backend_->CachedCount("Pod") == 1 && backend_->CachedCount("Service") == 1; }));
+}
+
+TEST_F(KubeBackendTest, AlreadyExistsIsSuccessAndObserved) {
+  StartBackend();
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Build();
+  gated_->SetMode("pods", GatedClient::Mode::kHold);
+  // A previous operator process created the pod; this cache has not seen it yet.
+  ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", MakePod("ns", "j", "master", 0)).ok());
+  auto pod = reconcile::DesiredPod(job, "Master", 0, {});
+  ASSERT_TRUE(pod.ok());
+  EXPECT_TRUE(backend_->Apply(job, {model::Action::Type::kCreate, *pod}).ok());
+  EXPECT_EQ(backend_->PendingExpectations("ns", "j").count("Pod/j-master-0"), 1u);
+  auto observed = backend_->Observe(job);
+  ASSERT_TRUE(observed.ok());
+  ASSERT_EQ(observed->pods.size(), 1u);
+  gated_->SetMode("pods", GatedClient::Mode::kPass);
+  ASSERT_TRUE(WaitFor([&] { return backend_->PendingExpectations("ns", "j").empty(); }));
+}
+
+TEST_F(KubeBackendTest, ExpectationTimesOut) {
+  absl::Time now = absl::Now();
+  std::mutex now_mu;
+  KubeBackendOptions o;
+  o.now = [&] {
+    std::lock_guard<std::mutex> l(now_mu);
+    return now;
+  };
+  StartBackend(o);
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Build();
+  gated_->SetMode("pods", GatedClient::Mode::kDrop);  // the event is lost
+  auto pod = reconcile::DesiredPod(job, "Master", 0, {});
+  ASSERT_TRUE(backend_->Apply(job, {model::Action::Type::kCreate, *pod}).ok());
+  ASSERT_EQ(backend_->Observe(job)->pods.size(), 1u);
+  {
+    std::lock_guard<std::mutex> l(now_mu);
+    now += absl::Minutes(6);
+  }
+  EXPECT_TRUE(backend_->Observe(job)->pods.empty());
+  EXPECT_TRUE(backend_->PendingExpectations("ns", "j").empty());
+}
+
+TEST_F(KubeBackendTest, DeleteExpectationHidesALivePodUntilTheWatchSeesItGo) {
+  StartBackend();
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Build();
+  ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", MakePod("ns", "j", "master", 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return backend_->CachedCount("Pod") == 1; }));
+  gated_->SetMode("pods", GatedClient::Mode::kHold);
+  model::KubeObject victim{"v1", "Pod", "j-master-0", "ns", json()};
+  ASSERT_TRUE(backend_->Apply(job, {model::Action::Type::kDelete, victim}).ok());
+  auto observed = backend_->Observe(job);
+  ASSERT_EQ(observed->pods.size(), 1u);
+  EXPECT_TRUE(observed->pods[0].deleting);
+  gated_->SetMode("pods", GatedClient::Mode::kPass);
+  ASSERT_TRUE(WaitFor([&] { return backend_->Observe(job)->pods.empty(); }));
+  EXPECT_TRUE(backend_->PendingExpectations("ns", "j").empty());
+  // Deleting what is gone is OK.
+  EXPECT_TRUE(backend_->Apply(job, {model::Action::Type::kDelete, victim}).ok());
+  EXPECT_TRUE(backend_->PendingExpectations("ns", "j").empty());
+}
+
+TEST_F(KubeBackendTest, CreatesPodsAndServicesInParallelAfterTheRest) {
+  std::mutex mu;
+  int in_flight = 0, max_in_flight = 0;
+  std::vector<std::string> order;
+  KubeBackendOptions o;
+  o.create_parallelism = 4;
+  o.request_hook = [&](const model::Action& a, bool entering) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (entering) {
+        order.push_back(a.object.kind);
+        max_in_flight = std::max(max_in_flight, ++in_flight);
+      } else {
+        --in_flight;
+      }
+    }
+    if (entering) absl::SleepFor(absl::Milliseconds(30));
+  };
+  StartBackend(o);
+  // MPIJob: ConfigMap, ServiceAccount, Role, RoleBinding, then launcher + 8 worker pods.
+  const model::Job job = reconcile::testing::MakeMPIJob("ns", "mpi").Launcher(1).Workers(8).Build();
+  const absl::Time start = absl::Now();
+  std::vector<model::Action> applied = Pass(job);
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_EQ(applied.size(), 13u);
+  EXPECT_EQ(max_in_flight, 4);
+  // 4 sequential + 9 pods on 4 threads (3 rounds): well under 13 sequential requests.
+  EXPECT_LT(took, absl::Milliseconds(30 * 11));
+  ASSERT_EQ(order.size(), 13u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_NE(order[i], "Pod") << i;
+  for (size_t i = 4; i < 13; ++i) EXPECT_EQ(order[i], "Pod") << i;
+  // The non-pod objects carry coach's job label and so reach the caches.
+  ASSERT_TRUE(WaitFor([&] {
+    return backend_->CachedCount("ConfigMap") == 1 && backend_->CachedCount("Role") == 1 &&
+           backend_->CachedCount("RoleBinding") == 1 && backend_->CachedCount("ServiceAccount") == 1 &&
+           backend_->CachedCount("Pod") == 9;
+  }));
+  ASSERT_TRUE(WaitFor([&] { return backend_->PendingExpectations("ns", "mpi").empty(); }));
+  auto observed = backend_->Observe(job);
+  EXPECT_EQ(observed->objects.size(), 4u);
+  const model::ObservedPod* launcher = FindPod(*observed, "mpi-launcher");
+  ASSERT_NE(launcher, nullptr);
+  EXPECT_EQ(launcher->replica_type, "Launcher");
+  EXPECT_TRUE(Pass(job).empty());
+}
+
+TEST_F(KubeBackendTest, ObservedPodMapping) {
+  StartBackend();
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Workers(2).Build();
+  json pod = MakePod("ns", "j", "worker", 1);
+  pod["spec"]["containers"].push_back({{"name", "sidecar"}, {"image", "busybox"}});
+  ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", pod).ok());
+  json status = {{"phase", "Running"},
+                 {"containerStatuses",
+                  {{{"name", "sidecar"}, {"restartCount", 1}, {"state", {{"running", json::object()}}}},
+                   {{"name", "pytorch"},
+                    {"restartCount", 2},
+                    {"state", {{"running", json::object()}}},
+                    {"lastState", {{"terminated", {{"exitCode", 137}, {"reason", "OOMKilled"}}}}}}}}};
+  ASSERT_TRUE(fake_.PatchStatus(resources::Pods(), "ns", "j-worker-1", coach::kube::PatchType::kMerge,
+                                {{"status", status}})
+                  .ok());
+  json done = MakePod("ns", "j", "master", 0);
+  done["metadata"]["finalizers"] = {"coach.test/hold"};
+  ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", done).ok());
+  ASSERT_TRUE(fake_.PatchStatus(resources::Pods(), "ns", "j-master-0", coach::kube::PatchType::kMerge,
+                                {{"status",
+                                  {{"phase", "Failed"},
+                                   {"containerStatuses",
+                                    {{{"name", "pytorch"},
+                                      {"restartCount", 0},
+                                      {"state", {{"terminated", {{"exitCode", 3}, {"reason", "Error"}}}}}}}}}}})
+                  .ok());
+  ASSERT_TRUE(fake_.Delete(resources::Pods(), "ns", "j-master-0", {}).ok());
+  // Another job's pod and a pod without coach's labels stay out.
+  ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", MakePod("ns", "other", "worker", 0)).ok());
+  json foreign = {{"metadata", {{"name", "foreign"}, {"labels", {{reconcile::kLabelJobName, "j"}}}}}};
+  ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", foreign).ok());
+
+  ASSERT_TRUE(WaitFor([&] {
+    auto o = backend_->Observe(job);
+    return o.ok() && o->pods.size() == 2 && FindPod(*o, "j-master-0")->deleting &&
+           FindPod(*o, "j-worker-1")->phase == model::PodPhase::kRunning;
+  }));
+  auto observed = backend_->Observe(job);
+  const model::ObservedPod* w = FindPod(*observed, "j-worker-1");
+  EXPECT_EQ(w->replica_type, "Worker");
+  EXPECT_EQ(w->index, 1);
+  EXPECT_EQ(w->restart_count, 3);
+  ASSERT_TRUE(w->exit_code.has_value());
+  EXPECT_EQ(*w->exit_code, 137);  // lastState of the default container, not the sidecar
+  EXPECT_EQ(w->message, "OOMKilled");
+  EXPECT_FALSE(w->deleting);
+  EXPECT_GT(w->created, absl::Now() - absl::Minutes(1));
+  const model::ObservedPod* m = FindPod(*observed, "j-master-0");
+  EXPECT_EQ(m->replica_type, "Master");
+  EXPECT_EQ(m->phase, model::PodPhase::kFailed);
+  EXPECT_EQ(m->exit_code, 3);
+  EXPECT_TRUE(m->deleting);
+  EXPECT_EQ(m->message, "Error");
+}
+
+TEST_F(KubeBackendTest, ChangeCallbackFiresOnPodEvents) {
+  StartBackend();
+  ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", MakePod("ns", "j", "worker", 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return Changes("ns/j") >= 1; }));
+  const int before = Changes("ns/j");
+  ASSERT_TRUE(fake_.PatchStatus(resources::Pods(), "ns", "j-worker-0", coach::kube::PatchType::kMerge,
+                                {{"status", {{"phase", "Running"}}}})
+                  .ok());
+  ASSERT_TRUE(WaitFor([&] { return Changes("ns/j") > before; }));
+  const int running = Changes("ns/j");
+  ASSERT_TRUE(fake_.Delete(resources::Pods(), "ns", "j-worker-0", {}).ok());
+  ASSERT_TRUE(WaitFor([&] { return Changes("ns/j") > running; }));
+  EXPECT_EQ(Changes("ns/other"), 0);
+}
+
+TEST_F(KubeBackendTest, RelistOnGoneRepairsTheCache) {
+  StartBackend();
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Workers(3).Build();
+  ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", MakePod("ns", "j", "worker", 0)).ok());
+  ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", MakePod("ns", "j", "worker", 1)).ok());
+  ASSERT_TRUE(WaitFor([&] { return backend_->Observe(job)->pods.size() == 2; }));
+  // The watch misses a deletion and a creation, then its resourceVersion expires.
+  gated_->SetMode("pods", GatedClient::Mode::kDrop);
+  ASSERT_TRUE(fake_.Delete(resources::Pods(), "ns", "j-worker-0", {}).ok());
+  ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", MakePod("ns", "j", "worker", 2)).ok());
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(backend_->Observe(job)->pods.size(), 2u);
+  EXPECT_NE(FindPod(*backend_->Observe(job), "j-worker-0"), nullptr);  // stale
+  gated_->SetMode("pods", GatedClient::Mode::kPass);
+  fake_.CompactHistory();
+  fake_.CloseWatches();
+  ASSERT_TRUE(WaitFor([&] {
+    auto o = backend_->Observe(job);
+    return o->pods.size() == 2 && FindPod(*o, "j-worker-0") == nullptr && FindPod(*o, "j-worker-2") != nullptr;
+  }));
+  EXPECT_GE(Changes("ns/j"), 3);
+}
+
+TEST_F(KubeBackendTest, ForgetDeletesPodsServicesAndPendingCreates) {
+  StartBackend();
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Workers(1).Build();
+  Pass(job);
+  ASSERT_TRUE(WaitFor([&] { return backend_->CachedCount("Pod") == 2 && backend_->CachedCount("Service") == 2; }));
+  gated_->SetMode("pods", GatedClient::Mode::kHold);
+  // A third pod whose creation the cache has not seen yet.
+  auto extra = reconcile::DesiredPod(job, "Worker", 1, {});
+  ASSERT_TRUE(backend_->Apply(job, {model::Action::Type::kCreate, *extra}).ok());
+  EXPECT_TRUE(backend_->Forget(job).ok());
+  EXPECT_TRUE(fake_.List(resources::Pods(), "ns", {})->items.empty());
+  EXPECT_TRUE(fake_.List(resources::Services(), "ns", {})->items.empty());
+  EXPECT_TRUE(backend_->PendingExpectations("ns", "j").empty());
+  gated_->SetMode("pods", GatedClient::Mode::kPass);
+  ASSERT_TRUE(WaitFor([&] { return backend_->CachedCount("Pod") == 0; }));
+  EXPECT_TRUE(backend_->Forget(job).ok());  // idempotent
+}
+
+TEST_F(KubeBackendTest, StreamLogsByReplica) {
+  StartBackend();
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Workers(1).Build();
+  Pass(job);
+  ASSERT_TRUE(WaitFor([&] { return backend_->CachedCount("Pod") == 2; }));
+  fake_.SetLogs("ns", "j-master-0", "pytorch", "hello from master\n");
+  fake_.SetLogs("ns", "j-worker-0", "pytorch", "hello from worker\n");
+  std::atomic<bool> cancelled{false};
+  std::map<std::string, std::string> got;
+  auto sink = [&](const std::string& replica, const std::string& data) {
+    got[replica] += data;
+    return true;
+  };
+  LogOptions one;
+  one.replica = "master-0";
+  ASSERT_TRUE(backend_->StreamLogs(job, one, sink, cancelled).ok());
+  EXPECT_EQ(got, (std::map<std::string, std::string>{{"master-0", "hello from master\n"}}));
+  got.clear();
+  ASSERT_TRUE(backend_->StreamLogs(job, LogOptions{}, sink, cancelled).ok());
+  EXPECT_EQ(got.size(), 2u);
+  EXPECT_EQ(got["worker-0"], "hello from worker\n");
+  LogOptions missing;
+  missing.replica = "worker-7";
+  absl::Status s = backend_->StreamLogs(job, missing, sink, cancelled);
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+}
+
+TEST_F(KubeBackendTest, PodGroupCrdAbsentIsTolerated) {
+  fake_.SetErrorHook([](const coach::kube::testing::FakeCall& call) {
+    if (call.resource == "podgroups.scheduling.volcano.sh") {
+      return absl::NotFoundError("the server could not find the requested resource");
+    }
+    return absl::OkStatus();
+  });
+  KubeBackendOptions o;
+  o.gang_scheduler = "volcano";
+  StartBackend(o);
+  model::ReconcileConfig config;
+  config.gang_scheduler = model::GangScheduler::kVolcano;
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Build();
+  auto observed = backend_->Observe(job);
+  ASSERT_TRUE(observed.ok());
+  model::ReconcileResult result = reconcile::Reconcile(job, *observed, absl::Now(), config);
+  absl::Status applied = backend_->ApplyAll(job, result.actions);
+  EXPECT_TRUE(absl::IsFailedPrecondition(applied)) << applied;
+  EXPECT_NE(applied.message().find("PodGroup"), std::string::npos) << applied;
+  EXPECT_EQ(CreateCalls("pods"), 0);  // no pod before its PodGroup
+}
+
+TEST_F(KubeBackendTest, PodGroupsWithVolcano) {
+  KubeBackendOptions o;
+  o.gang_scheduler = "volcano";
+  StartBackend(o);
+  model::ReconcileConfig config;
+  config.gang_scheduler = model::GangScheduler::kVolcano;
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Workers(1).Build();
+  Pass(job, config);
+  ASSERT_TRUE(WaitFor([&] { return backend_->CachedCount("PodGroup") == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return backend_->PendingExpectations("ns", "j").empty(); }));
+  auto observed = backend_->Observe(job);
+  EXPECT_EQ(std::count_if(observed->objects.begin(), observed->objects.end(),
+                          [](const model::ObservedObject& x) { return x.kind == "PodGroup"; }),
+            1);
+  EXPECT_TRUE(Pass(job, config).empty());
+}
+
+}  // namespace
+}  // namespace coach::backend::kube
