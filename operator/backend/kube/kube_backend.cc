@@ -582,7 +582,13 @@ absl::Status KubeBackend::ApplyOne(const model::Job& job, const model::Action& a
     if (options_.request_hook) options_.request_hook(action, true);
     absl::StatusOr<json> created = options_.client->Create(resource, ns, body);
     if (options_.request_hook) options_.request_hook(action, false);
-    if (created.ok() || absl::IsAlreadyExists(created.status())) return absl::OkStatus();
+    if (created.ok()) return absl::OkStatus();
+    if (absl::IsAlreadyExists(created.status())) {
+      // A cache that already holds the object sends no further event for it: settle now.
+      absl::MutexLock lock(&mu_);
+      SettleLocked(job_key);
+      return absl::OkStatus();
+    }
     Lower(job_key, object_key);
     return created.status();
   }
@@ -759,6 +765,14 @@ absl::Status KubeBackend::StreamLogs(const model::Job& job, const LogOptions& op
       return true;
     });
     if (s.ok() || absl::IsCancelled(s)) return absl::OkStatus();
+    if (absl::IsNotFound(s)) {
+      // The pod is in the cache, so the 404 is the log endpoint's: the apiserver got no log
+      // from the node (no kubelet, as on kwok's fake nodes; or the pod just went away).
+      return absl::UnavailableError(absl::StrCat("logs of pod ", t.pod,
+                                                 " are not available from its node (no kubelet "
+                                                 "answered, or the pod is gone): ",
+                                                 s.message()));
+    }
     return absl::Status(s.code(), absl::StrCat("logs of pod ", t.pod, ": ", s.message()));
   };
   if (!options.follow || targets.size() == 1) {
@@ -785,6 +799,7 @@ std::map<std::string, std::string> KubeBackend::PendingExpectations(const std::s
                                                                     const std::string& name) const {
   std::map<std::string, std::string> out;
   absl::MutexLock lock(&mu_);
+  const_cast<KubeBackend*>(this)->SettleLocked(absl::StrCat(ns, "/", name));
   auto it = expectations_.find(absl::StrCat(ns, "/", name));
   if (it == expectations_.end()) return out;
   for (const auto& [key, e] : it->second) out[key] = e.create ? "create" : "delete";

@@ -121,13 +121,16 @@ class KubeBackend : public Backend {
   // "<job>-master-0", "launcher" -> "<job>-launcher"; empty: every pod of the job, sorted by
   // name (concurrently when following). The default container is the kind's ("pytorch"),
   // else the first. NotFound: no such replica in the cache. A pod whose node has no kubelet
-  // (kwok fake nodes) or whose container has not started yet: the apiserver's own error,
-  // mapped by the client (Unavailable or InvalidArgument), prefixed "logs of pod NAME: ".
+  // (kwok fake nodes: the apiserver answers 404 "the server could not find the requested
+  // resource (pods/log NAME)"): Unavailable "logs of pod NAME are not available from its
+  // node ...: <the apiserver's message>". A container that has not started yet: the
+  // apiserver's error as the client maps it (InvalidArgument), prefixed "logs of pod NAME: ".
   absl::Status StreamLogs(const model::Job& job, const LogOptions& options, const LogSink& sink,
                           const std::atomic<bool>& cancelled) override;
 
   // --- introspection (tests, metrics) ---
-  // Pending expectations of the job (kind/name -> "create"|"delete").
+  // Pending expectations of the job (kind/name -> "create"|"delete"), after lowering those
+  // the cache satisfies (as Observe does).
   std::map<std::string, std::string> PendingExpectations(const std::string& ns,
                                                          const std::string& name) const;
   // Cached object count of `kind` (all jobs).

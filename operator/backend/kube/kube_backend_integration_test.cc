@@ -1,0 +1,263 @@
+// KubeBackend against a real control plane (tools/testenv: kube-apiserver, GC, scheduler,
+// kwok nodes whose pods exit on the coach.test/exit-code annotation). Skipped when the
+// testenv binaries are not built, failed under CI=true.
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "operator/backend/kube/client/kube_config.h"
+#include "operator/backend/kube/client/rest_kube_client.h"
+#include "operator/backend/kube/kube_backend.h"
+#include "operator/backend/kube/testing/testenv.h"
+#include "operator/reconcile/desired_objects.h"
+#include "operator/reconcile/replicas.h"
+#include "operator/reconcile/testing/job_builder.h"
+
+namespace coach::backend::kube {
+namespace {
+
+namespace k8s = ::coach::kube;
+using nlohmann::json;
+
+constexpr char kAnchor[] = "operator/backend/kube/kube_backend_integration_test.cc";
+
+int Sh(const std::string& cmd, std::string* out) {
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  const int rc = ::pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::string WorkspaceRoot() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* ws = std::getenv("TEST_WORKSPACE");
+  std::string candidate = absl::StrCat(srcdir ? srcdir : "", "/", ws ? ws : "", "/", kAnchor);
+  char* real = ::realpath(candidate.c_str(), nullptr);
+  if (real == nullptr) return "";
+  std::string r(real);
+  free(real);
+  return absl::EndsWith(r, kAnchor) ? r.substr(0, r.size() - (sizeof(kAnchor) - 1)) : "";
+}
+
+bool Eventually(const std::function<bool()>& cond, absl::Duration timeout = absl::Seconds(60)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (cond()) return true;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return cond();
+}
+
+const model::ObservedPod* FindPod(const model::ObservedState& s, const std::string& name) {
+  for (const auto& p : s.pods) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+class KubeBackendIntegrationTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { status_ = StartReal(); }
+  static void TearDownTestSuite() {
+    client_.reset();
+    env_.reset();
+  }
+
+  static absl::Status StartReal() {
+    auto e = k8s::testing::TestEnv::Start();
+    if (!e.ok()) return e.status();
+    env_ = std::move(*e);
+    auto cfg = k8s::LoadKubeConfigFile(env_->kubeconfig());
+    if (!cfg.ok()) return cfg.status();
+    k8s::RestKubeClientOptions o;
+    o.qps = 200;
+    o.burst = 400;
+    auto c = k8s::RestKubeClient::Create(*cfg, o);
+    if (!c.ok()) return c.status();
+    client_ = std::move(*c);
+    const std::string root = WorkspaceRoot();
+    if (root.empty()) return absl::NotFoundError("cannot find the workspace from the runfiles");
+    std::string bin;
+    if (Sh(absl::StrCat("'", root, "tools/testenv/testenv' bin 2>/dev/null"), &bin) != 0) {
+      return absl::NotFoundError("testenv bin failed");
+    }
+    const std::string kubectl =
+        absl::StrCat(absl::StripAsciiWhitespace(bin), "/kubectl --kubeconfig '", env_->kubeconfig(), "'");
+    std::string out;
+    if (int rc = Sh(absl::StrCat(kubectl, " apply -f '", root, "charts/coach/crds' 2>&1"), &out); rc != 0) {
+      return absl::InternalError(absl::StrCat("kubectl apply -f charts/coach/crds: exit ", rc, ": ", out));
+    }
+    out.clear();
+    if (int rc = Sh(absl::StrCat(kubectl,
+                                 " wait --for condition=established --timeout=60s crd/pytorchjobs.kubeflow.org 2>&1"),
+                    &out);
+        rc != 0) {
+      return absl::InternalError(absl::StrCat("kubectl wait crd: exit ", rc, ": ", out));
+    }
+    return absl::OkStatus();
+  }
+
+  void SetUp() override {
+    if (!status_.ok()) {
+      if (absl::IsNotFound(status_) && !k8s::testing::InCi()) GTEST_SKIP() << status_;
+      FAIL() << status_;
+    }
+    static std::mt19937_64 rng(std::random_device{}());
+    ns_ = absl::StrCat("kb-", rng() % 1000000000);
+    auto created = client_->Create(k8s::resources::Namespaces(), "", {{"metadata", {{"name", ns_}}}});
+    ASSERT_TRUE(created.ok()) << created.status();
+    // Pods need the namespace's default ServiceAccount (made by the controller-manager).
+    const k8s::ResourceDescriptor sa{"", "v1", "serviceaccounts", "ServiceAccount", true, false};
+    ASSERT_TRUE(Eventually([&] { return client_->Get(sa, ns_, "default").ok(); }));
+  }
+
+  void TearDown() override {
+    if (backend_) backend_->Stop();
+    if (client_ != nullptr && !ns_.empty()) (void)client_->Delete(k8s::resources::Namespaces(), "", ns_, {});
+  }
+
+  int Changes(const std::string& key) {
+    std::lock_guard<std::mutex> l(mu_);
+    return changes_[key];
+  }
+
+  static std::unique_ptr<k8s::testing::TestEnv> env_;
+  static std::unique_ptr<k8s::RestKubeClient> client_;
+  static absl::Status status_;
+  std::string ns_;
+  std::unique_ptr<KubeBackend> backend_;
+  std::mutex mu_;
+  std::map<std::string, int> changes_;
+};
+
+std::unique_ptr<k8s::testing::TestEnv> KubeBackendIntegrationTest::env_;
+std::unique_ptr<k8s::RestKubeClient> KubeBackendIntegrationTest::client_;
+absl::Status KubeBackendIntegrationTest::status_;
+
+TEST_F(KubeBackendIntegrationTest, CreatesObservesExitCodesAndForgets) {
+  // The job CR itself, so that the pods' ownerReference names a real uid (else the garbage
+  // collector removes them as orphans).
+  const json replica = {
+      {"replicas", 1},
+      {"restartPolicy", "Never"},
+      {"template", {{"spec", {{"containers", {{{"name", "pytorch"}, {"image", "coach.local/none"}}}}}}}}};
+  json cr = {{"apiVersion", "kubeflow.org/v1"},
+             {"kind", "PyTorchJob"},
+             {"metadata", {{"name", "exits"}, {"namespace", ns_}}},
+             {"spec", {{"pytorchReplicaSpecs", {{"Master", replica}, {"Worker", replica}}}}}};
+  auto created_cr = client_->Create(k8s::resources::Kubeflow("pytorchjobs", "PyTorchJob"), ns_, cr);
+  ASSERT_TRUE(created_cr.ok()) << created_cr.status();
+
+  const std::string port = R"("ports":[{"name":"pytorchjob-port","containerPort":23456}])";
+  const model::Job job =
+      reconcile::testing::MakePyTorchJob(ns_, "exits")
+          .Master(1)
+          .Workers(1)
+          .RestartPolicy("Never")
+          .Uid(k8s::UidOf(*created_cr))
+          .Template("Master", absl::StrCat(R"({"spec":{"containers":[{"name":"pytorch","image":"coach.local/none",)",
+                                           port, "}]}}"))
+          .Template("Worker",
+                    absl::StrCat(R"({"metadata":{"annotations":{"coach.test/exit-code":"3","coach.test/run-seconds":"2"}},)",
+                                 R"("spec":{"containers":[{"name":"pytorch","image":"coach.local/none",)", port,
+                                 "}]}}"))
+          .Build();
+
+  KubeBackendOptions options;
+  options.client = client_.get();
+  options.namespaces = {ns_};
+  auto b = KubeBackend::Create(options);
+  ASSERT_TRUE(b.ok()) << b.status();
+  backend_ = std::move(*b);
+  backend_->SetChangeCallback([this](const std::string& ns, const std::string& name) {
+    std::lock_guard<std::mutex> l(mu_);
+    ++changes_[ns + "/" + name];
+  });
+  ASSERT_TRUE(backend_->Start().ok());
+  const std::string key = ns_ + "/exits";
+
+  auto objects = reconcile::DesiredObjects(job, {});
+  ASSERT_TRUE(objects.ok()) << objects.status();
+  std::vector<model::Action> actions;
+  for (const auto& o : *objects) actions.push_back({model::Action::Type::kCreate, o});
+  ASSERT_EQ(actions.size(), 4u);  // 2 pods, 2 services
+  std::vector<absl::Status> results;
+  absl::Status applied = backend_->ApplyAll(job, actions, &results);
+  ASSERT_TRUE(applied.ok()) << applied;
+  // Applying again (a retry after a crash) is fine: AlreadyExists is success.
+  ASSERT_TRUE(backend_->ApplyAll(job, actions).ok());
+
+  // The caches see the pods and services; expectations are met by the watch.
+  ASSERT_TRUE(Eventually([&] {
+    return backend_->PendingExpectations(ns_, "exits").empty() && backend_->CachedCount("Pod") == 2 &&
+           backend_->CachedCount("Service") == 2;
+  })) << "pods " << backend_->CachedCount("Pod") << ", services " << backend_->CachedCount("Service")
+      << ", pending " << backend_->PendingExpectations(ns_, "exits").size();
+  auto observed = backend_->Observe(job);
+  ASSERT_TRUE(observed.ok()) << observed.status();
+  ASSERT_EQ(observed->pods.size(), 2u);
+  EXPECT_EQ(observed->objects.size(), 2u);
+  EXPECT_EQ(observed->pods[0].name, "exits-master-0");
+  EXPECT_EQ(observed->pods[0].replica_type, "Master");
+  EXPECT_EQ(observed->pods[1].replica_type, "Worker");
+  EXPECT_GT(observed->pods[0].created, absl::Now() - absl::Minutes(5));
+
+  // kwok runs both; the worker exits with 3 after ~2 s, the master keeps running.
+  const int before = Changes(key);
+  ASSERT_TRUE(Eventually([&] {
+    auto o = backend_->Observe(job);
+    if (!o.ok()) return false;
+    const model::ObservedPod* w = FindPod(*o, "exits-worker-0");
+    const model::ObservedPod* m = FindPod(*o, "exits-master-0");
+    return w != nullptr && m != nullptr && w->phase == model::PodPhase::kFailed && w->exit_code == 3 &&
+           m->phase == model::PodPhase::kRunning;
+  })) << "pods never reached Failed(3)/Running";
+  EXPECT_GT(Changes(key), before + 1);  // scheduled, running, exited: each reconciles the job
+  auto o = backend_->Observe(job);
+  EXPECT_FALSE(FindPod(*o, "exits-master-0")->exit_code.has_value());
+  EXPECT_EQ(FindPod(*o, "exits-worker-0")->restart_count, 0);
+
+  // Logs: kwok nodes have no kubelet, so the apiserver cannot fetch them; the user gets its
+  // error, mapped and prefixed with the pod.
+  std::atomic<bool> cancelled{false};
+  LogOptions lo;
+  lo.replica = "master-0";
+  absl::Status logs = backend_->StreamLogs(job, lo, [](const std::string&, const std::string&) { return true; },
+                                           cancelled);
+  spdlog::info("logs of a kwok pod: {}", logs.ToString());
+  EXPECT_TRUE(absl::IsUnavailable(logs)) << logs;
+  EXPECT_TRUE(absl::StrContains(logs.message(), "logs of pod exits-master-0 are not available")) << logs;
+  lo.replica = "worker-9";
+  EXPECT_TRUE(absl::IsNotFound(backend_->StreamLogs(
+      job, lo, [](const std::string&, const std::string&) { return true; }, cancelled)));
+
+  // Forget deletes the pods and services; the caches follow.
+  ASSERT_TRUE(backend_->Forget(job).ok());
+  ASSERT_TRUE(Eventually([&] {
+    auto pods = client_->List(k8s::resources::Pods(), ns_, {});
+    auto svcs = client_->List(k8s::resources::Services(), ns_, {});
+    return pods.ok() && svcs.ok() && pods->items.empty() && svcs->items.empty();
+  }));
+  ASSERT_TRUE(Eventually([&] { return backend_->Observe(job)->pods.empty(); }));
+  EXPECT_TRUE(backend_->Observe(job)->objects.empty());
+  EXPECT_TRUE(backend_->Forget(job).ok());
+}
+
+}  // namespace
+}  // namespace coach::backend::kube
