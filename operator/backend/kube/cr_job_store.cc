@@ -327,6 +327,13 @@ absl::StatusOr<local::ListResult> CrJobStore::List(const local::ListOptions& opt
   return result;
 }
 
+absl::Status CrJobStore::ConflictOrMissing(int kind, const JobKey& key, absl::Status conflict) {
+  // The apiserver answers a conditional PUT of a missing object with 409 too.
+  absl::StatusOr<json> current = client_->Get(Descriptor(kind), key.namespace_, key.name);
+  if (absl::IsNotFound(current.status())) return current.status();
+  return conflict;
+}
+
 absl::StatusOr<api::v1::TrainingJob> CrJobStore::Update(const api::v1::TrainingJob& job) {
   const JobKey key = local::KeyOf(job);
   if (job.metadata().resource_version().empty()) {
@@ -336,9 +343,11 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Update(const api::v1::TrainingJ
   if (kind < 0) return absl::InvalidArgumentError("kind: not one of the kubeflow.org/v1 kinds");
   json manifest = api::v1::codec::JobToJson(job);
   manifest.erase("status");
-  ASSIGN_OR_RETURN(json updated, client_->Update(Descriptor(kind), key.namespace_, manifest));
-  Remember(key, kind, k8s::UidOf(updated));
-  return Decode(updated);
+  absl::StatusOr<json> updated = client_->Update(Descriptor(kind), key.namespace_, manifest);
+  if (absl::IsAborted(updated.status())) return ConflictOrMissing(kind, key, updated.status());
+  if (!updated.ok()) return updated.status();
+  Remember(key, kind, k8s::UidOf(*updated));
+  return Decode(*updated);
 }
 
 absl::StatusOr<api::v1::TrainingJob> CrJobStore::UpdateStatus(const api::v1::TrainingJob& job) {
@@ -350,9 +359,11 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::UpdateStatus(const api::v1::Tra
   if (kind < 0) return absl::InvalidArgumentError("kind: not one of the kubeflow.org/v1 kinds");
   json manifest = api::v1::codec::JobToJson(job);
   if (!manifest.contains("status")) manifest["status"] = json::object();
-  ASSIGN_OR_RETURN(json updated, client_->UpdateStatus(Descriptor(kind), key.namespace_, manifest));
-  Remember(key, kind, k8s::UidOf(updated));
-  return Decode(updated);
+  absl::StatusOr<json> updated = client_->UpdateStatus(Descriptor(kind), key.namespace_, manifest);
+  if (absl::IsAborted(updated.status())) return ConflictOrMissing(kind, key, updated.status());
+  if (!updated.ok()) return updated.status();
+  Remember(key, kind, k8s::UidOf(*updated));
+  return Decode(*updated);
 }
 
 absl::Status CrJobStore::Delete(const JobKey& key, std::optional<std::string> resource_version) {
@@ -550,7 +561,6 @@ void CrJobStore::OnReplace(int kind, const std::string& ns, const std::vector<js
       ++it;
     }
     for (const json& item : items) index_[KeyOfObject(item)][kind] = k8s::UidOf(item);
-    synced_.insert({kind, ns});
   }
   for (const JobKey& key : gone) Notify(JobChangeType::kDeleted, key, nullptr);
   for (const json& item : items) {
@@ -559,6 +569,9 @@ void CrJobStore::OnReplace(int kind, const std::string& ns, const std::vector<js
     if (!object.contains("apiVersion")) object["apiVersion"] = std::string(api::v1::kApiVersion);
     Notify(JobChangeType::kAdded, KeyOfObject(object), &object);
   }
+  // Synced only once the callback has heard the listing (WaitForSync promises that).
+  absl::MutexLock lock(&mu_);
+  synced_.insert({kind, ns});
 }
 
 void CrJobStore::OnEvent(int kind, const k8s::WatchEvent& event) {

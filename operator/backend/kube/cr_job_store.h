@@ -155,6 +155,8 @@ class CrJobStore : public local::JobStore {
   };
   absl::StatusOr<Found> Resolve(const JobKey& key);
   absl::StatusOr<api::v1::TrainingJob> Decode(const nlohmann::json& object) const;
+  // Aborted from a PUT: NotFound when the object is gone, else `conflict`.
+  absl::Status ConflictOrMissing(int kind, const JobKey& key, absl::Status conflict);
   // For events: kind index and uid of a job, from the index or a Get.
   absl::StatusOr<std::pair<int, std::string>> KindAndUid(const JobKey& key);
 

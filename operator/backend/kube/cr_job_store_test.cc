@@ -1,0 +1,518 @@
+// CrJobStore against FakeKubeClient and against a real kube-apiserver (tools/testenv) with
+// coach's CRDs applied by kubectl (charts/coach/crds). The real half is skipped when the
+// testenv binaries are not built and fails under CI=true.
+#include "operator/backend/kube/cr_job_store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <memory>
+#include <random>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "api/v1/codec/job_codec.h"
+#include "gtest/gtest.h"
+#include "operator/backend/kube/client/kube_config.h"
+#include "operator/backend/kube/client/rest_kube_client.h"
+#include "operator/backend/kube/testing/fake_kube_client.h"
+#include "operator/backend/kube/testing/testenv.h"
+
+namespace coach::backend::kube {
+namespace {
+
+namespace k8s = ::coach::kube;
+using nlohmann::json;
+
+constexpr char kAnchor[] = "operator/backend/kube/cr_job_store_test.cc";
+
+int Sh(const std::string& cmd, std::string* out) {
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  const int rc = ::pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// The checkout (the test runs unsandboxed: the runfiles symlink leads to it).
+std::string WorkspaceRoot() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* ws = std::getenv("TEST_WORKSPACE");
+  std::string candidate = absl::StrCat(srcdir ? srcdir : "", "/", ws ? ws : "", "/", kAnchor);
+  char* real = ::realpath(candidate.c_str(), nullptr);
+  if (real == nullptr) return "";
+  std::string r(real);
+  free(real);
+  return absl::EndsWith(r, kAnchor) ? r.substr(0, r.size() - (sizeof(kAnchor) - 1)) : "";
+}
+
+json Manifest(const std::string& kind, const std::string& ns, const std::string& name,
+              json labels = json::object()) {
+  const bool tf = kind == "TFJob";
+  json replica = {{"replicas", 1},
+                  {"restartPolicy", "OnFailure"},
+                  {"template",
+                   {{"spec",
+                     {{"containers",
+                       json::array({{{"name", tf ? "tensorflow" : "pytorch"},
+                                     {"image", "coach.local/none"}}})}}}}}};
+  json m = {{"apiVersion", "kubeflow.org/v1"},
+            {"kind", kind},
+            {"metadata", {{"name", name}, {"namespace", ns}}},
+            {"spec", {{tf ? "tfReplicaSpecs" : "pytorchReplicaSpecs", {{"Worker", replica}}}}}};
+  if (!labels.empty()) m["metadata"]["labels"] = labels;
+  return m;
+}
+
+api::v1::TrainingJob Job(const std::string& kind, const std::string& ns, const std::string& name,
+                         json labels = json::object()) {
+  auto job = api::v1::codec::JobFromJson(Manifest(kind, ns, name, std::move(labels)));
+  EXPECT_TRUE(job.ok()) << job.status();
+  return job.ok() ? *job : api::v1::TrainingJob();
+}
+
+std::vector<std::string> Names(const local::ListResult& r) {
+  std::vector<std::string> out;
+  for (const auto& j : r.jobs) out.push_back(j.metadata().name());
+  return out;
+}
+
+template <typename F>
+bool Eventually(F f, absl::Duration timeout = absl::Seconds(20)) {
+  const absl::Time end = absl::Now() + timeout;
+  while (absl::Now() < end) {
+    if (f()) return true;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return f();
+}
+
+struct Changes {
+  absl::Mutex mu;
+  std::vector<std::string> seen;  // "ADDED ns/name", ...
+  void Add(const JobChange& c) {
+    static const char* kNames[] = {"ADDED", "MODIFIED", "DELETED"};
+    absl::MutexLock lock(&mu);
+    seen.push_back(absl::StrCat(kNames[static_cast<int>(c.type)], " ", c.key.namespace_, "/", c.key.name,
+                                c.job.has_value() ? "" : " (no object)"));
+  }
+  bool Has(const std::string& s) {
+    absl::MutexLock lock(&mu);
+    for (const auto& x : seen) {
+      if (x == s) return true;
+    }
+    return false;
+  }
+};
+
+class CrJobStoreTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void TearDownTestSuite() {
+    real_client_.reset();
+    env_.reset();
+  }
+
+  void SetUp() override {
+    if (GetParam() == "fake") {
+      fake_ = std::make_unique<k8s::testing::FakeKubeClient>();
+      client_ = fake_.get();
+    } else {
+      if (env_ == nullptr && env_status_.ok()) env_status_ = StartReal();
+      if (!env_status_.ok()) {
+        if (absl::IsNotFound(env_status_) && !k8s::testing::InCi()) GTEST_SKIP() << env_status_;
+        FAIL() << env_status_;
+      }
+      client_ = real_client_.get();
+    }
+    static std::mt19937_64 rng(std::random_device{}());
+    ns_ = absl::StrCat("crjs-", rng() % 1000000000);
+    ASSERT_TRUE(client_->Create(k8s::resources::Namespaces(), "", {{"metadata", {{"name", ns_}}}}).ok());
+    CrJobStoreOptions options;
+    options.reflector.initial_backoff = absl::Milliseconds(50);
+    options.reflector.max_backoff = absl::Milliseconds(500);
+    auto store = CrJobStore::Create(client_, options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+  }
+
+  void TearDown() override {
+    if (store_ != nullptr) store_->StopWatching();
+    if (client_ != nullptr && !ns_.empty()) (void)client_->Delete(k8s::resources::Namespaces(), "", ns_, {});
+  }
+
+  static absl::Status StartReal() {
+    auto e = k8s::testing::TestEnv::Start();
+    if (!e.ok()) return e.status();
+    env_ = std::move(*e);
+    auto cfg = k8s::LoadKubeConfigFile(env_->kubeconfig());
+    if (!cfg.ok()) return cfg.status();
+    k8s::RestKubeClientOptions o;
+    o.qps = 200;
+    o.burst = 400;
+    auto c = k8s::RestKubeClient::Create(*cfg, o);
+    if (!c.ok()) return c.status();
+    real_client_ = std::move(*c);
+    root_ = WorkspaceRoot();
+    if (root_.empty()) return absl::NotFoundError("cannot find the workspace from the runfiles");
+    std::string bin;
+    if (Sh(absl::StrCat("'", root_, "tools/testenv/testenv' bin 2>/dev/null"), &bin) != 0) {
+      return absl::NotFoundError("testenv bin failed");
+    }
+    kubectl_ = absl::StrCat(absl::StripAsciiWhitespace(bin), "/kubectl --kubeconfig '", env_->kubeconfig(), "'");
+    std::string out;
+    if (int rc = Sh(absl::StrCat(kubectl_, " apply -f '", root_, "charts/coach/crds' 2>&1"), &out); rc != 0) {
+      return absl::InternalError(absl::StrCat("kubectl apply -f charts/coach/crds: exit ", rc, ": ", out));
+    }
+    out.clear();
+    if (int rc = Sh(absl::StrCat(kubectl_,
+                                 " wait --for condition=established --timeout=60s"
+                                 " crd/pytorchjobs.kubeflow.org crd/tfjobs.kubeflow.org crd/mpijobs.kubeflow.org"
+                                 " crd/xgboostjobs.kubeflow.org crd/paddlejobs.kubeflow.org crd/jaxjobs.kubeflow.org 2>&1"),
+                    &out);
+        rc != 0) {
+      return absl::InternalError(absl::StrCat("kubectl wait crds: exit ", rc, ": ", out));
+    }
+    return absl::OkStatus();
+  }
+
+  bool real() const { return GetParam() == "real"; }
+
+  static std::unique_ptr<k8s::testing::TestEnv> env_;
+  static absl::Status env_status_;
+  static std::unique_ptr<k8s::RestKubeClient> real_client_;
+  static std::string root_;
+  static std::string kubectl_;
+  std::unique_ptr<k8s::testing::FakeKubeClient> fake_;
+  k8s::KubeClient* client_ = nullptr;
+  Changes changes_;  // outlives the store's watch threads (stopped in TearDown)
+  std::unique_ptr<CrJobStore> store_;
+  std::string ns_;
+};
+
+std::unique_ptr<k8s::testing::TestEnv> CrJobStoreTest::env_;
+absl::Status CrJobStoreTest::env_status_;
+std::unique_ptr<k8s::RestKubeClient> CrJobStoreTest::real_client_;
+std::string CrJobStoreTest::root_;
+std::string CrJobStoreTest::kubectl_;
+
+TEST_P(CrJobStoreTest, CreateGetAcrossKinds) {
+  auto a = store_->Create(Job("PyTorchJob", ns_, "a"));
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->kind(), api::v1::PYTORCH_JOB);
+  EXPECT_FALSE(a->metadata().uid().empty());
+  EXPECT_FALSE(a->metadata().resource_version().empty());
+  EXPECT_GT(a->metadata().creation_timestamp().seconds(), 0);
+  if (real()) {
+    EXPECT_EQ(a->metadata().generation(), 1);
+  }
+  EXPECT_EQ(a->spec().replica_specs().at("Worker").replicas(), 1);
+
+  auto b = store_->Create(Job("TFJob", ns_, "b"));
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto got_b = store_->Get({ns_, "b"});
+  ASSERT_TRUE(got_b.ok()) << got_b.status();
+  EXPECT_EQ(got_b->kind(), api::v1::TF_JOB);
+  EXPECT_EQ(got_b->metadata().uid(), b->metadata().uid());
+  auto got_a = store_->Get({ns_, "a"});
+  ASSERT_TRUE(got_a.ok());
+  EXPECT_EQ(got_a->metadata().resource_version(), a->metadata().resource_version());
+
+  EXPECT_EQ(store_->Get({ns_, "nope"}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Create(Job("PyTorchJob", ns_, "a")).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(store_->Create(Job("PyTorchJob", "", "z")).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->Create(Job("PyTorchJob", ns_, "")).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(CrJobStoreTest, CreateWithStatusWritesIt) {
+  api::v1::TrainingJob job = Job("PyTorchJob", ns_, "s");
+  auto* c = job.mutable_status()->add_conditions();
+  c->set_type("Created");
+  c->set_status("True");
+  c->set_reason("PyTorchJobCreated");
+  auto created = store_->Create(job);
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_EQ(created->status().conditions_size(), 1);
+  EXPECT_EQ(store_->Get({ns_, "s"})->status().conditions(0).reason(), "PyTorchJobCreated");
+}
+
+TEST_P(CrJobStoreTest, SameNameInTwoKindsNeedsTheKind) {
+  ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "x")).ok());
+  ASSERT_TRUE(store_->Create(Job("TFJob", ns_, "x")).ok());
+  auto ambiguous = store_->Get({ns_, "x"});
+  EXPECT_EQ(ambiguous.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(ambiguous.status().message(), "PyTorchJob and TFJob"))
+      << ambiguous.status();
+  EXPECT_TRUE(absl::StrContains(ambiguous.status().message(), "tfjobs/x")) << ambiguous.status();
+  EXPECT_EQ(store_->Get({ns_, "tfjobs/x"})->kind(), api::v1::TF_JOB);
+  EXPECT_EQ(store_->Get({ns_, "PyTorchJob/x"})->kind(), api::v1::PYTORCH_JOB);
+  EXPECT_EQ(store_->Get({ns_, "tfjob/x"})->kind(), api::v1::TF_JOB);
+  EXPECT_EQ(store_->Get({ns_, "bogus/x"}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->Delete({ns_, "x"}, std::nullopt).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(store_->Delete({ns_, "tfjobs/x"}, std::nullopt).ok());
+  EXPECT_TRUE(Eventually([&] {
+    auto g = store_->Get({ns_, "x"});
+    return g.ok() && g->kind() == api::v1::PYTORCH_JOB;
+  }));
+}
+
+TEST_P(CrJobStoreTest, ListMergesKindsInOrderWithSelectorsAndPages) {
+  const json red = {{"team", "red"}};
+  ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "a", red)).ok());
+  ASSERT_TRUE(store_->Create(Job("TFJob", ns_, "b", red)).ok());
+  ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "c")).ok());
+  ASSERT_TRUE(store_->Create(Job("TFJob", ns_, "d", {{"team", "blue"}})).ok());
+  ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "e", red)).ok());
+
+  local::ListOptions all;
+  all.namespace_ = ns_;
+  auto everything = store_->List(all);
+  ASSERT_TRUE(everything.ok()) << everything.status();
+  EXPECT_EQ(Names(*everything), (std::vector<std::string>{"a", "b", "c", "d", "e"}));
+  EXPECT_EQ(everything->jobs[1].kind(), api::v1::TF_JOB);
+  EXPECT_EQ(everything->next_page_token, "");
+
+  // Pages of 2: 2 + 2 + 1, no empty trailing page.
+  local::ListOptions paged = all;
+  paged.page_size = 2;
+  std::vector<std::string> seen;
+  int pages = 0;
+  do {
+    auto page = store_->List(paged);
+    ASSERT_TRUE(page.ok()) << page.status();
+    ++pages;
+    for (auto& n : Names(*page)) seen.push_back(n);
+    paged.page_token = page->next_page_token;
+  } while (!paged.page_token.empty());
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(seen, (std::vector<std::string>{"a", "b", "c", "d", "e"}));
+
+  // The label selector goes to the server; pages hold matches only.
+  local::ListOptions reds = all;
+  reds.label_selector = {{"team", "red"}};
+  reds.page_size = 2;
+  auto p1 = store_->List(reds);
+  ASSERT_TRUE(p1.ok());
+  EXPECT_EQ(Names(*p1), (std::vector<std::string>{"a", "b"}));
+  ASSERT_FALSE(p1->next_page_token.empty());
+  reds.page_token = p1->next_page_token;
+  auto p2 = store_->List(reds);
+  ASSERT_TRUE(p2.ok());
+  EXPECT_EQ(Names(*p2), (std::vector<std::string>{"e"}));
+  EXPECT_EQ(p2->next_page_token, "");
+  local::ListOptions bad = all;
+  bad.page_token = "!!";
+  EXPECT_EQ(store_->List(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  bad.page_token = "";
+  bad.page_size = -1;
+  EXPECT_EQ(store_->List(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  local::ListOptions none = all;
+  none.label_selector = {{"team", "green"}};
+  EXPECT_TRUE(store_->List(none)->jobs.empty());
+}
+
+TEST_P(CrJobStoreTest, NamespacesOptionScopesLists) {
+  ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "a")).ok());
+  CrJobStoreOptions options;
+  options.namespaces = {"elsewhere-" + ns_};
+  auto scoped = CrJobStore::Create(client_, options);
+  ASSERT_TRUE(scoped.ok());
+  local::ListOptions lo;
+  EXPECT_TRUE((*scoped)->List(lo)->jobs.empty());
+  lo.namespace_ = ns_;
+  EXPECT_TRUE((*scoped)->List(lo)->jobs.empty());
+  EXPECT_EQ(store_->List(lo)->jobs.size(), 1u);
+}
+
+TEST_P(CrJobStoreTest, UpdateIsOptimistic) {
+  auto v1 = store_->Create(Job("PyTorchJob", ns_, "a"));
+  ASSERT_TRUE(v1.ok());
+  api::v1::TrainingJob labelled = *v1;
+  (*labelled.mutable_metadata()->mutable_labels())["k"] = "v";
+  auto v2 = store_->Update(labelled);
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  EXPECT_NE(v2->metadata().resource_version(), v1->metadata().resource_version());
+  EXPECT_EQ(v2->metadata().uid(), v1->metadata().uid());
+  EXPECT_EQ(v2->metadata().labels().at("k"), "v");
+  if (real()) {
+    EXPECT_EQ(v2->metadata().generation(), 1);
+  }
+
+  // Stale: 409 -> Aborted, nothing written.
+  api::v1::TrainingJob stale = *v1;
+  stale.mutable_spec()->mutable_replica_specs()->at("Worker").set_replicas(5);
+  EXPECT_EQ(store_->Update(stale).status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(store_->Get({ns_, "a"})->spec().replica_specs().at("Worker").replicas(), 1);
+
+  api::v1::TrainingJob bigger = *v2;
+  bigger.mutable_spec()->mutable_replica_specs()->at("Worker").set_replicas(3);
+  auto v3 = store_->Update(bigger);
+  ASSERT_TRUE(v3.ok()) << v3.status();
+  EXPECT_EQ(v3->spec().replica_specs().at("Worker").replicas(), 3);
+  if (real()) {
+    EXPECT_EQ(v3->metadata().generation(), 2);
+  }
+
+  api::v1::TrainingJob no_rv = *v3;
+  no_rv.mutable_metadata()->clear_resource_version();
+  EXPECT_EQ(store_->Update(no_rv).status().code(), absl::StatusCode::kInvalidArgument);
+  api::v1::TrainingJob ghost = *v3;
+  ghost.mutable_metadata()->set_name("ghost");
+  EXPECT_EQ(store_->Update(ghost).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_P(CrJobStoreTest, UpdateStatusUsesTheSubresource) {
+  auto v1 = store_->Create(Job("TFJob", ns_, "a"));
+  ASSERT_TRUE(v1.ok());
+  api::v1::TrainingJob s = *v1;
+  auto* c = s.mutable_status()->add_conditions();
+  c->set_type("Running");
+  c->set_status("True");
+  c->set_reason("TFJobRunning");
+  s.mutable_spec()->mutable_replica_specs()->at("Worker").set_replicas(9);  // ignored
+  auto v2 = store_->UpdateStatus(s);
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  ASSERT_EQ(v2->status().conditions_size(), 1);
+  EXPECT_EQ(v2->status().conditions(0).type(), "Running");
+  EXPECT_EQ(v2->spec().replica_specs().at("Worker").replicas(), 1);
+  EXPECT_NE(v2->metadata().resource_version(), v1->metadata().resource_version());
+  EXPECT_EQ(store_->UpdateStatus(s).status().code(), absl::StatusCode::kAborted);  // stale
+
+  // A metadata update keeps the status.
+  api::v1::TrainingJob labelled = *v2;
+  (*labelled.mutable_metadata()->mutable_labels())["k"] = "v";
+  labelled.clear_status();
+  auto v3 = store_->Update(labelled);
+  ASSERT_TRUE(v3.ok()) << v3.status();
+  EXPECT_EQ(v3->status().conditions_size(), 1);
+}
+
+TEST_P(CrJobStoreTest, DeleteChecksTheVersion) {
+  auto job = store_->Create(Job("PyTorchJob", ns_, "a"));
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(store_->Delete({ns_, "a"}, std::string("1")).code(), absl::StatusCode::kAborted);
+  ASSERT_TRUE(store_->Delete({ns_, "a"}, job->metadata().resource_version()).ok());
+  EXPECT_TRUE(Eventually([&] { return absl::IsNotFound(store_->Get({ns_, "a"}).status()); }));
+  EXPECT_EQ(store_->Delete({ns_, "a"}, std::nullopt).code(), absl::StatusCode::kNotFound);
+  auto again = store_->Create(Job("PyTorchJob", ns_, "a"));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NE(again->metadata().uid(), job->metadata().uid());
+}
+
+TEST_P(CrJobStoreTest, EventsAreCoreEventsOfTheJob) {
+  ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "a")).ok());
+  ASSERT_TRUE(store_->Create(Job("TFJob", ns_, "b")).ok());
+  const absl::Time t0 = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()));
+  std::vector<JobEvent> events = {{"Normal", "SuccessfulCreatePod", "Created pod: a-worker-0", t0},
+                                  {"Warning", "Bad", "something", t0 + absl::Seconds(1)},
+                                  {"Normal", "Last", "third", t0 + absl::Seconds(2)}};
+  ASSERT_TRUE(store_->AppendEvents({ns_, "a"}, events).ok());
+  ASSERT_TRUE(store_->AppendEvent({ns_, "b"}, {"Normal", "Other", "b's", t0}).ok());
+  auto listed = store_->ListEvents({ns_, "a"});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 3u);
+  EXPECT_EQ((*listed)[0].reason, "SuccessfulCreatePod");
+  EXPECT_EQ((*listed)[0].message, "Created pod: a-worker-0");
+  EXPECT_EQ((*listed)[0].time, t0);
+  EXPECT_EQ((*listed)[1].type, "Warning");
+  EXPECT_EQ((*listed)[2].reason, "Last");
+  EXPECT_EQ(store_->ListEvents({ns_, "b"})->size(), 1u);
+  EXPECT_EQ(store_->AppendEvent({ns_, "zzz"}, {"Normal", "R", "m", t0}).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->ListEvents({ns_, "zzz"}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(store_->AppendEvents({ns_, "zzz"}, {}).ok());  // nothing to write: no request
+
+  // The event points at the job.
+  k8s::ListOptions lo;
+  auto raw = client_->List(k8s::resources::Events(), ns_, lo);
+  ASSERT_TRUE(raw.ok());
+  bool found = false;
+  for (const json& e : raw->items) {
+    if (e["reason"] == "Other") {
+      found = true;
+      EXPECT_EQ(e["involvedObject"]["kind"], "TFJob");
+      EXPECT_EQ(e["involvedObject"]["apiVersion"], "kubeflow.org/v1");
+      EXPECT_EQ(e["involvedObject"]["name"], "b");
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_P(CrJobStoreTest, LocalRecordsAreUnimplemented) {
+  EXPECT_EQ(store_->ListAllReplicas().status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(store_->ReservePorts({}).code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(store_->ListPortReservations().status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST_P(CrJobStoreTest, ChangeFeedSeesEveryWriter) {
+  ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "before")).ok());
+  ASSERT_TRUE(store_->StartWatching([&](const JobChange& c) { changes_.Add(c); }).ok());
+  EXPECT_EQ(store_->StartWatching(nullptr).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(store_->WaitForSync(absl::Seconds(30)));
+  EXPECT_TRUE(changes_.Has(absl::StrCat("ADDED ", ns_, "/before")));
+  EXPECT_EQ(store_->KnownKinds({ns_, "before"}).size(), 1u);
+
+  auto job = store_->Create(Job("TFJob", ns_, "t"));
+  ASSERT_TRUE(job.ok());
+  EXPECT_TRUE(Eventually([&] { return changes_.Has(absl::StrCat("ADDED ", ns_, "/t")); }));
+  api::v1::TrainingJob s = *job;
+  s.mutable_status()->add_conditions()->set_type("Running");
+  ASSERT_TRUE(store_->UpdateStatus(s).ok());
+  EXPECT_TRUE(Eventually([&] { return changes_.Has(absl::StrCat("MODIFIED ", ns_, "/t")); }));
+  ASSERT_TRUE(store_->Delete({ns_, "t"}, std::nullopt).ok());
+  EXPECT_TRUE(Eventually([&] { return changes_.Has(absl::StrCat("DELETED ", ns_, "/t")); }));
+  EXPECT_TRUE(Eventually([&] { return store_->KnownKinds({ns_, "t"}).empty(); }));
+
+  if (!real()) return;
+  // kubectl: apply a manifest, see it through the feed, Get and List; delete it.
+  const std::string file = absl::StrCat(::testing::TempDir(), "/kubectl-job.json");
+  {
+    std::ofstream out(file);
+    out << Manifest("PyTorchJob", ns_, "from-kubectl", {{"via", "kubectl"}}).dump();
+  }
+  std::string out;
+  ASSERT_EQ(Sh(absl::StrCat(kubectl_, " apply -f '", file, "' 2>&1"), &out), 0) << out;
+  EXPECT_TRUE(Eventually([&] { return changes_.Has(absl::StrCat("ADDED ", ns_, "/from-kubectl")); }));
+  auto got = store_->Get({ns_, "from-kubectl"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->kind(), api::v1::PYTORCH_JOB);
+  EXPECT_EQ(got->metadata().labels().at("via"), "kubectl");
+  local::ListOptions lo;
+  lo.label_selector = {{"via", "kubectl"}};
+  auto listed = store_->List(lo);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Names(*listed), (std::vector<std::string>{"from-kubectl"}));
+  // What coach writes, kubectl reads.
+  out.clear();
+  ASSERT_EQ(Sh(absl::StrCat(kubectl_, " get pytorchjobs -n ", ns_, " -o name 2>&1"), &out), 0) << out;
+  EXPECT_TRUE(absl::StrContains(out, "pytorchjob.kubeflow.org/before")) << out;
+  out.clear();
+  ASSERT_EQ(Sh(absl::StrCat(kubectl_, " delete pytorchjob from-kubectl -n ", ns_, " 2>&1"), &out), 0) << out;
+  EXPECT_TRUE(Eventually([&] { return changes_.Has(absl::StrCat("DELETED ", ns_, "/from-kubectl")); }));
+  EXPECT_EQ(store_->Get({ns_, "from-kubectl"}).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_P(CrJobStoreTest, ReListReportsVanishedJobs) {
+  ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "gone")).ok());
+  ASSERT_TRUE(store_->StartWatching([&](const JobChange& c) { changes_.Add(c); }).ok());
+  ASSERT_TRUE(store_->WaitForSync(absl::Seconds(30)));
+  store_->StopWatching();
+  // Deleted while nobody watched: the next list finds it gone.
+  ASSERT_TRUE(client_->Delete(k8s::resources::Kubeflow("pytorchjobs", "PyTorchJob"), ns_, "gone", {}).ok());
+  ASSERT_TRUE(store_->StartWatching([&](const JobChange& c) { changes_.Add(c); }).ok());
+  ASSERT_TRUE(store_->WaitForSync(absl::Seconds(30)));
+  EXPECT_TRUE(Eventually([&] { return changes_.Has(absl::StrCat("DELETED ", ns_, "/gone (no object)")); }));
+  EXPECT_TRUE(store_->KnownKinds({ns_, "gone"}).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Clients, CrJobStoreTest, ::testing::Values("fake", "real"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace coach::backend::kube
