@@ -15,7 +15,21 @@ expect_usage() {  # expect_usage <text in stderr> <args...>
   [[ "$out" == *"$want"* ]] || fail "$*: output lacks '$want': $out"
 }
 
-expect_usage "not yet available" --backend=kube
+# --backend=kube: every flag is checked (and named) before the kubeconfig is read.
+export KUBECONFIG="$TMP/no-such-kubeconfig"
+expect_usage "--kubeconfig" --backend=kube
+expect_usage "--kubeconfig" --backend=kube --kubeconfig="$TMP/missing"
+expect_usage "--kube-api-qps" --backend=kube --kube-api-qps=0
+expect_usage "--kube-api-burst" --backend=kube --kube-api-burst=0
+expect_usage "--namespaces" --backend=kube --namespaces=team-a,Not_A_Namespace
+expect_usage "--leader-elect: only with --backend=kube" --leader-elect=true
+expect_usage "--leader-elect-lease-duration" --backend=kube --leader-elect=true --leader-elect-lease-duration=soon
+expect_usage "--leader-elect-retry-period" --backend=kube --leader-elect --leader-elect-retry-period=0s
+expect_usage "--leader-elect-lease-duration: must be greater than --leader-elect-renew-deadline" \
+  --backend=kube --leader-elect=true --leader-elect-lease-duration=10s --leader-elect-renew-deadline=10s
+expect_usage "--leader-elect-renew-deadline" \
+  --backend=kube --leader-elect=true --leader-elect-renew-deadline=2s --leader-elect-retry-period=2s
+expect_usage "--leader-elect-namespace" --backend=kube --leader-elect=true --leader-elect-namespace=Bad_NS
 expect_usage "--backend" --backend=slurm
 expect_usage "--token-file" --token-file="$TMP/missing-token"
 expect_usage "--tls-cert and --tls-key" --tls-cert="$TMP/cert.pem"
@@ -27,7 +41,8 @@ expect_usage "--gang-scheduler" --gang-scheduler=kueue
 expect_usage "--log-level" --log-level=loud
 expect_usage "--listen" --listen=nowhere
 COACH_BACKEND=kube "$BIN" --state-dir "$TMP/state" >/dev/null 2>&1; rc=$?
-[[ $rc -eq 2 ]] || fail "COACH_BACKEND=kube exited $rc, want 2"
+[[ $rc -eq 2 ]] || fail "COACH_BACKEND=kube without a kubeconfig exited $rc, want 2"
+unset KUBECONFIG
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 GRPC_PORT=$(free_port)

@@ -14,12 +14,23 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "integrations/mlflow/rest_tracking_client.h"
+#include "operator/backend/kube/client/kube_config.h"
+#include "operator/backend/kube/client/rest_kube_client.h"
+#include "operator/backend/kube/cr_job_store.h"
+#include "operator/backend/kube/kube_backend.h"
+#include "operator/backend/kube/leader_election.h"
 #include "operator/backend/local/local_backend.h"
 #include "operator/backend/local/sqlite_job_store.h"
 #include "operator/core/clock.h"
@@ -57,7 +68,40 @@ struct Flags {
   bool mlflow_forward_credentials = false;
   double mlflow_run_wait_s = 5;
   double mlflow_max_backoff_s = 30;
+  // --backend=kube
+  std::string kubeconfig;
+  double kube_api_qps = 20;
+  int kube_api_burst = 30;
+  std::string namespaces;
+  bool leader_elect = false;
+  std::string leader_elect_namespace;
+  std::string leader_elect_lease_name = "coach-operator";
+  std::string leader_elect_lease_duration = "15s";
+  std::string leader_elect_renew_deadline = "10s";
+  std::string leader_elect_retry_period = "2s";
 };
+
+// A Go-style duration ("15s", "1m30s", "500ms"); an error naming the flag.
+bool ParseFlagDuration(const std::string& flag, const std::string& value, absl::Duration* out,
+                       std::string* error) {
+  if (!absl::ParseDuration(value, out) || *out <= absl::ZeroDuration() ||
+      *out == absl::InfiniteDuration()) {
+    *error = absl::StrCat(flag, ": want a positive duration such as 15s or 1m, got \"", value, "\"");
+    return false;
+  }
+  return true;
+}
+
+// A Kubernetes namespace name (RFC 1123 label).
+bool IsDnsLabel(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (!alnum && !(c == '-' && i > 0 && i + 1 < s.size())) return false;
+  }
+  return true;
+}
 
 // The auth/TLS variables of the MLflow client (RestTrackingOptions::FromEnv).
 constexpr const char* kMlflowCredentialVars[] = {
@@ -203,6 +247,43 @@ int main(int argc, char** argv) {
                  "Longest wait between retries of a failing MLflow call, seconds")
       ->envname("COACH_MLFLOW_MAX_BACKOFF")
       ->capture_default_str();
+  app.add_option("--kubeconfig", flags.kubeconfig,
+                 "kubeconfig file (--backend=kube); default: in-cluster, else ~/.kube/config")
+      ->envname("KUBECONFIG");
+  app.add_option("--kube-api-qps", flags.kube_api_qps,
+                 "Sustained requests per second to the Kubernetes API server")
+      ->envname("COACH_KUBE_API_QPS")
+      ->capture_default_str();
+  app.add_option("--kube-api-burst", flags.kube_api_burst,
+                 "Requests above --kube-api-qps allowed in a burst")
+      ->envname("COACH_KUBE_API_BURST")
+      ->capture_default_str();
+  app.add_option("--namespaces", flags.namespaces,
+                 "Comma-separated namespaces whose jobs this operator manages (--backend=kube); "
+                 "empty: all")
+      ->envname("COACH_NAMESPACES");
+  app.add_flag("--leader-elect", flags.leader_elect,
+               "Leader election over a coordination.k8s.io Lease (--backend=kube): only the "
+               "leader reconciles; every replica serves the API")
+      ->envname("COACH_LEADER_ELECT");
+  app.add_option("--leader-elect-namespace", flags.leader_elect_namespace,
+                 "Namespace of the Lease; default: $POD_NAMESPACE, else default")
+      ->envname("COACH_LEADER_ELECT_NAMESPACE");
+  app.add_option("--leader-elect-lease-name", flags.leader_elect_lease_name, "Name of the Lease")
+      ->envname("COACH_LEADER_ELECT_LEASE_NAME")
+      ->capture_default_str();
+  app.add_option("--leader-elect-lease-duration", flags.leader_elect_lease_duration,
+                 "How long candidates wait after the last renewal before taking over")
+      ->envname("COACH_LEADER_ELECT_LEASE_DURATION")
+      ->capture_default_str();
+  app.add_option("--leader-elect-renew-deadline", flags.leader_elect_renew_deadline,
+                 "How long the leader retries renewing before it gives up leading")
+      ->envname("COACH_LEADER_ELECT_RENEW_DEADLINE")
+      ->capture_default_str();
+  app.add_option("--leader-elect-retry-period", flags.leader_elect_retry_period,
+                 "Time between acquire/renew attempts")
+      ->envname("COACH_LEADER_ELECT_RETRY_PERIOD")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -210,11 +291,8 @@ int main(int argc, char** argv) {
   }
 
   // --- Validate every flag before touching anything. ---
-  if (flags.backend == "kube") {
-    return Usage("--backend=kube: the Kubernetes backend is not yet available; use "
-                 "--backend=local");
-  }
-  if (flags.backend != "local") {
+  const bool kube = flags.backend == "kube";
+  if (!kube && flags.backend != "local") {
     return Usage(absl::StrCat("--backend: must be local or kube, got \"", flags.backend, "\""));
   }
   for (const auto& [flag, value] :
@@ -226,7 +304,7 @@ int main(int argc, char** argv) {
       return Usage(absl::StrCat(flag, ": ", s.message()));
     }
   }
-  if (flags.state_dir.empty()) return Usage("--state-dir: required when $HOME is not set");
+  if (!kube && flags.state_dir.empty()) return Usage("--state-dir: required when $HOME is not set");
   if (flags.workers < 1 || flags.workers > 256) {
     return Usage(absl::StrCat("--workers: must be in 1..256, got ", flags.workers));
   }
@@ -282,7 +360,70 @@ int main(int argc, char** argv) {
   if (level == spdlog::level::off && flags.log_level != "off") {
     return Usage(absl::StrCat("--log-level: unknown level \"", flags.log_level, "\""));
   }
+  std::string error_text;
   spdlog::set_level(level);
+
+  // --backend=kube: API client, namespaces, leader election.
+  std::vector<std::string> namespaces;
+  coach::backend::kube::LeaderElectionConfig election;
+  coach::kube::KubeConfig kube_config;
+  if (kube) {
+    if (!(flags.kube_api_qps > 0) || flags.kube_api_qps > 100000) {
+      return Usage(absl::StrCat("--kube-api-qps: must be in (0, 100000], got ", flags.kube_api_qps));
+    }
+    if (flags.kube_api_burst < 1 || flags.kube_api_burst > 100000) {
+      return Usage(absl::StrCat("--kube-api-burst: must be in 1..100000, got ", flags.kube_api_burst));
+    }
+    for (absl::string_view part : absl::StrSplit(flags.namespaces, ',')) {
+      const std::string ns(absl::StripAsciiWhitespace(part));
+      if (ns.empty()) continue;
+      if (!IsDnsLabel(ns)) {
+        return Usage(absl::StrCat("--namespaces: \"", ns, "\" is not a namespace name (RFC 1123 label)"));
+      }
+      namespaces.push_back(ns);
+    }
+    if (flags.leader_elect) {
+      election.lease_namespace = flags.leader_elect_namespace;
+      if (election.lease_namespace.empty()) {
+        const char* pod_ns = std::getenv("POD_NAMESPACE");
+        election.lease_namespace = pod_ns != nullptr && *pod_ns != '\0' ? pod_ns : "default";
+      }
+      if (!IsDnsLabel(election.lease_namespace)) {
+        return Usage(absl::StrCat("--leader-elect-namespace: \"", election.lease_namespace,
+                                  "\" is not a namespace name"));
+      }
+      election.lease_name = flags.leader_elect_lease_name;
+      if (election.lease_name.empty()) return Usage("--leader-elect-lease-name: must not be empty");
+      if (!ParseFlagDuration("--leader-elect-lease-duration", flags.leader_elect_lease_duration,
+                             &election.lease_duration, &error_text) ||
+          !ParseFlagDuration("--leader-elect-renew-deadline", flags.leader_elect_renew_deadline,
+                             &election.renew_deadline, &error_text) ||
+          !ParseFlagDuration("--leader-elect-retry-period", flags.leader_elect_retry_period,
+                             &election.retry_period, &error_text)) {
+        return Usage(error_text);
+      }
+      if (election.lease_duration <= election.renew_deadline) {
+        return Usage("--leader-elect-lease-duration: must be greater than --leader-elect-renew-deadline");
+      }
+      if (election.renew_deadline <= election.retry_period * 1.2) {
+        return Usage("--leader-elect-renew-deadline: must be greater than 1.2 x --leader-elect-retry-period");
+      }
+      election.identity = coach::backend::kube::DefaultIdentity();
+    }
+    // Last: every flag is checked before the kubeconfig is read.
+    std::string kubeconfig = flags.kubeconfig;
+    if (const size_t colon = kubeconfig.find(':'); colon != std::string::npos) {
+      kubeconfig = kubeconfig.substr(0, colon);  // $KUBECONFIG may be a list: the first file
+    }
+    absl::StatusOr<coach::kube::KubeConfig> loaded =
+        kubeconfig.empty() ? coach::kube::LoadDefaultConfig() : coach::kube::LoadKubeConfigFile(kubeconfig);
+    if (!loaded.ok()) {
+      return Usage(absl::StrCat("--kubeconfig (or KUBECONFIG): ", loaded.status().message()));
+    }
+    kube_config = *std::move(loaded);
+  } else if (flags.leader_elect) {
+    return Usage("--leader-elect: only with --backend=kube");
+  }
 
   coach::server::GrpcServerOptions grpc_options;
   grpc_options.listen = flags.listen;
@@ -309,8 +450,8 @@ int main(int argc, char** argv) {
     if (!read.ok()) return Usage(absl::StrCat("--token-file: ", read.status().message()));
     token = *read;
   }
-  if (flags.shim.empty()) flags.shim = DefaultShimPath();
-  if (access(flags.shim.c_str(), X_OK) != 0) {
+  if (!kube && flags.shim.empty()) flags.shim = DefaultShimPath();
+  if (!kube && access(flags.shim.c_str(), X_OK) != 0) {
     return Usage(absl::StrCat("--shim: ", flags.shim, " is not an executable file"));
   }
   if (!IsLoopback(flags.listen) && (token.empty() || flags.tls_cert.empty())) {
@@ -318,13 +459,15 @@ int main(int argc, char** argv) {
                  token.empty() ? "no token" : "a token", flags.tls_cert.empty() ? " but no TLS" : "");
   }
   std::error_code ec;
-  if (flags.workdir.empty()) flags.workdir = std::filesystem::current_path(ec).string();
-  if (!std::filesystem::is_directory(flags.workdir, ec)) {
-    return Usage(absl::StrCat("--workdir: ", flags.workdir, " is not a directory"));
+  if (!kube) {
+    if (flags.workdir.empty()) flags.workdir = std::filesystem::current_path(ec).string();
+    if (!std::filesystem::is_directory(flags.workdir, ec)) {
+      return Usage(absl::StrCat("--workdir: ", flags.workdir, " is not a directory"));
+    }
+    flags.workdir = std::filesystem::absolute(flags.workdir, ec).string();
+    std::filesystem::create_directories(flags.state_dir, ec);
+    flags.state_dir = std::filesystem::absolute(flags.state_dir, ec).string();
   }
-  flags.workdir = std::filesystem::absolute(flags.workdir, ec).string();
-  std::filesystem::create_directories(flags.state_dir, ec);
-  flags.state_dir = std::filesystem::absolute(flags.state_dir, ec).string();
 
   // Signals are taken by sigwait() below; block them before any thread starts.
   sigset_t signals;
@@ -334,21 +477,61 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   // --- Wire. ---
-  auto store = coach::backend::local::SqliteJobStore::Open(flags.state_dir);
-  if (!store.ok()) {
-    spdlog::error("--state-dir {}: {}", flags.state_dir, store.status().ToString());
-    return kExitFailure;
+  // The store and backend: sqlite + processes here, or the CRs + pods of a cluster.
+  std::unique_ptr<coach::kube::RestKubeClient> kube_client;
+  coach::backend::kube::CrJobStore* cr_store = nullptr;
+  std::unique_ptr<coach::backend::local::JobStore> store_owner;
+  std::unique_ptr<coach::backend::Backend> backend_owner;
+  if (kube) {
+    coach::kube::RestKubeClientOptions client_options;
+    client_options.qps = flags.kube_api_qps;
+    client_options.burst = flags.kube_api_burst;
+    auto client = coach::kube::RestKubeClient::Create(kube_config, client_options);
+    if (!client.ok()) {
+      spdlog::error("--kubeconfig: {}", client.status().ToString());
+      return kExitFailure;
+    }
+    kube_client = *std::move(client);
+    coach::backend::kube::CrJobStoreOptions store_options;
+    store_options.namespaces = namespaces;
+    auto crs = coach::backend::kube::CrJobStore::Create(kube_client.get(), store_options);
+    if (!crs.ok()) {
+      spdlog::error("job store: {}", crs.status().ToString());
+      return kExitFailure;
+    }
+    cr_store = crs->get();
+    store_owner = *std::move(crs);
+    coach::backend::kube::KubeBackendOptions backend_options;
+    backend_options.client = kube_client.get();
+    backend_options.namespaces = namespaces;
+    backend_options.gang_scheduler = flags.gang_scheduler;
+    auto kb = coach::backend::kube::KubeBackend::Create(std::move(backend_options));
+    if (!kb.ok()) {
+      spdlog::error("kube backend: {}", kb.status().ToString());
+      return kExitFailure;
+    }
+    backend_owner = *std::move(kb);
+  } else {
+    auto sqlite = coach::backend::local::SqliteJobStore::Open(flags.state_dir);
+    if (!sqlite.ok()) {
+      spdlog::error("--state-dir {}: {}", flags.state_dir, sqlite.status().ToString());
+      return kExitFailure;
+    }
+    coach::backend::local::LocalBackendOptions backend_options;
+    backend_options.state_dir = flags.state_dir;
+    backend_options.store = sqlite->get();
+    backend_options.shim_path = flags.shim;
+    backend_options.default_working_dir = flags.workdir;
+    auto local = coach::backend::local::LocalBackend::Create(std::move(backend_options));
+    if (!local.ok()) {
+      spdlog::error("local backend: {}", local.status().ToString());
+      return kExitFailure;
+    }
+    store_owner = *std::move(sqlite);
+    backend_owner = *std::move(local);
   }
-  coach::backend::local::LocalBackendOptions backend_options;
-  backend_options.state_dir = flags.state_dir;
-  backend_options.store = store->get();
-  backend_options.shim_path = flags.shim;
-  backend_options.default_working_dir = flags.workdir;
-  auto backend = coach::backend::local::LocalBackend::Create(std::move(backend_options));
-  if (!backend.ok()) {
-    spdlog::error("local backend: {}", backend.status().ToString());
-    return kExitFailure;
-  }
+  coach::backend::local::JobStore* const job_store = store_owner.get();
+  coach::backend::Backend* const backend_ptr = backend_owner.get();
 
   coach::metrics::Registry registry;
   coach::metrics::OperatorMetrics metrics(&registry);
@@ -357,7 +540,7 @@ int main(int argc, char** argv) {
   watchers.SetObservers([&](size_t n) { metrics.watchers->Set({}, static_cast<double>(n)); },
                         [&] { metrics.watchers_dropped->Add({}); });
   coach::core::KeyedMutex job_locks;
-  coach::core::JobService jobs(store->get(), backend->get(), &watchers, &job_locks, &metrics);
+  coach::core::JobService jobs(job_store, backend_ptr, &watchers, &job_locks, &metrics);
   coach::core::Controller::Options controller_options;
   controller_options.workers = flags.workers;
   controller_options.config = config;
@@ -366,7 +549,7 @@ int main(int argc, char** argv) {
   coach::core::Controller* controller_ptr = nullptr;
   coach::tracking::MlflowTrackerOptions tracker_options;
   tracker_options.mlflow = config.mlflow;
-  tracker_options.backend = (*backend)->Name();
+  tracker_options.backend = backend_ptr->Name();
   tracker_options.run_wait = absl::Seconds(flags.mlflow_run_wait_s);
   tracker_options.backoff_cap = absl::Seconds(flags.mlflow_max_backoff_s);
   coach::tracking::MlflowTrackerHooks tracker_hooks;
@@ -379,8 +562,7 @@ int main(int argc, char** argv) {
     if (!client.ok()) return client.status();
     return std::unique_ptr<coach::mlflow::TrackingClient>(std::move(client).value());
   };
-  coach::backend::local::JobStore* job_store = store->get();
-  tracker_hooks.annotate = [&, job_store](const coach::model::Job& job,
+  tracker_hooks.annotate = [&](const coach::model::Job& job,
                                           const std::map<std::string, std::string>& annotations)
       -> absl::Status {
     const coach::backend::local::JobKey key = coach::backend::local::KeyOf(job);
@@ -412,7 +594,6 @@ int main(int argc, char** argv) {
   tracker_hooks.wake = [&](const coach::model::Job& job) {
     if (controller_ptr != nullptr) controller_ptr->Enqueue(coach::backend::local::KeyOf(job));
   };
-  coach::backend::Backend* backend_ptr = backend->get();
   tracker_hooks.read_logs = [backend_ptr](const coach::model::Job& job, int64_t max_bytes)
       -> absl::StatusOr<std::map<std::string, std::string>> {
     std::map<std::string, std::string> logs;
@@ -439,8 +620,12 @@ int main(int argc, char** argv) {
   coach::tracking::MlflowTracker tracker(tracker_options, tracker_hooks, &clock, &registry);
   controller_options.observer = &tracker;
   jobs.SetObserver(&tracker);
-  coach::core::Controller controller(store->get(), backend->get(), &jobs, &watchers, &job_locks,
-                                     &clock, &metrics, controller_options);
+  // On Kubernetes every change, the controller's status writes included, reaches the API's
+  // watchers from the CR watch (below): once, on the leader and on the others alike.
+  coach::core::WatchBroadcaster controller_only;
+  coach::core::Controller controller(job_store, backend_ptr, &jobs,
+                                     kube ? &controller_only : &watchers, &job_locks, &clock,
+                                     &metrics, controller_options);
   controller_ptr = &controller;
   // The tracker's workers call into the controller: they stop first on every way out.
   struct StopTracker {
@@ -457,15 +642,94 @@ int main(int argc, char** argv) {
   // Ready only while the API is served: /readyz must not answer 200 before the gRPC port
   // is bound (a client that waited for readiness would get "connection refused").
   std::atomic<bool> serving{false};
+  std::unique_ptr<coach::backend::kube::LeaderElector> elector;
   auto http = coach::server::HttpServer::Start(
-      flags.http_listen, [&] { return serving.load() && controller.running(); }, &registry);
+      flags.http_listen,
+      [&] {
+        // A replica that waits for the lease serves the API and is ready; the leader is
+        // ready once its controller runs.
+        return serving.load() &&
+               (controller.running() || (elector != nullptr && !elector->IsLeader()));
+      },
+      &registry);
   if (!http.ok()) {
     spdlog::error("--http-listen: {}", http.status().ToString());
     return kExitFailure;
   }
-  if (absl::Status started = controller.Start(); !started.ok()) {
-    spdlog::error("backend {}: {}", (*backend)->Name(), started.ToString());
-    return kExitFailure;
+  if (cr_store != nullptr) {
+    // Jobs created, changed or deleted by anyone (kubectl included): reconcile them and tell
+    // the API's watchers. A deleted job's controller pass finds it gone and forgets it; its
+    // pods and services go with it by owner reference (garbage collector).
+    absl::Status watching = cr_store->StartWatching([&](const coach::backend::kube::JobChange& c) {
+      controller.Enqueue(c.key);
+      if (!c.job.has_value()) return;
+      const coach::core::WatchEventType type =
+          c.type == coach::backend::kube::JobChangeType::kAdded      ? coach::core::WatchEventType::kAdded
+          : c.type == coach::backend::kube::JobChangeType::kModified ? coach::core::WatchEventType::kModified
+                                                                      : coach::core::WatchEventType::kDeleted;
+      watchers.Publish(type, *c.job);
+    });
+    if (!watching.ok()) {
+      spdlog::error("job watch: {}", watching.ToString());
+      return kExitFailure;
+    }
+    if (!cr_store->WaitForSync(absl::Seconds(60))) {
+      spdlog::warn("job watch: not every kind listed within 60s (are coach's CRDs installed? "
+                   "kubectl apply -f charts/coach/crds); going on");
+    }
+  }
+  // Leader election gates the controller; without it the controller starts now.
+  absl::Mutex lead_mu;
+  bool lead_acquired = false;
+  bool lead_shutdown = false;
+  std::atomic<int> exit_code{0};
+  std::thread lead_thread;
+  if (kube && flags.leader_elect) {
+    election.on_started_leading = [&] {
+      absl::MutexLock lock(&lead_mu);
+      lead_acquired = true;
+    };
+    election.on_stopped_leading = [&] {
+      bool lost;
+      {
+        absl::MutexLock lock(&lead_mu);
+        lost = lead_acquired && !lead_shutdown;  // not the release at shutdown
+      }
+      if (lost) {
+        // As upstream: a replica that lost the lease exits (and is restarted), so that two
+        // controllers never overlap.
+        spdlog::error("leader election: lost the lease while reconciling; exiting");
+        exit_code = kExitFailure;
+        kill(getpid(), SIGTERM);
+      }
+    };
+    auto made = coach::backend::kube::LeaderElector::Create(kube_client.get(), election);
+    if (!made.ok()) {
+      spdlog::error("leader election: {}", made.status().ToString());
+      return kExitFailure;
+    }
+    elector = *std::move(made);
+    lead_thread = std::thread([&] {
+      {
+        absl::MutexLock lock(&lead_mu);
+        auto decided = [&] { return lead_acquired || lead_shutdown; };
+        lead_mu.Await(absl::Condition(&decided));
+        if (lead_shutdown) return;
+      }
+      if (absl::Status started = controller.Start(); !started.ok()) {
+        spdlog::error("backend {}: {}", backend_ptr->Name(), started.ToString());
+        exit_code = kExitFailure;
+        kill(getpid(), SIGTERM);
+      }
+    });
+    elector->Start();
+    spdlog::info("leader election: {} waits for lease {}/{}", elector->identity(),
+                 election.lease_namespace, election.lease_name);
+  } else {
+    if (absl::Status started = controller.Start(); !started.ok()) {
+      spdlog::error("backend {}: {}", backend_ptr->Name(), started.ToString());
+      return kExitFailure;
+    }
   }
   coach::server::TrainingServiceImpl service(&jobs, coach::server::TokenAuth(token));
   auto grpc = coach::server::GrpcServer::Start(&service, grpc_options);
@@ -477,8 +741,8 @@ int main(int argc, char** argv) {
   serving = true;
   spdlog::info("coach-operator: API on {} ({}{}), HTTP on {}, state in {}, backend {}",
                flags.listen, (*grpc)->tls() ? "TLS" : "plaintext",
-               token.empty() ? "" : ", token required", flags.http_listen, flags.state_dir,
-               (*backend)->Name());
+               token.empty() ? "" : ", token required", flags.http_listen,
+               kube ? "the API server" : flags.state_dir, backend_ptr->Name());
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
@@ -489,11 +753,21 @@ int main(int argc, char** argv) {
   serving = false;
   watchers.Shutdown();
   (*grpc)->Shutdown(absl::Seconds(5));
+  if (lead_thread.joinable()) {
+    {
+      absl::MutexLock lock(&lead_mu);
+      lead_shutdown = true;
+    }
+    lead_thread.join();
+  }
   controller.Stop();
+  // Release the lease only once this controller has stopped: never two at once.
+  if (elector != nullptr) elector->Stop();
+  if (cr_store != nullptr) cr_store->StopWatching();
   // A moment for runs to record what just happened; the rest resumes after a restart.
   tracker.Stop(absl::Seconds(2));
   jobs.SetObserver(nullptr);
   (*http)->Stop();
   spdlog::info("coach-operator: stopped");
-  return 0;
+  return exit_code.load();
 }
