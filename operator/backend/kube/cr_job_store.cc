@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "api/v1/codec/job_codec.h"
+#include "api/v1/defaults.h"
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
 #include "operator/backend/kube/client/errors.h"
@@ -130,6 +131,7 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Decode(const json& object) cons
         absl::StrCat("job ", k8s::NamespaceOf(object), "/", k8s::NameOf(object),
                      " as stored cannot be read: ", job.status().message()));
   }
+  if (options_.apply_defaults) api::v1::SetDefaults(&*job);
   return job;
 }
 

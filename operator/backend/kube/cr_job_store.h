@@ -90,6 +90,10 @@ struct CrJobStoreOptions {
   int max_events_listed = 100;
   // Event source.component.
   std::string event_component = "coach-operator";
+  // Jobs read (Get, List, Create/Update results, the change feed) get api::v1::SetDefaults,
+  // as upstream defaults every job it reconciles: a job applied with kubectl never went
+  // through coach's admission. Idempotent; a later Update stores the defaults.
+  bool apply_defaults = true;
   // Reflector settings of the change feed (tests shorten the backoff).
   ::coach::kube::ReflectorOptions reflector;
 };

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "api/v1/codec/job_codec.h"
+#include "api/v1/defaults.h"
 #include "gtest/gtest.h"
 #include "operator/backend/kube/client/kube_config.h"
 #include "operator/backend/kube/client/rest_kube_client.h"
@@ -76,7 +77,9 @@ api::v1::TrainingJob Job(const std::string& kind, const std::string& ns, const s
                          json labels = json::object()) {
   auto job = api::v1::codec::JobFromJson(Manifest(kind, ns, name, std::move(labels)));
   EXPECT_TRUE(job.ok()) << job.status();
-  return job.ok() ? *job : api::v1::TrainingJob();
+  if (!job.ok()) return api::v1::TrainingJob();
+  api::v1::SetDefaults(&*job);  // as JobService's admission does
+  return *job;
 }
 
 std::vector<std::string> Names(const local::ListResult& r) {
@@ -227,7 +230,9 @@ TEST_P(CrJobStoreTest, CreateGetAcrossKinds) {
 
   EXPECT_EQ(store_->Get({ns_, "nope"}).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store_->Create(Job("PyTorchJob", ns_, "a")).status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(store_->Create(Job("PyTorchJob", "", "z")).status().code(), absl::StatusCode::kInvalidArgument);
+  api::v1::TrainingJob no_ns = Job("PyTorchJob", ns_, "z");
+  no_ns.mutable_metadata()->clear_namespace_();
+  EXPECT_EQ(store_->Create(no_ns).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store_->Create(Job("PyTorchJob", ns_, "")).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
@@ -483,6 +488,10 @@ TEST_P(CrJobStoreTest, ChangeFeedSeesEveryWriter) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->kind(), api::v1::PYTORCH_JOB);
   EXPECT_EQ(got->metadata().labels().at("via"), "kubectl");
+  // Read with upstream's defaults, though kubectl stored none (no admission on that path).
+  EXPECT_EQ(got->spec().replica_specs().at("Worker").restart_policy(), "OnFailure");
+  EXPECT_NE(got->spec().replica_specs().at("Worker").template_json().find("pytorchjob-port"),
+            std::string::npos);
   local::ListOptions lo;
   lo.label_selector = {{"via", "kubectl"}};
   auto listed = store_->List(lo);
