@@ -215,7 +215,7 @@ for check in "create pytorchjobs.kubeflow.org -n compat" "update mpijobs.kubeflo
   "watch jaxjobs.kubeflow.org --all-namespaces" "delete pods -n compat" "get pods --subresource=log -n compat" \
   "create services -n compat" "update configmaps -n compat" "create serviceaccounts -n compat" \
   "create roles.rbac.authorization.k8s.io -n compat" "create rolebindings.rbac.authorization.k8s.io -n compat" \
-  "create events -n compat" "update leases.coordination.k8s.io/coach-operator -n coach" \
+  "create events -n compat" "list events -n compat" "update leases.coordination.k8s.io/coach-operator -n coach" \
   "update tfjobs.kubeflow.org --subresource=finalizers -n compat"; do
   # shellcheck disable=SC2086
   can $check || fail "the operator's ServiceAccount cannot: $check"

@@ -104,7 +104,7 @@ README.md says why each is there. No wildcards.
   verbs: [get, list, watch, create, update, patch, delete]
 - apiGroups: [""]
   resources: [events]
-  verbs: [create, patch]
+  verbs: [create, patch, list]
 {{- if eq .Values.operator.gangScheduler "volcano" }}
 - apiGroups: [scheduling.volcano.sh]
   resources: [podgroups]
