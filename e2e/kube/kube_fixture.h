@@ -1,0 +1,149 @@
+#pragma once
+
+// KubeFixture: the end-to-end suite of coach-operator --backend=kube against a real control
+// plane (tools/testenv: etcd, kube-apiserver, controller-manager, scheduler, kwok nodes).
+//
+// One control plane per test binary (SetUpTestSuite of KubeTest starts it, applies
+// charts/coach/crds and starts one coach-operator); every test works in its own namespace
+// (ns()). Tests drive jobs with kubectl, as a cluster user would, and check pods, services
+// and the job's status with kubectl's JSON.
+//
+// Where things come from: the workspace root is found by resolving the runfiles symlink of
+// e2e/kube/kube_fixture.cc (data dependency), so tools/testenv/testenv and charts/ are the
+// checkout's own; coach-operator and coach come from the runfiles. The tests are tagged
+// local/no-sandbox (they start processes listening on loopback and read the testenv binaries
+// cached under $HOME/.cache/coach/testenv). Without those binaries the tests skip, except
+// under CI=true where they fail.
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace coach::e2e::kube {
+
+struct CmdResult {
+  int code = -1;  // -1: killed (timeout) or did not exit normally
+  std::string out;
+  std::string err;
+};
+
+bool InCi();
+std::string ReadFileOrEmpty(const std::string& path);
+int FreePort();
+
+// One coach-operator process (--backend=kube) with its own ports and log file.
+class OperatorProcess {
+ public:
+  OperatorProcess(std::string name, std::string dir, std::string kubeconfig,
+                  std::vector<std::string> extra_args);
+  ~OperatorProcess();
+  // Starts it and waits for /readyz (200) up to `timeout`.
+  absl::Status Start(absl::Duration timeout = absl::Seconds(60));
+  void Kill9();
+  absl::Status Stop(absl::Duration timeout = absl::Seconds(20));
+  bool running() const { return pid_ > 0; }
+  bool Ready() const;
+  // Whether the process is still alive (reaps it when it exited).
+  bool Alive();
+  std::string server() const;  // "127.0.0.1:<grpc port>"
+  std::string Log() const;     // every start's output
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_, dir_, kubeconfig_;
+  std::vector<std::string> extra_args_;
+  pid_t pid_ = -1;
+  int starts_ = 0;
+  int grpc_port_ = 0, http_port_ = 0;
+};
+
+// The control plane of this test binary.
+class ControlPlane {
+ public:
+  // NotFound: testenv or its binaries are missing (skip outside CI).
+  static absl::Status Start();
+  static void Stop();
+  static ControlPlane* Get();
+
+  const std::string& kubeconfig() const { return kubeconfig_; }
+  const std::string& dir() const { return dir_; }
+  const std::string& root() const { return root_; }  // workspace root, ends with '/'
+  const std::string& bin() const { return bin_; }
+
+  // kubectl --kubeconfig ... args; `input` goes to its stdin.
+  CmdResult Kubectl(const std::vector<std::string>& args, const std::string& input = "",
+                    absl::Duration timeout = absl::Seconds(60)) const;
+  // kill -9 the kube-apiserver, start it again with the same command line, wait for /readyz.
+  absl::Status RestartApiServer(absl::Duration down_for = absl::Seconds(3));
+
+ private:
+  std::string root_, dir_, kubeconfig_, bin_, script_;
+};
+
+// Runs argv (argv[0] a path) with stdout/stderr captured; kills it after `timeout`.
+CmdResult RunCommand(const std::vector<std::string>& argv, const std::string& input,
+                     absl::Duration timeout, const std::vector<std::string>& env_overrides = {});
+
+std::string Runfile(const std::string& path);
+
+// Base of the suite's tests: a control plane and one operator per binary; ns() is a fresh
+// namespace per test (deleted at the end unless the test failed).
+class KubeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite();
+  static void TearDownTestSuite();
+  void SetUp() override;
+  void TearDown() override;
+
+  static ControlPlane& cp() { return *ControlPlane::Get(); }
+  static OperatorProcess& op() { return *op_; }
+  // Extra flags of the suite's operator (set before SetUpTestSuite, e.g. in a test file's
+  // static initialiser); empty by default.
+  static std::vector<std::string>& OperatorArgs();
+  // Whether the suite starts an operator at all (the leader-election test starts its own).
+  static bool& StartSuiteOperator();
+
+  const std::string& ns() const { return ns_; }
+  CmdResult Kubectl(const std::vector<std::string>& args, const std::string& input = "") const {
+    return cp().Kubectl(args, input);
+  }
+  // kubectl apply -n ns() -f - ; fails the test when kubectl fails.
+  void Apply(const std::string& yaml);
+  // kubectl get <resource> <name> -n ns() -o json; nullopt when not found.
+  std::optional<nlohmann::json> Get(const std::string& resource, const std::string& name) const;
+  // kubectl get <resource> -n ns() [-l selector] -o json; the items.
+  std::vector<nlohmann::json> List(const std::string& resource,
+                                   const std::string& selector = "") const;
+  std::vector<nlohmann::json> JobPods(const std::string& job) const {
+    return List("pods", "training.kubeflow.org/job-name=" + job);
+  }
+  // Polls `pred` every 200 ms until it holds (true) or `timeout` passes (false).
+  static bool WaitFor(const std::function<bool()>& pred, absl::Duration timeout);
+  // Waits until the job has condition `type` with status True; returns the job (or nullopt
+  // with a test failure that shows the last status and the operator's log tail).
+  std::optional<nlohmann::json> WaitCondition(const std::string& resource, const std::string& name,
+                                              const std::string& type,
+                                              absl::Duration timeout = absl::Seconds(90));
+  // The condition `type` of a job (null json when absent).
+  static nlohmann::json Condition(const nlohmann::json& job, const std::string& type);
+  static bool HasCondition(const nlohmann::json& job, const std::string& type);
+  // The value of env var `name` in container 0 of a pod ("" when absent).
+  static std::string PodEnv(const nlohmann::json& pod, const std::string& name);
+  std::string OperatorLogTail(size_t bytes = 3000) const;
+
+  static std::unique_ptr<OperatorProcess> op_;
+  static bool skip_;
+  static std::string skip_reason_;
+  std::string ns_;
+};
+
+}  // namespace coach::e2e::kube
