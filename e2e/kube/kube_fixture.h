@@ -98,6 +98,10 @@ std::string Runfile(const std::string& path);
 // Base of the suite's tests: a control plane and one operator per binary; ns() is a fresh
 // namespace per test (deleted at the end unless the test failed).
 class KubeTest : public ::testing::Test {
+ public:
+  // For a test binary that starts its own operators: set to false in a static initialiser.
+  static bool& StartSuiteOperatorForTests() { return StartSuiteOperator(); }
+
  protected:
   static void SetUpTestSuite();
   static void TearDownTestSuite();

@@ -1,0 +1,116 @@
+// Two coach-operators with --leader-elect and a short lease on a real control plane:
+// exactly one leads (the Lease names it, only its log says it leads), the job's pods are
+// made once; kill -9 of the leader -> the other takes over within the lease duration and
+// the job completes with the same pods.
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "e2e/kube/kube_fixture.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace coach::e2e::kube {
+namespace {
+
+using nlohmann::json;
+
+// This binary starts its own operators.
+const bool kNoSuiteOperator = (KubeTest::StartSuiteOperatorForTests() = false, true);
+
+constexpr char kLease[] = "coach-e2e-leader";
+
+class LeaderElectionTest : public KubeTest {
+ protected:
+  std::unique_ptr<OperatorProcess> Candidate(const std::string& name) {
+    return std::make_unique<OperatorProcess>(
+        name, absl::StrCat(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp"),
+        cp().kubeconfig(),
+        std::vector<std::string>{"--leader-elect", "--leader-elect-namespace=default",
+                                 absl::StrCat("--leader-elect-lease-name=", kLease),
+                                 "--leader-elect-lease-duration=4s",
+                                 "--leader-elect-renew-deadline=3s",
+                                 "--leader-elect-retry-period=1s"});
+  }
+  std::string Holder() {
+    CmdResult r = Kubectl({"get", "lease", kLease, "-n", "default", "-o",
+                           "jsonpath={.spec.holderIdentity}"});
+    return r.code == 0 ? r.out : "";
+  }
+  static bool Leads(const OperatorProcess& op) { return absl::StrContains(op.Log(), "now leads"); }
+};
+
+TEST_F(LeaderElectionTest, OneLeaderAndTakeOverAfterKill9) {
+  ASSERT_TRUE(kNoSuiteOperator);
+  std::unique_ptr<OperatorProcess> a = Candidate("candidate-a");
+  std::unique_ptr<OperatorProcess> b = Candidate("candidate-b");
+  ASSERT_TRUE(a->Start().ok()) << a->Log();
+  ASSERT_TRUE(b->Start().ok()) << b->Log();
+  ASSERT_TRUE(WaitFor([&] { return Leads(*a) || Leads(*b); }, absl::Seconds(30)))
+      << a->Log() << b->Log();
+  absl::SleepFor(absl::Seconds(2));
+  ASSERT_NE(Leads(*a), Leads(*b)) << "exactly one must lead\n" << a->Log() << b->Log();
+  OperatorProcess* leader = Leads(*a) ? a.get() : b.get();
+  OperatorProcess* follower = Leads(*a) ? b.get() : a.get();
+  const std::string holder = Holder();
+  EXPECT_TRUE(absl::StrContains(leader->Log(), holder + " now leads")) << holder;
+  EXPECT_FALSE(absl::StrContains(follower->Log(), holder)) << holder;
+
+  Apply(absl::StrCat(R"(apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: le
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        metadata:
+          annotations: {coach.test/exit-code: "0", coach.test/run-seconds: "12"}
+        spec:
+          containers: [{name: pytorch, image: coach.local/none}]
+    Worker:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        metadata:
+          annotations: {coach.test/exit-code: "0", coach.test/run-seconds: "12"}
+        spec:
+          containers: [{name: pytorch, image: coach.local/none}]
+)"));
+  std::map<std::string, std::string> uids;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        uids.clear();
+        for (const json& p : JobPods("le")) uids[p["metadata"]["name"]] = p["metadata"]["uid"];
+        return uids.size() == 2;
+      },
+      absl::Seconds(60)));
+  ASSERT_TRUE(WaitCondition("pytorchjobs", "le", "Running"));
+  EXPECT_FALSE(Leads(*follower)) << follower->Log();
+
+  leader->Kill9();
+  const absl::Time killed = absl::Now();
+  ASSERT_TRUE(WaitFor([&] { return Leads(*follower); }, absl::Seconds(30))) << follower->Log();
+  const absl::Duration takeover = absl::Now() - killed;
+  std::fprintf(stderr, "[kube-e2e] leader killed; %s took over after %s (lease 4 s)\n",
+               follower->name().c_str(), absl::FormatDuration(takeover).c_str());
+  EXPECT_LE(takeover, absl::Seconds(4 + 1 + 3));  // lease + retry period + polling slack
+  EXPECT_NE(Holder(), holder);
+
+  std::optional<json> j = WaitCondition("pytorchjobs", "le", "Succeeded", absl::Seconds(60));
+  ASSERT_TRUE(j);
+  std::map<std::string, std::string> after;
+  for (const json& p : JobPods("le")) after[p["metadata"]["name"]] = p["metadata"]["uid"];
+  EXPECT_EQ(after, uids);
+  b->Kill9();
+  a->Kill9();
+}
+
+}  // namespace
+}  // namespace coach::e2e::kube
