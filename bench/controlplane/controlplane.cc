@@ -1,0 +1,647 @@
+// Control-plane benchmark of coach-operator --backend=kube on a real API server (figures,
+// not a test; see bench/README.md, section bench/controlplane).
+//
+// speed: N PyTorchJobs (1 Master + R-1 Workers) are POSTed at once by the harness (an
+//   unlimited parallel client); the clock runs from the first POST until a watch on the
+//   namespace has seen every pod and every headless service (N*R each). The operator's CPU
+//   (utime+stime from /proc) is taken over the same span: the submission is done by the
+//   harness, so it is in the wall time but not in the operator's CPU. Baseline in the same
+//   run: the pods and services the operator created are captured, the namespace deleted,
+//   and the same bodies POSTed into a fresh namespace by --client-threads threads with no
+//   rate limit (the API server's own limit), timed the same way (watch saw them all).
+//   Operator runs: default settings (--kube-api-qps 20 --kube-api-burst 30, upstream's
+//   defaults) and, unless --raised-qps 0, with the limit raised.
+// memory: peak RSS of a fresh operator that owns --memory-jobs jobs (a) on an otherwise empty
+//   cluster, (b) on a cluster holding --unrelated ConfigMaps and as many Pods without coach's
+//   labels (created before the operator starts), (c) owning --unrelated pods' worth of jobs
+//   itself (U/R jobs of R replicas: U pods + U services).
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "operator/backend/kube/client/kube_client.h"
+#include "operator/backend/kube/client/kube_config.h"
+#include "operator/backend/kube/client/rest_kube_client.h"
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using json = nlohmann::json;
+namespace k8s = coach::kube;
+namespace res = coach::kube::resources;
+
+double NowS() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return absl::StrCat(a, " ", b, " ", c);
+}
+
+struct ProcUsage {
+  double cpu_s = 0;
+  long hwm_kb = 0;
+  long rss_kb = 0;
+};
+
+ProcUsage ReadUsage(pid_t pid) {
+  ProcUsage u;
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  std::getline(stat, line);
+  const size_t paren = line.rfind(')');
+  if (paren != std::string::npos) {
+    std::istringstream rest(line.substr(paren + 2));
+    std::string field;
+    unsigned long long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14) utime = std::stoull(field);
+      if (i == 15) stime = std::stoull(field);
+    }
+    u.cpu_s = static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  while (std::getline(status, line)) {
+    if (absl::StartsWith(line, "VmHWM:")) u.hwm_kb = std::stol(line.substr(6));
+    if (absl::StartsWith(line, "VmRSS:")) u.rss_kb = std::stol(line.substr(6));
+  }
+  return u;
+}
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Status line of GET path on 127.0.0.1:port ("" when it cannot connect).
+std::string HttpStatusLine(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string req = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+  if (write(fd, req.data(), req.size()) < 0) {
+    close(fd);
+    return "";
+  }
+  char buf[256];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return "";
+  buf[n] = 0;
+  std::string s(buf);
+  return s.substr(0, s.find('\r'));
+}
+
+class Operator {
+ public:
+  static absl::StatusOr<std::unique_ptr<Operator>> Start(const std::string& path, const std::string& kubeconfig,
+                                                         const std::vector<std::string>& extra,
+                                                         const std::string& log_path) {
+    auto op = std::unique_ptr<Operator>(new Operator());
+    op->http_port_ = FreePort();
+    char tmpl[] = "/tmp/coach-bench-cp-state.XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp");
+    op->state_dir_ = tmpl;
+    std::vector<std::string> args = {path,
+                                     "--backend=kube",
+                                     "--kubeconfig=" + kubeconfig,
+                                     absl::StrCat("--listen=127.0.0.1:", FreePort()),
+                                     absl::StrCat("--http-listen=127.0.0.1:", op->http_port_),
+                                     "--state-dir=" + op->state_dir_,
+                                     "--log-level=warn"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    op->started_ = NowS();
+    int rc = posix_spawn(&op->pid_, path.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return absl::InternalError(absl::StrCat("posix_spawn ", path, ": ", strerror(rc)));
+    for (int i = 0; i < 1200; ++i) {
+      if (HttpStatusLine(op->http_port_, "/readyz").find(" 200") != std::string::npos) {
+        op->ready_after_ = NowS() - op->started_;
+        return op;
+      }
+      int st;
+      if (waitpid(op->pid_, &st, WNOHANG) == op->pid_) {
+        op->pid_ = -1;
+        return absl::InternalError(absl::StrCat("coach-operator exited; see ", log_path));
+      }
+      usleep(100 * 1000);
+    }
+    return absl::DeadlineExceededError(absl::StrCat("coach-operator not ready in 120 s; see ", log_path));
+  }
+  ~Operator() { Stop(); }
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    for (int i = 0; i < 100; ++i) {
+      int st;
+      if (waitpid(pid_, &st, WNOHANG) == pid_) {
+        pid_ = -1;
+        break;
+      }
+      usleep(100 * 1000);
+    }
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(state_dir_, ec);
+  }
+  pid_t pid() const { return pid_; }
+  double ready_after() const { return ready_after_; }
+
+ private:
+  Operator() = default;
+  pid_t pid_ = -1;
+  int http_port_ = 0;
+  double started_ = 0;
+  double ready_after_ = 0;
+  std::string state_dir_;
+};
+
+// Counts the distinct objects a watch on one namespace has seen (ADDED or MODIFIED), and when
+// the count first reached `target`.
+class Counter {
+ public:
+  Counter(k8s::KubeClient* client, k8s::ResourceDescriptor resource, std::string ns, size_t target)
+      : client_(client), resource_(std::move(resource)), ns_(std::move(ns)), target_(target) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Counter() {
+    stop_ = true;
+    thread_.join();
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> l(mu_);
+    return names_.size();
+  }
+  double reached_at() {
+    std::lock_guard<std::mutex> l(mu_);
+    return reached_at_;
+  }
+
+ private:
+  void Run() {
+    while (!stop_) {
+      k8s::WatchOptions wo;
+      wo.stop = &stop_;
+      absl::Status s = client_->Watch(resource_, ns_, wo, [this](const k8s::WatchEvent& e) {
+        if (e.type == k8s::WatchEventType::kAdded || e.type == k8s::WatchEventType::kModified) {
+          std::lock_guard<std::mutex> l(mu_);
+          names_.insert(e.object["metadata"].value("name", ""));
+          if (reached_at_ == 0 && names_.size() >= target_) reached_at_ = NowS();
+        }
+        return !stop_.load();
+      });
+      if (!stop_ && !s.ok()) usleep(200 * 1000);
+    }
+  }
+  k8s::KubeClient* client_;
+  k8s::ResourceDescriptor resource_;
+  std::string ns_;
+  size_t target_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::set<std::string> names_;
+  double reached_at_ = 0;
+  std::thread thread_;
+};
+
+struct Item {
+  k8s::ResourceDescriptor resource;
+  json body;
+};
+
+// POSTs every item into ns on `threads` threads; returns the number that failed (the first
+// errors are printed). Unavailable/ResourceExhausted are retried.
+int CreateAll(k8s::KubeClient* client, const std::string& ns, const std::vector<Item>& items, int threads) {
+  std::atomic<size_t> next{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < items.size(); i = next++) {
+        for (int attempt = 0;; ++attempt) {
+          auto r = client->Create(items[i].resource, ns, items[i].body);
+          if (r.ok() || r.status().code() == absl::StatusCode::kAlreadyExists) break;
+          const bool retry = (r.status().code() == absl::StatusCode::kUnavailable ||
+                              r.status().code() == absl::StatusCode::kResourceExhausted) &&
+                             attempt < 20;
+          if (!retry) {
+            if (failed++ < 3) std::cerr << "create: " << r.status() << "\n";
+            break;
+          }
+          usleep(50 * 1000);
+        }
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  return failed.load();
+}
+
+absl::Status CreateNamespace(k8s::KubeClient* client, const std::string& ns) {
+  json body = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}};
+  auto r = client->Create(res::Namespaces(), "", body);
+  return r.ok() ? absl::OkStatus() : r.status();
+}
+
+// Deletes the namespace and waits until it is gone; returns the seconds it took.
+double DeleteNamespace(k8s::KubeClient* client, const std::string& ns) {
+  const double t0 = NowS();
+  (void)client->Delete(res::Namespaces(), "", ns, {});
+  for (int i = 0; i < 3000; ++i) {
+    auto g = client->Get(res::Namespaces(), "", ns);
+    if (!g.ok() && g.status().code() == absl::StatusCode::kNotFound) return NowS() - t0;
+    usleep(100 * 1000);
+  }
+  std::cerr << "namespace " << ns << " still there after 300 s\n";
+  return NowS() - t0;
+}
+
+json Container() {
+  return {{"name", "pytorch"},
+          {"image", "docker.io/pytorch/pytorch:2.3.0"},
+          {"command", {"sleep", "infinity"}},
+          {"resources", {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}}}};
+}
+
+json PyTorchJob(const std::string& ns, const std::string& name, int replicas) {
+  json tmpl = {{"spec", {{"containers", {Container()}}}}};
+  json specs = {{"Master", {{"replicas", 1}, {"restartPolicy", "OnFailure"}, {"template", tmpl}}}};
+  if (replicas > 1) specs["Worker"] = {{"replicas", replicas - 1}, {"restartPolicy", "OnFailure"}, {"template", tmpl}};
+  return {{"apiVersion", "kubeflow.org/v1"},
+          {"kind", "PyTorchJob"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec", {{"pytorchReplicaSpecs", specs}}}};
+}
+
+std::vector<Item> Jobs(const std::string& ns, int jobs, int replicas) {
+  std::vector<Item> items;
+  for (int j = 0; j < jobs; ++j) {
+    items.push_back({res::Kubeflow("pytorchjobs", "PyTorchJob"), PyTorchJob(ns, absl::StrFormat("job-%04d", j), replicas)});
+  }
+  return items;
+}
+
+// A created object -> the body to create it again elsewhere: metadata name/labels/annotations,
+// the spec without what the server or its controllers filled in (nodeName, clusterIP,
+// priority, the service-account token volume); no ownerReferences (the owner is gone).
+json Recreatable(const json& obj) {
+  json out = {{"apiVersion", obj["apiVersion"]}, {"kind", obj["kind"]}};
+  json meta = json::object();
+  meta["name"] = obj["metadata"]["name"];
+  for (const char* k : {"labels", "annotations"}) {
+    if (obj["metadata"].contains(k)) meta[k] = obj["metadata"][k];
+  }
+  out["metadata"] = meta;
+  json spec = obj["spec"];
+  if (obj["kind"] == "Pod") {
+    spec.erase("nodeName");
+    spec.erase("priority");
+    if (spec.contains("volumes")) {
+      json vols = json::array();
+      for (const auto& v : spec["volumes"]) {
+        if (!absl::StartsWith(v.value("name", ""), "kube-api-access-")) vols.push_back(v);
+      }
+      spec["volumes"] = vols;
+    }
+    for (auto& c : spec["containers"]) {
+      if (!c.contains("volumeMounts")) continue;
+      json mounts = json::array();
+      for (const auto& m : c["volumeMounts"]) {
+        if (!absl::StartsWith(m.value("name", ""), "kube-api-access-")) mounts.push_back(m);
+      }
+      c["volumeMounts"] = mounts;
+    }
+  } else if (spec.value("clusterIP", "") != "None") {
+    spec.erase("clusterIP");
+    spec.erase("clusterIPs");
+  }
+  out["spec"] = spec;
+  return out;
+}
+
+std::vector<Item> Capture(k8s::KubeClient* client, const std::string& ns) {
+  std::vector<Item> items;
+  for (const auto& r : {res::Pods(), res::Services()}) {
+    auto list = client->List(r, ns, {});
+    if (!list.ok()) {
+      std::cerr << "list " << r.plural << ": " << list.status() << "\n";
+      continue;
+    }
+    for (const auto& o : list->items) {
+      json copy = o;
+      copy["apiVersion"] = "v1";
+      copy["kind"] = r.kind;
+      items.push_back({r, Recreatable(copy)});
+    }
+  }
+  return items;
+}
+
+struct SpeedResult {
+  bool ok = false;
+  double wall_s = 0;    // first POST -> every pod and service seen
+  double submit_s = 0;  // first POST -> last POST returned
+  double cpu_s = 0;     // operator utime+stime over wall_s
+  double cpu_settled_s = 0;
+  long hwm_kb = 0;
+  long rss_kb = 0;
+  double ready_after = 0;
+  size_t pods = 0, services = 0;
+  std::string load;
+};
+
+struct Flags {
+  std::string kubeconfig;
+  std::string operator_path;
+  int jobs = 50;
+  int replicas = 8;
+  int client_threads = 32;
+  double raised_qps = 1000;
+  int raised_burst = 2000;
+  int unrelated = 2000;
+  int memory_jobs = 10;
+  double timeout_s = 600;
+  double settle_s = 5;
+  std::string only;
+  std::string log_dir = "/tmp";
+};
+
+bool WaitFor(Counter& pods, Counter& svcs, size_t target, double deadline) {
+  while (NowS() < deadline) {
+    if (pods.count() >= target && svcs.count() >= target) return true;
+    usleep(20 * 1000);
+  }
+  return false;
+}
+
+// Operator with `extra` flags; jobs x replicas submitted into ns; the objects' bodies are
+// captured into *captured when non-null.
+SpeedResult RunCoach(const Flags& f, k8s::KubeClient* client, const std::string& ns,
+                     const std::vector<std::string>& extra, const std::string& label, int jobs,
+                     std::vector<Item>* captured) {
+  SpeedResult r;
+  if (auto s = CreateNamespace(client, ns); !s.ok()) {
+    std::cerr << "namespace " << ns << ": " << s << "\n";
+    return r;
+  }
+  const std::string log = absl::StrCat(f.log_dir, "/coach-bench-cp-", label, ".operator.log");
+  auto op = Operator::Start(f.operator_path, f.kubeconfig, extra, log);
+  if (!op.ok()) {
+    std::cerr << op.status() << "\n";
+    return r;
+  }
+  r.ready_after = (*op)->ready_after();
+  const size_t target = static_cast<size_t>(jobs) * f.replicas;
+  {
+    Counter pods(client, res::Pods(), ns, target), svcs(client, res::Services(), ns, target);
+    usleep(300 * 1000);  // let both watches open
+    const ProcUsage before = ReadUsage((*op)->pid());
+    const double t0 = NowS();
+    const int failed = CreateAll(client, ns, Jobs(ns, jobs, f.replicas), f.client_threads);
+    r.submit_s = NowS() - t0;
+    if (failed > 0) std::cerr << failed << " job POSTs failed\n";
+    r.ok = WaitFor(pods, svcs, target, t0 + f.timeout_s);
+    const ProcUsage at = ReadUsage((*op)->pid());
+    r.wall_s = std::max(pods.reached_at(), svcs.reached_at()) - t0;
+    if (!r.ok) r.wall_s = NowS() - t0;
+    r.cpu_s = at.cpu_s - before.cpu_s;
+    r.pods = pods.count();
+    r.services = svcs.count();
+    r.load = LoadAverage();
+    usleep(static_cast<useconds_t>(f.settle_s * 1e6));
+    const ProcUsage settled = ReadUsage((*op)->pid());
+    r.cpu_settled_s = settled.cpu_s - before.cpu_s;
+    r.hwm_kb = settled.hwm_kb;
+    r.rss_kb = settled.rss_kb;
+  }
+  if (captured != nullptr) *captured = Capture(client, ns);
+  (*op)->Stop();
+  DeleteNamespace(client, ns);
+  return r;
+}
+
+SpeedResult RunBaseline(const Flags& f, k8s::KubeClient* client, const std::string& ns, std::vector<Item> items) {
+  SpeedResult r;
+  if (auto s = CreateNamespace(client, ns); !s.ok()) {
+    std::cerr << "namespace " << ns << ": " << s << "\n";
+    return r;
+  }
+  size_t npods = 0, nsvcs = 0;
+  for (auto& it : items) {
+    (it.resource.plural == "pods" ? npods : nsvcs)++;
+  }
+  {
+    Counter pods(client, res::Pods(), ns, npods), svcs(client, res::Services(), ns, nsvcs);
+    usleep(300 * 1000);
+    const double t0 = NowS();
+    const int failed = CreateAll(client, ns, items, f.client_threads);
+    r.submit_s = NowS() - t0;
+    if (failed > 0) std::cerr << failed << " baseline POSTs failed\n";
+    const double deadline = t0 + f.timeout_s;
+    while (NowS() < deadline && (pods.count() < npods || svcs.count() < nsvcs)) usleep(20 * 1000);
+    r.ok = pods.count() >= npods && svcs.count() >= nsvcs;
+    r.wall_s = r.ok ? std::max(pods.reached_at(), svcs.reached_at()) - t0 : NowS() - t0;
+    r.pods = pods.count();
+    r.services = svcs.count();
+    r.load = LoadAverage();
+  }
+  DeleteNamespace(client, ns);
+  return r;
+}
+
+void PrintSpeed(const std::string& label, const SpeedResult& r, double baseline_wall) {
+  const double objects = static_cast<double>(r.pods + r.services);
+  std::cout << absl::StrFormat("%-34s %s %8.2f s  %7.1f obj/s  submit %6.2f s", label, r.ok ? "  " : "!!", r.wall_s,
+                               objects / r.wall_s, r.submit_s);
+  if (baseline_wall > 0) std::cout << absl::StrFormat("  x%5.2f", r.wall_s / baseline_wall);
+  if (r.hwm_kb > 0) {
+    std::cout << absl::StrFormat("  cpu %5.2f s (settled %5.2f)  peak RSS %5.1f MiB", r.cpu_s, r.cpu_settled_s,
+                                 r.hwm_kb / 1024.0);
+  }
+  std::cout << "  [" << r.pods << " pods, " << r.services << " svcs; load " << r.load << "]\n";
+}
+
+// Creates n ConfigMaps (about 1 KiB of data each) and n Pods without coach's labels in ns.
+void CreateUnrelated(const Flags& f, k8s::KubeClient* client, const std::string& ns, int n) {
+  std::vector<Item> items;
+  const std::string filler(1024, 'x');
+  for (int i = 0; i < n; ++i) {
+    items.push_back({res::ConfigMaps(),
+                     {{"apiVersion", "v1"},
+                      {"kind", "ConfigMap"},
+                      {"metadata", {{"name", absl::StrFormat("cm-%05d", i)}, {"labels", {{"app", "unrelated"}}}}},
+                      {"data", {{"blob", filler}}}}});
+    items.push_back({res::Pods(),
+                     {{"apiVersion", "v1"},
+                      {"kind", "Pod"},
+                      {"metadata", {{"name", absl::StrFormat("pod-%05d", i)}, {"labels", {{"app", "unrelated"}}}}},
+                      {"spec", {{"containers", {Container()}}}}}});
+  }
+  CreateAll(client, ns, items, f.client_threads);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"coach-operator --backend=kube against a real API server: time to create every pod and "
+               "service of N jobs, vs a tight parallel client; operator CPU and peak RSS"};
+  app.add_option("--kubeconfig", f.kubeconfig, "admin kubeconfig of the cluster (tools/testenv)")->required();
+  app.add_option("--operator", f.operator_path, "coach-operator binary")->required();
+  app.add_option("--jobs", f.jobs, "PyTorchJobs submitted at once")->capture_default_str();
+  app.add_option("--replicas", f.replicas, "replicas per job (1 Master + R-1 Workers)")->capture_default_str();
+  app.add_option("--client-threads", f.client_threads, "threads of the harness's unlimited client")
+      ->capture_default_str();
+  app.add_option("--raised-qps", f.raised_qps, "the second operator run's --kube-api-qps (0: skip it)")
+      ->capture_default_str();
+  app.add_option("--raised-burst", f.raised_burst, "the second operator run's --kube-api-burst")
+      ->capture_default_str();
+  app.add_option("--unrelated", f.unrelated, "memory: ConfigMaps and Pods not owned by coach")->capture_default_str();
+  app.add_option("--memory-jobs", f.memory_jobs, "memory: jobs the operator owns in runs (a) and (b)")
+      ->capture_default_str();
+  app.add_option("--timeout", f.timeout_s, "seconds to wait for every object")->capture_default_str();
+  app.add_option("--settle", f.settle_s, "seconds after the last object before RSS is read")->capture_default_str();
+  app.add_option("--only", f.only, "speed | memory");
+  app.add_option("--log-dir", f.log_dir, "where the operators' logs go")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto config = k8s::LoadKubeConfigFile(f.kubeconfig);
+  if (!config.ok()) {
+    std::cerr << config.status() << "\n";
+    return 1;
+  }
+  k8s::RestKubeClientOptions unlimited;
+  unlimited.qps = 0;  // no client-side limit: the API server's own
+  auto made = k8s::RestKubeClient::Create(*config, unlimited);
+  if (!made.ok()) {
+    std::cerr << made.status() << "\n";
+    return 1;
+  }
+  k8s::KubeClient* client = made->get();
+  const std::string run_id = absl::StrFormat("%x", static_cast<unsigned>(absl::ToUnixSeconds(absl::Now()) & 0xffffff));
+  int rc = 0;
+
+  if (f.only.empty() || f.only == "speed") {
+    std::cout << absl::StrFormat("speed: %d jobs x %d replicas = %d pods + %d services, submitted by %d threads\n",
+                                 f.jobs, f.replicas, f.jobs * f.replicas, f.jobs * f.replicas, f.client_threads);
+    std::vector<Item> captured;
+    SpeedResult coach_default =
+        RunCoach(f, client, "cp-coach-" + run_id, {}, "default", f.jobs, &captured);
+    SpeedResult base;
+    if (!captured.empty()) base = RunBaseline(f, client, "cp-base-" + run_id, captured);
+    SpeedResult coach_raised;
+    if (f.raised_qps > 0) {
+      coach_raised = RunCoach(f, client, "cp-raised-" + run_id,
+                              {absl::StrCat("--kube-api-qps=", f.raised_qps),
+                               absl::StrCat("--kube-api-burst=", f.raised_burst)},
+                              "raised", f.jobs, nullptr);
+    }
+    std::cout << "                                        wall       objects/s   (first POST -> every pod and service seen)\n";
+    PrintSpeed("baseline (unlimited parallel POSTs)", base, 0);
+    PrintSpeed("coach --kube-api-qps 20 --burst 30", coach_default, base.ok ? base.wall_s : 0);
+    if (f.raised_qps > 0) {
+      PrintSpeed(absl::StrCat("coach --kube-api-qps ", f.raised_qps, " --burst ", f.raised_burst), coach_raised,
+                 base.ok ? base.wall_s : 0);
+    }
+    std::cout << absl::StrFormat("operator ready after %.2f s (default) / %.2f s (raised)\n", coach_default.ready_after,
+                                 coach_raised.ready_after);
+    if (base.ok && coach_default.ok) {
+      std::cout << absl::StrFormat("coach/baseline: default settings x%.2f, raised limit x%.2f (goal x1.25)\n",
+                                   coach_default.wall_s / base.wall_s,
+                                   coach_raised.ok ? coach_raised.wall_s / base.wall_s : 0.0);
+    } else {
+      rc = 1;
+    }
+  }
+
+  if (f.only.empty() || f.only == "memory") {
+    std::cout << absl::StrFormat(
+        "\nmemory: operator peak RSS (VmHWM, %.0f s after its last object), --kube-api-qps %g --kube-api-burst %d\n",
+        f.settle_s, f.raised_qps > 0 ? f.raised_qps : 20.0, f.raised_qps > 0 ? f.raised_burst : 30);
+    std::vector<std::string> extra;
+    if (f.raised_qps > 0) {
+      extra = {absl::StrCat("--kube-api-qps=", f.raised_qps), absl::StrCat("--kube-api-burst=", f.raised_burst)};
+    }
+    auto print = [&](const std::string& label, const SpeedResult& r) {
+      std::cout << absl::StrFormat("%-58s %s peak RSS %6.1f MiB  RSS %6.1f MiB  cpu %5.2f s  ready %.2f s  [%zu pods, "
+                                   "%zu svcs; load %s]\n",
+                                   label, r.ok ? "  " : "!!", r.hwm_kb / 1024.0, r.rss_kb / 1024.0, r.cpu_settled_s,
+                                   r.ready_after, r.pods, r.services, r.load);
+      if (!r.ok) rc = 1;
+    };
+    SpeedResult a = RunCoach(f, client, "cp-mem-a-" + run_id, extra, "mem-a", f.memory_jobs, nullptr);
+    print(absl::StrFormat("(a) %d jobs, empty cluster", f.memory_jobs), a);
+    const int owned_jobs = std::max(1, f.unrelated / f.replicas);
+    SpeedResult c = RunCoach(f, client, "cp-mem-c-" + run_id, extra, "mem-c", owned_jobs, nullptr);
+    print(absl::StrFormat("(c) %d jobs (%d pods + svcs owned by coach)", owned_jobs, owned_jobs * f.replicas), c);
+    const std::string unrelated_ns = "cp-unrelated-" + run_id;
+    if (CreateNamespace(client, unrelated_ns).ok()) {
+      const double t0 = NowS();
+      CreateUnrelated(f, client, unrelated_ns, f.unrelated);
+      std::cout << absl::StrFormat("    (%d ConfigMaps + %d Pods without coach labels created in %.1f s)\n",
+                                   f.unrelated, f.unrelated, NowS() - t0);
+      SpeedResult b = RunCoach(f, client, "cp-mem-b-" + run_id, extra, "mem-b", f.memory_jobs, nullptr);
+      print(absl::StrFormat("(b) %d jobs + %d unrelated ConfigMaps + %d unrelated Pods", f.memory_jobs, f.unrelated,
+                            f.unrelated),
+            b);
+      DeleteNamespace(client, unrelated_ns);
+    }
+  }
+  return rc;
+}
