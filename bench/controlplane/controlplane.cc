@@ -27,7 +27,9 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -68,6 +70,55 @@ std::string LoadAverage() {
   std::string a, b, c;
   in >> a >> b >> c;
   return absl::StrCat(a, " ", b, " ", c);
+}
+
+// kube-apiserver's apiserver_request_total summed by "VERB group/resource/subresource"
+// (watches left out): what every client sent, the operator's share is in the resources
+// only it writes (pods, services, events, pytorchjobs).
+std::map<std::string, double> ApiRequests(k8s::RestKubeClient* client) {
+  std::map<std::string, double> out;
+  k8s::HttpRequest req;
+  req.path = "/metrics";
+  auto r = client->Do(req);
+  if (!r.ok()) return out;
+  std::istringstream in(r->body);
+  std::string line;
+  auto label = [](const std::string& l, const std::string& name) {
+    const std::string key = name + "=\"";
+    size_t at = l.find("," + key);
+    if (at == std::string::npos) at = l.find("{" + key);
+    if (at == std::string::npos) return std::string();
+    at += key.size() + 1;
+    return l.substr(at, l.find('"', at) - at);
+  };
+  while (std::getline(in, line)) {
+    if (!absl::StartsWith(line, "apiserver_request_total{")) continue;
+    const std::string verb = label(line, "verb");
+    if (verb == "WATCH") continue;
+    std::string what = absl::StrCat(verb, " ", label(line, "resource"));
+    const std::string group = label(line, "group");
+    if (!group.empty()) what = absl::StrCat(verb, " ", label(line, "resource"), ".", group);
+    const std::string sub = label(line, "subresource");
+    if (!sub.empty()) absl::StrAppend(&what, "/", sub);
+    out[what] += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return out;
+}
+
+std::string RequestDelta(const std::map<std::string, double>& before, const std::map<std::string, double>& after) {
+  std::vector<std::pair<double, std::string>> rows;
+  for (const auto& [k, v] : after) {
+    auto it = before.find(k);
+    const double d = v - (it == before.end() ? 0 : it->second);
+    if (d >= 1 && (absl::StrContains(k, "pods") || absl::StrContains(k, "services") ||
+                   absl::StrContains(k, "events") || absl::StrContains(k, "jobs"))) {
+      rows.push_back({d, k});
+    }
+  }
+  std::sort(rows.rbegin(), rows.rend());
+  std::string s;
+  for (const auto& [d, k] : rows) absl::StrAppend(&s, s.empty() ? "" : ", ", k, " ", static_cast<int64_t>(d));
+  return s;
 }
 
 struct ProcUsage {
@@ -404,6 +455,7 @@ struct SpeedResult {
   double ready_after = 0;
   size_t pods = 0, services = 0;
   std::string load;
+  std::string requests;  // apiserver requests during the run (all clients), by verb/resource
 };
 
 struct Flags {
@@ -432,7 +484,7 @@ bool WaitFor(Counter& pods, Counter& svcs, size_t target, double deadline) {
 
 // Operator with `extra` flags; jobs x replicas submitted into ns; the objects' bodies are
 // captured into *captured when non-null.
-SpeedResult RunCoach(const Flags& f, k8s::KubeClient* client, const std::string& ns,
+SpeedResult RunCoach(const Flags& f, k8s::RestKubeClient* client, const std::string& ns,
                      const std::vector<std::string>& extra, const std::string& label, int jobs,
                      std::vector<Item>* captured) {
   SpeedResult r;
@@ -451,6 +503,7 @@ SpeedResult RunCoach(const Flags& f, k8s::KubeClient* client, const std::string&
   {
     Counter pods(client, res::Pods(), ns, target), svcs(client, res::Services(), ns, target);
     usleep(300 * 1000);  // let both watches open
+    const auto requests_before = ApiRequests(client);
     const ProcUsage before = ReadUsage((*op)->pid());
     const double t0 = NowS();
     const int failed = CreateAll(client, ns, Jobs(ns, jobs, f.replicas), f.client_threads);
@@ -458,6 +511,7 @@ SpeedResult RunCoach(const Flags& f, k8s::KubeClient* client, const std::string&
     if (failed > 0) std::cerr << failed << " job POSTs failed\n";
     r.ok = WaitFor(pods, svcs, target, t0 + f.timeout_s);
     const ProcUsage at = ReadUsage((*op)->pid());
+    r.requests = RequestDelta(requests_before, ApiRequests(client));
     r.wall_s = std::max(pods.reached_at(), svcs.reached_at()) - t0;
     if (!r.ok) r.wall_s = NowS() - t0;
     r.cpu_s = at.cpu_s - before.cpu_s;
@@ -476,7 +530,7 @@ SpeedResult RunCoach(const Flags& f, k8s::KubeClient* client, const std::string&
   return r;
 }
 
-SpeedResult RunBaseline(const Flags& f, k8s::KubeClient* client, const std::string& ns, std::vector<Item> items) {
+SpeedResult RunBaseline(const Flags& f, k8s::RestKubeClient* client, const std::string& ns, std::vector<Item> items) {
   SpeedResult r;
   if (auto s = CreateNamespace(client, ns); !s.ok()) {
     std::cerr << "namespace " << ns << ": " << s << "\n";
@@ -489,6 +543,7 @@ SpeedResult RunBaseline(const Flags& f, k8s::KubeClient* client, const std::stri
   {
     Counter pods(client, res::Pods(), ns, npods), svcs(client, res::Services(), ns, nsvcs);
     usleep(300 * 1000);
+    const auto requests_before = ApiRequests(client);
     const double t0 = NowS();
     const int failed = CreateAll(client, ns, items, f.client_threads);
     r.submit_s = NowS() - t0;
@@ -496,6 +551,7 @@ SpeedResult RunBaseline(const Flags& f, k8s::KubeClient* client, const std::stri
     const double deadline = t0 + f.timeout_s;
     while (NowS() < deadline && (pods.count() < npods || svcs.count() < nsvcs)) usleep(20 * 1000);
     r.ok = pods.count() >= npods && svcs.count() >= nsvcs;
+    r.requests = RequestDelta(requests_before, ApiRequests(client));
     r.wall_s = r.ok ? std::max(pods.reached_at(), svcs.reached_at()) - t0 : NowS() - t0;
     r.pods = pods.count();
     r.services = svcs.count();
@@ -515,10 +571,11 @@ void PrintSpeed(const std::string& label, const SpeedResult& r, double baseline_
                                  r.hwm_kb / 1024.0);
   }
   std::cout << "  [" << r.pods << " pods, " << r.services << " svcs; load " << r.load << "]\n";
+  if (!r.requests.empty()) std::cout << "      apiserver requests meanwhile: " << r.requests << "\n";
 }
 
 // Creates n ConfigMaps (about 1 KiB of data each) and n Pods without coach's labels in ns.
-void CreateUnrelated(const Flags& f, k8s::KubeClient* client, const std::string& ns, int n) {
+void CreateUnrelated(const Flags& f, k8s::RestKubeClient* client, const std::string& ns, int n) {
   std::vector<Item> items;
   const std::string filler(1024, 'x');
   for (int i = 0; i < n; ++i) {
@@ -573,7 +630,8 @@ int main(int argc, char** argv) {
     std::cerr << made.status() << "\n";
     return 1;
   }
-  k8s::KubeClient* client = made->get();
+  k8s::RestKubeClient* client = made->get();
+  std::cout << std::unitbuf;
   const std::string run_id = absl::StrFormat("%x", static_cast<unsigned>(absl::ToUnixSeconds(absl::Now()) & 0xffffff));
   int rc = 0;
 
