@@ -23,6 +23,7 @@
 #include "launcher/launch_config.h"
 #include "launcher/metrics_tee.h"
 #include "launcher/peer_wait.h"
+#include "launcher/self_install.h"
 #include "launcher/supervisor.h"
 #include "launcher/worker_env.h"
 
@@ -33,6 +34,7 @@ namespace {
 
 constexpr char kUsage[] = R"(usage: coach-launch [flags] -- PROGRAM ARGS...
        coach-launch [flags] PROGRAM ARGS...
+       coach-launch --install DIR
 A drop-in for torchrun's static launch, reading the same PET_* variables (flags win):
   --nnodes N|N:N          PET_NNODES                   default 1
   --node-rank R           PET_NODE_RANK, RANK          required when nnodes > 1
@@ -54,6 +56,9 @@ that the workers print on stdout (copied to stdout unchanged) and that they appe
 $COACH_METRICS_FILE are logged to that run. At the end the launcher waits at most
 $COACH_METRICS_FLUSH_TIMEOUT seconds (default 5) for delivery and reports what was not delivered;
 $COACH_METRICS_BUFFER caps the points held while MLflow is unreachable (default 1048576).
+--install DIR copies this executable to DIR/bin/coach-launch, its shared libraries to DIR/lib
+and the dynamic loader to DIR/lib/ld.so, for images without them; run the copy as
+  DIR/lib/ld.so --library-path DIR/lib DIR/bin/coach-launch -- PROGRAM ARGS...
 )";
 
 int CpuCount() {
@@ -155,6 +160,19 @@ int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
     std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (!args.empty() && args[0] == "--install") {
+    if (args.size() != 2 || args[1].empty()) {
+      std::fputs("coach-launch: usage: coach-launch --install DIR\n", stderr);
+      return 2;
+    }
+    absl::Status installed = SelfInstall(args[1]);
+    if (!installed.ok()) {
+      std::fprintf(stderr, "coach-launch: --install: %s\n",
+                   std::string(installed.message()).c_str());
+      return 1;
+    }
     return 0;
   }
   const EnvMap env = ProcessEnv();
