@@ -8,12 +8,13 @@
 #
 # Usage: bench/controlplane/run.sh [--jobs 50] [--replicas 8] [--only speed|memory] [...]
 #        bench/controlplane/run.sh --jobs 200 --replicas 8        # the issue's 200 x 8
-# Environment: COACH_BENCH_KEEP_TESTENV=1 leaves the control plane up (its folder is printed).
+# Environment: COACH_BENCH_KEEP_TESTENV=1 leaves the control plane up (its folder is printed);
+# COACH_BENCH_NO_BUILD=1 uses the binaries already in bazel-out/k8-opt (a busy Bazel server).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-case "${1:-}" in -h|--help) sed -n 2,12p "$0"; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n 2,13p "$0"; exit 0 ;; esac
 
-if ! bazel build -c opt //bench/controlplane:controlplane //operator:coach-operator \
+if [[ "${COACH_BENCH_NO_BUILD:-}" != 1 ]] && ! bazel build -c opt //bench/controlplane:controlplane //operator:coach-operator \
     >/tmp/coach-bench-controlplane-build.log 2>&1; then
   cat /tmp/coach-bench-controlplane-build.log
   exit 1
