@@ -73,6 +73,7 @@ struct Flags {
   double kube_api_qps = 20;
   int kube_api_burst = 30;
   std::string namespaces;
+  std::string launcher_image;
   bool leader_elect = false;
   std::string leader_elect_namespace;
   std::string leader_elect_lease_name = "coach-operator";
@@ -258,6 +259,11 @@ int main(int argc, char** argv) {
                  "Requests above --kube-api-qps allowed in a burst")
       ->envname("COACH_KUBE_API_BURST")
       ->capture_default_str();
+  app.add_option("--launcher-image", flags.launcher_image,
+                 "Image of the init container that installs coach-launch into replicas of jobs "
+                 "annotated coach.dev/launcher: \"true\" (--backend=kube; the chart passes the "
+                 "operator's own image, with /usr/local/bin/coach-launch)")
+      ->envname("COACH_LAUNCHER_IMAGE");
   app.add_option("--namespaces", flags.namespaces,
                  "Comma-separated namespaces whose jobs this operator manages (--backend=kube); "
                  "empty: all")
@@ -348,6 +354,8 @@ int main(int argc, char** argv) {
                               flags.mlflow_max_backoff_s));
   }
   config.mlflow.tracking_uri = flags.mlflow_tracking_uri;
+  // Local replicas find coach-launch on PATH; kube ones get it from the init container.
+  if (kube) config.launcher_image = flags.launcher_image;
   config.mlflow.experiment = flags.mlflow_experiment;
   if (flags.mlflow_forward_credentials) {
     for (const char* name : kMlflowCredentialVars) {

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "operator/core/label_selector.h"
 #include "operator/reconcile/conditions.h"
+#include "operator/reconcile/launcher_wrap.h"
 #include "operator/reconcile/mlflow_env.h"
 
 namespace coach::core {
@@ -81,6 +82,7 @@ absl::StatusOr<api::v1::TrainingJob> JobService::Admission(const CreateRequest& 
   api::v1::SetDefaults(&job);
   RETURN_IF_ERROR(api::v1::ValidateJob(job));
   RETURN_IF_ERROR(reconcile::ValidateMlflowAnnotations(job));
+  RETURN_IF_ERROR(reconcile::ValidateLauncherAnnotation(job));
   return job;
 }
 

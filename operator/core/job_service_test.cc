@@ -93,6 +93,23 @@ TEST(JobServiceTest, InvalidManifestNamesEveryFieldAndStoresNothing) {
   EXPECT_EQ(StoredJobs(env), 0u);
 }
 
+TEST(JobServiceTest, LauncherAnnotationNeedsACommand) {
+  CoreEnv env;
+  const std::string manifest =
+      "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: wrapped\n"
+      "  annotations:\n    coach.dev/launcher: \"true\"\nspec:\n  pytorchReplicaSpecs:\n"
+      "    Worker:\n      replicas: 1\n      template:\n        spec:\n          containers:\n"
+      "          - name: sidecar\n            image: s\n            command: [side]\n"
+      "          - name: pytorch\n            image: busybox\n";
+  auto job = env.Create(manifest);
+  ASSERT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument) << job.status();
+  const std::string msg(job.status().message());
+  EXPECT_NE(msg.find("spec.pytorchReplicaSpecs.Worker.template.spec.containers[1].command"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(StoredJobs(env), 0u);
+}
+
 TEST(JobServiceTest, AdmissionFailureLeavesNothing) {
   CoreEnv env;
   env.backend.SetAdmitError(absl::ResourceExhaustedError("needs 64 GPUs, host has 8"));

@@ -48,6 +48,10 @@ struct ReconcileConfig {
   // (with cluster_domain). The local backend installs its own.
   std::shared_ptr<const AddressPlan> address_plan;
   MlflowConfig mlflow;
+  // Image of the init container that installs coach-launch into jobs with
+  // coach.dev/launcher: "true" (operator/reconcile/launcher_wrap.h); the kube backend sets it
+  // (--launcher-image, the operator's own image). Empty: coach-launch from the replica's PATH.
+  std::string launcher_image;
 };
 
 struct Action {

@@ -5,6 +5,7 @@
 #include "common/status_macros.h"
 #include "operator/reconcile/framework_env.h"
 #include "operator/reconcile/gang.h"
+#include "operator/reconcile/launcher_wrap.h"
 #include "operator/reconcile/mlflow_env.h"
 #include "operator/reconcile/mpi_objects.h"
 #include "operator/reconcile/replicas.h"
@@ -34,6 +35,7 @@ absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& 
     RETURN_IF_ERROR(SetClusterSpec(ref, tmpl));
   }
   AddMlflowEnv(job, config.mlflow, tmpl);
+  WrapWithLauncher(job, config, tmpl);
   const std::string policy = RestartPolicy(job, type);
   tmpl["spec"]["restartPolicy"] = policy == "ExitCode" ? "Never" : policy;
   DecorateForGang(job, type, config, tmpl);
