@@ -47,6 +47,8 @@ int RunRender(const OfflineOptions& options, std::ostream& out, std::ostream& er
     return kExitInvalid;
   }
   model::ReconcileConfig config;
+  // What the kube backend creates: coach.dev/launcher jobs get the chart image's init container.
+  config.launcher_image = "ghcr.io/coach/coach-operator:latest";
   nlohmann::json items = nlohmann::json::array();
   for (const api::v1::TrainingJob& job : *jobs) {
     absl::StatusOr<std::vector<model::KubeObject>> objects =
