@@ -12,6 +12,8 @@
 
 namespace coach::sdk {
 
+using Stub = api::v1::TrainingService::StubInterface;
+
 using api::v1::JobEvent;
 using api::v1::TrainingJob;
 
@@ -79,12 +81,8 @@ absl::StatusOr<TrainingJob> TrainingClient::CreateJob(const TrainingJob& job,
   *request.mutable_job() = job;
   request.set_namespace_(namespace_);
   request.set_dry_run(dry_run);
-  grpc::ClientContext context;
-  Prepare(&context, config_.call_timeout);
-  TrainingJob created;
-  grpc::Status status = stub_->CreateJob(&context, request, &created);
-  if (!status.ok()) return Error(status, absl::StrCat("CreateJob ", job.metadata().name()));
-  return created;
+  return Unary<TrainingJob>(&Stub::CreateJob, request,
+                            absl::StrCat("CreateJob ", job.metadata().name()));
 }
 
 absl::StatusOr<TrainingJob> TrainingClient::CreateJobFromManifest(const std::string& manifest,
@@ -94,12 +92,7 @@ absl::StatusOr<TrainingJob> TrainingClient::CreateJobFromManifest(const std::str
   request.set_manifest(manifest);
   request.set_namespace_(namespace_);
   request.set_dry_run(dry_run);
-  grpc::ClientContext context;
-  Prepare(&context, config_.call_timeout);
-  TrainingJob created;
-  grpc::Status status = stub_->CreateJob(&context, request, &created);
-  if (!status.ok()) return Error(status, "CreateJob");
-  return created;
+  return Unary<TrainingJob>(&Stub::CreateJob, request, "CreateJob");
 }
 
 absl::StatusOr<TrainingJob> TrainingClient::GetJob(const std::string& namespace_,
@@ -107,12 +100,8 @@ absl::StatusOr<TrainingJob> TrainingClient::GetJob(const std::string& namespace_
   api::v1::GetJobRequest request;
   request.set_namespace_(namespace_);
   request.set_name(name);
-  grpc::ClientContext context;
-  Prepare(&context, config_.call_timeout);
-  TrainingJob job;
-  grpc::Status status = stub_->GetJob(&context, request, &job);
-  if (!status.ok()) return Error(status, absl::StrCat("GetJob ", namespace_, "/", name));
-  return job;
+  return Unary<TrainingJob>(&Stub::GetJob, request,
+                            absl::StrCat("GetJob ", namespace_, "/", name));
 }
 
 absl::StatusOr<api::v1::ListJobsResponse> TrainingClient::ListJobs(const ListOptions& options) {
@@ -121,12 +110,7 @@ absl::StatusOr<api::v1::ListJobsResponse> TrainingClient::ListJobs(const ListOpt
   request.set_label_selector(options.label_selector);
   request.set_page_size(options.page_size);
   request.set_page_token(options.page_token);
-  grpc::ClientContext context;
-  Prepare(&context, config_.call_timeout);
-  api::v1::ListJobsResponse response;
-  grpc::Status status = stub_->ListJobs(&context, request, &response);
-  if (!status.ok()) return Error(status, "ListJobs");
-  return response;
+  return Unary<api::v1::ListJobsResponse>(&Stub::ListJobs, request, "ListJobs");
 }
 
 absl::StatusOr<std::vector<TrainingJob>> TrainingClient::ListAllJobs(
@@ -150,11 +134,9 @@ absl::Status TrainingClient::DeleteJob(const std::string& namespace_, const std:
   api::v1::DeleteJobRequest request;
   request.set_namespace_(namespace_);
   request.set_name(name);
-  grpc::ClientContext context;
-  Prepare(&context, config_.call_timeout);
-  api::v1::DeleteJobResponse response;
-  grpc::Status status = stub_->DeleteJob(&context, request, &response);
-  return Error(status, absl::StrCat("DeleteJob ", namespace_, "/", name));
+  return Unary<api::v1::DeleteJobResponse>(&Stub::DeleteJob, request,
+                                           absl::StrCat("DeleteJob ", namespace_, "/", name))
+      .status();
 }
 
 absl::StatusOr<TrainingJob> TrainingClient::SuspendJob(const std::string& namespace_,
@@ -162,12 +144,8 @@ absl::StatusOr<TrainingJob> TrainingClient::SuspendJob(const std::string& namesp
   api::v1::SuspendJobRequest request;
   request.set_namespace_(namespace_);
   request.set_name(name);
-  grpc::ClientContext context;
-  Prepare(&context, config_.call_timeout);
-  TrainingJob job;
-  grpc::Status status = stub_->SuspendJob(&context, request, &job);
-  if (!status.ok()) return Error(status, absl::StrCat("SuspendJob ", namespace_, "/", name));
-  return job;
+  return Unary<TrainingJob>(&Stub::SuspendJob, request,
+                            absl::StrCat("SuspendJob ", namespace_, "/", name));
 }
 
 absl::StatusOr<TrainingJob> TrainingClient::ResumeJob(const std::string& namespace_,
@@ -175,12 +153,8 @@ absl::StatusOr<TrainingJob> TrainingClient::ResumeJob(const std::string& namespa
   api::v1::ResumeJobRequest request;
   request.set_namespace_(namespace_);
   request.set_name(name);
-  grpc::ClientContext context;
-  Prepare(&context, config_.call_timeout);
-  TrainingJob job;
-  grpc::Status status = stub_->ResumeJob(&context, request, &job);
-  if (!status.ok()) return Error(status, absl::StrCat("ResumeJob ", namespace_, "/", name));
-  return job;
+  return Unary<TrainingJob>(&Stub::ResumeJob, request,
+                            absl::StrCat("ResumeJob ", namespace_, "/", name));
 }
 
 absl::StatusOr<api::v1::DescribeJobResponse> TrainingClient::DescribeJob(
@@ -188,12 +162,8 @@ absl::StatusOr<api::v1::DescribeJobResponse> TrainingClient::DescribeJob(
   api::v1::DescribeJobRequest request;
   request.set_namespace_(namespace_);
   request.set_name(name);
-  grpc::ClientContext context;
-  Prepare(&context, config_.call_timeout);
-  api::v1::DescribeJobResponse response;
-  grpc::Status status = stub_->DescribeJob(&context, request, &response);
-  if (!status.ok()) return Error(status, absl::StrCat("DescribeJob ", namespace_, "/", name));
-  return response;
+  return Unary<api::v1::DescribeJobResponse>(&Stub::DescribeJob, request,
+                                             absl::StrCat("DescribeJob ", namespace_, "/", name));
 }
 
 namespace {

@@ -173,6 +173,18 @@ class TrainingClient {
   // A context with the token and, when finite, a deadline `timeout` from now.
   void Prepare(grpc::ClientContext* context, absl::Duration timeout) const;
   absl::Status Error(const grpc::Status& status, const std::string& what) const;
+  // One unary call through `method` of the stub with this client's token and deadline;
+  // an error is mapped by Error() and names `what`.
+  template <typename Response, typename Request, typename Method>
+  absl::StatusOr<Response> Unary(Method method, const Request& request,
+                                 const std::string& what) const {
+    grpc::ClientContext context;
+    Prepare(&context, config_.call_timeout);
+    Response response;
+    grpc::Status status = (stub_.get()->*method)(&context, request, &response);
+    if (!status.ok()) return Error(status, what);
+    return response;
+  }
 
   std::shared_ptr<grpc::ChannelInterface> channel_;
   std::unique_ptr<api::v1::TrainingService::StubInterface> stub_;
