@@ -31,30 +31,6 @@ namespace {
 namespace k8s = ::coach::kube;
 using nlohmann::json;
 
-constexpr char kAnchor[] = "operator/backend/kube/cr_job_store_test.cc";
-
-int Sh(const std::string& cmd, std::string* out) {
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  const int rc = ::pclose(p);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-// The checkout (the test runs unsandboxed: the runfiles symlink leads to it).
-std::string WorkspaceRoot() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  std::string candidate = absl::StrCat(srcdir ? srcdir : "", "/", ws ? ws : "", "/", kAnchor);
-  char* real = ::realpath(candidate.c_str(), nullptr);
-  if (real == nullptr) return "";
-  std::string r(real);
-  free(real);
-  return absl::EndsWith(r, kAnchor) ? r.substr(0, r.size() - (sizeof(kAnchor) - 1)) : "";
-}
-
 json Manifest(const std::string& kind, const std::string& ns, const std::string& name,
               json labels = json::object()) {
   const bool tf = kind == "TFJob";
@@ -163,27 +139,8 @@ class CrJobStoreTest : public ::testing::TestWithParam<std::string> {
     auto c = k8s::RestKubeClient::Create(*cfg, o);
     if (!c.ok()) return c.status();
     real_client_ = std::move(*c);
-    root_ = WorkspaceRoot();
-    if (root_.empty()) return absl::NotFoundError("cannot find the workspace from the runfiles");
-    std::string bin;
-    if (Sh(absl::StrCat("'", root_, "tools/testenv/testenv' bin 2>/dev/null"), &bin) != 0) {
-      return absl::NotFoundError("testenv bin failed");
-    }
-    kubectl_ = absl::StrCat(absl::StripAsciiWhitespace(bin), "/kubectl --kubeconfig '", env_->kubeconfig(), "'");
-    std::string out;
-    if (int rc = Sh(absl::StrCat(kubectl_, " apply -f '", root_, "charts/coach/crds' 2>&1"), &out); rc != 0) {
-      return absl::InternalError(absl::StrCat("kubectl apply -f charts/coach/crds: exit ", rc, ": ", out));
-    }
-    out.clear();
-    if (int rc = Sh(absl::StrCat(kubectl_,
-                                 " wait --for condition=established --timeout=60s"
-                                 " crd/pytorchjobs.kubeflow.org crd/tfjobs.kubeflow.org crd/mpijobs.kubeflow.org"
-                                 " crd/xgboostjobs.kubeflow.org crd/paddlejobs.kubeflow.org crd/jaxjobs.kubeflow.org 2>&1"),
-                    &out);
-        rc != 0) {
-      return absl::InternalError(absl::StrCat("kubectl wait crds: exit ", rc, ": ", out));
-    }
-    return absl::OkStatus();
+    kubectl_ = env_->kubectl();
+    return env_->ApplyCoachCrds();
   }
 
   bool real() const { return GetParam() == "real"; }
@@ -191,7 +148,6 @@ class CrJobStoreTest : public ::testing::TestWithParam<std::string> {
   static std::unique_ptr<k8s::testing::TestEnv> env_;
   static absl::Status env_status_;
   static std::unique_ptr<k8s::RestKubeClient> real_client_;
-  static std::string root_;
   static std::string kubectl_;
   std::unique_ptr<k8s::testing::FakeKubeClient> fake_;
   k8s::KubeClient* client_ = nullptr;
@@ -203,7 +159,6 @@ class CrJobStoreTest : public ::testing::TestWithParam<std::string> {
 std::unique_ptr<k8s::testing::TestEnv> CrJobStoreTest::env_;
 absl::Status CrJobStoreTest::env_status_;
 std::unique_ptr<k8s::RestKubeClient> CrJobStoreTest::real_client_;
-std::string CrJobStoreTest::root_;
 std::string CrJobStoreTest::kubectl_;
 
 TEST_P(CrJobStoreTest, CreateGetAcrossKinds) {
@@ -482,7 +437,7 @@ TEST_P(CrJobStoreTest, ChangeFeedSeesEveryWriter) {
     out << Manifest("PyTorchJob", ns_, "from-kubectl", {{"via", "kubectl"}}).dump();
   }
   std::string out;
-  ASSERT_EQ(Sh(absl::StrCat(kubectl_, " apply -f '", file, "' 2>&1"), &out), 0) << out;
+  ASSERT_EQ(k8s::testing::RunShell(absl::StrCat(kubectl_, " apply -f '", file, "' 2>&1"), &out), 0) << out;
   EXPECT_TRUE(Eventually([&] { return changes_.Has(absl::StrCat("ADDED ", ns_, "/from-kubectl")); }));
   auto got = store_->Get({ns_, "from-kubectl"});
   ASSERT_TRUE(got.ok()) << got.status();
@@ -499,10 +454,10 @@ TEST_P(CrJobStoreTest, ChangeFeedSeesEveryWriter) {
   EXPECT_EQ(Names(*listed), (std::vector<std::string>{"from-kubectl"}));
   // What coach writes, kubectl reads.
   out.clear();
-  ASSERT_EQ(Sh(absl::StrCat(kubectl_, " get pytorchjobs -n ", ns_, " -o name 2>&1"), &out), 0) << out;
+  ASSERT_EQ(k8s::testing::RunShell(absl::StrCat(kubectl_, " get pytorchjobs -n ", ns_, " -o name 2>&1"), &out), 0) << out;
   EXPECT_TRUE(absl::StrContains(out, "pytorchjob.kubeflow.org/before")) << out;
   out.clear();
-  ASSERT_EQ(Sh(absl::StrCat(kubectl_, " delete pytorchjob from-kubectl -n ", ns_, " 2>&1"), &out), 0) << out;
+  ASSERT_EQ(k8s::testing::RunShell(absl::StrCat(kubectl_, " delete pytorchjob from-kubectl -n ", ns_, " 2>&1"), &out), 0) << out;
   EXPECT_TRUE(Eventually([&] { return changes_.Has(absl::StrCat("DELETED ", ns_, "/from-kubectl")); }));
   EXPECT_EQ(store_->Get({ns_, "from-kubectl"}).status().code(), absl::StatusCode::kNotFound);
 }

@@ -32,29 +32,6 @@ namespace {
 namespace k8s = ::coach::kube;
 using nlohmann::json;
 
-constexpr char kAnchor[] = "operator/backend/kube/kube_backend_integration_test.cc";
-
-int Sh(const std::string& cmd, std::string* out) {
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  const int rc = ::pclose(p);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-std::string WorkspaceRoot() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  std::string candidate = absl::StrCat(srcdir ? srcdir : "", "/", ws ? ws : "", "/", kAnchor);
-  char* real = ::realpath(candidate.c_str(), nullptr);
-  if (real == nullptr) return "";
-  std::string r(real);
-  free(real);
-  return absl::EndsWith(r, kAnchor) ? r.substr(0, r.size() - (sizeof(kAnchor) - 1)) : "";
-}
-
 bool Eventually(const std::function<bool()>& cond, absl::Duration timeout = absl::Seconds(60)) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
@@ -91,26 +68,7 @@ class KubeBackendIntegrationTest : public ::testing::Test {
     auto c = k8s::RestKubeClient::Create(*cfg, o);
     if (!c.ok()) return c.status();
     client_ = std::move(*c);
-    const std::string root = WorkspaceRoot();
-    if (root.empty()) return absl::NotFoundError("cannot find the workspace from the runfiles");
-    std::string bin;
-    if (Sh(absl::StrCat("'", root, "tools/testenv/testenv' bin 2>/dev/null"), &bin) != 0) {
-      return absl::NotFoundError("testenv bin failed");
-    }
-    const std::string kubectl =
-        absl::StrCat(absl::StripAsciiWhitespace(bin), "/kubectl --kubeconfig '", env_->kubeconfig(), "'");
-    std::string out;
-    if (int rc = Sh(absl::StrCat(kubectl, " apply -f '", root, "charts/coach/crds' 2>&1"), &out); rc != 0) {
-      return absl::InternalError(absl::StrCat("kubectl apply -f charts/coach/crds: exit ", rc, ": ", out));
-    }
-    out.clear();
-    if (int rc = Sh(absl::StrCat(kubectl,
-                                 " wait --for condition=established --timeout=60s crd/pytorchjobs.kubeflow.org 2>&1"),
-                    &out);
-        rc != 0) {
-      return absl::InternalError(absl::StrCat("kubectl wait crd: exit ", rc, ": ", out));
-    }
-    return absl::OkStatus();
+    return env_->ApplyCoachCrds();
   }
 
   void SetUp() override {

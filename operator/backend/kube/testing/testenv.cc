@@ -23,17 +23,6 @@ std::string Env(const char* name) {
   return v != nullptr ? v : "";
 }
 
-// Runs `cmd` through the shell; stdout into *out. Returns the exit code.
-int Run(const std::string& cmd, std::string* out) {
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  int rc = ::pclose(p);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 std::string Quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) {
@@ -43,7 +32,18 @@ std::string Quote(const std::string& s) {
   return q + "'";
 }
 
-// The checkout holding this test's sources.
+}  // namespace
+
+int RunShell(const std::string& cmd, std::string* out) {
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  int rc = ::pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
 std::string WorkspaceRoot() {
   std::string srcdir = Env("TEST_SRCDIR");
   std::string ws = Env("TEST_WORKSPACE");
@@ -57,8 +57,6 @@ std::string WorkspaceRoot() {
   return "";
 }
 
-}  // namespace
-
 bool InCi() {
   std::string ci = absl::AsciiStrToLower(Env("CI"));
   return ci == "true" || ci == "1";
@@ -67,10 +65,6 @@ bool InCi() {
 absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
   std::unique_ptr<TestEnv> env(new TestEnv());
   std::string given = Env("COACH_TESTENV_KUBECONFIG");
-  if (!given.empty()) {
-    env->kubeconfig_ = given;
-    return env;
-  }
   std::string root = WorkspaceRoot();
   if (root.empty()) return absl::NotFoundError("cannot find the workspace (runfiles of testenv.cc)");
   env->script_ = root + "tools/testenv/testenv";
@@ -79,10 +73,15 @@ absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
     return absl::NotFoundError(absl::StrCat(env->script_, " is missing"));
   }
   std::string bin;
-  if (Run(Quote(env->script_) + " bin 2>/dev/null", &bin) != 0) {
+  if (RunShell(Quote(env->script_) + " bin 2>/dev/null", &bin) != 0) {
     return absl::NotFoundError("`testenv bin` failed (no Go toolchain?)");
   }
   bin = std::string(absl::StripAsciiWhitespace(bin));
+  if (!given.empty()) {
+    env->kubeconfig_ = given;
+    env->kubectl_ = absl::StrCat(bin, "/kubectl --kubeconfig ", Quote(given));
+    return env;
+  }
   if (::stat((bin + "/kube-apiserver").c_str(), &st) != 0 || ::stat((bin + "/kwok").c_str(), &st) != 0) {
     return absl::NotFoundError(
         absl::StrCat("testenv binaries are not built in ", bin, ": run tools/testenv/testenv build"));
@@ -92,7 +91,7 @@ absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
   env->dir_ = tmpl;
   std::string out;
   std::string log = env->dir_ + ".up.log";
-  int rc = Run(absl::StrCat(Quote(env->script_), " up --dir ", Quote(env->dir_), " 2>", Quote(log)), &out);
+  int rc = RunShell(absl::StrCat(Quote(env->script_), " up --dir ", Quote(env->dir_), " 2>", Quote(log)), &out);
   if (rc != 0) {
     std::ifstream in(log);
     std::stringstream ss;
@@ -103,13 +102,33 @@ absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
   }
   ::unlink(log.c_str());
   env->kubeconfig_ = env->dir_ + "/kubeconfig";
+  env->kubectl_ = absl::StrCat(bin, "/kubectl --kubeconfig ", Quote(env->kubeconfig_));
   return env;
+}
+
+absl::Status TestEnv::ApplyCoachCrds() const {
+  std::string out;
+  const std::string crds = WorkspaceRoot() + "charts/coach/crds";
+  if (int rc = RunShell(absl::StrCat(kubectl_, " apply -f ", Quote(crds), " 2>&1"), &out); rc != 0) {
+    return absl::InternalError(absl::StrCat("kubectl apply -f charts/coach/crds: exit ", rc, ": ", out));
+  }
+  out.clear();
+  if (int rc = RunShell(absl::StrCat(kubectl_,
+                                     " wait --for condition=established --timeout=60s"
+                                     " crd/pytorchjobs.kubeflow.org crd/tfjobs.kubeflow.org"
+                                     " crd/mpijobs.kubeflow.org crd/xgboostjobs.kubeflow.org"
+                                     " crd/paddlejobs.kubeflow.org crd/jaxjobs.kubeflow.org 2>&1"),
+                        &out);
+      rc != 0) {
+    return absl::InternalError(absl::StrCat("kubectl wait crds: exit ", rc, ": ", out));
+  }
+  return absl::OkStatus();
 }
 
 TestEnv::~TestEnv() {
   if (dir_.empty()) return;
   std::string out;
-  Run(absl::StrCat(Quote(script_), " down --dir ", Quote(dir_), " >/dev/null 2>&1"), &out);
+  RunShell(absl::StrCat(Quote(script_), " down --dir ", Quote(dir_), " >/dev/null 2>&1"), &out);
   ::rmdir(dir_.c_str());
 }
 

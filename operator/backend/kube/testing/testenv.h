@@ -13,12 +13,21 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace coach::kube::testing {
 
 // CI=true (or 1): missing prerequisites fail tests instead of skipping them.
 bool InCi();
+
+// Runs `cmd` with /bin/sh; its standard output is appended to *out. Returns the exit code
+// (-1 when it could not run). Test code only: `cmd` is the test's own, never user input.
+int RunShell(const std::string& cmd, std::string* out);
+
+// The checkout holding these sources, with a trailing '/'; "" when the runfiles do not
+// lead to it.
+std::string WorkspaceRoot();
 
 class TestEnv {
  public:
@@ -30,11 +39,18 @@ class TestEnv {
 
   const std::string& kubeconfig() const { return kubeconfig_; }
 
+  // "<cached kubectl> --kubeconfig '<kubeconfig>'", a shell command prefix.
+  const std::string& kubectl() const { return kubectl_; }
+
+  // Applies the checkout's charts/coach/crds and waits until all six are established.
+  absl::Status ApplyCoachCrds() const;
+
  private:
   TestEnv() = default;
   std::string script_;
   std::string dir_;  // empty when reusing COACH_TESTENV_KUBECONFIG
   std::string kubeconfig_;
+  std::string kubectl_;
 };
 
 }  // namespace coach::kube::testing
