@@ -57,6 +57,13 @@ CLASSES = 3
 DATA_SEED = 1234
 
 
+def emit(line):
+    """Prints one line of this program's output format in a single write, so that ranks
+    sharing a log file (several processes under one launcher) never interleave mid-line."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def env_default(name, default, conv):
     value = os.environ.get(name)
     if value is None or value == "":
@@ -143,7 +150,7 @@ def params_checksum(model):
 
 def metric(rank, name, value, step):
     if rank == 0:
-        print(f"coach-metric name={name} value={value:.6g} step={step}", flush=True)
+        emit(f"coach-metric name={name} value={value:.6g} step={step}")
 
 
 def main():
@@ -211,9 +218,9 @@ def main():
         status, code = "checksum_mismatch", EXIT_CHECKSUM_MISMATCH
     elif not accuracy >= args.target_accuracy:
         status, code = "below_target", EXIT_BELOW_TARGET
-    print(f"coach-result rank={rank} world_size={world} local_rank={local_rank} epochs={args.epochs} "
-          f"loss={test_loss:.6f} accuracy={accuracy:.6f} params_checksum={checksum} "
-          f"seconds={time.monotonic() - start:.2f} status={status}", flush=True)
+    emit(f"coach-result rank={rank} world_size={world} local_rank={local_rank} epochs={args.epochs} "
+         f"loss={test_loss:.6f} accuracy={accuracy:.6f} params_checksum={checksum} "
+         f"seconds={time.monotonic() - start:.2f} status={status}")
     if status == "checksum_mismatch":
         others = sorted({format(int(t.item()) + (1 << 63), "016x") for t in everyone})
         print(f"ddp_train: error: parameters differ across ranks (checksums {' '.join(others)})",

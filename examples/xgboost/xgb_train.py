@@ -45,6 +45,13 @@ EXIT_USAGE = 64
 DATA_SEED = 4321
 
 
+def emit(line):
+    """Prints one line of this program's output format in a single write, so that ranks
+    sharing a log file (several processes under one launcher) never interleave mid-line."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def die(message, code=EXIT_USAGE):
     print(f"xgb_train: error: {message}", file=sys.stderr, flush=True)
     sys.exit(code)
@@ -121,8 +128,7 @@ class Report(xgb.callback.TrainingCallback):
         if self.rank == 0:
             for data, metrics in evals_log.items():
                 for name, values in metrics.items():
-                    print(f"coach-metric name={data}_{name} value={values[-1]:.6g} step={step}",
-                          flush=True)
+                    emit(f"coach-metric name={data}_{name} value={values[-1]:.6g} step={step}")
         if step == 1 and self.rank == self.fail_rank:
             print(f"xgb_train: rank {self.rank} failing deliberately with exit code "
                   f"{self.exit_code} after round 1 (--fail-rank)", file=sys.stderr, flush=True)
@@ -182,9 +188,9 @@ def main():
         status, code = "checksum_mismatch", EXIT_CHECKSUM_MISMATCH
     elif not accuracy >= args.target_accuracy:
         status, code = "below_target", EXIT_BELOW_TARGET
-    print(f"coach-result rank={rank} world_size={world} rounds={args.rounds} loss={loss:.6f} "
-          f"accuracy={accuracy:.6f} model_checksum={checksum} seconds={time.monotonic() - start:.2f} "
-          f"status={status}", flush=True)
+    emit(f"coach-result rank={rank} world_size={world} rounds={args.rounds} loss={loss:.6f} "
+         f"accuracy={accuracy:.6f} model_checksum={checksum} seconds={time.monotonic() - start:.2f} "
+         f"status={status}")
     if status == "checksum_mismatch":
         print(f"xgb_train: error: models differ across ranks (checksums {int(lo):012x} .. "
               f"{int(hi):012x})", file=sys.stderr, flush=True)
