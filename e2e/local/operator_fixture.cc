@@ -132,6 +132,21 @@ std::string ReadFileOrEmpty(const std::string& path) {
   return buf.str();
 }
 
+bool Eventually(const std::function<bool()>& pred, absl::Duration timeout) {
+  const absl::Time end = absl::Now() + timeout;
+  while (!pred()) {
+    if (absl::Now() >= end) return false;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return true;
+}
+
+std::string DescribeProcesses(const std::vector<ProcessInfo>& processes) {
+  std::string out;
+  for (const ProcessInfo& p : processes) absl::StrAppend(&out, p.pid, ": ", p.cmdline, "\n");
+  return out;
+}
+
 void WriteFileOrDie(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << content;

@@ -60,6 +60,12 @@ std::string Runfile(const std::string& path);
 int FreePort();
 // The whole content of a file ("" when unreadable).
 std::string ReadFileOrEmpty(const std::string& path);
+
+// Polls `pred` every 100 ms until it holds or `timeout` passes; returns whether it held.
+bool Eventually(const std::function<bool()>& pred, absl::Duration timeout = absl::Seconds(90));
+
+// "pid: cmdline" per process, one per line, for failure messages.
+std::string DescribeProcesses(const std::vector<ProcessInfo>& processes);
 void WriteFileOrDie(const std::string& path, const std::string& content);
 
 // A PyTorchJob builder whose every replica runs `/bin/sh -c script` (add replicas,

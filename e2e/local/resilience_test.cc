@@ -21,21 +21,6 @@ using api::v1::TrainingJob;
 
 constexpr char kNs[] = "default";
 
-bool Eventually(const std::function<bool()>& pred, absl::Duration timeout = absl::Seconds(90)) {
-  const absl::Time end = absl::Now() + timeout;
-  while (!pred()) {
-    if (absl::Now() >= end) return false;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  return true;
-}
-
-std::string Describe(const std::vector<ProcessInfo>& processes) {
-  std::string out;
-  for (const ProcessInfo& p : processes) absl::StrAppend(&out, p.pid, ": ", p.cmdline, "\n");
-  return out;
-}
-
 std::vector<std::string> Lines(const std::string& path) {
   return absl::StrSplit(ReadFileOrEmpty(path), '\n', absl::SkipEmpty());
 }
@@ -63,7 +48,7 @@ class ResilienceTest : public ::testing::Test {
       }
       return true;
     });
-    if (!gone) ADD_FAILURE() << pod << " still running:\n" << Describe(op_->Processes());
+    if (!gone) ADD_FAILURE() << pod << " still running:\n" << DescribeProcesses(op_->Processes());
     return gone;
   }
 
@@ -129,7 +114,7 @@ TEST_F(ResilienceTest, OperatorKill9MidJobThenRestart) {
     EXPECT_TRUE(absl::StrContains(*log, absl::StrCat("finished survivor-", replica))) << *log;
   }
   const std::vector<ProcessInfo> left = op_->WaitNoProcesses();
-  EXPECT_TRUE(left.empty()) << "orphans:\n" << Describe(left);
+  EXPECT_TRUE(left.empty()) << "orphans:\n" << DescribeProcesses(left);
 }
 
 TEST_F(ResilienceTest, TenConcurrentJobsGetDistinctPorts) {

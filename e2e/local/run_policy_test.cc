@@ -19,22 +19,6 @@ using api::v1::TrainingJob;
 
 constexpr char kNs[] = "default";
 
-// Polls `pred` until it holds or `timeout` passes; returns whether it held.
-bool Eventually(const std::function<bool()>& pred, absl::Duration timeout = absl::Seconds(90)) {
-  const absl::Time end = absl::Now() + timeout;
-  while (!pred()) {
-    if (absl::Now() >= end) return false;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  return true;
-}
-
-std::string Describe(const std::vector<ProcessInfo>& processes) {
-  std::string out;
-  for (const ProcessInfo& p : processes) absl::StrAppend(&out, p.pid, ": ", p.cmdline, "\n");
-  return out;
-}
-
 size_t CountLines(const std::string& path) {
   std::vector<std::string> lines = absl::StrSplit(ReadFileOrEmpty(path), '\n', absl::SkipEmpty());
   return lines.size();
@@ -76,7 +60,7 @@ TEST_F(RunPolicyTest, ActiveDeadlineFailsAnIdleJob) {
                                          .ActiveDeadlineSeconds(3));
   const absl::Time created = absl::Now();
   ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());
-  ASSERT_TRUE(Eventually([&] { return HasProcess("sleep 300"); })) << Describe(op_->Processes());
+  ASSERT_TRUE(Eventually([&] { return HasProcess("sleep 300"); })) << DescribeProcesses(op_->Processes());
 
   absl::StatusOr<TrainingJob> done =
       op_->WaitJob("deadline", [](const TrainingJob& j) { return sdk::IsJobFinished(j); });
@@ -88,7 +72,7 @@ TEST_F(RunPolicyTest, ActiveDeadlineFailsAnIdleJob) {
   EXPECT_GE(took, absl::Seconds(2));  // the deadline counts from the job's start
   EXPECT_LT(took, absl::Seconds(30)) << "the deadline of 3 s was acted on late";
   const std::vector<ProcessInfo> left = op_->WaitNoProcesses(absl::Seconds(30));
-  EXPECT_TRUE(left.empty()) << Describe(left);
+  EXPECT_TRUE(left.empty()) << DescribeProcesses(left);
 }
 
 TEST_F(RunPolicyTest, TtlDeletesAFinishedJob) {
@@ -145,7 +129,7 @@ TEST_F(RunPolicyTest, SuspendStopsProcessesAndResumeRunsAgain) {
   ASSERT_TRUE(seen.ok()) << seen.status();
   EXPECT_FALSE(sdk::IsJobRunning(*seen)) << seen->status().ShortDebugString();
   const std::vector<ProcessInfo> left = op_->WaitNoProcesses(absl::Seconds(60));
-  EXPECT_TRUE(left.empty()) << "suspended, yet running:\n" << Describe(left);
+  EXPECT_TRUE(left.empty()) << "suspended, yet running:\n" << DescribeProcesses(left);
   absl::StatusOr<TrainingJob> quiet = op_->WaitJob("pausable", [](const TrainingJob& j) {
     for (const auto& [type, rs] : j.status().replica_statuses()) {
       if (rs.active() != 0) return false;
@@ -180,12 +164,12 @@ TEST_F(RunPolicyTest, DeleteWhileRunningLeavesNoProcess) {
       if (absl::StartsWith(p.cmdline, "sleep 300")) ++sleeps;
     }
     return sleeps == 3;
-  })) << Describe(op_->Processes());
+  })) << DescribeProcesses(op_->Processes());
 
   ASSERT_TRUE(op_->client().DeleteJob(kNs, "doomed").ok());
   ASSERT_TRUE(op_->WaitJobGone("doomed").ok());
   const std::vector<ProcessInfo> left = op_->WaitNoProcesses(absl::Seconds(60));
-  EXPECT_TRUE(left.empty()) << "deleted, yet running:\n" << Describe(left);
+  EXPECT_TRUE(left.empty()) << "deleted, yet running:\n" << DescribeProcesses(left);
   EXPECT_TRUE(absl::IsNotFound(op_->client().DeleteJob(kNs, "doomed")));
 
   // The same through the CLI.
@@ -196,7 +180,7 @@ TEST_F(RunPolicyTest, DeleteWhileRunningLeavesNoProcess) {
   EXPECT_EQ(deleted.exit_code, 0) << deleted.out << deleted.err;
   ASSERT_TRUE(op_->WaitJobGone("doomed2").ok());
   const std::vector<ProcessInfo> left2 = op_->WaitNoProcesses(absl::Seconds(60));
-  EXPECT_TRUE(left2.empty()) << Describe(left2);
+  EXPECT_TRUE(left2.empty()) << DescribeProcesses(left2);
   CliResult again = op_->Cli({"delete", "doomed2"});
   EXPECT_EQ(again.exit_code, 3) << again.out << again.err;
 }
