@@ -19,7 +19,8 @@ expect_usage() {  # expect_usage <text in stderr> <args...>
 export KUBECONFIG="$TMP/no-such-kubeconfig"
 expect_usage "--kubeconfig" --backend=kube
 expect_usage "--kubeconfig" --backend=kube --kubeconfig="$TMP/missing"
-expect_usage "--kube-api-qps" --backend=kube --kube-api-qps=0
+expect_usage "--kube-api-qps" --backend=kube --kube-api-qps=200000
+expect_usage "--kube-api-qps" --backend=kube --kube-api-qps=inf
 expect_usage "--kube-api-burst" --backend=kube --kube-api-burst=0
 expect_usage "--namespaces" --backend=kube --namespaces=team-a,Not_A_Namespace
 expect_usage "--leader-elect: only with --backend=kube" --leader-elect=true

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -70,7 +71,7 @@ struct Flags {
   double mlflow_max_backoff_s = 30;
   // --backend=kube
   std::string kubeconfig;
-  double kube_api_qps = 20;
+  double kube_api_qps = 0;  // auto
   int kube_api_burst = 30;
   std::string namespaces;
   std::string launcher_image;
@@ -252,11 +253,14 @@ int main(int argc, char** argv) {
                  "kubeconfig file (--backend=kube); default: in-cluster, else ~/.kube/config")
       ->envname("KUBECONFIG");
   app.add_option("--kube-api-qps", flags.kube_api_qps,
-                 "Sustained requests per second to the Kubernetes API server")
+                 "Client-side limit on requests per second to the Kubernetes API server. 0 (auto): "
+                 "none once the server shows it enforces API Priority and Fairness (every supported "
+                 "Kubernetes does), else 20; > 0: that limit always; < 0: no client-side limit")
       ->envname("COACH_KUBE_API_QPS")
       ->capture_default_str();
   app.add_option("--kube-api-burst", flags.kube_api_burst,
-                 "Requests above --kube-api-qps allowed in a burst")
+                 "Requests above the client-side limit allowed in a burst (a fixed --kube-api-qps "
+                 "or auto's fallback of 20 qps)")
       ->envname("COACH_KUBE_API_BURST")
       ->capture_default_str();
   app.add_option("--launcher-image", flags.launcher_image,
@@ -376,8 +380,9 @@ int main(int argc, char** argv) {
   coach::backend::kube::LeaderElectionConfig election;
   coach::kube::KubeConfig kube_config;
   if (kube) {
-    if (!(flags.kube_api_qps > 0) || flags.kube_api_qps > 100000) {
-      return Usage(absl::StrCat("--kube-api-qps: must be in (0, 100000], got ", flags.kube_api_qps));
+    if (!std::isfinite(flags.kube_api_qps) || flags.kube_api_qps > 100000) {
+      return Usage(absl::StrCat("--kube-api-qps: must be a number <= 100000 (0: auto, < 0: no limit), got ",
+                                flags.kube_api_qps));
     }
     if (flags.kube_api_burst < 1 || flags.kube_api_burst > 100000) {
       return Usage(absl::StrCat("--kube-api-burst: must be in 1..100000, got ", flags.kube_api_burst));
@@ -492,8 +497,11 @@ int main(int argc, char** argv) {
   std::unique_ptr<coach::backend::Backend> backend_owner;
   if (kube) {
     coach::kube::RestKubeClientOptions client_options;
-    client_options.qps = flags.kube_api_qps;
+    // auto: upstream's 20 qps until the server shows API Priority and Fairness (see
+    // RestKubeClientOptions::lift_limit_on_apf); < 0 maps to the limiter's "none" (qps <= 0).
+    client_options.qps = flags.kube_api_qps == 0 ? coach::kube::kDefaultQps : flags.kube_api_qps;
     client_options.burst = flags.kube_api_burst;
+    client_options.lift_limit_on_apf = flags.kube_api_qps == 0;
     auto client = coach::kube::RestKubeClient::Create(kube_config, client_options);
     if (!client.ok()) {
       spdlog::error("--kubeconfig: {}", client.status().ToString());

@@ -121,6 +121,24 @@ std::unique_ptr<TestEnv> ContractTest::env_;
 absl::Status ContractTest::env_status_;
 std::unique_ptr<RestKubeClient> ContractTest::real_client_;
 
+// The auto client-side limit (--kube-api-qps unset) relies on the API server marking its
+// answers with the API Priority and Fairness classification; a real kube-apiserver does.
+TEST_P(ContractTest, RealApiServerAnnouncesPriorityAndFairness) {
+  if (!real()) GTEST_SKIP() << "a property of the real kube-apiserver";
+  auto cfg = LoadKubeConfigFile(env_->kubeconfig());
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  RestKubeClientOptions o;
+  o.qps = 2;
+  o.burst = 1;
+  o.lift_limit_on_apf = true;
+  auto c = RestKubeClient::Create(*cfg, o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::Time start = absl::Now();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE((*c)->Get(resources::Namespaces(), "", ns_).ok());
+  EXPECT_TRUE((*c)->rate_limiter().lifted());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));  // 10 at 2/s would take 4.5 s
+}
+
 TEST_P(ContractTest, CreateAndGet) {
   auto c = client_->Create(kCms, ns_, Cm("a", {{"app", "x"}}));
   ASSERT_TRUE(c.ok()) << c.status();

@@ -24,7 +24,7 @@ absl::Time TokenBucketRateLimiter::Reserve(absl::Time now) {
 }
 
 bool TokenBucketRateLimiter::Wait(absl::Time deadline, const std::atomic<bool>* stop) {
-  if (qps_ <= 0) return true;
+  if (qps_ <= 0 || lifted_.load()) return true;
   absl::Time ready;
   {
     absl::MutexLock lock(&mu_);
@@ -36,7 +36,7 @@ bool TokenBucketRateLimiter::Wait(absl::Time deadline, const std::atomic<bool>* 
   }
   while (true) {
     absl::Time now = absl::Now();
-    if (now >= ready) return true;
+    if (now >= ready || lifted_.load()) return true;
     if (stop != nullptr && stop->load()) {
       absl::MutexLock lock(&mu_);
       tokens_ += 1.0;  // give the reservation back
@@ -47,7 +47,7 @@ bool TokenBucketRateLimiter::Wait(absl::Time deadline, const std::atomic<bool>* 
 }
 
 bool TokenBucketRateLimiter::TryAccept() {
-  if (qps_ <= 0) return true;
+  if (qps_ <= 0 || lifted_.load()) return true;
   absl::MutexLock lock(&mu_);
   Refill(absl::Now());
   if (tokens_ < 1.0) return false;

@@ -2,7 +2,9 @@
 
 // A token bucket shared by every request of a client, as client-go's flowcontrol:
 // `qps` tokens per second refill a bucket of `burst` tokens (which starts full); each
-// request takes one, waiting when the bucket is empty. qps <= 0 disables limiting.
+// request takes one, waiting when the bucket is empty. qps <= 0 disables limiting, and so does
+// Lift(): a client that learns the API server enforces API Priority and Fairness lifts its
+// fallback limit (see RestKubeClientOptions::lift_limit_on_apf).
 
 #include <atomic>
 #include <functional>
@@ -26,6 +28,10 @@ class TokenBucketRateLimiter {
   // Takes a token only if one is available now.
   bool TryAccept();
 
+  // From now on every Wait/TryAccept succeeds at once. Idempotent; returns true the first time.
+  bool Lift() { return !lifted_.exchange(true); }
+  bool lifted() const { return lifted_.load(); }
+
   double qps() const { return qps_; }
   int burst() const { return burst_; }
 
@@ -36,6 +42,7 @@ class TokenBucketRateLimiter {
 
   const double qps_;
   const int burst_;
+  std::atomic<bool> lifted_{false};
   absl::Mutex mu_;
   double tokens_ ABSL_GUARDED_BY(mu_);
   absl::Time last_ ABSL_GUARDED_BY(mu_);

@@ -56,6 +56,7 @@ struct Attempt {
   long code = 0;
   std::string body;  // the whole body, or (streams) the body of an error answer
   std::optional<absl::Duration> retry_after;
+  bool priority_and_fairness = false;  // the answer carried an APF classification header
 };
 
 // Streaming state: bytes go to `sink` once the answer is known to be 2xx.
@@ -96,6 +97,9 @@ size_t HeaderCallback(char* data, size_t size, size_t n, void* user) {
   if (absl::StartsWithIgnoreCase(line, "HTTP/")) attempt->retry_after.reset();  // new response
   if (absl::StartsWithIgnoreCase(line, "retry-after:")) {
     attempt->retry_after = ParseRetryAfter(line.substr(12));
+  }
+  if (absl::StartsWithIgnoreCase(line, "x-kubernetes-pf-flowschema-uid:")) {
+    attempt->priority_and_fairness = true;
   }
   return len;
 }
@@ -339,6 +343,11 @@ absl::StatusOr<HttpResponse> RestKubeClient::Send(const HttpRequest& req,
     sent.fetch_add(1);
     Attempt a = PerformOnce(h, impl->share, cfg, opt, url, req, *token, sink, stop, timeout, &stopped_by_sink);
     impl->Release(h, a.curl == CURLE_OK);
+    if (a.priority_and_fairness && opt.lift_limit_on_apf && limiter.Lift()) {
+      spdlog::info("kube: the API server enforces API Priority and Fairness: client-side rate limit "
+                   "({} qps, burst {}) lifted",
+                   limiter.qps(), limiter.burst());
+    }
     SPDLOG_DEBUG("kube: {} -> {} {}", what, a.code, static_cast<int>(a.curl));
 
     if (stopped_by_sink) return HttpResponse{a.code, ""};

@@ -8,6 +8,11 @@
 //   request retried once). Tokens and keys are never logged.
 // - One token-bucket rate limiter (qps, burst; 20/30 by default as upstream) for every request
 //   of the client, shareable across clients. A watch or log stream takes one token to start.
+//   With lift_limit_on_apf the limit is a fallback only: the first answer that shows the API
+//   server classified the request under API Priority and Fairness (X-Kubernetes-PF-FlowSchema-UID
+//   header) lifts it, because then the server protects itself, fairly across clients, and a
+//   client-side limit only slows this client down (controller-runtime dropped its default
+//   client-side limit for that reason). 429s and Retry-After are still honoured.
 // - Connection reuse: a pool of CURL easy handles (each keeps its keep-alive connection across
 //   requests) plus a CURLSH sharing DNS and TLS sessions between them. HTTP/2 over TLS when
 //   libcurl has it (options.http2).
@@ -48,6 +53,9 @@ struct RestKubeClientOptions {
   int burst = kDefaultBurst;
   // When set, used instead of a limiter made from qps/burst (shared between clients).
   std::shared_ptr<TokenBucketRateLimiter> rate_limiter;
+  // Lift the limiter (shared ones too) once the server shows it enforces API Priority and
+  // Fairness. Off: the limit always applies (an explicit --kube-api-qps).
+  bool lift_limit_on_apf = false;
   absl::Duration request_timeout = absl::Seconds(30);
   absl::Duration connect_timeout = absl::Seconds(10);
   RetryOptions retry;

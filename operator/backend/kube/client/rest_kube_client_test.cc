@@ -503,6 +503,41 @@ TEST_F(RestKubeClientTest, RateLimiterIsSharedByAllRequests) {
   EXPECT_EQ(c->requests_sent(), 15);
 }
 
+// A server that classifies requests under API Priority and Fairness lifts a fallback limit;
+// one that does not, or a client with a fixed limit, keeps it.
+TEST_F(RestKubeClientTest, PriorityAndFairnessLiftsAFallbackLimitOnly) {
+  std::atomic<bool> apf{false};
+  api_.server().Get(R"(/.*)", [&](const httplib::Request&, httplib::Response& res) {
+    if (apf.load()) res.set_header("X-Kubernetes-PF-FlowSchema-UID", "3b7c1f0e-uid");
+    res.set_content("{}", "application/json");
+  });
+  auto timed_gets = [](RestKubeClient& c, int n) {
+    absl::Time start = absl::Now();
+    for (int i = 0; i < n; ++i) EXPECT_TRUE(c.Get(resources::Pods(), "ns", "p").ok());
+    return absl::Now() - start;
+  };
+  RestKubeClientOptions fallback;
+  fallback.qps = 5;
+  fallback.burst = 1;
+  fallback.lift_limit_on_apf = true;
+
+  // No APF header: 6 requests at 5/s after a burst of 1 take about 1 s.
+  auto without = NewClient(fallback);
+  EXPECT_GE(timed_gets(*without, 6), absl::Milliseconds(900));
+  EXPECT_FALSE(without->rate_limiter().lifted());
+
+  apf = true;
+  auto with = NewClient(fallback);
+  EXPECT_LT(timed_gets(*with, 20), absl::Milliseconds(900));  // limited, 20 would take 3.8 s
+  EXPECT_TRUE(with->rate_limiter().lifted());
+
+  RestKubeClientOptions fixed = fallback;
+  fixed.lift_limit_on_apf = false;
+  auto explicit_limit = NewClient(fixed);
+  EXPECT_GE(timed_gets(*explicit_limit, 6), absl::Milliseconds(900));
+  EXPECT_FALSE(explicit_limit->rate_limiter().lifted());
+}
+
 TEST_F(RestKubeClientTest, UnreadableFilesAreRejectedAtCreate) {
   KubeConfig cfg;
   cfg.server = api_.url();
