@@ -48,28 +48,28 @@ TEST_F(CliTest, SubmitIsSeenByKubectl) {
   const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/cli-submit.yaml");
   std::ofstream(path) << Manifest("viacli", "coach.test/exit-code: \"0\", coach.test/run-seconds: \"1\"");
   CmdResult r = Coach({"submit", "-f", path, "-n", ns()});
-  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::optional<json> j = Get("pytorchjobs", "viacli");
   ASSERT_TRUE(j) << "kubectl does not see the submitted job";
   EXPECT_EQ((*j)["spec"]["pytorchReplicaSpecs"]["Master"].value("replicas", 0), 1);
   ASSERT_TRUE(WaitCondition("pytorchjobs", "viacli", "Succeeded"));
   EXPECT_EQ(JobPods("viacli").size(), 1u);
   CmdResult wait = Coach({"wait", "viacli", "-n", ns(), "--for", "Succeeded"});
-  EXPECT_EQ(wait.code, 0) << wait.out << wait.err;
+  EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err;
 }
 
 TEST_F(CliTest, KubectlAppliedJobListedByCoach) {
   Apply(Manifest("viakubectl", ""));
   ASSERT_TRUE(WaitCondition("pytorchjobs", "viakubectl", "Running"));
   CmdResult r = Coach({"list", "-n", ns()});
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(absl::StrContains(r.out, "viakubectl")) << r.out;
   CmdResult js = Coach({"list", "-n", ns(), "-o", "json"});
-  ASSERT_EQ(js.code, 0) << js.err;
+  ASSERT_EQ(js.exit_code, 0) << js.err;
   EXPECT_TRUE(absl::StrContains(js.out, "viakubectl")) << js.out;
   // Deleted through the CLI, gone for kubectl.
   CmdResult del = Coach({"delete", "viakubectl", "-n", ns()});
-  EXPECT_EQ(del.code, 0) << del.out << del.err;
+  EXPECT_EQ(del.exit_code, 0) << del.out << del.err;
   EXPECT_TRUE(WaitFor([&] { return !Get("pytorchjobs", "viakubectl").has_value(); },
                       absl::Seconds(30)));
 }
@@ -78,7 +78,7 @@ TEST_F(CliTest, LogsOfKwokPodAreNotAvailable) {
   Apply(Manifest("nolog", ""));
   ASSERT_TRUE(WaitCondition("pytorchjobs", "nolog", "Running"));
   CmdResult r = Coach({"logs", "nolog", "-n", ns(), "--replica", "master-0"});
-  EXPECT_NE(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(absl::StrContains(r.out + r.err, "not available from its node")) << r.out << r.err;
 }
 

@@ -25,45 +25,25 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "e2e/common/child_process.h"
+#include "e2e/common/loopback_operator.h"
+#include "e2e/common/test_env.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
 namespace coach::e2e::kube {
 
-struct CmdResult {
-  int code = -1;  // -1: killed (timeout) or did not exit normally
-  std::string out;
-  std::string err;
-};
+// A command's exit code and output (kubectl, coach, testenv).
+using CmdResult = CommandResult;
 
 bool InCi();
-std::string ReadFileOrEmpty(const std::string& path);
-int FreePort();
 
-// One coach-operator process (--backend=kube) with its own ports and log file.
-class OperatorProcess {
+// One coach-operator process (--backend=kube, --log-level=debug) with its own ports, state
+// directory <dir>/<name>-state (its HOME too) and log files <dir>/<name>-<n>.log.
+class OperatorProcess : public LoopbackOperator {
  public:
-  OperatorProcess(std::string name, std::string dir, std::string kubeconfig,
-                  std::vector<std::string> extra_args);
-  ~OperatorProcess();
-  // Starts it and waits for /readyz (200) up to `timeout`.
-  absl::Status Start(absl::Duration timeout = absl::Seconds(60));
-  void Kill9();
-  absl::Status Stop(absl::Duration timeout = absl::Seconds(20));
-  bool running() const { return pid_ > 0; }
-  bool Ready() const;
-  // Whether the process is still alive (reaps it when it exited).
-  bool Alive();
-  std::string server() const;  // "127.0.0.1:<grpc port>"
-  std::string Log() const;     // every start's output
-  const std::string& name() const { return name_; }
-
- private:
-  std::string name_, dir_, kubeconfig_;
-  std::vector<std::string> extra_args_;
-  pid_t pid_ = -1;
-  int starts_ = 0;
-  int grpc_port_ = 0, http_port_ = 0;
+  OperatorProcess(const std::string& name, const std::string& dir, const std::string& kubeconfig,
+                  const std::vector<std::string>& extra_args);
 };
 
 // The control plane of this test binary.
@@ -92,8 +72,6 @@ class ControlPlane {
 // Runs argv (argv[0] a path) with stdout/stderr captured; kills it after `timeout`.
 CmdResult RunCommand(const std::vector<std::string>& argv, const std::string& input,
                      absl::Duration timeout, const std::vector<std::string>& env_overrides = {});
-
-std::string Runfile(const std::string& path);
 
 // Base of the suite's tests: a control plane and one operator per binary; ns() is a fresh
 // namespace per test (deleted at the end unless the test failed).

@@ -39,7 +39,7 @@ class LeaderElectionTest : public KubeTest {
   std::string Holder() {
     CmdResult r = Kubectl({"get", "lease", kLease, "-n", "default", "-o",
                            "jsonpath={.spec.holderIdentity}"});
-    return r.code == 0 ? r.out : "";
+    return r.exit_code == 0 ? r.out : "";
   }
   static bool Leads(const OperatorProcess& op) { return absl::StrContains(op.Log(), "now leads"); }
 };

@@ -182,7 +182,7 @@ TEST_F(RunPolicyTest, SuspendAndResume) {
   ASSERT_EQ(JobPods("sus").size(), 2u);
   CmdResult r = Kubectl({"patch", "pytorchjob", "sus", "-n", ns(), "--type=merge", "-p",
                          R"({"spec":{"runPolicy":{"suspend":true}}})"});
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   const absl::Time begin = absl::Now();
   std::optional<json> j = WaitCondition("pytorchjobs", "sus", "Suspended");
   ASSERT_TRUE(j);
@@ -202,7 +202,7 @@ TEST_F(RunPolicyTest, SuspendAndResume) {
 
   r = Kubectl({"patch", "pytorchjob", "sus", "-n", ns(), "--type=merge", "-p",
                R"({"spec":{"runPolicy":{"suspend":false}}})"});
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(WaitFor([&] { return JobPods("sus").size() == 2; }, absl::Seconds(60)));
   j = WaitCondition("pytorchjobs", "sus", "Running");
   ASSERT_TRUE(j);

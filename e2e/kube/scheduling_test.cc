@@ -88,9 +88,9 @@ class SchedulingTest : public KubeTest {
     ASSERT_TRUE(kNoSuiteOperator);
     if (!crd.empty()) {
       CmdResult r = Kubectl({"apply", "-f", "-"}, crd);
-      ASSERT_EQ(r.code, 0) << r.err;
+      ASSERT_EQ(r.exit_code, 0) << r.err;
       r = Kubectl({"wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"});
-      ASSERT_EQ(r.code, 0) << r.err;
+      ASSERT_EQ(r.exit_code, 0) << r.err;
     }
     op_ = std::make_unique<OperatorProcess>(
         "operator-" + ns(), std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp",
@@ -167,7 +167,7 @@ TEST_F(SchedulingTest, VolcanoPodGroupAndPods) {
   // Deleting the job: the garbage collector removes the PodGroup (owner reference).
   const absl::Time deleted = absl::Now();
   CmdResult r = Kubectl({"delete", "pytorchjob", "vc", "-n", ns(), "--wait=false"});
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   // The garbage collector monitors a newly installed CRD's resource only after its next
   // discovery resync (30 s in kube-controller-manager), hence the long wait.
   EXPECT_TRUE(WaitFor([&] { return !Get(pg_resource, "vc").has_value(); }, absl::Seconds(90)))
@@ -205,7 +205,7 @@ TEST_F(SchedulingTest, SchedulerPluginsPodGroupAndPods) {
 
   const absl::Time deleted = absl::Now();
   CmdResult r = Kubectl({"delete", "pytorchjob", "sp", "-n", ns(), "--wait=false"});
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   // The garbage collector monitors a newly installed CRD's resource only after its next
   // discovery resync (30 s in kube-controller-manager), hence the long wait.
   EXPECT_TRUE(WaitFor([&] { return !Get(pg_resource, "sp").has_value(); }, absl::Seconds(90)))

@@ -29,6 +29,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "e2e/common/child_process.h"
+#include "e2e/common/loopback_operator.h"
+#include "e2e/common/test_env.h"
 #include "sdk/cpp/job_builder.h"
 #include "sdk/cpp/training_client.h"
 
@@ -43,30 +46,8 @@ struct OperatorOptions {
   std::vector<std::string> extra_args;
 };
 
-struct CliResult {
-  int exit_code = -1;  // -1: did not exit normally (signal, timeout)
-  std::string out;
-  std::string err;
-};
-
-struct ProcessInfo {
-  pid_t pid = 0;
-  std::string cmdline;  // arguments joined by spaces
-};
-
-// The path of a runfile of this workspace ("operator/coach-operator").
-std::string Runfile(const std::string& path);
-// A loopback TCP port that was free a moment ago.
-int FreePort();
-// The whole content of a file ("" when unreadable).
-std::string ReadFileOrEmpty(const std::string& path);
-
-// Polls `pred` every 100 ms until it holds or `timeout` passes; returns whether it held.
-bool Eventually(const std::function<bool()>& pred, absl::Duration timeout = absl::Seconds(90));
-
-// "pid: cmdline" per process, one per line, for failure messages.
-std::string DescribeProcesses(const std::vector<ProcessInfo>& processes);
-void WriteFileOrDie(const std::string& path, const std::string& content);
+// The `coach` CLI's exit code and output.
+using CliResult = CommandResult;
 
 // A PyTorchJob builder whose every replica runs `/bin/sh -c script` (add replicas,
 // restart policy, run policy).
@@ -91,7 +72,7 @@ class OperatorFixture {
   absl::Status Kill9();
   // Start() again on the same state directory (after Stop or Kill9).
   absl::Status Restart(absl::Duration timeout = absl::Seconds(60));
-  bool running() const { return pid_ > 0; }
+  bool running() const { return operator_->running(); }
 
   // An SDK client for the running operator, with the fixture's token (if any). Re-made
   // on every Start (ports change).
@@ -126,24 +107,19 @@ class OperatorFixture {
   const std::string& root() const { return root_; }          // the fixture's directory
   const std::string& state_dir() const { return state_dir_; }
   const std::string& home() const { return home_; }          // the operator's HOME
-  std::string server() const;                                // "127.0.0.1:<grpc port>"
+  std::string server() const { return operator_->server(); }  // "127.0.0.1:<grpc port>"
   // The operator's log of every start so far, concatenated (for failure messages).
-  std::string OperatorLog() const;
+  std::string OperatorLog() const { return operator_->Log(); }
 
  private:
-  absl::Status StartOnce(absl::Duration timeout);
-  bool Ready() const;
-
   OperatorOptions options_;
   std::string root_;
   std::string state_dir_;
   std::string home_;
   std::string workdir_;
   std::string token_file_;
-  int starts_ = 0;
-  pid_t pid_ = -1;
-  int grpc_port_ = 0;
-  int http_port_ = 0;
+  // Logs to <root>/operator-<n>.log; made in the constructor, after the directories.
+  std::unique_ptr<LoopbackOperator> operator_;
   std::unique_ptr<sdk::TrainingClient> client_;
 };
 
