@@ -31,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/local/bench_util.h"
+#include "bench/local/operator_session.h"
 #include "sdk/cpp/job_builder.h"
 #include "sdk/cpp/training_client.h"
 
@@ -41,15 +42,9 @@ struct Flags {
   int iterations = 50;
   int warmup = 3;
   int workers = 3;  // Worker replicas next to the one Master
-  std::string server;
-  int operator_pid = 0;
-  std::string operator_path;
-  std::string shim_path;
   std::string probe_path;
-  int operator_workers = 0;
-  std::string log_level = "warn";
   std::string ns = "bench-latency";
-  bool keep_state = false;
+  OperatorFlags op;
 };
 
 // What the watch has seen of each job, by name, in CLOCK_MONOTONIC ns.
@@ -171,22 +166,11 @@ int Main(int argc, char** argv) {
   app.add_option("--iterations", flags.iterations, "Measured jobs");
   app.add_option("--warmup", flags.warmup, "Unmeasured jobs first");
   app.add_option("--workers", flags.workers, "Worker replicas (plus one Master)");
-  app.add_option("--server", flags.server,
-                 "An operator already running (host:port); default: start one");
-  app.add_option("--operator-pid", flags.operator_pid, "Its pid, for CPU/RSS (with --server)");
-  app.add_option("--operator", flags.operator_path, "coach-operator binary (default: bazel-bin)");
-  app.add_option("--shim", flags.shim_path, "coach-replica-shim binary (default: bazel-bin)");
   app.add_option("--probe", flags.probe_path, "replica_probe binary (default: next to this)");
-  app.add_option("--operator-workers", flags.operator_workers, "--workers of the operator");
-  app.add_option("--log-level", flags.log_level, "--log-level of the operator");
   app.add_option("--namespace", flags.ns, "Namespace of the benchmark's jobs");
-  app.add_flag("--keep-state", flags.keep_state, "Keep the operator's state dir");
+  AddOperatorFlags(app, &flags.op);
   CLI11_PARSE(app, argc, argv);
   if (flags.probe_path.empty()) flags.probe_path = FindBazelBin("bench/local/replica_probe");
-  if (flags.operator_path.empty()) flags.operator_path = FindBazelBin("operator/coach-operator");
-  if (flags.shim_path.empty()) {
-    flags.shim_path = FindBazelBin("operator/backend/local/coach-replica-shim");
-  }
   if (flags.probe_path.empty()) {
     std::cerr << "submit_latency: --probe is required (replica_probe not found)\n";
     return 2;
@@ -194,45 +178,20 @@ int Main(int argc, char** argv) {
   const int replicas = 1 + flags.workers;
   const std::string load_before = LoadAverage();
 
-  std::unique_ptr<OperatorProcess> op;
-  std::string server = flags.server;
-  pid_t op_pid = flags.operator_pid;
-  if (server.empty()) {
-    OperatorProcess::Options o;
-    o.operator_path = flags.operator_path;
-    o.shim_path = flags.shim_path;
-    o.log_level = flags.log_level;
-    o.workers = flags.operator_workers;
-    absl::StatusOr<std::unique_ptr<OperatorProcess>> started = OperatorProcess::Start(o);
-    if (!started.ok()) {
-      std::cerr << "submit_latency: " << started.status() << "\n";
-      return 1;
-    }
-    op = std::move(started).value();
-    server = op->server();
-    op_pid = op->pid();
-  }
-  sdk::ConnectionOptions conn;
-  conn.server = server;
-  absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> client = sdk::TrainingClient::Create(conn);
-  if (!client.ok()) {
-    std::cerr << "submit_latency: " << client.status() << "\n";
+  absl::StatusOr<std::unique_ptr<OperatorSession>> session =
+      OperatorSession::Open(flags.op, flags.ns);
+  if (!session.ok()) {
+    std::cerr << "submit_latency: " << session.status() << "\n";
     return 1;
   }
+  sdk::TrainingClient& client = (*session)->client();
+  const pid_t op_pid = (*session)->operator_pid();
   absl::StatusOr<std::unique_ptr<ProbeReceiver>> probes = ProbeReceiver::Create();
   if (!probes.ok()) {
     std::cerr << "submit_latency: " << probes.status() << "\n";
     return 1;
   }
-  // Wait until the API answers (the port may listen before the service is up).
-  for (int i = 0; i < 100; ++i) {
-    sdk::ListOptions lo;
-    lo.namespace_ = flags.ns;
-    lo.page_size = 1;
-    if ((*client)->ListJobs(lo).ok()) break;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  JobWatcher watcher(client->get(), flags.ns, replicas);
+  JobWatcher watcher(&client, flags.ns, replicas);
   watcher.WaitStarted();
   absl::SleepFor(absl::Milliseconds(200));  // let the stream open before the first job
 
@@ -264,7 +223,7 @@ int Main(int argc, char** argv) {
     for (int w = 0; w < flags.workers; ++w) pods.push_back(absl::StrCat(name, "-worker-", w));
 
     const int64_t t0 = MonoNs();
-    absl::StatusOr<api::v1::TrainingJob> created = (*client)->CreateJob(*job);
+    absl::StatusOr<api::v1::TrainingJob> created = client.CreateJob(*job);
     const int64_t t_acc = MonoNs();
     if (!created.ok()) {
       std::cerr << "submit_latency: CreateJob: " << created.status() << "\n";
@@ -275,7 +234,7 @@ int Main(int argc, char** argv) {
     Seen seen = watcher.WaitUntil(name, 30000,
                                   [](const Seen& s) { return s.active_all && s.running; });
     const int64_t t_del0 = MonoNs();
-    absl::Status del = (*client)->DeleteJob(flags.ns, name);
+    absl::Status del = client.DeleteJob(flags.ns, name);
     const int64_t t_del1 = MonoNs();
     if (!del.ok()) std::cerr << "submit_latency: DeleteJob: " << del << "\n";
     (*probes)->Erase(pods);
@@ -342,7 +301,7 @@ int Main(int argc, char** argv) {
                                    u->cpu_seconds, static_cast<double>(u->vm_hwm_kb) / 1024);
     }
   }
-  if (op != nullptr) op->Stop(flags.keep_state);
+  (*session)->StopOperator();
   return failures == 0 ? 0 : 1;
 }
 

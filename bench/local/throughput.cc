@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/local/bench_util.h"
+#include "bench/local/operator_session.h"
 #include "sdk/cpp/job_builder.h"
 #include "sdk/cpp/training_client.h"
 
@@ -36,16 +37,10 @@ struct Flags {
   int jobs = 1000;
   int clients = 4;
   std::string command = "/bin/true";
-  std::string server;
-  int operator_pid = 0;
-  std::string operator_path;
-  std::string shim_path;
-  int operator_workers = 0;
-  std::string log_level = "warn";
   std::string ns = "bench-throughput";
   int timeout_s = 600;
-  bool keep_state = false;
   bool skip_baseline = false;
+  OperatorFlags op;
 };
 
 // Counts jobs of the namespace seen Succeeded / Failed (first time each) on a watch.
@@ -145,56 +140,21 @@ int Main(int argc, char** argv) {
   app.add_option("--jobs", flags.jobs, "Jobs to submit");
   app.add_option("--clients", flags.clients, "Client threads submitting");
   app.add_option("--command", flags.command, "Each job's command (absolute)");
-  app.add_option("--server", flags.server,
-                 "An operator already running (host:port); default: start one");
-  app.add_option("--operator-pid", flags.operator_pid, "Its pid, for CPU/RSS (with --server)");
-  app.add_option("--operator", flags.operator_path, "coach-operator binary (default: bazel-bin)");
-  app.add_option("--shim", flags.shim_path, "coach-replica-shim binary (default: bazel-bin)");
-  app.add_option("--operator-workers", flags.operator_workers, "--workers of the operator");
-  app.add_option("--log-level", flags.log_level, "--log-level of the operator");
   app.add_option("--namespace", flags.ns, "Namespace of the benchmark's jobs");
   app.add_option("--timeout", flags.timeout_s, "Seconds to wait for all to finish");
-  app.add_flag("--keep-state", flags.keep_state, "Keep the operator's state dir");
   app.add_flag("--skip-baseline", flags.skip_baseline, "Do not run the baseline");
+  AddOperatorFlags(app, &flags.op);
   CLI11_PARSE(app, argc, argv);
-  if (flags.operator_path.empty()) flags.operator_path = FindBazelBin("operator/coach-operator");
-  if (flags.shim_path.empty()) {
-    flags.shim_path = FindBazelBin("operator/backend/local/coach-replica-shim");
-  }
   const std::string load_before = LoadAverage();
 
-  std::unique_ptr<OperatorProcess> op;
-  std::string server = flags.server;
-  pid_t op_pid = flags.operator_pid;
-  if (server.empty()) {
-    OperatorProcess::Options o;
-    o.operator_path = flags.operator_path;
-    o.shim_path = flags.shim_path;
-    o.log_level = flags.log_level;
-    o.workers = flags.operator_workers;
-    absl::StatusOr<std::unique_ptr<OperatorProcess>> started = OperatorProcess::Start(o);
-    if (!started.ok()) {
-      std::cerr << "throughput: " << started.status() << "\n";
-      return 1;
-    }
-    op = std::move(started).value();
-    server = op->server();
-    op_pid = op->pid();
-  }
-  sdk::ConnectionOptions conn;
-  conn.server = server;
-  absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> client = sdk::TrainingClient::Create(conn);
-  if (!client.ok()) {
-    std::cerr << "throughput: " << client.status() << "\n";
+  absl::StatusOr<std::unique_ptr<OperatorSession>> session =
+      OperatorSession::Open(flags.op, flags.ns);
+  if (!session.ok()) {
+    std::cerr << "throughput: " << session.status() << "\n";
     return 1;
   }
-  for (int i = 0; i < 100; ++i) {
-    sdk::ListOptions lo;
-    lo.namespace_ = flags.ns;
-    lo.page_size = 1;
-    if ((*client)->ListJobs(lo).ok()) break;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
+  sdk::TrainingClient& client = (*session)->client();
+  const pid_t op_pid = (*session)->operator_pid();
 
   // Jobs built before the clock starts.
   const std::string tag = absl::StrCat(getpid());
@@ -214,7 +174,7 @@ int Main(int argc, char** argv) {
     jobs.push_back(std::move(job).value());
   }
 
-  FinishCounter finished(client->get(), flags.ns);
+  FinishCounter finished(&client, flags.ns);
   absl::SleepFor(absl::Milliseconds(200));  // let the watch open
   ProcUsage before;
   if (op_pid > 0) {
@@ -231,7 +191,7 @@ int Main(int argc, char** argv) {
     clients.emplace_back([&] {
       for (int i; (i = next.fetch_add(1)) < flags.jobs;) {
         for (int attempt = 0;; ++attempt) {
-          absl::StatusOr<api::v1::TrainingJob> got = (*client)->CreateJob(jobs[i]);
+          absl::StatusOr<api::v1::TrainingJob> got = client.CreateJob(jobs[i]);
           if (got.ok()) break;
           if ((absl::IsUnavailable(got.status()) || absl::IsResourceExhausted(got.status())) &&
               attempt < 20) {
@@ -270,7 +230,7 @@ int Main(int argc, char** argv) {
   std::cout << absl::StrFormat(
       "throughput: %d PyTorchJobs (1 Master: %s), %d client threads, operator workers %s\n",
       flags.jobs, flags.command, flags.clients,
-      flags.operator_workers > 0 ? absl::StrCat(flags.operator_workers) : "default");
+      flags.op.operator_workers > 0 ? absl::StrCat(flags.op.operator_workers) : "default");
   std::cout << "host: " << CpuCount() << " CPUs, load average before " << load_before
             << ", after the jobs " << load_mid << ", after the baseline " << load_after << "\n";
   std::cout << absl::StrFormat("accepted %d, rejected %d; finished %d (Succeeded %d, Failed %d)%s\n",
@@ -301,7 +261,7 @@ int Main(int argc, char** argv) {
                                  (flags.jobs / baseline_s) /
                                      std::max(static_cast<double>(done) / total_s, 1e-9));
   }
-  if (op != nullptr) op->Stop(flags.keep_state);
+  (*session)->StopOperator();
   return done >= static_cast<size_t>(accepted) && rejected.load() == 0 ? 0 : 1;
 }
 
