@@ -73,6 +73,8 @@ struct Flags {
   std::string kubeconfig;
   double kube_api_qps = 0;  // auto
   int kube_api_burst = 30;
+  double kube_event_qps = 5;
+  int kube_event_burst = 25;
   std::string namespaces;
   std::string launcher_image;
   bool leader_elect = false;
@@ -258,6 +260,14 @@ int main(int argc, char** argv) {
                  "Kubernetes does), else 20; > 0: that limit always; < 0: no client-side limit")
       ->envname("COACH_KUBE_API_QPS")
       ->capture_default_str();
+  app.add_option("--kube-event-qps", flags.kube_event_qps,
+                 "Events per second written to the API server (their own budget, inside "
+                 "--kube-api-qps's; similar events waiting for it are combined into one)")
+      ->envname("COACH_KUBE_EVENT_QPS")
+      ->capture_default_str();
+  app.add_option("--kube-event-burst", flags.kube_event_burst, "Events above --kube-event-qps allowed in a burst")
+      ->envname("COACH_KUBE_EVENT_BURST")
+      ->capture_default_str();
   app.add_option("--kube-api-burst", flags.kube_api_burst,
                  "Requests above the client-side limit allowed in a burst (a fixed --kube-api-qps "
                  "or auto's fallback of 20 qps)")
@@ -387,6 +397,12 @@ int main(int argc, char** argv) {
     if (flags.kube_api_burst < 1 || flags.kube_api_burst > 100000) {
       return Usage(absl::StrCat("--kube-api-burst: must be in 1..100000, got ", flags.kube_api_burst));
     }
+    if (!(flags.kube_event_qps > 0) || flags.kube_event_qps > 100000) {
+      return Usage(absl::StrCat("--kube-event-qps: must be in (0, 100000], got ", flags.kube_event_qps));
+    }
+    if (flags.kube_event_burst < 1 || flags.kube_event_burst > 100000) {
+      return Usage(absl::StrCat("--kube-event-burst: must be in 1..100000, got ", flags.kube_event_burst));
+    }
     for (absl::string_view part : absl::StrSplit(flags.namespaces, ',')) {
       const std::string ns(absl::StripAsciiWhitespace(part));
       if (ns.empty()) continue;
@@ -510,6 +526,8 @@ int main(int argc, char** argv) {
     kube_client = *std::move(client);
     coach::backend::kube::CrJobStoreOptions store_options;
     store_options.namespaces = namespaces;
+    store_options.event_recorder.qps = flags.kube_event_qps;
+    store_options.event_recorder.burst = flags.kube_event_burst;
     auto crs = coach::backend::kube::CrJobStore::Create(kube_client.get(), store_options);
     if (!crs.ok()) {
       spdlog::error("job store: {}", crs.status().ToString());

@@ -196,7 +196,7 @@ void Controller::CountTransitions(const model::Job& job, const model::JobStatus&
 absl::Status Controller::ReconcileKey(const std::string& key) {
   KeyLock lock(job_locks_, key);
   const JobKey job_key = ParseKey(key);
-  absl::StatusOr<model::Job> got = store_->Get(job_key);
+  absl::StatusOr<model::Job> got = store_->GetCached(job_key);
   if (absl::IsNotFound(got.status())) {
     {
       absl::MutexLock l(&mu_);

@@ -116,13 +116,33 @@ absl::StatusOr<std::unique_ptr<CrJobStore>> CrJobStore::Create(k8s::KubeClient* 
   for (const std::string& ns : options.namespaces) {
     if (ns.empty()) return absl::InvalidArgumentError("CrJobStore: empty namespace in namespaces");
   }
-  return std::unique_ptr<CrJobStore>(new CrJobStore(client, std::move(options)));
+  std::unique_ptr<EventRecorder> recorder;
+  if (!options.synchronous_events) {
+    EventRecorderOptions ro = options.event_recorder;
+    ro.component = options.event_component;
+    ro.max_message_bytes = options.max_event_message_bytes;
+    ASSIGN_OR_RETURN(recorder, EventRecorder::Create(client, std::move(ro)));
+  }
+  auto store = std::unique_ptr<CrJobStore>(new CrJobStore(client, std::move(options)));
+  store->recorder_ = std::move(recorder);
+  return store;
 }
 
 CrJobStore::CrJobStore(k8s::KubeClient* client, CrJobStoreOptions options)
     : client_(client), options_(std::move(options)) {}
 
-CrJobStore::~CrJobStore() { StopWatching(); }
+CrJobStore::~CrJobStore() {
+  StopWatching();
+  if (recorder_ != nullptr) recorder_->Stop(absl::Seconds(2));
+}
+
+bool CrJobStore::FlushEvents(absl::Duration timeout) {
+  return recorder_ == nullptr || recorder_->Flush(timeout);
+}
+
+EventRecorder::Counts CrJobStore::EventCounts() const {
+  return recorder_ == nullptr ? EventRecorder::Counts{} : recorder_->counts();
+}
 
 absl::StatusOr<api::v1::TrainingJob> CrJobStore::Decode(const json& object) const {
   absl::StatusOr<api::v1::TrainingJob> job = api::v1::codec::JobFromJson(object);
@@ -254,6 +274,30 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Get(const JobKey& key) {
   return Decode(found.object);
 }
 
+absl::StatusOr<api::v1::TrainingJob> CrJobStore::GetCached(const JobKey& key) {
+  std::optional<json> cached;
+  {
+    absl::MutexLock lock(&mu_);
+    if (watching_ && synced_.size() == feeds_total_ && key.name.find('/') == std::string::npos) {
+      auto known = index_.find(key);
+      if (known != index_.end() && known->second.size() == 1) {
+        auto it = objects_.find({key, known->second.begin()->first});
+        if (it != objects_.end()) {
+          auto old = outdated_.find(it->first);
+          if (old == outdated_.end() || old->second != k8s::ResourceVersionOf(it->second)) cached = it->second;
+        }
+      }
+    }
+  }
+  if (!cached.has_value()) return Get(key);
+  return Decode(*cached);
+}
+
+void CrJobStore::MarkOutdated(const JobKey& key, int kind, const std::string& resource_version) {
+  absl::MutexLock lock(&mu_);
+  outdated_[{key, kind}] = resource_version;
+}
+
 absl::StatusOr<local::ListResult> CrJobStore::List(const local::ListOptions& options) {
   if (options.page_size < 0) {
     return absl::InvalidArgumentError(absl::StrCat("page_size: must be >= 0, got ", options.page_size));
@@ -346,6 +390,9 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Update(const api::v1::TrainingJ
   json manifest = api::v1::codec::JobToJson(job);
   manifest.erase("status");
   absl::StatusOr<json> updated = client_->Update(Descriptor(kind), key.namespace_, manifest);
+  if (updated.ok() || absl::IsAborted(updated.status())) {
+    MarkOutdated(key, kind, job.metadata().resource_version());
+  }
   if (absl::IsAborted(updated.status())) return ConflictOrMissing(kind, key, updated.status());
   if (!updated.ok()) return updated.status();
   Remember(key, kind, k8s::UidOf(*updated));
@@ -362,6 +409,9 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::UpdateStatus(const api::v1::Tra
   json manifest = api::v1::codec::JobToJson(job);
   if (!manifest.contains("status")) manifest["status"] = json::object();
   absl::StatusOr<json> updated = client_->UpdateStatus(Descriptor(kind), key.namespace_, manifest);
+  if (updated.ok() || absl::IsAborted(updated.status())) {
+    MarkOutdated(key, kind, job.metadata().resource_version());
+  }
   if (absl::IsAborted(updated.status())) return ConflictOrMissing(kind, key, updated.status());
   if (!updated.ok()) return updated.status();
   Remember(key, kind, k8s::UidOf(*updated));
@@ -403,6 +453,16 @@ absl::Status CrJobStore::AppendEvents(const JobKey& job, const std::vector<JobEv
   if (count < events.size()) {
     spdlog::warn("job {}/{}: {} event(s) dropped (at most {} per write)", job.namespace_, name,
                  events.size() - count, count);
+  }
+  if (recorder_ != nullptr) {
+    const EventTarget target{job.namespace_, std::string(api::v1::kApiVersion), KindName(kind_uid.first), name,
+                             kind_uid.second};
+    size_t dropped = 0;
+    for (size_t i = 0; i < count; ++i) dropped += recorder_->Record(target, events[i]) ? 0 : 1;
+    if (dropped > 0) {
+      return absl::ResourceExhaustedError(absl::StrCat(dropped, " event(s) dropped: the event queue is full"));
+    }
+    return absl::OkStatus();
   }
   absl::Status first_error;
   for (size_t i = 0; i < count; ++i) {
@@ -563,6 +623,11 @@ void CrJobStore::OnReplace(int kind, const std::string& ns, const std::vector<js
       ++it;
     }
     for (const json& item : items) index_[KeyOfObject(item)][kind] = k8s::UidOf(item);
+    for (auto it = objects_.begin(); it != objects_.end();) {
+      const bool in_scope = it->first.second == kind && (ns.empty() || it->first.first.namespace_ == ns);
+      it = in_scope && now.count(it->first.first) == 0 ? objects_.erase(it) : std::next(it);
+    }
+    for (const json& item : items) Cache(KeyOfObject(item), kind, item);
   }
   for (const JobKey& key : gone) Notify(JobChangeType::kDeleted, key, nullptr);
   for (const json& item : items) {
@@ -581,6 +646,15 @@ void CrJobStore::OnEvent(int kind, const k8s::WatchEvent& event) {
   if (!object.contains("kind")) object["kind"] = KindName(kind);
   if (!object.contains("apiVersion")) object["apiVersion"] = std::string(api::v1::kApiVersion);
   const JobKey key = KeyOfObject(object);
+  {
+    absl::MutexLock lock(&mu_);
+    if (event.type == k8s::WatchEventType::kAdded || event.type == k8s::WatchEventType::kModified) {
+      Cache(key, kind, object);
+    } else if (event.type == k8s::WatchEventType::kDeleted) {
+      objects_.erase({key, kind});
+      outdated_.erase({key, kind});
+    }
+  }
   switch (event.type) {
     case k8s::WatchEventType::kAdded:
       Remember(key, kind, k8s::UidOf(object));
@@ -597,6 +671,13 @@ void CrJobStore::OnEvent(int kind, const k8s::WatchEvent& event) {
     default:
       break;
   }
+}
+
+void CrJobStore::Cache(const JobKey& key, int kind, const json& object) {
+  const std::pair<JobKey, int> at{key, kind};
+  auto old = outdated_.find(at);
+  if (old != outdated_.end() && old->second != k8s::ResourceVersionOf(object)) outdated_.erase(old);
+  objects_[at] = object;
 }
 
 void CrJobStore::Notify(JobChangeType type, const JobKey& key, const json* object) {

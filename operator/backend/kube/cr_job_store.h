@@ -10,6 +10,12 @@
 //                 generation come from the API server). A job that carries a status gets a
 //                 follow-up PUT .../status.
 //   Get           GET of the kind found by the kind rule below.
+//   GetCached     the controller's read: the watch's copy when the store is watching, has
+//                 synced, and knows exactly one kind for the name (no request: the controller
+//                 would otherwise GET the job on every pass); Get otherwise, and also when the
+//                 copy is known to be outdated: this store wrote the job (Update/UpdateStatus)
+//                 on top of that resourceVersion, or a write on top of it conflicted, and the
+//                 watch has not yet delivered anything newer.
 //   List          one (paged) GET per kind and namespace with the label selector passed to
 //                 the server, merged and ordered by (namespace, name, kind); the page token
 //                 is our own (the last returned key), so a page costs a full listing of the
@@ -22,9 +28,14 @@
 //                 once and the garbage collector removes its pods/services by owner reference).
 //   AppendEvent(s) core/v1 Events in the job's namespace, involvedObject = the job (apiVersion,
 //                 kind, name, namespace, uid); bounded (at most max_events_per_append per
-//                 call, messages cut at max_event_message_bytes) and best effort (every event
-//                 is tried; the first error is returned). The API server expires events
-//                 (--event-ttl, 1h by default): that is the per-job bound.
+//                 call, messages cut at max_event_message_bytes). Asynchronous by default:
+//                 the job's kind and uid are resolved (NotFound for a missing job) and the
+//                 events are queued on an EventRecorder (event_recorder.h: its own rate
+//                 limit, combining under pressure, repeats as count increments), so that
+//                 Events never hold up a reconcile; FlushEvents waits for them.
+//                 synchronous_events writes each one before returning (first error returned).
+//                 The API server expires events (--event-ttl, 1h by default): that is the
+//                 per-job bound.
 //   ListEvents    GET events with fieldSelector involvedObject.uid=<the job's uid>, oldest
 //                 first (by lastTimestamp, then name), the newest max_events_listed. Errors of
 //                 the events listing itself (RBAC without `list events`) give an empty list and
@@ -72,6 +83,7 @@
 #include "api/v1/training_job.pb.h"
 #include "operator/backend/kube/client/kube_client.h"
 #include "operator/backend/kube/client/reflector.h"
+#include "operator/backend/kube/event_recorder.h"
 #include "operator/backend/local/job_store.h"
 
 namespace coach::backend::kube {
@@ -90,6 +102,10 @@ struct CrJobStoreOptions {
   int max_events_listed = 100;
   // Event source.component.
   std::string event_component = "coach-operator";
+  // Write events in AppendEvents itself instead of through the recorder.
+  bool synchronous_events = false;
+  // The asynchronous path (its component and message limit come from the fields above).
+  EventRecorderOptions event_recorder;
   // Jobs read (Get, List, Create/Update results, the change feed) get api::v1::SetDefaults,
   // as upstream defaults every job it reconciles: a job applied with kubectl never went
   // through coach's admission. Idempotent; a later Update stores the defaults.
@@ -119,6 +135,7 @@ class CrJobStore : public local::JobStore {
 
   absl::StatusOr<api::v1::TrainingJob> Create(const api::v1::TrainingJob& job) override;
   absl::StatusOr<api::v1::TrainingJob> Get(const JobKey& key) override;
+  absl::StatusOr<api::v1::TrainingJob> GetCached(const JobKey& key) override;
   absl::StatusOr<local::ListResult> List(const local::ListOptions& options) override;
   absl::StatusOr<api::v1::TrainingJob> Update(const api::v1::TrainingJob& job) override;
   absl::StatusOr<api::v1::TrainingJob> UpdateStatus(const api::v1::TrainingJob& job) override;
@@ -127,6 +144,10 @@ class CrJobStore : public local::JobStore {
   absl::Status AppendEvent(const JobKey& job, const JobEvent& event) override;
   absl::Status AppendEvents(const JobKey& job, const std::vector<JobEvent>& events) override;
   absl::StatusOr<std::vector<JobEvent>> ListEvents(const JobKey& job) override;
+  // Waits until the events appended so far are written (asynchronous events). False on timeout.
+  bool FlushEvents(absl::Duration timeout);
+  // Zero counts with synchronous_events.
+  EventRecorder::Counts EventCounts() const;
 
   // Unimplemented: the local backend's records.
   absl::Status PutReplica(const local::ReplicaRecord& replica) override;
@@ -165,7 +186,12 @@ class CrJobStore : public local::JobStore {
   absl::StatusOr<std::pair<int, std::string>> KindAndUid(const JobKey& key);
 
   void Remember(const JobKey& key, int kind, const std::string& uid);
+  // After an Update/UpdateStatus that succeeded or conflicted: the copy at `resource_version`
+  // must not be served by GetCached.
+  void MarkOutdated(const JobKey& key, int kind, const std::string& resource_version);
   void Forget(const JobKey& key, int kind);
+  // The watch's copy of a job (and the end of an outdated mark it supersedes).
+  void Cache(const JobKey& key, int kind, const nlohmann::json& object) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnReplace(int kind, const std::string& ns, const std::vector<nlohmann::json>& items);
   void OnEvent(int kind, const ::coach::kube::WatchEvent& event);
   void Notify(JobChangeType type, const JobKey& key, const nlohmann::json* object);
@@ -173,11 +199,16 @@ class CrJobStore : public local::JobStore {
   ::coach::kube::KubeClient* const client_;
   const CrJobStoreOptions options_;
   std::atomic<uint64_t> event_seq_{0};
+  std::unique_ptr<EventRecorder> recorder_;  // null with synchronous_events
 
   mutable absl::Mutex mu_;
   // (namespace, name) -> kind index -> uid. Fed by the watch and by this store's own calls.
   std::map<JobKey, std::map<int, std::string>> index_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<int, std::string>> synced_ ABSL_GUARDED_BY(mu_);  // (kind, ns) listed once
+  // The watch's objects by (job, kind index): what GetCached serves.
+  std::map<std::pair<JobKey, int>, nlohmann::json> objects_ ABSL_GUARDED_BY(mu_);
+  // resourceVersions GetCached must not serve (see MarkOutdated).
+  std::map<std::pair<JobKey, int>, std::string> outdated_ ABSL_GUARDED_BY(mu_);
   size_t feeds_total_ ABSL_GUARDED_BY(mu_) = 0;
   bool watching_ ABSL_GUARDED_BY(mu_) = false;
   JobChangeCallback callback_;

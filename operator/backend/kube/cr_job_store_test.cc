@@ -375,6 +375,7 @@ TEST_P(CrJobStoreTest, EventsAreCoreEventsOfTheJob) {
                                   {"Normal", "Last", "third", t0 + absl::Seconds(2)}};
   ASSERT_TRUE(store_->AppendEvents({ns_, "a"}, events).ok());
   ASSERT_TRUE(store_->AppendEvent({ns_, "b"}, {"Normal", "Other", "b's", t0}).ok());
+  ASSERT_TRUE(store_->FlushEvents(absl::Seconds(30)));  // written off the caller's path
   auto listed = store_->ListEvents({ns_, "a"});
   ASSERT_TRUE(listed.ok()) << listed.status();
   ASSERT_EQ(listed->size(), 3u);
@@ -402,6 +403,71 @@ TEST_P(CrJobStoreTest, EventsAreCoreEventsOfTheJob) {
     }
   }
   EXPECT_TRUE(found);
+}
+
+// A repeated event is one Event whose count grows (a merge PATCH the real API server takes).
+TEST_P(CrJobStoreTest, RepeatedEventsAreOneEventWithACount) {
+  ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "r")).ok());
+  const absl::Time t0 = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(store_->AppendEvent({ns_, "r"}, {"Warning", "InvalidSpec", "spec: bad", t0 + absl::Seconds(i)}).ok());
+    ASSERT_TRUE(store_->FlushEvents(absl::Seconds(30)));
+  }
+  auto raw = client_->List(k8s::resources::Events(), ns_, k8s::ListOptions{});
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  ASSERT_EQ(raw->items.size(), 1u);
+  EXPECT_EQ(raw->items[0]["count"], 3);
+  EXPECT_EQ(raw->items[0]["message"], "spec: bad");
+  EXPECT_EQ(store_->EventCounts().repeated, 2u);
+  auto listed = store_->ListEvents({ns_, "r"});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].time, t0 + absl::Seconds(2));  // the last occurrence
+}
+
+// The controller's read comes from the watch without a request, and never serves a copy
+// older than this store's own last write.
+TEST_P(CrJobStoreTest, GetCachedServesTheWatchAndNeverAnOutdatedCopy) {
+  auto requests = [&]() -> int64_t {
+    return real() ? real_client_->requests_sent() : static_cast<int64_t>(fake_->calls().size());
+  };
+  ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "c")).ok());
+  ASSERT_TRUE(store_->GetCached({ns_, "c"}).ok());  // not watching: a plain Get
+  ASSERT_TRUE(store_->StartWatching(nullptr).ok());
+  ASSERT_TRUE(store_->WaitForSync(absl::Seconds(30)));
+
+  const int64_t before = requests();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(store_->GetCached({ns_, "c"}).ok());
+  // 20 Gets would be 20 requests; the six reflectors may still be opening their watches.
+  EXPECT_LE(requests() - before, 6);
+
+  // Our own status write: the next read shows it, however late the watch is.
+  for (int round = 0; round < 5; ++round) {
+    auto job = store_->GetCached({ns_, "c"});
+    ASSERT_TRUE(job.ok()) << job.status();
+    api::v1::TrainingJob next = *job;
+    next.mutable_status()->add_conditions()->set_type(absl::StrCat("Round", round));
+    auto written = store_->UpdateStatus(next);
+    ASSERT_TRUE(written.ok()) << written.status();
+    auto read = store_->GetCached({ns_, "c"});
+    ASSERT_TRUE(read.ok()) << read.status();
+    ASSERT_EQ(read->status().conditions_size(), round + 1);
+    EXPECT_EQ(read->status().conditions(round).type(), absl::StrCat("Round", round));
+  }
+
+  // Another writer (kubectl): seen once the watch delivers it.
+  auto raw = client_->Get(k8s::resources::Kubeflow("pytorchjobs", "PyTorchJob"), ns_, "c");
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  (*raw)["metadata"]["labels"]["team"] = "b";
+  ASSERT_TRUE(client_->Update(k8s::resources::Kubeflow("pytorchjobs", "PyTorchJob"), ns_, *raw).ok());
+  EXPECT_TRUE(Eventually([&] {
+    auto read = store_->GetCached({ns_, "c"});
+    return read.ok() && read->metadata().labels().count("team") == 1;
+  }));
+
+  // Deleted: NotFound, as Get.
+  ASSERT_TRUE(store_->Delete({ns_, "c"}, std::nullopt).ok());
+  EXPECT_TRUE(Eventually([&] { return absl::IsNotFound(store_->GetCached({ns_, "c"}).status()); }));
 }
 
 TEST_P(CrJobStoreTest, LocalRecordsAreUnimplemented) {

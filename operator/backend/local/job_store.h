@@ -102,6 +102,11 @@ class JobStore {
   // Errors: NotFound.
   virtual absl::StatusOr<api::v1::TrainingJob> Get(const JobKey& key) = 0;
 
+  // Get for the controller, which tolerates a slightly old copy (its status writes are
+  // conditional on the resourceVersion): a store with a watch cache answers from it without
+  // a request. Errors as Get.
+  virtual absl::StatusOr<api::v1::TrainingJob> GetCached(const JobKey& key) { return Get(key); }
+
   // Errors: InvalidArgument (malformed page token, negative page size).
   virtual absl::StatusOr<ListResult> List(const ListOptions& options) = 0;
 
