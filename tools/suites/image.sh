@@ -109,6 +109,39 @@ manifest = json.load(open(d + "/blobs/sha256/" + index["manifests"][0]["digest"]
 config = json.load(open(d + "/blobs/sha256/" + manifest["config"]["digest"][7:]))
 print([e for e in config["config"]["Env"] if e.startswith("PATH=")][0][5:])' "$work/oci")
 
+# The Dockerfile (not run here: no container engine) must describe the same image.
+/usr/bin/python3 - "$work/oci" Dockerfile charts/coach/Chart.yaml <<'PY' || fail "Dockerfile and tools/image/build disagree"
+import json, re, sys
+d, dockerfile, chart = sys.argv[1:]
+index = json.load(open(d + "/index.json"))
+manifest = json.load(open(d + "/blobs/sha256/" + index["manifests"][0]["digest"][7:]))
+config = json.load(open(d + "/blobs/sha256/" + manifest["config"]["digest"][7:]))["config"]
+text = open(dockerfile).read()
+final = text[text.rindex("\nFROM "):]
+app_version = re.search(r'^appVersion:\s*"?([^"\s]+)', open(chart).read(), re.M).group(1)
+want = {
+    "ENTRYPOINT": json.dumps(config["Entrypoint"]),
+    "USER": config["User"],
+    "ENV": [e for e in config["Env"] if e.startswith("PATH=")][0],
+}
+bad = []
+for key, value in want.items():
+    found = re.findall(r"^%s\s+(.*)$" % key, final, re.M)
+    if [f.replace('", "', '","') for f in found] != [value]:
+        bad.append(f"final stage {key} {found}, want {value}")
+if not re.search(r"^FROM scratch$", final, re.M) or "COPY --from=build /rootfs/ /" not in final:
+    bad.append("the final stage must be FROM scratch + COPY --from=build /rootfs/ /")
+if "tools/image/build" not in text or "--layer-tar /out/layer.tar" not in text:
+    bad.append("the build stage must assemble the root filesystem with tools/image/build --layer-tar")
+m = re.search(r"^ARG VERSION=(\S+)$", text, re.M)
+if not m or m.group(1) != app_version:
+    bad.append(f"ARG VERSION={m.group(1) if m else None}, the chart's appVersion is {app_version}")
+for b in bad:
+    print("image: Dockerfile:", b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+echo "image: ok: the Dockerfile's final stage matches the image's config"
+
 # in_root ROOT COMMAND...: sets cmd to run COMMAND in ROOT as 65532:65532, as a container runs it;
 # each step execs the next, so a process started from "${cmd[@]}" & has $! as its pid.
 in_root() {
