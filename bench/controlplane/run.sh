@@ -3,7 +3,7 @@
 # test; see bench/README.md, section bench/controlplane). Builds with -c opt, brings up a fresh
 # tools/testenv control plane in a temporary folder, applies coach's CRDs, runs
 # bazel-out/k8-opt/bin/bench/controlplane/controlplane (every flag is passed on: --jobs,
-# --replicas, --raised-qps, --raised-burst, --client-threads, --unrelated, --memory-jobs,
+# --replicas, --compare-qps, --compare-burst, --client-threads, --unrelated, --memory-jobs,
 # --only speed|memory, --operator PATH) and takes the control plane down at the end.
 #
 # Usage: bench/controlplane/run.sh [--jobs 50] [--replicas 8] [--only speed|memory] [...]
@@ -25,6 +25,7 @@ args=()
 while (($#)); do
   case "$1" in
     --operator) operator=$(realpath "$2"); shift 2 ;;
+    --pin) pin_cpus=1; shift ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -47,8 +48,17 @@ kubectl="$(tools/testenv/testenv bin)/kubectl"
 "$kubectl" --kubeconfig "$kubeconfig" wait --for condition=established --timeout=60s \
   -f charts/coach/crds/ >/dev/null
 
+# --pin: the control plane on CPU 0, the harness and the operator on the other CPUs, as on a
+# real cluster where the operator runs on a node, not beside the API server (see bench/README.md).
+pin=()
+if [[ -n "${pin_cpus:-}" ]]; then
+  (($(nproc) >= 2)) || { echo "--pin needs 2 CPUs" >&2; exit 2; }
+  for f in "$dir"/pids/*; do taskset -apc 0 "$(cat "$f")" >/dev/null; done
+  pin=(taskset -c "1-$(($(nproc) - 1))")
+  echo "pinned: control plane on CPU 0, harness and operator on CPU 1-$(($(nproc) - 1))"
+fi
 echo "== $(date -u +%FT%TZ) $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
      "git $(git rev-parse --short HEAD)$(git diff --quiet -- operator || echo '+local changes')," \
      "testenv $(basename "$(tools/testenv/testenv bin | xargs dirname)")"
-"$bin/bench/controlplane/controlplane" --kubeconfig "$kubeconfig" --operator "$operator" \
+"${pin[@]}" "$bin/bench/controlplane/controlplane" --kubeconfig "$kubeconfig" --operator "$operator" \
   --log-dir "$(dirname "$dir")" "${args[@]}"
