@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "e2e/kube/kube_fixture.h"
+#include "sdk/cpp/training_client.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -80,6 +81,41 @@ TEST_F(CliTest, LogsOfKwokPodAreNotAvailable) {
   CmdResult r = Coach({"logs", "nolog", "-n", ns(), "--replica", "master-0"});
   EXPECT_NE(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(absl::StrContains(r.out + r.err, "not available from its node")) << r.out << r.err;
+}
+
+// With --namespaces, a job submitted into another namespace would be stored where no watch of
+// this operator sees it, never to run: CreateJob refuses it, and the client gets
+// FAILED_PRECONDITION naming the field and the watched namespaces.
+TEST_F(CliTest, CreateOutsideTheWatchedNamespacesIsRefused) {
+  // Namespaces of its own: the suite's operator reconciles ns().
+  const std::string watched = absl::StrCat(ns(), "-a,", ns(), "-b");
+  OperatorProcess scoped("scoped", cp().dir(), cp().kubeconfig(),
+                         {"--namespaces", watched});
+  ASSERT_TRUE(scoped.Start().ok()) << scoped.Log();
+  sdk::ConnectionOptions options;
+  options.server = scoped.server();
+  options.use_environment = false;
+  auto client = sdk::TrainingClient::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  const std::string other = absl::StrCat(ns(), "-other");
+  auto refused = (*client)->CreateJobFromManifest(Manifest("outside", ""), other);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_TRUE(absl::EndsWith(
+      refused.status().message(),
+      absl::StrCat("metadata.namespace: \"", other,
+                   "\" is not watched by this operator (--namespaces ", watched, ")")))
+      << refused.status();
+  // The CLI says so too, and nothing was stored.
+  const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/cli-outside.yaml");
+  std::ofstream(path) << Manifest("outside", "");
+  CmdResult r = RunCommand({Runfile("sdk/cpp/cli/coach"), "--server", scoped.server(), "submit",
+                            "-f", path, "-n", other},
+                           "", absl::Seconds(60));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(r.err, "is not watched by this operator")) << r.out << r.err;
+  CmdResult get = Kubectl({"get", "pytorchjobs", "-A", "-o", "name"});
+  EXPECT_FALSE(absl::StrContains(get.out, "outside")) << get.out;
+  EXPECT_TRUE(scoped.Stop().ok()) << scoped.Log();
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -271,6 +272,49 @@ TEST_F(KindsTest, MPIJob) {
   EXPECT_EQ(pods["mpi-launcher"]["metadata"]["labels"].value("training.kubeflow.org/job-role", ""),
             "master");
   CheckSucceeded("MPIJob", "mpi", {{"Launcher", 1}});
+}
+
+// A name is unique per kind, not across kinds: a PyTorchJob and a TFJob both named "same" in
+// one namespace are two jobs, each reconciled on its own (the operator keys its work by kind
+// too) with its own pods, events and conditions. Their replica types differ: pods are named
+// <job>-<type>-<i> (as upstream), so a Worker in both would be one pod name.
+TEST_F(KindsTest, SameNameInTwoKinds) {
+  const std::vector<Replica> pt = {{"Master", 1, "0"}};
+  const std::vector<Replica> tf = {{"Worker", 1, "0"}};
+  Apply(JobYaml("PyTorchJob", "same", "pytorchReplicaSpecs", "pytorch", pt));
+  Apply(JobYaml("TFJob", "same", "tfReplicaSpecs", "tensorflow", tf));
+  std::map<std::string, json> pods;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        pods.clear();
+        for (const json& p : JobPods("same")) pods[p["metadata"]["name"]] = p;
+        return pods.size() == 2;
+      },
+      absl::Seconds(60)))
+      << "pods: " << pods.size();
+  ASSERT_EQ(pods.count("same-master-0"), 1u);
+  ASSERT_EQ(pods.count("same-worker-0"), 1u);
+  EXPECT_EQ(pods["same-master-0"]["metadata"]["ownerReferences"][0].value("kind", ""), "PyTorchJob");
+  EXPECT_EQ(pods["same-worker-0"]["metadata"]["ownerReferences"][0].value("kind", ""), "TFJob");
+  std::optional<json> pt_job = WaitCondition("pytorchjobs", "same", "Succeeded");
+  std::optional<json> tf_job = WaitCondition("tfjobs", "same", "Succeeded");
+  ASSERT_TRUE(pt_job && tf_job);
+  EXPECT_EQ(Condition(*pt_job, "Succeeded").value("reason", ""), "PyTorchJobSucceeded");
+  EXPECT_EQ(Condition(*tf_job, "Succeeded").value("reason", ""), "TFJobSucceeded");
+  // Each job's events are on its own object.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        std::set<std::string> kinds;
+        for (const json& e : List("events")) {
+          const json& o = e["involvedObject"];
+          if (o.value("name", "") == "same") kinds.insert(o.value("kind", ""));
+        }
+        return kinds == std::set<std::string>{"PyTorchJob", "TFJob"};
+      },
+      absl::Seconds(30)));
+  // Never read through the plain name, which names neither job.
+  EXPECT_FALSE(absl::StrContains(op().Log(), absl::StrCat("job ", ns(), "/same exists as")))
+      << op().Log();
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "api/v1/kinds.h"
 #include "common/status_macros.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/reconciler.h"
@@ -14,9 +16,34 @@
 namespace coach::core {
 namespace {
 
+// "ns/name" or "ns/Kind/name": the name part keeps the kind, which the store reads.
 JobKey ParseKey(const std::string& key) {
   const size_t slash = key.find('/');
   return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+// "ns/Kind/name" -> "ns/name"; "" for a key without a kind.
+std::string UnqualifiedOf(const std::string& key) {
+  const size_t first = key.find('/');
+  if (first == std::string::npos) return "";
+  const size_t second = key.find('/', first + 1);
+  if (second == std::string::npos) return "";
+  return key.substr(0, first + 1) + key.substr(second + 1);
+}
+
+// "pytorchjobs/x" or "pytorchjob/x" -> "PyTorchJob/x": one queue key per job, however the
+// caller spelled the kind. An unknown word stays as it is (the store's Get names it).
+std::string CanonicalQualifiedName(const std::string& name) {
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos) return name;
+  const absl::string_view word = absl::string_view(name).substr(0, slash);
+  for (const api::v1::KindInfo& info : api::v1::AllKinds()) {
+    if (absl::EqualsIgnoreCase(word, std::string(info.name)) ||
+        absl::EqualsIgnoreCase(word, std::string(info.plural))) {
+      return absl::StrCat(std::string(info.name), name.substr(slash));
+    }
+  }
+  return name;
 }
 
 const char* ActionName(model::Action::Type type) {
@@ -76,7 +103,9 @@ absl::Status Controller::Start() {
       return page.status();
     }
     for (const auto& job : page->jobs) {
-      queue_.Add(KeyString(job));
+      const std::string key = QueueKeyOf(job);
+      RememberKey(key);
+      queue_.Add(key);
       ++resumed;
     }
     options.page_token = page->next_page_token;
@@ -121,8 +150,43 @@ bool Controller::running() const {
 }
 
 void Controller::Enqueue(const JobKey& key) {
-  queue_.Add(KeyString(key));
+  if (jobs_->kind_qualified_keys() && key.name.find('/') == std::string::npos) {
+    // The backend knows a job by its label only: wake every kind of that name. None known:
+    // the job has not been announced yet, and its first pass observes everything anyway.
+    std::set<std::string> keys;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = kinds_of_.find(KeyString(key));
+      if (it != kinds_of_.end()) keys = it->second;
+    }
+    for (const std::string& k : keys) queue_.Add(k);
+  } else {
+    const std::string queued = KeyString(JobKey{key.namespace_, CanonicalQualifiedName(key.name)});
+    RememberKey(queued);
+    queue_.Add(queued);
+  }
   UpdateQueueGauges();
+}
+
+std::string Controller::QueueKeyOf(const api::v1::TrainingJob& job) const {
+  return KeyString(jobs_->StoreKeyOf(job));
+}
+
+void Controller::RememberKey(const std::string& key) {
+  const std::string plain = UnqualifiedOf(key);
+  if (plain.empty()) return;
+  absl::MutexLock lock(&mu_);
+  kinds_of_[plain].insert(key);
+}
+
+void Controller::ForgetKey(const std::string& key) {
+  const std::string plain = UnqualifiedOf(key);
+  if (plain.empty()) return;
+  absl::MutexLock lock(&mu_);
+  auto it = kinds_of_.find(plain);
+  if (it == kinds_of_.end()) return;
+  it->second.erase(key);
+  if (it->second.empty()) kinds_of_.erase(it);
 }
 
 void Controller::UpdateQueueGauges() {
@@ -202,11 +266,14 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
       absl::MutexLock l(&mu_);
       admitted_.erase(key);
     }
+    ForgetKey(key);
     RecordObserved(key, nullptr, nullptr);
     return absl::OkStatus();
   }
   if (!got.ok()) return got.status();
   model::Job job = std::move(got).value();
+  // Again here: a pass that found the job gone may have forgotten a key enqueued meanwhile.
+  RememberKey(key);
 
   bool admitted;
   {
@@ -278,6 +345,7 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
       absl::MutexLock l(&mu_);
       admitted_.erase(key);
     }
+    ForgetKey(key);
     RecordObserved(key, nullptr, nullptr);
     return absl::OkStatus();
   }

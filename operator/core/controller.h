@@ -18,6 +18,14 @@
 // deterministic, so nothing is created twice). Stop() stops handing out work, waits
 // for the passes in flight and stops the backend (replicas keep running).
 //
+// Keys: "namespace/name" where names are unique across kinds (the local store); with
+// JobService::Options::kind_qualified_keys (the kube backend, where a name is unique per kind
+// only) "namespace/Kind/name", so that a PyTorchJob and a TFJob of one name are two jobs end
+// to end: queue, KeyLock, admission, gauges, status, events, TTL deletion and timers. The
+// store reads such a key's kind only (CrJobStore's kind rule). An unqualified key given to
+// Enqueue in that mode (the backend's pod callback, which knows only the job label) stands for
+// every kind of that name the controller has been told of; the change feed tells it of each.
+//
 // Thread-safe.
 
 #include <map>
@@ -68,6 +76,7 @@ class Controller {
   // True between a successful Start() and Stop().
   bool running() const;
 
+  // `key.name` may be kind-qualified ("PyTorchJob/x"; see the header comment).
   void Enqueue(const JobKey& key);
 
   // One pass over `key`, on the calling thread (tests; the workers call it too).
@@ -77,6 +86,11 @@ class Controller {
   WorkQueue& queue() { return queue_; }
 
  private:
+  // The queue key of a job (KeyString of JobService::StoreKeyOf).
+  std::string QueueKeyOf(const api::v1::TrainingJob& job) const;
+  // Kind-qualified mode: the qualified keys known for "ns/name" (see the header comment).
+  void RememberKey(const std::string& key);
+  void ForgetKey(const std::string& key);
   void Worker();
   void UpdateQueueGauges();
   void RecordObserved(const std::string& key, const model::ObservedState* observed,
@@ -98,6 +112,8 @@ class Controller {
   bool running_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::set<std::string> admitted_ ABSL_GUARDED_BY(mu_);
+  // Kind-qualified mode: "ns/name" -> the queue keys ("ns/Kind/name") of that name.
+  std::map<std::string, std::set<std::string>> kinds_of_ ABSL_GUARDED_BY(mu_);
   // Per job: replica count by phase and the job's state, for the gauges.
   std::map<std::string, std::map<std::string, int>> phases_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> states_ ABSL_GUARDED_BY(mu_);

@@ -7,7 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "api/v1/kinds.h"
+#include "common/status_macros.h"
 #include "operator/core/testing/core_fixture.h"
+#include "operator/reconcile/conditions.h"
 
 namespace coach::core {
 namespace {
@@ -210,6 +216,195 @@ TEST(ControllerTest, GaugesFollowTheJobs) {
   EXPECT_NE(text.find("coach_reconcile_duration_seconds_count"), std::string::npos);
   ASSERT_TRUE(env.service->Delete("default", "g").ok());
   ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.metrics.replicas->Value({"Running"}) == 0; }));
+}
+
+// A store with CrJobStore's kind rule over one SqliteJobStore per kind: a name is unique per
+// kind only, "<Kind>/<name>" reads that kind, a plain name taken by two kinds is
+// FailedPrecondition.
+class PerKindStore : public backend::local::JobStore {
+ public:
+  explicit PerKindStore(const std::function<absl::Time()>& now) {
+    for (api::v1::JobKind kind : {api::v1::PYTORCH_JOB, api::v1::TF_JOB}) {
+      backend::local::SqliteJobStore::Options options;
+      options.now = now;
+      auto opened = backend::local::SqliteJobStore::Open(testing::MakeTempDir(), options);
+      EXPECT_TRUE(opened.ok()) << opened.status();
+      stores_[kind] = std::move(opened).value();
+    }
+  }
+
+  absl::StatusOr<api::v1::TrainingJob> Create(const api::v1::TrainingJob& job) override {
+    return Of(job.kind())->Create(job);
+  }
+  absl::StatusOr<api::v1::TrainingJob> Get(const JobKey& key) override {
+    ASSIGN_OR_RETURN(auto routed, Route(key));
+    return routed.first->Get(routed.second);
+  }
+  absl::StatusOr<backend::local::ListResult> List(const backend::local::ListOptions& o) override {
+    backend::local::ListResult all;
+    for (auto& [kind, store] : stores_) {
+      backend::local::ListOptions one = o;
+      one.page_size = 0;
+      one.page_token.clear();
+      ASSIGN_OR_RETURN(backend::local::ListResult page, store->List(one));
+      for (auto& job : page.jobs) all.jobs.push_back(std::move(job));
+    }
+    return all;
+  }
+  absl::StatusOr<api::v1::TrainingJob> Update(const api::v1::TrainingJob& job) override {
+    return Of(job.kind())->Update(job);
+  }
+  absl::StatusOr<api::v1::TrainingJob> UpdateStatus(const api::v1::TrainingJob& job) override {
+    return Of(job.kind())->UpdateStatus(job);
+  }
+  absl::Status Delete(const JobKey& key, std::optional<std::string> version) override {
+    ASSIGN_OR_RETURN(auto routed, Route(key));
+    return routed.first->Delete(routed.second, std::move(version));
+  }
+  absl::Status PutReplica(const backend::local::ReplicaRecord&) override { return Unused(); }
+  absl::StatusOr<std::vector<backend::local::ReplicaRecord>> ListReplicas(const JobKey&) override {
+    return Unused();
+  }
+  absl::StatusOr<std::vector<backend::local::ReplicaRecord>> ListAllReplicas() override {
+    return Unused();
+  }
+  absl::Status DeleteReplica(const JobKey&, const std::string&) override { return Unused(); }
+  absl::Status AppendEvent(const JobKey& key, const backend::local::JobEvent& event) override {
+    ASSIGN_OR_RETURN(auto routed, Route(key));
+    return routed.first->AppendEvent(routed.second, event);
+  }
+  absl::StatusOr<std::vector<backend::local::JobEvent>> ListEvents(const JobKey& key) override {
+    ASSIGN_OR_RETURN(auto routed, Route(key));
+    return routed.first->ListEvents(routed.second);
+  }
+  absl::Status ReservePorts(const std::vector<backend::local::PortReservation>&) override {
+    return Unused();
+  }
+  absl::StatusOr<std::vector<backend::local::PortReservation>> ListPortReservations() override {
+    return Unused();
+  }
+  absl::Status ReleasePorts(const JobKey&) override { return Unused(); }
+
+  // Every key the controller read, as given.
+  std::vector<std::string> reads() const {
+    absl::MutexLock lock(&mu_);
+    return reads_;
+  }
+
+ private:
+  static absl::Status Unused() { return absl::UnimplementedError("not in this test"); }
+  backend::local::JobStore* Of(api::v1::JobKind kind) { return stores_.at(kind).get(); }
+
+  absl::StatusOr<std::pair<backend::local::JobStore*, JobKey>> Route(const JobKey& key) {
+    {
+      absl::MutexLock lock(&mu_);
+      reads_.push_back(KeyString(key));
+    }
+    if (const size_t slash = key.name.find('/'); slash != std::string::npos) {
+      const api::v1::KindInfo* info = api::v1::FindKindByName(key.name.substr(0, slash));
+      if (info == nullptr || stores_.count(info->kind) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat("no kind in ", key.name));
+      }
+      return std::make_pair(Of(info->kind), JobKey{key.namespace_, key.name.substr(slash + 1)});
+    }
+    std::vector<backend::local::JobStore*> found;
+    for (auto& [kind, store] : stores_) {
+      if (store->Get(key).ok()) found.push_back(store.get());
+    }
+    if (found.empty()) return absl::NotFoundError(absl::StrCat(KeyString(key), " not found"));
+    if (found.size() > 1) {
+      return absl::FailedPreconditionError(absl::StrCat(KeyString(key), " exists in two kinds"));
+    }
+    return std::make_pair(found.front(), key);
+  }
+
+  std::map<api::v1::JobKind, std::unique_ptr<backend::local::SqliteJobStore>> stores_;
+  mutable absl::Mutex mu_;
+  std::vector<std::string> reads_ ABSL_GUARDED_BY(mu_);
+};
+
+std::string TfManifest(const std::string& name) {
+  return absl::StrCat("apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: ", name,
+                      "\nspec:\n  tfReplicaSpecs:\n    Worker:\n      replicas: 1\n"
+                      "      restartPolicy: OnFailure\n      template:\n        spec:\n"
+                      "          containers:\n          - name: tensorflow\n"
+                      "            image: busybox\n            command: [\"true\"]\n");
+}
+
+// On Kubernetes a PyTorchJob and a TFJob may share a name. With kind-qualified keys each is a
+// job of its own: created, reconciled, written, counted and deleted apart, never through the
+// ambiguous plain name.
+TEST(ControllerTest, KindQualifiedKeysReconcileTwoKindsOfOneName) {
+  testing::FakeClock clock;
+  testing::FakeBackend backend;
+  PerKindStore store([&] { return clock.Now(); });
+  metrics::Registry registry;
+  metrics::OperatorMetrics metrics(&registry);
+  WatchBroadcaster watchers(16);
+  KeyedMutex job_locks;
+  JobService::Options service_options;
+  service_options.kind_qualified_keys = true;
+  JobService service(&store, &backend, &watchers, &job_locks, &metrics, service_options);
+  Controller::Options options;
+  options.workers = 2;
+  options.queue.poll_interval = absl::Milliseconds(5);
+  options.queue.backoff_base = absl::Milliseconds(5);
+  options.queue.backoff_cap = absl::Milliseconds(50);
+  Controller controller(&store, &backend, &service, &watchers, &job_locks, &clock, &metrics,
+                        options);
+  ASSERT_TRUE(controller.Start().ok());
+
+  // Disjoint replica types: the fake backend, like the kube one, knows pods by job name.
+  CreateRequest pt;
+  pt.manifest = PyTorchManifest("same", 0);
+  ASSERT_TRUE(service.Create(pt).ok());
+  CreateRequest tf;
+  tf.manifest = TfManifest("same");
+  ASSERT_TRUE(service.Create(tf).ok());
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return backend.PodNames("default", "same").size() == 2; }));
+  EXPECT_EQ(backend.PodNames("default", "same"),
+            (std::vector<std::string>{"same-master-0", "same-worker-0"}));
+
+  auto has = [&](const std::string& qualified, const std::string& type) {
+    auto job = store.Get({"default", qualified});
+    return job.ok() && reconcile::HasTrueCondition(job->status(), type);
+  };
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return has("PyTorchJob/same", "Created"); }));
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return has("TFJob/same", "Created"); }));
+  // A pod change reaches the backend's callback with the job label only: both kinds wake.
+  backend.SetAllPods("default", "same", PodPhase::kRunning);
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return has("PyTorchJob/same", "Running"); }));
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return has("TFJob/same", "Running"); }));
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return metrics.jobs->Value({"Running"}) == 2; }));
+  EXPECT_EQ(backend.CreateCount("default", "same"), 2);
+
+  // Each kind's events on its own job.
+  auto pt_events = store.ListEvents({"default", "PyTorchJob/same"});
+  ASSERT_TRUE(pt_events.ok()) << pt_events.status();
+  auto tf_events = store.ListEvents({"default", "TFJob/same"});
+  ASSERT_TRUE(tf_events.ok()) << tf_events.status();
+  auto mentions = [](const std::vector<backend::local::JobEvent>& events, const std::string& s) {
+    for (const auto& e : events) {
+      if (absl::StrContains(e.message, s)) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(mentions(*pt_events, "same-master-0"));
+  EXPECT_FALSE(mentions(*pt_events, "same-worker-0"));
+  EXPECT_TRUE(mentions(*tf_events, "same-worker-0"));
+  EXPECT_FALSE(mentions(*tf_events, "same-master-0"));
+  // The controller and the service never used the ambiguous name (it names neither job).
+  for (const std::string& read : store.reads()) {
+    EXPECT_TRUE(read == "default/PyTorchJob/same" || read == "default/TFJob/same") << read;
+  }
+
+  // Deleting one (by its qualified name, as `coach delete pytorchjobs/same` would) leaves the
+  // other reconciled.
+  ASSERT_TRUE(service.Delete("default", "PyTorchJob/same").ok());
+  EXPECT_EQ(store.Get({"default", "PyTorchJob/same"}).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return metrics.jobs->Value({"Running"}) == 1; }));
+  EXPECT_TRUE(store.Get({"default", "same"}).ok()) << "the TFJob is the name's only job now";
+  controller.Stop();
 }
 
 }  // namespace

@@ -45,6 +45,14 @@ void JobService::Enqueue(const JobKey& key) {
   if (enqueue_) enqueue_(key);
 }
 
+JobKey JobService::StoreKeyOf(const api::v1::TrainingJob& job) const {
+  JobKey key = backend::local::KeyOf(job);
+  if (!options_.kind_qualified_keys) return key;
+  const api::v1::KindInfo* info = api::v1::FindKind(job.kind());
+  if (info != nullptr) key.name = absl::StrCat(std::string(info->name), "/", key.name);
+  return key;
+}
+
 absl::StatusOr<api::v1::TrainingJob> JobService::Admission(const CreateRequest& request) const {
   api::v1::TrainingJob job;
   if (request.job.has_value() && !request.manifest.empty()) {
@@ -94,7 +102,7 @@ absl::StatusOr<api::v1::TrainingJob> JobService::Create(const CreateRequest& req
   }
   if (request.dry_run) return admitted;
 
-  const JobKey key = backend::local::KeyOf(*admitted);
+  const JobKey key = StoreKeyOf(*admitted);
   absl::StatusOr<api::v1::TrainingJob> stored;
   {
     KeyLock lock(job_locks_, KeyString(key));
@@ -168,7 +176,8 @@ absl::StatusOr<ListResponse> JobService::List(const ListRequest& request) {
 absl::Status JobService::DeleteLocked(const api::v1::TrainingJob& job) {
   if (observer_ != nullptr) observer_->JobDeleting(job);
   RETURN_IF_ERROR(backend_->Forget(job));
-  absl::Status deleted = store_->Delete(backend::local::KeyOf(job), std::nullopt);
+  // The job's own key: on the kube backend a plain name taken by two kinds names neither.
+  absl::Status deleted = store_->Delete(StoreKeyOf(job), std::nullopt);
   if (!deleted.ok()) return deleted;
   if (metrics_ != nullptr) {
     metrics_->jobs_deleted->Add({job.metadata().namespace_(), FrameworkOf(job)});
@@ -179,7 +188,12 @@ absl::Status JobService::DeleteLocked(const api::v1::TrainingJob& job) {
 
 absl::Status JobService::Delete(const std::string& ns, const std::string& name) {
   if (name.empty()) return absl::InvalidArgumentError("name: required");
-  const JobKey key{ns.empty() ? "default" : ns, name};
+  JobKey key{ns.empty() ? "default" : ns, name};
+  if (options_.kind_qualified_keys) {
+    // The lock the controller takes is the kind-qualified one: learn the kind first.
+    ASSIGN_OR_RETURN(api::v1::TrainingJob found, store_->Get(key));
+    key = StoreKeyOf(found);
+  }
   {
     KeyLock lock(job_locks_, KeyString(key));
     ASSIGN_OR_RETURN(api::v1::TrainingJob job, store_->Get(key));
@@ -210,7 +224,7 @@ absl::StatusOr<api::v1::TrainingJob> JobService::SetSuspend(const std::string& n
     if (absl::IsAborted(updated.status()) && attempt < options_.conflict_retries) continue;
     if (!updated.ok()) return updated.status();
     watchers_->Publish(WatchEventType::kModified, *updated);
-    Enqueue(key);
+    Enqueue(StoreKeyOf(*updated));
     return updated;
   }
 }

@@ -85,6 +85,12 @@ class JobService {
     int max_page_size = 1000;
     // Suspend/Resume retries on a resourceVersion conflict.
     int conflict_retries = 10;
+    // For a store where a name is unique per kind only (the kube backend's CrJobStore, which
+    // reads a key named "<Kind>/<name>" as that kind only): the service's KeyLocks, its
+    // store writes of a known job and the keys it enqueues name the job's kind
+    // (StoreKeyOf), as the controller's do. The local store keeps names unique across
+    // kinds and reads plain names only: false.
+    bool kind_qualified_keys = false;
   };
 
   // None of the pointers is owned; all must outlive the service. `metrics` may be null.
@@ -94,8 +100,13 @@ class JobService {
              KeyedMutex* job_locks, metrics::OperatorMetrics* metrics)
       : JobService(store, backend, watchers, job_locks, metrics, Options()) {}
 
-  // Called with every job that changed through the API (the controller's Enqueue).
+  // Called with every job that changed through the API (the controller's Enqueue), with
+  // StoreKeyOf the job.
   void SetEnqueue(std::function<void(const JobKey&)> enqueue);
+  bool kind_qualified_keys() const { return options_.kind_qualified_keys; }
+  // The key that names exactly this job in the store: {ns, "PyTorchJob/name"} with
+  // kind_qualified_keys, else {ns, name}. KeyString of it is the job's KeyLock and queue key.
+  JobKey StoreKeyOf(const api::v1::TrainingJob& job) const;
   // Told before a job is deleted (job_observer.h). Not owned; null to remove. Set before
   // serving.
   void SetObserver(JobObserver* observer) { observer_ = observer; }

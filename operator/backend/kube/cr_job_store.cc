@@ -58,6 +58,15 @@ int KindIndexByWord(absl::string_view word) {
   return -1;
 }
 
+// "<kind>/<name>" -> (kind index, name); nullopt for a plain name. The index is -1 for a word
+// that names no kind.
+std::optional<std::pair<int, std::string>> SplitQualified(const std::string& name) {
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos) return std::nullopt;
+  return std::make_pair(KindIndexByWord(absl::string_view(name).substr(0, slash)),
+                        name.substr(slash + 1));
+}
+
 std::string FormatSeconds(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
 }
@@ -241,6 +250,15 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Create(const api::v1::TrainingJ
   if (key.name.empty()) return absl::InvalidArgumentError("metadata.name: required");
   const int kind = KindIndexOf(job.kind());
   if (kind < 0) return absl::InvalidArgumentError("kind: not one of the kubeflow.org/v1 kinds");
+  if (!options_.namespaces.empty() &&
+      std::find(options_.namespaces.begin(), options_.namespaces.end(), key.namespace_) ==
+          options_.namespaces.end()) {
+    // Stored there, it would never be reconciled: no watch of this operator covers it.
+    return absl::FailedPreconditionError(
+        absl::StrCat("metadata.namespace: \"", key.namespace_,
+                     "\" is not watched by this operator (--namespaces ",
+                     absl::StrJoin(options_.namespaces, ","), ")"));
+  }
 
   json manifest = api::v1::codec::JobToJson(job);
   manifest.erase("status");
@@ -278,10 +296,16 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::GetCached(const JobKey& key) {
   std::optional<json> cached;
   {
     absl::MutexLock lock(&mu_);
-    if (watching_ && synced_.size() == feeds_total_ && key.name.find('/') == std::string::npos) {
-      auto known = index_.find(key);
-      if (known != index_.end() && known->second.size() == 1) {
-        auto it = objects_.find({key, known->second.begin()->first});
+    if (watching_ && synced_.size() == feeds_total_) {
+      // The kind: the key's own, else the only one the index knows for the name.
+      std::optional<std::pair<JobKey, int>> at;
+      if (std::optional<std::pair<int, std::string>> q = SplitQualified(key.name); q.has_value()) {
+        if (q->first >= 0) at = std::make_pair(JobKey{key.namespace_, q->second}, q->first);
+      } else if (auto known = index_.find(key); known != index_.end() && known->second.size() == 1) {
+        at = std::make_pair(key, known->second.begin()->first);
+      }
+      if (at.has_value()) {
+        auto it = objects_.find(*at);
         if (it != objects_.end()) {
           auto old = outdated_.find(it->first);
           if (old == outdated_.end() || old->second != k8s::ResourceVersionOf(it->second)) cached = it->second;
@@ -432,9 +456,18 @@ absl::Status CrJobStore::Delete(const JobKey& key, std::optional<std::string> re
 absl::StatusOr<std::pair<int, std::string>> CrJobStore::KindAndUid(const JobKey& key) {
   {
     absl::MutexLock lock(&mu_);
-    auto it = index_.find(key);
-    if (it != index_.end() && it->second.size() == 1 && !it->second.begin()->second.empty()) {
-      return *it->second.begin();
+    if (std::optional<std::pair<int, std::string>> q = SplitQualified(key.name); q.has_value()) {
+      // The key's kind, whatever else has that name (the controller's keys name it).
+      auto it = index_.find({key.namespace_, q->second});
+      if (q->first >= 0 && it != index_.end()) {
+        auto kind = it->second.find(q->first);
+        if (kind != it->second.end() && !kind->second.empty()) return *kind;
+      }
+    } else {
+      auto it = index_.find(key);
+      if (it != index_.end() && it->second.size() == 1 && !it->second.begin()->second.empty()) {
+        return *it->second.begin();
+      }
     }
   }
   ASSIGN_OR_RETURN(Found found, Resolve(key));
@@ -629,12 +662,12 @@ void CrJobStore::OnReplace(int kind, const std::string& ns, const std::vector<js
     }
     for (const json& item : items) Cache(KeyOfObject(item), kind, item);
   }
-  for (const JobKey& key : gone) Notify(JobChangeType::kDeleted, key, nullptr);
+  for (const JobKey& key : gone) Notify(JobChangeType::kDeleted, kind, key, nullptr);
   for (const json& item : items) {
     json object = item;
     if (!object.contains("kind")) object["kind"] = KindName(kind);
     if (!object.contains("apiVersion")) object["apiVersion"] = std::string(api::v1::kApiVersion);
-    Notify(JobChangeType::kAdded, KeyOfObject(object), &object);
+    Notify(JobChangeType::kAdded, kind, KeyOfObject(object), &object);
   }
   // Synced only once the callback has heard the listing (WaitForSync promises that).
   absl::MutexLock lock(&mu_);
@@ -658,15 +691,15 @@ void CrJobStore::OnEvent(int kind, const k8s::WatchEvent& event) {
   switch (event.type) {
     case k8s::WatchEventType::kAdded:
       Remember(key, kind, k8s::UidOf(object));
-      Notify(JobChangeType::kAdded, key, &object);
+      Notify(JobChangeType::kAdded, kind, key, &object);
       break;
     case k8s::WatchEventType::kModified:
       Remember(key, kind, k8s::UidOf(object));
-      Notify(JobChangeType::kModified, key, &object);
+      Notify(JobChangeType::kModified, kind, key, &object);
       break;
     case k8s::WatchEventType::kDeleted:
       Forget(key, kind);
-      Notify(JobChangeType::kDeleted, key, &object);
+      Notify(JobChangeType::kDeleted, kind, key, &object);
       break;
     default:
       break;
@@ -680,11 +713,13 @@ void CrJobStore::Cache(const JobKey& key, int kind, const json& object) {
   objects_[at] = object;
 }
 
-void CrJobStore::Notify(JobChangeType type, const JobKey& key, const json* object) {
+void CrJobStore::Notify(JobChangeType type, int kind, const JobKey& key, const json* object) {
   if (!callback_) return;
   JobChange change;
   change.type = type;
   change.key = key;
+  change.kind = KindName(kind);
+  change.qualified_key = {key.namespace_, absl::StrCat(change.kind, "/", key.name)};
   if (object != nullptr) {
     absl::StatusOr<api::v1::TrainingJob> job = Decode(*object);
     if (job.ok()) {

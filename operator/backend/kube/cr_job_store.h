@@ -8,11 +8,17 @@
 //   Create        POST /apis/kubeflow.org/v1/namespaces/NS/<plural> with the manifest
 //                 (JobToJson without status; uid, creationTimestamp, resourceVersion and
 //                 generation come from the API server). A job that carries a status gets a
-//                 follow-up PUT .../status.
+//                 follow-up PUT .../status. With options.namespaces set, a job in another
+//                 namespace is refused before any request (FailedPrecondition naming
+//                 metadata.namespace and the watched namespaces): stored, no watch of this
+//                 operator would ever see it, so it would never run.
 //   Get           GET of the kind found by the kind rule below.
 //   GetCached     the controller's read: the watch's copy when the store is watching, has
-//                 synced, and knows exactly one kind for the name (no request: the controller
-//                 would otherwise GET the job on every pass); Get otherwise, and also when the
+//                 synced, and the key names its kind ("<kind>/<name>", the controller's keys
+//                 on this backend) or the index knows exactly one kind for the plain name (no
+//                 request: the controller would otherwise GET the job on every pass); Get
+//                 otherwise (a job the watch has not shown: not watched, or just created),
+//                 and also when the
 //                 copy is known to be outdated: this store wrote the job (Update/UpdateStatus)
 //                 on top of that resourceVersion, or a write on top of it conflicted, and the
 //                 watch has not yet delivered anything newer.
@@ -29,7 +35,8 @@
 //   AppendEvent(s) core/v1 Events in the job's namespace, involvedObject = the job (apiVersion,
 //                 kind, name, namespace, uid); bounded (at most max_events_per_append per
 //                 call, messages cut at max_event_message_bytes). Asynchronous by default:
-//                 the job's kind and uid are resolved (NotFound for a missing job) and the
+//                 the job's kind and uid are resolved (NotFound for a missing job; a qualified
+//                 key's own kind, from the index when it knows the uid) and the
 //                 events are queued on an EventRecorder (event_recorder.h: its own rate
 //                 limit, combining under pressure, repeats as count increments), so that
 //                 Events never hold up a reconcile; FlushEvents waits for them.
@@ -60,8 +67,8 @@
 // must not block for long.
 //
 // Namespaces: with options.namespaces set, List with no namespace lists those only, List of
-// another namespace is empty, and the watch covers those only. Get/Create/... go wherever the
-// key says (RBAC decides).
+// another namespace is empty, the watch covers those only, and Create refuses any other.
+// Get/Update/Delete/... go wherever the key says (RBAC decides).
 //
 // Thread-safe.
 
@@ -119,6 +126,12 @@ enum class JobChangeType { kAdded, kModified, kDeleted };
 struct JobChange {
   JobChangeType type = JobChangeType::kAdded;
   JobKey key;
+  // The kind whose watch saw the change ("PyTorchJob"), also for a re-list's DELETED
+  // without an object.
+  std::string kind;
+  // {namespace, "<kind>/<name>"}: the key that names this job only, whatever other kind has
+  // the name (what the controller must reconcile).
+  JobKey qualified_key;
   // The decoded object (for kDeleted: its last state); nullopt when it could not be decoded
   // (logged) or a re-list found the job gone.
   std::optional<api::v1::TrainingJob> job;
@@ -194,7 +207,7 @@ class CrJobStore : public local::JobStore {
   void Cache(const JobKey& key, int kind, const nlohmann::json& object) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnReplace(int kind, const std::string& ns, const std::vector<nlohmann::json>& items);
   void OnEvent(int kind, const ::coach::kube::WatchEvent& event);
-  void Notify(JobChangeType type, const JobKey& key, const nlohmann::json* object);
+  void Notify(JobChangeType type, int kind, const JobKey& key, const nlohmann::json* object);
 
   ::coach::kube::KubeClient* const client_;
   const CrJobStoreOptions options_;

@@ -470,6 +470,98 @@ TEST_P(CrJobStoreTest, GetCachedServesTheWatchAndNeverAnOutdatedCopy) {
   EXPECT_TRUE(Eventually([&] { return absl::IsNotFound(store_->GetCached({ns_, "c"}).status()); }));
 }
 
+// One name in two kinds (kubectl can make both): a kind-qualified key, the controller's on
+// this backend, reads its own kind from the watch with no request, never an outdated copy,
+// and its events land on its own kind's object. The plain name stays ambiguous.
+TEST_P(CrJobStoreTest, GetCachedWithAQualifiedKeyReadsItsKindFromTheWatch) {
+  auto requests = [&]() -> int64_t {
+    return real() ? real_client_->requests_sent() : static_cast<int64_t>(fake_->calls().size());
+  };
+  auto pt = store_->Create(Job("PyTorchJob", ns_, "same"));
+  ASSERT_TRUE(pt.ok()) << pt.status();
+  auto tf = store_->Create(Job("TFJob", ns_, "same"));
+  ASSERT_TRUE(tf.ok()) << tf.status();
+  absl::Mutex mu;
+  std::set<std::string> qualified;
+  ASSERT_TRUE(store_->StartWatching([&](const JobChange& c) {
+                      if (c.key.namespace_ != ns_) return;  // the real server has others
+                      absl::MutexLock lock(&mu);
+                      qualified.insert(absl::StrCat(c.kind, " ", c.qualified_key.namespace_, "/",
+                                                    c.qualified_key.name));
+                    }).ok());
+  ASSERT_TRUE(store_->WaitForSync(absl::Seconds(30)));
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_EQ(qualified, (std::set<std::string>{absl::StrCat("PyTorchJob ", ns_, "/PyTorchJob/same"),
+                                                absl::StrCat("TFJob ", ns_, "/TFJob/same")}));
+  }
+  EXPECT_EQ(store_->GetCached({ns_, "same"}).status().code(), absl::StatusCode::kFailedPrecondition);
+
+  const int64_t before = requests();
+  for (int i = 0; i < 20; ++i) {
+    auto a = store_->GetCached({ns_, "PyTorchJob/same"});
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->kind(), api::v1::PYTORCH_JOB);
+    EXPECT_EQ(a->metadata().uid(), pt->metadata().uid());
+    auto b = store_->GetCached({ns_, "tfjobs/same"});  // the plural names the kind too
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(b->kind(), api::v1::TF_JOB);
+    EXPECT_EQ(b->metadata().uid(), tf->metadata().uid());
+  }
+  // 40 Gets would be 40 requests; the six reflectors may still be opening their watches.
+  EXPECT_LE(requests() - before, 6);
+
+  // The outdated rule holds for a qualified key: our own write is read back at once.
+  auto current = store_->GetCached({ns_, "TFJob/same"});
+  ASSERT_TRUE(current.ok()) << current.status();
+  api::v1::TrainingJob next = *current;
+  next.mutable_status()->add_conditions()->set_type("Mine");
+  ASSERT_TRUE(store_->UpdateStatus(next).ok());
+  auto read = store_->GetCached({ns_, "TFJob/same"});
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->status().conditions_size(), 1);
+  EXPECT_EQ(read->status().conditions(0).type(), "Mine");
+  auto other = store_->GetCached({ns_, "PyTorchJob/same"});
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->status().conditions_size(), 0);
+
+  // Events of a qualified key go to that kind's object.
+  ASSERT_TRUE(store_->AppendEvents({ns_, "TFJob/same"}, {{"Normal", "Mine", "for the TFJob", absl::Now()}}).ok());
+  ASSERT_TRUE(store_->FlushEvents(absl::Seconds(10)));
+  auto events = client_->List(k8s::resources::Events(), ns_, {});
+  ASSERT_TRUE(events.ok()) << events.status();
+  int mine = 0;
+  for (const json& e : events->items) {
+    if (e.value("reason", "") != "Mine") continue;
+    ++mine;
+    EXPECT_EQ(e["involvedObject"]["kind"], "TFJob");
+    EXPECT_EQ(e["involvedObject"]["uid"], tf->metadata().uid());
+  }
+  EXPECT_EQ(mine, 1);
+}
+
+// A job the watch would never see is refused before any request, naming the field and the
+// watched namespaces.
+TEST_P(CrJobStoreTest, CreateOutsideTheWatchedNamespacesIsRefused) {
+  auto requests = [&]() -> int64_t {
+    return real() ? real_client_->requests_sent() : static_cast<int64_t>(fake_->calls().size());
+  };
+  CrJobStoreOptions options;
+  options.namespaces = {ns_, "team-b"};
+  auto store = CrJobStore::Create(client_, options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const std::string other = absl::StrCat(ns_, "-other");
+  const int64_t before = requests();
+  auto refused = (*store)->Create(Job("PyTorchJob", other, "x"));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.status().message(),
+            absl::StrCat("metadata.namespace: \"", other,
+                         "\" is not watched by this operator (--namespaces ", ns_, ",team-b)"));
+  EXPECT_EQ(requests(), before);
+  auto created = (*store)->Create(Job("PyTorchJob", ns_, "x"));
+  EXPECT_TRUE(created.ok()) << created.status();
+}
+
 TEST_P(CrJobStoreTest, LocalRecordsAreUnimplemented) {
   EXPECT_EQ(store_->ListAllReplicas().status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(store_->ReservePorts({}).code(), absl::StatusCode::kUnimplemented);
