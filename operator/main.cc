@@ -508,9 +508,21 @@ int main(int argc, char** argv) {
   // --- Wire. ---
   // The store and backend: sqlite + processes here, or the CRs + pods of a cluster.
   std::unique_ptr<coach::kube::RestKubeClient> kube_client;
+  // The backend the event recorder asks whether pods are being created. Declared before the
+  // store (whose recorder asks it) and cleared, under its mutex, before the backend goes.
+  absl::Mutex creating_mu;
+  const coach::backend::kube::KubeBackend* creating = nullptr;
   coach::backend::kube::CrJobStore* cr_store = nullptr;
   std::unique_ptr<coach::backend::local::JobStore> store_owner;
   std::unique_ptr<coach::backend::Backend> backend_owner;
+  struct ForgetCreating {  // destroyed before backend_owner, on every way out
+    absl::Mutex* mu;
+    const coach::backend::kube::KubeBackend** backend;
+    ~ForgetCreating() {
+      absl::MutexLock lock(mu);
+      *backend = nullptr;
+    }
+  } forget_creating{&creating_mu, &creating};
   if (kube) {
     coach::kube::RestKubeClientOptions client_options;
     // auto: upstream's 20 qps until the server shows API Priority and Fairness (see
@@ -526,6 +538,11 @@ int main(int argc, char** argv) {
     kube_client = *std::move(client);
     coach::backend::kube::CrJobStoreOptions store_options;
     store_options.namespaces = namespaces;
+    // Events yield to a burst of pod/service creations (the backend is made below).
+    store_options.event_recorder.busy = [&creating_mu, &creating] {
+      absl::MutexLock lock(&creating_mu);
+      return creating != nullptr && creating->Busy();
+    };
     store_options.event_recorder.qps = flags.kube_event_qps;
     store_options.event_recorder.burst = flags.kube_event_burst;
     auto crs = coach::backend::kube::CrJobStore::Create(kube_client.get(), store_options);
@@ -543,6 +560,10 @@ int main(int argc, char** argv) {
     if (!kb.ok()) {
       spdlog::error("kube backend: {}", kb.status().ToString());
       return kExitFailure;
+    }
+    {
+      absl::MutexLock lock(&creating_mu);
+      creating = kb->get();
     }
     backend_owner = *std::move(kb);
   } else {

@@ -76,7 +76,7 @@ bool EventRecorder::Record(const EventTarget& target, const local::JobEvent& eve
   }
   local::JobEvent e = event;
   if (e.time == absl::InfinitePast()) e.time = absl::Now();
-  queue_.push_back({target, std::move(e)});
+  queue_.push_back({target, std::move(e), absl::Now()});
   return true;
 }
 
@@ -110,6 +110,7 @@ EventRecorder::Counts EventRecorder::counts() const {
 }
 
 void EventRecorder::Run() {
+  bool held = false;  // the front waited for `busy`: combine, as under the rate limit
   while (true) {
     {
       absl::MutexLock lock(&mu_);
@@ -120,11 +121,22 @@ void EventRecorder::Run() {
       while (!mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(100))) {
       }
       if (abort_.load() || (stopping_ && queue_.empty())) return;
+      if (options_.busy && !stopping_ && absl::Now() - queue_.front().queued < options_.max_defer) {
+        mu_.Unlock();
+        const bool busy = options_.busy();
+        if (busy) absl::SleepFor(absl::Milliseconds(20));
+        mu_.Lock();
+        if (busy) {
+          held = true;
+          continue;
+        }
+      }
       writing_ = true;  // the front is taken below; Flush must not see "idle" meanwhile
     }
     // Waiting for a token means the queue outruns the budget: combine what is waiting.
-    const bool throttled = !limiter_.TryAccept();
-    if (throttled && !limiter_.Wait(absl::InfiniteFuture(), &abort_)) {
+    const bool got_token = limiter_.TryAccept();
+    const bool throttled = !got_token || std::exchange(held, false);
+    if (!got_token && !limiter_.Wait(absl::InfiniteFuture(), &abort_)) {
       absl::MutexLock lock(&mu_);
       writing_ = false;
       return;

@@ -12,6 +12,9 @@
 //   the same object, type and reason is written as one Event (count = how many, message
 //   "(combined from N similar events) m1; m2; ...", first/lastTimestamp spanning them). A
 //   quiet cluster sees one Event per occurrence, exactly as upstream records them.
+// - Yielding: with `busy` set, the sender holds events while it answers true (the operator is
+//   creating objects), each for at most max_defer after it was recorded; held events are
+//   combined as above. Events then never compete with a burst of pod creations.
 // - Repeats: an event equal to one written within repeat_window (same object, type, reason and
 //   message) increments that Event's count and lastTimestamp with a merge PATCH instead of a
 //   new object (client-go's EventCorrelator); a repeated InvalidSpec stays one Event.
@@ -23,6 +26,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -56,6 +60,9 @@ struct EventRecorderOptions {
   std::string component = "coach-operator";  // source.component
   absl::Duration repeat_window = absl::Minutes(10);
   size_t max_remembered = 4096;  // events remembered for repeats
+  // Optional: while it answers true, events wait (see the header comment).
+  std::function<bool()> busy;
+  absl::Duration max_defer = absl::Seconds(5);
 };
 
 class EventRecorder {
@@ -89,6 +96,7 @@ class EventRecorder {
   struct Pending {
     EventTarget target;
     local::JobEvent event;
+    absl::Time queued;
   };
   struct Remembered {
     std::string name;  // the Event object's name

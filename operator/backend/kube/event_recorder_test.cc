@@ -3,6 +3,7 @@
 // (CrJobStoreTest exercises the same path against a real kube-apiserver.)
 #include "operator/backend/kube/event_recorder.h"
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -143,6 +144,36 @@ TEST(EventRecorderTest, RepeatsIncrementTheCountOfOneEvent) {
   events = Events(client);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0]["count"], 1);
+}
+
+TEST(EventRecorderTest, EventsWaitWhileBusyAndAreCombined) {
+  FakeKubeClient client;
+  std::atomic<bool> busy{true};
+  EventRecorderOptions o;
+  o.busy = [&] { return busy.load(); };
+  o.max_defer = absl::Seconds(30);
+  auto recorder = NewRecorder(&client, o);
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(recorder->Record(Job("a"), {"Normal", "SuccessfulCreatePod", absl::StrCat("Created pod: a-worker-", i),
+                                            absl::Now()}));
+  }
+  EXPECT_FALSE(recorder->Flush(absl::Milliseconds(300)));  // held
+  EXPECT_TRUE(Events(client).empty());
+  busy = false;
+  ASSERT_TRUE(recorder->Flush(absl::Seconds(10)));
+  std::vector<json> events = Events(client);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["count"], 6);
+  EXPECT_TRUE(absl::StartsWith(events[0]["message"].get<std::string>(), "(combined from 6 similar events) "));
+
+  // Never held longer than max_defer, however busy.
+  busy = true;
+  EventRecorderOptions short_defer = o;
+  short_defer.max_defer = absl::Milliseconds(200);
+  auto impatient = NewRecorder(&client, short_defer);
+  ASSERT_TRUE(impatient->Record(Job("b"), {"Normal", "R", "m", absl::Now()}));
+  EXPECT_TRUE(impatient->Flush(absl::Seconds(5)));
+  EXPECT_EQ(Events(client).size(), 2u);
 }
 
 TEST(EventRecorderTest, FullQueueDropsAndStopCountsWhatWasLeft) {

@@ -603,8 +603,22 @@ absl::Status KubeBackend::ApplyOne(const model::Job& job, const model::Action& a
   return absl::IsNotFound(deleted) ? absl::OkStatus() : deleted;
 }
 
+bool KubeBackend::Busy(absl::Duration linger) const {
+  if (applies_in_flight_.load() > 0) return true;
+  const int64_t last = last_apply_end_ns_.load();
+  return last > 0 && absl::Now() - absl::FromUnixNanos(last) < linger;
+}
+
 absl::Status KubeBackend::ApplyAll(const model::Job& job, const std::vector<model::Action>& actions,
                                    std::vector<absl::Status>* results) {
+  struct InFlight {
+    KubeBackend* self;
+    explicit InFlight(KubeBackend* b) : self(b) { ++self->applies_in_flight_; }
+    ~InFlight() {
+      self->last_apply_end_ns_ = absl::ToUnixNanos(absl::Now());
+      --self->applies_in_flight_;
+    }
+  } in_flight(this);
   std::vector<absl::Status> local(actions.size(),
                                   absl::CancelledError("not attempted: an earlier action failed"));
   std::vector<size_t> first, parallel;

@@ -135,8 +135,13 @@ class KubeBackend : public Backend {
                                                          const std::string& name) const;
   // Cached object count of `kind` (all jobs).
   size_t CachedCount(const std::string& kind) const;
+  // True while an ApplyAll runs or within `linger` after the last one ended: the operator is
+  // creating objects, and work that can wait (Events) should.
+  bool Busy(absl::Duration linger = absl::Milliseconds(250)) const;
 
  private:
+  std::atomic<int> applies_in_flight_{0};
+  std::atomic<int64_t> last_apply_end_ns_{0};
   struct KindState;
   struct Expectation {
     bool create = true;
