@@ -65,6 +65,18 @@ EventRecorder::~EventRecorder() { Stop(absl::Seconds(2)); }
 
 bool EventRecorder::Record(const EventTarget& target, const local::JobEvent& event) {
   absl::MutexLock lock(&mu_);
+  local::JobEvent e = event;
+  if (e.time == absl::InfinitePast()) e.time = absl::Now();
+  if (!stopping_ && queue_.size() >= options_.max_queued) {
+    // Full: fold into a queued event of the same group (the newest first: most likely a match).
+    const std::string group = GroupKey(target, e);
+    for (auto it = queue_.rbegin(); it != queue_.rend(); ++it) {
+      if (GroupKey(it->target, it->event) == group) {
+        it->folded.push_back(std::move(e));
+        return true;
+      }
+    }
+  }
   if (stopping_ || queue_.size() >= options_.max_queued) {
     const uint64_t dropped = ++counts_.dropped;
     // The first drop and then every 100th: a flood must not flood the log too.
@@ -74,9 +86,7 @@ bool EventRecorder::Record(const EventTarget& target, const local::JobEvent& eve
     }
     return false;
   }
-  local::JobEvent e = event;
-  if (e.time == absl::InfinitePast()) e.time = absl::Now();
-  queue_.push_back({target, std::move(e), absl::Now()});
+  queue_.push_back({target, std::move(e), absl::Now(), {}});
   return true;
 }
 
@@ -164,7 +174,13 @@ void EventRecorder::Run() {
   }
 }
 
-void EventRecorder::Write(const std::vector<Pending>& batch) {
+void EventRecorder::Write(const std::vector<Pending>& pending) {
+  // One entry per occurrence: folded events count as queued ones.
+  std::vector<Pending> batch;
+  for (const Pending& p : pending) {
+    batch.push_back({p.target, p.event, p.queued, {}});
+    for (const local::JobEvent& e : p.folded) batch.push_back({p.target, e, p.queued, {}});
+  }
   const Pending& first = batch.front();
   if (batch.size() == 1) {
     const std::string key = absl::StrCat(GroupKey(first.target, first.event), "\x1f", first.event.message);

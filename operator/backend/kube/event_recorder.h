@@ -3,8 +3,10 @@
 // EventRecorder: writes core/v1 Events for jobs off the reconcile path, the way client-go's
 // event broadcaster does, so that Events never slow down creating pods and services.
 //
-// - Record() only queues (bounded: max_queued; when full the event is dropped and counted, as
-//   client-go drops on a full channel). One sender thread writes them in order.
+// - Record() only queues (bounded: max_queued). When the queue is full, an event joins a queued
+//   one of the same object, type and reason (they will be written as one combined Event);
+//   only when there is none is it dropped and counted (client-go drops on a full channel).
+//   One sender thread writes them in order.
 // - Its own token bucket (qps, burst) on top of the client's limiter: Events are the
 //   operator's least important requests, so a burst of jobs (16 Events for an 8-replica job)
 //   must not double the API server's work while pods wait to be created.
@@ -97,6 +99,8 @@ class EventRecorder {
     EventTarget target;
     local::JobEvent event;
     absl::Time queued;
+    // Later occurrences of the same object, type and reason folded in while the queue was full.
+    std::vector<local::JobEvent> folded;
   };
   struct Remembered {
     std::string name;  // the Event object's name

@@ -186,7 +186,10 @@ TEST(EventRecorderTest, FullQueueDropsAndStopCountsWhatWasLeft) {
   ASSERT_TRUE(recorder->Record(Job("a"), {"Normal", "R", "first", absl::Now()}));
   ASSERT_TRUE(recorder->Flush(absl::Seconds(10)));
   int accepted = 0;
-  for (int i = 0; i < 5; ++i) accepted += recorder->Record(Job("a"), {"Normal", "R", absl::StrCat(i), absl::Now()});
+  // Five different reasons: nothing to fold into, so the last two are dropped.
+  for (int i = 0; i < 5; ++i) {
+    accepted += recorder->Record(Job("a"), {"Normal", absl::StrCat("R", i), absl::StrCat(i), absl::Now()});
+  }
   EXPECT_EQ(accepted, 3);
   EXPECT_FALSE(recorder->Flush(absl::Milliseconds(200)));
   const absl::Time start = absl::Now();
@@ -195,6 +198,36 @@ TEST(EventRecorderTest, FullQueueDropsAndStopCountsWhatWasLeft) {
   EXPECT_EQ(recorder->counts().dropped, 5u);
   EXPECT_EQ(Events(client).size(), 1u);
   EXPECT_FALSE(recorder->Record(Job("a"), {"Normal", "R", "after stop", absl::Now()}));
+}
+
+TEST(EventRecorderTest, AFullQueueFoldsSimilarEventsInsteadOfDroppingThem) {
+  FakeKubeClient client;
+  std::atomic<bool> busy{true};
+  EventRecorderOptions o;
+  o.busy = [&] { return busy.load(); };
+  o.max_defer = absl::Seconds(30);
+  o.max_queued = 4;
+  auto recorder = NewRecorder(&client, o);
+  // Two jobs' first pod and service events fill the queue of 4 (held while busy); their other
+  // 7 + 7 each fold into those.
+  for (int i = 0; i < 8; ++i) {
+    for (const char* job : {"a", "b"}) {
+      ASSERT_TRUE(recorder->Record(Job(job), {"Normal", "SuccessfulCreatePod", absl::StrCat("Created pod: ", i), absl::Now()}));
+      ASSERT_TRUE(recorder->Record(Job(job), {"Normal", "SuccessfulCreateService", absl::StrCat("Created service: ", i),
+                                              absl::Now()}));
+    }
+  }
+  // A third job finds the queue full of other groups: dropped.
+  EXPECT_FALSE(recorder->Record(Job("c"), {"Normal", "SuccessfulCreatePod", "Created pod: c", absl::Now()}));
+  busy = false;
+  ASSERT_TRUE(recorder->Flush(absl::Seconds(10)));
+  std::vector<json> events = Events(client);
+  ASSERT_EQ(events.size(), 4u);
+  for (const json& e : events) {
+    EXPECT_EQ(e["count"], 8) << e.dump();
+  }
+  EXPECT_EQ(recorder->counts().dropped, 1u);
+  EXPECT_EQ(recorder->counts().combined, 32u);
 }
 
 TEST(EventRecorderTest, FailedWritesAreCountedAndDoNotStopTheSender) {
