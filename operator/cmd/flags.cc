@@ -1,0 +1,134 @@
+#include "operator/cmd/flags.h"
+
+#include <cstdlib>
+#include <string>
+
+namespace coach::cmd {
+
+Flags DefaultFlags() {
+  Flags flags;
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && *home != '\0') {
+    flags.state_dir = std::string(home) + "/.local/state/coach";
+  }
+  return flags;
+}
+
+void RegisterFlags(CLI::App* app, Flags* flags) {
+  app->add_option("--backend", flags->backend, "Where replicas run: local | kube")
+      ->envname("COACH_BACKEND")
+      ->capture_default_str();
+  app->add_option("--listen", flags->listen, "gRPC API address (host:port)")
+      ->envname("COACH_LISTEN")
+      ->capture_default_str();
+  app->add_option("--http-listen", flags->http_listen,
+                  "/healthz, /readyz and /metrics address (host:port)")
+      ->envname("COACH_HTTP_LISTEN")
+      ->capture_default_str();
+  app->add_option("--state-dir", flags->state_dir, "Durable state (jobs database, logs)")
+      ->envname("COACH_STATE_DIR")
+      ->capture_default_str();
+  app->add_option("--tls-cert", flags->tls_cert, "Server certificate (PEM); enables TLS")
+      ->envname("COACH_TLS_CERT");
+  app->add_option("--tls-key", flags->tls_key, "Server private key (PEM)")
+      ->envname("COACH_TLS_KEY");
+  app->add_option("--tls-client-ca", flags->tls_client_ca,
+                  "CA bundle (PEM) client certificates must chain to (mutual TLS)")
+      ->envname("COACH_TLS_CLIENT_CA");
+  app->add_option("--token-file", flags->token_file,
+                  "File holding the bearer token every API call must present")
+      ->envname("COACH_TOKEN_FILE");
+  app->add_option("--workers", flags->workers, "Reconcile workers")
+      ->envname("COACH_WORKERS")
+      ->capture_default_str();
+  app->add_option("--gang-scheduler", flags->gang_scheduler,
+                  "none | volcano | scheduler-plugins")
+      ->envname("COACH_GANG_SCHEDULER")
+      ->capture_default_str();
+  app->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error|critical|off")
+      ->envname("COACH_LOG_LEVEL")
+      ->capture_default_str();
+  app->add_option("--shim", flags->shim,
+                  "coach-replica-shim executable (local backend); default: next to this binary")
+      ->envname("COACH_SHIM");
+  app->add_option("--workdir", flags->workdir,
+                  "working directory of local replicas whose container sets no workingDir; "
+                  "default: this process's working directory")
+      ->envname("COACH_WORKDIR");
+  app->add_option("--mlflow-tracking-uri", flags->mlflow_tracking_uri,
+                  "Track every job in this MLflow server (default: $MLFLOW_TRACKING_URI; jobs "
+                  "may also name one with the coach.dev/mlflow-tracking-uri annotation)")
+      ->envname("COACH_MLFLOW_TRACKING_URI");
+  app->add_option("--mlflow-experiment", flags->mlflow_experiment,
+                  "Experiment of tracked jobs without coach.dev/mlflow-experiment (default: "
+                  "$MLFLOW_EXPERIMENT_NAME, else coach)")
+      ->envname("COACH_MLFLOW_EXPERIMENT");
+  app->add_flag("--mlflow-forward-credentials", flags->mlflow_forward_credentials,
+                "Pass the operator's MLFLOW_TRACKING_USERNAME/PASSWORD/TOKEN and TLS variables "
+                "to tracked replicas (they are stored in the replicas' pod specs)")
+      ->envname("COACH_MLFLOW_FORWARD_CREDENTIALS");
+  app->add_option("--mlflow-run-wait", flags->mlflow_run_wait_s,
+                  "Seconds a new tracked job's first replicas may wait for its MLflow run id "
+                  "(0: never; never while the server is failing)")
+      ->envname("COACH_MLFLOW_RUN_WAIT")
+      ->capture_default_str();
+  app->add_option("--mlflow-max-backoff", flags->mlflow_max_backoff_s,
+                  "Longest wait between retries of a failing MLflow call, seconds")
+      ->envname("COACH_MLFLOW_MAX_BACKOFF")
+      ->capture_default_str();
+  app->add_option("--kubeconfig", flags->kubeconfig,
+                  "kubeconfig file (--backend=kube); default: in-cluster, else ~/.kube/config")
+      ->envname("KUBECONFIG");
+  app->add_option("--kube-api-qps", flags->kube_api_qps,
+                  "Client-side limit on requests per second to the Kubernetes API server. 0 (auto): "
+                  "none once the server shows it enforces API Priority and Fairness (every supported "
+                  "Kubernetes does), else 20; > 0: that limit always; < 0: no client-side limit")
+      ->envname("COACH_KUBE_API_QPS")
+      ->capture_default_str();
+  app->add_option("--kube-event-qps", flags->kube_event_qps,
+                  "Events per second written to the API server (their own budget, inside "
+                  "--kube-api-qps's; similar events waiting for it are combined into one)")
+      ->envname("COACH_KUBE_EVENT_QPS")
+      ->capture_default_str();
+  app->add_option("--kube-event-burst", flags->kube_event_burst, "Events above --kube-event-qps allowed in a burst")
+      ->envname("COACH_KUBE_EVENT_BURST")
+      ->capture_default_str();
+  app->add_option("--kube-api-burst", flags->kube_api_burst,
+                  "Requests above the client-side limit allowed in a burst (a fixed --kube-api-qps "
+                  "or auto's fallback of 20 qps)")
+      ->envname("COACH_KUBE_API_BURST")
+      ->capture_default_str();
+  app->add_option("--launcher-image", flags->launcher_image,
+                  "Image of the init container that installs coach-launch into replicas of jobs "
+                  "annotated coach.dev/launcher: \"true\" (--backend=kube; the chart passes the "
+                  "operator's own image, with /usr/local/bin/coach-launch)")
+      ->envname("COACH_LAUNCHER_IMAGE");
+  app->add_option("--namespaces", flags->namespaces,
+                  "Comma-separated namespaces whose jobs this operator manages (--backend=kube); "
+                  "empty: all")
+      ->envname("COACH_NAMESPACES");
+  app->add_flag("--leader-elect", flags->leader_elect,
+                "Leader election over a coordination.k8s.io Lease (--backend=kube): only the "
+                "leader reconciles; every replica serves the API")
+      ->envname("COACH_LEADER_ELECT");
+  app->add_option("--leader-elect-namespace", flags->leader_elect_namespace,
+                  "Namespace of the Lease; default: $POD_NAMESPACE, else default")
+      ->envname("COACH_LEADER_ELECT_NAMESPACE");
+  app->add_option("--leader-elect-lease-name", flags->leader_elect_lease_name, "Name of the Lease")
+      ->envname("COACH_LEADER_ELECT_LEASE_NAME")
+      ->capture_default_str();
+  app->add_option("--leader-elect-lease-duration", flags->leader_elect_lease_duration,
+                  "How long candidates wait after the last renewal before taking over")
+      ->envname("COACH_LEADER_ELECT_LEASE_DURATION")
+      ->capture_default_str();
+  app->add_option("--leader-elect-renew-deadline", flags->leader_elect_renew_deadline,
+                  "How long the leader retries renewing before it gives up leading")
+      ->envname("COACH_LEADER_ELECT_RENEW_DEADLINE")
+      ->capture_default_str();
+  app->add_option("--leader-elect-retry-period", flags->leader_elect_retry_period,
+                  "Time between acquire/renew attempts")
+      ->envname("COACH_LEADER_ELECT_RETRY_PERIOD")
+      ->capture_default_str();
+}
+
+}  // namespace coach::cmd

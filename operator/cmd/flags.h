@@ -1,0 +1,57 @@
+// The operator's command line: every flag (each also from the environment variable shown
+// in --help) with its default, before any validation (see settings.h).
+
+#ifndef COACH_OPERATOR_CMD_FLAGS_H_
+#define COACH_OPERATOR_CMD_FLAGS_H_
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace coach::cmd {
+
+struct Flags {
+  std::string backend = "local";
+  std::string listen = "127.0.0.1:7450";
+  std::string http_listen = "127.0.0.1:7451";
+  std::string state_dir;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  std::string token_file;
+  int workers = 2;
+  std::string gang_scheduler = "none";
+  std::string log_level = "info";
+  std::string shim;
+  std::string workdir;
+  std::string mlflow_tracking_uri;
+  std::string mlflow_experiment;
+  bool mlflow_forward_credentials = false;
+  double mlflow_run_wait_s = 5;
+  double mlflow_max_backoff_s = 30;
+  // --backend=kube
+  std::string kubeconfig;
+  double kube_api_qps = 0;  // auto
+  int kube_api_burst = 30;
+  double kube_event_qps = 5;
+  int kube_event_burst = 25;
+  std::string namespaces;
+  std::string launcher_image;
+  bool leader_elect = false;
+  std::string leader_elect_namespace;
+  std::string leader_elect_lease_name = "coach-operator";
+  std::string leader_elect_lease_duration = "15s";
+  std::string leader_elect_renew_deadline = "10s";
+  std::string leader_elect_retry_period = "2s";
+};
+
+// The defaults that depend on the environment: --state-dir under $HOME. Taken before
+// RegisterFlags so that --help shows them.
+Flags DefaultFlags();
+
+// Adds every flag to `app`, bound to `flags` (which must outlive the parse).
+void RegisterFlags(CLI::App* app, Flags* flags);
+
+}  // namespace coach::cmd
+
+#endif  // COACH_OPERATOR_CMD_FLAGS_H_

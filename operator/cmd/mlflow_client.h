@@ -1,0 +1,25 @@
+// The MLflow REST client the operator makes: auth and TLS from the MLFLOW_TRACKING_*
+// environment, retries and timeouts suited to a tracker that retries by itself.
+
+#ifndef COACH_OPERATOR_CMD_MLFLOW_CLIENT_H_
+#define COACH_OPERATOR_CMD_MLFLOW_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "integrations/mlflow/rest_tracking_client.h"
+
+namespace coach::cmd {
+
+// Client options for `uri`, auth and TLS from the MLFLOW_TRACKING_* environment. The tracker
+// retries by itself, so the client's own retries are few and its timeouts short.
+absl::StatusOr<coach::mlflow::RestTrackingOptions> MlflowOptionsFor(const std::string& uri);
+
+// A client for `uri` with MlflowOptionsFor's options (the tracker's make_client hook).
+absl::StatusOr<std::unique_ptr<coach::mlflow::TrackingClient>> MakeMlflowClient(
+    const std::string& uri);
+
+}  // namespace coach::cmd
+
+#endif  // COACH_OPERATOR_CMD_MLFLOW_CLIENT_H_

@@ -1,0 +1,45 @@
+// What the flags mean once checked: the reconcile configuration, the API server's options
+// and, with --backend=kube, the cluster's. Validate reads files and the environment but
+// starts nothing.
+
+#ifndef COACH_OPERATOR_CMD_SETTINGS_H_
+#define COACH_OPERATOR_CMD_SETTINGS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "operator/backend/kube/client/kube_config.h"
+#include "operator/backend/kube/leader_election.h"
+#include "operator/cmd/flags.h"
+#include "operator/model/reconcile_types.h"
+#include "operator/server/grpc_server.h"
+
+namespace coach::cmd {
+
+struct Settings {
+  bool kube = false;  // --backend=kube (else local)
+  coach::model::ReconcileConfig config;
+  coach::server::GrpcServerOptions grpc_options;
+  std::string token;  // --token-file's content; empty: none required
+  // --backend=kube only.
+  std::vector<std::string> namespaces;  // empty: all
+  coach::backend::kube::LeaderElectionConfig election;  // with --leader-elect
+  coach::kube::KubeConfig kube_config;
+};
+
+// Checks every flag and fills `settings`; completes `flags` with the defaults that need the
+// environment (MLflow, --shim, --workdir) and makes --workdir and --state-dir absolute.
+// Sets spdlog's level. An InvalidArgument error's message is the usage error to print.
+absl::Status Validate(Flags* flags, Settings* settings);
+
+// Validate's part for --backend=kube (validate_kube.cc); reads the kubeconfig last.
+absl::Status ValidateKubeFlags(const Flags& flags, Settings* settings);
+
+// The usage error Validate returns.
+absl::Status UsageError(absl::string_view message);
+
+}  // namespace coach::cmd
+
+#endif  // COACH_OPERATOR_CMD_SETTINGS_H_

@@ -1,0 +1,76 @@
+#include "operator/cmd/tracker_hooks.h"
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "operator/cmd/mlflow_client.h"
+
+namespace coach::cmd {
+
+coach::tracking::MlflowTrackerHooks MakeTrackerHooks(coach::backend::local::JobStore* job_store,
+                                                     coach::core::WatchBroadcaster* watchers,
+                                                     coach::core::Controller* const* controller,
+                                                     coach::backend::Backend* backend) {
+  coach::tracking::MlflowTrackerHooks hooks;
+  hooks.make_client = MakeMlflowClient;
+  hooks.annotate = [job_store, watchers, controller](
+                       const coach::model::Job& job,
+                       const std::map<std::string, std::string>& annotations) -> absl::Status {
+    const coach::backend::local::JobKey key = coach::backend::local::KeyOf(job);
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      absl::StatusOr<coach::model::Job> got = job_store->Get(key);
+      if (!got.ok()) return got.status();
+      if (got->metadata().uid() != job.metadata().uid()) {
+        return absl::NotFoundError("the job was replaced");
+      }
+      bool changed = false;
+      auto* stored = got->mutable_metadata()->mutable_annotations();
+      for (const auto& [k, v] : annotations) {
+        auto it = stored->find(k);
+        if (it == stored->end() || it->second != v) {
+          (*stored)[k] = v;
+          changed = true;
+        }
+      }
+      if (!changed) return absl::OkStatus();
+      absl::StatusOr<coach::model::Job> updated = job_store->Update(*got);
+      if (absl::IsAborted(updated.status())) continue;  // the controller wrote meanwhile
+      if (!updated.ok()) return updated.status();
+      watchers->Publish(coach::core::WatchEventType::kModified, *updated);
+      if (*controller != nullptr) (*controller)->Enqueue(key);
+      return absl::OkStatus();
+    }
+    return absl::AbortedError("the job kept changing");
+  };
+  hooks.wake = [controller](const coach::model::Job& job) {
+    if (*controller != nullptr) (*controller)->Enqueue(coach::backend::local::KeyOf(job));
+  };
+  hooks.read_logs = [backend](const coach::model::Job& job, int64_t max_bytes)
+      -> absl::StatusOr<std::map<std::string, std::string>> {
+    std::map<std::string, std::string> logs;
+    std::atomic<bool> cancelled{false};
+    absl::Status s = backend->StreamLogs(
+        job, coach::backend::LogOptions{}, [&](const std::string& replica, const std::string& data) {
+          std::string& log = logs[replica];
+          log += data;
+          // Keep the end: that is where a failure explains itself.
+          if (static_cast<int64_t>(log.size()) > 2 * max_bytes) {
+            log.erase(0, log.size() - static_cast<size_t>(max_bytes));
+          }
+          return true;
+        },
+        cancelled);
+    if (!s.ok()) return s;
+    for (auto& [replica, log] : logs) {
+      if (static_cast<int64_t>(log.size()) > max_bytes) {
+        log.erase(0, log.size() - static_cast<size_t>(max_bytes));
+      }
+    }
+    return logs;
+  };
+  return hooks;
+}
+
+}  // namespace coach::cmd

@@ -1,0 +1,24 @@
+// How the MLflow tracker reaches the rest of the operator: a REST client per server, the
+// run's annotations written to the stored job, the controller woken, the replicas' logs.
+
+#ifndef COACH_OPERATOR_CMD_TRACKER_HOOKS_H_
+#define COACH_OPERATOR_CMD_TRACKER_HOOKS_H_
+
+#include "operator/backend/backend.h"
+#include "operator/backend/local/job_store.h"
+#include "operator/core/controller.h"
+#include "operator/core/watch_broadcaster.h"
+#include "operator/tracking/mlflow_tracker.h"
+
+namespace coach::cmd {
+
+// Nothing is owned; all must outlive the tracker's workers. `*controller` is read at each
+// call: the controller is made after the tracker (it observes it), null until then.
+coach::tracking::MlflowTrackerHooks MakeTrackerHooks(coach::backend::local::JobStore* job_store,
+                                                     coach::core::WatchBroadcaster* watchers,
+                                                     coach::core::Controller* const* controller,
+                                                     coach::backend::Backend* backend);
+
+}  // namespace coach::cmd
+
+#endif  // COACH_OPERATOR_CMD_TRACKER_HOOKS_H_

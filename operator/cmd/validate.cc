@@ -1,0 +1,211 @@
+// Validate: every flag is checked, in the order of --help's sections, before anything is
+// started; the first bad one is the usage error.
+
+#include <limits.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "operator/cmd/mlflow_client.h"
+#include "operator/cmd/settings.h"
+#include "operator/reconcile/mlflow_env.h"
+#include "operator/server/http_server.h"
+#include "operator/server/token_auth.h"
+
+namespace coach::cmd {
+namespace {
+
+// The auth/TLS variables of the MLflow client (RestTrackingOptions::FromEnv).
+constexpr const char* kMlflowCredentialVars[] = {
+    "MLFLOW_TRACKING_USERNAME",       "MLFLOW_TRACKING_PASSWORD",
+    "MLFLOW_TRACKING_TOKEN",          "MLFLOW_TRACKING_INSECURE_TLS",
+    "MLFLOW_TRACKING_SERVER_CERT_PATH", "MLFLOW_TRACKING_CLIENT_CERT_PATH"};
+
+// The file's content; an error naming the flag when unreadable.
+bool ReadFlagFile(const std::string& flag, const std::string& path, std::string* out,
+                  std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = absl::StrCat(flag, ": cannot read ", path);
+    return false;
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  *out = buf.str();
+  if (out->empty()) {
+    *error = absl::StrCat(flag, ": ", path, " is empty");
+    return false;
+  }
+  return true;
+}
+
+bool IsLoopback(const std::string& listen) {
+  std::string host;
+  int port;
+  if (!coach::server::SplitHostPort(listen, &host, &port).ok()) return false;
+  return host == "127.0.0.1" || host == "::1" || host == "localhost" ||
+         host.rfind("127.", 0) == 0;
+}
+
+// Next to the executable (installed layout), else in Bazel's runfiles.
+std::string DefaultShimPath() {
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return "";
+  exe[n] = '\0';
+  const std::filesystem::path self(exe);
+  for (const std::filesystem::path& candidate :
+       {self.parent_path() / "coach-replica-shim",
+        std::filesystem::path(std::string(exe) + ".runfiles") / "coach" / "operator" /
+            "backend" / "local" / "coach-replica-shim",
+        self.parent_path() / "backend" / "local" / "coach-replica-shim"}) {
+    if (std::filesystem::exists(candidate)) return candidate.string();
+  }
+  return (self.parent_path() / "coach-replica-shim").string();
+}
+
+}  // namespace
+
+absl::Status UsageError(absl::string_view message) {
+  return absl::InvalidArgumentError(message);
+}
+
+absl::Status Validate(Flags* mutable_flags, Settings* settings) {
+  Flags& flags = *mutable_flags;
+  const bool kube = flags.backend == "kube";
+  settings->kube = kube;
+  if (!kube && flags.backend != "local") {
+    return UsageError(absl::StrCat("--backend: must be local or kube, got \"", flags.backend, "\""));
+  }
+  for (const auto& [flag, value] :
+       {std::pair<std::string, std::string>{"--listen", flags.listen},
+        {"--http-listen", flags.http_listen}}) {
+    std::string host;
+    int port;
+    if (absl::Status s = coach::server::SplitHostPort(value, &host, &port); !s.ok()) {
+      return UsageError(absl::StrCat(flag, ": ", s.message()));
+    }
+  }
+  if (!kube && flags.state_dir.empty()) return UsageError("--state-dir: required when $HOME is not set");
+  if (flags.workers < 1 || flags.workers > 256) {
+    return UsageError(absl::StrCat("--workers: must be in 1..256, got ", flags.workers));
+  }
+  coach::model::ReconcileConfig& config = settings->config;
+  if (flags.gang_scheduler == "none") {
+    config.gang_scheduler = coach::model::GangScheduler::kNone;
+  } else if (flags.gang_scheduler == "volcano") {
+    config.gang_scheduler = coach::model::GangScheduler::kVolcano;
+  } else if (flags.gang_scheduler == "scheduler-plugins") {
+    config.gang_scheduler = coach::model::GangScheduler::kSchedulerPlugins;
+  } else {
+    return UsageError(absl::StrCat("--gang-scheduler: must be none, volcano or scheduler-plugins, got \"",
+                              flags.gang_scheduler, "\""));
+  }
+  if (flags.mlflow_tracking_uri.empty()) {
+    if (const char* env = std::getenv("MLFLOW_TRACKING_URI"); env != nullptr) {
+      flags.mlflow_tracking_uri = env;
+    }
+  }
+  if (flags.mlflow_experiment.empty()) {
+    const char* env = std::getenv("MLFLOW_EXPERIMENT_NAME");
+    flags.mlflow_experiment = env != nullptr && *env != '\0' ? env : "coach";
+  }
+  if (!flags.mlflow_tracking_uri.empty()) {
+    if (absl::Status s = coach::reconcile::ValidateTrackingUri(flags.mlflow_tracking_uri);
+        !s.ok()) {
+      return UsageError(absl::StrCat("--mlflow-tracking-uri (or MLFLOW_TRACKING_URI): ", s.message()));
+    }
+  }
+  // Malformed MLFLOW_TRACKING_* variables are a configuration error now, not at the first job.
+  if (absl::StatusOr<coach::mlflow::RestTrackingOptions> o = MlflowOptionsFor("http://localhost");
+      !o.ok()) {
+    return UsageError(std::string(o.status().message()));
+  }
+  if (flags.mlflow_run_wait_s < 0 || flags.mlflow_run_wait_s > 60) {
+    return UsageError(absl::StrCat("--mlflow-run-wait: must be in 0..60 seconds, got ",
+                              flags.mlflow_run_wait_s));
+  }
+  if (flags.mlflow_max_backoff_s < 0.1 || flags.mlflow_max_backoff_s > 3600) {
+    return UsageError(absl::StrCat("--mlflow-max-backoff: must be in 0.1..3600 seconds, got ",
+                              flags.mlflow_max_backoff_s));
+  }
+  config.mlflow.tracking_uri = flags.mlflow_tracking_uri;
+  // Local replicas find coach-launch on PATH; kube ones get it from the init container.
+  if (kube) config.launcher_image = flags.launcher_image;
+  config.mlflow.experiment = flags.mlflow_experiment;
+  if (flags.mlflow_forward_credentials) {
+    for (const char* name : kMlflowCredentialVars) {
+      if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+        config.mlflow.forwarded_env.emplace_back(name, v);
+      }
+    }
+  }
+  const spdlog::level::level_enum level = spdlog::level::from_str(flags.log_level);
+  if (level == spdlog::level::off && flags.log_level != "off") {
+    return UsageError(absl::StrCat("--log-level: unknown level \"", flags.log_level, "\""));
+  }
+  spdlog::set_level(level);
+
+  // --backend=kube: API client, namespaces, leader election.
+  if (kube) {
+    if (absl::Status s = ValidateKubeFlags(flags, settings); !s.ok()) return s;
+  } else if (flags.leader_elect) {
+    return UsageError("--leader-elect: only with --backend=kube");
+  }
+
+  coach::server::GrpcServerOptions& grpc_options = settings->grpc_options;
+  grpc_options.listen = flags.listen;
+  std::string error;
+  if (flags.tls_cert.empty() != flags.tls_key.empty()) {
+    return UsageError("--tls-cert and --tls-key: give both or neither");
+  }
+  if (!flags.tls_client_ca.empty() && flags.tls_cert.empty()) {
+    return UsageError("--tls-client-ca: needs --tls-cert and --tls-key");
+  }
+  if (!flags.tls_cert.empty() &&
+      (!ReadFlagFile("--tls-cert", flags.tls_cert, &grpc_options.tls_cert_pem, &error) ||
+       !ReadFlagFile("--tls-key", flags.tls_key, &grpc_options.tls_key_pem, &error))) {
+    return UsageError(error);
+  }
+  if (!flags.tls_client_ca.empty() &&
+      !ReadFlagFile("--tls-client-ca", flags.tls_client_ca, &grpc_options.tls_client_ca_pem,
+                    &error)) {
+    return UsageError(error);
+  }
+  std::string& token = settings->token;
+  if (!flags.token_file.empty()) {
+    absl::StatusOr<std::string> read = coach::server::ReadTokenFile(flags.token_file);
+    if (!read.ok()) return UsageError(absl::StrCat("--token-file: ", read.status().message()));
+    token = *read;
+  }
+  if (!kube && flags.shim.empty()) flags.shim = DefaultShimPath();
+  if (!kube && access(flags.shim.c_str(), X_OK) != 0) {
+    return UsageError(absl::StrCat("--shim: ", flags.shim, " is not an executable file"));
+  }
+  if (!IsLoopback(flags.listen) && (token.empty() || flags.tls_cert.empty())) {
+    spdlog::warn("--listen {} is not loopback and the API has {}{}", flags.listen,
+                 token.empty() ? "no token" : "a token", flags.tls_cert.empty() ? " but no TLS" : "");
+  }
+  std::error_code ec;
+  if (!kube) {
+    if (flags.workdir.empty()) flags.workdir = std::filesystem::current_path(ec).string();
+    if (!std::filesystem::is_directory(flags.workdir, ec)) {
+      return UsageError(absl::StrCat("--workdir: ", flags.workdir, " is not a directory"));
+    }
+    flags.workdir = std::filesystem::absolute(flags.workdir, ec).string();
+    std::filesystem::create_directories(flags.state_dir, ec);
+    flags.state_dir = std::filesystem::absolute(flags.state_dir, ec).string();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace coach::cmd
