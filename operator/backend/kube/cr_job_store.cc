@@ -306,10 +306,8 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::GetCached(const JobKey& key) {
       }
       if (at.has_value()) {
         auto it = objects_.find(*at);
-        if (it != objects_.end()) {
-          auto old = outdated_.find(it->first);
-          if (old == outdated_.end() || old->second != k8s::ResourceVersionOf(it->second)) cached = it->second;
-        }
+        // Not while the watch has yet to show this store's own last write.
+        if (it != objects_.end() && awaiting_.count(it->first) == 0) cached = it->second;
       }
     }
   }
@@ -317,9 +315,9 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::GetCached(const JobKey& key) {
   return Decode(*cached);
 }
 
-void CrJobStore::MarkOutdated(const JobKey& key, int kind, const std::string& resource_version) {
+void CrJobStore::AwaitWatch(const JobKey& key, int kind, const std::string& resource_version) {
   absl::MutexLock lock(&mu_);
-  outdated_[{key, kind}] = resource_version;
+  awaiting_[{key, kind}] = resource_version;
 }
 
 absl::StatusOr<local::ListResult> CrJobStore::List(const local::ListOptions& options) {
@@ -414,9 +412,8 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Update(const api::v1::TrainingJ
   json manifest = api::v1::codec::JobToJson(job);
   manifest.erase("status");
   absl::StatusOr<json> updated = client_->Update(Descriptor(kind), key.namespace_, manifest);
-  if (updated.ok() || absl::IsAborted(updated.status())) {
-    MarkOutdated(key, kind, job.metadata().resource_version());
-  }
+  if (updated.ok()) AwaitWatch(key, kind, k8s::ResourceVersionOf(*updated));
+  if (absl::IsAborted(updated.status())) AwaitWatch(key, kind, "");
   if (absl::IsAborted(updated.status())) return ConflictOrMissing(kind, key, updated.status());
   if (!updated.ok()) return updated.status();
   Remember(key, kind, k8s::UidOf(*updated));
@@ -433,9 +430,8 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::UpdateStatus(const api::v1::Tra
   json manifest = api::v1::codec::JobToJson(job);
   if (!manifest.contains("status")) manifest["status"] = json::object();
   absl::StatusOr<json> updated = client_->UpdateStatus(Descriptor(kind), key.namespace_, manifest);
-  if (updated.ok() || absl::IsAborted(updated.status())) {
-    MarkOutdated(key, kind, job.metadata().resource_version());
-  }
+  if (updated.ok()) AwaitWatch(key, kind, k8s::ResourceVersionOf(*updated));
+  if (absl::IsAborted(updated.status())) AwaitWatch(key, kind, "");
   if (absl::IsAborted(updated.status())) return ConflictOrMissing(kind, key, updated.status());
   if (!updated.ok()) return updated.status();
   Remember(key, kind, k8s::UidOf(*updated));
@@ -660,6 +656,11 @@ void CrJobStore::OnReplace(int kind, const std::string& ns, const std::vector<js
       const bool in_scope = it->first.second == kind && (ns.empty() || it->first.first.namespace_ == ns);
       it = in_scope && now.count(it->first.first) == 0 ? objects_.erase(it) : std::next(it);
     }
+    // A listing is the current state: a version written before it may never be delivered.
+    for (auto it = awaiting_.begin(); it != awaiting_.end();) {
+      const bool in_scope = it->first.second == kind && (ns.empty() || it->first.first.namespace_ == ns);
+      it = in_scope ? awaiting_.erase(it) : std::next(it);
+    }
     for (const json& item : items) Cache(KeyOfObject(item), kind, item);
   }
   for (const JobKey& key : gone) Notify(JobChangeType::kDeleted, kind, key, nullptr);
@@ -685,7 +686,7 @@ void CrJobStore::OnEvent(int kind, const k8s::WatchEvent& event) {
       Cache(key, kind, object);
     } else if (event.type == k8s::WatchEventType::kDeleted) {
       objects_.erase({key, kind});
-      outdated_.erase({key, kind});
+      awaiting_.erase({key, kind});
     }
   }
   switch (event.type) {
@@ -708,8 +709,11 @@ void CrJobStore::OnEvent(int kind, const k8s::WatchEvent& event) {
 
 void CrJobStore::Cache(const JobKey& key, int kind, const json& object) {
   const std::pair<JobKey, int> at{key, kind};
-  auto old = outdated_.find(at);
-  if (old != outdated_.end() && old->second != k8s::ResourceVersionOf(object)) outdated_.erase(old);
+  // The watch caught up with this store's write (or, after a conflict, moved at all).
+  auto wait = awaiting_.find(at);
+  if (wait != awaiting_.end() && (wait->second.empty() || wait->second == k8s::ResourceVersionOf(object))) {
+    awaiting_.erase(wait);
+  }
   objects_[at] = object;
 }
 

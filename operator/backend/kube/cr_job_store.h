@@ -18,10 +18,9 @@
 //                 on this backend) or the index knows exactly one kind for the plain name (no
 //                 request: the controller would otherwise GET the job on every pass); Get
 //                 otherwise (a job the watch has not shown: not watched, or just created),
-//                 and also when the
-//                 copy is known to be outdated: this store wrote the job (Update/UpdateStatus)
-//                 on top of that resourceVersion, or a write on top of it conflicted, and the
-//                 watch has not yet delivered anything newer.
+//                 and also while the copy is behind this store's own last write: after an
+//                 Update/UpdateStatus until the watch delivers the version written, after a
+//                 conflicting one until the watch delivers anything.
 //   List          one (paged) GET per kind and namespace with the label selector passed to
 //                 the server, merged and ordered by (namespace, name, kind); the page token
 //                 is our own (the last returned key), so a page costs a full listing of the
@@ -199,11 +198,11 @@ class CrJobStore : public local::JobStore {
   absl::StatusOr<std::pair<int, std::string>> KindAndUid(const JobKey& key);
 
   void Remember(const JobKey& key, int kind, const std::string& uid);
-  // After an Update/UpdateStatus that succeeded or conflicted: the copy at `resource_version`
-  // must not be served by GetCached.
-  void MarkOutdated(const JobKey& key, int kind, const std::string& resource_version);
+  // After an Update/UpdateStatus: GetCached reads from the server until the watch delivers
+  // `resource_version` (the version written), or, when "" (the write conflicted), any event.
+  void AwaitWatch(const JobKey& key, int kind, const std::string& resource_version);
   void Forget(const JobKey& key, int kind);
-  // The watch's copy of a job (and the end of an outdated mark it supersedes).
+  // The watch's copy of a job (and the end of an AwaitWatch it satisfies).
   void Cache(const JobKey& key, int kind, const nlohmann::json& object) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnReplace(int kind, const std::string& ns, const std::vector<nlohmann::json>& items);
   void OnEvent(int kind, const ::coach::kube::WatchEvent& event);
@@ -220,8 +219,8 @@ class CrJobStore : public local::JobStore {
   std::set<std::pair<int, std::string>> synced_ ABSL_GUARDED_BY(mu_);  // (kind, ns) listed once
   // The watch's objects by (job, kind index): what GetCached serves.
   std::map<std::pair<JobKey, int>, nlohmann::json> objects_ ABSL_GUARDED_BY(mu_);
-  // resourceVersions GetCached must not serve (see MarkOutdated).
-  std::map<std::pair<JobKey, int>, std::string> outdated_ ABSL_GUARDED_BY(mu_);
+  // Jobs whose watch copy is behind this store's own write (see AwaitWatch).
+  std::map<std::pair<JobKey, int>, std::string> awaiting_ ABSL_GUARDED_BY(mu_);
   size_t feeds_total_ ABSL_GUARDED_BY(mu_) = 0;
   bool watching_ ABSL_GUARDED_BY(mu_) = false;
   JobChangeCallback callback_;
