@@ -67,10 +67,6 @@ std::optional<std::pair<int, std::string>> SplitQualified(const std::string& nam
                         name.substr(slash + 1));
 }
 
-std::string FormatSeconds(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
-}
-
 absl::Time ParseTimeOr(const json& v, absl::Time fallback) {
   if (!v.is_string()) return fallback;
   absl::Time t;
@@ -125,13 +121,10 @@ absl::StatusOr<std::unique_ptr<CrJobStore>> CrJobStore::Create(k8s::KubeClient* 
   for (const std::string& ns : options.namespaces) {
     if (ns.empty()) return absl::InvalidArgumentError("CrJobStore: empty namespace in namespaces");
   }
-  std::unique_ptr<EventRecorder> recorder;
-  if (!options.synchronous_events) {
-    EventRecorderOptions ro = options.event_recorder;
-    ro.component = options.event_component;
-    ro.max_message_bytes = options.max_event_message_bytes;
-    ASSIGN_OR_RETURN(recorder, EventRecorder::Create(client, std::move(ro)));
-  }
+  EventRecorderOptions ro = options.event_recorder;
+  ro.component = options.event_component;
+  ro.max_message_bytes = options.max_event_message_bytes;
+  ASSIGN_OR_RETURN(std::unique_ptr<EventRecorder> recorder, EventRecorder::Create(client, std::move(ro)));
   auto store = std::unique_ptr<CrJobStore>(new CrJobStore(client, std::move(options)));
   store->recorder_ = std::move(recorder);
   return store;
@@ -142,15 +135,15 @@ CrJobStore::CrJobStore(k8s::KubeClient* client, CrJobStoreOptions options)
 
 CrJobStore::~CrJobStore() {
   StopWatching();
-  if (recorder_ != nullptr) recorder_->Stop(absl::Seconds(2));
+  recorder_->Stop(absl::Seconds(2));
 }
 
 bool CrJobStore::FlushEvents(absl::Duration timeout) {
-  return recorder_ == nullptr || recorder_->Flush(timeout);
+  return recorder_->Flush(timeout);
 }
 
 EventRecorder::Counts CrJobStore::EventCounts() const {
-  return recorder_ == nullptr ? EventRecorder::Counts{} : recorder_->counts();
+  return recorder_->counts();
 }
 
 absl::StatusOr<api::v1::TrainingJob> CrJobStore::Decode(const json& object) const {
@@ -403,37 +396,33 @@ absl::Status CrJobStore::ConflictOrMissing(int kind, const JobKey& key, absl::St
 }
 
 absl::StatusOr<api::v1::TrainingJob> CrJobStore::Update(const api::v1::TrainingJob& job) {
-  const JobKey key = local::KeyOf(job);
-  if (job.metadata().resource_version().empty()) {
-    return absl::InvalidArgumentError("metadata.resourceVersion: required for an update");
-  }
-  const int kind = KindIndexOf(job.kind());
-  if (kind < 0) return absl::InvalidArgumentError("kind: not one of the kubeflow.org/v1 kinds");
-  json manifest = api::v1::codec::JobToJson(job);
-  manifest.erase("status");
-  absl::StatusOr<json> updated = client_->Update(Descriptor(kind), key.namespace_, manifest);
-  if (updated.ok()) AwaitWatch(key, kind, k8s::ResourceVersionOf(*updated));
-  if (absl::IsAborted(updated.status())) AwaitWatch(key, kind, "");
-  if (absl::IsAborted(updated.status())) return ConflictOrMissing(kind, key, updated.status());
-  if (!updated.ok()) return updated.status();
-  Remember(key, kind, k8s::UidOf(*updated));
-  return Decode(*updated);
+  return Write(job, /*status=*/false);
 }
 
 absl::StatusOr<api::v1::TrainingJob> CrJobStore::UpdateStatus(const api::v1::TrainingJob& job) {
+  return Write(job, /*status=*/true);
+}
+
+absl::StatusOr<api::v1::TrainingJob> CrJobStore::Write(const api::v1::TrainingJob& job, bool status) {
   const JobKey key = local::KeyOf(job);
   if (job.metadata().resource_version().empty()) {
-    return absl::InvalidArgumentError("metadata.resourceVersion: required for a status update");
+    return absl::InvalidArgumentError(
+        absl::StrCat("metadata.resourceVersion: required for ", status ? "a status update" : "an update"));
   }
   const int kind = KindIndexOf(job.kind());
   if (kind < 0) return absl::InvalidArgumentError("kind: not one of the kubeflow.org/v1 kinds");
   json manifest = api::v1::codec::JobToJson(job);
-  if (!manifest.contains("status")) manifest["status"] = json::object();
-  absl::StatusOr<json> updated = client_->UpdateStatus(Descriptor(kind), key.namespace_, manifest);
-  if (updated.ok()) AwaitWatch(key, kind, k8s::ResourceVersionOf(*updated));
-  if (absl::IsAborted(updated.status())) AwaitWatch(key, kind, "");
-  if (absl::IsAborted(updated.status())) return ConflictOrMissing(kind, key, updated.status());
+  // PUT of the object ignores .status and PUT of /status ignores the rest: send what counts.
+  if (!status) manifest.erase("status");
+  if (status && !manifest.contains("status")) manifest["status"] = json::object();
+  absl::StatusOr<json> updated = status ? client_->UpdateStatus(Descriptor(kind), key.namespace_, manifest)
+                                        : client_->Update(Descriptor(kind), key.namespace_, manifest);
+  if (absl::IsAborted(updated.status())) {
+    AwaitWatch(key, kind, "");
+    return ConflictOrMissing(kind, key, updated.status());
+  }
   if (!updated.ok()) return updated.status();
+  AwaitWatch(key, kind, k8s::ResourceVersionOf(*updated));
   Remember(key, kind, k8s::UidOf(*updated));
   return Decode(*updated);
 }
@@ -483,50 +472,14 @@ absl::Status CrJobStore::AppendEvents(const JobKey& job, const std::vector<JobEv
     spdlog::warn("job {}/{}: {} event(s) dropped (at most {} per write)", job.namespace_, name,
                  events.size() - count, count);
   }
-  if (recorder_ != nullptr) {
-    const EventTarget target{job.namespace_, std::string(api::v1::kApiVersion), KindName(kind_uid.first), name,
-                             kind_uid.second};
-    size_t dropped = 0;
-    for (size_t i = 0; i < count; ++i) dropped += recorder_->Record(target, events[i]) ? 0 : 1;
-    if (dropped > 0) {
-      return absl::ResourceExhaustedError(absl::StrCat(dropped, " event(s) dropped: the event queue is full"));
-    }
-    return absl::OkStatus();
+  const EventTarget target{job.namespace_, std::string(api::v1::kApiVersion), KindName(kind_uid.first), name,
+                           kind_uid.second};
+  size_t dropped = 0;
+  for (size_t i = 0; i < count; ++i) dropped += recorder_->Record(target, events[i]) ? 0 : 1;
+  if (dropped > 0) {
+    return absl::ResourceExhaustedError(absl::StrCat(dropped, " event(s) dropped: the event queue is full"));
   }
-  absl::Status first_error;
-  for (size_t i = 0; i < count; ++i) {
-    const JobEvent& e = events[i];
-    const absl::Time when = e.time == absl::InfinitePast() ? absl::Now() : e.time;
-    // Unique and ordered within a job: time in nanoseconds plus a process-wide sequence.
-    const uint64_t suffix = static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) + event_seq_.fetch_add(1);
-    std::string message = e.message;
-    if (message.size() > options_.max_event_message_bytes) {
-      message.resize(options_.max_event_message_bytes);
-    }
-    json object = {
-        {"apiVersion", "v1"},
-        {"kind", "Event"},
-        {"metadata",
-         {{"name", absl::StrFormat("%s.%016x", name.substr(0, 236), suffix)},
-          {"namespace", job.namespace_}}},
-        {"involvedObject",
-         {{"apiVersion", std::string(api::v1::kApiVersion)},
-          {"kind", KindName(kind_uid.first)},
-          {"name", name},
-          {"namespace", job.namespace_},
-          {"uid", kind_uid.second}}},
-        {"reason", e.reason},
-        {"message", message},
-        {"type", e.type.empty() ? "Normal" : e.type},
-        {"firstTimestamp", FormatSeconds(when)},
-        {"lastTimestamp", FormatSeconds(when)},
-        {"count", 1},
-        {"source", {{"component", options_.event_component}}},
-    };
-    absl::StatusOr<json> created = client_->Create(k8s::resources::Events(), job.namespace_, object);
-    if (!created.ok() && first_error.ok()) first_error = created.status();
-  }
-  return first_error;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<JobEvent>> CrJobStore::ListEvents(const JobKey& job) {

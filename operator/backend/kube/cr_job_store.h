@@ -33,13 +33,12 @@
 //                 once and the garbage collector removes its pods/services by owner reference).
 //   AppendEvent(s) core/v1 Events in the job's namespace, involvedObject = the job (apiVersion,
 //                 kind, name, namespace, uid); bounded (at most max_events_per_append per
-//                 call, messages cut at max_event_message_bytes). Asynchronous by default:
+//                 call, messages cut at max_event_message_bytes). Asynchronous:
 //                 the job's kind and uid are resolved (NotFound for a missing job; a qualified
 //                 key's own kind, from the index when it knows the uid) and the
 //                 events are queued on an EventRecorder (event_recorder.h: its own rate
 //                 limit, combining under pressure, repeats as count increments), so that
 //                 Events never hold up a reconcile; FlushEvents waits for them.
-//                 synchronous_events writes each one before returning (first error returned).
 //                 The API server expires events (--event-ttl, 1h by default): that is the
 //                 per-job bound.
 //   ListEvents    GET events with fieldSelector involvedObject.uid=<the job's uid>, oldest
@@ -108,9 +107,7 @@ struct CrJobStoreOptions {
   int max_events_listed = 100;
   // Event source.component.
   std::string event_component = "coach-operator";
-  // Write events in AppendEvents itself instead of through the recorder.
-  bool synchronous_events = false;
-  // The asynchronous path (its component and message limit come from the fields above).
+  // The event recorder (its component and message limit come from the fields above).
   EventRecorderOptions event_recorder;
   // Jobs read (Get, List, Create/Update results, the change feed) get api::v1::SetDefaults,
   // as upstream defaults every job it reconciles: a job applied with kubectl never went
@@ -156,9 +153,8 @@ class CrJobStore : public local::JobStore {
   absl::Status AppendEvent(const JobKey& job, const JobEvent& event) override;
   absl::Status AppendEvents(const JobKey& job, const std::vector<JobEvent>& events) override;
   absl::StatusOr<std::vector<JobEvent>> ListEvents(const JobKey& job) override;
-  // Waits until the events appended so far are written (asynchronous events). False on timeout.
+  // Waits until the events appended so far are written. False on timeout.
   bool FlushEvents(absl::Duration timeout);
-  // Zero counts with synchronous_events.
   EventRecorder::Counts EventCounts() const;
 
   // Unimplemented: the local backend's records.
@@ -191,6 +187,8 @@ class CrJobStore : public local::JobStore {
     nlohmann::json object;
   };
   absl::StatusOr<Found> Resolve(const JobKey& key);
+  // Update (status false) or UpdateStatus (true).
+  absl::StatusOr<api::v1::TrainingJob> Write(const api::v1::TrainingJob& job, bool status);
   absl::StatusOr<api::v1::TrainingJob> Decode(const nlohmann::json& object) const;
   // Aborted from a PUT: NotFound when the object is gone, else `conflict`.
   absl::Status ConflictOrMissing(int kind, const JobKey& key, absl::Status conflict);
@@ -210,8 +208,7 @@ class CrJobStore : public local::JobStore {
 
   ::coach::kube::KubeClient* const client_;
   const CrJobStoreOptions options_;
-  std::atomic<uint64_t> event_seq_{0};
-  std::unique_ptr<EventRecorder> recorder_;  // null with synchronous_events
+  std::unique_ptr<EventRecorder> recorder_;
 
   mutable absl::Mutex mu_;
   // (namespace, name) -> kind index -> uid. Fed by the watch and by this store's own calls.
