@@ -131,12 +131,10 @@ class CrJobStoreTest : public ::testing::TestWithParam<std::string> {
     auto e = k8s::testing::TestEnv::Start();
     if (!e.ok()) return e.status();
     env_ = std::move(*e);
-    auto cfg = k8s::LoadKubeConfigFile(env_->kubeconfig());
-    if (!cfg.ok()) return cfg.status();
     k8s::RestKubeClientOptions o;
     o.qps = 200;
     o.burst = 400;
-    auto c = k8s::RestKubeClient::Create(*cfg, o);
+    auto c = env_->NewClient(o);
     if (!c.ok()) return c.status();
     real_client_ = std::move(*c);
     kubectl_ = env_->kubectl();

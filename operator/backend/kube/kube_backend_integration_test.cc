@@ -60,12 +60,10 @@ class KubeBackendIntegrationTest : public ::testing::Test {
     auto e = k8s::testing::TestEnv::Start();
     if (!e.ok()) return e.status();
     env_ = std::move(*e);
-    auto cfg = k8s::LoadKubeConfigFile(env_->kubeconfig());
-    if (!cfg.ok()) return cfg.status();
     k8s::RestKubeClientOptions o;
     o.qps = 200;
     o.burst = 400;
-    auto c = k8s::RestKubeClient::Create(*cfg, o);
+    auto c = env_->NewClient(o);
     if (!c.ok()) return c.status();
     client_ = std::move(*c);
     return env_->ApplyCoachCrds();

@@ -129,14 +129,9 @@ class ElectionTest : public ::testing::TestWithParam<std::string> {
         auto e = k8s::testing::TestEnv::Start();
         if (e.ok()) {
           env_ = std::move(*e);
-          auto cfg = k8s::LoadKubeConfigFile(env_->kubeconfig());
-          if (cfg.ok()) {
-            auto c = k8s::RestKubeClient::Create(*cfg, {});
-            if (c.ok()) real_client_ = std::move(*c);
-            else env_status_ = c.status();
-          } else {
-            env_status_ = cfg.status();
-          }
+          auto c = env_->NewClient();
+          if (c.ok()) real_client_ = std::move(*c);
+          else env_status_ = c.status();
         } else {
           env_status_ = e.status();
         }

@@ -70,17 +70,12 @@ class ContractTest : public ::testing::TestWithParam<std::string> {
         auto e = TestEnv::Start();
         if (e.ok()) {
           env_ = std::move(*e);
-          auto cfg = LoadKubeConfigFile(env_->kubeconfig());
-          if (!cfg.ok()) {
-            env_status_ = cfg.status();
-          } else {
-            RestKubeClientOptions o;
-            o.qps = 100;
-            o.burst = 200;
-            auto c = RestKubeClient::Create(*cfg, o);
-            if (c.ok()) real_client_ = std::move(*c);
-            else env_status_ = c.status();
-          }
+          RestKubeClientOptions o;
+          o.qps = 100;
+          o.burst = 200;
+          auto c = env_->NewClient(o);
+          if (c.ok()) real_client_ = std::move(*c);
+          else env_status_ = c.status();
         } else {
           env_status_ = e.status();
         }
@@ -125,13 +120,11 @@ std::unique_ptr<RestKubeClient> ContractTest::real_client_;
 // answers with the API Priority and Fairness classification; a real kube-apiserver does.
 TEST_P(ContractTest, RealApiServerAnnouncesPriorityAndFairness) {
   if (!real()) GTEST_SKIP() << "a property of the real kube-apiserver";
-  auto cfg = LoadKubeConfigFile(env_->kubeconfig());
-  ASSERT_TRUE(cfg.ok()) << cfg.status();
   RestKubeClientOptions o;
   o.qps = 2;
   o.burst = 1;
   o.lift_limit_on_apf = true;
-  auto c = RestKubeClient::Create(*cfg, o);
+  auto c = env_->NewClient(o);
   ASSERT_TRUE(c.ok()) << c.status();
   absl::Time start = absl::Now();
   for (int i = 0; i < 10; ++i) ASSERT_TRUE((*c)->Get(resources::Namespaces(), "", ns_).ok());

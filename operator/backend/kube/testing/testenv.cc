@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "operator/backend/kube/client/kube_config.h"
 
 namespace coach::kube::testing {
 namespace {
@@ -104,6 +106,12 @@ absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
   env->kubeconfig_ = env->dir_ + "/kubeconfig";
   env->kubectl_ = absl::StrCat(bin, "/kubectl --kubeconfig ", Quote(env->kubeconfig_));
   return env;
+}
+
+absl::StatusOr<std::unique_ptr<RestKubeClient>> TestEnv::NewClient(RestKubeClientOptions options) const {
+  absl::StatusOr<KubeConfig> config = LoadKubeConfigFile(kubeconfig_);
+  if (!config.ok()) return config.status();
+  return RestKubeClient::Create(*config, std::move(options));
 }
 
 absl::Status TestEnv::ApplyCoachCrds() const {

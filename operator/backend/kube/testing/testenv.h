@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "operator/backend/kube/client/rest_kube_client.h"
 
 namespace coach::kube::testing {
 
@@ -41,6 +42,9 @@ class TestEnv {
 
   // "<cached kubectl> --kubeconfig '<kubeconfig>'", a shell command prefix.
   const std::string& kubectl() const { return kubectl_; }
+
+  // A client of this control plane (its kubeconfig read afresh); tests pass their own limits.
+  absl::StatusOr<std::unique_ptr<RestKubeClient>> NewClient(RestKubeClientOptions options = {}) const;
 
   // Applies the checkout's charts/coach/crds and waits until all six are established.
   absl::Status ApplyCoachCrds() const;
