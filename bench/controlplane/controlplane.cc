@@ -47,6 +47,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "bench/local/bench_util.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
@@ -64,16 +65,11 @@ namespace {
 using json = nlohmann::json;
 namespace k8s = coach::kube;
 namespace res = coach::kube::resources;
+namespace bench = coach::bench;
+using bench::LoadAverage;
 
 double NowS() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return absl::StrCat(a, " ", b, " ", c);
 }
 
 // kube-apiserver's apiserver_request_total summed by "VERB group/resource/subresource"
@@ -132,35 +128,8 @@ struct ControlPlaneCpu {
   double apiserver = 0, etcd = 0, scheduler = 0, controller_manager = 0, kwok = 0;
 };
 
-struct ProcUsage {
-  double cpu_s = 0;
-  long hwm_kb = 0;
-  long rss_kb = 0;
-};
-
-ProcUsage ReadUsage(pid_t pid) {
-  ProcUsage u;
-  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-  std::string line;
-  std::getline(stat, line);
-  const size_t paren = line.rfind(')');
-  if (paren != std::string::npos) {
-    std::istringstream rest(line.substr(paren + 2));
-    std::string field;
-    unsigned long long utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && rest >> field; ++i) {
-      if (i == 14) utime = std::stoull(field);
-      if (i == 15) stime = std::stoull(field);
-    }
-    u.cpu_s = static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  }
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  while (std::getline(status, line)) {
-    if (absl::StartsWith(line, "VmHWM:")) u.hwm_kb = std::stol(line.substr(6));
-    if (absl::StartsWith(line, "VmRSS:")) u.rss_kb = std::stol(line.substr(6));
-  }
-  return u;
-}
+// The process's CPU and memory; zeros when it cannot be read (it is gone).
+bench::ProcUsage ReadUsage(pid_t pid) { return bench::ReadProcUsage(pid).value_or(bench::ProcUsage{}); }
 
 int FreePort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -422,7 +391,7 @@ ControlPlaneCpu ReadControlPlaneCpu(const std::string& testenv_dir) {
     std::ifstream in(absl::StrCat(testenv_dir, "/pids/", name));
     pid_t pid = 0;
     if (!(in >> pid) || pid <= 0) continue;
-    const double cpu = ReadUsage(pid).cpu_s;
+    const double cpu = ReadUsage(pid).cpu_seconds;
     const std::string n = name;
     (n == "kube-apiserver" ? c.apiserver
      : n == "etcd"         ? c.etcd
@@ -643,7 +612,7 @@ SpeedResult RunCoach(const Flags& f, k8s::RestKubeClient* client, const std::str
     Counter statuses(client, res::Kubeflow("pytorchjobs", "PyTorchJob"), ns, static_cast<size_t>(jobs), HasConditions);
     usleep(300 * 1000);  // let the watches open
     const auto requests_before = ApiRequests(client);
-    const ProcUsage before = ReadUsage((*op)->pid());
+    const bench::ProcUsage before = ReadUsage((*op)->pid());
     const ControlPlaneCpu cp_before = ReadControlPlaneCpu(TestenvDir(f));
     const double t0 = NowS();
     const int failed = CreateAll(client, ns, Jobs(ns, jobs, f.replicas, f.schedule), f.client_threads);
@@ -654,7 +623,7 @@ SpeedResult RunCoach(const Flags& f, k8s::RestKubeClient* client, const std::str
       usleep(20 * 1000);
     }
     EndState(pods, svcs, statuses, t0, &r);
-    const ProcUsage at = ReadUsage((*op)->pid());
+    const bench::ProcUsage at = ReadUsage((*op)->pid());
     const std::string metrics = (*op)->Metrics();
     r.passes = MetricSum(metrics, "coach_reconcile_duration_seconds_count");
     if (r.passes > 0) r.pass_mean_ms = 1000 * MetricSum(metrics, "coach_reconcile_duration_seconds_sum") / r.passes;
@@ -663,15 +632,15 @@ SpeedResult RunCoach(const Flags& f, k8s::RestKubeClient* client, const std::str
     r.wall_s = std::max(pods.reached_at(), svcs.reached_at()) - t0;
     if (!r.ok) r.wall_s = NowS() - t0;
     Milestones(pods, svcs, t0, &r);
-    r.cpu_s = at.cpu_s - before.cpu_s;
+    r.cpu_s = at.cpu_seconds - before.cpu_seconds;
     r.pods = pods.count();
     r.services = svcs.count();
     r.load = LoadAverage();
     usleep(static_cast<useconds_t>(f.settle_s * 1e6));
-    const ProcUsage settled = ReadUsage((*op)->pid());
-    r.cpu_settled_s = settled.cpu_s - before.cpu_s;
-    r.hwm_kb = settled.hwm_kb;
-    r.rss_kb = settled.rss_kb;
+    const bench::ProcUsage settled = ReadUsage((*op)->pid());
+    r.cpu_settled_s = settled.cpu_seconds - before.cpu_seconds;
+    r.hwm_kb = settled.vm_hwm_kb;
+    r.rss_kb = settled.vm_rss_kb;
   }
   if (captured != nullptr) *captured = Capture(client, ns);
   (*op)->Stop();
