@@ -19,7 +19,6 @@
 namespace coach::e2e::kube {
 namespace {
 
-constexpr char kAnchor[] = "e2e/kube/kube_fixture.cc";
 
 // What a child must not take from the test's environment: it sees only the server and
 // the kubeconfig the fixture gives it.
@@ -30,27 +29,9 @@ std::string NewTmpPath(const std::string& stem) {
   return absl::StrCat(TestTmpDir(), "/", stem, "-", getpid(), "-", ++n);
 }
 
-std::string WorkspaceRoot() {
-  for (const std::string& candidate :
-       {absl::StrCat(EnvOrEmpty("TEST_SRCDIR"), "/", EnvOrEmpty("TEST_WORKSPACE"), "/", kAnchor),
-        std::string(kAnchor)}) {
-    char* real = ::realpath(candidate.c_str(), nullptr);
-    if (real == nullptr) continue;
-    std::string r(real);
-    free(real);
-    if (absl::EndsWith(r, kAnchor)) return r.substr(0, r.size() - sizeof(kAnchor) + 1);
-  }
-  return "";
-}
-
 ControlPlane* g_cp = nullptr;
 
 }  // namespace
-
-bool InCi() {
-  const std::string ci = absl::AsciiStrToLower(EnvOrEmpty("CI"));
-  return ci == "true" || ci == "1";
-}
 
 CmdResult RunCommand(const std::vector<std::string>& argv, const std::string& input,
                      absl::Duration timeout, const std::vector<std::string>& env_overrides) {
@@ -75,7 +56,7 @@ ControlPlane* ControlPlane::Get() { return g_cp; }
 absl::Status ControlPlane::Start() {
   if (g_cp != nullptr) return absl::OkStatus();
   auto cp = std::make_unique<ControlPlane>();
-  cp->root_ = WorkspaceRoot();
+  cp->root_ = ::coach::kube::testing::WorkspaceRoot();
   if (cp->root_.empty()) return absl::NotFoundError("cannot find the workspace from the runfiles");
   cp->script_ = cp->root_ + "tools/testenv/testenv";
   CmdResult bin = RunCommand({"/bin/bash", cp->script_, "bin"}, "", absl::Seconds(30));

@@ -30,13 +30,14 @@
 #include "e2e/common/test_env.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "operator/backend/kube/testing/testenv.h"
 
 namespace coach::e2e::kube {
 
 // A command's exit code and output (kubectl, coach, testenv).
 using CmdResult = CommandResult;
 
-bool InCi();
+using ::coach::kube::testing::InCi;
 
 // One coach-operator process (--backend=kube, --log-level=debug) with its own ports, state
 // directory <dir>/<name>-state (its HOME too) and log files <dir>/<name>-<n>.log.
