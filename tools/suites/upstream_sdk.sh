@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The upstream Kubeflow Training Python SDK (kubeflow-training 1.9.4, unchanged) against coach's
+# Kubernetes backend: e2e/upstream_sdk's pytest tests drive a real control plane (tools/testenv) on
+# which the real coach-operator --backend=kube reconciles the jobs. See e2e/upstream_sdk/README.md.
+#
+#  1. tools/upstream_sdk_env.sh install (the pinned venv), bazel build //operator:coach-operator,
+#     tools/testenv/testenv build (a no-op once the binaries are cached);
+#  2. testenv up, coach's CRDs applied server-side and Established;
+#  3. coach-operator --backend=kube on free loopback ports, ready when /readyz answers 200;
+#  4. pytest e2e/upstream_sdk with KUBECONFIG set; its exit status is the suite's;
+#  5. always: the operator stopped, the control plane down (trap).
+# Outside CI a machine without Go (to build tools/testenv) skips; under CI=true every missing
+# component fails. COACH_KEEP_WORK=1 keeps the work folder (logs, control plane down) on success too;
+# extra arguments go to pytest (e.g. -k pytorch).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+NAME=upstream_sdk
+TESTENV=tools/testenv/testenv
+started=$SECONDS
+fail() { echo "$NAME: FAIL: $*" >&2; exit 1; }
+skip() {
+  [[ ${CI:-} == true ]] && fail "$* (CI=true: a missing component is a failure)"
+  echo "$NAME: SKIP: $*"
+  exit 0
+}
+say() { echo "$NAME: $*"; }
+
+# ---- 1. what it needs -------------------------------------------------------------------------
+command -v go >/dev/null || skip "go is not installed (needed to build tools/testenv)"
+command -v curl >/dev/null || skip "curl is not installed"
+tools/upstream_sdk_env.sh install || fail "tools/upstream_sdk_env.sh install failed"
+PY=$(tools/upstream_sdk_env.sh python) || fail "the upstream SDK venv is not usable"
+
+WORK=$(mktemp -d /tmp/coach-upstream-sdk.XXXXXX)
+DIR=$WORK/kube
+OP_PID=""
+cleanup() {
+  local rc=$?
+  if [[ -n $OP_PID ]] && kill -0 "$OP_PID" 2>/dev/null; then
+    kill -TERM "$OP_PID" 2>/dev/null
+    for _ in $(seq 1 100); do kill -0 "$OP_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$OP_PID" 2>/dev/null || true
+    wait "$OP_PID" 2>/dev/null || true
+  fi
+  if ((rc != 0)); then
+    for f in "$WORK"/operator-*.log; do
+      [[ -f $f ]] || continue
+      echo "---- last lines of $f" >&2
+      tail -n 40 "$f" >&2
+    done
+    if [[ -d $DIR/logs ]]; then
+      echo "---- last lines of $DIR/logs/kube-apiserver.log" >&2
+      tail -n 15 "$DIR/logs/kube-apiserver.log" >&2
+    fi
+  fi
+  "$TESTENV" down --dir "$DIR" >/dev/null 2>&1 || true
+  if [[ -z ${COACH_KEEP_WORK:-} ]] && { ((rc == 0)) || [[ ${CI:-} == true ]]; }; then
+    rm -rf "$WORK"
+  else
+    echo "$NAME: work dir kept: $WORK" >&2
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+say "bazel build //operator:coach-operator"
+bazel build //operator:coach-operator >"$WORK/bazel.log" 2>&1 ||
+  { tail -n 40 "$WORK/bazel.log" >&2; fail "bazel build //operator:coach-operator"; }
+OPERATOR=$(bazel info bazel-bin 2>/dev/null)/operator/coach-operator
+[[ -x $OPERATOR ]] || fail "no coach-operator at $OPERATOR"
+# A copy, so another engineer's rebuild of bazel-bin cannot swap the binary under the running suite.
+cp "$OPERATOR" "$WORK/coach-operator" || fail "copy coach-operator"
+
+"$TESTENV" build >"$WORK/testenv-build.log" 2>&1 ||
+  { tail -n 40 "$WORK/testenv-build.log" >&2; fail "tools/testenv/testenv build failed"; }
+BIN=$("$TESTENV" bin) || fail "testenv bin"
+for b in kubectl kube-apiserver etcd kwok; do
+  [[ -x $BIN/$b ]] || fail "testenv binary $b missing in $BIN"
+done
+
+# ---- 2. control plane and CRDs ----------------------------------------------------------------
+t0=$SECONDS
+kubeconfig=$("$TESTENV" up --dir "$DIR") || fail "testenv up failed"
+k() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+k apply --server-side -f charts/coach/crds >"$WORK/crds.log" 2>&1 ||
+  { cat "$WORK/crds.log" >&2; fail "kubectl apply --server-side -f charts/coach/crds"; }
+k wait --for=condition=Established crd --all --timeout=60s >/dev/null ||
+  fail "coach's CRDs not Established in 60 s"
+say "control plane up and CRDs Established in $((SECONDS - t0)) s ($DIR)"
+
+# ---- 3. the operator --------------------------------------------------------------------------
+free_port() {
+  "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+STATE=$WORK/operator-state
+mkdir -p "$STATE"
+start_operator() { # attempt-number; 0 when /readyz answers, 1 otherwise (the process is gone then)
+  local grpc http log=$WORK/operator-$1.log
+  grpc=$(free_port)
+  http=$(free_port)
+  while [[ $http == "$grpc" ]]; do http=$(free_port); done
+  # Only what the operator needs from this environment: no COACH_* or KUBECONFIG of the caller.
+  env -i PATH="$PATH" HOME="$STATE" "$WORK/coach-operator" --backend=kube --kubeconfig="$kubeconfig" \
+    --listen="127.0.0.1:$grpc" --http-listen="127.0.0.1:$http" --state-dir="$STATE" \
+    --log-level=debug >"$log" 2>&1 &
+  OP_PID=$!
+  local deadline=$((SECONDS + 60))
+  while ((SECONDS < deadline)); do
+    if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$http/readyz" 2>/dev/null; then
+      say "coach-operator ready (pid $OP_PID, grpc 127.0.0.1:$grpc, http 127.0.0.1:$http)"
+      return 0
+    fi
+    kill -0 "$OP_PID" 2>/dev/null || { wait "$OP_PID"; say "coach-operator exited ($?) before it was ready"; OP_PID=""; return 1; }
+    sleep 0.1
+  done
+  kill -KILL "$OP_PID" 2>/dev/null; wait "$OP_PID" 2>/dev/null; OP_PID=""
+  say "coach-operator not ready in 60 s"
+  return 1
+}
+ok=0
+for attempt in 1 2 3; do  # a port taken between free_port and the bind: new ports
+  if start_operator "$attempt"; then ok=1; break; fi
+done
+((ok)) || fail "coach-operator did not start (see its log below)"
+
+# ---- 4. the tests -----------------------------------------------------------------------------
+t0=$SECONDS
+status=0
+env KUBECONFIG="$kubeconfig" COACH_UPSTREAM_SDK_OPERATOR_LOG="$WORK/operator-$attempt.log" \
+  COACH_UPSTREAM_SDK_KUBECTL="$BIN/kubectl" \
+  "$PY" -m pytest -p no:cacheprovider -v -rfEs e2e/upstream_sdk "$@" || status=$?
+kill -0 "$OP_PID" 2>/dev/null || fail "coach-operator died during the tests"
+case $status in
+  0) say "PASS in $((SECONDS - started)) s (tests $((SECONDS - t0)) s)" ;;
+  5) fail "pytest collected no tests" ;;
+  *) fail "pytest exited $status (tests $((SECONDS - t0)) s)" ;;
+esac
