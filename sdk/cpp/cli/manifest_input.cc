@@ -39,14 +39,15 @@ absl::StatusOr<std::vector<api::v1::TrainingJob>> LoadJobs(
     api::v1::TrainingJob& job = (*jobs)[i];
     // Several documents: say which one each error is about.
     std::string prefix = jobs->size() > 1 ? absl::StrCat("document ", i, ": ") : "";
+    // As kubectl: the manifest's own namespace wins over the default; only a -n the user
+    // typed that says otherwise is a conflict.
     const std::string& ns = job.metadata().namespace_();
-    if (!namespace_override.empty()) {
-      if (ns.empty()) {
-        job.mutable_metadata()->set_namespace_(namespace_override);
-      } else if (ns != namespace_override) {
-        errors.push_back(absl::StrCat(prefix, "metadata.namespace: the manifest says \"", ns,
-                                      "\" but --namespace says \"", namespace_override, "\""));
-      }
+    if (ns.empty()) {
+      job.mutable_metadata()->set_namespace_(namespace_override.empty() ? "default"
+                                                                        : namespace_override);
+    } else if (!namespace_override.empty() && ns != namespace_override) {
+      errors.push_back(absl::StrCat(prefix, "metadata.namespace: the manifest says \"", ns,
+                                    "\" but --namespace says \"", namespace_override, "\""));
     }
     api::v1::SetDefaults(&job);
     for (const api::v1::FieldError& error : api::v1::Validate(job)) {

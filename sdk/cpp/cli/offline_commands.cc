@@ -17,7 +17,7 @@ namespace {
 absl::StatusOr<std::vector<api::v1::TrainingJob>> Load(const OfflineOptions& options) {
   absl::StatusOr<std::string> text = ReadInput(options.file);
   if (!text.ok()) return text.status();
-  return LoadJobs(*text, options.namespace_.empty() ? "default" : options.namespace_);
+  return LoadJobs(*text, options.namespace_);
 }
 
 void PrintError(const absl::Status& status, std::ostream& err) {

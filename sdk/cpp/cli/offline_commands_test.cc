@@ -135,6 +135,29 @@ spec:
   EXPECT_NE(err.str().find("metadata.namespace"), std::string::npos) << err.str();
 }
 
+// kubectl's rule: -n is needed only for jobs that name no namespace.
+TEST(RenderTest, ManifestNamingItsNamespaceNeedsNoFlag) {
+  std::string path = WriteTemp("own-ns.yaml", R"(apiVersion: kubeflow.org/v1
+kind: JAXJob
+metadata: {name: jax, namespace: kubeflow}
+spec:
+  jaxReplicaSpecs:
+    Worker: {replicas: 2, template: {spec: {containers: [{name: jax, image: jax:latest}]}}}
+)");
+  for (const char* flag : {"", "kubeflow"}) {
+    SCOPED_TRACE(flag);
+    OfflineOptions options{path, "json", flag};
+    std::ostringstream out, err;
+    EXPECT_EQ(RunRender(options, out, err), kExitOk) << err.str();
+    EXPECT_EQ(err.str(), "");
+    json list = json::parse(out.str());
+    ASSERT_EQ(list["items"].size(), 4u);  // 2 pods + 2 services
+    for (const json& item : list["items"]) EXPECT_EQ(item["metadata"]["namespace"], "kubeflow");
+    std::ostringstream vout, verr;
+    EXPECT_EQ(RunValidate(options, vout, verr), kExitOk) << verr.str();
+  }
+}
+
 TEST(ValidateTest, MissingFileIsAnError) {
   OfflineOptions options{"/nonexistent/job.yaml", "yaml", ""};
   std::ostringstream out, err;

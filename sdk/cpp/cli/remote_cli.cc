@@ -25,7 +25,8 @@ void RegisterRemoteCommands(CLI::App& app, RemoteCli* cli) {
     return sub;
   };
   auto add_namespace = [&o](CLI::App* sub) {
-    sub->add_option("-n,--namespace", o.namespace_, "namespace (default: default)");
+    sub->add_option("-n,--namespace", o.namespace_, "namespace (default: default)")
+        ->each([&o](const std::string&) { o.namespace_given = true; });
   };
   auto add_job = [&o](CLI::App* sub) { sub->add_option("JOB", o.job, "job name")->required(); };
   auto add_output = [&o](CLI::App* sub) {

@@ -130,7 +130,10 @@ int RunSubmit(const RemoteOptions& options, RemoteEnv& env) {
     *env.err << "error: " << text.status().message() << "\n";
     return kExitInvalid;
   }
-  absl::StatusOr<std::vector<TrainingJob>> jobs = env.load_jobs(*text, options.namespace_);
+  // A manifest that names its namespace needs no -n (kubectl's rule); a typed -n that
+  // contradicts it is refused by load_jobs.
+  const std::string namespace_ = options.namespace_given ? options.namespace_ : "";
+  absl::StatusOr<std::vector<TrainingJob>> jobs = env.load_jobs(*text, namespace_);
   if (!jobs.ok()) {
     *env.err << "error: " << jobs.status().message() << "\n";
     return kExitInvalid;
@@ -146,8 +149,8 @@ int RunSubmit(const RemoteOptions& options, RemoteEnv& env) {
   for (const TrainingJob& job : *jobs) {
     // One job: the server reads the user's own text, exactly as `kubectl apply` would send it.
     absl::StatusOr<TrainingJob> result =
-        jobs->size() == 1 ? (*client)->CreateJobFromManifest(*text, options.namespace_)
-                          : (*client)->CreateJob(job, options.namespace_);
+        jobs->size() == 1 ? (*client)->CreateJobFromManifest(*text, namespace_)
+                          : (*client)->CreateJob(job, namespace_);
     if (!result.ok()) return Fail(result.status(), env);
     *env.out << JobRef(*result) << " created\n";
     created.push_back(*result);

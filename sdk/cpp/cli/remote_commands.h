@@ -23,6 +23,7 @@ namespace coach::cli {
 struct RemoteOptions {
   sdk::ConnectionOptions connection;
   std::string namespace_ = "default";  // -n
+  bool namespace_given = false;        // -n was on the command line (submit: else the manifest's)
   bool all_namespaces = false;         // -A (list)
   std::string job;                     // the JOB argument
   std::string file;                    // submit -f

@@ -182,11 +182,27 @@ TEST_F(RemoteCommandsTest, SubmitSendsTheManifest) {
   server_.service().SetManifestResult(Job("", "mnist", {}));
   options_.file = "good.yaml";
   options_.namespace_ = "ml";
+  options_.namespace_given = true;
   EXPECT_EQ(RunSubmit(options_, env_), kExitOk);
   ASSERT_EQ(server_.service().create_requests().size(), 1u);
   EXPECT_EQ(server_.service().create_requests()[0].manifest(), kManifest);
   EXPECT_EQ(server_.service().create_requests()[0].namespace_(), "ml");
   EXPECT_EQ(out_.str(), "PyTorchJob ml/mnist created\n");
+}
+
+// Without -n the manifest's own namespace (or the server's default) decides, as with kubectl.
+TEST_F(RemoteCommandsTest, SubmitWithoutNamespaceFlagLeavesItToTheManifest) {
+  server_.service().SetManifestResult(Job("", "mnist", {}));
+  options_.file = "good.yaml";
+  std::string seen = "unset";
+  env_.load_jobs = [&seen](const std::string& text, const std::string& namespace_) {
+    seen = namespace_;
+    return api::v1::codec::ParseManifests(text);
+  };
+  EXPECT_EQ(RunSubmit(options_, env_), kExitOk);
+  EXPECT_EQ(seen, "");
+  ASSERT_EQ(server_.service().create_requests().size(), 1u);
+  EXPECT_EQ(server_.service().create_requests()[0].namespace_(), "");
 }
 
 TEST_F(RemoteCommandsTest, SubmitAlreadyExistsIsInvalid) {
