@@ -162,13 +162,42 @@ TEST(DesiredObjectsTest, PyTorchWithoutMasterAndElastic) {
   auto objs = DesiredObjects(job, {});
   ASSERT_TRUE(objs.ok()) << objs.status();
   EXPECT_THAT(Env(Find(*objs, "Pod", "el-worker-1")),
-              ElementsAre(Pair("PYTHONUNBUFFERED", "1"),
+              ElementsAre(Pair("PYTHONUNBUFFERED", "1"), Pair("PET_NPROC_PER_NODE", "auto"),
                           Pair("PET_RDZV_ENDPOINT", "el-worker-0:23456"),
                           Pair("PET_RDZV_BACKEND", "c10d"), Pair("PET_NNODES", "1:3"),
                           Pair("PET_RDZV_ID", "abc")));
   EXPECT_EQ(Find(*objs, "Pod", "el-worker-0")
                 .body["metadata"]["labels"]["training.kubeflow.org/job-role"],
             "master");
+}
+
+// Upstream's elastic examples (echo, imagenet): Workers only, nprocPerNode given or not.
+TEST(DesiredObjectsTest, PyTorchWorkerOnlyGetsNprocPerNode) {
+  struct Case {
+    const char* scenario;
+    model::Job job;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"no elasticPolicy, default", MakePyTorchJob("ns", "w").Workers(2).Build(), "auto"},
+      {"no elasticPolicy, given", MakePyTorchJob("ns", "w").Workers(2).NprocPerNode("2").Build(),
+       "2"},
+      {"elastic, default", MakePyTorchJob("ns", "w").Workers(2).Elastic(1, 2).Build(), "auto"},
+      {"elastic, spec.nprocPerNode",
+       MakePyTorchJob("ns", "w").Workers(2).Elastic(1, 2).NprocPerNode("cpu").Build(), "cpu"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.scenario);
+    auto objs = DesiredObjects(c.job, {});
+    ASSERT_TRUE(objs.ok()) << objs.status();
+    for (const char* pod : {"w-worker-0", "w-worker-1"}) {
+      const Json& env = Find(*objs, "Pod", pod).body["spec"]["containers"][0]["env"];
+      int count = 0;
+      for (const Json& e : env) count += e["name"] == "PET_NPROC_PER_NODE";
+      EXPECT_EQ(count, 1) << pod;
+      EXPECT_EQ(EnvValue(Find(*objs, "Pod", pod), "PET_NPROC_PER_NODE"), c.want) << pod;
+    }
+  }
 }
 
 TEST(DesiredObjectsTest, PyTorchWorldSizeMultipliesIntegerNproc) {

@@ -21,6 +21,10 @@ int NprocPerNodeInt(const model::Job& job) {
   return 1;
 }
 
+std::string NprocPerNode(const model::Job& job) {
+  return job.spec().has_nproc_per_node() ? job.spec().nproc_per_node() : "auto";
+}
+
 struct Wiring {
   std::vector<std::pair<std::string, std::string>> env;
 };
@@ -42,9 +46,14 @@ absl::StatusOr<Wiring> Compute(const ReplicaRef& r) {
     const int rank = r.type == "Worker" ? r.index + 1 : r.index;
     w.env.emplace_back("WORLD_SIZE", std::to_string(total * NprocPerNodeInt(job)));
     w.env.emplace_back("RANK", std::to_string(rank));
-    w.env.emplace_back("PET_NPROC_PER_NODE",
-                       job.spec().has_nproc_per_node() ? job.spec().nproc_per_node() : "auto");
+    w.env.emplace_back("PET_NPROC_PER_NODE", NprocPerNode(job));
     w.env.emplace_back("PET_NODE_RANK", std::to_string(rank));
+  } else if (!job.spec().has_elastic_policy() ||
+             !job.spec().elastic_policy().has_n_proc_per_node()) {
+    // Upstream gives it to every replica, with or without a Master: Worker-only elastic
+    // jobs (its echo and imagenet examples) run torchrun with it. elasticPolicy.nProcPerNode,
+    // below, is the one value when given.
+    w.env.emplace_back("PET_NPROC_PER_NODE", NprocPerNode(job));
   }
   if (!job.spec().has_elastic_policy()) {
     w.env.emplace_back("PET_NNODES", std::to_string(total));
