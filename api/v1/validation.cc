@@ -353,9 +353,44 @@ class Validator {
     }
   }
 
+  // Jobs whose success the Workers decide (no Master/Chief to follow) need a Worker: with
+  // none the job would wait forever for a replica that never exists.
+  void RequireWorkers(const std::vector<std::string>& deciders) {
+    const auto& specs = job_.spec().replica_specs();
+    if (specs.empty()) return;  // said already
+    for (const std::string& type : deciders) {
+      if (specs.count(type) > 0) return;
+    }
+    const std::string because =
+        deciders.empty() ? "the Workers decide when the job succeeds"
+                         : absl::StrCat("without ", absl::StrJoin(deciders, " or "),
+                                        " the Workers decide when the job succeeds");
+    const std::string path = absl::StrCat(replica_path_, ".Worker");
+    if (specs.count("Worker") == 0) {
+      Error(path, absl::StrCat("required: ", because));
+    } else if (Replicas("Worker") == 0) {  // negative: said already
+      Error(path + ".replicas",
+            absl::StrCat("must be >= 1: ", because, ", got ", Replicas("Worker")));
+    }
+  }
+
   void ValidateKindSpecific() {
     const TrainingJobSpec& spec = job_.spec();
     const auto& specs = spec.replica_specs();
+    switch (info_->kind) {
+      case PYTORCH_JOB:
+      case PADDLE_JOB:
+        RequireWorkers({"Master"});
+        break;
+      case TF_JOB:
+        RequireWorkers({"Chief", "Master"});
+        break;
+      case JAX_JOB:
+        RequireWorkers({});
+        break;
+      default:
+        break;
+    }
     switch (info_->kind) {
       case PYTORCH_JOB: {
         if (specs.count("Master") > 0 && Replicas("Master") != 1) {

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "api/v1/defaults.h"
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
 #include "operator/reconcile/conditions.h"
@@ -257,6 +258,57 @@ void Controller::CountTransitions(const model::Job& job, const model::JobStatus&
   if (turned_true("Restarting")) metrics_->jobs_restarted->Add(labels);
 }
 
+std::string Controller::RefusalOf(const std::string& key, const model::Job& job) {
+  const int64_t generation = job.metadata().generation();
+  {
+    absl::MutexLock l(&mu_);
+    auto refused = refused_.find(key);
+    if (refused != refused_.end()) return refused->second;
+    auto checked = spec_checks_.find(key);
+    if (checked != spec_checks_.end() && checked->second.generation == generation) {
+      return checked->second.problem;
+    }
+  }
+  // Once per generation: a pass over a job whose spec did not change re-validates nothing.
+  api::v1::TrainingJob defaulted = job;
+  api::v1::SetDefaults(&defaulted);
+  const absl::Status checked = CheckJobSpec(defaulted);
+  std::string problem = checked.ok() ? "" : std::string(checked.message());
+  if (!problem.empty()) spdlog::warn("job {}: refused: {}", key, problem);
+  absl::MutexLock l(&mu_);
+  spec_checks_[key] = {generation, problem};
+  return problem;
+}
+
+std::string Controller::RecordRefusedCreates(const JobKey& job_key, const model::Job& job,
+                                             const std::vector<model::Action>& batch,
+                                             const std::vector<absl::Status>& results,
+                                             absl::Time now) {
+  std::vector<backend::local::JobEvent> events;
+  std::string refusal;
+  for (size_t i = 0; i < batch.size() && i < results.size(); ++i) {
+    const absl::Status& result = results[i];
+    if (batch[i].type != model::Action::Type::kCreate || result.ok()) continue;
+    // Invalid: the object as written can never be created. Forbidden: RBAC or a quota,
+    // which can change, so the pass is retried (upstream retries both forever).
+    const bool invalid = absl::IsInvalidArgument(result);
+    if (!invalid && !absl::IsPermissionDenied(result)) continue;
+    const model::KubeObject& object = batch[i].object;
+    const std::string message = absl::StrCat("Error creating ", object.kind, " ", object.name,
+                                             ": ", result.message());
+    events.push_back({"Warning", absl::StrCat("FailedCreate", object.kind), message, now});
+    if (invalid && refusal.empty()) refusal = message;
+  }
+  if (!events.empty()) {
+    absl::Status appended = store_->AppendEvents(job_key, events);
+    if (!appended.ok()) {
+      spdlog::warn("job {}/{}: {} event(s) not stored: {}", job.metadata().namespace_(),
+                   job.metadata().name(), events.size(), appended.ToString());
+    }
+  }
+  return refusal;
+}
+
 absl::Status Controller::ReconcileKey(const std::string& key) {
   KeyLock lock(job_locks_, key);
   const JobKey job_key = ParseKey(key);
@@ -265,6 +317,8 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
     {
       absl::MutexLock l(&mu_);
       admitted_.erase(key);
+      spec_checks_.erase(key);
+      refused_.erase(key);
     }
     ForgetKey(key);
     RecordObserved(key, nullptr, nullptr);
@@ -275,6 +329,7 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
   // Again here: a pass that found the job gone may have forgotten a key enqueued meanwhile.
   RememberKey(key);
 
+  const std::string refusal = reconcile::IsFinished(job.status()) ? "" : RefusalOf(key, job);
   bool admitted;
   {
     absl::MutexLock l(&mu_);
@@ -282,8 +337,11 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
   }
   if (!admitted) {
     // The first pass in this process: after a restart the backend re-prepares the job
-    // (Admit is idempotent). A finished job needs nothing prepared.
-    if (!reconcile::IsFinished(job.status())) RETURN_IF_ERROR(backend_->Admit(job));
+    // (Admit is idempotent). A finished job needs nothing prepared, nor one that is about
+    // to fail as refused.
+    if (!reconcile::IsFinished(job.status()) && refusal.empty()) {
+      RETURN_IF_ERROR(backend_->Admit(job));
+    }
     absl::MutexLock l(&mu_);
     admitted_.insert(key);
   }
@@ -293,8 +351,9 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
     config.address_plan = std::move(plan);
   }
   ASSIGN_OR_RETURN(model::ObservedState observed, backend_->Observe(job));
+  observed.refused = refusal;
   const absl::Time now = clock_->Now();
-  if (options_.observer != nullptr && observed.pods.empty() &&
+  if (options_.observer != nullptr && observed.pods.empty() && refusal.empty() &&
       !reconcile::IsFinished(job.status())) {
     // A moment for the observer to make what the replicas' environment carries (the job's
     // MLflow run); bounded by the observer, which changes the job and so enqueues it.
@@ -328,7 +387,16 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
             {ActionName(batch[i].type), results[i].ok() ? "ok" : "error"});
       }
     }
-    if (!applied.ok()) return applied;
+    if (!applied.ok()) {
+      const std::string refused = RecordRefusedCreates(job_key, job, batch, results, now);
+      if (refused.empty()) return applied;
+      {
+        absl::MutexLock l(&mu_);
+        refused_[key] = refused;
+      }
+      queue_.Add(key);  // the next pass fails the job with the refusal
+      return absl::OkStatus();
+    }
     applied_any = true;
   }
   if (delete_job != nullptr) {
@@ -344,6 +412,8 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
     {
       absl::MutexLock l(&mu_);
       admitted_.erase(key);
+      spec_checks_.erase(key);
+      refused_.erase(key);
     }
     ForgetKey(key);
     RecordObserved(key, nullptr, nullptr);

@@ -97,6 +97,15 @@ class Controller {
                       const model::JobStatus* status);
   void CountTransitions(const model::Job& job, const model::JobStatus& before,
                         const model::JobStatus& after);
+  // Why `job` cannot run as written ("" when it can): CheckJobSpec, once per generation,
+  // then a refusal the API server gave one of its objects.
+  std::string RefusalOf(const std::string& key, const model::Job& job);
+  // After a failed ApplyAll: a Warning event per refused create, as upstream's
+  // FailedCreatePod / FailedCreateService. Returns the refusal that fails the job (an
+  // object refused as invalid, which no retry can change), else "".
+  std::string RecordRefusedCreates(const JobKey& job_key, const model::Job& job,
+                                   const std::vector<model::Action>& batch,
+                                   const std::vector<absl::Status>& results, absl::Time now);
 
   JobStore* const store_;
   backend::Backend* const backend_;
@@ -117,6 +126,14 @@ class Controller {
   // Per job: replica count by phase and the job's state, for the gauges.
   std::map<std::string, std::map<std::string, int>> phases_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> states_ ABSL_GUARDED_BY(mu_);
+  // RefusalOf's memory per key: the generation last checked and what the check said, and the
+  // API server's refusal of an object (kept until the job is gone).
+  struct SpecCheck {
+    int64_t generation = -1;
+    std::string problem;
+  };
+  std::map<std::string, SpecCheck> spec_checks_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> refused_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
 };
 

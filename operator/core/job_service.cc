@@ -12,11 +12,20 @@
 #include "operator/core/label_selector.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/launcher_wrap.h"
+#include "operator/reconcile/master_wait.h"
 #include "operator/reconcile/mlflow_env.h"
 
 namespace coach::core {
 
 std::string KeyString(const JobKey& key) { return key.namespace_ + "/" + key.name; }
+
+absl::Status CheckJobSpec(const api::v1::TrainingJob& defaulted) {
+  RETURN_IF_ERROR(api::v1::ValidateJob(defaulted));
+  RETURN_IF_ERROR(reconcile::ValidateMlflowAnnotations(defaulted));
+  RETURN_IF_ERROR(reconcile::ValidateLauncherAnnotation(defaulted));
+  RETURN_IF_ERROR(reconcile::ValidateWaitForMasterAnnotation(defaulted));
+  return absl::OkStatus();
+}
 
 std::string KeyString(const api::v1::TrainingJob& job) {
   return job.metadata().namespace_() + "/" + job.metadata().name();
@@ -88,9 +97,7 @@ absl::StatusOr<api::v1::TrainingJob> JobService::Admission(const CreateRequest& 
   // The run and experiment ids are the operator's to write (mlflow_env.h).
   reconcile::ClearOperatorMlflowAnnotations(&job);
   api::v1::SetDefaults(&job);
-  RETURN_IF_ERROR(api::v1::ValidateJob(job));
-  RETURN_IF_ERROR(reconcile::ValidateMlflowAnnotations(job));
-  RETURN_IF_ERROR(reconcile::ValidateLauncherAnnotation(job));
+  RETURN_IF_ERROR(CheckJobSpec(job));
   return job;
 }
 

@@ -36,6 +36,13 @@ namespace coach::core {
 using backend::local::JobKey;
 using backend::local::JobStore;
 
+// The rules a job must satisfy to run, after defaulting (api::v1::SetDefaults): the kind's
+// validation (api/v1/validation.h) and coach's own annotations. Admission applies them to
+// every job created through the API; the controller to every job it finds in the store, so
+// one that arrived another way (kubectl apply) is held to the same rules.
+// InvalidArgument names every failing field.
+absl::Status CheckJobSpec(const api::v1::TrainingJob& defaulted);
+
 struct CreateRequest {
   // Exactly one of `job` and `manifest` (YAML or JSON, one kubeflow.org/v1 job).
   std::optional<api::v1::TrainingJob> job;

@@ -42,6 +42,11 @@ struct ObservedState {
   std::vector<ObservedPod> pods;
   // Everything else the job owns that exists now.
   std::vector<ObservedObject> objects;
+  // Non-empty: the job cannot run as it is written, and says why. Either its spec breaks a
+  // rule of coach's admission (a job that reached the store without it, e.g. by
+  // `kubectl apply` to a cluster whose CRDs predate the rule) or the API server refused one
+  // of its objects as invalid. The reconciler marks such a job Failed.
+  std::string refused;
 };
 
 }  // namespace coach::model

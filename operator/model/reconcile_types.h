@@ -40,8 +40,12 @@ struct ReconcileConfig {
   std::string cluster_domain;
   // A job whose runPolicy.managedBy is set to anything else is left alone.
   std::string controller_name = "kubeflow.org/training-operator";
-  // Image of the MPI launcher's kubectl delivery and similar helpers, when needed.
-  std::string init_container_image = "alpine:3.10";
+  // Image of the PyTorch Workers' init container that waits for the Master's name
+  // (operator/reconcile/master_wait.h); the kube backend sets it (the operator's own image).
+  // Empty: no such init container (the local backend).
+  std::string pytorch_init_image;
+  // Tries of that wait, 2 s apart (upstream's --pytorch-init-container-max-tries).
+  int pytorch_init_max_tries = 100;
   // Init container of the MPIJob launcher that copies kubectl into the pod.
   std::string mpi_kubectl_delivery_image = "mpioperator/kubectl-delivery:latest";
   // How replicas reach each other. Null: Kubernetes service names and declared ports

@@ -6,6 +6,7 @@
 #include "operator/reconcile/framework_env.h"
 #include "operator/reconcile/gang.h"
 #include "operator/reconcile/launcher_wrap.h"
+#include "operator/reconcile/master_wait.h"
 #include "operator/reconcile/mlflow_env.h"
 #include "operator/reconcile/mpi_objects.h"
 #include "operator/reconcile/replicas.h"
@@ -36,6 +37,7 @@ absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& 
   }
   AddMlflowEnv(job, config.mlflow, tmpl);
   WrapWithLauncher(job, config, tmpl);
+  AddMasterWait(job, type, config, tmpl);
   const std::string policy = RestartPolicy(job, type);
   tmpl["spec"]["restartPolicy"] = policy == "ExitCode" ? "Never" : policy;
   DecorateForGang(job, type, config, tmpl);

@@ -375,6 +375,14 @@ model::ReconcileResult Pass::Run() {
     return Done();
   }
 
+  // Never a silent stall: a job that cannot run as written fails, saying why.
+  if (!observed_.refused.empty()) {
+    CleanUp();
+    Finish("Failed", "FailedValidation", observed_.refused, "Warning");
+    ApplyTtl();
+    return Done();
+  }
+
   const auto& rp = job_.spec().run_policy();
   if (rp.has_suspend() && rp.suspend()) {
     for (const ObservedPod& pod : observed_.pods) DeletePodAndService(pod);

@@ -315,6 +315,49 @@ TEST(ReconcileTest, CleanPodPolicyAfterFinish) {
   }
 }
 
+TEST(ReconcileTest, RefusedJobFailsWithTheReasonAndCreatesNothing) {
+  struct Case {
+    const char* scenario;
+    model::Job job;
+    model::ObservedState observed;
+    std::vector<std::string> actions;
+  };
+  model::Job fresh = MakePyTorchJob("ns", "r").Master(1).Workers(1).Build();
+  model::Job all = MakePyTorchJob("ns", "r").Master(1).Workers(1).CleanPodPolicy("All").Build();
+  const Case cases[] = {
+      // Nothing exists yet: no pod is created, the job fails at once.
+      {"fresh job", fresh, ObservedBuilder(fresh).Build(), {}},
+      // Objects refused midway: what exists is cleaned up per cleanPodPolicy, as on failure.
+      {"cleanPodPolicy All", all, ObservedBuilder(all).Running("Master", 0).Build(),
+       {"delete Pod/r-master-0", "delete Service/r-master-0"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.scenario);
+    model::ObservedState observed = c.observed;
+    observed.refused = "metadata.name: must be a DNS-1035 label";
+    auto r = Reconcile(c.job, observed, kT0, {});
+    EXPECT_THAT(Acts(r), ::testing::UnorderedElementsAreArray(c.actions));
+    ASSERT_TRUE(HasTrueCondition(r.status, "Failed"));
+    EXPECT_EQ(Cond(r.status, "Failed")->reason(), "PyTorchJobFailedValidation");
+    EXPECT_EQ(Cond(r.status, "Failed")->message(), "metadata.name: must be a DNS-1035 label");
+    int warnings = 0;
+    for (const auto& e : r.events) {
+      if (e.reason != "PyTorchJobFailedValidation") continue;
+      ++warnings;
+      EXPECT_EQ(e.type, "Warning");
+      EXPECT_EQ(e.message, "metadata.name: must be a DNS-1035 label");
+    }
+    EXPECT_EQ(warnings, 1);
+    EXPECT_TRUE(r.status.has_completion_time());
+    // Failed is final: the next pass changes nothing and emits nothing.
+    model::ObservedState gone = ObservedBuilder(c.job).Build();  // the deletions took effect
+    gone.refused = observed.refused;
+    auto next = Reconcile(WithStatus(c.job, r.status), gone, kT0 + absl::Seconds(1), {});
+    EXPECT_FALSE(next.status_changed);
+    EXPECT_THAT(Reasons(next), IsEmpty());
+  }
+}
+
 TEST(ReconcileTest, SuspendAndResume) {
   model::ReconcileConfig config;
   config.gang_scheduler = model::GangScheduler::kVolcano;

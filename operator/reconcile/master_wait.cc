@@ -1,0 +1,64 @@
+#include "operator/reconcile/master_wait.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "operator/reconcile/launcher_wrap.h"
+
+namespace coach::reconcile {
+namespace {
+
+const std::string* Annotation(const model::Job& job) {
+  const auto& annotations = job.metadata().annotations();
+  auto it = annotations.find(kAnnotationWaitForMaster);
+  return it == annotations.end() ? nullptr : &it->second;
+}
+
+bool HasInitContainer(const Json& spec, const std::string& name) {
+  if (!spec.contains("initContainers") || !spec["initContainers"].is_array()) return false;
+  for (const Json& c : spec["initContainers"]) {
+    if (c.is_object() && c.value("name", "") == name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::Status ValidateWaitForMasterAnnotation(const model::Job& job) {
+  const std::string* v = Annotation(job);
+  if (v == nullptr || *v == "true" || *v == "false") return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("metadata.annotations[",
+                                                 kAnnotationWaitForMaster,
+                                                 "]: must be \"true\" or \"false\", got \"", *v,
+                                                 "\""));
+}
+
+void AddMasterWait(const model::Job& job, const std::string& type,
+                   const model::ReconcileConfig& config, Json& pod_template) {
+  if (config.pytorch_init_image.empty() || job.kind() != api::v1::PYTORCH_JOB ||
+      type != "Worker" || !HasReplicaType(job, "Master") || LauncherEnabled(job)) {
+    return;
+  }
+  const std::string* opt = Annotation(job);
+  if (opt != nullptr && *opt == "false") return;
+  if (!pod_template.contains("spec") || !pod_template["spec"].is_object()) return;
+  Json& spec = pod_template["spec"];
+  if (HasInitContainer(spec, kMasterWaitContainer)) return;
+  if (!spec.contains("initContainers") || !spec["initContainers"].is_array()) {
+    spec["initContainers"] = Json::array();
+  }
+  const int tries = config.pytorch_init_max_tries > 0 ? config.pytorch_init_max_tries : 1;
+  // The Master's address as the Workers' MASTER_ADDR names it.
+  const std::string master = ReplicaName(job, "Master", 0);
+  spec["initContainers"].push_back(
+      {{"name", kMasterWaitContainer},
+       {"image", config.pytorch_init_image},
+       {"imagePullPolicy", "IfNotPresent"},
+       {"command", Json::array({kLauncherImagePath, "--wait-for-host", master, "--peer-timeout",
+                                absl::StrCat(tries * kMasterWaitSecondsPerTry, "s")})},
+       {"resources",
+        {{"limits", {{"cpu", "100m"}, {"memory", "20Mi"}}},
+         {"requests", {{"cpu", "50m"}, {"memory", "10Mi"}}}}}});
+}
+
+}  // namespace coach::reconcile
