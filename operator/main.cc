@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
 
   coach::metrics::Registry registry;
   coach::metrics::OperatorMetrics metrics(&registry);
+  if (cr_store != nullptr) cr_store->ExportEventMetrics(&registry);
   coach::core::RealClock clock;
   coach::core::WatchBroadcaster watchers;
   watchers.SetObservers([&](size_t n) { metrics.watchers->Set({}, static_cast<double>(n)); },
@@ -266,6 +267,9 @@ int main(int argc, char** argv) {
   // A moment for runs to record what just happened; the rest resumes after a restart.
   tracker.Stop(absl::Seconds(2));
   jobs.SetObserver(nullptr);
+  // Nothing appends events any more: write the queued ones (the record `kubectl describe`
+  // shows), bounded by --kube-event-shutdown-grace; the rest are counted and logged.
+  if (cr_store != nullptr) cr_store->StopEvents(absl::Seconds(flags.kube_event_shutdown_grace_s));
   (*http)->Stop();
   spdlog::info("coach-operator: stopped");
   return exit_code.load();

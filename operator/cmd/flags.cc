@@ -68,8 +68,13 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                 "to tracked replicas (they are stored in the replicas' pod specs)")
       ->envname("COACH_MLFLOW_FORWARD_CREDENTIALS");
   app->add_option("--mlflow-run-wait", flags->mlflow_run_wait_s,
-                  "Seconds a new tracked job's first replicas may wait for its MLflow run id "
-                  "(0: never; never while the server is failing)")
+                  "Seconds a tracked job's first replicas wait at most for its MLflow run, so "
+                  "that they get MLFLOW_RUN_ID and mlflow.start_run() logs into the job's run. "
+                  "The default leaves room for a server that is still starting (a fresh one "
+                  "took 26 s to answer on a loaded host; a server pod pulling its image takes "
+                  "longer). Past it the replicas start without MLFLOW_RUN_ID, the job gets a "
+                  "Warning event and the run, once made, the tag coach.run_incomplete=true. "
+                  "0: never wait; at most 3600")
       ->envname("COACH_MLFLOW_RUN_WAIT")
       ->capture_default_str();
   app->add_option("--mlflow-max-backoff", flags->mlflow_max_backoff_s,
@@ -87,11 +92,23 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
       ->capture_default_str();
   app->add_option("--kube-event-qps", flags->kube_event_qps,
                   "Events per second written to the API server (their own budget, inside "
-                  "--kube-api-qps's; similar events waiting for it are combined into one)")
+                  "--kube-api-qps's). Events wait while pods and services are being created "
+                  "(up to 30 s each), so this budget only applies beside a long burst or once it "
+                  "is over: at 50, the 3200 Created events of 200 jobs x 8 replicas take about "
+                  "a minute after the burst, a small share of what the API server writes")
       ->envname("COACH_KUBE_EVENT_QPS")
       ->capture_default_str();
-  app->add_option("--kube-event-burst", flags->kube_event_burst, "Events above --kube-event-qps allowed in a burst")
+  app->add_option("--kube-event-burst", flags->kube_event_burst,
+                  "Events above --kube-event-qps allowed in a burst (a dozen jobs' Created events "
+                  "go out at once)")
       ->envname("COACH_KUBE_EVENT_BURST")
+      ->capture_default_str();
+  app->add_option("--kube-event-shutdown-grace", flags->kube_event_shutdown_grace_s,
+                  "Seconds the operator spends at shutdown writing the events still queued, "
+                  "without the event budget (a few thousand take a few seconds); what is left is "
+                  "counted (coach_kube_events_total{outcome=\"dropped\"}) and logged. Keep the "
+                  "pod's terminationGracePeriodSeconds above it plus about 20 s")
+      ->envname("COACH_KUBE_EVENT_SHUTDOWN_GRACE")
       ->capture_default_str();
   app->add_option("--kube-api-burst", flags->kube_api_burst,
                   "Requests above the client-side limit allowed in a burst (a fixed --kube-api-qps "
@@ -103,6 +120,21 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                   "annotated coach.dev/launcher: \"true\" (--backend=kube; the chart passes the "
                   "operator's own image, with /usr/local/bin/coach-launch)")
       ->envname("COACH_LAUNCHER_IMAGE");
+  app->add_option("--pytorch-wait-for-master", flags->pytorch_wait_for_master,
+                  "Give PyTorchJob Workers an init container that waits until their Master's "
+                  "name resolves, as upstream does (--backend=kube; a job opts out with "
+                  "coach.dev/wait-for-master: \"false\")")
+      ->envname("COACH_PYTORCH_WAIT_FOR_MASTER")
+      ->capture_default_str();
+  app->add_option("--pytorch-init-container-image", flags->pytorch_init_container_image,
+                  "Image of that init container; it runs /usr/local/bin/coach-launch "
+                  "--wait-for-host (default: --launcher-image, the operator's own image; with "
+                  "neither, Workers do not wait)")
+      ->envname("COACH_PYTORCH_INIT_CONTAINER_IMAGE");
+  app->add_option("--pytorch-init-container-max-tries", flags->pytorch_init_container_max_tries,
+                  "Tries of that wait, 2 s apart, before the init container fails (1..10000)")
+      ->envname("COACH_PYTORCH_INIT_CONTAINER_MAX_TRIES")
+      ->capture_default_str();
   app->add_option("--namespaces", flags->namespaces,
                   "Comma-separated namespaces whose jobs this operator manages (--backend=kube); "
                   "empty: all")

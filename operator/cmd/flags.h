@@ -27,16 +27,20 @@ struct Flags {
   std::string mlflow_tracking_uri;
   std::string mlflow_experiment;
   bool mlflow_forward_credentials = false;
-  double mlflow_run_wait_s = 5;
+  double mlflow_run_wait_s = 120;
   double mlflow_max_backoff_s = 30;
   // --backend=kube
   std::string kubeconfig;
   double kube_api_qps = 0;  // auto
   int kube_api_burst = 30;
-  double kube_event_qps = 5;
-  int kube_event_burst = 25;
+  double kube_event_qps = 50;
+  int kube_event_burst = 100;
+  double kube_event_shutdown_grace_s = 20;
   std::string namespaces;
   std::string launcher_image;
+  bool pytorch_wait_for_master = true;
+  std::string pytorch_init_container_image;  // empty: launcher_image
+  int pytorch_init_container_max_tries = 100;
   bool leader_elect = false;
   std::string leader_elect_namespace;
   std::string leader_elect_lease_name = "coach-operator";

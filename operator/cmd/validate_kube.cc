@@ -57,6 +57,10 @@ absl::Status ValidateKubeFlags(const Flags& flags, Settings* settings) {
   if (flags.kube_event_burst < 1 || flags.kube_event_burst > 100000) {
     return UsageError(absl::StrCat("--kube-event-burst: must be in 1..100000, got ", flags.kube_event_burst));
   }
+  if (!(flags.kube_event_shutdown_grace_s >= 0) || flags.kube_event_shutdown_grace_s > 3600) {
+    return UsageError(absl::StrCat("--kube-event-shutdown-grace: must be in [0, 3600] seconds, got ",
+                                   flags.kube_event_shutdown_grace_s));
+  }
   for (absl::string_view part : absl::StrSplit(flags.namespaces, ',')) {
     const std::string ns(absl::StripAsciiWhitespace(part));
     if (ns.empty()) continue;

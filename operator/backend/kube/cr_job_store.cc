@@ -142,8 +142,14 @@ bool CrJobStore::FlushEvents(absl::Duration timeout) {
   return recorder_->Flush(timeout);
 }
 
+void CrJobStore::StopEvents(absl::Duration grace) { recorder_->Stop(grace); }
+
 EventRecorder::Counts CrJobStore::EventCounts() const {
   return recorder_->counts();
+}
+
+void CrJobStore::ExportEventMetrics(::coach::metrics::Registry* registry) {
+  recorder_->ExportMetrics(registry);
 }
 
 absl::StatusOr<api::v1::TrainingJob> CrJobStore::Decode(const json& object) const {
@@ -477,7 +483,9 @@ absl::Status CrJobStore::AppendEvents(const JobKey& job, const std::vector<JobEv
   size_t dropped = 0;
   for (size_t i = 0; i < count; ++i) dropped += recorder_->Record(target, events[i]) ? 0 : 1;
   if (dropped > 0) {
-    return absl::ResourceExhaustedError(absl::StrCat(dropped, " event(s) dropped: the event queue is full"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(dropped, " event(s) dropped: over the job's or the operator's event queue "
+                              "bound, or after shutdown (counted in coach_kube_events_total)"));
   }
   return absl::OkStatus();
 }

@@ -36,11 +36,13 @@
 //                 call, messages cut at max_event_message_bytes). Asynchronous:
 //                 the job's kind and uid are resolved (NotFound for a missing job; a qualified
 //                 key's own kind, from the index when it knows the uid) and the
-//                 events are queued on an EventRecorder (event_recorder.h: its own rate
-//                 limit, combining under pressure, repeats as count increments), so that
-//                 Events never hold up a reconcile; FlushEvents waits for them.
-//                 The API server expires events (--event-ttl, 1h by default): that is the
-//                 per-job bound.
+//                 events are queued on an EventRecorder (event_recorder.h: one Event per
+//                 occurrence as upstream, client-go's aggregation from the 10th similar
+//                 one, repeats as count increments, its own rate limit, a bounded queue
+//                 per job), so that Events never hold up a reconcile; FlushEvents waits
+//                 for them, StopEvents writes them at shutdown. ResourceExhausted: some
+//                 were dropped (over a queue bound; counted and logged).
+//                 The API server expires events (--event-ttl, 1h by default).
 //   ListEvents    GET events with fieldSelector involvedObject.uid=<the job's uid>, oldest
 //                 first (by lastTimestamp, then name), the newest max_events_listed. Errors of
 //                 the events listing itself (RBAC without `list events`) give an empty list and
@@ -155,7 +157,13 @@ class CrJobStore : public local::JobStore {
   absl::StatusOr<std::vector<JobEvent>> ListEvents(const JobKey& job) override;
   // Waits until the events appended so far are written. False on timeout.
   bool FlushEvents(absl::Duration timeout);
+  // At shutdown, after the controller stopped: writes the queued events for up to `grace`
+  // (without the event budget), counts and logs the rest; later events are dropped (and
+  // counted). EventRecorder::Stop.
+  void StopEvents(absl::Duration grace);
   EventRecorder::Counts EventCounts() const;
+  // coach_kube_events_total{outcome} and coach_kube_events_queued (EventRecorder).
+  void ExportEventMetrics(::coach::metrics::Registry* registry);
 
   // Unimplemented: the local backend's records.
   absl::Status PutReplica(const local::ReplicaRecord& replica) override;

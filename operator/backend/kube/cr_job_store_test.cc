@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -416,11 +417,104 @@ TEST_P(CrJobStoreTest, RepeatedEventsAreOneEventWithACount) {
   ASSERT_EQ(raw->items.size(), 1u);
   EXPECT_EQ(raw->items[0]["count"], 3);
   EXPECT_EQ(raw->items[0]["message"], "spec: bad");
-  EXPECT_EQ(store_->EventCounts().repeated, 2u);
+  EXPECT_EQ(store_->EventCounts().patched, 2u);
   auto listed = store_->ListEvents({ns_, "r"});
   ASSERT_TRUE(listed.ok()) << listed.status();
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_EQ((*listed)[0].time, t0 + absl::Seconds(2));  // the last occurrence
+}
+
+// Issue 9: an ordinary job's Created events are one Event each, as upstream writes them.
+TEST_P(CrJobStoreTest, AThreeReplicaJobGetsOneEventPerPodAndService) {
+  ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "three")).ok());
+  std::vector<JobEvent> events;
+  for (const char* kind : {"Pod", "Service"}) {
+    for (int i = 0; i < 3; ++i) {
+      events.push_back({"Normal", absl::StrCat("SuccessfulCreate", kind),
+                        absl::StrCat("Created ", absl::AsciiStrToLower(kind), ": three-worker-", i),
+                        absl::Now()});
+    }
+  }
+  ASSERT_TRUE(store_->AppendEvents({ns_, "three"}, events).ok());
+  ASSERT_TRUE(store_->FlushEvents(absl::Seconds(30)));
+  auto raw = client_->List(k8s::resources::Events(), ns_, k8s::ListOptions{});
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  ASSERT_EQ(raw->items.size(), 6u);
+  std::map<std::string, int> by_reason;
+  for (const json& e : raw->items) {
+    EXPECT_EQ(e["count"], 1);
+    EXPECT_FALSE(absl::StrContains(e["message"].get<std::string>(), "combined")) << e["message"];
+    ++by_reason[e["reason"].get<std::string>()];
+  }
+  EXPECT_EQ(by_reason["SuccessfulCreatePod"], 3);
+  EXPECT_EQ(by_reason["SuccessfulCreateService"], 3);
+}
+
+// client-go's rule on the real server: 12 similar events are 9 Events and one combined Event
+// of count 3 (created, then raised by a merge PATCH the API server takes).
+TEST_P(CrJobStoreTest, TwelveSimilarEventsAreCombinedFromTheTenth) {
+  ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "twelve")).ok());
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(store_->AppendEvent({ns_, "twelve"}, {"Normal", "SuccessfulCreatePod",
+                                                      absl::StrCat("Created pod: twelve-", i),
+                                                      absl::Now()})
+                    .ok());
+    // One at a time, so that the aggregate is created and then patched.
+    if (i >= 9) {
+      ASSERT_TRUE(store_->FlushEvents(absl::Seconds(30)));
+    }
+  }
+  ASSERT_TRUE(store_->FlushEvents(absl::Seconds(30)));
+  auto raw = client_->List(k8s::resources::Events(), ns_, k8s::ListOptions{});
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  ASSERT_EQ(raw->items.size(), 10u);
+  int singles = 0;
+  for (const json& e : raw->items) {
+    const std::string message = e["message"];
+    if (absl::StartsWith(message, "(combined from similar events): ")) {
+      EXPECT_EQ(e["count"], 3);
+      EXPECT_EQ(message, "(combined from similar events): Created pod: twelve-11");
+    } else {
+      EXPECT_EQ(e["count"], 1);
+      ++singles;
+    }
+  }
+  EXPECT_EQ(singles, 9);
+  EXPECT_EQ(store_->EventCounts().combined, 3u);
+  EXPECT_EQ(store_->EventCounts().patched, 2u);
+}
+
+// Issue 9: what is queued at shutdown is written (without the event budget), here 400
+// Created events held back by a budget of one per 1000 s.
+TEST_P(CrJobStoreTest, StopEventsWritesEverythingQueued) {
+  store_.reset();
+  CrJobStoreOptions options;
+  options.event_recorder.qps = 0.001;
+  options.event_recorder.burst = 1;
+  auto store = CrJobStore::Create(client_, options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  store_ = std::move(*store);
+  for (int j = 0; j < 50; ++j) {
+    const std::string job = absl::StrCat("j", j);
+    ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, job)).ok());
+    std::vector<JobEvent> events;
+    for (int i = 0; i < 8; ++i) {
+      events.push_back({"Normal", "SuccessfulCreatePod",
+                        absl::StrCat("Created pod: ", job, "-worker-", i), absl::Now()});
+    }
+    ASSERT_TRUE(store_->AppendEvents({ns_, job}, events).ok());
+  }
+  EXPECT_GT(store_->EventCounts().queued, 0u);
+  store_->StopEvents(absl::Seconds(60));
+  EXPECT_EQ(store_->EventCounts().dropped, 0u);
+  EXPECT_EQ(store_->EventCounts().written, 400u);
+  auto raw = client_->List(k8s::resources::Events(), ns_, k8s::ListOptions{});
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_EQ(raw->items.size(), 400u);
+  // Later events are refused, and counted.
+  EXPECT_EQ(store_->AppendEvent({ns_, "j0"}, {"Normal", "R", "late", absl::Now()}).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(store_->EventCounts().dropped, 1u);
 }
 
 // The controller's read comes from the watch without a request, and never serves a copy
