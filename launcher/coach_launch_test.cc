@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -25,6 +27,7 @@ using Env = std::map<std::string, std::string>;
 
 constexpr char kLauncher[] = "launcher/coach-launch";
 constexpr char kEnvDump[] = "launcher/testdata/env_dump";
+constexpr char kLineWriter[] = "launcher/testdata/line_writer";
 
 std::string TmpDir(const std::string& name) {
   const char* tmp = std::getenv("TEST_TMPDIR");
@@ -53,10 +56,11 @@ bool WaitForFile(const std::string& path, absl::Duration timeout = absl::Seconds
 
 class Launcher {
  public:
-  // Starts coach-launch with exactly `env`; its stderr goes to a file.
+  // Starts coach-launch with exactly `env`; its stdout and stderr go to files.
   Launcher(const std::vector<std::string>& args, Env env, const std::string& name) {
     env.emplace("PATH", "/usr/bin:/bin");
     stderr_path_ = TmpDir("stderr") + "/" + name;
+    stdout_path_ = TmpDir("stdout") + "/" + name;
     std::vector<std::string> argv_s = {kLauncher};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<std::string> env_s;
@@ -71,6 +75,8 @@ class Launcher {
     if (pid_ == 0) {
       int fd = open(stderr_path_.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
       dup2(fd, STDERR_FILENO);
+      fd = open(stdout_path_.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+      dup2(fd, STDOUT_FILENO);
       execve(argv[0], argv.data(), envp.data());
       _exit(99);
     }
@@ -90,12 +96,14 @@ class Launcher {
   }
   void Signal(int sig) { kill(pid_, sig); }
   std::string Stderr() const { return ReadFile(stderr_path_); }
+  std::string Stdout() const { return ReadFile(stdout_path_); }
   absl::Duration took() const { return took_; }
 
  private:
   pid_t pid_ = -1;
   bool waited_ = false;
   std::string stderr_path_;
+  std::string stdout_path_;
   absl::Time start_;
   absl::Duration took_;
 };
@@ -259,6 +267,170 @@ TEST(CoachLaunchTest, NoWaitSkipsPeers) {
 TEST(CoachLaunchTest, HelpExitsZero) {
   Launcher l({"--help"}, {}, "help");
   EXPECT_EQ(l.Wait(), 0);
+}
+
+// ---- Output forwarding: every line of every worker whole (line_writer writes each line in
+// several write() calls, yielding the CPU between them).
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// What line_writer writes as line `i` of `rank` on `tag` (out|err), without '\n'.
+std::string WriterLine(const std::string& tag, int rank, int i) {
+  char num[16];
+  std::snprintf(num, sizeof(num), "%05d", i);
+  return tag + " " + std::to_string(rank) + " line " + num + " " + std::string(20 + i % 50, 'x') +
+         " end";
+}
+
+// Checks that `lines` hold exactly `per_rank` writer lines of each of `ranks` ranks, whole and
+// in each rank's order, each after the prefix `prefix(rank)`; other lines are returned.
+std::vector<std::string> CheckWriterLines(const std::vector<std::string>& lines,
+                                          const std::string& tag, int ranks, int per_rank,
+                                          const std::function<std::string(int)>& prefix) {
+  std::vector<int> next(ranks, 0);
+  std::vector<std::string> others;
+  int bad = 0;
+  for (const std::string& line : lines) {
+    bool matched = false;
+    for (int r = 0; r < ranks && !matched; ++r) {
+      if (next[r] < per_rank && line == prefix(r) + WriterLine(tag, r, next[r])) {
+        ++next[r];
+        matched = true;
+      }
+    }
+    if (matched) continue;
+    others.push_back(line);
+    if (line.find(" line ") != std::string::npos && ++bad <= 5) {
+      ADD_FAILURE() << "spliced or misplaced line: " << line.substr(0, 200);
+    }
+  }
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(next[r], per_rank) << tag << " rank " << r;
+  return others;
+}
+
+std::string NoPrefix(int) { return ""; }
+
+TEST(CoachLaunchOutputTest, FourRanksOfPartialWritesComeOutAsWholeLines) {
+  Launcher l({"--nproc-per-node=4", "--", kLineWriter, "--lines", "3000", "--stderr-lines",
+              "300"},
+             {}, "whole_lines");
+  ASSERT_EQ(l.Wait(), 0) << l.Stderr();
+  const std::vector<std::string> out = Lines(l.Stdout());
+  EXPECT_EQ(out.size(), 12000u);
+  EXPECT_THAT(CheckWriterLines(out, "out", 4, 3000, NoPrefix), testing::IsEmpty());
+  // stderr holds the workers' stderr lines (and none of their stdout) plus the launcher's own.
+  for (const std::string& other : CheckWriterLines(Lines(l.Stderr()), "err", 4, 300, NoPrefix)) {
+    EXPECT_THAT(other, testing::StartsWith("coach-launch: "));
+  }
+}
+
+TEST(CoachLaunchOutputTest, RankPrefixesOnEveryLineWhenAskedFor) {
+  Launcher l({"--nproc-per-node=3", "--log-line-prefix", "--", kLineWriter, "--lines", "500",
+              "--stderr-lines", "50"},
+             {}, "prefixes");
+  ASSERT_EQ(l.Wait(), 0) << l.Stderr();
+  auto prefix = [](int r) { return "[rank" + std::to_string(r) + "]:"; };
+  EXPECT_THAT(CheckWriterLines(Lines(l.Stdout()), "out", 3, 500, prefix), testing::IsEmpty());
+  for (const std::string& other : CheckWriterLines(Lines(l.Stderr()), "err", 3, 50, prefix)) {
+    EXPECT_THAT(other, testing::StartsWith("coach-launch: "));  // the launcher's: unprefixed
+  }
+}
+
+TEST(CoachLaunchOutputTest, TorchrunTemplateFromTheEnvironment) {
+  // Node 1 of 2 with 2 workers: global ranks 2 and 3, local ranks 0 and 1.
+  Launcher l({"--no-wait", "--", kLineWriter, "--lines", "100"},
+             {{"PET_NNODES", "2"}, {"PET_NODE_RANK", "1"}, {"PET_NPROC_PER_NODE", "2"},
+              {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"},
+              {"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "[${role_name}${local_rank}|${rank}]:"}},
+             "template");
+  ASSERT_EQ(l.Wait(), 0) << l.Stderr();
+  std::vector<std::string> out = Lines(l.Stdout());
+  ASSERT_EQ(out.size(), 200u);
+  int seen2 = 0, seen3 = 0;
+  for (const std::string& line : out) {
+    if (line.rfind("[default0|2]:out 2 line ", 0) == 0) ++seen2;
+    if (line.rfind("[default1|3]:out 3 line ", 0) == 0) ++seen3;
+  }
+  EXPECT_EQ(seen2, 100);
+  EXPECT_EQ(seen3, 100);
+}
+
+TEST(CoachLaunchOutputTest, PrefixesAreOffByDefaultAndCoachLogLinePrefixTurnsThemOn) {
+  Launcher off({"--nproc-per-node=2", "--", kLineWriter, "--lines", "10"}, {}, "prefix_off");
+  ASSERT_EQ(off.Wait(), 0) << off.Stderr();
+  EXPECT_THAT(CheckWriterLines(Lines(off.Stdout()), "out", 2, 10, NoPrefix), testing::IsEmpty());
+  Launcher on({"--nproc-per-node=2", "--", kLineWriter, "--lines", "10"},
+              {{"COACH_LOG_LINE_PREFIX", "1"}}, "prefix_env");
+  ASSERT_EQ(on.Wait(), 0) << on.Stderr();
+  auto prefix = [](int r) { return "[rank" + std::to_string(r) + "]:"; };
+  EXPECT_THAT(CheckWriterLines(Lines(on.Stdout()), "out", 2, 10, prefix), testing::IsEmpty());
+}
+
+TEST(CoachLaunchOutputTest, HalfALineThenASleepStaysOneLineAndTailsAreDelivered) {
+  // Each rank writes half a line, sleeps while the others write, then the rest; at the end a
+  // tail without '\n'.
+  Launcher l({"--nproc-per-node=3", "--", kLineWriter, "--lines", "200", "--slow",
+              "slow-half-and-rest", "--lines", "200", "--tail", "last words of"},
+             {}, "slow");
+  ASSERT_EQ(l.Wait(), 0) << l.Stderr();
+  const std::vector<std::string> others =
+      CheckWriterLines(Lines(l.Stdout()), "out", 3, 400, NoPrefix);
+  EXPECT_THAT(others, testing::UnorderedElementsAre(
+                          "slow-half-and-rest 0", "slow-half-and-rest 1", "slow-half-and-rest 2",
+                          "last words of 0", "last words of 1", "last words of 2"));
+}
+
+TEST(CoachLaunchOutputTest, ALineLongerThan64KiBArrivesIntact) {
+  Launcher l({kLineWriter, "--long", "300000", "--tail", "end"}, {}, "long");
+  ASSERT_EQ(l.Wait(), 0) << l.Stderr();
+  EXPECT_EQ(l.Stdout(), std::string(300000, 'L') + "\nend 0\n");
+}
+
+TEST(CoachLaunchOutputTest, StdoutAndStderrStayApartInSingleMode) {
+  Launcher l({"/bin/sh", "-c", "echo to-out; echo to-err >&2; printf 'no newline'"}, {},
+             "streams");
+  ASSERT_EQ(l.Wait(), 0) << l.Stderr();
+  EXPECT_EQ(l.Stdout(), "to-out\nno newline\n");
+  const std::vector<std::string> err = Lines(l.Stderr());
+  ASSERT_FALSE(err.empty());
+  EXPECT_EQ(err[0], "to-err");
+  for (size_t i = 1; i < err.size(); ++i) EXPECT_THAT(err[i], testing::StartsWith("coach-launch: "));
+}
+
+// ---- DNS-wait mode (an init container's job).
+
+TEST(CoachLaunchWaitForHostTest, LocalhostResolvesAtOnce) {
+  Launcher l({"--wait-for-host", "localhost", "--wait-for-host=127.0.0.1"}, {}, "dns_ok");
+  EXPECT_EQ(l.Wait(), 0) << l.Stderr();
+}
+
+TEST(CoachLaunchWaitForHostTest, AnInvalidNameTimesOutWithExit1NamingIt) {
+  Launcher l({"--wait-for-host", "localhost", "--wait-for-host", "no-such-host.invalid",
+              "--peer-timeout=1s"},
+             {}, "dns_timeout");
+  EXPECT_EQ(l.Wait(), 1);
+  const std::string err = l.Stderr();
+  EXPECT_THAT(err, HasSubstr("waiting for no-such-host.invalid to resolve"));
+  EXPECT_THAT(err, HasSubstr("not resolvable after"));
+  EXPECT_THAT(err, HasSubstr("no-such-host.invalid ("));
+  EXPECT_THAT(err, testing::Not(HasSubstr("localhost (")));
+}
+
+TEST(CoachLaunchWaitForHostTest, BadInputIsAUsageError) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--wait-for-host="},
+        std::vector<std::string>{"--wait-for-host", "bad host"},
+        std::vector<std::string>{"--wait-for-host", "a;b"},
+        std::vector<std::string>{"--wait-for-host", "a", "--", "/bin/true"}}) {
+    Launcher l(args, {}, "dns_bad");
+    EXPECT_EQ(l.Wait(), 2) << args.back();
+    EXPECT_THAT(l.Stderr(), HasSubstr("coach-launch: ")) << args.back();
+  }
 }
 
 }  // namespace

@@ -216,7 +216,85 @@ absl::Status AddFrameworkPeers(const EnvMap& env, std::vector<PeerAddress>* peer
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> ParseSwitch(const Sourced& s) {
+  const std::string v = absl::AsciiStrToLower(absl::StripAsciiWhitespace(s.value));
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v.empty() || v == "0" || v == "false" || v == "no" || v == "off") return false;
+  return Invalid(s.source, "must be 1/true/yes/on or 0/false/no/off", s.value);
+}
+
+// A name getaddrinfo can be asked about without surprises: no spaces, no shell or URL syntax.
+absl::Status ValidateDnsName(const std::string& host, const std::string& source) {
+  constexpr char kWhat[] =
+      "must be a DNS name (letters, digits, '-', '_', '.'; labels of 1..63 characters, at "
+      "most 253 in all)";
+  std::string name = host;
+  if (!name.empty() && name.back() == '.') name.pop_back();  // a fully qualified "svc.ns."
+  if (name.empty() || name.size() > 253) return Invalid(source, kWhat, host);
+  for (absl::string_view label : absl::StrSplit(name, '.')) {
+    if (label.empty() || label.size() > 63) return Invalid(source, kWhat, host);
+    for (char c : label) {
+      if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') {
+        return Invalid(source, kWhat, host);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+bool IsHostWaitInvocation(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--") return false;
+    if (a == "--wait-for-host" || a == "--wait_for_host" ||
+        absl::StartsWith(a, "--wait-for-host=") || absl::StartsWith(a, "--wait_for_host=")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<HostWaitConfig> ParseHostWaitConfig(const std::vector<std::string>& args) {
+  // By hand rather than with CLI11: exactly one value per --wait-for-host, and nothing else.
+  HostWaitConfig config;
+  bool timeout_given = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string name = a, value;
+    const size_t eq = a.find('=');
+    if (absl::StartsWith(a, "--") && eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+    } else if (a == "--wait-for-host" || a == "--wait_for_host" || a == "--peer-timeout" ||
+               a == "--peer_timeout") {
+      if (i + 1 == args.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("flags: ", a, " needs a value"));
+      }
+      value = args[++i];
+    }
+    if (name == "--wait-for-host" || name == "--wait_for_host") {
+      RETURN_IF_ERROR(ValidateDnsName(value, "--wait-for-host"));
+      config.hosts.push_back(value);
+    } else if (name == "--peer-timeout" || name == "--peer_timeout") {
+      if (timeout_given) {
+        return absl::InvalidArgumentError("flags: --peer-timeout given more than once");
+      }
+      timeout_given = true;
+      ASSIGN_OR_RETURN(config.timeout,
+                       ParseDurationFlag({value, "--peer-timeout"}, /*allow_zero=*/false));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "flags: with --wait-for-host only --wait-for-host HOST and --peer-timeout D are "
+          "accepted (no program is run), got \"",
+          a, "\""));
+    }
+  }
+  if (config.hosts.empty()) {
+    return absl::InvalidArgumentError("--wait-for-host: at least one HOST is required");
+  }
+  return config;
+}
 
 absl::StatusOr<PeerAddress> ParseHostPort(const std::string& value, const std::string& source) {
   const size_t colon = value.rfind(':');
@@ -259,8 +337,8 @@ absl::StatusOr<LaunchConfig> ParseLaunchConfig(const std::vector<std::string>& a
   app.set_help_flag();  // main handles --help before parsing
   app.prefix_command(!explicit_separator);
   std::string nnodes, node_rank, nproc, master_addr, master_port, rdzv_id;
-  std::string peer_timeout, grace_period;
-  bool no_wait = false, no_python = false;
+  std::string peer_timeout, grace_period, prefix_template;
+  bool no_wait = false, no_python = false, rank_prefix = false;
   auto* nnodes_opt = app.add_option("--nnodes", nnodes);
   auto* node_rank_opt = app.add_option("--node-rank,--node_rank", node_rank);
   auto* nproc_opt = app.add_option("--nproc-per-node,--nproc_per_node", nproc);
@@ -271,6 +349,9 @@ absl::StatusOr<LaunchConfig> ParseLaunchConfig(const std::vector<std::string>& a
   auto* grace_opt = app.add_option("--grace-period,--grace_period", grace_period);
   app.add_flag("--no-wait,--no_wait", no_wait);
   app.add_flag("--no-python,--no_python", no_python);
+  auto* template_opt =
+      app.add_option("--log-line-prefix-template,--log_line_prefix_template", prefix_template);
+  auto* rank_prefix_opt = app.add_flag("--log-line-prefix,--log_line_prefix", rank_prefix);
 
   std::vector<const char*> argv = {"coach-launch"};
   for (const std::string& a : flag_args) argv.push_back(a.c_str());
@@ -298,6 +379,19 @@ absl::StatusOr<LaunchConfig> ParseLaunchConfig(const std::vector<std::string>& a
                      ParseDurationFlag({grace_period, "--grace-period"}, /*allow_zero=*/true));
   }
   config.wait_for_peers = !no_wait;
+  // Flags before variables; within each, the template before the shorthand.
+  if (template_opt->count() > 0) {
+    config.log_line_prefix_template = prefix_template;
+  } else if (rank_prefix_opt->count() > 0) {
+    config.log_line_prefix_template = kRankLinePrefixTemplate;
+  } else if (auto t = Pick(template_opt, prefix_template, env,
+                           {"PET_LOG_LINE_PREFIX_TEMPLATE",
+                            "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"})) {
+    config.log_line_prefix_template = t->value;
+  } else if (auto v = Lookup(env, "COACH_LOG_LINE_PREFIX")) {
+    ASSIGN_OR_RETURN(bool on, ParseSwitch({*v, "COACH_LOG_LINE_PREFIX"}));
+    if (on) config.log_line_prefix_template = kRankLinePrefixTemplate;
+  }
 
   const bool torch_flag = nnodes_opt->count() + node_rank_opt->count() + nproc_opt->count() +
                               addr_opt->count() + port_opt->count() + rdzv_opt->count() >

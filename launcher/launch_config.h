@@ -24,7 +24,21 @@
 //   --no-python         (none)                 run PROGRAM as given even when it ends in ".py"
 //                                              (otherwise, like torchrun, "x.py" runs as
 //                                              `python3 -u x.py`).
+//   --log-line-prefix-template  PET_LOG_LINE_PREFIX_TEMPLATE, TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE
+//                                              torchrun's template for a prefix on every line a
+//                                              worker prints (stdout and stderr), with ${rank},
+//                                              ${local_rank} and ${role_name} (Python
+//                                              string.Template, unknown names kept as written).
+//                                              Default: no prefix.
+//   --log-line-prefix   COACH_LOG_LINE_PREFIX  shorthand for the template "[rank${rank}]:"
+//                                              (the variable: 1/true/yes/on or 0/false/no/off).
+//                                              A template, given either way, wins.
 // torchrun's underscore spellings (--nproc_per_node, --node_rank, ...) are accepted too.
+//
+// DNS-wait mode (an init container's job: no program is run): any --wait-for-host flag makes
+// the arguments `--wait-for-host HOST [--wait-for-host HOST ...] [--peer-timeout D]`, nothing
+// else (ParseHostWaitConfig). HOST must be a DNS name or an IPv4 address: letters, digits,
+// '-', '_' and '.', labels of 1..63 characters, at most 253 in all, one trailing '.' allowed.
 //
 // Mode: torch mode when any PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, PET_MASTER_ADDR,
 // PET_MASTER_PORT is set or any torch flag is given; otherwise single-process mode (one child,
@@ -78,7 +92,24 @@ struct LaunchConfig {
   bool wait_for_peers = true;
   std::vector<PeerAddress> peers;
   std::vector<std::string> program;  // argv of each worker, non-empty
+  std::string log_line_prefix_template;  // empty: lines are passed on unprefixed
 };
+
+// The template --log-line-prefix stands for.
+inline constexpr char kRankLinePrefixTemplate[] = "[rank${rank}]:";
+
+struct HostWaitConfig {
+  std::vector<std::string> hosts;  // non-empty, in the order given
+  absl::Duration timeout = absl::Seconds(300);
+};
+
+// True when `args` (excluding argv[0]) ask for DNS-wait mode: a --wait-for-host flag before
+// any "--".
+bool IsHostWaitInvocation(const std::vector<std::string>& args);
+
+// Parses DNS-wait mode's arguments. Errors: InvalidArgument naming the flag (an empty or
+// malformed HOST, any other flag or a program, a bad --peer-timeout).
+absl::StatusOr<HostWaitConfig> ParseHostWaitConfig(const std::vector<std::string>& args);
 
 // `args` excludes argv[0]. `cpu_count` is the number of usable cores (> 0).
 absl::StatusOr<LaunchConfig> ParseLaunchConfig(const std::vector<std::string>& args,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace coach::launcher {
@@ -384,6 +385,110 @@ TEST(ParseHostPortTest, Forms) {
   EXPECT_FALSE(ParseHostPort(":80", "X").ok());
   EXPECT_FALSE(ParseHostPort("h:", "X").ok());
   EXPECT_FALSE(ParseHostPort("h:0", "X").ok());
+}
+
+struct PrefixCase {
+  std::string name;
+  std::vector<std::string> args;
+  EnvMap env;
+  std::string want;  // the template; empty: no prefixes
+};
+
+class LogLinePrefixTest : public testing::TestWithParam<PrefixCase> {};
+
+TEST_P(LogLinePrefixTest, PicksTheTemplate) {
+  auto config = Parse(GetParam().args, GetParam().env);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->log_line_prefix_template, GetParam().want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, LogLinePrefixTest,
+    testing::Values(
+        // Off unless asked for.
+        PrefixCase{"Default", {"prog"}, {}, ""},
+        PrefixCase{"RankFlag", {"--log-line-prefix", "prog"}, {}, "[rank${rank}]:"},
+        PrefixCase{"RankEnv", {"prog"}, {{"COACH_LOG_LINE_PREFIX", "1"}}, "[rank${rank}]:"},
+        PrefixCase{"RankEnvOff", {"prog"}, {{"COACH_LOG_LINE_PREFIX", "false"}}, ""},
+        // torchrun's flag and variables; a template wins over the shorthand, flags over env.
+        PrefixCase{"TemplateFlag",
+                   {"--log-line-prefix-template", "[${role_name}${local_rank}]:", "prog"},
+                   {},
+                   "[${role_name}${local_rank}]:"},
+        PrefixCase{"UnderscoreFlag", {"--log_line_prefix_template=<$rank>", "prog"}, {},
+                   "<$rank>"},
+        PrefixCase{"TorchelasticEnv",
+                   {"prog"},
+                   {{"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "[${rank}]:"}},
+                   "[${rank}]:"},
+        PrefixCase{"PetEnvBeforeTorchelastic",
+                   {"prog"},
+                   {{"PET_LOG_LINE_PREFIX_TEMPLATE", "a"},
+                    {"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "b"}},
+                   "a"},
+        PrefixCase{"TemplateOverShorthand",
+                   {"--log-line-prefix", "--log-line-prefix-template=T", "prog"}, {}, "T"},
+        PrefixCase{"ShorthandFlagOverEnvTemplate",
+                   {"--log-line-prefix", "prog"},
+                   {{"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "b"}},
+                   "[rank${rank}]:"},
+        PrefixCase{"EnvTemplateOverEnvShorthand",
+                   {"prog"},
+                   {{"COACH_LOG_LINE_PREFIX", "1"}, {"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "b"}},
+                   "b"}),
+    [](const testing::TestParamInfo<PrefixCase>& info) { return info.param.name; });
+
+TEST(LogLinePrefixTest, BadSwitchValueNamesTheVariable) {
+  auto config = Parse({"prog"}, {{"COACH_LOG_LINE_PREFIX", "maybe"}});
+  EXPECT_THAT(config.status().message(), HasSubstr("COACH_LOG_LINE_PREFIX: must be 1/true"));
+}
+
+TEST(LogLinePrefixTest, PrefixFlagsDoNotSelectTorchMode) {
+  auto config = Parse({"--log-line-prefix", "prog"}, {{"TF_CONFIG", "{}"}});
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->mode, LaunchMode::kSingle);
+}
+
+TEST(HostWaitConfigTest, RecognizedOnlyBeforeTheSeparator) {
+  EXPECT_TRUE(IsHostWaitInvocation({"--wait-for-host", "a"}));
+  EXPECT_TRUE(IsHostWaitInvocation({"--peer-timeout=1s", "--wait_for_host=a"}));
+  EXPECT_FALSE(IsHostWaitInvocation({"prog", "x"}));
+  EXPECT_FALSE(IsHostWaitInvocation({"--", "prog", "--wait-for-host", "a"}));
+}
+
+TEST(HostWaitConfigTest, HostsInOrderAndTimeout) {
+  auto c = ParseHostWaitConfig({"--wait-for-host", "job-master-0.job", "--wait-for-host=10.0.0.7",
+                                "--peer-timeout", "90s", "--wait_for_host", "svc.ns.svc."});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->hosts, ElementsAre("job-master-0.job", "10.0.0.7", "svc.ns.svc."));
+  EXPECT_EQ(c->timeout, absl::Seconds(90));
+  c = ParseHostWaitConfig({"--wait-for-host=a_b"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->timeout, absl::Seconds(300));  // the --peer-timeout default
+}
+
+TEST(HostWaitConfigTest, BadInputNamesTheFlag) {
+  const std::string label(64, 'a');
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--wait-for-host="}, "--wait-for-host: must be a DNS name"},
+      {{"--wait-for-host", ""}, "--wait-for-host: must be a DNS name"},
+      {{"--wait-for-host", "a b"}, "--wait-for-host: must be a DNS name"},
+      {{"--wait-for-host", "http://a"}, "--wait-for-host: must be a DNS name"},
+      {{"--wait-for-host", "a..b"}, "--wait-for-host: must be a DNS name"},
+      {{"--wait-for-host", "$(reboot)"}, "--wait-for-host: must be a DNS name"},
+      {{"--wait-for-host", label + ".x"}, "--wait-for-host: must be a DNS name"},
+      {{"--wait-for-host"}, "--wait-for-host needs a value"},
+      {{"--wait-for-host", "a", "--peer-timeout", "soon"}, "--peer-timeout: must be a duration"},
+      {{"--wait-for-host", "a", "--peer-timeout=0"}, "--peer-timeout: must be a finite duration"},
+      {{"--wait-for-host", "a", "--nproc-per-node=2"}, "only --wait-for-host HOST and"},
+      {{"--wait-for-host", "a", "prog"}, "got \"prog\""},
+      {{"--peer-timeout=1s"}, "at least one HOST"},
+  };
+  for (const auto& [args, want] : cases) {
+    auto c = ParseHostWaitConfig(args);
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << args.back();
+    EXPECT_THAT(c.status().message(), HasSubstr(want)) << args.back();
+  }
 }
 
 }  // namespace

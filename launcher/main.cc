@@ -5,8 +5,10 @@
 
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -21,7 +23,9 @@
 #include "integrations/mlflow/rest_tracking_client.h"
 #include "launcher/gpu_discovery.h"
 #include "launcher/launch_config.h"
+#include "launcher/host_wait.h"
 #include "launcher/metrics_tee.h"
+#include "launcher/output_forwarder.h"
 #include "launcher/peer_wait.h"
 #include "launcher/self_install.h"
 #include "launcher/supervisor.h"
@@ -35,6 +39,7 @@ namespace {
 constexpr char kUsage[] = R"(usage: coach-launch [flags] -- PROGRAM ARGS...
        coach-launch [flags] PROGRAM ARGS...
        coach-launch --install DIR
+       coach-launch --wait-for-host HOST [--wait-for-host HOST ...] [--peer-timeout D]
 A drop-in for torchrun's static launch, reading the same PET_* variables (flags win):
   --nnodes N|N:N          PET_NNODES                   default 1
   --node-rank R           PET_NODE_RANK, RANK          required when nnodes > 1
@@ -46,6 +51,12 @@ A drop-in for torchrun's static launch, reading the same PET_* variables (flags 
   --grace-period D        SIGTERM -> SIGKILL delay (default 30s)
   --no-wait               do not wait for peers
   --no-python             run a *.py PROGRAM as given, not with python3 -u
+  --log-line-prefix       COACH_LOG_LINE_PREFIX=1      prefix each output line with [rank<N>]:
+  --log-line-prefix-template T                         prefix each line with T; ${rank},
+                          PET_LOG_LINE_PREFIX_TEMPLATE, ${local_rank}, ${role_name} (torchrun's)
+                          TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE
+Workers' stdout and stderr pass through coach-launch a whole line at a time (lines over 64 KiB
+in 64 KiB pieces), so lines of different workers never mix, however they were written.
 Without PET_* variables or torch flags, runs PROGRAM once (single-process mode), after
 waiting for the peers named by TF_CONFIG, COORDINATOR_ADDRESS, PADDLE_MASTER or MASTER_ADDR.
 Exit code: the first failing worker's (128+n if killed by signal n), 2 on bad configuration,
@@ -56,6 +67,8 @@ that the workers print on stdout (copied to stdout unchanged) and that they appe
 $COACH_METRICS_FILE are logged to that run. At the end the launcher waits at most
 $COACH_METRICS_FLUSH_TIMEOUT seconds (default 5) for delivery and reports what was not delivered;
 $COACH_METRICS_BUFFER caps the points held while MLflow is unreachable (default 1048576).
+--wait-for-host HOST waits (up to --peer-timeout, default 300s) until every HOST resolves in
+DNS, then exits 0 without running anything; 1 when one does not in time, 2 on a bad HOST.
 --install DIR copies this executable to DIR/bin/coach-launch, its shared libraries to DIR/lib
 and the dynamic loader to DIR/lib/ld.so, for images without them; run the copy as
   DIR/lib/ld.so --library-path DIR/lib DIR/bin/coach-launch -- PROGRAM ARGS...
@@ -96,7 +109,7 @@ struct MetricsPipeline {
   absl::Duration flush_timeout = absl::Seconds(5);
 };
 
-std::unique_ptr<MetricsPipeline> StartMetrics(const EnvMap& env) {
+std::unique_ptr<MetricsPipeline> StartMetrics(const EnvMap& env, OutputForwarder* out) {
   const std::string run_id = Getenv(env, "MLFLOW_RUN_ID");
   if (Getenv(env, "MLFLOW_TRACKING_URI").empty() || run_id.empty()) return nullptr;
   auto fail = [](const std::string& why) {
@@ -134,9 +147,10 @@ std::unique_ptr<MetricsPipeline> StartMetrics(const EnvMap& env) {
   pipeline->logger = std::move(logger).value();
   mlflow::MetricLogger* raw = pipeline->logger.get();
   pipeline->tee = std::make_unique<MetricsTee>(
-      STDOUT_FILENO, STDERR_FILENO, [raw](const MetricLine& m, int64_t now_ms) {
+      [raw](const MetricLine& m, int64_t now_ms) {
         raw->Log(m.name, m.value, m.step, m.timestamp_ms.value_or(now_ms));
-      });
+      },
+      [out](const std::string& line) { out->Write(STDERR_FILENO, line + "\n"); });
   if (std::string file = Getenv(env, "COACH_METRICS_FILE"); !file.empty()) {
     pipeline->tee->WatchFile(file);
   }
@@ -144,7 +158,7 @@ std::unique_ptr<MetricsPipeline> StartMetrics(const EnvMap& env) {
 }
 
 void FinishMetrics(MetricsPipeline& p) {
-  p.tee->Finish(absl::Seconds(2));
+  p.tee->Finish();
   mlflow::MetricLoggerStats s = p.logger->Shutdown(p.flush_timeout);
   std::fprintf(stderr,
                "coach-launch: metrics: %lld line(s), %lld delivered to MLflow run %s, %lld not "
@@ -154,6 +168,33 @@ void FinishMetrics(MetricsPipeline& p) {
                static_cast<long long>(s.undelivered()), static_cast<long long>(s.dropped),
                static_cast<long long>(s.rejected), static_cast<long long>(s.lost_at_shutdown),
                static_cast<long long>(p.tee->malformed_lines()));
+}
+
+// DNS-wait mode: see host_wait.h.
+int WaitForHostsMain(const std::vector<std::string>& args) {
+  absl::StatusOr<HostWaitConfig> config = ParseHostWaitConfig(args);
+  if (!config.ok()) {
+    std::fprintf(stderr, "coach-launch: %s\n", std::string(config.status().message()).c_str());
+    return 2;
+  }
+  HostWaitOptions options;
+  options.timeout = config->timeout;
+  absl::Status waited = WaitForHosts(config->hosts, options);
+  if (!waited.ok()) {
+    std::fprintf(stderr, "coach-launch: %s\n", std::string(waited.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// Each worker's stdout and stderr is a pipe (two ends each) while the forwarder runs; the
+// default soft limit of 1024 descriptors would not cover a few hundred workers.
+void RaiseFdLimit(int workers) {
+  rlimit lim{};
+  const rlim_t need = static_cast<rlim_t>(workers) * 4 + 64;
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= need) return;
+  lim.rlim_cur = std::min(need, lim.rlim_max);
+  setrlimit(RLIMIT_NOFILE, &lim);
 }
 
 int Main(int argc, char** argv) {
@@ -175,6 +216,7 @@ int Main(int argc, char** argv) {
     }
     return 0;
   }
+  if (IsHostWaitInvocation(args)) return WaitForHostsMain(args);
   const EnvMap env = ProcessEnv();
   std::optional<std::string> visible;
   if (auto it = env.find("CUDA_VISIBLE_DEVICES"); it != env.end()) visible = it->second;
@@ -193,23 +235,46 @@ int Main(int argc, char** argv) {
       return 1;
     }
   }
-  // Threads (metrics) come next: block the signals the supervisor waits for first, so that
-  // they reach it and not a helper thread; the workers start with the original mask.
+  // Threads (output, metrics) come next: block the signals the supervisor waits for first, so
+  // that they reach it and not a helper thread; the workers start with the original mask.
+  // SIGPIPE too: a closed stdout must not kill the launcher (and with it, the workers).
   sigset_t watched, original_mask;
   sigemptyset(&watched);
   sigaddset(&watched, SIGCHLD);
   sigaddset(&watched, SIGTERM);
   sigaddset(&watched, SIGINT);
+  sigaddset(&watched, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &watched, &original_mask);
-  std::unique_ptr<MetricsPipeline> metrics = StartMetrics(env);
+  RaiseFdLimit(config->nproc_per_node);
+  absl::StatusOr<std::unique_ptr<OutputForwarder>> forwarder = OutputForwarder::Create();
+  if (!forwarder.ok()) {
+    std::fprintf(stderr, "coach-launch: %s\n", std::string(forwarder.status().message()).c_str());
+    return 1;
+  }
+  OutputForwarder& out = **forwarder;
+  std::unique_ptr<MetricsPipeline> metrics = StartMetrics(env, &out);
   std::vector<WorkerSpec> workers;
   for (int local = 0; local < config->nproc_per_node; ++local) {
     workers.push_back(WorkerSpec{GlobalRank(*config, local), local, config->program,
                                  WorkerEnv(*config, local, env)});
+    const std::string prefix = LogLinePrefix(*config, local);
+    OutputForwarder::LineCallback on_line;
     if (metrics != nullptr) {
-      absl::StatusOr<int> fd = metrics->tee->AddPipe();
-      if (fd.ok()) workers.back().stdout_fd = *fd;
+      MetricsTee* tee = metrics->tee.get();
+      on_line = [tee](absl::string_view line) { tee->OnLine(line); };
     }
+    absl::StatusOr<int> stdout_fd = out.AddPipe(STDOUT_FILENO, prefix, std::move(on_line));
+    absl::StatusOr<int> stderr_fd = out.AddPipe(STDERR_FILENO, prefix);
+    if (!stdout_fd.ok() || !stderr_fd.ok()) {
+      // Out of descriptors: better unforwarded output than no training.
+      std::fprintf(stderr, "coach-launch: rank %d writes to the launcher's stdout/stderr "
+                   "directly (lines may mix): %s\n", workers.back().rank,
+                   std::string((stdout_fd.ok() ? stderr_fd : stdout_fd).status().message())
+                       .c_str());
+      continue;
+    }
+    workers.back().stdout_fd = *stdout_fd;
+    workers.back().stderr_fd = *stderr_fd;
   }
   if (config->mode == LaunchMode::kTorch) {
     std::fprintf(stderr,
@@ -218,10 +283,14 @@ int Main(int argc, char** argv) {
                  config->nnodes * config->nproc_per_node, config->master_addr.c_str(),
                  config->master_port, absl::StrJoin(config->program, " ").c_str());
   }
+  out.Start();
   SupervisorOptions options;
   options.grace_period = config->grace_period;
   options.child_mask = &original_mask;
+  // The launcher's own lines go between the workers' lines, never inside one.
+  options.log = [&out](const std::string& line) { out.Write(STDERR_FILENO, line + "\n"); };
   absl::StatusOr<SupervisionResult> result = Supervise(workers, options);
+  out.Finish(absl::Seconds(2));
   if (metrics != nullptr) FinishMetrics(*metrics);
   if (!result.ok()) {
     std::fprintf(stderr, "coach-launch: %s\n", std::string(result.status().message()).c_str());

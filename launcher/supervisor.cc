@@ -26,6 +26,7 @@ void NoopHandler(int) {}
 // Everything execvpe needs, built before fork() so the child only makes syscalls.
 struct PreparedExec {
   int stdout_fd = -1;
+  int stderr_fd = -1;
   std::vector<std::string> env_strings;
   std::vector<char*> argv;
   std::vector<char*> envp;
@@ -34,6 +35,7 @@ struct PreparedExec {
 PreparedExec Prepare(const WorkerSpec& spec) {
   PreparedExec p;
   p.stdout_fd = spec.stdout_fd;
+  p.stderr_fd = spec.stderr_fd;
   for (const auto& [k, v] : spec.env) p.env_strings.push_back(k + "=" + v);
   for (const std::string& a : spec.argv) p.argv.push_back(const_cast<char*>(a.c_str()));
   p.argv.push_back(nullptr);
@@ -97,6 +99,7 @@ class Run {
     if (getppid() != parent) _exit(1);  // the launcher died before prctl took effect
     sigprocmask(SIG_SETMASK, &mask, nullptr);
     if (exec.stdout_fd >= 0 && dup2(exec.stdout_fd, STDOUT_FILENO) < 0) _exit(126);
+    if (exec.stderr_fd >= 0 && dup2(exec.stderr_fd, STDERR_FILENO) < 0) _exit(126);
     execvpe(exec.argv[0], exec.argv.data(), exec.envp.data());
     const int err = errno;
     WriteAll(STDERR_FILENO,

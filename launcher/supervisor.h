@@ -36,7 +36,8 @@ struct WorkerSpec {
   int local_rank = 0;
   std::vector<std::string> argv;  // non-empty; argv[0] is looked up in the launcher's PATH
   EnvMap env;                     // the worker's complete environment
-  int stdout_fd = -1;             // >= 0: becomes the worker's stdout (metrics_tee.h)
+  int stdout_fd = -1;             // >= 0: becomes the worker's stdout (output_forwarder.h)
+  int stderr_fd = -1;             // >= 0: becomes the worker's stderr
 };
 
 struct WorkerExit {

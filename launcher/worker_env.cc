@@ -1,8 +1,51 @@
 #include "launcher/worker_env.h"
 
+#include <map>
 #include <string>
 
+#include "absl/strings/ascii.h"
+
 namespace coach::launcher {
+namespace {
+
+bool IdentifierChar(char c, bool first) {
+  return c == '_' || absl::ascii_isalpha(static_cast<unsigned char>(c)) ||
+         (!first && absl::ascii_isdigit(static_cast<unsigned char>(c)));
+}
+
+}  // namespace
+
+std::string LogLinePrefix(const LaunchConfig& config, int local_rank) {
+  const std::string& t = config.log_line_prefix_template;
+  const std::map<std::string, std::string> values = {
+      {"rank", std::to_string(GlobalRank(config, local_rank))},
+      {"local_rank", std::to_string(local_rank)},
+      {"role_name", "default"}};
+  std::string out;
+  for (size_t i = 0; i < t.size();) {
+    if (t[i] != '$' || i + 1 == t.size()) {
+      out += t[i++];
+      continue;
+    }
+    if (t[i + 1] == '$') {
+      out += '$';
+      i += 2;
+      continue;
+    }
+    const bool braced = t[i + 1] == '{';
+    size_t start = i + (braced ? 2 : 1), end = start;
+    while (end < t.size() && IdentifierChar(t[end], end == start)) ++end;
+    const bool closed = !braced || (end < t.size() && t[end] == '}');
+    auto it = values.find(t.substr(start, end - start));
+    if (end == start || !closed || it == values.end()) {
+      out += t[i++];  // not a macro we know: kept as written
+      continue;
+    }
+    out += it->second;
+    i = end + (braced ? 1 : 0);
+  }
+  return out;
+}
 
 int GlobalRank(const LaunchConfig& config, int local_rank) {
   if (config.mode == LaunchMode::kSingle) return 0;

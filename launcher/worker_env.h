@@ -19,4 +19,10 @@ EnvMap WorkerEnv(const LaunchConfig& config, int local_rank, const EnvMap& inher
 // The global rank of `local_rank` (0 in single-process mode).
 int GlobalRank(const LaunchConfig& config, int local_rank);
 
+// The prefix of every output line of worker `local_rank`: config.log_line_prefix_template with
+// ${rank} / $rank, ${local_rank} / $local_rank and ${role_name} / $role_name ("default")
+// substituted and "$$" made "$", other "$..." kept as written (Python's
+// Template.safe_substitute, which torchrun uses). Empty when there is no template.
+std::string LogLinePrefix(const LaunchConfig& config, int local_rank);
+
 }  // namespace coach::launcher

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace coach::launcher {
 namespace {
 
@@ -56,6 +60,26 @@ TEST(WorkerEnvTest, SingleModeLeavesEnvAlone) {
   const EnvMap inherited = {{"TF_CONFIG", "{}"}, {"RANK", "3"}};
   EXPECT_EQ(WorkerEnv(c, 0, inherited), inherited);
   EXPECT_EQ(GlobalRank(c, 0), 0);
+}
+
+TEST(LogLinePrefixTest, ExpandsTorchrunsMacrosLikeSafeSubstitute) {
+  LaunchConfig c = TwoByThree();  // local rank 2 on node 1 is rank 5
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", ""},
+      {"[rank${rank}]:", "[rank5]:"},
+      {"[${role_name}${local_rank}]:", "[default2]:"},
+      {"$rank/$local_rank ", "5/2 "},
+      {"$$rank ${unknown} $other ${rank", "$rank ${unknown} $other ${rank"},
+      {"cost $", "cost $"},
+      {"${rank}${rank}", "55"},
+  };
+  for (const auto& [tmpl, want] : cases) {
+    c.log_line_prefix_template = tmpl;
+    EXPECT_EQ(LogLinePrefix(c, 2), want) << tmpl;
+  }
+  LaunchConfig single;
+  single.log_line_prefix_template = "[rank${rank}]:";
+  EXPECT_EQ(LogLinePrefix(single, 0), "[rank0]:");
 }
 
 }  // namespace
