@@ -399,7 +399,9 @@ TEST(CoachLaunchOutputTest, StdoutAndStderrStayApartInSingleMode) {
   const std::vector<std::string> err = Lines(l.Stderr());
   ASSERT_FALSE(err.empty());
   EXPECT_EQ(err[0], "to-err");
-  for (size_t i = 1; i < err.size(); ++i) EXPECT_THAT(err[i], testing::StartsWith("coach-launch: "));
+  for (size_t i = 1; i < err.size(); ++i) {
+    EXPECT_THAT(err[i], testing::StartsWith("coach-launch: "));
+  }
 }
 
 // ---- DNS-wait mode (an init container's job).

@@ -66,7 +66,9 @@ absl::Status WaitForHosts(const std::vector<std::string>& hosts, const HostWaitO
         it = pending.erase(it);
         continue;
       }
-      if (first) log(absl::StrCat("coach-launch: waiting for ", it->host, " to resolve: ", it->why));
+      if (first) {
+        log(absl::StrCat("coach-launch: waiting for ", it->host, " to resolve: ", it->why));
+      }
       ++it;
     }
     if (pending.empty()) return absl::OkStatus();

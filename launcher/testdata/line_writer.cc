@@ -4,6 +4,7 @@
 //   --lines N         N lines "<tag> <rank> line <i> <x repeated 20 + i % 50 times> end" on
 //                     stdout (tag "out"; i counts on from the previous --lines) ...
 //   --stderr-lines N  ... or on stderr (tag "err")
+//   --whole-lines N   like --lines, but each line in one write() (for bench/launcher)
 //   --long BYTES      one line of BYTES 'L's on stdout
 //   --slow TEXT       half of "TEXT <rank>\n", a 300 ms sleep, the other half, on stdout
 //   --tail TEXT       "TEXT <rank>" on stdout without a newline
@@ -29,6 +30,8 @@ void WriteAll(int fd, const char* p, size_t n) {
   }
 }
 
+void WriteWhole(int fd, const std::string& s) { WriteAll(fd, s.data(), s.size()); }
+
 void WriteInPieces(int fd, const std::string& s) {
   const int pieces = 2 + static_cast<int>(rng() % 4);
   size_t off = 0;
@@ -50,14 +53,16 @@ int main(int argc, char** argv) {
   int counted[2] = {0, 0};  // lines written so far on stdout, stderr
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--lines" || flag == "--stderr-lines") {
+    if (flag == "--lines" || flag == "--stderr-lines" || flag == "--whole-lines") {
       const bool err = flag == "--stderr-lines";
+      void (*emit)(int, const std::string&) =
+          flag == "--whole-lines" ? WriteWhole : WriteInPieces;
       const int n = std::atoi(value.c_str());
       for (int l = counted[err]; l < counted[err] + n; ++l) {
         char num[16];
         std::snprintf(num, sizeof(num), "%05d", l);
-        WriteInPieces(err ? 2 : 1, std::string(err ? "err " : "out ") + rank + " line " + num +
-                                       " " + std::string(20 + l % 50, 'x') + " end\n");
+        emit(err ? 2 : 1, std::string(err ? "err " : "out ") + rank + " line " + num + " " +
+                              std::string(20 + l % 50, 'x') + " end\n");
       }
       counted[err] += n;
     } else if (flag == "--long") {

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Prints output throughput (lines/s) through coach-launch against the same workers writing
+# straight to a file or pipe (figures, not a test). Usage: bench/launcher/lines.sh [--lines N]
+# [--workers W] [--runs R]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+targets=(//launcher:coach-launch //launcher/testdata:line_writer)
+bazel build -c opt "${targets[@]}" >/dev/null 2>&1 || bazel build -c opt "${targets[@]}"
+bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
+exec /usr/bin/python3 bench/launcher/lines.py --launcher "$bin/launcher/coach-launch" \
+  --writer "$bin/launcher/testdata/line_writer" "$@"
