@@ -47,6 +47,13 @@ coach::tracking::MlflowTrackerHooks MakeTrackerHooks(coach::backend::local::JobS
   hooks.wake = [controller](const coach::model::Job& job) {
     if (*controller != nullptr) (*controller)->Enqueue(coach::backend::local::KeyOf(job));
   };
+  hooks.event = [job_store](const coach::model::Job& job, const std::string& type,
+                            const std::string& reason, const std::string& message,
+                            absl::Time time) {
+    // On Kubernetes an Event object (kubectl describe), locally the job's event list.
+    return job_store->AppendEvents(coach::backend::local::KeyOf(job),
+                                   {{type, reason, message, time}});
+  };
   hooks.read_logs = [backend](const coach::model::Job& job, int64_t max_bytes)
       -> absl::StatusOr<std::map<std::string, std::string>> {
     std::map<std::string, std::string> logs;

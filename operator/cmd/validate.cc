@@ -130,8 +130,9 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
       !o.ok()) {
     return UsageError(std::string(o.status().message()));
   }
-  if (flags.mlflow_run_wait_s < 0 || flags.mlflow_run_wait_s > 60) {
-    return UsageError(absl::StrCat("--mlflow-run-wait: must be in 0..60 seconds, got ",
+  // Up to an hour: longer would let a dead server keep every new job from starting.
+  if (!(flags.mlflow_run_wait_s >= 0 && flags.mlflow_run_wait_s <= 3600)) {
+    return UsageError(absl::StrCat("--mlflow-run-wait: must be in 0..3600 seconds, got ",
                               flags.mlflow_run_wait_s));
   }
   if (flags.mlflow_max_backoff_s < 0.1 || flags.mlflow_max_backoff_s > 3600) {

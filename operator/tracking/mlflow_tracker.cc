@@ -36,10 +36,21 @@ bool Terminal(RunStatus s) {
 
 // Set after the operator ended the run (restart: nothing left to do).
 constexpr char kEndedTag[] = "coach.run_ended";
+// On a run created after (some of) the job's replicas started without its id.
+constexpr char kIncompleteTag[] = "coach.run_incomplete";
+constexpr char kIncompleteReasonTag[] = "coach.run_incomplete_reason";
 
 const char* const kStates[] = {"Succeeded", "Failed", "Suspended", "Restarting", "Running"};
 
 }  // namespace
+
+bool ReplicasStarted(const model::JobStatus& status) {
+  if (status.has_start_time()) return true;
+  for (const char* s : {"Running", "Restarting", "Succeeded", "Failed"}) {
+    if (reconcile::HasTrueCondition(status, s)) return true;
+  }
+  return false;
+}
 
 std::vector<Param> RunParams(const model::Job& job) {
   std::vector<Param> params;
@@ -214,18 +225,37 @@ std::optional<absl::Time> MlflowTracker::HoldStartUntil(const model::Job& job) {
   if (options_.run_wait <= absl::ZeroDuration()) return std::nullopt;
   std::optional<reconcile::MlflowTarget> target = reconcile::MlflowTargetFor(job, options_.mlflow);
   if (!target.has_value() || !target->run_id.empty()) return std::nullopt;
+  const std::string& uid = job.metadata().uid();
   {
     absl::MutexLock lock(&mu_);
-    if (uri_failing_since_.count(target->tracking_uri) > 0) return std::nullopt;
-    if (done_.count(job.metadata().uid()) > 0) return std::nullopt;
+    // Given up (permanent errors) or ended: no run id is coming.
+    if (done_.count(uid) > 0) return std::nullopt;
     if (!started_ || stopped_) return std::nullopt;
+    auto it = jobs_.find(uid);
+    // Released once: replicas created later start at once too (the run id reaches those
+    // created after it is on the job).
+    if (it != jobs_.end() && it->second.released_without_run) return std::nullopt;
   }
   // Make sure the run is on its way (the controller calls this before JobSeen).
   JobSeen(job);
-  absl::Time created = reconcile::FromTimestamp(job.metadata().creation_timestamp());
   const absl::Time now = clock_->Now();
-  if (created > now || created < now - absl::Hours(24 * 365 * 30)) created = now;
-  return created + options_.run_wait;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(uid);
+    if (it == jobs_.end()) return std::nullopt;  // not tracked (the table is full)
+    Tracked& t = it->second;
+    // From the first hold in this process, not the job's creation: a job created while the
+    // operator was down (or on another clock) still gets the whole wait.
+    if (t.hold_since == absl::InfinitePast()) t.hold_since = now;
+    const absl::Time deadline = t.hold_since + options_.run_wait;
+    if (now < deadline) return deadline;
+    t.released_without_run = true;
+  }
+  // The worker records the Warning event (not here: this runs under the job's lock).
+  queue_.Add(uid);
+  spdlog::warn("mlflow: job {}: replicas start without MLFLOW_RUN_ID: no run after {}",
+               KeyOf(job), absl::FormatDuration(options_.run_wait));
+  return std::nullopt;
 }
 
 bool MlflowTracker::WaitIdle(absl::Duration timeout) {
@@ -280,6 +310,31 @@ void MlflowTracker::Save(const std::string& uid, const Tracked& t) {
   s.tags_sent = t.tags_sent;
   s.logs_uploaded = t.logs_uploaded;
   s.terminated = t.terminated;
+  s.wait_event_sent = t.wait_event_sent;
+  s.incomplete_tagged = t.incomplete_tagged;
+}
+
+std::string MlflowTracker::IncompleteReason() const {
+  return absl::StrCat("replicas started before this run existed (after waiting up to ",
+                      absl::FormatDuration(options_.run_wait),
+                      " for the tracking server) and have no MLFLOW_RUN_ID: what they logged "
+                      "through mlflow.start_run() is in runs of their own");
+}
+
+void MlflowTracker::IncompleteEvent(const model::Job& job, const std::string& run_id) {
+  Event(job, "Warning", "MlflowRunIncomplete",
+        absl::StrCat("MLflow run ", run_id, " was created after replicas started without "
+                     "MLFLOW_RUN_ID; it is tagged ", kIncompleteTag,
+                     "=true (replicas created from now on get its id)"));
+}
+
+void MlflowTracker::Event(const model::Job& job, const std::string& type,
+                          const std::string& reason, const std::string& message) {
+  if (!hooks_.event) return;
+  absl::Status s = hooks_.event(job, type, reason, message, clock_->Now());
+  if (!s.ok()) {
+    spdlog::warn("mlflow: job {}: event {} not recorded: {}", KeyOf(job), reason, s.ToString());
+  }
 }
 
 absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
@@ -301,6 +356,19 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
   if (t.uri != target->tracking_uri) {
     t.uri = target->tracking_uri;
     Save(uid, t);  // the worker marks this URI failing on a transient error
+  }
+  if (t.released_without_run && !t.wait_event_sent && t.run_id.empty() && !t.deleted) {
+    Event(job, "Warning", "MlflowRunNotReady",
+          absl::StrCat("replicas started without MLFLOW_RUN_ID: the MLflow run was not ready "
+                       "after waiting ",
+                       absl::FormatDuration(options_.run_wait), " (--mlflow-run-wait) for ",
+                       t.uri,
+                       t.last_error.empty() ? "" : absl::StrCat(" (last error: ", t.last_error, ")"),
+                       "; a replica's mlflow.start_run() makes a run of its own; the job's run is "
+                       "created when the server answers and tagged ",
+                       kIncompleteTag, "=true"));
+    t.wait_event_sent = true;
+    Save(uid, t);
   }
   *op = "client";
   ASSIGN_OR_RETURN(mlflow::TrackingClient * client, ClientFor(t.uri));
@@ -338,6 +406,8 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
       t.run_id = runs[0].run_id;
       found_existing = true;
     } else {
+      // Replicas that are running already did not get this run's id.
+      const bool late = t.released_without_run || ReplicasStarted(job.status());
       *op = "create_run";
       mlflow::CreateRunRequest create;
       create.experiment_id = t.experiment_id;
@@ -352,8 +422,16 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
                      {"coach.version", kCoachVersion},
                      {"mlflow.source.type", "JOB"},
                      {"mlflow.source.name", "coach/" + key}};
+      if (late) {
+        create.tags.push_back({kIncompleteTag, "true"});
+        create.tags.push_back({kIncompleteReasonTag, IncompleteReason()});
+      }
       ASSIGN_OR_RETURN(mlflow::RunInfo run, client->CreateRun(create));
       t.run_id = run.run_id;
+      if (late) {
+        t.incomplete_tagged = true;
+        IncompleteEvent(job, t.run_id);
+      }
       {
         absl::MutexLock lock(&mu_);
         ++stats_.runs_created;
@@ -395,6 +473,17 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
   {
     absl::MutexLock lock(&mu_);
     uri_failing_since_.erase(t.uri);
+    // The bound may have been hit after this Sync read the job (a run created just too late).
+    auto it = jobs_.find(uid);
+    if (it != jobs_.end()) t.released_without_run = it->second.released_without_run;
+  }
+  if (t.released_without_run && !t.incomplete_tagged && !t.terminated) {
+    *op = "set_tags";
+    RETURN_IF_ERROR(client->LogBatch(
+        t.run_id, {}, {}, {{kIncompleteTag, "true"}, {kIncompleteReasonTag, IncompleteReason()}}));
+    t.incomplete_tagged = true;
+    Save(uid, t);
+    if (!t.deleted) IncompleteEvent(job, t.run_id);
   }
 
   if (!t.terminated) {
@@ -495,6 +584,7 @@ void MlflowTracker::Worker() {
     } else {
       CountError(op, status);
       bool give_up = false;
+      bool held_now = false;
       std::string key;
       std::optional<model::Job> held;
       {
@@ -502,26 +592,41 @@ void MlflowTracker::Worker() {
         auto it = jobs_.find(*uid);
         if (it != jobs_.end()) {
           key = KeyOf(it->second.job);
+          it->second.last_error = absl::StrCat(op, ": ", status.ToString()).substr(0, 500);
           if (mlflow::IsTransient(status)) {
             if (!it->second.uri.empty()) uri_failing_since_.emplace(it->second.uri, clock_->Now());
-            // Its first replicas may be waiting for the run id: they need not any more.
-            if (it->second.run_id.empty()) held = it->second.job;
+            // Replicas held for the run id: retry often, so that they start soon after the
+            // server answers (the hold's bound, not the backoff, limits their wait).
+            held_now = it->second.run_id.empty() &&
+                       it->second.hold_since != absl::InfinitePast() &&
+                       !it->second.released_without_run;
           } else if (++it->second.permanent_failures >= options_.max_permanent_failures) {
             give_up = true;
+            held = it->second.job;
             jobs_.erase(it);
             done_.insert(*uid);
             ++stats_.given_up;
           }
         }
       }
-      if (held.has_value() && hooks_.wake) hooks_.wake(*held);
       if (give_up) {
         queue_.Forget(*uid);
         if (given_up_ != nullptr) given_up_->Add({});
         spdlog::error("mlflow: job {}: giving up tracking after {}: {}", key, op,
                       status.ToString());
+        if (held.has_value()) {
+          Event(*held, "Warning", "MlflowTrackingFailed",
+                absl::StrCat("MLflow tracking abandoned after ", options_.max_permanent_failures,
+                             " failures: ", op, ": ", status.ToString()));
+          // Replicas held for a run id that will not come: start them now.
+          if (hooks_.wake) hooks_.wake(*held);
+        }
       } else {
-        const absl::Duration delay = queue_.AddRateLimited(*uid);
+        absl::Duration delay = queue_.AddRateLimited(*uid);
+        if (held_now && delay > options_.held_retry_cap) {
+          queue_.AddAt(*uid, clock_->Now() + options_.held_retry_cap);  // the earlier time wins
+          delay = options_.held_retry_cap;
+        }
         spdlog::warn("mlflow: job {}: {}: {} (retry in {})", key, op, status.ToString(),
                      absl::FormatDuration(delay));
       }

@@ -27,8 +27,27 @@
 // remembered, and a failing step is retried with per-job exponential backoff (backoff_base ..
 // backoff_cap) from the job's latest snapshot. A permanent error (not Unavailable or
 // DeadlineExceeded) is retried max_permanent_failures times, then the job is given up (logged,
-// counted). HoldStartUntil lets the first replicas wait at most run_wait for the run id, and
-// not at all while the job's server is failing.
+// counted).
+//
+// Replicas start with the run id (HoldStartUntil). A tracked job's first replicas are held
+// until the run exists and its id is on the job, so that every replica gets MLFLOW_RUN_ID and
+// the training code's `mlflow.start_run()` resumes the job's run instead of making a second
+// one. The wait is bounded by run_wait, counted from the first time this process held the job
+// (a freshly started server answered its first call 26 s after start on a loaded 2-core host;
+// the default leaves room for a server pod that is still starting). A failing server does not
+// end the wait early: it may be a server that is coming up. While a job is held its retries
+// come at most held_retry_cap apart, so the replicas start soon after the server answers.
+// When the bound is hit the replicas start anyway, with MLFLOW_TRACKING_URI and
+// MLFLOW_EXPERIMENT_NAME but without MLFLOW_RUN_ID (the environment is the reconciler's,
+// operator/reconcile/mlflow_env.h): their own `mlflow.start_run()` then makes a run of its own in
+// the same server and experiment, which is where the user looks, rather than in a local
+// ./mlruns lost with the container. The job gets a Warning event (reason MlflowRunNotReady)
+// naming the server, the wait and the last error; the tracker keeps trying, and the run it
+// creates later (or one created for a job whose replicas had already started, e.g. with
+// run_wait 0) is tagged coach.run_incomplete=true with coach.run_incomplete_reason, and the job
+// gets a Warning event MlflowRunIncomplete naming the run. Replicas created after the run id is
+// on the job (restarts, recreations) get it. A job whose tracking is given up (permanent errors)
+// gets a Warning event MlflowTrackingFailed and is not held.
 //
 // Metrics (when a registry is given): coach_mlflow_errors_total{op,kind=transient|permanent},
 // coach_mlflow_backlog (jobs with tracking work pending), coach_mlflow_dropped_jobs_total,
@@ -71,7 +90,9 @@ struct MlflowTrackerOptions {
   absl::Duration backoff_cap = absl::Seconds(30);
   int max_permanent_failures = 5;
   // How long a new job's first replicas may wait for its run id (0: never wait).
-  absl::Duration run_wait = absl::Seconds(5);
+  absl::Duration run_wait = absl::Seconds(120);
+  // While a job's replicas are held, the longest wait between its retries.
+  absl::Duration held_retry_cap = absl::Seconds(2);
   // Per replica, the log's last bytes that are uploaded.
   int64_t max_log_bytes = 16 << 20;
 };
@@ -85,9 +106,13 @@ struct MlflowTrackerHooks {
   std::function<absl::Status(const model::Job& job,
                              const std::map<std::string, std::string>& annotations)>
       annotate;
-  // Makes the controller reconcile the job soon (a job held for its run id is released when
-  // its server fails). May be null.
+  // Makes the controller reconcile the job soon. May be null.
   std::function<void(const model::Job& job)> wake;
+  // Records an event on the job (type "Normal" or "Warning"). May be null. A failure is
+  // logged, not retried.
+  std::function<absl::Status(const model::Job& job, const std::string& type, const std::string& reason,
+                     const std::string& message, absl::Time time)>
+      event;
   // Each replica's log ("master-0" -> text), as it is now. May be null (no logs uploaded).
   std::function<absl::StatusOr<std::map<std::string, std::string>>(const model::Job& job,
                                                                    int64_t max_bytes)>
@@ -140,6 +165,13 @@ class MlflowTracker final : public core::JobObserver {
     bool logs_uploaded = false;
     bool terminated = false;
     int permanent_failures = 0;
+    // Hold state (HoldStartUntil): when this process first held the job's replicas, and whether
+    // it let them start without the run id (the bound was hit). Not copied by Save.
+    absl::Time hold_since = absl::InfinitePast();
+    bool released_without_run = false;
+    bool wait_event_sent = false;     // the MlflowRunNotReady event
+    bool incomplete_tagged = false;   // coach.run_incomplete is on the run
+    std::string last_error;           // of the latest failed attempt, for events
     int64_t seen = 0;    // snapshots received
     int64_t synced = -1; // `seen` as of the last successful Sync: pending while below seen
   };
@@ -154,6 +186,11 @@ class MlflowTracker final : public core::JobObserver {
                bool have_logs);
   void UpdateBacklog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CountError(const std::string& op, const absl::Status& status);
+  // Through hooks_.event, when there is one.
+  void Event(const model::Job& job, const std::string& type, const std::string& reason,
+             const std::string& message);
+  void IncompleteEvent(const model::Job& job, const std::string& run_id);
+  std::string IncompleteReason() const;
 
   const MlflowTrackerOptions options_;
   const MlflowTrackerHooks hooks_;
@@ -184,5 +221,8 @@ class MlflowTracker final : public core::JobObserver {
 std::vector<mlflow::Param> RunParams(const model::Job& job);
 // coach.state, coach.condition.<Type>, coach.message for a status.
 std::map<std::string, std::string> ConditionTags(const model::JobStatus& status);
+// Whether the job's replicas have started (a start time, or a Running, Restarting, Succeeded or
+// Failed condition): a run created now comes after them, so they lack its id.
+bool ReplicasStarted(const model::JobStatus& status);
 
 }  // namespace coach::tracking

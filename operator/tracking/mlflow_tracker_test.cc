@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 
 #include "absl/synchronization/mutex.h"
 #include "integrations/mlflow/testing/fake_tracking_client.h"
+#include "operator/core/testing/fake_clock.h"
 #include "operator/metrics/registry.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/mlflow_env.h"
@@ -65,13 +67,16 @@ class Forwarding : public mlflow::TrackingClient {
 
 class MlflowTrackerTest : public ::testing::Test {
  protected:
-  std::unique_ptr<MlflowTracker> NewTracker(bool start = true) {
+  std::unique_ptr<MlflowTracker> NewTracker(
+      bool start = true, core::Clock* clock = nullptr,
+      const std::function<void(MlflowTrackerOptions*)>& tune = nullptr) {
     MlflowTrackerOptions options;
     options.mlflow.tracking_uri = "http://mlflow.test:5000";
     options.mlflow.experiment = "exp";
     options.backoff_base = absl::Milliseconds(5);
     options.backoff_cap = absl::Milliseconds(40);
     options.max_permanent_failures = 3;
+    if (tune) tune(&options);
     MlflowTrackerHooks hooks;
     hooks.make_client = [this](const std::string& uri)
         -> absl::StatusOr<std::unique_ptr<mlflow::TrackingClient>> {
@@ -93,7 +98,14 @@ class MlflowTrackerTest : public ::testing::Test {
           {"master-0", "log of " + job.metadata().name() + " master\n"},
           {"worker-0", "log of worker\n"}};
     };
-    auto tracker = std::make_unique<MlflowTracker>(options, hooks, &clock_, &registry_);
+    hooks.event = [this](const model::Job& job, const std::string& type,
+                         const std::string& reason, const std::string& message, absl::Time) {
+      absl::MutexLock lock(&mu_);
+      events_.push_back({job.metadata().uid(), type, reason, message});
+      return absl::OkStatus();
+    };
+    auto tracker = std::make_unique<MlflowTracker>(options, hooks,
+                                                   clock != nullptr ? clock : &clock_, &registry_);
     if (start) tracker->Start();
     return tracker;
   }
@@ -140,6 +152,43 @@ class MlflowTrackerTest : public ::testing::Test {
   int annotate_calls_ = 0;
   std::optional<absl::Status> annotate_error_;
   std::map<std::string, std::map<std::string, std::string>> annotations_;
+  struct RecordedEvent {
+    std::string uid, type, reason, message;
+  };
+  std::vector<RecordedEvent> events_;
+
+  std::vector<RecordedEvent> EventsWith(const std::string& reason) {
+    absl::MutexLock lock(&mu_);
+    std::vector<RecordedEvent> out;
+    for (const RecordedEvent& e : events_) {
+      if (e.reason == reason) out.push_back(e);
+    }
+    return out;
+  }
+  std::string RunIdAnnotation(const std::string& uid) {
+    absl::MutexLock lock(&mu_);
+    auto it = annotations_.find(uid);
+    if (it == annotations_.end()) return "";
+    auto a = it->second.find(reconcile::kAnnotationMlflowRunId);
+    return a == it->second.end() ? "" : a->second;
+  }
+  // With a fake clock the tracker's retries come only as time moves: moves it by `step` until
+  // the run id is annotated (at most `steps` times, each given real time to be acted on).
+  std::string AdvanceUntilAnnotated(core::testing::FakeClock* clock, const std::string& uid,
+                                    absl::Duration step, int steps) {
+    for (int i = 0; i < steps; ++i) {
+      for (int j = 0; j < 100; ++j) {
+        if (std::string id = RunIdAnnotation(uid); !id.empty()) return id;
+        absl::SleepFor(absl::Milliseconds(5));
+      }
+      clock->Advance(step);
+    }
+    return RunIdAnnotation(uid);
+  }
+  static model::Job WithRunId(model::Job job, const std::string& run_id) {
+    (*job.mutable_metadata()->mutable_annotations())[reconcile::kAnnotationMlflowRunId] = run_id;
+    return job;
+  }
 };
 
 TEST_F(MlflowTrackerTest, OneRunWithNameTagsParamsAndAnnotation) {
@@ -285,8 +334,10 @@ TEST_F(MlflowTrackerTest, OutageNeverBlocksAndBacksOffThenCatchesUp) {
   EXPECT_GE(errors, 2);
   // Backoff: far fewer attempts than a hot loop would make (300 ms / 20 ms latency = 15).
   EXPECT_LE(fake_.Calls(Method::kGetOrCreateExperiment), 12);
-  // A failing server does not hold replicas back.
-  EXPECT_FALSE(tracker->HoldStartUntil(Job("other", "uid-other")).has_value());
+  // A failing server still holds a new job's replicas (it may be a server coming up), bounded.
+  std::optional<absl::Time> hold = tracker->HoldStartUntil(Job("other", "uid-other"));
+  ASSERT_TRUE(hold.has_value());
+  EXPECT_LE(*hold - absl::Now(), absl::Seconds(120));
   EXPECT_NE(registry_.Render().find("coach_mlflow_errors_total{op=\"experiment\",kind=\"transient\"}"),
             std::string::npos);
   tracker->JobSeen(Finished(job, true));
@@ -354,11 +405,186 @@ TEST_F(MlflowTrackerTest, HoldStartUntilIsBoundedAndStartsTheRun) {
   *job.mutable_metadata()->mutable_creation_timestamp() = reconcile::ToTimestamp(absl::Now());
   std::optional<absl::Time> hold = tracker->HoldStartUntil(job);
   ASSERT_TRUE(hold.has_value());
-  EXPECT_LE(*hold - absl::Now(), absl::Seconds(5));
+  EXPECT_LE(*hold - absl::Now(), absl::Seconds(120));
   ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
   EXPECT_EQ(RunsOf("uid-h").size(), 1u);  // HoldStartUntil queued the run's creation
   (*job.mutable_metadata()->mutable_annotations())[reconcile::kAnnotationMlflowRunId] = "x";
   EXPECT_FALSE(tracker->HoldStartUntil(job).has_value());
+}
+
+TEST_F(MlflowTrackerTest, SlowServerHoldsReplicasUntilTheRunIdIsOnTheJob) {
+  core::testing::FakeClock clock;
+  auto tracker = NewTracker(true, &clock);
+  fake_.SetDown(true);
+  const model::Job job = Job("slow", "uid-slow");
+  const absl::Time t0 = clock.Now();
+  std::optional<absl::Time> hold = tracker->HoldStartUntil(job);
+  ASSERT_TRUE(hold.has_value());
+  EXPECT_EQ(*hold, t0 + absl::Seconds(120));  // the default bound, from the first hold
+  // A minute of failures later the job is still held, to the same bound.
+  EXPECT_TRUE(AdvanceUntilAnnotated(&clock, "uid-slow", absl::Seconds(2), 30).empty());
+  EXPECT_GE(fake_.Calls(Method::kGetOrCreateExperiment), 2);
+  hold = tracker->HoldStartUntil(job);
+  ASSERT_TRUE(hold.has_value());
+  EXPECT_EQ(*hold, t0 + absl::Seconds(120));
+  // The server answers: the run is made and its id annotated well before the bound.
+  fake_.SetDown(false);
+  const std::string run_id = AdvanceUntilAnnotated(&clock, "uid-slow", absl::Seconds(1), 5);
+  ASSERT_FALSE(run_id.empty());
+  EXPECT_LT(clock.Now(), t0 + absl::Seconds(120));
+  // The controller re-reads the job (annotated): replicas start now, with the run id.
+  EXPECT_FALSE(tracker->HoldStartUntil(WithRunId(job, run_id)).has_value());
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  mlflow::Run run = OnlyRun("uid-slow");
+  EXPECT_EQ(run.info.run_id, run_id);
+  EXPECT_EQ(run.tags.count("coach.run_incomplete"), 0u);
+  EXPECT_TRUE(EventsWith("MlflowRunNotReady").empty());
+  EXPECT_TRUE(EventsWith("MlflowRunIncomplete").empty());
+}
+
+TEST_F(MlflowTrackerTest, HeldJobRetriesOftenWhateverTheBackoffCap) {
+  core::testing::FakeClock clock;
+  auto tracker = NewTracker(true, &clock, [](MlflowTrackerOptions* o) {
+    o->backoff_base = absl::Seconds(1);
+    o->backoff_cap = absl::Minutes(10);
+  });
+  fake_.SetDown(true);
+  ASSERT_TRUE(tracker->HoldStartUntil(Job("often", "uid-often")).has_value());
+  // Each 2 s step brings another attempt (the default held_retry_cap); an uncapped backoff
+  // (1, 2, 4, 8 ... s) would let the steps from the third on go by without one.
+  int calls = 0;
+  auto next_attempt = [&] {
+    for (int j = 0; j < 2000; ++j) {
+      if (fake_.Calls(Method::kGetOrCreateExperiment) > calls) {
+        calls = fake_.Calls(Method::kGetOrCreateExperiment);
+        // Slack for the worker to schedule the retry from this clock reading (the fake fails
+        // at once); not a timing assertion.
+        absl::SleepFor(absl::Milliseconds(200));
+        return true;
+      }
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return false;
+  };
+  ASSERT_TRUE(next_attempt());  // the first, at once
+  for (int i = 0; i < 8; ++i) {
+    clock.Advance(absl::Seconds(2));
+    ASSERT_TRUE(next_attempt()) << "no retry in step " << i;
+  }
+}
+
+TEST_F(MlflowTrackerTest, BoundHitStartsReplicasWithAWarningAndTheLateRunIsTaggedIncomplete) {
+  core::testing::FakeClock clock;
+  auto tracker = NewTracker(true, &clock,
+                            [](MlflowTrackerOptions* o) { o->run_wait = absl::Seconds(30); });
+  fake_.SetDown(true);
+  const model::Job job = Job("late", "uid-late");
+  const absl::Time t0 = clock.Now();
+  ASSERT_EQ(tracker->HoldStartUntil(job), t0 + absl::Seconds(30));
+  EXPECT_TRUE(AdvanceUntilAnnotated(&clock, "uid-late", absl::Seconds(2), 15).empty());
+  clock.Set(t0 + absl::Seconds(30));
+  // The bound: the replicas start (without the run id), and stay released.
+  EXPECT_FALSE(tracker->HoldStartUntil(job).has_value());
+  EXPECT_FALSE(tracker->HoldStartUntil(job).has_value());
+  std::vector<RecordedEvent> warned;
+  for (int i = 0; i < 2000 && warned.empty(); ++i) {
+    warned = EventsWith("MlflowRunNotReady");
+    if (warned.empty()) absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(warned.size(), 1u);
+  EXPECT_EQ(warned[0].uid, "uid-late");
+  EXPECT_EQ(warned[0].type, "Warning");
+  EXPECT_NE(warned[0].message.find("http://mlflow.test:5000"), std::string::npos)
+      << warned[0].message;
+  EXPECT_NE(warned[0].message.find("30s"), std::string::npos) << warned[0].message;
+  EXPECT_NE(warned[0].message.find("connection refused"), std::string::npos) << warned[0].message;
+  // The job runs meanwhile; the server comes back: the run is made, marked incomplete.
+  tracker->JobSeen(Running(job));
+  fake_.SetDown(false);
+  const std::string run_id = AdvanceUntilAnnotated(&clock, "uid-late", absl::Seconds(30), 20);
+  ASSERT_FALSE(run_id.empty());
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  mlflow::Run run = OnlyRun("uid-late");
+  EXPECT_EQ(run.tags["coach.run_incomplete"], "true");
+  EXPECT_NE(run.tags["coach.run_incomplete_reason"].find("MLFLOW_RUN_ID"), std::string::npos);
+  std::vector<RecordedEvent> incomplete = EventsWith("MlflowRunIncomplete");
+  ASSERT_EQ(incomplete.size(), 1u);
+  EXPECT_NE(incomplete[0].message.find(run_id), std::string::npos);
+  EXPECT_EQ(EventsWith("MlflowRunNotReady").size(), 1u);  // once
+  // Replicas recreated from now on get the id (the controller reads the annotation).
+  EXPECT_FALSE(tracker->HoldStartUntil(WithRunId(Running(job), run_id)).has_value());
+}
+
+TEST_F(MlflowTrackerTest, RunCreatedJustAfterTheBoundIsTaggedIncomplete) {
+  // The bound is hit while the run is made but before its id reached the job.
+  core::testing::FakeClock clock;
+  auto tracker = NewTracker(true, &clock,
+                            [](MlflowTrackerOptions* o) { o->run_wait = absl::Seconds(30); });
+  annotate_error_ = absl::UnavailableError("store busy");
+  const model::Job job = Job("edge", "uid-edge");
+  ASSERT_TRUE(tracker->HoldStartUntil(job).has_value());
+  for (int i = 0; i < 2000 && fake_.Calls(Method::kCreateRun) == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(fake_.Calls(Method::kCreateRun), 1);
+  clock.Advance(absl::Seconds(30));
+  EXPECT_FALSE(tracker->HoldStartUntil(job).has_value());
+  {
+    absl::MutexLock lock(&mu_);
+    annotate_error_.reset();
+  }
+  ASSERT_FALSE(AdvanceUntilAnnotated(&clock, "uid-edge", absl::Seconds(2), 20).empty());
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(OnlyRun("uid-edge").tags["coach.run_incomplete"], "true");
+  EXPECT_EQ(EventsWith("MlflowRunIncomplete").size(), 1u);
+}
+
+TEST_F(MlflowTrackerTest, RunForAJobAlreadyRunningIsTaggedIncompleteAndOnTimeOneIsNot) {
+  auto tracker = NewTracker();
+  tracker->JobSeen(Job("fresh", "uid-fresh"));  // not started: replicas will get the id
+  tracker->JobSeen(Running(Job("old", "uid-old")));  // e.g. tracking turned on meanwhile
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(OnlyRun("uid-fresh").tags.count("coach.run_incomplete"), 0u);
+  EXPECT_EQ(OnlyRun("uid-old").tags["coach.run_incomplete"], "true");
+  EXPECT_TRUE(ReplicasStarted(Running(Job("x", "x")).status()));
+  EXPECT_FALSE(ReplicasStarted(model::JobStatus()));
+}
+
+TEST_F(MlflowTrackerTest, RestartedOperatorHoldsAgainAndFindsTheRunInsteadOfASecond) {
+  {
+    auto first = NewTracker();
+    annotate_error_ = absl::UnavailableError("operator crashed before the annotation landed");
+    ASSERT_TRUE(first->HoldStartUntil(Job("rs", "uid-rs")).has_value());
+    for (int i = 0; i < 2000 && fake_.Calls(Method::kCreateRun) == 0; ++i) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    first->Stop(absl::ZeroDuration());
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    annotate_error_.reset();
+  }
+  auto second = NewTracker();
+  ASSERT_TRUE(second->HoldStartUntil(Job("rs", "uid-rs")).has_value());
+  ASSERT_TRUE(second->WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(RunsOf("uid-rs").size(), 1u);
+  EXPECT_EQ(fake_.Calls(Method::kCreateRun), 1);
+  EXPECT_EQ(RunIdAnnotation("uid-rs"), RunsOf("uid-rs")[0].run_id);
+}
+
+TEST_F(MlflowTrackerTest, GivenUpJobIsReleasedWithAWarning) {
+  auto tracker = NewTracker();
+  fake_.InjectError(Method::kCreateRun, absl::PermissionDeniedError("403"), 100);
+  const model::Job job = Job("deny", "uid-deny");
+  ASSERT_TRUE(tracker->HoldStartUntil(job).has_value());
+  std::vector<RecordedEvent> failed;
+  for (int i = 0; i < 2000 && failed.empty(); ++i) {
+    failed = EventsWith("MlflowTrackingFailed");
+    if (failed.empty()) absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_FALSE(tracker->HoldStartUntil(job).has_value());
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_NE(failed[0].message.find("403"), std::string::npos) << failed[0].message;
 }
 
 TEST_F(MlflowTrackerTest, ParamsAndConditionTagsArePure) {
