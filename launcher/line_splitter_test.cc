@@ -112,5 +112,33 @@ TEST(LineSplitterTest, AnySplitOfTheInputGivesTheSamePiecesForLines) {
   EXPECT_EQ(whole.got.size(), 200u);
 }
 
+TEST(LineSplitterTest, PiecesAreExactlyTheInputAndNeverLongerThanMaxPiece) {
+  std::mt19937 rng(11);
+  const std::string alphabet = "ab\n\r";
+  for (int round = 0; round < 200; ++round) {
+    std::string input;
+    const size_t n = rng() % 300;
+    for (size_t i = 0; i < n; ++i) input += alphabet[rng() % (i % 7 == 0 ? 4 : 2)];
+    const size_t max_piece = 1 + rng() % 20;
+    Recorder r(max_piece);
+    for (size_t off = 0; off < input.size();) {
+      const size_t k = std::min<size_t>(input.size() - off, 1 + rng() % 30);
+      r.Feed(input.substr(off, k));
+      off += k;
+    }
+    r.Flush();
+    std::string joined;
+    bool line_start = true;
+    for (const Got& g : r.got) {
+      EXPECT_LE(g.bytes.size(), max_piece);
+      EXPECT_EQ(g.starts_line, line_start) << "round " << round;
+      EXPECT_EQ(g.whole_line, g.starts_line && g.bytes.back() == '\n');
+      line_start = g.bytes.back() == '\n';
+      joined += g.bytes;
+    }
+    EXPECT_EQ(joined, input) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace coach::launcher
