@@ -23,21 +23,22 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT_DIR = os.path.join(ROOT, "charts", "coach", "crds")
 
-# kind, plural, replica-specs key, replica types, kind-specific spec fields, scale subresource.
+# kind, default container (None: MPIJob, whose launcher uses its first container), plural,
+# replica-specs key, replica types, kind-specific spec fields, scale subresource.
 KINDS = [
-    dict(kind="PyTorchJob", plural="pytorchjobs", key="pytorchReplicaSpecs",
+    dict(kind="PyTorchJob", container="pytorch", plural="pytorchjobs", key="pytorchReplicaSpecs",
          types=["Master", "Worker"], extra=["elasticPolicy", "nprocPerNode"], scale=True),
-    dict(kind="TFJob", plural="tfjobs", key="tfReplicaSpecs",
+    dict(kind="TFJob", container="tensorflow", plural="tfjobs", key="tfReplicaSpecs",
          types=["PS", "Worker", "Chief", "Master", "Evaluator"],
          extra=["successPolicy", "enableDynamicWorker"], scale=False),
-    dict(kind="XGBoostJob", plural="xgboostjobs", key="xgbReplicaSpecs",
+    dict(kind="XGBoostJob", container="xgboost", plural="xgboostjobs", key="xgbReplicaSpecs",
          types=["Master", "Worker"], extra=[], scale=False),
-    dict(kind="MPIJob", plural="mpijobs", key="mpiReplicaSpecs",
+    dict(kind="MPIJob", container=None, plural="mpijobs", key="mpiReplicaSpecs",
          types=["Launcher", "Worker"], extra=["slotsPerWorker", "cleanPodPolicy", "mainContainer"],
          scale=False),
-    dict(kind="PaddleJob", plural="paddlejobs", key="paddleReplicaSpecs",
+    dict(kind="PaddleJob", container="paddle", plural="paddlejobs", key="paddleReplicaSpecs",
          types=["Master", "Worker"], extra=["elasticPolicy"], scale=True),
-    dict(kind="JAXJob", plural="jaxjobs", key="jaxReplicaSpecs",
+    dict(kind="JAXJob", container="jax", plural="jaxjobs", key="jaxReplicaSpecs",
          types=["Worker"], extra=[], scale=True),
 ]
 
@@ -51,14 +52,47 @@ def _replicas_at_most(role, n, exact=False):
             % (role.lower(), op, n), "%s replicas must be %s%d" % (role, "" if exact else "at most ", n))
 
 
+def _workers_decide(deciders):
+    """Without one of `deciders`, the Workers decide success: at least one must exist."""
+    some_worker = ("self.exists(k, k.lowerAscii() == 'worker' && "
+                   "(!has(self[k].replicas) || self[k].replicas >= 1))")
+    if not deciders:
+        return (some_worker, "Worker replicas must be >= 1: the Workers decide when the job "
+                             "succeeds")
+    has_decider = " || ".join("self.exists(k, k.lowerAscii() == '%s')" % d.lower()
+                              for d in deciders)
+    return ("%s || %s" % (has_decider, some_worker),
+            "Worker replicas must be >= 1 when there is no %s: the Workers decide when the job "
+            "succeeds" % " or ".join(deciders))
+
+
+def _known_types(k):
+    allowed = "[%s]" % ", ".join("'%s'" % t.lower() for t in k["types"])
+    return {
+        "rule": "self.all(k, k.lowerAscii() in %s)" % allowed,
+        "messageExpression": ("'unknown replica type \"' + self.filter(k, !(k.lowerAscii() in %s))[0]"
+                              " + '\" for %s; allowed: %s'" % (allowed, k["kind"], ", ".join(k["types"]))),
+    }
+
+
 RULES = {
-    "PyTorchJob": [_replicas_at_most("Master", 1, exact=True)],
+    "PyTorchJob": [_replicas_at_most("Master", 1, exact=True), _workers_decide(["Master"])],
+    "PaddleJob": [_workers_decide(["Master"])],
+    "JAXJob": [_workers_decide([])],
     "XGBoostJob": [("self.exists(k, k.lowerAscii() == 'master')", "an XGBoostJob needs a Master"),
                    _replicas_at_most("Master", 1, exact=True)],
     "TFJob": [("self.filter(k, k.lowerAscii() == 'chief' || k.lowerAscii() == 'master').size() <= 1",
                "a TFJob has at most one of Chief and Master"),
-              _replicas_at_most("Chief", 1), _replicas_at_most("Master", 1)],
+              _replicas_at_most("Chief", 1), _replicas_at_most("Master", 1),
+              _workers_decide(["Chief", "Master"])],
 }
+
+# The DNS-1035 label a job's name must be: its pods' Services are named after it.
+DNS1035 = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+
+# Bounds that keep the CEL rules' estimated cost inside the API server's budget; far above
+# what a pod uses.
+CONTAINERS_MAX = 128
 
 QUANTITY = {
     "anyOf": [{"type": "integer"}, {"type": "string"}],
@@ -104,7 +138,34 @@ CLEAN_POD_POLICY = string("Which pods to delete when the job finishes: None (def
                           "(Running and Pending pods) or All.", enum=["None", "Running", "All"])
 
 
-def replica_spec(kind):
+def pod_spec(k):
+    """A core/v1 PodSpec, kept whole; the containers' name and image are typed so that the rules
+    every pod needs (an image per container, the kind's default container) hold at admission."""
+    container = obj("A core/v1 Container.", {
+        "name": dict(string("Container name (a DNS-1123 label, as the Pod API requires)."),
+                     maxLength=63),
+        "image": string("Container image."),
+    }, required=["name"], **{"x-kubernetes-preserve-unknown-fields": True})
+    rules = [{
+        "rule": "self.containers.all(c, has(c.image) && size(c.image) > 0)",
+        # A message naming the container would exceed the messageExpression cost budget.
+        "message": "every container needs an image: containers[].image is required",
+        "fieldPath": ".containers",
+    }]
+    if k["container"]:
+        rules.append({
+            "rule": "self.containers.exists(c, c.name == '%s')" % k["container"],
+            "message": "must have a container named \"%s\"" % k["container"],
+            "fieldPath": ".containers",
+        })
+    return obj("A core/v1 PodSpec.", {
+        "containers": {"type": "array", "minItems": 1, "maxItems": CONTAINERS_MAX,
+                       "description": "The pod's containers.", "items": container},
+    }, required=["containers"], **{"x-kubernetes-preserve-unknown-fields": True,
+                                   "x-kubernetes-validations": rules})
+
+
+def replica_spec(k):
     return obj(
         "One replica type: how many pods, their restart policy and their pod template.",
         {
@@ -119,12 +180,14 @@ def replica_spec(kind):
                 "A core/v1 PodTemplateSpec. Kept as given: every field the API server's Pod "
                 "type knows (and any newer one) is stored and passed to the pods.",
                 {"metadata": free_object("Labels and annotations for the pods."),
-                 "spec": free_object("A core/v1 PodSpec.")},
+                 "spec": pod_spec(k)},
                 **{"x-kubernetes-preserve-unknown-fields": True}),
         })
 
 
 def run_policy():
+    # default {}: a job applied without runPolicy reads back with one, which the upstream
+    # Python SDK's models require (its get_job and list_jobs raise on a job without it).
     return obj("Policies shared by all kinds: cleanup, deadlines, restarts, gang scheduling, suspend.", {
         "activeDeadlineSeconds": integer(
             "Fail the job when it has been running this many seconds.", minimum=0, fmt="int64"),
@@ -151,7 +214,7 @@ def run_policy():
                     "description": "true deletes the job's pods and keeps the job; false resumes it."},
         "ttlSecondsAfterFinished": integer(
             "Delete the job this many seconds after it finished.", minimum=0),
-    })
+    }, default={})
 
 
 def elastic_policy():
@@ -244,9 +307,10 @@ def strip_empty_descriptions(s):
 
 def crd(k):
     specs = obj("Replica type (" + ", ".join(k["types"]) + ") to its replica spec.",
-                additionalProperties=replica_spec(k))
-    if k["kind"] in RULES:
-        specs["x-kubernetes-validations"] = [{"rule": r, "message": m} for r, m in RULES[k["kind"]]]
+                additionalProperties=replica_spec(k), minProperties=1,
+                maxProperties=len(k["types"]))
+    specs["x-kubernetes-validations"] = [_known_types(k)] + [
+        {"rule": r, "message": m} for r, m in RULES.get(k["kind"], [])]
     spec_props = {k["key"]: specs}
     spec_props["runPolicy"] = run_policy()
     for f in k["extra"]:
@@ -255,7 +319,9 @@ def crd(k):
     schema = obj(k["kind"] + " (kubeflow.org/v1), served by coach.", {
         "apiVersion": {"type": "string"},
         "kind": {"type": "string"},
-        "metadata": {"type": "object"},
+        "metadata": {"type": "object", "properties": {"name": {
+            "type": "string", "maxLength": 63, "pattern": DNS1035,
+            "description": "A DNS-1035 label: the job's Services are named after it."}}},
         "spec": obj("Desired state.", spec_props, required=[k["key"]]),
         "status": status(),
     })

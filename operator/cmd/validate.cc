@@ -142,6 +142,16 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
   config.mlflow.tracking_uri = flags.mlflow_tracking_uri;
   // Local replicas find coach-launch on PATH; kube ones get it from the init container.
   if (kube) config.launcher_image = flags.launcher_image;
+  if (flags.pytorch_init_container_max_tries < 1 || flags.pytorch_init_container_max_tries > 10000) {
+    return UsageError(absl::StrCat("--pytorch-init-container-max-tries: must be in 1..10000, got ",
+                                   flags.pytorch_init_container_max_tries));
+  }
+  if (kube && flags.pytorch_wait_for_master) {
+    config.pytorch_init_image = flags.pytorch_init_container_image.empty()
+                                    ? flags.launcher_image
+                                    : flags.pytorch_init_container_image;
+    config.pytorch_init_max_tries = flags.pytorch_init_container_max_tries;
+  }
   config.mlflow.experiment = flags.mlflow_experiment;
   if (flags.mlflow_forward_credentials) {
     for (const char* name : kMlflowCredentialVars) {

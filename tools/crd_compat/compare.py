@@ -7,7 +7,8 @@ Each results dir holds <case>.rc (kubectl's exit status) and <case>.out (the obj
 server returned from `kubectl apply --dry-run=server -o json`, or the error). Exit 1 when:
 - a case upstream accepts (expect accept) is rejected by coach's CRDs;
 - coach stores a spec different from the manifest's (a dropped or changed field; the only
-  addition allowed is the runPolicy.suspend default both CRDs declare);
+  additions allowed are coach's runPolicy default ({}) and the runPolicy.suspend default
+  both CRDs declare);
 - upstream stores a value that coach's stored object lacks or holds differently;
 - a reject case is accepted by coach's CRDs, or an accept-coach case is not kept as given.
 """
@@ -54,6 +55,8 @@ def get(v, path):
 
 def expected_spec(manifest):
     spec = json.loads(json.dumps(manifest["spec"]))
+    # coach's CRDs default runPolicy to {} (the upstream SDK's models need one).
+    spec.setdefault("runPolicy", {})
     if isinstance(spec.get("runPolicy"), dict):
         spec["runPolicy"].setdefault("suspend", False)
     return spec

@@ -87,6 +87,7 @@ NEGATIVE = [
 # Replica maps upstream's validating webhook refuses, and some it accepts near them.
 WEBHOOK_NEGATIVE = {
     "PyTorchJob": [("master-2", {"Master": 2, "Worker": 1}, "Master replicas must be 1"),
+                   ("workers-0", {"Worker": 0}, "no Master and no Worker to decide success"),
                    ("master-0", {"Master": 0, "Worker": 1}, "Master replicas must be 1"),
                    ("lower-master-2", {"master": 2}, "Master replicas must be 1")],
     "XGBoostJob": [("master-2", {"Master": 2, "Worker": 1}, "Master replicas must be 1")],
@@ -111,6 +112,9 @@ def webhook_rejects(kind, leaf, value):
         return "Master replicas must be 1"
     if kind == "TFJob" and role in ("Chief", "Master") and value > 1:
         return role + " replicas at most 1"
+    # Upstream stores these and then waits forever: nothing decides when the job succeeds.
+    if kind == "JAXJob" and role == "Worker" and value == 0:
+        return "no Worker to decide success"
     return None
 
 
@@ -377,6 +381,9 @@ def main(argv):
                 m["spec"][key] = {variant: {"replicas": 1, "template": default_template(container)}}
                 if kind == "XGBoostJob" and t != "Master":
                     emit("neg-types-%s-%s" % (lk, variant), m, "reject", "no Master")
+                elif kind == "TFJob" and t in ("PS", "Evaluator"):
+                    emit("neg-types-%s-%s" % (lk, variant), m, "reject",
+                         "no Chief, Master or Worker to decide success")
                 else:
                     emit("types-%s-%s" % (lk, variant), m)
         # The rest of upstream's webhook that coach's CRDs check (CEL rules).

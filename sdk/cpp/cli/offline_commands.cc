@@ -49,6 +49,8 @@ int RunRender(const OfflineOptions& options, std::ostream& out, std::ostream& er
   model::ReconcileConfig config;
   // What the kube backend creates: coach.dev/launcher jobs get the chart image's init container.
   config.launcher_image = "ghcr.io/coach/coach-operator:latest";
+  // ... and PyTorch Workers the init container that waits for their Master (master_wait.h).
+  config.pytorch_init_image = config.launcher_image;
   nlohmann::json items = nlohmann::json::array();
   for (const api::v1::TrainingJob& job : *jobs) {
     absl::StatusOr<std::vector<model::KubeObject>> objects =

@@ -75,6 +75,14 @@ TEST(RenderTest, SeedPyTorchJobGivesThreePodsAndServicesWiredAsUpstream) {
   }
   EXPECT_EQ(pods["pytorch-mnist-master-0"]["metadata"]["labels"]["training.kubeflow.org/job-role"],
             "master");
+  // Workers wait for the Master's name as upstream's do, with coach-launch from coach's image.
+  EXPECT_FALSE(pods["pytorch-mnist-master-0"]["spec"].contains("initContainers"));
+  for (const char* worker : {"pytorch-mnist-worker-0", "pytorch-mnist-worker-1"}) {
+    const json& init = pods[worker]["spec"]["initContainers"];
+    ASSERT_EQ(init.size(), 1u) << worker;
+    EXPECT_EQ(init[0]["name"], "init-pytorch");
+    EXPECT_EQ(init[0]["command"][2], "pytorch-mnist-master-0");
+  }
 }
 
 TEST(RenderTest, YamlOutputIsOneDocumentPerObject) {
