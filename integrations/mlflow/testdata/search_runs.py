@@ -1,6 +1,7 @@
 """Prints the runs of an experiment that carry a tag value, as JSON (for coach's C++ tests).
 
 Usage: MLFLOW_TRACKING_URI=... search_runs.py EXPERIMENT_NAME TAG_KEY TAG_VALUE
+       TAG_KEY "-": every run of the experiment (TAG_VALUE ignored).
 """
 import json
 import sys
@@ -15,7 +16,8 @@ def main():
     if exp is None:
         print(json.dumps({"runs": []}))
         return
-    runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`{key}` = '{value}'",
+    runs = client.search_runs([exp.experiment_id],
+                              filter_string="" if key == "-" else f"tags.`{key}` = '{value}'",
                               max_results=100)
     print(json.dumps({"runs": [{"run_id": r.info.run_id, "status": r.info.status} for r in runs]}))
 

@@ -91,6 +91,7 @@ absl::Status MlflowServer::StartHere() {
   std::string cmd = absl::StrCat("COACH_MLFLOW_WORKERS=", options_.workers,
                                  " COACH_MLFLOW_AUTH=", options_.basic_auth ? 1 : 0, " ",
                                  ShellQuote(Runfile("integrations/mlflow/testdata/mlflow_env.sh")), " start ", ShellQuote(dir_),
+                                 options_.port > 0 ? absl::StrCat(" ", options_.port) : "",
                                  " 2>>", ShellQuote(dir_ + "/start.err"));
   CommandResult r = RunCommand(cmd);
   if (r.exit_code != 0) {

@@ -22,6 +22,7 @@ class MlflowServer {
   struct Options {
     bool basic_auth = false;  // --app-name basic-auth; admin user admin/password1234
     int workers = 2;
+    int port = 0;  // 0: a free one (a test may point an operator at a port before the server)
   };
   // NotFound when MLflow is not installed; Internal when the server does not come up (with its log).
   static absl::StatusOr<std::unique_ptr<MlflowServer>> Start(Options options);
