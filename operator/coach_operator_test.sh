@@ -24,6 +24,9 @@ expect_usage "--kube-api-qps" --backend=kube --kube-api-qps=inf
 expect_usage "--kube-api-burst" --backend=kube --kube-api-burst=0
 expect_usage "--kube-event-qps" --backend=kube --kube-event-qps=0
 expect_usage "--kube-event-burst" --backend=kube --kube-event-burst=-1
+expect_usage "--kube-event-shutdown-grace" --backend=kube --kube-event-shutdown-grace=-1
+expect_usage "--pytorch-init-container-max-tries" --pytorch-init-container-max-tries=0
+expect_usage "--pytorch-wait-for-master" --pytorch-wait-for-master=maybe
 expect_usage "--namespaces" --backend=kube --namespaces=team-a,Not_A_Namespace
 expect_usage "--leader-elect: only with --backend=kube" --leader-elect=true
 expect_usage "--leader-elect-lease-duration" --backend=kube --leader-elect=true --leader-elect-lease-duration=soon
