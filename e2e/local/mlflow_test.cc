@@ -102,7 +102,8 @@ class MlflowE2eTest : public ::testing::Test {
 
   int RunsInExperiment() {
     absl::StatusOr<std::string> out =
-        MlflowServer::RunPython("search_runs.py", {"e2e", "-", ""}, {{"MLFLOW_TRACKING_URI", uri_}});
+        MlflowServer::RunPython("search_runs.py", {"e2e", "-", ""},
+                                {{"MLFLOW_TRACKING_URI", uri_}});
     EXPECT_TRUE(out.ok()) << out.status();
     return out.ok() ? static_cast<int>(Json::parse(*out)["runs"].size()) : -1;
   }
@@ -359,7 +360,8 @@ TEST_F(MlflowE2eTest, FirstJobOfAFreshOperatorAndAStartingServerLogsIntoItsOneRu
     const std::string log = op_->Logs("first", replica).value_or("");
     EXPECT_TRUE(absl::StrContains(log, "env run=" + run_id + "\n")) << replica << ": " << log;
   }
-  EXPECT_TRUE(absl::StrContains(op_->Logs("first", "master-0").value_or(""), "script run=" + run_id));
+  EXPECT_TRUE(
+      absl::StrContains(op_->Logs("first", "master-0").value_or(""), "script run=" + run_id));
   Json run = WaitRunStatus(run_id, "FINISHED", {"--metric", "first_loss"});
   EXPECT_EQ(run["metrics"]["first_loss"]["count"], 5);
   EXPECT_EQ(run["tags"].count("coach.run_incomplete"), 0u);

@@ -239,6 +239,7 @@ std::optional<absl::Time> MlflowTracker::HoldStartUntil(const model::Job& job) {
   // Make sure the run is on its way (the controller calls this before JobSeen).
   JobSeen(job);
   const absl::Time now = clock_->Now();
+  std::string last_error;
   {
     absl::MutexLock lock(&mu_);
     auto it = jobs_.find(uid);
@@ -250,9 +251,19 @@ std::optional<absl::Time> MlflowTracker::HoldStartUntil(const model::Job& job) {
     const absl::Time deadline = t.hold_since + options_.run_wait;
     if (now < deadline) return deadline;
     t.released_without_run = true;
+    last_error = t.last_error;
   }
-  // The worker records the Warning event (not here: this runs under the job's lock).
-  queue_.Add(uid);
+  // Recorded here, before the replicas exist (the controller records its own events on this
+  // path too: a local write, or a queued one on Kubernetes).
+  Event(job, "Warning", "MlflowRunNotReady",
+        absl::StrCat("replicas start without MLFLOW_RUN_ID: the MLflow run was not ready after "
+                     "waiting ",
+                     absl::FormatDuration(options_.run_wait), " (--mlflow-run-wait) for ",
+                     target->tracking_uri,
+                     last_error.empty() ? "" : absl::StrCat(" (last error: ", last_error, ")"),
+                     "; a replica's mlflow.start_run() makes a run of its own; the job's run is "
+                     "made when the server answers and tagged ",
+                     kIncompleteTag, "=true"));
   spdlog::warn("mlflow: job {}: replicas start without MLFLOW_RUN_ID: no run after {}",
                KeyOf(job), absl::FormatDuration(options_.run_wait));
   return std::nullopt;
@@ -310,7 +321,6 @@ void MlflowTracker::Save(const std::string& uid, const Tracked& t) {
   s.tags_sent = t.tags_sent;
   s.logs_uploaded = t.logs_uploaded;
   s.terminated = t.terminated;
-  s.wait_event_sent = t.wait_event_sent;
   s.incomplete_tagged = t.incomplete_tagged;
 }
 
@@ -356,19 +366,6 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
   if (t.uri != target->tracking_uri) {
     t.uri = target->tracking_uri;
     Save(uid, t);  // the worker marks this URI failing on a transient error
-  }
-  if (t.released_without_run && !t.wait_event_sent && t.run_id.empty() && !t.deleted) {
-    Event(job, "Warning", "MlflowRunNotReady",
-          absl::StrCat("replicas started without MLFLOW_RUN_ID: the MLflow run was not ready "
-                       "after waiting ",
-                       absl::FormatDuration(options_.run_wait), " (--mlflow-run-wait) for ",
-                       t.uri,
-                       t.last_error.empty() ? "" : absl::StrCat(" (last error: ", t.last_error, ")"),
-                       "; a replica's mlflow.start_run() makes a run of its own; the job's run is "
-                       "created when the server answers and tagged ",
-                       kIncompleteTag, "=true"));
-    t.wait_event_sent = true;
-    Save(uid, t);
   }
   *op = "client";
   ASSIGN_OR_RETURN(mlflow::TrackingClient * client, ClientFor(t.uri));

@@ -110,8 +110,9 @@ struct MlflowTrackerHooks {
   std::function<void(const model::Job& job)> wake;
   // Records an event on the job (type "Normal" or "Warning"). May be null. A failure is
   // logged, not retried.
-  std::function<absl::Status(const model::Job& job, const std::string& type, const std::string& reason,
-                     const std::string& message, absl::Time time)>
+  std::function<absl::Status(const model::Job& job, const std::string& type,
+                             const std::string& reason, const std::string& message,
+                             absl::Time time)>
       event;
   // Each replica's log ("master-0" -> text), as it is now. May be null (no logs uploaded).
   std::function<absl::StatusOr<std::map<std::string, std::string>>(const model::Job& job,
@@ -169,9 +170,8 @@ class MlflowTracker final : public core::JobObserver {
     // it let them start without the run id (the bound was hit). Not copied by Save.
     absl::Time hold_since = absl::InfinitePast();
     bool released_without_run = false;
-    bool wait_event_sent = false;     // the MlflowRunNotReady event
-    bool incomplete_tagged = false;   // coach.run_incomplete is on the run
-    std::string last_error;           // of the latest failed attempt, for events
+    bool incomplete_tagged = false;  // coach.run_incomplete is on the run
+    std::string last_error;          // of the latest failed attempt, for events
     int64_t seen = 0;    // snapshots received
     int64_t synced = -1; // `seen` as of the last successful Sync: pending while below seen
   };
