@@ -31,7 +31,7 @@ CASES = {
                          [r"metadata\.name"]),
     "pytorch-chief": ("PyTorchJob", "pt-chief",
                       lambda k, n: make_job(k, n, {"Chief": 1, "Worker": 1}),
-                      [r"pytorchReplicaSpecs"]),
+                      [r"pytorchReplicaSpecs", r"\bChief\b"]),
     "jax-master": ("JAXJob", "jax-master",
                    lambda k, n: make_job(k, n, {"Master": 1, "Worker": 1}),
                    [r"jaxReplicaSpecs"]),
@@ -59,6 +59,7 @@ def test_create_job_raises_and_stores_nothing(training_client, case):
     assert api is not None, f"not a refusal by the server: {text}"
     assert 400 <= api.status < 500, f"HTTP {api.status}: {text}"
     message = json.loads(api.body).get("message", "") if api.body else ""
+    print(f"[{case}] HTTP {api.status}: {message}")  # shown with pytest -s, and on failure
     for p in patterns:
         assert re.search(p, message), f"the server's message does not match /{p}/: {message!r}"
         assert re.search(p, text), f"the exception does not match /{p}/: {text!r}"

@@ -11,7 +11,8 @@
 #  5. always: the operator stopped, the control plane down (trap).
 # Outside CI a machine without Go (to build tools/testenv) skips; under CI=true every missing
 # component fails. COACH_KEEP_WORK=1 keeps the work folder (logs, control plane down) on success too;
-# extra arguments go to pytest (e.g. -k pytorch).
+# COACH_UPSTREAM_SDK_CRDS=DIR applies other CRDs than charts/coach/crds (e.g. an older commit's, to see
+# what the tests catch); extra arguments go to pytest (e.g. -k pytorch).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -84,11 +85,12 @@ done
 t0=$SECONDS
 kubeconfig=$("$TESTENV" up --dir "$DIR") || fail "testenv up failed"
 k() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
-k apply --server-side -f charts/coach/crds >"$WORK/crds.log" 2>&1 ||
-  { cat "$WORK/crds.log" >&2; fail "kubectl apply --server-side -f charts/coach/crds"; }
+CRDS=${COACH_UPSTREAM_SDK_CRDS:-charts/coach/crds}
+k apply --server-side -f "$CRDS" >"$WORK/crds.log" 2>&1 ||
+  { cat "$WORK/crds.log" >&2; fail "kubectl apply --server-side -f $CRDS"; }
 k wait --for=condition=Established crd --all --timeout=60s >/dev/null ||
   fail "coach's CRDs not Established in 60 s"
-say "control plane up and CRDs Established in $((SECONDS - t0)) s ($DIR)"
+say "control plane up and CRDs ($CRDS) Established in $((SECONDS - t0)) s ($DIR)"
 
 # ---- 3. the operator --------------------------------------------------------------------------
 free_port() {
