@@ -24,6 +24,8 @@ expect_usage "--kube-api-qps" --backend=kube --kube-api-qps=inf
 expect_usage "--kube-api-burst" --backend=kube --kube-api-burst=0
 expect_usage "--kube-event-qps" --backend=kube --kube-event-qps=0
 expect_usage "--kube-event-burst" --backend=kube --kube-event-burst=-1
+expect_usage "--mlflow-run-wait" --mlflow-run-wait=-1
+expect_usage "--mlflow-run-wait" --mlflow-run-wait=4000
 expect_usage "--kube-event-shutdown-grace" --backend=kube --kube-event-shutdown-grace=-1
 expect_usage "--pytorch-init-container-max-tries" --pytorch-init-container-max-tries=0
 expect_usage "--pytorch-wait-for-master" --pytorch-wait-for-master=maybe
