@@ -83,6 +83,8 @@ TEST_F(DropInTest, InvalidJobsAreRefusedAtApplyNamingTheField) {
        "apiVersion: kubeflow.org/v1\nkind: JAXJob\nmetadata:\n  name: jax-master\nspec:\n"
        "  jaxReplicaSpecs:\n" +
            absl::StrCat("    Master:\n      template:\n        spec:\n          containers:\n",
+                        "          - {name: jax, image: i}\n",
+                        "    Worker:\n      template:\n        spec:\n          containers:\n",
                         "          - {name: jax, image: i}\n"),
        {"spec.jaxReplicaSpecs", "unknown replica type \"Master\" for JAXJob"}},
       {"container without an image",

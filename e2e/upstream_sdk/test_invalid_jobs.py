@@ -34,7 +34,7 @@ CASES = {
                       [r"pytorchReplicaSpecs", r"\bChief\b"]),
     "jax-master": ("JAXJob", "jax-master",
                    lambda k, n: make_job(k, n, {"Master": 1, "Worker": 1}),
-                   [r"jaxReplicaSpecs"]),
+                   [r"jaxReplicaSpecs", r'unknown replica type \W*Master']),
     "container-without-image": ("PyTorchJob", "pt-no-image",
                                 lambda k, n: no_image(make_job(k, n, {"Master": 1, "Worker": 1})),
                                 [r"image"]),
