@@ -1,0 +1,295 @@
+#!/usr/bin/python3
+"""Packs a root filesystem directory (mmdebstrap's output) as the coach-training OCI image archive.
+
+  assemble_training.py --rootfs DIR --out FILE --repository NAME --tag TAG [--alias-tag TAG]
+                       --created-by TEXT [--label KEY=VALUE ...]
+
+Called by tools/image/build-training after mmdebstrap; see that script. One layer, reproducible:
+entries sorted by path, every mtime SOURCE_DATE_EPOCH (else 0), numeric owners as in DIR, no user or
+group names, no atime/ctime/xattrs, hard links kept, the contents of /dev, /proc, /sys, /run and /tmp
+left out (their directories stay: a runtime mounts them), gzip without a name or timestamp, JSON
+with sorted keys. Debian's .pyc files are hash-based (unchecked), as build-training compiles pip's:
+mtimes do not matter to them. Because every file's mtime becomes the epoch, any timestamp-checked
+.pyc gets the epoch as its source mtime (so it stays valid and Python never recompiles at import,
+which a non-root user could not write anyway); one that did not match its source is dropped.
+
+index.json names the image twice, REPOSITORY:TAG and REPOSITORY:ALIAS (same manifest), through
+org.opencontainers.image.ref.name and io.containerd.image.name, so that `ctr images import` creates
+both names. Prints the manifest digest and sizes.
+"""
+
+import argparse
+import datetime
+import hashlib
+import io
+import json
+import os
+import stat
+import struct
+import subprocess
+import sys
+import tarfile
+
+MT_INDEX = "application/vnd.oci.image.index.v1+json"
+MT_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+MT_CONFIG = "application/vnd.oci.image.config.v1+json"
+MT_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
+
+UID = 1000
+USER = "coach"
+WORKDIR = "/opt/coach"
+ENV = [
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME=/tmp",  # writable whatever uid the pod runs as
+    "LANG=C.UTF-8",
+]
+# Directories whose contents a runtime provides (mounts); the directories themselves are kept.
+EMPTIED = ("dev", "proc", "sys", "run", "tmp")
+
+
+def die(message):
+    print(f"assemble_training: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def fix_pycs(root, epoch):
+    """Gives every timestamp-checked .pyc whose header matches its source the epoch as source mtime."""
+    patched = dropped = hashed = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        if os.path.basename(dirpath) != "__pycache__":
+            continue
+        for name in sorted(filenames):
+            if not name.endswith(".pyc"):
+                continue
+            path = os.path.join(dirpath, name)
+            module = name.split(".")[0]
+            source = os.path.join(os.path.dirname(dirpath), module + ".py")
+            with open(path, "r+b") as f:
+                header = f.read(16)
+                keep = False
+                if len(header) == 16 and os.path.isfile(source):
+                    flags, mtime, size = struct.unpack("<III", header[4:16])
+                    st = os.stat(source)
+                    if flags & 1:
+                        keep = True  # hash-based (what Debian's py3compile writes): independent of mtimes
+                        hashed += 1
+                    elif mtime == (int(st.st_mtime) & 0xFFFFFFFF) and size == (st.st_size & 0xFFFFFFFF):
+                        f.seek(8)
+                        f.write(struct.pack("<I", epoch & 0xFFFFFFFF))
+                        keep = True
+                        patched += 1
+            if not keep:
+                os.unlink(path)
+                dropped += 1
+    return patched, dropped, hashed
+
+
+class HashingWriter:
+    """A write-only file object that hashes what passes through it into another file object."""
+
+    def __init__(self, sink):
+        self.sink = sink
+        self.sha = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data):
+        self.sha.update(data)
+        self.size += len(data)
+        self.sink.write(data)
+        return len(data)
+
+    def flush(self):
+        self.sink.flush()
+
+
+def write_layer(root, epoch, sink):
+    """Writes the root filesystem as a tar to `sink`; returns the number of entries."""
+    links = {}  # (dev, ino) -> first archive name, for hard links
+    count = 0
+    with tarfile.open(fileobj=sink, mode="w|", format=tarfile.PAX_FORMAT, bufsize=1 << 20) as tar:
+        def add(path, arcname):
+            nonlocal count
+            st = os.lstat(path)
+            info = tarfile.TarInfo(arcname)
+            info.mtime = epoch
+            info.uid, info.gid = st.st_uid, st.st_gid
+            info.uname = info.gname = ""
+            info.mode = stat.S_IMODE(st.st_mode)
+            fileobj = None
+            if stat.S_ISDIR(st.st_mode):
+                info.type = tarfile.DIRTYPE
+            elif stat.S_ISLNK(st.st_mode):
+                info.type = tarfile.SYMTYPE
+                info.linkname = os.readlink(path)
+            elif stat.S_ISREG(st.st_mode):
+                key = (st.st_dev, st.st_ino)
+                if st.st_nlink > 1 and key in links:
+                    info.type = tarfile.LNKTYPE
+                    info.linkname = links[key]
+                else:
+                    links[key] = arcname
+                    info.size = st.st_size
+                    fileobj = open(path, "rb")
+            else:
+                die(f"{path}: not a directory, regular file or symbolic link")
+            try:
+                tar.addfile(info, fileobj)
+            finally:
+                if fileobj:
+                    fileobj.close()
+            count += 1
+
+        def walk(directory, prefix):
+            for name in sorted(os.listdir(directory)):
+                path = os.path.join(directory, name)
+                arcname = prefix + name
+                add(path, arcname)
+                if os.path.isdir(path) and not os.path.islink(path) and arcname not in EMPTIED:
+                    walk(path, arcname + "/")
+
+        walk(root, "")
+    return count
+
+
+def digest(data):
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def canonical_json(obj):
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rootfs", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--repository", required=True)
+    ap.add_argument("--tag", required=True)
+    ap.add_argument("--alias-tag", help="a second name for the same manifest")
+    ap.add_argument("--created-by", required=True, help="the history entry's created_by")
+    ap.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--gzip-level", type=int, default=6)
+    args = ap.parse_args()
+
+    epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or 0)
+    created = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    root = os.path.abspath(args.rootfs)
+    for name in EMPTIED:
+        if not os.path.isdir(os.path.join(root, name)):
+            die(f"{root}/{name}: missing")
+
+    patched, dropped, hashed = fix_pycs(root, epoch)
+
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(out_dir, exist_ok=True)
+    layer_path = args.out + ".layer.tmp"
+    # tar (here) -> gzip (another process, the other core) -> file; the tar is hashed on the way.
+    with open(layer_path, "wb") as gz_out:
+        gzip = subprocess.Popen(["gzip", "-n", f"-{args.gzip_level}", "-c"], stdin=subprocess.PIPE, stdout=gz_out)
+        writer = HashingWriter(gzip.stdin)
+        entries = write_layer(root, epoch, writer)
+        gzip.stdin.close()
+        if gzip.wait() != 0:
+            die("gzip failed")
+    diff_id = "sha256:" + writer.sha.hexdigest()
+    layer_sha = hashlib.sha256()
+    with open(layer_path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            layer_sha.update(chunk)
+    layer_digest = "sha256:" + layer_sha.hexdigest()
+    layer_size = os.path.getsize(layer_path)
+
+    labels = {}
+    for spec in args.label:
+        key, sep, value = spec.partition("=")
+        if not sep:
+            die(f"--label {spec}: want KEY=VALUE")
+        labels[key] = value
+    labels.setdefault("org.opencontainers.image.title", "coach-training")
+    labels.setdefault("org.opencontainers.image.version", args.tag)
+    config = {
+        "created": created,
+        "architecture": "amd64",
+        "os": "linux",
+        "config": {
+            "User": f"{UID}:{UID}",
+            "Env": ENV,
+            "Cmd": ["/usr/bin/python3"],
+            "WorkingDir": WORKDIR,
+            "Labels": labels,
+        },
+        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+        "history": [{"created": created, "created_by": args.created_by}],
+    }
+    config_blob = canonical_json(config)
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": MT_MANIFEST,
+        "config": {"mediaType": MT_CONFIG, "digest": digest(config_blob), "size": len(config_blob)},
+        "layers": [{"mediaType": MT_LAYER, "digest": layer_digest, "size": layer_size}],
+    }
+    manifest_blob = canonical_json(manifest)
+    tags = [args.tag] + ([args.alias_tag] if args.alias_tag and args.alias_tag != args.tag else [])
+    references = [f"{args.repository}:{t}" for t in tags]
+    index = {
+        "schemaVersion": 2,
+        "mediaType": MT_INDEX,
+        "manifests": [{
+            "mediaType": MT_MANIFEST,
+            "digest": digest(manifest_blob),
+            "size": len(manifest_blob),
+            "platform": {"architecture": "amd64", "os": "linux"},
+            "annotations": {
+                "org.opencontainers.image.ref.name": tag,
+                # containerd (ctr import, kind load) and Docker 25+ name the image from this one.
+                "io.containerd.image.name": reference,
+            },
+        } for tag, reference in zip(tags, references)],
+    }
+
+    def blob(d):
+        return "blobs/sha256/" + d[len("sha256:"):]
+
+    small = {
+        "oci-layout": canonical_json({"imageLayoutVersion": "1.0.0"}),
+        "index.json": canonical_json(index),
+        # `docker load` before Docker 25 reads this instead of index.json.
+        "manifest.json": canonical_json([{"Config": blob(digest(config_blob)), "RepoTags": references,
+                                          "Layers": [blob(layer_digest)]}]),
+        blob(digest(config_blob)): config_blob,
+        blob(digest(manifest_blob)): manifest_blob,
+    }
+    names = sorted(set(small) | {blob(layer_digest), "blobs", "blobs/sha256"})
+    tmp = args.out + ".tmp"
+    with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as tar:
+        for name in names:
+            info = tarfile.TarInfo(name)
+            info.mtime = epoch
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            if name in ("blobs", "blobs/sha256"):
+                info.type = tarfile.DIRTYPE
+                info.mode = 0o755
+                tar.addfile(info)
+            elif name == blob(layer_digest):
+                info.mode = 0o644
+                info.size = layer_size
+                with open(layer_path, "rb") as f:
+                    tar.addfile(info, f)
+            else:
+                info.mode = 0o644
+                info.size = len(small[name])
+                tar.addfile(info, io.BytesIO(small[name]))
+    os.unlink(layer_path)
+    os.replace(tmp, args.out)
+
+    print(f"image:    {', '.join(references)}")
+    print(f"layer:    {entries} entries, {writer.size} bytes, {layer_size} compressed; "
+          f".pyc: {hashed} hash-based, {patched} given the epoch, {dropped} stale dropped")
+    print(f"archive:  {args.out} ({os.path.getsize(args.out)} bytes)")
+    print(f"manifest: {digest(manifest_blob)}")
+
+
+if __name__ == "__main__":
+    main()
