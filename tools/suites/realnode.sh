@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# The testenv's real node (tools/testenv/testenv up --real-node): real containers next to the kwok
+# nodes. Checks the node (Ready, label, taint), a busybox pod's logs and exec, two pods over the pod
+# network, CoreDNS (a headless Service by its full and its short name, kubernetes.default), the API
+# server's /version and an authenticated call through the kubernetes Service, that a second real
+# node is refused, that a failed up and `down` leave nothing on the machine, and that the leftover
+# check itself notices leftovers. Prints the timings (build, up, first pod Running).
+# Needs root and the packages of tools/bootstrap. Outside CI a machine without them skips; under
+# CI=true every missing component is a failure.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+TESTENV=tools/testenv/testenv
+started=$SECONDS
+fail() { echo "realnode: FAIL: $*" >&2; exit 1; }
+skip() {
+  [[ ${CI:-} == true ]] && fail "$* (CI=true: a missing component is a failure)"
+  echo "realnode: SKIP: $*"
+  exit 0
+}
+
+[[ $(id -u) == 0 ]] || skip "needs root (containerd, iptables, cgroups)"
+command -v go >/dev/null || skip "go is not installed"
+for c in containerd runc ctr iptables gcc /usr/lib/cni/bridge /bin/busybox; do
+  command -v "$c" >/dev/null || [[ -x $c ]] || skip "$c is missing (tools/bootstrap installs it)"
+done
+
+build_start=$SECONDS
+build_log=$(mktemp)
+if ! "$TESTENV" build >"$build_log" 2>&1; then
+  tail -n 40 "$build_log" >&2
+  rm -f "$build_log"
+  fail "tools/testenv/testenv build failed"
+fi
+rm -f "$build_log"
+BIN=$("$TESTENV" bin)
+build_s=$((SECONDS - build_start))
+cold=$(sed -n 's/^seconds_/&/p' "$BIN/.complete" | tr '\n' ' ')
+echo "realnode: build: ${build_s} s now; the cache's own build took: ${cold:-unknown}"
+
+# One real node per machine: wait for another suite (or a hand-made real node) to finish.
+exec 7>/tmp/coach-testenv-realnode-suite.lock
+flock -w 900 7 || fail "another realnode suite held the lock for 15 min"
+deadline=$((SECONDS + 300))
+while [[ -s /run/coach-testenv-realnode.owner ]]; do
+  ((SECONDS < deadline)) ||
+    fail "a real node is up in $(cat /run/coach-testenv-realnode.owner) for 5 min; down it or run $TESTENV real-node-clean"
+  sleep 5
+done
+left=$("$TESTENV" real-node-check 2>&1) || fail "this machine is not clean before the test:
+$left"
+
+DIR=$(mktemp -d /tmp/coach-realnode.XXXXXX)
+rmdir "$DIR"
+OTHER=$(mktemp -d /tmp/coach-realnode-other.XXXXXX)
+rmdir "$OTHER"
+cleanup() {
+  local rc=$?
+  if ((rc != 0)) && [[ -d $DIR/logs ]]; then
+    for f in "$DIR"/logs/*.log; do
+      echo "---- last lines of $f" >&2
+      tail -n 15 "$f" >&2
+    done
+    k get pods -o wide >&2 2>/dev/null
+  fi
+  "$TESTENV" down --dir "$DIR" >/dev/null 2>&1 || true
+  "$TESTENV" down --dir "$OTHER" >/dev/null 2>&1 || true
+  exit "$rc"
+}
+trap cleanup EXIT
+
+# --- a failed up leaves nothing behind (CoreDNS refuses an invalid upstream: the last step fails)
+if COACH_TESTENV_DNS_UPSTREAM="not-an-address" "$TESTENV" up --dir "$DIR" --real-node >/dev/null 2>&1; then
+  fail "up with a broken CoreDNS configuration succeeded"
+fi
+left=$("$TESTENV" real-node-check 2>&1) || fail "a failed up left behind:
+$left"
+"$TESTENV" down --dir "$DIR" >/dev/null || fail "down after a failed up"
+echo "realnode: a failed up cleaned up after itself"
+
+# --- up
+up_start=$SECONDS
+kubeconfig=$("$TESTENV" up --dir "$DIR" --real-node) || fail "up --real-node failed"
+up_s=$((SECONDS - up_start))
+echo "realnode: up --real-node in ${up_s} s"
+k() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+# shellcheck disable=SC1091
+source "$DIR/env"
+NODE=$COACH_TESTENV_REAL_NODE
+IMAGE=$COACH_TESTENV_BUSYBOX_IMAGE
+
+# --- the node: Ready, labelled, tainted; the kwok nodes are still there
+[[ $(k get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]] ||
+  fail "$NODE is not Ready"
+labels=$(k get node "$NODE" -o jsonpath='{.metadata.labels.coach\.dev/real-node} {.metadata.labels.kubernetes\.io/hostname} {.metadata.labels.kubernetes\.io/os} {.metadata.labels.kubernetes\.io/arch}')
+[[ $labels == "true $NODE linux amd64" ]] || fail "$NODE labels: '$labels'"
+taints=$(k get node "$NODE" -o jsonpath='{range .spec.taints[*]}{.key}={.value}:{.effect} {end}')
+[[ $taints == *"coach.dev/real-node=true:NoSchedule"* ]] || fail "$NODE taints: '$taints'"
+[[ $(k get nodes -l type=kwok -o name | wc -l) -ge 1 ]] || fail "the kwok nodes are gone"
+ip=$(k get node "$NODE" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
+echo "realnode: $NODE Ready at $ip, labels and taint as expected"
+
+# pod NAME COMMAND [LABELS] [TOLERATE=yes]: a busybox pod pinned to the real node.
+pod() {
+  local tolerations='  tolerations: [{key: coach.dev/real-node, operator: Equal, value: "true", effect: NoSchedule}]'
+  [[ ${4:-yes} == yes ]] || tolerations=""
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  labels: {${3:-}}
+spec:
+  nodeSelector: {kubernetes.io/hostname: $NODE}
+$tolerations
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: $IMAGE
+    imagePullPolicy: Never
+    command: [sh, -c, '$2']
+EOF
+}
+wait_running() {
+  local deadline=$((SECONDS + $2)) phase=""
+  while ((SECONDS < deadline)); do
+    phase=$(k get pod "$1" -o jsonpath='{.status.phase}' 2>/dev/null)
+    [[ $phase == Running ]] && return 0
+    sleep 0.2
+  done
+  k describe pod "$1" | tail -20 >&2
+  fail "pod $1 is '$phase' after $2 s, want Running"
+}
+
+# --- a pod without the toleration never lands on the real node
+pod intolerant 'sleep 1' "" no | k apply -f - >/dev/null || fail "create intolerant"
+
+# --- busybox: runs, logs, exec
+first_start=$SECONDS
+pod hello 'echo hello from the real node; exec sleep 3600' | k apply -f - >/dev/null || fail "create hello"
+wait_running hello 90
+first_s=$((SECONDS - first_start))
+echo "realnode: first pod Running ${first_s} s after it was created"
+deadline=$((SECONDS + 20))
+until [[ $(k logs hello 2>&1) == *"hello from the real node"* ]]; do
+  ((SECONDS < deadline)) || fail "kubectl logs hello: '$(k logs hello 2>&1)'"
+  sleep 0.5
+done
+out=$(k exec hello -- sh -c 'echo exec:$(hostname)' 2>&1)
+[[ $out == "exec:hello" ]] || fail "kubectl exec hello: '$out'"
+echo "realnode: kubectl logs and exec work"
+[[ -z $(k get pod intolerant -o jsonpath='{.spec.nodeName}') ]] || fail "a pod without the toleration was scheduled"
+
+# --- two pods over the pod network, a headless Service, a ClusterIP Service
+pod web 'mkdir -p /www && echo coach-web-$(hostname) >/www/index.html && exec httpd -f -p 8080 -h /www' 'app: web' |
+  k apply -f - >/dev/null || fail "create web"
+cat <<EOF | k apply -f - >/dev/null || fail "create the Services"
+apiVersion: v1
+kind: Service
+metadata: {name: web-headless}
+spec:
+  clusterIP: None
+  selector: {app: web}
+  ports: [{name: http, port: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web-svc}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+EOF
+pod client 'exec sleep 3600' | k apply -f - >/dev/null || fail "create client"
+wait_running web 60
+wait_running client 60
+web_ip=$(k get pod web -o jsonpath='{.status.podIP}')
+client_ip=$(k get pod client -o jsonpath='{.status.podIP}')
+[[ -n $web_ip && $web_ip != "$client_ip" ]] || fail "pod IPs: web '$web_ip' client '$client_ip'"
+
+# in_client WHAT SECONDS COMMAND: retried until it succeeds (endpoints and DNS follow the pods).
+# Debian's busybox-static 1.35 `wget -T` crashes (SIGSEGV): time out with `timeout` instead.
+in_client() {
+  local what=$1 secs=$2 deadline out
+  deadline=$((SECONDS + secs))
+  until out=$(k exec client -- sh -c "$3" 2>&1); do
+    ((SECONDS < deadline)) || fail "$what: $out"
+    sleep 1
+  done
+  printf '%s' "$out"
+}
+out=$(in_client "client -> web by pod IP" 30 "timeout 5 wget -qO- http://$web_ip:8080/") || exit 1
+[[ $out == coach-web-web ]] || fail "client -> $web_ip:8080 answered '$out'"
+echo "realnode: pod $client_ip -> pod $web_ip:8080 over the pod network"
+out=$(in_client "nslookup web-headless.default.svc.cluster.local" 30 \
+  "nslookup web-headless.default.svc.cluster.local | grep -A1 '^Name:' | grep -q 'Address: $web_ip' && echo ok") || exit 1
+out=$(in_client "wget http://web-headless:8080/ (search domains)" 30 "timeout 5 wget -qO- http://web-headless:8080/") || exit 1
+[[ $out == coach-web-web ]] || fail "web-headless:8080 answered '$out'"
+echo "realnode: headless Service by full name (nslookup) and short name (wget) -> $web_ip"
+out=$(in_client "wget http://web-svc/ (ClusterIP, kube-proxy)" 30 "timeout 5 wget -qO- http://web-svc/") || exit 1
+[[ $out == coach-web-web ]] || fail "web-svc answered '$out'"
+echo "realnode: ClusterIP Service web-svc -> web through kube-proxy"
+out=$(in_client "nslookup kubernetes.default" 30 "nslookup kubernetes.default.svc.cluster.local") || exit 1
+[[ $out == *"Address: 10.96.0.1"* ]] || fail "kubernetes.default resolved to: $out"
+version=$(in_client "GET https://kubernetes.default/version" 30 \
+  "timeout 5 wget -qO- --no-check-certificate https://kubernetes.default/version") || exit 1
+[[ $version == *'"gitVersion": "v1.33.13"'* ]] || fail "/version through the kubernetes Service: $version"
+# In-cluster credentials: the pod's ServiceAccount token is accepted (discovery needs authentication).
+sa='/var/run/secrets/kubernetes.io/serviceaccount'
+out=$(in_client "GET /api with the pod's token" 30 \
+  "timeout 5 wget -qO- --no-check-certificate --header \"Authorization: Bearer \$(cat $sa/token)\" https://kubernetes.default.svc/api") || exit 1
+[[ $out == *'"kind": "APIVersions"'* ]] || fail "/api with the ServiceAccount token: $out"
+echo "realnode: kubernetes.default resolves to 10.96.0.1; /version and /api (ServiceAccount token) through the kubernetes Service"
+
+# --- a second real node is refused at once, naming the DIR that holds it
+t=$SECONDS
+if msg=$("$TESTENV" up --dir "$OTHER" --real-node 2>&1); then fail "a second up --real-node succeeded"; fi
+[[ $msg == *"already up"*"$DIR"* ]] || fail "second up --real-node said: $msg"
+((SECONDS - t <= 5)) || fail "the second up --real-node took $((SECONDS - t)) s to fail"
+[[ ! -e $OTHER ]] || fail "the refused up created $OTHER"
+if msg=$("$TESTENV" up --dir "$DIR" --real-node 2>&1); then fail "up --real-node on the same DIR succeeded"; fi
+[[ $msg == *"already up"*"$DIR"* ]] || fail "up --real-node on the same DIR said: $msg"
+echo "realnode: a second up --real-node fails at once: ${msg#testenv: error: }" | cut -c1-200
+
+# --- down leaves nothing behind
+down_start=$SECONDS
+"$TESTENV" down --dir "$DIR" >/dev/null || fail "down failed"
+down_s=$((SECONDS - down_start))
+[[ ! -e $DIR ]] || fail "down left $DIR"
+left=$("$TESTENV" real-node-check 2>&1) || fail "down left behind:
+$left"
+echo "realnode: down in ${down_s} s; nothing left (containers, shims, mounts, bridge, veths, iptables, cgroups, host paths)"
+
+# --- the check notices leftovers (a chain, a cgroup, a file, the bridge), and real-node-clean removes them
+iptables -w 5 -N KUBE-COACH-SELFTEST
+mkdir -p /sys/fs/cgroup/pids/kubepods /var/lib/kubelet/device-plugins
+touch /var/lib/kubelet/device-plugins/selftest
+ip link add coach0 type bridge
+if left=$("$TESTENV" real-node-check 2>&1); then fail "real-node-check missed planted leftovers"; fi
+for want in "chain KUBE-COACH-SELFTEST" "cgroup /sys/fs/cgroup/pids/kubepods" "/var/lib/kubelet" "bridge coach0"; do
+  [[ $left == *"$want"* ]] || fail "real-node-check did not name '$want': $left"
+done
+"$TESTENV" real-node-clean >/dev/null 2>&1 || fail "real-node-clean failed"
+left=$("$TESTENV" real-node-check 2>&1) || fail "real-node-clean left:
+$left"
+echo "realnode: real-node-check names planted leftovers; real-node-clean removes them"
+
+trap - EXIT
+echo "realnode: timings: build ${build_s} s (cache: ${cold:-?}), up ${up_s} s, first pod Running ${first_s} s, down ${down_s} s"
+echo "realnode: PASS in $((SECONDS - started)) s"
