@@ -560,7 +560,15 @@ rn_restore_host() {
 # rn_down: pods first (through the kubelet, so the CNI tears their networks down), then the node's
 # processes, then whatever is left on the host. Leaves DIR itself (cmd_down removes it).
 rn_down() {
-  local c pid i
+  local c owner
+  owner=$(cat "$RN_OWNER" 2>/dev/null || true)
+  if [[ -n $owner && $owner != "$DIR" ]]; then
+    # This machine's real node is another DIR's now (this one's up failed and cleaned earlier):
+    # stop only this DIR's own processes, touch nothing on the host.
+    log "the real node on this machine belongs to $owner; stopping only $DIR's processes"
+    for c in "${RN_COMPONENTS[@]}"; do stop_one "$c"; done
+    return 0
+  fi
   if [[ -n $(cat "$DIR/pids/kubelet" 2>/dev/null) ]] && alive kubelet && alive kube-apiserver; then
     for c in kube-controller-manager kube-scheduler; do stop_one "$c"; done
     kctl delete pods --all-namespaces --field-selector "spec.nodeName=$RN_NODE" --grace-period 1 \
