@@ -445,7 +445,7 @@ rn_image_archive() {
 rn_import() {
   local a
   for a in "$@"; do
-    rn_ctr images import --digests "$a" >/dev/null || { log "importing $a failed"; return 1; }
+    rn_ctr images import "$a" >/dev/null || { log "importing $a failed"; return 1; }
   done
 }
 
