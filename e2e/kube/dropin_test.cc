@@ -135,6 +135,23 @@ TEST_F(DropInTest, CoachValidateNamesTheSameFields) {
   }
 }
 
+// kubectl's rule for namespaces, in the real `coach` binary: -n only for jobs that name none.
+TEST_F(DropInTest, CoachRenderTakesTheManifestsNamespace) {
+  const std::string yaml = absl::StrCat(
+      "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: own-ns\n"
+      "  namespace: kubeflow\nspec:\n  pytorchReplicaSpecs:\n",
+      Replica("Master", 1, kPytorch));
+  const CmdResult plain = RunCoach({"render", "-f", "-", "-o", "json"}, yaml);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const json list = json::parse(plain.out);
+  ASSERT_FALSE(list["items"].empty());
+  for (const json& item : list["items"]) EXPECT_EQ(item["metadata"]["namespace"], "kubeflow");
+  EXPECT_EQ(RunCoach({"validate", "-f", "-", "-n", "kubeflow"}, yaml).exit_code, 0);
+  const CmdResult clash = RunCoach({"validate", "-f", "-", "-n", "team-a"}, yaml);
+  EXPECT_NE(clash.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(clash.err, "metadata.namespace")) << clash.err;
+}
+
 // The CRDs cannot check coach's own annotations: the controller holds the stored job to the
 // same rules as coach's API and fails it, never a silent stall.
 TEST_F(DropInTest, StoredJobBreakingARuleFailsWithAWarning) {
