@@ -42,6 +42,8 @@ ENV = [
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "HOME=/tmp",  # writable whatever uid the pod runs as
     "LANG=C.UTF-8",
+    # Open MPI's shared-memory transport: no cross-memory attach (ptrace), which containers lack.
+    "OMPI_MCA_btl_vader_single_copy_mechanism=none",
 ]
 # Directories whose contents a runtime provides (mounts); the directories themselves are kept.
 EMPTIED = ("dev", "proc", "sys", "run", "tmp")
@@ -140,15 +142,21 @@ def write_layer(root, epoch, sink):
                     fileobj.close()
             count += 1
 
+        # Every path first, then sorted as strings (as validate_oci.py wants; a parent still precedes
+        # its children, being their prefix).
+        paths = []
+
         def walk(directory, prefix):
-            for name in sorted(os.listdir(directory)):
+            for name in os.listdir(directory):
                 path = os.path.join(directory, name)
                 arcname = prefix + name
-                add(path, arcname)
+                paths.append((arcname, path))
                 if os.path.isdir(path) and not os.path.islink(path) and arcname not in EMPTIED:
                     walk(path, arcname + "/")
 
         walk(root, "")
+        for arcname, path in sorted(paths):
+            add(path, arcname)
     return count
 
 

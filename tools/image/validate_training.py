@@ -135,21 +135,10 @@ def main():
     check(c.get("Labels", {}).get("org.opencontainers.image.version") == args.tag, "config: label version is not the tag")
 
     # The layer: one pass, hashing the compressed and the uncompressed stream.
-    raw = HashingReader(outer.extractfile(layer_member))
-    head = raw.read(10)
+    head = outer.extractfile(layer_member).read(10)
     check(head[3] == 0 and head[4:8] == b"\0\0\0\0", "layer: gzip header has a name or a timestamp")
-
-    class Prefixed:
-        def __init__(self):
-            self.pending = head
-
-        def read(self, n=-1):
-            if self.pending:
-                data, self.pending = self.pending, b""
-                return data + (raw.read(n - len(data)) if n > len(data) else b"")
-            return raw.read(n)
-
-    plain = HashingReader(gzip.GzipFile(fileobj=Prefixed(), mode="rb"))
+    raw = HashingReader(outer.extractfile(layer_member))
+    plain = HashingReader(gzip.GzipFile(fileobj=raw, mode="rb"))
     names = []
     entries = {}
     passwd = b""

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# The coach-training image (tools/image/build-training: Debian bookworm by mmdebstrap, PyTorch,
+# XGBoost, Open MPI + mpi4py, mlflow-skinny, the examples at /opt/coach/examples; an OCI archive built
+# with no container engine and cached under ~/.cache/coach/images):
+#  1. build it, or take it from the cache;
+#  2. the archive is a valid OCI image layout (tools/image/validate_training.py, on validate_oci.py's
+#     helpers: blob digests and sizes, media types, diff_ids, the names ctr import reads, the config,
+#     the layer's entries);
+#  3. its layer, unpacked, runs as a container would run it: chroot as the image's user 1000:1000, in
+#     a private mount namespace with a fresh /proc, the runtime's few /dev nodes and a /dev/shm, the
+#     image's environment (HOME=/tmp, PATH) and working directory (/opt/coach), on loopback:
+#     - torch, numpy, xgboost, mlflow (the version tools/mlflow_env.sh pins) and mpi4py import;
+#     - a 2-process gloo all-reduce with torch.distributed;
+#     - mpirun -np 2 of an mpi4py allreduce;
+#     - the MLflow client logs a run to a file store;
+#     - examples/pytorch/ddp_train.py with 2 ranks and examples/xgboost/xgb_train.py with 2 ranks, by
+#       the manifests' relative paths, end with status=ok;
+#  4. a second build from the same inputs (a fresh cache sharing the downloaded .debs and wheels)
+#     gives the same manifest digest. Done once per cached image (a marker next to the archive);
+#     COACH_TRAINING_REPRO=always does it every time, =never skips it.
+# Needs root (mmdebstrap, chroot, mount); without it, or without mmdebstrap, the suite skips, and
+# fails under CI=true. Cold (fresh machine): a build (~4-8 min, most of it dpkg and py3compile) plus
+# the rebuild for step 4 (downloads cached) and ~1 min of checks; warm: about a minute.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+NAME=training_image
+skip_or_fail() {
+  if [[ "${CI:-}" == true ]]; then echo "$NAME: FAIL: $*" >&2; exit 1; fi
+  echo "$NAME: SKIP: $*"; exit 0
+}
+[[ $(id -u) -eq 0 ]] || skip_or_fail "needs root (mmdebstrap --mode=root, chroot)"
+for tool in mmdebstrap unshare mount chroot tar gzip flock; do
+  command -v "$tool" >/dev/null || skip_or_fail "$tool not found (tools/bootstrap installs it)"
+done
+chroot_bin=$(command -v chroot)
+mount_bin=$(command -v mount)
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
+cache=${COACH_IMAGE_CACHE:-$HOME/.cache/coach/images}
+
+work=$(mktemp -d "${TMPDIR:-/var/tmp}/coach-training-test.XXXXXX")
+cleanup() { rm -rf --one-file-system "$work"; }
+trap cleanup EXIT
+fail() { echo "$NAME: FAIL: $*" >&2; exit 1; }
+start=$SECONDS
+
+# build LOGNAME [ARGS...]: tools/image/build-training; sets ref and archive.
+build() {
+  local log=$work/$1.log
+  shift
+  tools/image/build-training "$@" >"$work/stdout" 2>"$log" || { tail -40 "$log" >&2; fail "tools/image/build-training $*"; }
+  { read -r ref; read -r archive; } <"$work/stdout"
+  [[ "$ref" == coach.local/coach-training:* && -f "$archive" ]] || { cat "$work/stdout" "$log" >&2; fail "build-training printed no ref and archive"; }
+}
+manifest_digest() {
+  /usr/bin/python3 - "$1" <<'PY'
+import json, sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    print(json.load(t.extractfile("index.json"))["manifests"][0]["digest"])
+PY
+}
+
+t0=$SECONDS
+build build1
+build_seconds=$((SECONDS - t0))
+tag=${ref##*:}
+digest=$(manifest_digest "$archive")
+echo "$NAME: $ref $archive ($(du -m "$archive" | cut -f1) MiB, $build_seconds s) $digest"
+
+echo "$NAME: validate the OCI layout"
+/usr/bin/python3 tools/image/validate_training.py "$archive" --tag "$tag" --alias-tag dev --epoch "$SOURCE_DATE_EPOCH" \
+  || fail "not a valid coach-training image archive"
+
+# Unpack the layer the way a runtime does, keeping numeric owners.
+rootfs=$work/rootfs
+mkdir -p "$rootfs"
+# The layer's blob, then the image's environment (one VAR=VALUE a line).
+mapfile -t layer_and_env < <(/usr/bin/python3 - "$archive" <<'PY'
+import json, sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    blob = lambda d: json.load(t.extractfile("blobs/sha256/" + d[7:]))
+    manifest = blob(json.load(t.extractfile("index.json"))["manifests"][0]["digest"])
+    config = blob(manifest["config"]["digest"])
+    print("blobs/sha256/" + manifest["layers"][0]["digest"][7:])
+    for e in config["config"]["Env"]:
+        print(e)
+PY
+)
+layer=${layer_and_env[0]}
+image_env=("${layer_and_env[@]:1}")
+tar -xOf "$archive" "$layer" | tar -xzpf - --numeric-owner -C "$rootfs"
+echo "$NAME: unpacked $(du -sm "$rootfs" | cut -f1) MiB"
+
+# in_image COMMAND...: runs COMMAND in the unpacked image as 1000:1000, in /opt/coach, as a container would.
+in_image() {
+  env -i "${image_env[@]}" GLOO_SOCKET_IFNAME=lo \
+    unshare --mount --propagation private -- "$BASH" -c '
+      set -e
+      root=$3
+      "$1" -t proc proc "$root/proc"
+      "$1" -t sysfs -o ro,nosuid,nodev,noexec sysfs "$root/sys"
+      "$1" -t tmpfs -o mode=755,size=1m tmpfs "$root/dev"
+      for d in null zero full random urandom tty; do touch "$root/dev/$d"; "$1" --bind "/dev/$d" "$root/dev/$d"; done
+      mkdir "$root/dev/shm" && "$1" -t tmpfs -o mode=1777,size=256m shm "$root/dev/shm"
+      ln -s /proc/self/fd "$root/dev/fd"
+      exec "$2" --userspec=1000:1000 "$root" /bin/sh -c "cd /opt/coach && exec \"\$@\"" sh "${@:4}"' \
+    in_image "$mount_bin" "$chroot_bin" "$rootfs" "$@"
+}
+expect() {  # expect WHAT NEEDLE COMMAND...: exit 0 and NEEDLE (an extended regex) in the output
+  local what=$1 needle=$2 rc=0
+  shift 2
+  in_image "$@" >"$work/out" 2>&1 || rc=$?
+  ((rc == 0)) || { tail -40 "$work/out"; fail "$what: exit $rc"; }
+  grep -Eq -- "$needle" "$work/out" || { tail -40 "$work/out"; fail "$what: no /$needle/ in its output"; }
+  echo "$NAME: ok: $what"
+}
+free_port() {
+  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+mlflow_version=$(sed -n 's/^MLFLOW_VERSION="\([^"]*\)"$/\1/p' tools/mlflow_env.sh)
+expect "imports as uid 1000" "^ok uid=1000 .* mlflow=$mlflow_version " python3 -c '
+import os, sys, torch, numpy, xgboost, mlflow, mpi4py, scipy
+print("ok uid=%d torch=%s numpy=%s xgboost=%s mlflow=%s mpi4py=%s python=%s home=%s cwd=%s" % (os.getuid(),
+      torch.__version__, numpy.__version__, xgboost.__version__, mlflow.__version__, mpi4py.__version__,
+      sys.version.split()[0], os.environ["HOME"], os.getcwd()), "")'
+sed -n 's/^ok /  /p' "$work/out"
+
+port=$(free_port)
+expect "torch.distributed gloo all-reduce, 2 processes" "^allreduce 2 3.0 3.0$" python3 -c '
+import sys, torch, torch.distributed as dist, torch.multiprocessing as mp
+def run(rank, port):
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=2)
+    t = torch.tensor([rank + 1.0])
+    dist.all_reduce(t)
+    assert t.item() == 3.0, t
+    if rank == 0:
+        print("allreduce", dist.get_world_size(), t.item(), end=" ")
+    dist.barrier()
+    if rank == 1:
+        print(t.item(), flush=True)
+    dist.destroy_process_group()
+mp.spawn(run, args=('"$port"',), nprocs=2)
+sys.stdout.flush()'
+
+expect "mpirun -np 2, mpi4py allreduce" "^mpi 2 3$" \
+  mpirun --allow-run-as-root -np 2 python3 -c '
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+s = c.allreduce(c.Get_rank() + 1, op=MPI.SUM)
+assert s == 3, s
+if c.Get_rank() == 0:
+    print("mpi", c.Get_size(), s, flush=True)'
+
+expect "mlflow client logs a run (file store)" "^mlflow run [0-9a-f]+ 0.5$" python3 -c '
+import mlflow
+mlflow.set_tracking_uri("file:/tmp/mlruns")
+with mlflow.start_run() as run:
+    mlflow.log_param("p", 1)
+    mlflow.log_metric("m", 0.5, step=1)
+got = mlflow.tracking.MlflowClient().get_run(run.info.run_id).data.metrics["m"]
+print("mlflow run", run.info.run_id, got)'
+
+# The example programs by the manifests' relative paths (WorkingDir /opt/coach), 2 ranks each.
+for example in "pytorch/ddp_train.py --epochs 3" "xgboost/xgb_train.py --rounds 30"; do
+  port=$(free_port)
+  program=examples/${example%% *}
+  expect "$program, 2 ranks" "rank=0 .*status=ok" /bin/sh -c '
+    for r in 1 0; do MASTER_ADDR=127.0.0.1 MASTER_PORT='"$port"' WORLD_SIZE=2 RANK=$r PYTHONUNBUFFERED=1 \
+      python3 '"$program ${example#* }"' >/tmp/rank$r.log 2>&1 & done
+    rc=0; for p in $(jobs -p); do wait $p || rc=1; done
+    cat /tmp/rank0.log /tmp/rank1.log; exit $rc'
+  [[ $(grep -c 'coach-result .*status=ok' "$work/out") == 2 ]] || { cat "$work/out"; fail "$program: not 2 ranks with status=ok"; }
+done
+
+# Reproducibility: a second build from the same inputs, in a fresh cache (downloads shared).
+marker=$archive.reproduced
+case "${COACH_TRAINING_REPRO:-once}" in
+  never) echo "$NAME: reproducibility not checked (COACH_TRAINING_REPRO=never)" ;;
+  always|once)
+    if [[ "${COACH_TRAINING_REPRO:-once}" == once && -f "$marker" && "$(cat "$marker")" == "$digest" ]]; then
+      echo "$NAME: reproducible: $digest (checked before: $marker)"
+    else
+      mkdir -p "$work/cache"
+      ln -s "$cache/debs" "$work/cache/debs"
+      ln -s "$cache/wheels" "$work/cache/wheels"
+      first_ref=$ref first_archive=$archive
+      t0=$SECONDS
+      COACH_IMAGE_CACHE=$work/cache build build2
+      [[ "$ref" == "$first_ref" ]] || fail "the second build is named $ref, the first $first_ref"
+      digest2=$(manifest_digest "$archive")
+      [[ "$digest2" == "$digest" ]] || fail "two builds from the same inputs, two digests: $digest and $digest2"
+      cmp -s "$archive" "$first_archive" || fail "two builds, the same manifest digest but different archives"
+      echo "$digest" >"$marker"
+      echo "$NAME: reproducible: a second build ($((SECONDS - t0)) s) gave $digest2"
+    fi ;;
+  *) fail "COACH_TRAINING_REPRO=${COACH_TRAINING_REPRO}: want once, always or never" ;;
+esac
+
+echo "$NAME: PASS ($digest, $((SECONDS - start)) s)"
