@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
     return kExitFailure;
   }
   coach::backend::kube::CrJobStore* const cr_store = wiring.cr_store;
-  coach::backend::local::JobStore* const job_store = wiring.store.get();
+  coach::store::JobStore* const job_store = wiring.store.get();
   coach::backend::Backend* const backend_ptr = wiring.backend.get();
 
   coach::metrics::Registry registry;

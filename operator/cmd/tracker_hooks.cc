@@ -9,7 +9,7 @@
 
 namespace coach::cmd {
 
-coach::tracking::MlflowTrackerHooks MakeTrackerHooks(coach::backend::local::JobStore* job_store,
+coach::tracking::MlflowTrackerHooks MakeTrackerHooks(coach::store::JobStore* job_store,
                                                      coach::core::WatchBroadcaster* watchers,
                                                      coach::core::Controller* const* controller,
                                                      coach::backend::Backend* backend) {
@@ -18,7 +18,7 @@ coach::tracking::MlflowTrackerHooks MakeTrackerHooks(coach::backend::local::JobS
   hooks.annotate = [job_store, watchers, controller](
                        const coach::model::Job& job,
                        const std::map<std::string, std::string>& annotations) -> absl::Status {
-    const coach::backend::local::JobKey key = coach::backend::local::KeyOf(job);
+    const coach::store::JobKey key = coach::store::KeyOf(job);
     for (int attempt = 0; attempt < 20; ++attempt) {
       absl::StatusOr<coach::model::Job> got = job_store->Get(key);
       if (!got.ok()) return got.status();
@@ -45,13 +45,13 @@ coach::tracking::MlflowTrackerHooks MakeTrackerHooks(coach::backend::local::JobS
     return absl::AbortedError("the job kept changing");
   };
   hooks.wake = [controller](const coach::model::Job& job) {
-    if (*controller != nullptr) (*controller)->Enqueue(coach::backend::local::KeyOf(job));
+    if (*controller != nullptr) (*controller)->Enqueue(coach::store::KeyOf(job));
   };
   hooks.event = [job_store](const coach::model::Job& job, const std::string& type,
                             const std::string& reason, const std::string& message,
                             absl::Time time) {
     // On Kubernetes an Event object (kubectl describe), locally the job's event list.
-    return job_store->AppendEvents(coach::backend::local::KeyOf(job),
+    return job_store->AppendEvents(coach::store::KeyOf(job),
                                    {{type, reason, message, time}});
   };
   hooks.read_logs = [backend](const coach::model::Job& job, int64_t max_bytes)

@@ -5,7 +5,7 @@
 #define COACH_OPERATOR_CMD_TRACKER_HOOKS_H_
 
 #include "operator/backend/backend.h"
-#include "operator/backend/local/job_store.h"
+#include "operator/store/job_store.h"
 #include "operator/core/controller.h"
 #include "operator/core/watch_broadcaster.h"
 #include "operator/tracking/mlflow_tracker.h"
@@ -14,7 +14,7 @@ namespace coach::cmd {
 
 // Nothing is owned; all must outlive the tracker's workers. `*controller` is read at each
 // call: the controller is made after the tracker (it observes it), null until then.
-coach::tracking::MlflowTrackerHooks MakeTrackerHooks(coach::backend::local::JobStore* job_store,
+coach::tracking::MlflowTrackerHooks MakeTrackerHooks(coach::store::JobStore* job_store,
                                                      coach::core::WatchBroadcaster* watchers,
                                                      coach::core::Controller* const* controller,
                                                      coach::backend::Backend* backend);

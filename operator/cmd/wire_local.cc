@@ -17,6 +17,7 @@ absl::Status WireLocal(const Flags& flags, BackendWiring* wiring) {
   coach::backend::local::LocalBackendOptions backend_options;
   backend_options.state_dir = flags.state_dir;
   backend_options.store = sqlite->get();
+  backend_options.jobs = sqlite->get();
   backend_options.shim_path = flags.shim;
   backend_options.default_working_dir = flags.workdir;
   auto local = coach::backend::local::LocalBackend::Create(std::move(backend_options));

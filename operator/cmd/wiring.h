@@ -13,7 +13,7 @@
 #include "operator/backend/kube/client/rest_kube_client.h"
 #include "operator/backend/kube/cr_job_store.h"
 #include "operator/backend/kube/kube_backend.h"
-#include "operator/backend/local/job_store.h"
+#include "operator/store/job_store.h"
 #include "operator/cmd/flags.h"
 #include "operator/cmd/settings.h"
 
@@ -37,7 +37,7 @@ struct BackendWiring {
   absl::Mutex creating_mu;
   const coach::backend::kube::KubeBackend* creating ABSL_GUARDED_BY(creating_mu) = nullptr;
   coach::backend::kube::CrJobStore* cr_store = nullptr;  // kube only; owned by `store`
-  std::unique_ptr<coach::backend::local::JobStore> store;
+  std::unique_ptr<coach::store::JobStore> store;
   std::unique_ptr<coach::backend::Backend> backend;
 };
 

@@ -94,11 +94,11 @@ absl::Status Controller::Start() {
   RETURN_IF_ERROR(backend_->Start());
   if (metrics_ != nullptr) metrics_->backend_up->Set({}, 1);
   // Resume every stored job.
-  backend::local::ListOptions options;
+  store::ListOptions options;
   options.page_size = 1000;
   int resumed = 0;
   do {
-    absl::StatusOr<backend::local::ListResult> page = store_->List(options);
+    absl::StatusOr<store::ListResult> page = store_->List(options);
     if (!page.ok()) {
       backend_->Stop();
       return page.status();
@@ -284,7 +284,7 @@ std::string Controller::RecordRefusedCreates(const JobKey& job_key, const model:
                                              const std::vector<model::Action>& batch,
                                              const std::vector<absl::Status>& results,
                                              absl::Time now) {
-  std::vector<backend::local::JobEvent> events;
+  std::vector<store::JobEvent> events;
   std::string refusal;
   for (size_t i = 0; i < batch.size() && i < results.size(); ++i) {
     const absl::Status& result = results[i];
@@ -434,7 +434,7 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
     watchers_->Publish(WatchEventType::kModified, *written);
     job = std::move(written).value();
   }
-  std::vector<backend::local::JobEvent> events;
+  std::vector<store::JobEvent> events;
   for (const model::JobEventRecord& event : result.events) {
     events.push_back({event.type, event.reason, event.message, now});
   }

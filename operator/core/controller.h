@@ -39,7 +39,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "operator/backend/backend.h"
-#include "operator/backend/local/job_store.h"
+#include "operator/store/job_store.h"
 #include "operator/core/clock.h"
 #include "operator/core/job_observer.h"
 #include "operator/core/job_service.h"

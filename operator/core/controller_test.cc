@@ -221,7 +221,7 @@ TEST(ControllerTest, GaugesFollowTheJobs) {
 // A store with CrJobStore's kind rule over one SqliteJobStore per kind: a name is unique per
 // kind only, "<Kind>/<name>" reads that kind, a plain name taken by two kinds is
 // FailedPrecondition.
-class PerKindStore : public backend::local::JobStore {
+class PerKindStore : public store::JobStore {
  public:
   explicit PerKindStore(const std::function<absl::Time()>& now) {
     for (api::v1::JobKind kind : {api::v1::PYTORCH_JOB, api::v1::TF_JOB}) {
@@ -240,13 +240,13 @@ class PerKindStore : public backend::local::JobStore {
     ASSIGN_OR_RETURN(auto routed, Route(key));
     return routed.first->Get(routed.second);
   }
-  absl::StatusOr<backend::local::ListResult> List(const backend::local::ListOptions& o) override {
-    backend::local::ListResult all;
+  absl::StatusOr<store::ListResult> List(const store::ListOptions& o) override {
+    store::ListResult all;
     for (auto& [kind, store] : stores_) {
-      backend::local::ListOptions one = o;
+      store::ListOptions one = o;
       one.page_size = 0;
       one.page_token.clear();
-      ASSIGN_OR_RETURN(backend::local::ListResult page, store->List(one));
+      ASSIGN_OR_RETURN(store::ListResult page, store->List(one));
       for (auto& job : page.jobs) all.jobs.push_back(std::move(job));
     }
     return all;
@@ -261,29 +261,14 @@ class PerKindStore : public backend::local::JobStore {
     ASSIGN_OR_RETURN(auto routed, Route(key));
     return routed.first->Delete(routed.second, std::move(version));
   }
-  absl::Status PutReplica(const backend::local::ReplicaRecord&) override { return Unused(); }
-  absl::StatusOr<std::vector<backend::local::ReplicaRecord>> ListReplicas(const JobKey&) override {
-    return Unused();
-  }
-  absl::StatusOr<std::vector<backend::local::ReplicaRecord>> ListAllReplicas() override {
-    return Unused();
-  }
-  absl::Status DeleteReplica(const JobKey&, const std::string&) override { return Unused(); }
-  absl::Status AppendEvent(const JobKey& key, const backend::local::JobEvent& event) override {
+  absl::Status AppendEvent(const JobKey& key, const store::JobEvent& event) override {
     ASSIGN_OR_RETURN(auto routed, Route(key));
     return routed.first->AppendEvent(routed.second, event);
   }
-  absl::StatusOr<std::vector<backend::local::JobEvent>> ListEvents(const JobKey& key) override {
+  absl::StatusOr<std::vector<store::JobEvent>> ListEvents(const JobKey& key) override {
     ASSIGN_OR_RETURN(auto routed, Route(key));
     return routed.first->ListEvents(routed.second);
   }
-  absl::Status ReservePorts(const std::vector<backend::local::PortReservation>&) override {
-    return Unused();
-  }
-  absl::StatusOr<std::vector<backend::local::PortReservation>> ListPortReservations() override {
-    return Unused();
-  }
-  absl::Status ReleasePorts(const JobKey&) override { return Unused(); }
 
   // Every key the controller read, as given.
   std::vector<std::string> reads() const {
@@ -292,10 +277,9 @@ class PerKindStore : public backend::local::JobStore {
   }
 
  private:
-  static absl::Status Unused() { return absl::UnimplementedError("not in this test"); }
-  backend::local::JobStore* Of(api::v1::JobKind kind) { return stores_.at(kind).get(); }
+  store::JobStore* Of(api::v1::JobKind kind) { return stores_.at(kind).get(); }
 
-  absl::StatusOr<std::pair<backend::local::JobStore*, JobKey>> Route(const JobKey& key) {
+  absl::StatusOr<std::pair<store::JobStore*, JobKey>> Route(const JobKey& key) {
     {
       absl::MutexLock lock(&mu_);
       reads_.push_back(KeyString(key));
@@ -307,7 +291,7 @@ class PerKindStore : public backend::local::JobStore {
       }
       return std::make_pair(Of(info->kind), JobKey{key.namespace_, key.name.substr(slash + 1)});
     }
-    std::vector<backend::local::JobStore*> found;
+    std::vector<store::JobStore*> found;
     for (auto& [kind, store] : stores_) {
       if (store->Get(key).ok()) found.push_back(store.get());
     }
@@ -383,7 +367,7 @@ TEST(ControllerTest, KindQualifiedKeysReconcileTwoKindsOfOneName) {
   ASSERT_TRUE(pt_events.ok()) << pt_events.status();
   auto tf_events = store.ListEvents({"default", "TFJob/same"});
   ASSERT_TRUE(tf_events.ok()) << tf_events.status();
-  auto mentions = [](const std::vector<backend::local::JobEvent>& events, const std::string& s) {
+  auto mentions = [](const std::vector<store::JobEvent>& events, const std::string& s) {
     for (const auto& e : events) {
       if (absl::StrContains(e.message, s)) return true;
     }

@@ -55,7 +55,7 @@ void JobService::Enqueue(const JobKey& key) {
 }
 
 JobKey JobService::StoreKeyOf(const api::v1::TrainingJob& job) const {
-  JobKey key = backend::local::KeyOf(job);
+  JobKey key = store::KeyOf(job);
   if (!options_.kind_qualified_keys) return key;
   const api::v1::KindInfo* info = api::v1::FindKind(job.kind());
   if (info != nullptr) key.name = absl::StrCat(std::string(info->name), "/", key.name);
@@ -155,14 +155,14 @@ absl::StatusOr<ListResponse> JobService::List(const ListRequest& request) {
     return absl::InvalidArgumentError(
         absl::StrCat("page_size: must be >= 0, got ", request.page_size));
   }
-  backend::local::ListOptions options;
+  store::ListOptions options;
   options.namespace_ = request.namespace_;
   options.page_size = request.page_size == 0
                           ? options_.default_page_size
                           : std::min(request.page_size, options_.max_page_size);
   options.page_token = request.page_token;
   options.label_selector = selector.Equalities();
-  absl::StatusOr<backend::local::ListResult> result = store_->List(options);
+  absl::StatusOr<store::ListResult> result = store_->List(options);
   if (!result.ok()) {
     if (absl::IsInvalidArgument(result.status())) {
       return absl::InvalidArgumentError(
@@ -293,12 +293,12 @@ absl::StatusOr<std::shared_ptr<Subscription>> JobService::Watch(
   return watchers_->Subscribe(
       std::move(filter), [&]() -> absl::StatusOr<std::vector<api::v1::TrainingJob>> {
         std::vector<api::v1::TrainingJob> all;
-        backend::local::ListOptions options;
+        store::ListOptions options;
         options.namespace_ = ns;
         options.page_size = options_.max_page_size;
         options.label_selector = equalities;
         do {
-          ASSIGN_OR_RETURN(backend::local::ListResult page, store_->List(options));
+          ASSIGN_OR_RETURN(store::ListResult page, store_->List(options));
           for (auto& job : page.jobs) all.push_back(std::move(job));
           options.page_token = page.next_page_token;
         } while (!options.page_token.empty());

@@ -25,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "api/v1/training_job.pb.h"
 #include "operator/backend/backend.h"
-#include "operator/backend/local/job_store.h"
+#include "operator/store/job_store.h"
 #include "operator/core/job_observer.h"
 #include "operator/core/keyed_mutex.h"
 #include "operator/core/watch_broadcaster.h"
@@ -33,8 +33,8 @@
 
 namespace coach::core {
 
-using backend::local::JobKey;
-using backend::local::JobStore;
+using store::JobKey;
+using store::JobStore;
 
 // The rules a job must satisfy to run, after defaulting (api::v1::SetDefaults): the kind's
 // validation (api/v1/validation.h) and coach's own annotations. Admission applies them to
@@ -77,7 +77,7 @@ struct ReplicaInfo {
 struct JobDescription {
   api::v1::TrainingJob job;
   std::vector<ReplicaInfo> replicas;
-  std::vector<backend::local::JobEvent> events;  // oldest first
+  std::vector<store::JobEvent> events;  // oldest first
 };
 
 std::string KeyString(const JobKey& key);

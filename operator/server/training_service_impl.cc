@@ -117,7 +117,7 @@ grpc::Status TrainingServiceImpl::DescribeJob(grpc::ServerContext* context,
     if (r.exit_code.has_value()) out->set_exit_code(*r.exit_code);
     out->set_message(r.message);
   }
-  for (const backend::local::JobEvent& e : d->events) {
+  for (const store::JobEvent& e : d->events) {
     api::v1::Event* out = response->add_events();
     out->set_type(e.type);
     out->set_reason(e.reason);

@@ -244,7 +244,7 @@ absl::StatusOr<CrJobStore::Found> CrJobStore::Resolve(const JobKey& key) {
 }
 
 absl::StatusOr<api::v1::TrainingJob> CrJobStore::Create(const api::v1::TrainingJob& job) {
-  const JobKey key = local::KeyOf(job);
+  const JobKey key = store::KeyOf(job);
   if (key.namespace_.empty()) return absl::InvalidArgumentError("metadata.namespace: required");
   if (key.name.empty()) return absl::InvalidArgumentError("metadata.name: required");
   const int kind = KindIndexOf(job.kind());
@@ -319,7 +319,7 @@ void CrJobStore::AwaitWatch(const JobKey& key, int kind, const std::string& reso
   awaiting_[{key, kind}] = resource_version;
 }
 
-absl::StatusOr<local::ListResult> CrJobStore::List(const local::ListOptions& options) {
+absl::StatusOr<store::ListResult> CrJobStore::List(const store::ListOptions& options) {
   if (options.page_size < 0) {
     return absl::InvalidArgumentError(absl::StrCat("page_size: must be >= 0, got ", options.page_size));
   }
@@ -333,7 +333,7 @@ absl::StatusOr<local::ListResult> CrJobStore::List(const local::ListOptions& opt
     if (!options_.namespaces.empty() &&
         std::find(options_.namespaces.begin(), options_.namespaces.end(), options.namespace_) ==
             options_.namespaces.end()) {
-      return local::ListResult{};
+      return store::ListResult{};
     }
     namespaces.push_back(options.namespace_);
   } else if (!options_.namespaces.empty()) {
@@ -375,7 +375,7 @@ absl::StatusOr<local::ListResult> CrJobStore::List(const local::ListOptions& opt
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return std::tie(a.key.namespace_, a.key.name, a.kind) < std::tie(b.key.namespace_, b.key.name, b.kind);
   });
-  local::ListResult result;
+  store::ListResult result;
   const size_t n = options.page_size == 0 ? entries.size()
                                           : std::min(entries.size(), static_cast<size_t>(options.page_size));
   for (size_t i = 0; i < n; ++i) {
@@ -410,7 +410,7 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::UpdateStatus(const api::v1::Tra
 }
 
 absl::StatusOr<api::v1::TrainingJob> CrJobStore::Write(const api::v1::TrainingJob& job, bool status) {
-  const JobKey key = local::KeyOf(job);
+  const JobKey key = store::KeyOf(job);
   if (job.metadata().resource_version().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("metadata.resourceVersion: required for ", status ? "a status update" : "an update"));
@@ -527,21 +527,6 @@ absl::StatusOr<std::vector<JobEvent>> CrJobStore::ListEvents(const JobKey& job) 
   for (size_t i = skip; i < items.size(); ++i) out.push_back(std::move(items[i].event));
   return out;
 }
-
-namespace {
-absl::Status LocalOnly() {
-  return absl::UnimplementedError(
-      "replica records and port reservations belong to the local backend, not to CrJobStore");
-}
-}  // namespace
-
-absl::Status CrJobStore::PutReplica(const local::ReplicaRecord&) { return LocalOnly(); }
-absl::StatusOr<std::vector<local::ReplicaRecord>> CrJobStore::ListReplicas(const JobKey&) { return LocalOnly(); }
-absl::StatusOr<std::vector<local::ReplicaRecord>> CrJobStore::ListAllReplicas() { return LocalOnly(); }
-absl::Status CrJobStore::DeleteReplica(const JobKey&, const std::string&) { return LocalOnly(); }
-absl::Status CrJobStore::ReservePorts(const std::vector<local::PortReservation>&) { return LocalOnly(); }
-absl::StatusOr<std::vector<local::PortReservation>> CrJobStore::ListPortReservations() { return LocalOnly(); }
-absl::Status CrJobStore::ReleasePorts(const JobKey&) { return LocalOnly(); }
 
 // --- change feed ---
 

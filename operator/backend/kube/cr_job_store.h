@@ -47,7 +47,6 @@
 //                 first (by lastTimestamp, then name), the newest max_events_listed. Errors of
 //                 the events listing itself (RBAC without `list events`) give an empty list and
 //                 a warning: Describe must not fail for want of events.
-//   Replica records and port reservations belong to the local backend: Unimplemented.
 //
 // Kind rule (a job name is unique per kind, not across kinds; JobKey has no kind):
 //   - key.name may be qualified as "<kind>/<name>" with the kind as its Kubernetes name
@@ -91,12 +90,12 @@
 #include "operator/backend/kube/client/kube_client.h"
 #include "operator/backend/kube/client/reflector.h"
 #include "operator/backend/kube/event_recorder.h"
-#include "operator/backend/local/job_store.h"
+#include "operator/store/job_store.h"
 
 namespace coach::backend::kube {
 
-using local::JobEvent;
-using local::JobKey;
+using store::JobEvent;
+using store::JobKey;
 
 struct CrJobStoreOptions {
   // Empty: every namespace.
@@ -137,7 +136,7 @@ struct JobChange {
 
 using JobChangeCallback = std::function<void(const JobChange& change)>;
 
-class CrJobStore : public local::JobStore {
+class CrJobStore : public store::JobStore {
  public:
   // `client` is not owned and must outlive the store. Errors: InvalidArgument (options).
   static absl::StatusOr<std::unique_ptr<CrJobStore>> Create(::coach::kube::KubeClient* client,
@@ -147,7 +146,7 @@ class CrJobStore : public local::JobStore {
   absl::StatusOr<api::v1::TrainingJob> Create(const api::v1::TrainingJob& job) override;
   absl::StatusOr<api::v1::TrainingJob> Get(const JobKey& key) override;
   absl::StatusOr<api::v1::TrainingJob> GetCached(const JobKey& key) override;
-  absl::StatusOr<local::ListResult> List(const local::ListOptions& options) override;
+  absl::StatusOr<store::ListResult> List(const store::ListOptions& options) override;
   absl::StatusOr<api::v1::TrainingJob> Update(const api::v1::TrainingJob& job) override;
   absl::StatusOr<api::v1::TrainingJob> UpdateStatus(const api::v1::TrainingJob& job) override;
   absl::Status Delete(const JobKey& key, std::optional<std::string> resource_version) override;
@@ -164,15 +163,6 @@ class CrJobStore : public local::JobStore {
   EventRecorder::Counts EventCounts() const;
   // coach_kube_events_total{outcome} and coach_kube_events_queued (EventRecorder).
   void ExportEventMetrics(::coach::metrics::Registry* registry);
-
-  // Unimplemented: the local backend's records.
-  absl::Status PutReplica(const local::ReplicaRecord& replica) override;
-  absl::StatusOr<std::vector<local::ReplicaRecord>> ListReplicas(const JobKey& job) override;
-  absl::StatusOr<std::vector<local::ReplicaRecord>> ListAllReplicas() override;
-  absl::Status DeleteReplica(const JobKey& job, const std::string& name) override;
-  absl::Status ReservePorts(const std::vector<local::PortReservation>& ports) override;
-  absl::StatusOr<std::vector<local::PortReservation>> ListPortReservations() override;
-  absl::Status ReleasePorts(const JobKey& job) override;
 
   // Starts the change feed (threads; see the header comment). `callback` may be null (the
   // kind index is still kept). Errors: FailedPrecondition (already started).

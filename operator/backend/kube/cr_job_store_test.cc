@@ -25,6 +25,7 @@
 #include "operator/backend/kube/client/rest_kube_client.h"
 #include "operator/backend/kube/testing/fake_kube_client.h"
 #include "operator/backend/kube/testing/testenv.h"
+#include "operator/store/testing/job_store_contract.h"
 
 namespace coach::backend::kube {
 namespace {
@@ -59,7 +60,7 @@ api::v1::TrainingJob Job(const std::string& kind, const std::string& ns, const s
   return *job;
 }
 
-std::vector<std::string> Names(const local::ListResult& r) {
+std::vector<std::string> Names(const store::ListResult& r) {
   std::vector<std::string> out;
   for (const auto& j : r.jobs) out.push_back(j.metadata().name());
   return out;
@@ -93,24 +94,73 @@ struct Changes {
   }
 };
 
-class CrJobStoreTest : public ::testing::TestWithParam<std::string> {
- protected:
-  static void TearDownTestSuite() {
-    real_client_.reset();
+// One real control plane for every test of this binary, started by the first test that needs
+// it and brought down after the last one.
+class RealApiServer : public ::testing::Environment {
+ public:
+  static RealApiServer* Get() {
+    static RealApiServer* const server = [] {
+      auto* s = new RealApiServer();
+      ::testing::AddGlobalTestEnvironment(s);  // gtest owns it
+      return s;
+    }();
+    return server;
+  }
+
+  // OK once it is up; the error of its one start otherwise.
+  absl::Status Up() {
+    if (env_ == nullptr && status_.ok()) status_ = Start();
+    return status_;
+  }
+  // A start that failed for want of the binaries skips the tests outside CI.
+  static bool Skippable(const absl::Status& up) {
+    return absl::IsNotFound(up) && !k8s::testing::InCi();
+  }
+  k8s::RestKubeClient* client() const { return client_.get(); }
+  const std::string& kubectl() const { return kubectl_; }
+
+  void TearDown() override {
+    client_.reset();
     env_.reset();
   }
 
+ private:
+  absl::Status Start() {
+    auto e = k8s::testing::TestEnv::Start();
+    if (!e.ok()) return e.status();
+    env_ = std::move(*e);
+    k8s::RestKubeClientOptions o;
+    o.qps = 200;
+    o.burst = 400;
+    auto c = env_->NewClient(o);
+    if (!c.ok()) return c.status();
+    client_ = std::move(*c);
+    kubectl_ = env_->kubectl();
+    return env_->ApplyCoachCrds();
+  }
+
+  std::unique_ptr<k8s::testing::TestEnv> env_;
+  absl::Status status_;
+  std::unique_ptr<k8s::RestKubeClient> client_;
+  std::string kubectl_;
+};
+
+// Registered before main, so that gtest brings the control plane down at the end.
+RealApiServer* const kRealApiServer = RealApiServer::Get();
+
+class CrJobStoreTest : public ::testing::TestWithParam<std::string> {
+ protected:
   void SetUp() override {
     if (GetParam() == "fake") {
       fake_ = std::make_unique<k8s::testing::FakeKubeClient>();
       client_ = fake_.get();
     } else {
-      if (env_ == nullptr && env_status_.ok()) env_status_ = StartReal();
-      if (!env_status_.ok()) {
-        if (absl::IsNotFound(env_status_) && !k8s::testing::InCi()) GTEST_SKIP() << env_status_;
-        FAIL() << env_status_;
+      if (const absl::Status up = kRealApiServer->Up(); !up.ok()) {
+        if (RealApiServer::Skippable(up)) GTEST_SKIP() << up;
+        FAIL() << up;
       }
-      client_ = real_client_.get();
+      client_ = kRealApiServer->client();
+      kubectl_ = kRealApiServer->kubectl();
     }
     static std::mt19937_64 rng(std::random_device{}());
     ns_ = absl::StrCat("crjs-", rng() % 1000000000);
@@ -128,37 +178,15 @@ class CrJobStoreTest : public ::testing::TestWithParam<std::string> {
     if (client_ != nullptr && !ns_.empty()) (void)client_->Delete(k8s::resources::Namespaces(), "", ns_, {});
   }
 
-  static absl::Status StartReal() {
-    auto e = k8s::testing::TestEnv::Start();
-    if (!e.ok()) return e.status();
-    env_ = std::move(*e);
-    k8s::RestKubeClientOptions o;
-    o.qps = 200;
-    o.burst = 400;
-    auto c = env_->NewClient(o);
-    if (!c.ok()) return c.status();
-    real_client_ = std::move(*c);
-    kubectl_ = env_->kubectl();
-    return env_->ApplyCoachCrds();
-  }
-
   bool real() const { return GetParam() == "real"; }
 
-  static std::unique_ptr<k8s::testing::TestEnv> env_;
-  static absl::Status env_status_;
-  static std::unique_ptr<k8s::RestKubeClient> real_client_;
-  static std::string kubectl_;
+  std::string kubectl_;
   std::unique_ptr<k8s::testing::FakeKubeClient> fake_;
   k8s::KubeClient* client_ = nullptr;
   Changes changes_;  // outlives the store's watch threads (stopped in TearDown)
   std::unique_ptr<CrJobStore> store_;
   std::string ns_;
 };
-
-std::unique_ptr<k8s::testing::TestEnv> CrJobStoreTest::env_;
-absl::Status CrJobStoreTest::env_status_;
-std::unique_ptr<k8s::RestKubeClient> CrJobStoreTest::real_client_;
-std::string CrJobStoreTest::kubectl_;
 
 TEST_P(CrJobStoreTest, CreateGetAcrossKinds) {
   auto a = store_->Create(Job("PyTorchJob", ns_, "a"));
@@ -230,7 +258,7 @@ TEST_P(CrJobStoreTest, ListMergesKindsInOrderWithSelectorsAndPages) {
   ASSERT_TRUE(store_->Create(Job("TFJob", ns_, "d", {{"team", "blue"}})).ok());
   ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "e", red)).ok());
 
-  local::ListOptions all;
+  store::ListOptions all;
   all.namespace_ = ns_;
   auto everything = store_->List(all);
   ASSERT_TRUE(everything.ok()) << everything.status();
@@ -239,7 +267,7 @@ TEST_P(CrJobStoreTest, ListMergesKindsInOrderWithSelectorsAndPages) {
   EXPECT_EQ(everything->next_page_token, "");
 
   // Pages of 2: 2 + 2 + 1, no empty trailing page.
-  local::ListOptions paged = all;
+  store::ListOptions paged = all;
   paged.page_size = 2;
   std::vector<std::string> seen;
   int pages = 0;
@@ -254,7 +282,7 @@ TEST_P(CrJobStoreTest, ListMergesKindsInOrderWithSelectorsAndPages) {
   EXPECT_EQ(seen, (std::vector<std::string>{"a", "b", "c", "d", "e"}));
 
   // The label selector goes to the server; pages hold matches only.
-  local::ListOptions reds = all;
+  store::ListOptions reds = all;
   reds.label_selector = {{"team", "red"}};
   reds.page_size = 2;
   auto p1 = store_->List(reds);
@@ -266,13 +294,13 @@ TEST_P(CrJobStoreTest, ListMergesKindsInOrderWithSelectorsAndPages) {
   ASSERT_TRUE(p2.ok());
   EXPECT_EQ(Names(*p2), (std::vector<std::string>{"e"}));
   EXPECT_EQ(p2->next_page_token, "");
-  local::ListOptions bad = all;
+  store::ListOptions bad = all;
   bad.page_token = "!!";
   EXPECT_EQ(store_->List(bad).status().code(), absl::StatusCode::kInvalidArgument);
   bad.page_token = "";
   bad.page_size = -1;
   EXPECT_EQ(store_->List(bad).status().code(), absl::StatusCode::kInvalidArgument);
-  local::ListOptions none = all;
+  store::ListOptions none = all;
   none.label_selector = {{"team", "green"}};
   EXPECT_TRUE(store_->List(none)->jobs.empty());
 }
@@ -283,7 +311,7 @@ TEST_P(CrJobStoreTest, NamespacesOptionScopesLists) {
   options.namespaces = {"elsewhere-" + ns_};
   auto scoped = CrJobStore::Create(client_, options);
   ASSERT_TRUE(scoped.ok());
-  local::ListOptions lo;
+  store::ListOptions lo;
   EXPECT_TRUE((*scoped)->List(lo)->jobs.empty());
   lo.namespace_ = ns_;
   EXPECT_TRUE((*scoped)->List(lo)->jobs.empty());
@@ -521,7 +549,7 @@ TEST_P(CrJobStoreTest, StopEventsWritesEverythingQueued) {
 // older than this store's own last write.
 TEST_P(CrJobStoreTest, GetCachedServesTheWatchAndNeverAnOutdatedCopy) {
   auto requests = [&]() -> int64_t {
-    return real() ? real_client_->requests_sent() : static_cast<int64_t>(fake_->calls().size());
+    return real() ? kRealApiServer->client()->requests_sent() : static_cast<int64_t>(fake_->calls().size());
   };
   ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "c")).ok());
   ASSERT_TRUE(store_->GetCached({ns_, "c"}).ok());  // not watching: a plain Get
@@ -567,7 +595,7 @@ TEST_P(CrJobStoreTest, GetCachedServesTheWatchAndNeverAnOutdatedCopy) {
 // and its events land on its own kind's object. The plain name stays ambiguous.
 TEST_P(CrJobStoreTest, GetCachedWithAQualifiedKeyReadsItsKindFromTheWatch) {
   auto requests = [&]() -> int64_t {
-    return real() ? real_client_->requests_sent() : static_cast<int64_t>(fake_->calls().size());
+    return real() ? kRealApiServer->client()->requests_sent() : static_cast<int64_t>(fake_->calls().size());
   };
   auto pt = store_->Create(Job("PyTorchJob", ns_, "same"));
   ASSERT_TRUE(pt.ok()) << pt.status();
@@ -636,7 +664,7 @@ TEST_P(CrJobStoreTest, GetCachedWithAQualifiedKeyReadsItsKindFromTheWatch) {
 // watched namespaces.
 TEST_P(CrJobStoreTest, CreateOutsideTheWatchedNamespacesIsRefused) {
   auto requests = [&]() -> int64_t {
-    return real() ? real_client_->requests_sent() : static_cast<int64_t>(fake_->calls().size());
+    return real() ? kRealApiServer->client()->requests_sent() : static_cast<int64_t>(fake_->calls().size());
   };
   CrJobStoreOptions options;
   options.namespaces = {ns_, "team-b"};
@@ -652,12 +680,6 @@ TEST_P(CrJobStoreTest, CreateOutsideTheWatchedNamespacesIsRefused) {
   EXPECT_EQ(requests(), before);
   auto created = (*store)->Create(Job("PyTorchJob", ns_, "x"));
   EXPECT_TRUE(created.ok()) << created.status();
-}
-
-TEST_P(CrJobStoreTest, LocalRecordsAreUnimplemented) {
-  EXPECT_EQ(store_->ListAllReplicas().status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(store_->ReservePorts({}).code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(store_->ListPortReservations().status().code(), absl::StatusCode::kUnimplemented);
 }
 
 TEST_P(CrJobStoreTest, ChangeFeedSeesEveryWriter) {
@@ -697,7 +719,7 @@ TEST_P(CrJobStoreTest, ChangeFeedSeesEveryWriter) {
   EXPECT_EQ(got->spec().replica_specs().at("Worker").restart_policy(), "OnFailure");
   EXPECT_NE(got->spec().replica_specs().at("Worker").template_json().find("pytorchjob-port"),
             std::string::npos);
-  local::ListOptions lo;
+  store::ListOptions lo;
   lo.label_selector = {{"via", "kubectl"}};
   auto listed = store_->List(lo);
   ASSERT_TRUE(listed.ok());
@@ -727,6 +749,72 @@ TEST_P(CrJobStoreTest, ReListReportsVanishedJobs) {
 
 INSTANTIATE_TEST_SUITE_P(Clients, CrJobStoreTest, ::testing::Values("fake", "real"),
                          [](const auto& info) { return info.param; });
+
+// --- the JobStore contract (operator/store/testing), on both clients ---
+
+class CrContractTest : public store::testing::JobStoreContractTest {
+ protected:
+  virtual k8s::KubeClient* Client() = 0;
+
+  std::unique_ptr<store::JobStore> Init() override {
+    client_ = Client();
+    if (client_ == nullptr) return nullptr;
+    static std::mt19937_64 rng(std::random_device{}());
+    prefix_ = absl::StrCat("contract-", rng() % 1000000000);
+    CrJobStoreOptions options;
+    for (const std::string& name : Namespaces()) {
+      const std::string ns = Ns(name);
+      absl::StatusOr<json> created =
+          client_->Create(k8s::resources::Namespaces(), "", {{"metadata", {{"name", ns}}}});
+      EXPECT_TRUE(created.ok()) << created.status();
+      // Scoped to the test's own namespaces: List of every namespace sees this test's jobs.
+      options.namespaces.push_back(ns);
+    }
+    options.max_events_listed = 5;
+    // The contract's jobs are stored as given: with defaults applied on read, the first
+    // Update would write them and count as a spec change (generation 2).
+    options.apply_defaults = false;
+    auto store = CrJobStore::Create(client_, options);
+    EXPECT_TRUE(store.ok()) << store.status();
+    if (!store.ok()) return nullptr;
+    cr_store_ = store->get();
+    return std::move(*store);
+  }
+  std::string Ns(const std::string& name) const override {
+    return absl::StrCat(prefix_, "-", name);
+  }
+  void FlushEvents() override { EXPECT_TRUE(cr_store_->FlushEvents(absl::Seconds(30))); }
+  bool IsLocal() const override { return false; }
+
+  void TearDown() override {
+    if (client_ == nullptr || prefix_.empty()) return;
+    for (const std::string& name : Namespaces()) {
+      (void)client_->Delete(k8s::resources::Namespaces(), "", Ns(name), {});
+    }
+  }
+
+  k8s::KubeClient* client_ = nullptr;
+  CrJobStore* cr_store_ = nullptr;
+  std::string prefix_;
+};
+
+class CrOnFakeClientContractTest : public CrContractTest {
+  k8s::KubeClient* Client() override { return &fake_; }
+  k8s::testing::FakeKubeClient fake_;
+};
+COACH_JOB_STORE_CONTRACT_TESTS(CrOnFakeClientContractTest)
+
+class CrOnApiServerContractTest : public CrContractTest {
+  void SetUp() override {
+    if (const absl::Status up = kRealApiServer->Up(); !up.ok()) {
+      if (RealApiServer::Skippable(up)) GTEST_SKIP() << up;
+      FAIL() << up;
+    }
+    CrContractTest::SetUp();
+  }
+  k8s::KubeClient* Client() override { return kRealApiServer->client(); }
+};
+COACH_JOB_STORE_CONTRACT_TESTS(CrOnApiServerContractTest)
 
 }  // namespace
 }  // namespace coach::backend::kube

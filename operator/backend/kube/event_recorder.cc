@@ -26,7 +26,7 @@ std::string FormatSeconds(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
 }
 
-std::string TypeOf(const local::JobEvent& e) { return e.type.empty() ? "Normal" : e.type; }
+std::string TypeOf(const store::JobEvent& e) { return e.type.empty() ? "Normal" : e.type; }
 
 std::string ObjectKey(const EventTarget& t) {
   return absl::StrCat(t.namespace_, std::string(1, kSep), t.uid, std::string(1, kSep), t.kind,
@@ -106,7 +106,7 @@ bool EventRecorder::Aggregates(const std::string& group, const std::string& mess
   return true;
 }
 
-bool EventRecorder::Record(const EventTarget& target, const local::JobEvent& event) {
+bool EventRecorder::Record(const EventTarget& target, const store::JobEvent& event) {
   const absl::Time now = Now();
   std::string message = event.message;
   Truncate(&message, options_.max_message_bytes);

@@ -50,7 +50,7 @@
 #include "absl/time/time.h"
 #include "operator/backend/kube/client/kube_client.h"
 #include "operator/backend/kube/client/rate_limiter.h"
-#include "operator/backend/local/job_store.h"
+#include "operator/store/job_store.h"
 
 namespace coach::metrics {
 class Family;
@@ -113,7 +113,7 @@ class EventRecorder {
 
   // Queues one occurrence; never waits for the API server. False: dropped (a queue bound, or
   // stopped), counted and logged.
-  bool Record(const EventTarget& target, const local::JobEvent& event);
+  bool Record(const EventTarget& target, const store::JobEvent& event);
   // Waits until nothing is queued or being written. False when `timeout` passed first.
   bool Flush(absl::Duration timeout);
   // Writes what is queued, without the event budget and without waiting for `busy`, for up

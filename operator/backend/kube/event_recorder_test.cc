@@ -30,7 +30,7 @@ EventTarget Job(const std::string& name) {
   return {"ns", "kubeflow.org/v1", "PyTorchJob", name, "uid-" + name};
 }
 
-local::JobEvent Created(const std::string& job, const std::string& kind, int i, absl::Time t) {
+store::JobEvent Created(const std::string& job, const std::string& kind, int i, absl::Time t) {
   return {"Normal", "SuccessfulCreate" + kind, absl::StrCat("Created ", kind, ": ", job, "-", i),
           t};
 }

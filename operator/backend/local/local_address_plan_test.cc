@@ -58,6 +58,7 @@ class LocalAddressPlanTest : public ::testing::Test {
     LocalBackendOptions o;
     o.state_dir = dir_;
     o.store = store_.get();
+    o.jobs = store_.get();
     o.gpus = &gpus_;
     o.runner = &runner_;
     auto b = LocalBackend::Create(o);

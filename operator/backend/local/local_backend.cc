@@ -79,6 +79,7 @@ std::string ShortName(const JobKey& job, const std::string& pod) {
 
 absl::StatusOr<std::unique_ptr<LocalBackend>> LocalBackend::Create(LocalBackendOptions options) {
   if (options.store == nullptr) return absl::InvalidArgumentError("LocalBackend: no store");
+  if (options.jobs == nullptr) return absl::InvalidArgumentError("LocalBackend: no job store");
   if (options.state_dir.empty() || options.state_dir[0] != '/') {
     return absl::InvalidArgumentError(
         absl::StrCat("LocalBackend: state_dir must be absolute, got \"", options.state_dir, "\""));
@@ -465,7 +466,7 @@ absl::Status LocalBackend::CreatePod(const model::Job& job, const model::KubeObj
     }
   }
   for (const std::string& c : proc.ignored_containers) {
-    (void)options_.store->AppendEvent(
+    (void)options_.jobs->AppendEvent(
         key, JobEvent{"Warning", "ContainerIgnored",
                       absl::StrCat("pod ", pod.name, ": container ", c,
                                    " is not run by the local backend (only ", proc.container, ")"),

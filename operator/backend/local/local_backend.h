@@ -32,7 +32,7 @@
 //   replicas/<ns>/<job>/<pod>/      (the shim's process and exit files, restart_count)
 //   objects/<ns>/<job>.json         (recorded non-pod objects)
 //   configmaps/<ns>/<job>/<name>/   (ConfigMap data)
-// Replica records, port reservations: the JobStore. The record of a pod is written
+// Replica records, port reservations: the ReplicaStore. The record of a pod is written
 // (pid 0, Pending) before its process starts, so an operator killed in between finds it
 // at Start() and recovers the handle from the replica dir (or drops the record when the
 // process never started), and a pod is never run twice.
@@ -64,7 +64,7 @@
 #include "absl/time/time.h"
 #include "operator/backend/backend.h"
 #include "operator/backend/local/gpu_allocator.h"
-#include "operator/backend/local/job_store.h"
+#include "operator/backend/local/replica_store.h"
 #include "operator/backend/local/object_table.h"
 #include "operator/backend/local/port_allocator.h"
 #include "operator/backend/local/process_runner.h"
@@ -74,8 +74,11 @@ namespace coach::backend::local {
 struct LocalBackendOptions {
   // Absolute; created when missing.
   std::string state_dir;
-  // Required; must outlive the backend.
-  JobStore* store = nullptr;
+  // Required; must outlive the backend. The replica records and port reservations.
+  ReplicaStore* store = nullptr;
+  // Required; must outlive the backend. Where the backend's own events of a job go
+  // (ContainerIgnored); the operator passes the same SqliteJobStore as `store`.
+  store::JobStore* jobs = nullptr;
   // The coach-replica-shim executable (absolute). Ignored when `runner` is given.
   std::string shim_path;
   // How often the poller looks for exited replicas.

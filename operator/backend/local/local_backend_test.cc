@@ -60,6 +60,7 @@ class LocalBackendTest : public ::testing::Test {
     LocalBackendOptions o;
     o.state_dir = dir_ + "/state";
     o.store = store_.get();
+    o.jobs = store_.get();
     o.shim_path = ShimPath();
     o.poll_interval = absl::Milliseconds(20);
     o.grace_period = absl::Seconds(2);

@@ -52,7 +52,7 @@ bool IsPortBindable(int port) {
   return true;
 }
 
-PortAllocator::PortAllocator(JobStore* store, Options options)
+PortAllocator::PortAllocator(ReplicaStore* store, Options options)
     : store_(store), options_(std::move(options)) {
   if (!options_.candidate) options_.candidate = KernelChoice;
 }

@@ -1,10 +1,10 @@
 #pragma once
 
 // TCP ports on 127.0.0.1 for local replicas (master port, rendezvous port, ...). A port
-// handed out is (1) bindable at the time of allocation and (2) reserved in the JobStore,
+// handed out is (1) bindable at the time of allocation and (2) reserved in the ReplicaStore,
 // whose unique constraint makes reservations exclusive across all jobs and across
 // operator processes sharing the store. Reservations live until Release (job deletion;
-// JobStore::Delete also drops them).
+// deleting the job also drops them).
 
 #include <functional>
 #include <map>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "operator/backend/local/job_store.h"
+#include "operator/backend/local/replica_store.h"
 
 namespace coach::backend::local {
 
@@ -29,8 +29,8 @@ class PortAllocator {
   };
 
   // `store` must outlive the allocator.
-  PortAllocator(JobStore* store, Options options);
-  explicit PortAllocator(JobStore* store) : PortAllocator(store, Options()) {}
+  PortAllocator(ReplicaStore* store, Options options);
+  explicit PortAllocator(ReplicaStore* store) : PortAllocator(store, Options()) {}
 
   // One port per name, distinct, all reserved for (job, replica) in one transaction.
   // Errors: NotFound (no such job), ResourceExhausted (no free port found in
@@ -43,7 +43,7 @@ class PortAllocator {
   absl::Status Release(const JobKey& job);
 
  private:
-  JobStore* store_;
+  ReplicaStore* store_;
   Options options_;
 };
 

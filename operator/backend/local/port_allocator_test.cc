@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "operator/backend/local/sqlite_job_store.h"
-#include "operator/backend/local/testing/test_jobs.h"
+#include "operator/store/testing/test_jobs.h"
 
 namespace coach::backend::local {
 namespace {
@@ -47,7 +47,7 @@ class PortAllocatorTest : public ::testing::Test {
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
     for (const char* name : {"a", "b"}) {
-      ASSERT_TRUE(store_->Create(testing::MakeJob("ns", name)).ok());
+      ASSERT_TRUE(store_->Create(store::testing::MakeJob("ns", name)).ok());
     }
   }
   std::unique_ptr<SqliteJobStore> store_;

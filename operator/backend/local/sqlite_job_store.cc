@@ -14,6 +14,10 @@
 #include "operator/backend/local/fs_util.h"
 
 namespace coach::backend::local {
+
+using store::ListOptions;
+using store::ListResult;
+
 namespace {
 
 using api::v1::TrainingJob;
@@ -434,7 +438,7 @@ absl::StatusOr<ListResult> SqliteJobStore::List(const ListOptions& options) {
       if (!MatchesLabels(job, options.label_selector)) continue;
       if (options.page_size > 0 && static_cast<int>(result.jobs.size()) == options.page_size) {
         // Another match exists beyond this page.
-        result.next_page_token = PageToken(KeyOf(result.jobs.back()));
+        result.next_page_token = PageToken(store::KeyOf(result.jobs.back()));
         return absl::OkStatus();
       }
       result.jobs.push_back(std::move(job));
@@ -447,7 +451,7 @@ absl::StatusOr<ListResult> SqliteJobStore::List(const ListOptions& options) {
 
 absl::StatusOr<TrainingJob> SqliteJobStore::Update(const TrainingJob& input) {
   ASSIGN_OR_RETURN(int64_t given, ParseVersion(input));
-  JobKey key = KeyOf(input);
+  JobKey key = store::KeyOf(input);
   TrainingJob result;
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(InTransaction([&]() -> absl::Status {
@@ -472,7 +476,7 @@ absl::StatusOr<TrainingJob> SqliteJobStore::Update(const TrainingJob& input) {
 
 absl::StatusOr<TrainingJob> SqliteJobStore::UpdateStatus(const TrainingJob& input) {
   ASSIGN_OR_RETURN(int64_t given, ParseVersion(input));
-  JobKey key = KeyOf(input);
+  JobKey key = store::KeyOf(input);
   TrainingJob result;
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(InTransaction([&]() -> absl::Status {

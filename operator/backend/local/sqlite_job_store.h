@@ -1,6 +1,7 @@
 #pragma once
 
-// JobStore on sqlite: <state-dir>/coach.db in WAL mode with synchronous=FULL (a
+// The local backend's store on sqlite, both the job store (store::JobStore) and the
+// backend's replica records and port reservations (ReplicaStore): <state-dir>/coach.db in WAL mode with synchronous=FULL (a
 // committed transaction survives power loss), foreign keys on (deleting a job cascades
 // to its replicas, events and ports), a busy timeout so several operator processes (or
 // tools) can share the file, and a versioned schema: schema_migrations records each
@@ -15,13 +16,16 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "operator/backend/local/job_store.h"
+#include "operator/backend/local/replica_store.h"
+#include "operator/store/job_store.h"
 
 struct sqlite3;
 
 namespace coach::backend::local {
 
-class SqliteJobStore : public JobStore {
+// Resource versions count from "1", one higher per write. Events: the newest
+// max_events_per_job of a job are kept.
+class SqliteJobStore : public store::JobStore, public ReplicaStore {
  public:
   struct Options {
     int max_events_per_job = 100;
@@ -50,7 +54,7 @@ class SqliteJobStore : public JobStore {
 
   absl::StatusOr<api::v1::TrainingJob> Create(const api::v1::TrainingJob& job) override;
   absl::StatusOr<api::v1::TrainingJob> Get(const JobKey& key) override;
-  absl::StatusOr<ListResult> List(const ListOptions& options) override;
+  absl::StatusOr<store::ListResult> List(const store::ListOptions& options) override;
   absl::StatusOr<api::v1::TrainingJob> Update(const api::v1::TrainingJob& job) override;
   absl::StatusOr<api::v1::TrainingJob> UpdateStatus(const api::v1::TrainingJob& job) override;
   absl::Status Delete(const JobKey& key, std::optional<std::string> resource_version) override;

@@ -8,17 +8,17 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "operator/backend/local/fs_util.h"
-#include "operator/backend/local/testing/job_store_contract.h"
+#include "operator/store/testing/job_store_contract.h"
+#include "operator/store/testing/test_jobs.h"
 
 namespace coach::backend::local {
 namespace {
 
-using testing::JobStoreContractTest;
-using testing::JobStoreFactory;
-using testing::MakeJob;
+using store::testing::MakeJob;
 
-std::unique_ptr<JobStore> MakeSqlite(const std::string& dir) {
+std::unique_ptr<SqliteJobStore> MakeSqlite(const std::string& dir) {
   SqliteJobStore::Options options;
   options.max_events_per_job = 5;
   auto store = SqliteJobStore::Open(dir, options);
@@ -26,8 +26,19 @@ std::unique_ptr<JobStore> MakeSqlite(const std::string& dir) {
   return store.ok() ? std::move(*store) : nullptr;
 }
 
-INSTANTIATE_TEST_SUITE_P(Sqlite, JobStoreContractTest,
-                         ::testing::Values(JobStoreFactory{"sqlite", &MakeSqlite}));
+// A fresh directory per test.
+std::string TestDir(const std::string& prefix) {
+  static int counter = 0;
+  const char* tmp = getenv("TEST_TMPDIR");
+  std::string dir = absl::StrCat(tmp ? tmp : "/tmp", "/", prefix, "-", ++counter);
+  EXPECT_TRUE(MakeDirs(dir).ok());
+  return dir;
+}
+
+class SqliteContractTest : public store::testing::JobStoreContractTest {
+  std::unique_ptr<store::JobStore> Init() override { return MakeSqlite(TestDir("contract")); }
+};
+COACH_JOB_STORE_CONTRACT_TESTS(SqliteContractTest)
 
 class SqliteJobStoreTest : public ::testing::Test {
  protected:
@@ -128,6 +139,134 @@ TEST_F(SqliteJobStoreTest, InjectedClockSetsCreationTimestamp) {
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->metadata().creation_timestamp().seconds(), 1700000000);
   EXPECT_EQ(job->metadata().creation_timestamp().nanos(), 250000000);
+}
+
+// The local backend's records (ReplicaStore), on the same sqlite file as the jobs: deleting
+// a job deletes its records in the same transaction.
+class SqliteReplicaStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = MakeSqlite(TestDir("replicas"));
+    ASSERT_NE(store_, nullptr);
+  }
+  std::unique_ptr<SqliteJobStore> store_;
+};
+
+TEST_F(SqliteReplicaStoreTest, DeleteCascadesAndChecksVersion) {
+  auto job = store_->Create(MakeJob("ns", "a"));
+  ASSERT_TRUE(job.ok());
+  ReplicaRecord r;
+  r.job = {"ns", "a"};
+  r.name = "a-worker-0";
+  ASSERT_TRUE(store_->PutReplica(r).ok());
+  ASSERT_TRUE(store_->AppendEvent({"ns", "a"}, {"Normal", "Created", "m", absl::Now()}).ok());
+  ASSERT_TRUE(store_->ReservePorts({{45001, {"ns", "a"}, "a-worker-0", "master"}}).ok());
+
+  EXPECT_EQ(store_->Delete({"ns", "a"}, std::string("7")).code(), absl::StatusCode::kAborted);
+  ASSERT_TRUE(store_->Delete({"ns", "a"}, std::string("1")).ok());
+  EXPECT_EQ(store_->Get({"ns", "a"}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Delete({"ns", "a"}, std::nullopt).code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(store_->ListReplicas({"ns", "a"})->empty());
+  EXPECT_TRUE(store_->ListEvents({"ns", "a"})->empty());
+  EXPECT_TRUE(store_->ListPortReservations()->empty());
+  // The name can be reused, as a new job.
+  auto again = store_->Create(MakeJob("ns", "a"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->metadata().uid(), job->metadata().uid());
+  EXPECT_TRUE(store_->ListReplicas({"ns", "a"})->empty());
+}
+
+TEST_F(SqliteReplicaStoreTest, ReplicaRecordsRoundTrip) {
+  ASSERT_TRUE(store_->Create(MakeJob("ns", "a")).ok());
+  ASSERT_TRUE(store_->Create(MakeJob("ns", "b")).ok());
+  ReplicaRecord r;
+  r.job = {"ns", "a"};
+  r.name = "a-worker-1";
+  r.replica_type = "Worker";
+  r.index = 1;
+  r.process = {1234, 1235, 987654321012ull, "/state/replicas/ns/a/a-worker-1"};
+  r.log_path = "/state/logs/ns/a/a-worker-1.log";
+  r.phase = model::PodPhase::kFailed;
+  r.exit_code = 3;
+  r.restart_count = 2;
+  r.ports = {{"master", 40001}, {"rdzv", 40002}};
+  r.gpus = {2, 3};
+  r.started_at = absl::FromUnixMicros(1700000000123456);
+  r.finished_at = absl::FromUnixMicros(1700000005000000);
+  r.message = "exit 3";
+  ASSERT_TRUE(store_->PutReplica(r).ok());
+  ReplicaRecord r0;
+  r0.job = {"ns", "a"};
+  r0.name = "a-worker-0";
+  ASSERT_TRUE(store_->PutReplica(r0).ok());
+  ReplicaRecord rb;
+  rb.job = {"ns", "b"};
+  rb.name = "b-worker-0";
+  ASSERT_TRUE(store_->PutReplica(rb).ok());
+
+  auto list = store_->ListReplicas({"ns", "a"});
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].name, "a-worker-0");
+  EXPECT_FALSE((*list)[0].exit_code.has_value());
+  EXPECT_EQ((*list)[0].started_at, absl::InfinitePast());
+  const ReplicaRecord& got = (*list)[1];
+  EXPECT_EQ(got.job, r.job);
+  EXPECT_EQ(got.replica_type, "Worker");
+  EXPECT_EQ(got.index, 1);
+  EXPECT_EQ(got.process, r.process);
+  EXPECT_EQ(got.log_path, r.log_path);
+  EXPECT_EQ(got.phase, model::PodPhase::kFailed);
+  EXPECT_EQ(got.exit_code, 3);
+  EXPECT_EQ(got.restart_count, 2);
+  EXPECT_EQ(got.ports, r.ports);
+  EXPECT_EQ(got.gpus, r.gpus);
+  EXPECT_EQ(got.started_at, r.started_at);
+  EXPECT_EQ(got.finished_at, r.finished_at);
+  EXPECT_EQ(got.message, "exit 3");
+
+  // Put replaces.
+  r.restart_count = 3;
+  r.exit_code.reset();
+  ASSERT_TRUE(store_->PutReplica(r).ok());
+  list = store_->ListReplicas({"ns", "a"});
+  EXPECT_EQ((*list)[1].restart_count, 3);
+  EXPECT_FALSE((*list)[1].exit_code.has_value());
+
+  EXPECT_EQ(store_->ListAllReplicas()->size(), 3u);
+  ASSERT_TRUE(store_->DeleteReplica({"ns", "a"}, "a-worker-0").ok());
+  EXPECT_EQ(store_->DeleteReplica({"ns", "a"}, "a-worker-0").code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->ListReplicas({"ns", "a"})->size(), 1u);
+
+  ReplicaRecord orphan;
+  orphan.job = {"ns", "nojob"};
+  orphan.name = "x";
+  EXPECT_EQ(store_->PutReplica(orphan).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(SqliteReplicaStoreTest, PortReservationsAreExclusiveAndAtomic) {
+  ASSERT_TRUE(store_->Create(MakeJob("ns", "a")).ok());
+  ASSERT_TRUE(store_->Create(MakeJob("ns", "b")).ok());
+  ASSERT_TRUE(store_->ReservePorts({{41000, {"ns", "a"}, "a-0", "master"},
+                                    {41001, {"ns", "a"}, "a-0", "rdzv"}})
+                  .ok());
+  // 41002 is free but 41001 is taken: nothing is reserved.
+  EXPECT_EQ(store_->ReservePorts({{41002, {"ns", "b"}, "b-0", "master"},
+                                  {41001, {"ns", "b"}, "b-0", "rdzv"}})
+                .code(),
+            absl::StatusCode::kAlreadyExists);
+  auto all = store_->ListPortReservations();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].port, 41000);
+  EXPECT_EQ((*all)[1].port_name, "rdzv");
+  EXPECT_EQ((*all)[1].job, (JobKey{"ns", "a"}));
+  EXPECT_EQ(store_->ReservePorts({{41005, {"ns", "none"}, "x", "m"}}).code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(store_->ReleasePorts({"ns", "a"}).ok());
+  EXPECT_TRUE(store_->ListPortReservations()->empty());
+  EXPECT_TRUE(store_->ReservePorts({{41001, {"ns", "b"}, "b-0", "rdzv"}}).ok());
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-#include "operator/backend/local/testing/test_jobs.h"
+#include "operator/store/testing/test_jobs.h"
 
-namespace coach::backend::local::testing {
+namespace coach::store::testing {
 
 api::v1::TrainingJob MakeJob(const std::string& ns, const std::string& name) {
   api::v1::TrainingJob job;
@@ -14,4 +14,4 @@ api::v1::TrainingJob MakeJob(const std::string& ns, const std::string& name) {
   return job;
 }
 
-}  // namespace coach::backend::local::testing
+}  // namespace coach::store::testing

@@ -1,6 +1,6 @@
-#include "operator/backend/local/job_store.h"
+#include "operator/store/job_store.h"
 
-namespace coach::backend::local {
+namespace coach::store {
 
 JobKey KeyOf(const api::v1::TrainingJob& job) {
   return JobKey{job.metadata().namespace_(), job.metadata().name()};
@@ -14,4 +14,4 @@ absl::Status JobStore::AppendEvents(const JobKey& job, const std::vector<JobEven
   return absl::OkStatus();
 }
 
-}  // namespace coach::backend::local
+}  // namespace coach::store

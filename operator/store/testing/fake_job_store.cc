@@ -1,4 +1,4 @@
-#include "operator/backend/local/testing/fake_job_store.h"
+#include "operator/store/testing/fake_job_store.h"
 
 #include <google/protobuf/util/message_differencer.h>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 
-namespace coach::backend::local::testing {
+namespace coach::store::testing {
 namespace {
 
 absl::Status NoJob(const JobKey& key) {
@@ -153,50 +153,7 @@ absl::Status FakeJobStore::Delete(const JobKey& key,
     return absl::AbortedError("resourceVersion is stale; re-read and retry");
   }
   jobs_.erase(it);
-  replicas_.erase(key);
   events_.erase(key);
-  for (auto p = ports_.begin(); p != ports_.end();) {
-    p = p->second.job == key ? ports_.erase(p) : std::next(p);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status FakeJobStore::PutReplica(const ReplicaRecord& replica) {
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Enter("PutReplica"));
-  if (jobs_.count(replica.job) == 0) return NoJob(replica.job);
-  replicas_[replica.job][replica.name] = replica;
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<ReplicaRecord>> FakeJobStore::ListReplicas(const JobKey& job) {
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Enter("ListReplicas"));
-  std::vector<ReplicaRecord> out;
-  auto it = replicas_.find(job);
-  if (it != replicas_.end()) {
-    for (const auto& [name, r] : it->second) out.push_back(r);
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<ReplicaRecord>> FakeJobStore::ListAllReplicas() {
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Enter("ListAllReplicas"));
-  std::vector<ReplicaRecord> out;
-  for (const auto& [key, by_name] : replicas_) {
-    for (const auto& [name, r] : by_name) out.push_back(r);
-  }
-  return out;
-}
-
-absl::Status FakeJobStore::DeleteReplica(const JobKey& job, const std::string& name) {
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Enter("DeleteReplica"));
-  auto it = replicas_.find(job);
-  if (it == replicas_.end() || it->second.erase(name) == 0) {
-    return absl::NotFoundError(absl::StrCat("replica ", name, " not found"));
-  }
   return absl::OkStatus();
 }
 
@@ -219,36 +176,4 @@ absl::StatusOr<std::vector<JobEvent>> FakeJobStore::ListEvents(const JobKey& job
   return it == events_.end() ? std::vector<JobEvent>() : it->second;
 }
 
-absl::Status FakeJobStore::ReservePorts(const std::vector<PortReservation>& ports) {
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Enter("ReservePorts"));
-  std::map<int, PortReservation> staged;
-  for (const PortReservation& p : ports) {
-    if (jobs_.count(p.job) == 0) return NoJob(p.job);
-    if (ports_.count(p.port) > 0 || staged.count(p.port) > 0) {
-      return absl::AlreadyExistsError(absl::StrCat("port ", p.port, " is already reserved"));
-    }
-    staged[p.port] = p;
-  }
-  ports_.insert(staged.begin(), staged.end());
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<PortReservation>> FakeJobStore::ListPortReservations() {
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Enter("ListPortReservations"));
-  std::vector<PortReservation> out;
-  for (const auto& [port, r] : ports_) out.push_back(r);
-  return out;
-}
-
-absl::Status FakeJobStore::ReleasePorts(const JobKey& job) {
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Enter("ReleasePorts"));
-  for (auto p = ports_.begin(); p != ports_.end();) {
-    p = p->second.job == job ? ports_.erase(p) : std::next(p);
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace coach::backend::local::testing
+}  // namespace coach::store::testing

@@ -1,0 +1,77 @@
+#pragma once
+
+// The local backend's own durable records, next to the jobs (store::JobStore): the replica
+// records that tie a job's pods to processes on this host, and TCP port reservations.
+// SqliteJobStore implements both interfaces on one database, so that deleting a job
+// (JobStore::Delete) deletes its replica records and port reservations in the same
+// transaction; it does not stop processes (the caller stops them first, from the records).
+//
+// Every method is one transaction: after it returns OK the change survives a kill -9 of
+// the operator (and a power cut).
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "operator/backend/local/process_handle.h"
+#include "operator/model/observed_state.h"
+#include "operator/store/job_store.h"
+
+namespace coach::backend::local {
+
+using store::JobEvent;
+using store::JobKey;
+using store::KeyOf;
+
+// One replica ("pod") of a job as the local backend runs it.
+struct ReplicaRecord {
+  JobKey job;
+  std::string name;          // Pod name, unique within the job's namespace.
+  std::string replica_type;  // "Worker", "Master", ...
+  int index = 0;
+  ProcessHandle process;     // pid 0 while not started.
+  std::string log_path;
+  model::PodPhase phase = model::PodPhase::kPending;
+  std::optional<int> exit_code;
+  int restart_count = 0;
+  std::map<std::string, int> ports;  // Port name -> allocated TCP port.
+  std::vector<int> gpus;             // Device indices (CUDA_VISIBLE_DEVICES).
+  absl::Time started_at = absl::InfinitePast();
+  absl::Time finished_at = absl::InfinitePast();
+  std::string message;
+};
+
+struct PortReservation {
+  int port = 0;
+  JobKey job;
+  std::string replica;    // Pod name.
+  std::string port_name;  // "master", "rdzv", ...
+};
+
+class ReplicaStore {
+ public:
+  virtual ~ReplicaStore() = default;
+
+  // Inserts or replaces the record (job, name). Errors: NotFound (no such job).
+  virtual absl::Status PutReplica(const ReplicaRecord& replica) = 0;
+  // Ordered by name. Errors: none beyond storage (an unknown job has no replicas).
+  virtual absl::StatusOr<std::vector<ReplicaRecord>> ListReplicas(const JobKey& job) = 0;
+  // Every job's replicas, ordered by (namespace, job, name): re-adoption at startup.
+  virtual absl::StatusOr<std::vector<ReplicaRecord>> ListAllReplicas() = 0;
+  // Errors: NotFound (no such record).
+  virtual absl::Status DeleteReplica(const JobKey& job, const std::string& name) = 0;
+
+  // Reserves all the ports or none. Errors: NotFound (no such job), AlreadyExists (a
+  // port is reserved already, by any job; nothing was reserved).
+  virtual absl::Status ReservePorts(const std::vector<PortReservation>& ports) = 0;
+  // Every reservation, ordered by port.
+  virtual absl::StatusOr<std::vector<PortReservation>> ListPortReservations() = 0;
+  // Releases every port of the job (also done when the job is deleted).
+  virtual absl::Status ReleasePorts(const JobKey& job) = 0;
+};
+
+}  // namespace coach::backend::local
