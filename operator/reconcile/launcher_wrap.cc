@@ -79,7 +79,9 @@ void WrapWithLauncher(const model::Job& job, const model::ReconcileConfig& confi
     EnsureArray(spec, "initContainers")
         .push_back({{"name", kLauncherInitContainer},
                     {"image", config.launcher_image},
-                    {"command", Json::array({kLauncherImagePath, "--install", dir})}});
+                    {"command", Json::array({kLauncherImagePath, "--install", dir})},
+                    // The copy goes into the shared volume, not the image's own filesystem.
+                    {"volumeMounts", Json::array({{{"name", kLauncherVolume}, {"mountPath", dir}}})}});
     EnsureArray(container, "volumeMounts")
         .push_back({{"name", kLauncherVolume}, {"mountPath", dir}, {"readOnly", true}});
   }

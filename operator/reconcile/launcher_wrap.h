@@ -13,7 +13,8 @@
 // /usr/local/bin/coach-launch bundles itself with `--install`):
 //   volumes        += {name: coach-launch, emptyDir: {}}
 //   initContainers += {name: coach-launch-install, image: <launcher_image>,
-//                      command: [/usr/local/bin/coach-launch, --install, /coach]}
+//                      command: [/usr/local/bin/coach-launch, --install, /coach],
+//                      volumeMounts: [{name: coach-launch, mountPath: /coach}]}
 //   default container: volumeMounts += {name: coach-launch, mountPath: /coach, readOnly: true}
 //                      command = [/coach/lib/ld.so, --library-path, /coach/lib,
 //                                 /coach/bin/coach-launch, --] + command

@@ -36,7 +36,8 @@ TEST(LauncherWrapTest, KubeFormAddsVolumeInitContainerMountAndWrapsCommand) {
                                              {"name":"coach-launch","emptyDir":{}}])"));
   EXPECT_EQ(spec["initContainers"], Json::parse(R"([{"name":"coach-launch-install",
       "image":"ghcr.io/coach/coach-operator:1.2.3",
-      "command":["/usr/local/bin/coach-launch","--install","/coach"]}])"));
+      "command":["/usr/local/bin/coach-launch","--install","/coach"],
+      "volumeMounts":[{"name":"coach-launch","mountPath":"/coach"}]}])"));
   const Json& c = spec["containers"][1];
   EXPECT_EQ(c["volumeMounts"], Json::parse(R"([{"name":"data","mountPath":"/data"},
       {"name":"coach-launch","mountPath":"/coach","readOnly":true}])"));
