@@ -97,11 +97,7 @@ int main(int argc, char** argv) {
   watchers.SetObservers([&](size_t n) { metrics.watchers->Set({}, static_cast<double>(n)); },
                         [&] { metrics.watchers_dropped->Add({}); });
   coach::core::KeyedMutex job_locks;
-  coach::core::JobService::Options job_service_options;
-  // On Kubernetes a name is unique per kind only: every job is known by its kind too.
-  job_service_options.kind_qualified_keys = kube;
-  coach::core::JobService jobs(job_store, backend_ptr, &watchers, &job_locks, &metrics,
-                               job_service_options);
+  coach::core::JobService jobs(job_store, backend_ptr, &watchers, &job_locks, &metrics);
   coach::core::Controller::Options controller_options;
   controller_options.workers = flags.workers;
   controller_options.config = config;
@@ -161,7 +157,7 @@ int main(int argc, char** argv) {
     absl::Status watching = cr_store->StartWatching([&](const coach::backend::kube::JobChange& c) {
       // The kind too: a PyTorchJob and a TFJob of one name are two jobs (and the plain name
       // of either would name neither).
-      controller.Enqueue(c.qualified_key);
+      controller.Enqueue(c.key);
       if (!c.job.has_value()) return;
       const coach::core::WatchEventType type =
           c.type == coach::backend::kube::JobChangeType::kAdded      ? coach::core::WatchEventType::kAdded

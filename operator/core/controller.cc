@@ -5,9 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "api/v1/defaults.h"
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
@@ -16,36 +14,6 @@
 
 namespace coach::core {
 namespace {
-
-// "ns/name" or "ns/Kind/name": the name part keeps the kind, which the store reads.
-JobKey ParseKey(const std::string& key) {
-  const size_t slash = key.find('/');
-  return {key.substr(0, slash), key.substr(slash + 1)};
-}
-
-// "ns/Kind/name" -> "ns/name"; "" for a key without a kind.
-std::string UnqualifiedOf(const std::string& key) {
-  const size_t first = key.find('/');
-  if (first == std::string::npos) return "";
-  const size_t second = key.find('/', first + 1);
-  if (second == std::string::npos) return "";
-  return key.substr(0, first + 1) + key.substr(second + 1);
-}
-
-// "pytorchjobs/x" or "pytorchjob/x" -> "PyTorchJob/x": one queue key per job, however the
-// caller spelled the kind. An unknown word stays as it is (the store's Get names it).
-std::string CanonicalQualifiedName(const std::string& name) {
-  const size_t slash = name.find('/');
-  if (slash == std::string::npos) return name;
-  const absl::string_view word = absl::string_view(name).substr(0, slash);
-  for (const api::v1::KindInfo& info : api::v1::AllKinds()) {
-    if (absl::EqualsIgnoreCase(word, std::string(info.name)) ||
-        absl::EqualsIgnoreCase(word, std::string(info.plural))) {
-      return absl::StrCat(std::string(info.name), name.substr(slash));
-    }
-  }
-  return name;
-}
 
 const char* ActionName(model::Action::Type type) {
   switch (type) {
@@ -89,8 +57,9 @@ Controller::~Controller() {
 }
 
 absl::Status Controller::Start() {
+  // The backends know a job by its name label only: a key without a kind.
   backend_->SetChangeCallback(
-      [this](const std::string& ns, const std::string& name) { Enqueue({ns, name}); });
+      [this](const std::string& ns, const std::string& name) { Enqueue({ns, name, ""}); });
   RETURN_IF_ERROR(backend_->Start());
   if (metrics_ != nullptr) metrics_->backend_up->Set({}, 1);
   // Resume every stored job.
@@ -104,7 +73,7 @@ absl::Status Controller::Start() {
       return page.status();
     }
     for (const auto& job : page->jobs) {
-      const std::string key = QueueKeyOf(job);
+      const JobKey key = store::KeyOf(job);
       RememberKey(key);
       queue_.Add(key);
       ++resumed;
@@ -151,43 +120,35 @@ bool Controller::running() const {
 }
 
 void Controller::Enqueue(const JobKey& key) {
-  if (jobs_->kind_qualified_keys() && key.name.find('/') == std::string::npos) {
-    // The backend knows a job by its label only: wake every kind of that name. None known:
-    // the job has not been announced yet, and its first pass observes everything anyway.
-    std::set<std::string> keys;
+  if (key.kind.empty()) {
+    // Every kind of that name. None known: the job has not been told of yet, and its first
+    // pass observes everything anyway.
+    std::set<std::string> kinds;
     {
       absl::MutexLock lock(&mu_);
-      auto it = kinds_of_.find(KeyString(key));
-      if (it != kinds_of_.end()) keys = it->second;
+      auto it = kinds_.find(key);
+      if (it != kinds_.end()) kinds = it->second;
     }
-    for (const std::string& k : keys) queue_.Add(k);
+    for (const std::string& kind : kinds) queue_.Add({key.namespace_, key.name, kind});
   } else {
-    const std::string queued = KeyString(JobKey{key.namespace_, CanonicalQualifiedName(key.name)});
-    RememberKey(queued);
-    queue_.Add(queued);
+    RememberKey(key);
+    queue_.Add(key);
   }
   UpdateQueueGauges();
 }
 
-std::string Controller::QueueKeyOf(const api::v1::TrainingJob& job) const {
-  return KeyString(jobs_->StoreKeyOf(job));
+void Controller::RememberKey(const JobKey& key) {
+  if (key.kind.empty()) return;
+  absl::MutexLock lock(&mu_);
+  kinds_[store::WithoutKind(key)].insert(key.kind);
 }
 
-void Controller::RememberKey(const std::string& key) {
-  const std::string plain = UnqualifiedOf(key);
-  if (plain.empty()) return;
+void Controller::ForgetKey(const JobKey& key) {
   absl::MutexLock lock(&mu_);
-  kinds_of_[plain].insert(key);
-}
-
-void Controller::ForgetKey(const std::string& key) {
-  const std::string plain = UnqualifiedOf(key);
-  if (plain.empty()) return;
-  absl::MutexLock lock(&mu_);
-  auto it = kinds_of_.find(plain);
-  if (it == kinds_of_.end()) return;
-  it->second.erase(key);
-  if (it->second.empty()) kinds_of_.erase(it);
+  auto it = kinds_.find(store::WithoutKind(key));
+  if (it == kinds_.end()) return;
+  it->second.erase(key.kind);
+  if (it->second.empty()) kinds_.erase(it);
 }
 
 void Controller::UpdateQueueGauges() {
@@ -197,7 +158,7 @@ void Controller::UpdateQueueGauges() {
 }
 
 void Controller::Worker() {
-  while (std::optional<std::string> key = queue_.Get()) {
+  while (std::optional<JobKey> key = queue_.Get()) {
     UpdateQueueGauges();
     const absl::Time start = absl::Now();  // a duration metric, not logic time
     absl::Status status = ReconcileKey(*key);
@@ -209,7 +170,7 @@ void Controller::Worker() {
       queue_.Forget(*key);
     } else {
       const absl::Duration delay = queue_.AddRateLimited(*key);
-      spdlog::warn("reconcile {}: {} (retry in {})", *key, status.ToString(),
+      spdlog::warn("reconcile {}: {} (retry in {})", KeyString(*key), status.ToString(),
                    absl::FormatDuration(delay));
     }
     queue_.Done(*key);
@@ -217,7 +178,7 @@ void Controller::Worker() {
   }
 }
 
-void Controller::RecordObserved(const std::string& key, const model::ObservedState* observed,
+void Controller::RecordObserved(const JobKey& key, const model::ObservedState* observed,
                                 const model::JobStatus* status) {
   if (metrics_ == nullptr) return;
   absl::MutexLock lock(&mu_);
@@ -258,7 +219,7 @@ void Controller::CountTransitions(const model::Job& job, const model::JobStatus&
   if (turned_true("Restarting")) metrics_->jobs_restarted->Add(labels);
 }
 
-std::string Controller::RefusalOf(const std::string& key, const model::Job& job) {
+std::string Controller::RefusalOf(const JobKey& key, const model::Job& job) {
   const int64_t generation = job.metadata().generation();
   {
     absl::MutexLock l(&mu_);
@@ -274,7 +235,7 @@ std::string Controller::RefusalOf(const std::string& key, const model::Job& job)
   api::v1::SetDefaults(&defaulted);
   const absl::Status checked = CheckJobSpec(defaulted);
   std::string problem = checked.ok() ? "" : std::string(checked.message());
-  if (!problem.empty()) spdlog::warn("job {}: refused: {}", key, problem);
+  if (!problem.empty()) spdlog::warn("job {}: refused: {}", KeyString(key), problem);
   absl::MutexLock l(&mu_);
   spec_checks_[key] = {generation, problem};
   return problem;
@@ -309,9 +270,9 @@ std::string Controller::RecordRefusedCreates(const JobKey& job_key, const model:
   return refusal;
 }
 
-absl::Status Controller::ReconcileKey(const std::string& key) {
-  KeyLock lock(job_locks_, key);
-  const JobKey job_key = ParseKey(key);
+absl::Status Controller::ReconcileKey(const JobKey& key) {
+  KeyLock lock(job_locks_, KeyString(key));
+  const JobKey& job_key = key;
   absl::StatusOr<model::Job> got = store_->GetCached(job_key);
   if (absl::IsNotFound(got.status())) {
     {
@@ -408,7 +369,7 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
     if (metrics_ != nullptr) {
       metrics_->jobs_ttl_deleted->Add({job.metadata().namespace_(), FrameworkOf(job)});
     }
-    spdlog::info("job {}: ttlSecondsAfterFinished expired, deleted", key);
+    spdlog::info("job {}: ttlSecondsAfterFinished expired, deleted", KeyString(key));
     {
       absl::MutexLock l(&mu_);
       admitted_.erase(key);
@@ -441,7 +402,8 @@ absl::Status Controller::ReconcileKey(const std::string& key) {
   // One write for the pass's events (a 4-replica job's first pass has 8).
   absl::Status appended = store_->AppendEvents(job_key, events);
   if (!appended.ok()) {
-    spdlog::warn("job {}: {} event(s) not stored: {}", key, events.size(), appended.ToString());
+    spdlog::warn("job {}: {} event(s) not stored: {}", KeyString(key), events.size(),
+                 appended.ToString());
   }
   RecordObserved(key, &observed, &job.status());
   if (options_.observer != nullptr) options_.observer->JobSeen(job);

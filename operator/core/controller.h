@@ -18,13 +18,14 @@
 // deterministic, so nothing is created twice). Stop() stops handing out work, waits
 // for the passes in flight and stops the backend (replicas keep running).
 //
-// Keys: "namespace/name" where names are unique across kinds (the local store); with
-// JobService::Options::kind_qualified_keys (the kube backend, where a name is unique per kind
-// only) "namespace/Kind/name", so that a PyTorchJob and a TFJob of one name are two jobs end
-// to end: queue, KeyLock, admission, gauges, status, events, TTL deletion and timers. The
-// store reads such a key's kind only (CrJobStore's kind rule). An unqualified key given to
-// Enqueue in that mode (the backend's pod callback, which knows only the job label) stands for
-// every kind of that name the controller has been told of; the change feed tells it of each.
+// Keys: store::KeyOf(job), {namespace, name, kind}, so that on Kubernetes (where a name is
+// unique per kind only) a PyTorchJob and a TFJob of one name are two jobs end to end: queue,
+// KeyLock, admission, gauges, status, events, TTL deletion and timers. A key without a kind
+// given to Enqueue (a backend's change callback, which knows a job by its name label only)
+// stands for every kind of that name the controller has been told of: it keeps that index
+// (kinds_) rather than have each backend find the kind, so both backends and every caller
+// that knows a name only are served by one rule. Every job is told of before it has replicas
+// (Create, Start's resume, the change feed), so no wake-up is lost.
 //
 // Thread-safe.
 
@@ -56,7 +57,7 @@ class Controller {
   struct Options {
     int workers = 2;
     model::ReconcileConfig config;
-    WorkQueue::Options queue;
+    WorkQueueOptions queue;
     // Not owned; may be null. Told about every job after each pass (job_observer.h), and
     // asked before a job's first replica starts whether to hold it back a moment.
     JobObserver* observer = nullptr;
@@ -76,30 +77,28 @@ class Controller {
   // True between a successful Start() and Stop().
   bool running() const;
 
-  // `key.name` may be kind-qualified ("PyTorchJob/x"; see the header comment).
+  // A key without a kind wakes every known kind of that name (see the header comment).
   void Enqueue(const JobKey& key);
 
-  // One pass over `key`, on the calling thread (tests; the workers call it too).
-  // Returns the error that made the pass fail (the worker retries with backoff).
-  absl::Status ReconcileKey(const std::string& key);
+  // One pass over `key` (with its kind), on the calling thread (tests; the workers call it
+  // too). Returns the error that made the pass fail (the worker retries with backoff).
+  absl::Status ReconcileKey(const JobKey& key);
 
-  WorkQueue& queue() { return queue_; }
+  BasicWorkQueue<JobKey>& queue() { return queue_; }
 
  private:
-  // The queue key of a job (KeyString of JobService::StoreKeyOf).
-  std::string QueueKeyOf(const api::v1::TrainingJob& job) const;
-  // Kind-qualified mode: the qualified keys known for "ns/name" (see the header comment).
-  void RememberKey(const std::string& key);
-  void ForgetKey(const std::string& key);
+  // The index of kinds by name (see the header comment).
+  void RememberKey(const JobKey& key);
+  void ForgetKey(const JobKey& key);
   void Worker();
   void UpdateQueueGauges();
-  void RecordObserved(const std::string& key, const model::ObservedState* observed,
+  void RecordObserved(const JobKey& key, const model::ObservedState* observed,
                       const model::JobStatus* status);
   void CountTransitions(const model::Job& job, const model::JobStatus& before,
                         const model::JobStatus& after);
   // Why `job` cannot run as written ("" when it can): CheckJobSpec, once per generation,
   // then a refusal the API server gave one of its objects.
-  std::string RefusalOf(const std::string& key, const model::Job& job);
+  std::string RefusalOf(const JobKey& key, const model::Job& job);
   // After a failed ApplyAll: a Warning event per refused create, as upstream's
   // FailedCreatePod / FailedCreateService. Returns the refusal that fails the job (an
   // object refused as invalid, which no retry can change), else "".
@@ -115,25 +114,25 @@ class Controller {
   Clock* const clock_;
   metrics::OperatorMetrics* const metrics_;
   const Options options_;
-  WorkQueue queue_;
+  BasicWorkQueue<JobKey> queue_;
 
   mutable absl::Mutex mu_;
   bool running_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  std::set<std::string> admitted_ ABSL_GUARDED_BY(mu_);
-  // Kind-qualified mode: "ns/name" -> the queue keys ("ns/Kind/name") of that name.
-  std::map<std::string, std::set<std::string>> kinds_of_ ABSL_GUARDED_BY(mu_);
+  std::set<JobKey> admitted_ ABSL_GUARDED_BY(mu_);
+  // {namespace, name} -> the kinds of that name the controller was told of.
+  std::map<JobKey, std::set<std::string>> kinds_ ABSL_GUARDED_BY(mu_);
   // Per job: replica count by phase and the job's state, for the gauges.
-  std::map<std::string, std::map<std::string, int>> phases_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> states_ ABSL_GUARDED_BY(mu_);
+  std::map<JobKey, std::map<std::string, int>> phases_ ABSL_GUARDED_BY(mu_);
+  std::map<JobKey, std::string> states_ ABSL_GUARDED_BY(mu_);
   // RefusalOf's memory per key: the generation last checked and what the check said, and the
   // API server's refusal of an object (kept until the job is gone).
   struct SpecCheck {
     int64_t generation = -1;
     std::string problem;
   };
-  std::map<std::string, SpecCheck> spec_checks_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> refused_ ABSL_GUARDED_BY(mu_);
+  std::map<JobKey, SpecCheck> spec_checks_ ABSL_GUARDED_BY(mu_);
+  std::map<JobKey, std::string> refused_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
 };
 

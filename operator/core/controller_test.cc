@@ -219,8 +219,8 @@ TEST(ControllerTest, GaugesFollowTheJobs) {
 }
 
 // A store with CrJobStore's kind rule over one SqliteJobStore per kind: a name is unique per
-// kind only, "<Kind>/<name>" reads that kind, a plain name taken by two kinds is
-// FailedPrecondition.
+// kind only, a key's kind or a user's "<Kind>/<name>" reads that kind, a plain name taken by two
+// kinds is FailedPrecondition.
 class PerKindStore : public store::JobStore {
  public:
   explicit PerKindStore(const std::function<absl::Time()>& now) {
@@ -284,6 +284,14 @@ class PerKindStore : public store::JobStore {
       absl::MutexLock lock(&mu_);
       reads_.push_back(KeyString(key));
     }
+    if (!key.kind.empty()) {
+      const api::v1::KindInfo* info = api::v1::FindKindByName(key.kind);
+      if (info == nullptr || stores_.count(info->kind) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat("no kind ", key.kind));
+      }
+      return std::make_pair(Of(info->kind), store::WithoutKind(key));
+    }
+    // What a user typed: "<Kind>/<name>".
     if (const size_t slash = key.name.find('/'); slash != std::string::npos) {
       const api::v1::KindInfo* info = api::v1::FindKindByName(key.name.substr(0, slash));
       if (info == nullptr || stores_.count(info->kind) == 0) {
@@ -315,10 +323,10 @@ std::string TfManifest(const std::string& name) {
                       "            image: busybox\n            command: [\"true\"]\n");
 }
 
-// On Kubernetes a PyTorchJob and a TFJob may share a name. With kind-qualified keys each is a
-// job of its own: created, reconciled, written, counted and deleted apart, never through the
+// On Kubernetes a PyTorchJob and a TFJob may share a name. Job keys carry the kind, so each is
+// a job of its own: created, reconciled, written, counted and deleted apart, never through the
 // ambiguous plain name.
-TEST(ControllerTest, KindQualifiedKeysReconcileTwoKindsOfOneName) {
+TEST(ControllerTest, KeysWithKindsReconcileTwoKindsOfOneName) {
   testing::FakeClock clock;
   testing::FakeBackend backend;
   PerKindStore store([&] { return clock.Now(); });
@@ -326,9 +334,7 @@ TEST(ControllerTest, KindQualifiedKeysReconcileTwoKindsOfOneName) {
   metrics::OperatorMetrics metrics(&registry);
   WatchBroadcaster watchers(16);
   KeyedMutex job_locks;
-  JobService::Options service_options;
-  service_options.kind_qualified_keys = true;
-  JobService service(&store, &backend, &watchers, &job_locks, &metrics, service_options);
+  JobService service(&store, &backend, &watchers, &job_locks, &metrics);
   Controller::Options options;
   options.workers = 2;
   options.queue.poll_interval = absl::Milliseconds(5);

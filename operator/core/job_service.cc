@@ -17,18 +17,12 @@
 
 namespace coach::core {
 
-std::string KeyString(const JobKey& key) { return key.namespace_ + "/" + key.name; }
-
 absl::Status CheckJobSpec(const api::v1::TrainingJob& defaulted) {
   RETURN_IF_ERROR(api::v1::ValidateJob(defaulted));
   RETURN_IF_ERROR(reconcile::ValidateMlflowAnnotations(defaulted));
   RETURN_IF_ERROR(reconcile::ValidateLauncherAnnotation(defaulted));
   RETURN_IF_ERROR(reconcile::ValidateWaitForMasterAnnotation(defaulted));
   return absl::OkStatus();
-}
-
-std::string KeyString(const api::v1::TrainingJob& job) {
-  return job.metadata().namespace_() + "/" + job.metadata().name();
 }
 
 std::string FrameworkOf(const api::v1::TrainingJob& job) {
@@ -52,14 +46,6 @@ void JobService::SetEnqueue(std::function<void(const JobKey&)> enqueue) {
 
 void JobService::Enqueue(const JobKey& key) {
   if (enqueue_) enqueue_(key);
-}
-
-JobKey JobService::StoreKeyOf(const api::v1::TrainingJob& job) const {
-  JobKey key = store::KeyOf(job);
-  if (!options_.kind_qualified_keys) return key;
-  const api::v1::KindInfo* info = api::v1::FindKind(job.kind());
-  if (info != nullptr) key.name = absl::StrCat(std::string(info->name), "/", key.name);
-  return key;
 }
 
 absl::StatusOr<api::v1::TrainingJob> JobService::Admission(const CreateRequest& request) const {
@@ -109,7 +95,7 @@ absl::StatusOr<api::v1::TrainingJob> JobService::Create(const CreateRequest& req
   }
   if (request.dry_run) return admitted;
 
-  const JobKey key = StoreKeyOf(*admitted);
+  const JobKey key = store::KeyOf(*admitted);
   absl::StatusOr<api::v1::TrainingJob> stored;
   {
     KeyLock lock(job_locks_, KeyString(key));
@@ -184,7 +170,7 @@ absl::Status JobService::DeleteLocked(const api::v1::TrainingJob& job) {
   if (observer_ != nullptr) observer_->JobDeleting(job);
   RETURN_IF_ERROR(backend_->Forget(job));
   // The job's own key: on the kube backend a plain name taken by two kinds names neither.
-  absl::Status deleted = store_->Delete(StoreKeyOf(job), std::nullopt);
+  absl::Status deleted = store_->Delete(store::KeyOf(job), std::nullopt);
   if (!deleted.ok()) return deleted;
   if (metrics_ != nullptr) {
     metrics_->jobs_deleted->Add({job.metadata().namespace_(), FrameworkOf(job)});
@@ -195,12 +181,9 @@ absl::Status JobService::DeleteLocked(const api::v1::TrainingJob& job) {
 
 absl::Status JobService::Delete(const std::string& ns, const std::string& name) {
   if (name.empty()) return absl::InvalidArgumentError("name: required");
-  JobKey key{ns.empty() ? "default" : ns, name};
-  if (options_.kind_qualified_keys) {
-    // The lock the controller takes is the kind-qualified one: learn the kind first.
-    ASSIGN_OR_RETURN(api::v1::TrainingJob found, store_->Get(key));
-    key = StoreKeyOf(found);
-  }
+  // The lock the controller takes is the key with the kind: learn the kind first.
+  ASSIGN_OR_RETURN(api::v1::TrainingJob found, store_->Get({ns.empty() ? "default" : ns, name}));
+  const JobKey key = store::KeyOf(found);
   {
     KeyLock lock(job_locks_, KeyString(key));
     ASSIGN_OR_RETURN(api::v1::TrainingJob job, store_->Get(key));
@@ -231,7 +214,7 @@ absl::StatusOr<api::v1::TrainingJob> JobService::SetSuspend(const std::string& n
     if (absl::IsAborted(updated.status()) && attempt < options_.conflict_retries) continue;
     if (!updated.ok()) return updated.status();
     watchers_->Publish(WatchEventType::kModified, *updated);
-    Enqueue(StoreKeyOf(*updated));
+    Enqueue(store::KeyOf(*updated));
     return updated;
   }
 }

@@ -35,6 +35,7 @@ namespace coach::core {
 
 using store::JobKey;
 using store::JobStore;
+using store::KeyString;
 
 // The rules a job must satisfy to run, after defaulting (api::v1::SetDefaults): the kind's
 // validation (api/v1/validation.h) and coach's own annotations. Admission applies them to
@@ -80,8 +81,6 @@ struct JobDescription {
   std::vector<store::JobEvent> events;  // oldest first
 };
 
-std::string KeyString(const JobKey& key);
-std::string KeyString(const api::v1::TrainingJob& job);
 // The framework label value ("pytorch") of a job's kind; "unknown" when unset.
 std::string FrameworkOf(const api::v1::TrainingJob& job);
 
@@ -92,12 +91,6 @@ class JobService {
     int max_page_size = 1000;
     // Suspend/Resume retries on a resourceVersion conflict.
     int conflict_retries = 10;
-    // For a store where a name is unique per kind only (the kube backend's CrJobStore, which
-    // reads a key named "<Kind>/<name>" as that kind only): the service's KeyLocks, its
-    // store writes of a known job and the keys it enqueues name the job's kind
-    // (StoreKeyOf), as the controller's do. The local store keeps names unique across
-    // kinds and reads plain names only: false.
-    bool kind_qualified_keys = false;
   };
 
   // None of the pointers is owned; all must outlive the service. `metrics` may be null.
@@ -108,12 +101,8 @@ class JobService {
       : JobService(store, backend, watchers, job_locks, metrics, Options()) {}
 
   // Called with every job that changed through the API (the controller's Enqueue), with
-  // StoreKeyOf the job.
+  // store::KeyOf the job (its kind included). KeyString of that key is the job's KeyLock.
   void SetEnqueue(std::function<void(const JobKey&)> enqueue);
-  bool kind_qualified_keys() const { return options_.kind_qualified_keys; }
-  // The key that names exactly this job in the store: {ns, "PyTorchJob/name"} with
-  // kind_qualified_keys, else {ns, name}. KeyString of it is the job's KeyLock and queue key.
-  JobKey StoreKeyOf(const api::v1::TrainingJob& job) const;
   // Told before a job is deleted (job_observer.h). Not owned; null to remove. Set before
   // serving.
   void SetObserver(JobObserver* observer) { observer_ = observer; }

@@ -11,8 +11,12 @@
 // Time comes from the injected Clock; a background thread moves due keys to the queue,
 // waking at least every `poll_interval` so a fake clock's jumps are noticed.
 //
+// Keyed by any ordered, copyable Key: strings (the MLflow tracker), store::JobKey (the
+// controller).
+//
 // Thread-safe.
 
+#include <algorithm>
 #include <cstddef>
 #include <deque>
 #include <map>
@@ -20,6 +24,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -28,30 +33,33 @@
 
 namespace coach::core {
 
-class WorkQueue {
+struct WorkQueueOptions {
+  absl::Duration backoff_base = absl::Milliseconds(100);
+  absl::Duration backoff_cap = absl::Seconds(60);
+  absl::Duration poll_interval = absl::Milliseconds(100);
+};
+
+template <typename Key>
+class BasicWorkQueue {
  public:
-  struct Options {
-    absl::Duration backoff_base = absl::Milliseconds(100);
-    absl::Duration backoff_cap = absl::Seconds(60);
-    absl::Duration poll_interval = absl::Milliseconds(100);
-  };
+  using Options = WorkQueueOptions;
 
-  WorkQueue(Clock* clock, Options options);
-  explicit WorkQueue(Clock* clock) : WorkQueue(clock, Options()) {}
-  ~WorkQueue();  // ShutDown() and joins the timer thread.
+  BasicWorkQueue(Clock* clock, Options options);
+  explicit BasicWorkQueue(Clock* clock) : BasicWorkQueue(clock, Options()) {}
+  ~BasicWorkQueue();  // ShutDown() and joins the timer thread.
 
-  void Add(const std::string& key);
+  void Add(const Key& key);
   // Queues `key` once clock->Now() >= at (at once when already due). A later AddAt for
   // the same key keeps the earlier time.
-  void AddAt(const std::string& key, absl::Time at);
+  void AddAt(const Key& key, absl::Time at);
   // Queues `key` after its backoff; returns the delay chosen.
-  absl::Duration AddRateLimited(const std::string& key);
+  absl::Duration AddRateLimited(const Key& key);
   // Resets the key's backoff (after a successful pass).
-  void Forget(const std::string& key);
+  void Forget(const Key& key);
 
   // Blocks for the next key; nullopt once shut down (queued keys are dropped).
-  std::optional<std::string> Get();
-  void Done(const std::string& key);
+  std::optional<Key> Get();
+  void Done(const Key& key);
 
   // No more keys are handed out; Get() returns nullopt to every waiting worker.
   void ShutDown();
@@ -62,10 +70,10 @@ class WorkQueue {
   // Keys waiting for their time.
   size_t DelayedCount() const;
   // The backoff a failing key gets now (for tests and metrics).
-  absl::Duration BackoffFor(const std::string& key) const;
+  absl::Duration BackoffFor(const Key& key) const;
 
  private:
-  void AddLocked(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddLocked(const Key& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TimerLoop();
   // Moves every due delayed key to the queue.
   void PromoteDueLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -76,13 +84,159 @@ class WorkQueue {
   mutable absl::Mutex mu_;
   absl::CondVar work_cv_;
   absl::CondVar timer_cv_;
-  std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
-  std::set<std::string> dirty_ ABSL_GUARDED_BY(mu_);
-  std::set<std::string> processing_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, absl::Time> delayed_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, int> failures_ ABSL_GUARDED_BY(mu_);
+  std::deque<Key> queue_ ABSL_GUARDED_BY(mu_);
+  std::set<Key> dirty_ ABSL_GUARDED_BY(mu_);
+  std::set<Key> processing_ ABSL_GUARDED_BY(mu_);
+  std::map<Key, absl::Time> delayed_ ABSL_GUARDED_BY(mu_);
+  std::map<Key, int> failures_ ABSL_GUARDED_BY(mu_);
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   std::thread timer_;
 };
+
+using WorkQueue = BasicWorkQueue<std::string>;
+
+// --- implementation ---
+
+template <typename Key>
+BasicWorkQueue<Key>::BasicWorkQueue(Clock* clock, Options options)
+    : clock_(clock), options_(options), timer_([this] { TimerLoop(); }) {}
+
+template <typename Key>
+BasicWorkQueue<Key>::~BasicWorkQueue() {
+  ShutDown();
+  if (timer_.joinable()) timer_.join();
+}
+
+template <typename Key>
+void BasicWorkQueue<Key>::Add(const Key& key) {
+  absl::MutexLock lock(&mu_);
+  AddLocked(key);
+}
+
+template <typename Key>
+void BasicWorkQueue<Key>::AddLocked(const Key& key) {
+  if (shutdown_ || dirty_.count(key) > 0) return;
+  dirty_.insert(key);
+  // A key being processed is queued again by Done().
+  if (processing_.count(key) > 0) return;
+  queue_.push_back(key);
+  work_cv_.Signal();
+}
+
+template <typename Key>
+void BasicWorkQueue<Key>::AddAt(const Key& key, absl::Time at) {
+  absl::MutexLock lock(&mu_);
+  if (shutdown_) return;
+  if (at <= clock_->Now()) {
+    AddLocked(key);
+    return;
+  }
+  auto it = delayed_.find(key);
+  if (it == delayed_.end()) {
+    delayed_.emplace(key, at);
+  } else {
+    it->second = std::min(it->second, at);
+  }
+  timer_cv_.Signal();
+}
+
+template <typename Key>
+absl::Duration BasicWorkQueue<Key>::BackoffFor(const Key& key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = failures_.find(key);
+  const int failures = it == failures_.end() ? 0 : it->second;
+  absl::Duration d = options_.backoff_base;
+  for (int i = 0; i < failures && d < options_.backoff_cap; ++i) d *= 2;
+  return std::min(d, options_.backoff_cap);
+}
+
+template <typename Key>
+absl::Duration BasicWorkQueue<Key>::AddRateLimited(const Key& key) {
+  const absl::Duration delay = BackoffFor(key);
+  {
+    absl::MutexLock lock(&mu_);
+    ++failures_[key];
+  }
+  AddAt(key, clock_->Now() + delay);
+  return delay;
+}
+
+template <typename Key>
+void BasicWorkQueue<Key>::Forget(const Key& key) {
+  absl::MutexLock lock(&mu_);
+  failures_.erase(key);
+}
+
+template <typename Key>
+std::optional<Key> BasicWorkQueue<Key>::Get() {
+  absl::MutexLock lock(&mu_);
+  while (queue_.empty() && !shutdown_) work_cv_.Wait(&mu_);
+  if (shutdown_) return std::nullopt;
+  Key key = std::move(queue_.front());
+  queue_.pop_front();
+  dirty_.erase(key);
+  processing_.insert(key);
+  return key;
+}
+
+template <typename Key>
+void BasicWorkQueue<Key>::Done(const Key& key) {
+  absl::MutexLock lock(&mu_);
+  processing_.erase(key);
+  if (dirty_.count(key) > 0 && !shutdown_) {
+    queue_.push_back(key);
+    work_cv_.Signal();
+  }
+}
+
+template <typename Key>
+void BasicWorkQueue<Key>::ShutDown() {
+  absl::MutexLock lock(&mu_);
+  shutdown_ = true;
+  work_cv_.SignalAll();
+  timer_cv_.SignalAll();
+}
+
+template <typename Key>
+bool BasicWorkQueue<Key>::shutting_down() const {
+  absl::MutexLock lock(&mu_);
+  return shutdown_;
+}
+
+template <typename Key>
+size_t BasicWorkQueue<Key>::Depth() const {
+  absl::MutexLock lock(&mu_);
+  return queue_.size();
+}
+
+template <typename Key>
+size_t BasicWorkQueue<Key>::DelayedCount() const {
+  absl::MutexLock lock(&mu_);
+  return delayed_.size();
+}
+
+template <typename Key>
+void BasicWorkQueue<Key>::PromoteDueLocked(absl::Time now) {
+  for (auto it = delayed_.begin(); it != delayed_.end();) {
+    if (it->second <= now) {
+      AddLocked(it->first);
+      it = delayed_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+template <typename Key>
+void BasicWorkQueue<Key>::TimerLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!shutdown_) {
+    const absl::Time now = clock_->Now();
+    PromoteDueLocked(now);
+    absl::Duration wait = options_.poll_interval;
+    for (const auto& [key, at] : delayed_) wait = std::min(wait, at - now);
+    timer_cv_.WaitWithTimeout(&mu_, std::max(wait, absl::Milliseconds(1)));
+  }
+}
 
 }  // namespace coach::core

@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -25,19 +26,38 @@
 
 namespace coach::store {
 
+// A job's identity. Kubernetes keeps a name unique per kind only (a PyTorchJob and a TFJob
+// may share one), so the key of a stored job names its kind: KeyOf(job). A key without a kind
+// is what a user typed (a plain name): each store says how it finds the job of that name
+// (the local stores keep names unique across kinds; CrJobStore has its kind rule).
 struct JobKey {
+  JobKey() = default;
+  // {namespace, name}: a user's plain name; {namespace, name, kind}: one job.
+  JobKey(std::string ns, std::string job_name, std::string job_kind = "")
+      : namespace_(std::move(ns)), name(std::move(job_name)), kind(std::move(job_kind)) {}
+
   std::string namespace_;
   std::string name;
+  // The Kubernetes kind ("PyTorchJob"); empty: whichever kind the name has.
+  std::string kind;
 
   bool operator==(const JobKey& o) const {
-    return namespace_ == o.namespace_ && name == o.name;
+    return namespace_ == o.namespace_ && name == o.name && kind == o.kind;
   }
+  bool operator!=(const JobKey& o) const { return !(*this == o); }
   bool operator<(const JobKey& o) const {
-    return namespace_ != o.namespace_ ? namespace_ < o.namespace_ : name < o.name;
+    if (namespace_ != o.namespace_) return namespace_ < o.namespace_;
+    if (name != o.name) return name < o.name;
+    return kind < o.kind;
   }
 };
 
+// {namespace, name, kind} of a stored job; the kind is empty when the job names none.
 JobKey KeyOf(const api::v1::TrainingJob& job);
+// The same job, whatever its kind: {namespace, name}.
+JobKey WithoutKind(const JobKey& key);
+// "ns/name", or "ns/Kind/name" for a key with a kind: for logs and per-job locks.
+std::string KeyString(const JobKey& key);
 
 struct ListOptions {
   // Empty: every namespace.

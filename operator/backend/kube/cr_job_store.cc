@@ -58,13 +58,16 @@ int KindIndexByWord(absl::string_view word) {
   return -1;
 }
 
-// "<kind>/<name>" -> (kind index, name); nullopt for a plain name. The index is -1 for a word
+// The kind a key names and its plain name: the key's own kind (a stored job's key, the
+// controller's), else the user's spelling "<kind>/<name>" (as kubectl's "tfjobs/x"); nullopt
+// for a plain name without a kind, which the kind rule resolves. The index is -1 for a word
 // that names no kind.
-std::optional<std::pair<int, std::string>> SplitQualified(const std::string& name) {
-  const size_t slash = name.find('/');
+std::optional<std::pair<int, std::string>> KindOfKey(const JobKey& key) {
+  if (!key.kind.empty()) return std::make_pair(KindIndexByWord(key.kind), key.name);
+  const size_t slash = key.name.find('/');
   if (slash == std::string::npos) return std::nullopt;
-  return std::make_pair(KindIndexByWord(absl::string_view(name).substr(0, slash)),
-                        name.substr(slash + 1));
+  return std::make_pair(KindIndexByWord(absl::string_view(key.name).substr(0, slash)),
+                        key.name.substr(slash + 1));
 }
 
 absl::Time ParseTimeOr(const json& v, absl::Time fallback) {
@@ -186,15 +189,17 @@ absl::StatusOr<CrJobStore::Found> CrJobStore::Resolve(const JobKey& key) {
   if (key.namespace_.empty() || key.name.empty()) {
     return absl::InvalidArgumentError("job key needs a namespace and a name");
   }
-  // "<kind>/<name>": that kind only.
-  if (const size_t slash = key.name.find('/'); slash != std::string::npos) {
-    const int kind = KindIndexByWord(absl::string_view(key.name).substr(0, slash));
+  // The key names its kind: that kind only.
+  if (std::optional<std::pair<int, std::string>> named = KindOfKey(key); named.has_value()) {
+    const auto& [kind, name] = *named;
     if (kind < 0) {
+      const std::string word =
+          key.kind.empty() ? key.name.substr(0, key.name.find('/')) : key.kind;
       return absl::InvalidArgumentError(absl::StrCat(
-          "name: \"", key.name.substr(0, slash),
-          "\" is not a kubeflow.org/v1 kind (PyTorchJob, TFJob, XGBoostJob, MPIJob, PaddleJob, JAXJob)"));
+          "name: \"", word,
+          "\" is not a kubeflow.org/v1 kind (PyTorchJob, TFJob, XGBoostJob, MPIJob, PaddleJob, "
+          "JAXJob)"));
     }
-    const std::string name = key.name.substr(slash + 1);
     ASSIGN_OR_RETURN(json object, client_->Get(Descriptor(kind), key.namespace_, name));
     Remember({key.namespace_, name}, kind, k8s::UidOf(object));
     return Found{kind, std::move(object)};
@@ -244,7 +249,7 @@ absl::StatusOr<CrJobStore::Found> CrJobStore::Resolve(const JobKey& key) {
 }
 
 absl::StatusOr<api::v1::TrainingJob> CrJobStore::Create(const api::v1::TrainingJob& job) {
-  const JobKey key = store::KeyOf(job);
+  const JobKey key = store::WithoutKind(store::KeyOf(job));
   if (key.namespace_.empty()) return absl::InvalidArgumentError("metadata.namespace: required");
   if (key.name.empty()) return absl::InvalidArgumentError("metadata.name: required");
   const int kind = KindIndexOf(job.kind());
@@ -298,7 +303,7 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::GetCached(const JobKey& key) {
     if (watching_ && synced_.size() == feeds_total_) {
       // The kind: the key's own, else the only one the index knows for the name.
       std::optional<std::pair<JobKey, int>> at;
-      if (std::optional<std::pair<int, std::string>> q = SplitQualified(key.name); q.has_value()) {
+      if (std::optional<std::pair<int, std::string>> q = KindOfKey(key); q.has_value()) {
         if (q->first >= 0) at = std::make_pair(JobKey{key.namespace_, q->second}, q->first);
       } else if (auto known = index_.find(key); known != index_.end() && known->second.size() == 1) {
         at = std::make_pair(key, known->second.begin()->first);
@@ -410,7 +415,7 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::UpdateStatus(const api::v1::Tra
 }
 
 absl::StatusOr<api::v1::TrainingJob> CrJobStore::Write(const api::v1::TrainingJob& job, bool status) {
-  const JobKey key = store::KeyOf(job);
+  const JobKey key = store::WithoutKind(store::KeyOf(job));
   if (job.metadata().resource_version().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("metadata.resourceVersion: required for ", status ? "a status update" : "an update"));
@@ -447,7 +452,7 @@ absl::Status CrJobStore::Delete(const JobKey& key, std::optional<std::string> re
 absl::StatusOr<std::pair<int, std::string>> CrJobStore::KindAndUid(const JobKey& key) {
   {
     absl::MutexLock lock(&mu_);
-    if (std::optional<std::pair<int, std::string>> q = SplitQualified(key.name); q.has_value()) {
+    if (std::optional<std::pair<int, std::string>> q = KindOfKey(key); q.has_value()) {
       // The key's kind, whatever else has that name (the controller's keys name it).
       auto it = index_.find({key.namespace_, q->second});
       if (q->first >= 0 && it != index_.end()) {
@@ -472,7 +477,7 @@ absl::Status CrJobStore::AppendEvent(const JobKey& job, const JobEvent& event) {
 absl::Status CrJobStore::AppendEvents(const JobKey& job, const std::vector<JobEvent>& events) {
   if (events.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(auto kind_uid, KindAndUid(job));
-  const std::string name = job.name.substr(job.name.find('/') + 1);
+  const std::string name = KindOfKey(job).value_or(std::make_pair(-1, job.name)).second;
   const size_t count = std::min(events.size(), static_cast<size_t>(options_.max_events_per_append));
   if (count < events.size()) {
     spdlog::warn("job {}/{}: {} event(s) dropped (at most {} per write)", job.namespace_, name,
@@ -667,9 +672,7 @@ void CrJobStore::Notify(JobChangeType type, int kind, const JobKey& key, const j
   if (!callback_) return;
   JobChange change;
   change.type = type;
-  change.key = key;
-  change.kind = KindName(kind);
-  change.qualified_key = {key.namespace_, absl::StrCat(change.kind, "/", key.name)};
+  change.key = {key.namespace_, key.name, KindName(kind)};
   if (object != nullptr) {
     absl::StatusOr<api::v1::TrainingJob> job = Decode(*object);
     if (job.ok()) {

@@ -14,8 +14,8 @@
 //                 operator would ever see it, so it would never run.
 //   Get           GET of the kind found by the kind rule below.
 //   GetCached     the controller's read: the watch's copy when the store is watching, has
-//                 synced, and the key names its kind ("<kind>/<name>", the controller's keys
-//                 on this backend) or the index knows exactly one kind for the plain name (no
+//                 synced, and the key names its kind (its own kind, as the controller's keys,
+//                 or "<kind>/<name>") or the index knows exactly one kind for the plain name (no
 //                 request: the controller would otherwise GET the job on every pass); Get
 //                 otherwise (a job the watch has not shown: not watched, or just created),
 //                 and also while the copy is behind this store's own last write: after an
@@ -34,7 +34,7 @@
 //   AppendEvent(s) core/v1 Events in the job's namespace, involvedObject = the job (apiVersion,
 //                 kind, name, namespace, uid); bounded (at most max_events_per_append per
 //                 call, messages cut at max_event_message_bytes). Asynchronous:
-//                 the job's kind and uid are resolved (NotFound for a missing job; a qualified
+//                 the job's kind and uid are resolved (NotFound for a missing job; a
 //                 key's own kind, from the index when it knows the uid) and the
 //                 events are queued on an EventRecorder (event_recorder.h: one Event per
 //                 occurrence as upstream, client-go's aggregation from the 10th similar
@@ -48,10 +48,13 @@
 //                 the events listing itself (RBAC without `list events`) give an empty list and
 //                 a warning: Describe must not fail for want of events.
 //
-// Kind rule (a job name is unique per kind, not across kinds; JobKey has no kind):
-//   - key.name may be qualified as "<kind>/<name>" with the kind as its Kubernetes name
-//     ("TFJob"), its plural ("tfjobs") or its lower-case name ("tfjob"); job names are DNS
-//     subdomains, so they never contain '/'. That kind only is read.
+// Kind rule (a job name is unique per kind, not across kinds):
+//   - A key with a kind (store::KeyOf of a job: the controller's and the job service's keys)
+//     reads that kind only.
+//   - A key without one is what a user typed: key.name may be qualified as "<kind>/<name>"
+//     with the kind as its Kubernetes name ("TFJob"), its plural ("tfjobs") or its lower-case
+//     name ("tfjob"), as kubectl takes it; job names are DNS subdomains, so they never contain
+//     '/'. That kind only is read.
 //   - Otherwise, when the watch (StartWatching) has listed every kind and knows exactly one kind
 //     with that (namespace, name), that kind is read (one GET). When it knows none, or the
 //     store is not watching, all six kinds are read (six GETs, in AllKinds() order).
@@ -122,13 +125,10 @@ enum class JobChangeType { kAdded, kModified, kDeleted };
 
 struct JobChange {
   JobChangeType type = JobChangeType::kAdded;
+  // With the kind whose watch saw the change ("PyTorchJob"), also for a re-list's DELETED
+  // without an object: the key that names this job only, whatever other kind has the name
+  // (what the controller must reconcile).
   JobKey key;
-  // The kind whose watch saw the change ("PyTorchJob"), also for a re-list's DELETED
-  // without an object.
-  std::string kind;
-  // {namespace, "<kind>/<name>"}: the key that names this job only, whatever other kind has
-  // the name (what the controller must reconcile).
-  JobKey qualified_key;
   // The decoded object (for kDeleted: its last state); nullopt when it could not be decoded
   // (logged) or a re-list found the job gone.
   std::optional<api::v1::TrainingJob> job;

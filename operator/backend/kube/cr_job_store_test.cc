@@ -606,8 +606,7 @@ TEST_P(CrJobStoreTest, GetCachedWithAQualifiedKeyReadsItsKindFromTheWatch) {
   ASSERT_TRUE(store_->StartWatching([&](const JobChange& c) {
                       if (c.key.namespace_ != ns_) return;  // the real server has others
                       absl::MutexLock lock(&mu);
-                      qualified.insert(absl::StrCat(c.kind, " ", c.qualified_key.namespace_, "/",
-                                                    c.qualified_key.name));
+                      qualified.insert(absl::StrCat(c.key.kind, " ", store::KeyString(c.key)));
                     }).ok());
   ASSERT_TRUE(store_->WaitForSync(absl::Seconds(30)));
   {

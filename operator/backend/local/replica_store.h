@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "api/v1/training_job.pb.h"
 #include "operator/backend/local/process_handle.h"
 #include "operator/model/observed_state.h"
 #include "operator/store/job_store.h"
@@ -25,7 +26,13 @@ namespace coach::backend::local {
 
 using store::JobEvent;
 using store::JobKey;
-using store::KeyOf;
+
+// The local backend's key of a job: {namespace, name}, without the kind. The local store keeps
+// names unique across kinds (as the API's Create refuses a second kind of a taken name), so
+// its records name a job by its name alone.
+inline JobKey KeyOf(const api::v1::TrainingJob& job) {
+  return JobKey{job.metadata().namespace_(), job.metadata().name(), ""};
+}
 
 // One replica ("pod") of a job as the local backend runs it.
 struct ReplicaRecord {

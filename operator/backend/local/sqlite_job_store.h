@@ -24,7 +24,8 @@ struct sqlite3;
 namespace coach::backend::local {
 
 // Resource versions count from "1", one higher per write. Events: the newest
-// max_events_per_job of a job are kept.
+// max_events_per_job of a job are kept. Names are unique across kinds (a job of another kind
+// with a taken name is AlreadyExists), so a key's kind is not read.
 class SqliteJobStore : public store::JobStore, public ReplicaStore {
  public:
   struct Options {

@@ -44,7 +44,7 @@ absl::StatusOr<api::v1::TrainingJob> FakeJobStore::Create(const api::v1::Trainin
   if (input.metadata().name().empty() || input.metadata().namespace_().empty()) {
     return absl::InvalidArgumentError("metadata.name and metadata.namespace are required");
   }
-  JobKey key = KeyOf(input);
+  const JobKey key = WithoutKind(KeyOf(input));
   if (jobs_.count(key) > 0) return absl::AlreadyExistsError("job already exists");
   api::v1::TrainingJob job = input;
   job.mutable_metadata()->set_uid(absl::StrFormat("00000000-0000-4000-8000-%012d", next_uid_++));
@@ -56,7 +56,8 @@ absl::StatusOr<api::v1::TrainingJob> FakeJobStore::Create(const api::v1::Trainin
   return job;
 }
 
-absl::StatusOr<api::v1::TrainingJob> FakeJobStore::Get(const JobKey& key) {
+absl::StatusOr<api::v1::TrainingJob> FakeJobStore::Get(const JobKey& kinded) {
+  const JobKey key = WithoutKind(kinded);
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("Get"));
   auto it = jobs_.find(key);
@@ -88,7 +89,7 @@ absl::StatusOr<ListResult> FakeJobStore::List(const ListOptions& options) {
     }
     if (!match) continue;
     if (options.page_size > 0 && static_cast<int>(result.jobs.size()) == options.page_size) {
-      result.next_page_token = Token(KeyOf(result.jobs.back()));
+      result.next_page_token = Token(WithoutKind(KeyOf(result.jobs.back())));
       break;
     }
     result.jobs.push_back(job);
@@ -102,7 +103,7 @@ absl::StatusOr<api::v1::TrainingJob> FakeJobStore::CheckedUpdate(
   if (!absl::SimpleAtoi(input.metadata().resource_version(), &given)) {
     return absl::InvalidArgumentError("metadata.resourceVersion: required for updates");
   }
-  JobKey key = KeyOf(input);
+  const JobKey key = WithoutKind(KeyOf(input));
   auto it = jobs_.find(key);
   if (it == jobs_.end()) return NoJob(key);
   api::v1::TrainingJob& stored = it->second;
@@ -142,8 +143,9 @@ absl::StatusOr<api::v1::TrainingJob> FakeJobStore::UpdateStatus(
   return CheckedUpdate(job, /*status_only=*/true);
 }
 
-absl::Status FakeJobStore::Delete(const JobKey& key,
+absl::Status FakeJobStore::Delete(const JobKey& kinded,
                                   std::optional<std::string> resource_version) {
+  const JobKey key = WithoutKind(kinded);
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("Delete"));
   auto it = jobs_.find(key);
@@ -157,7 +159,8 @@ absl::Status FakeJobStore::Delete(const JobKey& key,
   return absl::OkStatus();
 }
 
-absl::Status FakeJobStore::AppendEvent(const JobKey& job, const JobEvent& event) {
+absl::Status FakeJobStore::AppendEvent(const JobKey& kinded, const JobEvent& event) {
+  const JobKey job = WithoutKind(kinded);
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("AppendEvent"));
   if (jobs_.count(job) == 0) return NoJob(job);
@@ -169,7 +172,8 @@ absl::Status FakeJobStore::AppendEvent(const JobKey& job, const JobEvent& event)
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<JobEvent>> FakeJobStore::ListEvents(const JobKey& job) {
+absl::StatusOr<std::vector<JobEvent>> FakeJobStore::ListEvents(const JobKey& kinded) {
+  const JobKey job = WithoutKind(kinded);
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("ListEvents"));
   auto it = events_.find(job);

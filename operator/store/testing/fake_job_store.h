@@ -4,7 +4,8 @@
 // suite as SqliteJobStore and CrJobStore (fake_job_store_test.cc), so it cannot drift.
 // Extras for tests: an error can be injected per method name ("Create", "AppendEvent", ...;
 // the next call of that method fails once with it), and every call's method name is
-// recorded in calls().
+// recorded in calls(). Names are unique across kinds, as in the local store: a key's kind
+// is not read.
 
 #include <map>
 #include <optional>
