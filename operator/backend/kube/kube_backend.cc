@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "operator/reconcile/replicas.h"
 
 namespace coach::backend::kube {
@@ -727,39 +728,54 @@ absl::Status KubeBackend::StreamLogs(const model::Job& job, const LogOptions& op
     std::string container;
   };
   std::vector<Target> targets;
+  const std::string wanted = options.replica.empty() ? "" : absl::StrCat(job_name, "-",
+                                                                         options.replica);
+  // The job's pods: the leader reads its cache; a replica that does not lead has no started
+  // backend and so no cache, and asks the API server, so that every replica serves logs.
+  std::vector<json> pods;
+  bool cached;
   {
     absl::MutexLock lock(&mu_);
-    const KindState* pods = StateFor("Pod");
-    auto pick = [&](const std::string& pod_name) {
-      const json* pod = pods->Find(ns, pod_name);
-      if (pod == nullptr) return false;
-      std::string container;
-      const json& containers = Field(Field(*pod, "spec"), "containers");
-      if (containers.is_array() && containers.size() > 1) {
-        container = StringField(containers[0], "name");
-        for (const json& c : containers) {
-          if (StringField(c, "name") == default_container) container = default_container;
+    cached = started_;
+    if (cached) {
+      const KindState* state = StateFor("Pod");
+      if (!wanted.empty()) {
+        if (const json* pod = state->Find(ns, wanted)) pods.push_back(*pod);
+      } else if (auto names = state->by_job.find(absl::StrCat(ns, "/", job_name));
+                 names != state->by_job.end()) {
+        for (const std::string& name : names->second) {
+          if (const json* pod = state->Find(ns, name)) pods.push_back(*pod);
         }
       }
-      targets.push_back({pod_name.substr(std::min(pod_name.size(), job_name.size() + 1)), pod_name,
-                         container});
-      return true;
-    };
-    if (!options.replica.empty()) {
-      if (!pick(absl::StrCat(job_name, "-", options.replica))) {
-        return absl::NotFoundError(absl::StrCat("job ", ns, "/", job_name, " has no replica \"",
-                                                options.replica, "\" (no pod ", job_name, "-",
-                                                options.replica, ")"));
-      }
-    } else {
-      auto names = pods->by_job.find(absl::StrCat(ns, "/", job_name));
-      if (names != pods->by_job.end()) {
-        for (const std::string& name : names->second) pick(name);
-      }
-      if (targets.empty()) {
-        return absl::NotFoundError(absl::StrCat("job ", ns, "/", job_name, " has no pods"));
+    }
+  }
+  if (!cached) {
+    coach::kube::ListOptions list;
+    list.label_selector = absl::StrCat(reconcile::kLabelJobName, "=", job_name);
+    if (!wanted.empty()) list.field_selector = absl::StrCat("metadata.name=", wanted);
+    ASSIGN_OR_RETURN(coach::kube::ListResult listed,
+                     options_.client->List(coach::kube::resources::Pods(), ns, list));
+    pods = std::move(listed.items);
+  }
+  for (const json& pod : pods) {
+    const std::string pod_name = StringField(Field(pod, "metadata"), "name");
+    std::string container;
+    const json& containers = Field(Field(pod, "spec"), "containers");
+    if (containers.is_array() && containers.size() > 1) {
+      container = StringField(containers[0], "name");
+      for (const json& c : containers) {
+        if (StringField(c, "name") == default_container) container = default_container;
       }
     }
+    targets.push_back({pod_name.substr(std::min(pod_name.size(), job_name.size() + 1)), pod_name,
+                       container});
+  }
+  if (targets.empty()) {
+    if (!wanted.empty()) {
+      return absl::NotFoundError(absl::StrCat("job ", ns, "/", job_name, " has no replica \"",
+                                              options.replica, "\" (no pod ", wanted, ")"));
+    }
+    return absl::NotFoundError(absl::StrCat("job ", ns, "/", job_name, " has no pods"));
   }
   absl::Mutex sink_mu;
   std::atomic<bool> sink_stopped{false};

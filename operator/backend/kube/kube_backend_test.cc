@@ -507,6 +507,37 @@ TEST_F(KubeBackendTest, StreamLogsByReplica) {
   EXPECT_TRUE(absl::IsNotFound(s)) << s;
 }
 
+// With leader election only the leader starts its backend; the other replicas serve the API too,
+// and `coach logs` through one of them reads the pods from the API server instead of a cache.
+TEST_F(KubeBackendTest, StreamLogsWithoutAStartedBackendAsksTheApiServer) {
+  StartBackend();
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Workers(1).Build();
+  Pass(job);
+  ASSERT_TRUE(WaitFor([&] { return backend_->CachedCount("Pod") == 2; }));
+  fake_.SetLogs("ns", "j-master-0", "pytorch", "hello from master\n");
+  fake_.SetLogs("ns", "j-worker-0", "pytorch", "hello from worker\n");
+  KubeBackendOptions options;
+  options.client = gated_.get();
+  auto follower = KubeBackend::Create(std::move(options));
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  std::atomic<bool> cancelled{false};
+  std::map<std::string, std::string> got;
+  auto sink = [&](const std::string& replica, const std::string& data) {
+    got[replica] += data;
+    return true;
+  };
+  LogOptions one;
+  one.replica = "worker-0";
+  ASSERT_TRUE((*follower)->StreamLogs(job, one, sink, cancelled).ok());
+  EXPECT_EQ(got, (std::map<std::string, std::string>{{"worker-0", "hello from worker\n"}}));
+  got.clear();
+  ASSERT_TRUE((*follower)->StreamLogs(job, LogOptions{}, sink, cancelled).ok());
+  EXPECT_EQ(got.size(), 2u);
+  LogOptions missing;
+  missing.replica = "worker-7";
+  EXPECT_TRUE(absl::IsNotFound((*follower)->StreamLogs(job, missing, sink, cancelled)));
+}
+
 TEST_F(KubeBackendTest, PodGroupCrdAbsentIsTolerated) {
   fake_.SetErrorHook([](const coach::kube::testing::FakeCall& call) {
     if (call.resource == "podgroups.scheduling.volcano.sh") {
