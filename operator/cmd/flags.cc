@@ -122,8 +122,8 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
       ->envname("COACH_LAUNCHER_IMAGE");
   app->add_option("--pytorch-wait-for-master", flags->pytorch_wait_for_master,
                   "Give PyTorchJob Workers an init container that waits until their Master's "
-                  "name resolves, as upstream does (--backend=kube; a job opts out with "
-                  "coach.dev/wait-for-master: \"false\")")
+                  "name resolves, as upstream does, and XGBoostJob Workers the same "
+                  "(--backend=kube; a job opts out with coach.dev/wait-for-master: \"false\")")
       ->envname("COACH_PYTORCH_WAIT_FOR_MASTER")
       ->capture_default_str();
   app->add_option("--pytorch-init-container-image", flags->pytorch_init_container_image,

@@ -35,15 +35,17 @@ absl::Status ValidateWaitForMasterAnnotation(const model::Job& job) {
 
 void AddMasterWait(const model::Job& job, const std::string& type,
                    const model::ReconcileConfig& config, Json& pod_template) {
-  if (config.pytorch_init_image.empty() || job.kind() != api::v1::PYTORCH_JOB ||
+  const bool pytorch = job.kind() == api::v1::PYTORCH_JOB;
+  if (config.pytorch_init_image.empty() || (!pytorch && job.kind() != api::v1::XGBOOST_JOB) ||
       type != "Worker" || !HasReplicaType(job, "Master") || LauncherEnabled(job)) {
     return;
   }
+  const char* name = pytorch ? kMasterWaitContainer : kXGBoostMasterWaitContainer;
   const std::string* opt = Annotation(job);
   if (opt != nullptr && *opt == "false") return;
   if (!pod_template.contains("spec") || !pod_template["spec"].is_object()) return;
   Json& spec = pod_template["spec"];
-  if (HasInitContainer(spec, kMasterWaitContainer)) return;
+  if (HasInitContainer(spec, name)) return;
   if (!spec.contains("initContainers") || !spec["initContainers"].is_array()) {
     spec["initContainers"] = Json::array();
   }
@@ -51,7 +53,7 @@ void AddMasterWait(const model::Job& job, const std::string& type,
   // The Master's address as the Workers' MASTER_ADDR names it.
   const std::string master = ReplicaName(job, "Master", 0);
   spec["initContainers"].push_back(
-      {{"name", kMasterWaitContainer},
+      {{"name", name},
        {"image", config.pytorch_init_image},
        {"imagePullPolicy", "IfNotPresent"},
        {"command", Json::array({kLauncherImagePath, "--wait-for-host", master, "--peer-timeout",

@@ -11,7 +11,11 @@
 //                                --peer-timeout, <2 s x pytorch_init_max_tries>s],
 //                      resources: upstream's (requests 50m / 10Mi, limits 100m / 20Mi)}
 //
-// Added to Worker pods of PyTorchJobs that have a Master (upstream's rule) when
+// XGBoostJob Workers race their Master the same way (Rabit resolves MASTER_ADDR once, at
+// start, and fails at once when it does not resolve yet), so they get the same wait, named
+// init-xgboost; upstream has none for them.
+//
+// Added to Worker pods of PyTorchJobs that have a Master (upstream's rule) and of XGBoostJobs when
 // ReconcileConfig::pytorch_init_image is non-empty (the kube backend; the local backend runs
 // no init containers and its addresses need no DNS). Not added when:
 //   - the job opts out: metadata.annotations["coach.dev/wait-for-master"]: "false";
@@ -27,6 +31,7 @@ namespace coach::reconcile {
 
 inline constexpr char kAnnotationWaitForMaster[] = "coach.dev/wait-for-master";
 inline constexpr char kMasterWaitContainer[] = "init-pytorch";
+inline constexpr char kXGBoostMasterWaitContainer[] = "init-xgboost";
 // Upstream's loop sleeps 2 s between tries.
 inline constexpr int kMasterWaitSecondsPerTry = 2;
 

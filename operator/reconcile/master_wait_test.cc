@@ -13,6 +13,7 @@ namespace {
 
 using testing::MakePyTorchJob;
 using testing::MakeTFJob;
+using testing::MakeXGBoostJob;
 
 constexpr char kImage[] = "ghcr.io/coach/coach-operator:1.2.3";
 
@@ -72,8 +73,8 @@ TEST(MasterWaitTest, WhenItIsAdded) {
                          "image":"i","command":["python"]}]}})").Build(),
                  kAnnotationLauncher, "true"),
        "Worker", KubeConfig(), false},
-      {"not a PyTorchJob", MakeTFJob("ns", "j").Chief(1).Workers(1).Build(), "Worker",
-       KubeConfig(), false},
+      {"not a PyTorchJob or XGBoostJob", MakeTFJob("ns", "j").Chief(1).Workers(1).Build(),
+       "Worker", KubeConfig(), false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.scenario);
@@ -83,6 +84,16 @@ TEST(MasterWaitTest, WhenItIsAdded) {
     }
     EXPECT_EQ(found, c.added);
   }
+}
+
+// Rabit resolves MASTER_ADDR once at start: XGBoost Workers wait for it too.
+TEST(MasterWaitTest, XGBoostWorkersWaitForTheMaster) {
+  const model::Job job = MakeXGBoostJob("ns", "xgb").Master(1).Workers(2).Build();
+  const Json inits = InitContainers(job, "Worker", KubeConfig());
+  ASSERT_EQ(inits.size(), 1u);
+  EXPECT_EQ(inits[0]["name"], "init-xgboost");
+  EXPECT_EQ(inits[0]["command"][2], "xgb-master-0");
+  EXPECT_TRUE(InitContainers(job, "Master", KubeConfig()).empty());
 }
 
 TEST(MasterWaitTest, UsersOwnInitContainersStayAndTheirInitPytorchWins) {
