@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Real pods through the Kubernetes backend, with coach installed by its chart: a control plane
+# with one real node (tools/testenv/testenv up --real-node), the operator image and the training
+# image imported into the node's containerd, `helm install charts/coach` (2 replicas, leader
+# election, the operator and its replicas pinned to the real node), then the e2e/realpods pytest
+# suite (the same suite e2e/kind/run.sh runs on kind): real DDP, coach-launch, XGBoost, TF/Paddle/
+# JAX peers, logs -f, restarts with real exit codes, the chart's pods, leader fail-over, RBAC.
+# Then bench/realpods/seed_job.py prints the seed job's figures: apply -> all replicas started and
+# -> Succeeded, coach against the same pods created directly, and what init-pytorch adds.
+# Needs root. Outside CI a machine without the components skips; under CI=true that fails.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+TESTENV=tools/testenv/testenv
+started=$SECONDS
+fail() { echo "realpods: FAIL: $*" >&2; exit 1; }
+skip() {
+  [[ ${CI:-} == true ]] && fail "$* (CI=true: a missing component is a failure)"
+  echo "realpods: SKIP: $*"
+  exit 0
+}
+say() { echo "realpods: $*"; }
+
+[[ $(id -u) == 0 ]] || skip "needs root (a real kubelet node)"
+command -v go >/dev/null || skip "go is not installed"
+command -v mmdebstrap >/dev/null || skip "mmdebstrap is missing (tools/bootstrap installs it)"
+/usr/bin/python3 -c "import pytest, yaml" 2>/dev/null || skip "python3-pytest / python3-yaml missing"
+
+"$TESTENV" build >/tmp/realpods-build.log 2>&1 || { tail -n 30 /tmp/realpods-build.log; fail "testenv build"; }
+BIN=$("$TESTENV" bin)
+
+# Images: the operator's (tools/image/build: bazel -c opt + OCI archive) and the training image.
+WORK=$(mktemp -d /tmp/coach-realpods.XXXXXX)
+DIR=$WORK/kube
+t0=$SECONDS
+if [[ -n ${COACH_E2E_OPERATOR_ARCHIVE:-} ]]; then  # an archive built already (by hand)
+  cp "$COACH_E2E_OPERATOR_ARCHIVE" "$WORK/operator.tar"
+else
+  tools/image/build --out "$WORK/operator.tar" --tag e2e \
+    >"$WORK/operator-image.log" 2>&1 || { tail -n 30 "$WORK/operator-image.log"; fail "tools/image/build"; }
+fi
+# It prints the image's ref, then the archive's path.
+training=$(tools/image/build-training 2>"$WORK/training-image.log") ||
+  { tail -n 30 "$WORK/training-image.log"; fail "tools/image/build-training"; }
+training_ref=$(sed -n 1p <<<"$training")
+training_archive=$(sed -n 2p <<<"$training")
+[[ -f $training_archive ]] || fail "tools/image/build-training printed no archive: $training"
+if [[ -n ${COACH_E2E_COACH_CLI:-} ]]; then
+  cp "$COACH_E2E_COACH_CLI" "$WORK/coach"
+else
+  bazel build //sdk/cpp/cli:coach >"$WORK/cli.log" 2>&1 || { tail -n 30 "$WORK/cli.log"; fail "bazel build coach"; }
+  cp "$(bazel info bazel-bin 2>/dev/null)/sdk/cpp/cli/coach" "$WORK/coach"
+fi
+say "images and CLI: $((SECONDS - t0)) s (operator: the chart's repository, tag e2e; training $training_ref)"
+
+# One real node per machine (see tools/suites/realnode.sh).
+exec 7>/tmp/coach-testenv-realnode-suite.lock
+flock -w 900 7 || fail "another real-node suite held the lock for 15 min"
+
+cleanup() {
+  local rc=$?
+  if ((rc != 0)) && [[ -f $DIR/kubeconfig ]]; then
+    KUBECONFIG=$DIR/kubeconfig "$BIN/kubectl" get pods -A -o wide >&2 2>/dev/null
+    KUBECONFIG=$DIR/kubeconfig "$BIN/kubectl" logs -n coach -l app.kubernetes.io/name=coach --tail 40 >&2 2>/dev/null
+  fi
+  if [[ -n ${COACH_REALPODS_KEEP_CLUSTER:-} && $rc == 0 ]]; then
+    echo "realpods: cluster kept: KUBECONFIG=$DIR/kubeconfig; tools/testenv/testenv down --dir $DIR" >&2
+    return
+  fi
+  "$TESTENV" down --dir "$DIR" >/dev/null 2>&1 || true
+  if [[ -z ${COACH_KEEP_WORK:-} ]] && { ((rc == 0)) || [[ ${CI:-} == true ]]; }; then rm -rf "$WORK"; else echo "realpods: work dir kept: $WORK" >&2; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+
+t0=$SECONDS
+"$TESTENV" up --dir "$DIR" --real-node >"$WORK/up.log" 2>&1 || { tail -n 30 "$WORK/up.log"; fail "testenv up --real-node"; }
+export KUBECONFIG=$DIR/kubeconfig
+K() { "$BIN/kubectl" "$@"; }
+"$TESTENV" image-import --dir "$DIR" "$WORK/operator.tar" >/dev/null || fail "import the operator image"
+"$TESTENV" image-import --dir "$DIR" "$training_archive" >/dev/null || fail "import the training image"
+say "control plane with a real node, images imported: $((SECONDS - t0)) s"
+
+t0=$SECONDS
+K apply --server-side -f charts/coach/crds >/dev/null || fail "CRDs"
+"$BIN/helm" install coach charts/coach -n coach --create-namespace --wait --timeout 180s \
+  --set image.tag=e2e \
+  --set image.pullPolicy=Never --set replicas=2 \
+  --set-string 'nodeSelector.coach\.dev/real-node=true' \
+  --set 'tolerations[0].key=coach.dev/real-node' --set 'tolerations[0].operator=Exists' \
+  --set 'tolerations[0].effect=NoSchedule' >"$WORK/helm.log" 2>&1 ||
+  { cat "$WORK/helm.log"; fail "helm install"; }
+say "helm install (2 replicas, leader election): $((SECONDS - t0)) s"
+
+export COACH_E2E_KUBECTL=$BIN/kubectl
+export COACH_E2E_TRAINING_IMAGE=$training_ref
+export COACH_E2E_NODE_SELECTOR=coach.dev/real-node=true
+export COACH_E2E_TOLERATE=coach.dev/real-node
+export COACH_E2E_OPERATOR_NS=coach
+export COACH_E2E_COACH_CLI=$WORK/coach
+t0=$SECONDS
+( cd e2e/realpods && /usr/bin/python3 -m pytest -p no:cacheprovider -v "$@" ) || fail "e2e/realpods"
+say "suite: $((SECONDS - t0)) s"
+export COACH_E2E_OPERATOR_IMAGE=ghcr.io/coach/coach-operator:e2e
+/usr/bin/python3 bench/realpods/seed_job.py --coach "$WORK/coach" --rounds "${COACH_REALPODS_BENCH_ROUNDS:-1}" ||
+  fail "bench/realpods/seed_job.py"
+say "PASS in $((SECONDS - started)) s"
