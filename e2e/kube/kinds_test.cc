@@ -150,6 +150,21 @@ class KindsTest : public KubeTest {
     EXPECT_FALSE(HasCondition(*j, "Failed"));
     EXPECT_TRUE((*j)["status"].contains("startTime"));
     EXPECT_TRUE((*j)["status"].contains("completionTime"));
+    // The counts settle in the pass after Succeeded: a replica the success rule did not wait
+    // for (TF's Worker 1 when Worker 0 decides) can still be running when it is written.
+    const std::string resource = absl::AsciiStrToLower(kind) + "s";
+    WaitFor(
+        [&] {
+          std::optional<json> now = Get(resource, job);
+          if (!now.has_value()) return false;
+          j = now;
+          for (const auto& [type, n] : succeeded) {
+            const json rs = (*j)["status"]["replicaStatuses"].value(type, json::object());
+            if (rs.value("succeeded", 0) != n || rs.value("active", 0) != 0) return false;
+          }
+          return true;
+        },
+        absl::Seconds(15));
     for (const auto& [type, n] : succeeded) {
       const json rs = (*j)["status"]["replicaStatuses"].value(type, json::object());
       EXPECT_EQ(rs.value("succeeded", 0), n) << type << ": " << rs.dump();
