@@ -10,6 +10,8 @@
 #                                          COACH_MLFLOW_AUTH=1: basic auth (--app-name basic-auth), admin user
 #                                          admin/password1234, auth db DIR/basic_auth.db.
 #                                          COACH_MLFLOW_WORKERS=N: gunicorn workers (default 4).
+#                                          COACH_MLFLOW_HOST=ADDR: listen there (default 127.0.0.1;
+#                                          the real-pod suite uses the testenv's bridge address).
 #   tools/mlflow_env.sh stop DIR           stop that server (its whole process group); fine when not running.
 #
 # The venv: ${COACH_MLFLOW_VENV:-$HOME/.cache/coach/mlflow-venv}, made with --system-site-packages from
@@ -62,7 +64,8 @@ cmd_start() {
   [[ -n "$port" ]] || { [[ -f "$dir/port" ]] && port="$(cat "$dir/port")"; } || true
   [[ -n "$port" ]] || port="$(free_port)"
   echo "$port" >"$dir/port"
-  local args=(server --host 127.0.0.1 --port "$port" --backend-store-uri "sqlite:///$dir/mlflow.db"
+  local host=${COACH_MLFLOW_HOST:-127.0.0.1}
+  local args=(server --host "$host" --port "$port" --backend-store-uri "sqlite:///$dir/mlflow.db"
     --artifacts-destination "$dir/artifacts" --serve-artifacts --workers "${COACH_MLFLOW_WORKERS:-4}")
   if [[ "${COACH_MLFLOW_AUTH:-0}" == 1 ]]; then
     cat >"$dir/basic_auth.ini" <<INI
@@ -83,7 +86,7 @@ INI
   # Own session, so that stop can end gunicorn and its workers together.
   setsid "$VENV/bin/mlflow" "${args[@]}" >>"$dir/server.log" 2>&1 </dev/null &
   echo $! >"$dir/pid"
-  local url="http://127.0.0.1:$port"
+  local url="http://$host:$port"
   for _ in $(seq 1 600); do
     if curl -fsS -o /dev/null "$url/health" 2>/dev/null; then echo "$url"; return 0; fi
     kill -0 "$(cat "$dir/pid")" 2>/dev/null || { echo "mlflow_env: server exited; log:" >&2; tail -30 "$dir/server.log" >&2; exit 1; }

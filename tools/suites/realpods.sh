@@ -67,6 +67,7 @@ cleanup() {
     echo "realpods: cluster kept: KUBECONFIG=$DIR/kubeconfig; tools/testenv/testenv down --dir $DIR" >&2
     return
   fi
+  tools/mlflow_env.sh stop "$WORK/mlflow" >/dev/null 2>&1 || true
   "$TESTENV" down --dir "$DIR" >/dev/null 2>&1 || true
   if [[ -z ${COACH_KEEP_WORK:-} ]] && { ((rc == 0)) || [[ ${CI:-} == true ]]; }; then rm -rf "$WORK"; else echo "realpods: work dir kept: $WORK" >&2; fi
   exit "$rc"
@@ -80,6 +81,13 @@ K() { "$BIN/kubectl" "$@"; }
 "$TESTENV" image-import --dir "$DIR" "$WORK/operator.tar" >/dev/null || fail "import the operator image"
 "$TESTENV" image-import --dir "$DIR" "$training_archive" >/dev/null || fail "import the training image"
 say "control plane with a real node, images imported: $((SECONDS - t0)) s"
+
+# An MLflow server the pods reach: on the bridge address the real node's pods route to.
+bridge=$(sed -n 's|^COACH_TESTENV_SERVER=https://\([0-9.]*\):.*|\1|p' "$DIR/env")
+[[ -n $bridge ]] || fail "no bridge address in $DIR/env"
+mlflow_uri=$(COACH_MLFLOW_HOST=$bridge tools/mlflow_env.sh start "$WORK/mlflow") ||
+  fail "MLflow server on $bridge"
+say "MLflow server at $mlflow_uri"
 
 t0=$SECONDS
 K apply --server-side -f charts/coach/crds >/dev/null || fail "CRDs"
@@ -98,6 +106,7 @@ export COACH_E2E_NODE_SELECTOR=coach.dev/real-node=true
 export COACH_E2E_TOLERATE=coach.dev/real-node
 export COACH_E2E_OPERATOR_NS=coach
 export COACH_E2E_COACH_CLI=$WORK/coach
+export COACH_E2E_MLFLOW_URI=$mlflow_uri
 t0=$SECONDS
 ( cd e2e/realpods && /usr/bin/python3 -m pytest -p no:cacheprovider -v "$@" ) || fail "e2e/realpods"
 say "suite: $((SECONDS - t0)) s"
