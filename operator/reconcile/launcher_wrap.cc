@@ -7,31 +7,20 @@
 namespace coach::reconcile {
 namespace {
 
-const std::string* Annotation(const model::Job& job) {
-  const auto& annotations = job.metadata().annotations();
-  auto it = annotations.find(kAnnotationLauncher);
-  return it == annotations.end() ? nullptr : &it->second;
-}
-
 bool HasCommand(const Json& container) {
   return container.contains("command") && container["command"].is_array() &&
          !container["command"].empty();
 }
 
-Json& EnsureArray(Json& object, const char* key) {
-  if (!object.contains(key) || !object[key].is_array()) object[key] = Json::array();
-  return object[key];
-}
-
 }  // namespace
 
 bool LauncherEnabled(const model::Job& job) {
-  const std::string* v = Annotation(job);
+  const std::string* v = AnnotationOf(job, kAnnotationLauncher);
   return v != nullptr && *v == "true";
 }
 
 absl::Status ValidateLauncherAnnotation(const model::Job& job) {
-  const std::string* v = Annotation(job);
+  const std::string* v = AnnotationOf(job, kAnnotationLauncher);
   if (v == nullptr) return absl::OkStatus();
   if (*v != "true" && *v != "false") {
     return absl::InvalidArgumentError(absl::StrCat("metadata.annotations[", kAnnotationLauncher,

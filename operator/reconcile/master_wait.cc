@@ -8,12 +8,6 @@
 namespace coach::reconcile {
 namespace {
 
-const std::string* Annotation(const model::Job& job) {
-  const auto& annotations = job.metadata().annotations();
-  auto it = annotations.find(kAnnotationWaitForMaster);
-  return it == annotations.end() ? nullptr : &it->second;
-}
-
 bool HasInitContainer(const Json& spec, const std::string& name) {
   if (!spec.contains("initContainers") || !spec["initContainers"].is_array()) return false;
   for (const Json& c : spec["initContainers"]) {
@@ -25,7 +19,7 @@ bool HasInitContainer(const Json& spec, const std::string& name) {
 }  // namespace
 
 absl::Status ValidateWaitForMasterAnnotation(const model::Job& job) {
-  const std::string* v = Annotation(job);
+  const std::string* v = AnnotationOf(job, kAnnotationWaitForMaster);
   if (v == nullptr || *v == "true" || *v == "false") return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("metadata.annotations[",
                                                  kAnnotationWaitForMaster,
@@ -41,18 +35,15 @@ void AddMasterWait(const model::Job& job, const std::string& type,
     return;
   }
   const char* name = pytorch ? kMasterWaitContainer : kXGBoostMasterWaitContainer;
-  const std::string* opt = Annotation(job);
+  const std::string* opt = AnnotationOf(job, kAnnotationWaitForMaster);
   if (opt != nullptr && *opt == "false") return;
   if (!pod_template.contains("spec") || !pod_template["spec"].is_object()) return;
   Json& spec = pod_template["spec"];
   if (HasInitContainer(spec, name)) return;
-  if (!spec.contains("initContainers") || !spec["initContainers"].is_array()) {
-    spec["initContainers"] = Json::array();
-  }
   const int tries = config.pytorch_init_max_tries > 0 ? config.pytorch_init_max_tries : 1;
   // The Master's address as the Workers' MASTER_ADDR names it.
   const std::string master = ReplicaName(job, "Master", 0);
-  spec["initContainers"].push_back(
+  EnsureArray(spec, "initContainers").push_back(
       {{"name", name},
        {"image", config.pytorch_init_image},
        {"imagePullPolicy", "IfNotPresent"},

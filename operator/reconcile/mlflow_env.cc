@@ -8,12 +8,6 @@
 namespace coach::reconcile {
 namespace {
 
-const std::string* Annotation(const model::Job& job, const char* key) {
-  const auto& annotations = job.metadata().annotations();
-  auto it = annotations.find(key);
-  return it == annotations.end() ? nullptr : &it->second;
-}
-
 absl::Status Bad(const char* key, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("metadata.annotations[", key, "]: ", why));
 }
@@ -46,18 +40,18 @@ absl::Status ValidateTrackingUri(absl::string_view uri) {
 }
 
 absl::Status ValidateMlflowAnnotations(const model::Job& job) {
-  if (const std::string* v = Annotation(job, kAnnotationMlflow)) {
+  if (const std::string* v = AnnotationOf(job, kAnnotationMlflow)) {
     if (*v != "true" && *v != "false") {
       return Bad(kAnnotationMlflow, absl::StrCat("must be \"true\" or \"false\", got \"", *v, "\""));
     }
   }
-  if (const std::string* v = Annotation(job, kAnnotationMlflowTrackingUri)) {
+  if (const std::string* v = AnnotationOf(job, kAnnotationMlflowTrackingUri)) {
     if (absl::Status s = ValidateTrackingUri(*v); !s.ok()) {
       // The value is not echoed: it may hold a secret.
       return Bad(kAnnotationMlflowTrackingUri, s.message());
     }
   }
-  if (const std::string* v = Annotation(job, kAnnotationMlflowExperiment)) {
+  if (const std::string* v = AnnotationOf(job, kAnnotationMlflowExperiment)) {
     if (v->empty()) return Bad(kAnnotationMlflowExperiment, "must not be empty");
     if (v->size() > 500) return Bad(kAnnotationMlflowExperiment, "longer than 500 characters");
     for (char c : *v) {
@@ -77,21 +71,21 @@ void ClearOperatorMlflowAnnotations(model::Job* job) {
 
 std::optional<MlflowTarget> MlflowTargetFor(const model::Job& job,
                                             const model::MlflowConfig& config) {
-  const std::string* enabled = Annotation(job, kAnnotationMlflow);
+  const std::string* enabled = AnnotationOf(job, kAnnotationMlflow);
   if (enabled != nullptr && *enabled == "false") return std::nullopt;
   MlflowTarget target;
-  if (const std::string* uri = Annotation(job, kAnnotationMlflowTrackingUri)) {
+  if (const std::string* uri = AnnotationOf(job, kAnnotationMlflowTrackingUri)) {
     target.tracking_uri = *uri;
   } else {
     target.tracking_uri = config.tracking_uri;
   }
   if (target.tracking_uri.empty()) return std::nullopt;
-  const std::string* experiment = Annotation(job, kAnnotationMlflowExperiment);
+  const std::string* experiment = AnnotationOf(job, kAnnotationMlflowExperiment);
   target.experiment = experiment != nullptr ? *experiment
                       : config.experiment.empty() ? std::string("coach")
                                                   : config.experiment;
-  if (const std::string* run = Annotation(job, kAnnotationMlflowRunId)) target.run_id = *run;
-  if (const std::string* exp = Annotation(job, kAnnotationMlflowExperimentId)) {
+  if (const std::string* run = AnnotationOf(job, kAnnotationMlflowRunId)) target.run_id = *run;
+  if (const std::string* exp = AnnotationOf(job, kAnnotationMlflowExperimentId)) {
     target.experiment_id = *exp;
   }
   return target;

@@ -40,11 +40,6 @@ std::string LauncherServiceAccount(const model::Job& job) {
   return absl::StrCat(job.metadata().name(), "-launcher");
 }
 
-Json& EnsureArray(Json& parent, const char* key) {
-  if (!parent.contains(key) || !parent[key].is_array()) parent[key] = Json::array();
-  return parent[key];
-}
-
 }  // namespace
 
 bool IsGpuLauncher(const model::Job& job) {

@@ -53,6 +53,17 @@ bool HasReplicaType(const Job& job, std::string_view type) {
 
 std::string Lower(std::string_view s) { return absl::AsciiStrToLower(std::string(s)); }
 
+Json& EnsureArray(Json& object, const char* key) {
+  if (!object.contains(key) || !object[key].is_array()) object[key] = Json::array();
+  return object[key];
+}
+
+const std::string* AnnotationOf(const Job& job, const std::string& key) {
+  const auto& annotations = job.metadata().annotations();
+  auto it = annotations.find(key);
+  return it == annotations.end() ? nullptr : &it->second;
+}
+
 std::string ReplicaName(const Job& job, std::string_view type, int index) {
   if (job.kind() == api::v1::MPI_JOB && type == "Launcher") {
     return absl::StrCat(job.metadata().name(), "-launcher");

@@ -38,6 +38,12 @@ int Replicas(const Job& job, std::string_view type);
 int TotalReplicas(const Job& job);
 bool HasReplicaType(const Job& job, std::string_view type);
 
+// object[key] as an array, made an empty one first when it is missing or not an array.
+Json& EnsureArray(Json& object, const char* key);
+
+// The value of metadata.annotations[key]; null when the job has no such annotation.
+const std::string* AnnotationOf(const Job& job, const std::string& key);
+
 std::string Lower(std::string_view s);
 
 // Pod/Service name: "<job>-<type lowercase>-<index>"; MPIJob's launcher is
