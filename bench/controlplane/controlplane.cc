@@ -63,8 +63,8 @@
 namespace {
 
 using json = nlohmann::json;
-namespace k8s = coach::kube;
-namespace res = coach::kube::resources;
+namespace k8s = coach::kubeclient;
+namespace res = coach::kubeclient::resources;
 namespace bench = coach::bench;
 using bench::LoadAverage;
 

@@ -56,7 +56,7 @@ ControlPlane* ControlPlane::Get() { return g_cp; }
 absl::Status ControlPlane::Start() {
   if (g_cp != nullptr) return absl::OkStatus();
   auto cp = std::make_unique<ControlPlane>();
-  cp->root_ = ::coach::kube::testing::WorkspaceRoot();
+  cp->root_ = ::coach::kubeclient::testing::WorkspaceRoot();
   if (cp->root_.empty()) return absl::NotFoundError("cannot find the workspace from the runfiles");
   cp->script_ = cp->root_ + "tools/testenv/testenv";
   CmdResult bin = RunCommand({"/bin/bash", cp->script_, "bin"}, "", absl::Seconds(30));

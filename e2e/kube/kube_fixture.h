@@ -37,7 +37,7 @@ namespace coach::e2e::kube {
 // A command's exit code and output (kubectl, coach, testenv).
 using CmdResult = CommandResult;
 
-using ::coach::kube::testing::InCi;
+using ::coach::kubeclient::testing::InCi;
 
 // One coach-operator process (--backend=kube, --log-level=debug) with its own ports, state
 // directory <dir>/<name>-state (its HOME too) and log files <dir>/<name>-<n>.log.

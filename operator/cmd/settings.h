@@ -26,7 +26,7 @@ struct Settings {
   // --backend=kube only.
   std::vector<std::string> namespaces;  // empty: all
   coach::backend::kube::LeaderElectionConfig election;  // with --leader-elect
-  coach::kube::KubeConfig kube_config;
+  coach::kubeclient::KubeConfig kube_config;
 };
 
 // Checks every flag and fills `settings`; completes `flags` with the defaults that need the

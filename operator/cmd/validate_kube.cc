@@ -102,8 +102,8 @@ absl::Status ValidateKubeFlags(const Flags& flags, Settings* settings) {
   if (const size_t colon = kubeconfig.find(':'); colon != std::string::npos) {
     kubeconfig = kubeconfig.substr(0, colon);  // $KUBECONFIG may be a list: the first file
   }
-  absl::StatusOr<coach::kube::KubeConfig> loaded =
-      kubeconfig.empty() ? coach::kube::LoadDefaultConfig() : coach::kube::LoadKubeConfigFile(kubeconfig);
+  absl::StatusOr<coach::kubeclient::KubeConfig> loaded =
+      kubeconfig.empty() ? coach::kubeclient::LoadDefaultConfig() : coach::kubeclient::LoadKubeConfigFile(kubeconfig);
   if (!loaded.ok()) {
     return UsageError(absl::StrCat("--kubeconfig (or KUBECONFIG): ", loaded.status().message()));
   }

@@ -31,7 +31,7 @@ struct BackendWiring {
     creating = nullptr;
   }
 
-  std::unique_ptr<coach::kube::RestKubeClient> kube_client;  // kube only
+  std::unique_ptr<coach::kubeclient::RestKubeClient> kube_client;  // kube only
   // The backend the event recorder asks whether pods are being created. Declared before the
   // store (whose recorder asks it) and cleared, under its mutex, before the backend goes.
   absl::Mutex creating_mu;

@@ -23,7 +23,7 @@
 namespace coach::backend::kube {
 namespace {
 
-namespace k8s = ::coach::kube;
+namespace k8s = ::coach::kubeclient;
 using nlohmann::json;
 
 constexpr char kTokenPrefix[] = "crjs1";

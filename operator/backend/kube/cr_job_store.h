@@ -103,7 +103,7 @@ using store::JobKey;
 struct CrJobStoreOptions {
   // Empty: every namespace.
   std::vector<std::string> namespaces;
-  ::coach::kube::PropagationPolicy delete_propagation = ::coach::kube::PropagationPolicy::kBackground;
+  ::coach::kubeclient::PropagationPolicy delete_propagation = ::coach::kubeclient::PropagationPolicy::kBackground;
   // Items per page of the server-side lists.
   int64_t list_chunk = 500;
   int max_events_per_append = 32;
@@ -118,7 +118,7 @@ struct CrJobStoreOptions {
   // through coach's admission. Idempotent; a later Update stores the defaults.
   bool apply_defaults = true;
   // Reflector settings of the change feed (tests shorten the backoff).
-  ::coach::kube::ReflectorOptions reflector;
+  ::coach::kubeclient::ReflectorOptions reflector;
 };
 
 enum class JobChangeType { kAdded, kModified, kDeleted };
@@ -139,7 +139,7 @@ using JobChangeCallback = std::function<void(const JobChange& change)>;
 class CrJobStore : public store::JobStore {
  public:
   // `client` is not owned and must outlive the store. Errors: InvalidArgument (options).
-  static absl::StatusOr<std::unique_ptr<CrJobStore>> Create(::coach::kube::KubeClient* client,
+  static absl::StatusOr<std::unique_ptr<CrJobStore>> Create(::coach::kubeclient::KubeClient* client,
                                                             CrJobStoreOptions options);
   ~CrJobStore() override;  // StopWatching()
 
@@ -177,7 +177,7 @@ class CrJobStore : public store::JobStore {
   std::map<int, std::string> KnownKinds(const JobKey& key) const;
 
  private:
-  CrJobStore(::coach::kube::KubeClient* client, CrJobStoreOptions options);
+  CrJobStore(::coach::kubeclient::KubeClient* client, CrJobStoreOptions options);
 
   // The job (decoded) and its kind index, by the kind rule.
   struct Found {
@@ -201,10 +201,10 @@ class CrJobStore : public store::JobStore {
   // The watch's copy of a job (and the end of an AwaitWatch it satisfies).
   void Cache(const JobKey& key, int kind, const nlohmann::json& object) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnReplace(int kind, const std::string& ns, const std::vector<nlohmann::json>& items);
-  void OnEvent(int kind, const ::coach::kube::WatchEvent& event);
+  void OnEvent(int kind, const ::coach::kubeclient::WatchEvent& event);
   void Notify(JobChangeType type, int kind, const JobKey& key, const nlohmann::json* object);
 
-  ::coach::kube::KubeClient* const client_;
+  ::coach::kubeclient::KubeClient* const client_;
   const CrJobStoreOptions options_;
   std::unique_ptr<EventRecorder> recorder_;
 
@@ -219,7 +219,7 @@ class CrJobStore : public store::JobStore {
   size_t feeds_total_ ABSL_GUARDED_BY(mu_) = 0;
   bool watching_ ABSL_GUARDED_BY(mu_) = false;
   JobChangeCallback callback_;
-  std::vector<std::unique_ptr<::coach::kube::Reflector>> reflectors_;
+  std::vector<std::unique_ptr<::coach::kubeclient::Reflector>> reflectors_;
   std::vector<std::thread> threads_;
 };
 

@@ -30,7 +30,7 @@
 namespace coach::backend::kube {
 namespace {
 
-namespace k8s = ::coach::kube;
+namespace k8s = ::coach::kubeclient;
 using nlohmann::json;
 
 json Manifest(const std::string& kind, const std::string& ns, const std::string& name,

@@ -105,7 +105,7 @@ class EventRecorder {
   };
 
   // `client` is not owned and must outlive the recorder. InvalidArgument: options.
-  static absl::StatusOr<std::unique_ptr<EventRecorder>> Create(::coach::kube::KubeClient* client,
+  static absl::StatusOr<std::unique_ptr<EventRecorder>> Create(::coach::kubeclient::KubeClient* client,
                                                                EventRecorderOptions options);
   ~EventRecorder();  // Stop(absl::Seconds(2))
   EventRecorder(const EventRecorder&) = delete;
@@ -152,7 +152,7 @@ class EventRecorder {
     absl::Time last;
   };
 
-  EventRecorder(::coach::kube::KubeClient* client, EventRecorderOptions options);
+  EventRecorder(::coach::kubeclient::KubeClient* client, EventRecorderOptions options);
   absl::Time Now() const;
   void Run();
   void Write(const Pending& p);
@@ -167,9 +167,9 @@ class EventRecorder {
   void Count(const char* outcome, uint64_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetQueuedGauge() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  ::coach::kube::KubeClient* const client_;
+  ::coach::kubeclient::KubeClient* const client_;
   const EventRecorderOptions options_;
-  ::coach::kube::TokenBucketRateLimiter limiter_;
+  ::coach::kubeclient::TokenBucketRateLimiter limiter_;
   std::atomic<bool> draining_{false};  // Stop began: no budget, no yielding
   std::atomic<bool> abort_{false};     // Stop's grace is over
 

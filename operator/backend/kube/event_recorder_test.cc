@@ -21,10 +21,10 @@
 namespace coach::backend::kube {
 namespace {
 
-using ::coach::kube::ListOptions;
-using ::coach::kube::testing::FakeKubeClient;
+using ::coach::kubeclient::ListOptions;
+using ::coach::kubeclient::testing::FakeKubeClient;
 using nlohmann::json;
-namespace resources = ::coach::kube::resources;
+namespace resources = ::coach::kubeclient::resources;
 
 EventTarget Job(const std::string& name) {
   return {"ns", "kubeflow.org/v1", "PyTorchJob", name, "uid-" + name};
@@ -358,7 +358,7 @@ TEST(EventRecorderTest, StopCountsWhatTheGraceDidNotCover) {
   FakeKubeClient client;
   absl::Notification release;
   std::atomic<int> creates{0};
-  client.SetErrorHook([&](const ::coach::kube::testing::FakeCall& call) {
+  client.SetErrorHook([&](const ::coach::kubeclient::testing::FakeCall& call) {
     if (call.method == "Create" && creates.fetch_add(1) == 0) release.WaitForNotification();
     return absl::OkStatus();
   });

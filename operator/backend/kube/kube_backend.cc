@@ -15,9 +15,9 @@
 
 namespace coach::backend::kube {
 
-using coach::kube::ResourceDescriptor;
-using coach::kube::WatchEvent;
-using coach::kube::WatchEventType;
+using coach::kubeclient::ResourceDescriptor;
+using coach::kubeclient::WatchEvent;
+using coach::kubeclient::WatchEventType;
 using nlohmann::json;
 
 namespace {
@@ -255,7 +255,7 @@ KubeBackend::KubeBackend(KubeBackendOptions options) : options_(std::move(option
     state->job_label = job_label;
     kinds_.push_back(std::move(state));
   };
-  namespace r = coach::kube::resources;
+  namespace r = coach::kubeclient::resources;
   add(r::Pods(), reconcile::kLabelOperatorName, reconcile::kLabelJobName);
   add(r::Services(), reconcile::kLabelOperatorName, reconcile::kLabelJobName);
   add(r::ConfigMaps(), kCoachJobNameLabel, kCoachJobNameLabel);
@@ -305,9 +305,9 @@ absl::Status KubeBackend::Start() {
   for (auto& state_ptr : kinds_) {
     KindState* state = state_ptr.get();
     if (state->kind == "PodGroup") {
-      coach::kube::ListOptions probe;
+      coach::kubeclient::ListOptions probe;
       probe.limit = 1;
-      absl::StatusOr<coach::kube::ListResult> listed =
+      absl::StatusOr<coach::kubeclient::ListResult> listed =
           options_.client->List(state->resource, namespaces[0], probe);
       if (absl::IsNotFound(listed.status())) {
         spdlog::warn("kube backend: {} is not served (is the {} CRD installed?); PodGroups "
@@ -324,9 +324,9 @@ absl::Status KubeBackend::Start() {
       state->synced.clear();
     }
     for (const std::string& ns : namespaces) {
-      coach::kube::ReflectorOptions ro = options_.reflector;
+      coach::kubeclient::ReflectorOptions ro = options_.reflector;
       ro.label_selector = state->selector_label;
-      coach::kube::ReflectorHandlers handlers;
+      coach::kubeclient::ReflectorHandlers handlers;
       handlers.on_replace = [this, state, ns](const std::vector<json>& items, const std::string&) {
         OnReplace(state, ns, items);
       };
@@ -337,9 +337,9 @@ absl::Status KubeBackend::Start() {
         absl::MutexLock lock(&mu_);
         state->last_error = status.ToString();
       };
-      auto reflector = std::make_unique<coach::kube::Reflector>(options_.client, state->resource, ns,
+      auto reflector = std::make_unique<coach::kubeclient::Reflector>(options_.client, state->resource, ns,
                                                                 ro, std::move(handlers));
-      coach::kube::Reflector* raw = reflector.get();
+      coach::kubeclient::Reflector* raw = reflector.get();
       reflectors_.push_back(std::move(reflector));
       threads_.emplace_back([raw] { raw->Run(); });
     }
@@ -594,8 +594,8 @@ absl::Status KubeBackend::ApplyOne(const model::Job& job, const model::Action& a
     return created.status();
   }
   Raise(job_key, object_key, Expectation{false, Now(), json()});
-  coach::kube::DeleteOptions options;
-  options.propagation = coach::kube::PropagationPolicy::kBackground;
+  coach::kubeclient::DeleteOptions options;
+  options.propagation = coach::kubeclient::PropagationPolicy::kBackground;
   if (options_.request_hook) options_.request_hook(action, true);
   absl::Status deleted = options_.client->Delete(resource, ns, object.name, options);
   if (options_.request_hook) options_.request_hook(action, false);
@@ -700,8 +700,8 @@ absl::Status KubeBackend::Forget(const model::Job& job) {
   std::stable_sort(victims.begin(), victims.end(), [](const auto& a, const auto& b) {
     return (a.first.kind == "Pod") > (b.first.kind == "Pod");
   });
-  coach::kube::DeleteOptions options;
-  options.propagation = coach::kube::PropagationPolicy::kBackground;
+  coach::kubeclient::DeleteOptions options;
+  options.propagation = coach::kubeclient::PropagationPolicy::kBackground;
   absl::Status first_error;
   for (const auto& [resource, name] : victims) {
     absl::Status deleted = options_.client->Delete(resource, ns, name, options);
@@ -750,11 +750,11 @@ absl::Status KubeBackend::StreamLogs(const model::Job& job, const LogOptions& op
     }
   }
   if (!cached) {
-    coach::kube::ListOptions list;
+    coach::kubeclient::ListOptions list;
     list.label_selector = absl::StrCat(reconcile::kLabelJobName, "=", job_name);
     if (!wanted.empty()) list.field_selector = absl::StrCat("metadata.name=", wanted);
-    ASSIGN_OR_RETURN(coach::kube::ListResult listed,
-                     options_.client->List(coach::kube::resources::Pods(), ns, list));
+    ASSIGN_OR_RETURN(coach::kubeclient::ListResult listed,
+                     options_.client->List(coach::kubeclient::resources::Pods(), ns, list));
     pods = std::move(listed.items);
   }
   for (const json& pod : pods) {
@@ -780,7 +780,7 @@ absl::Status KubeBackend::StreamLogs(const model::Job& job, const LogOptions& op
   absl::Mutex sink_mu;
   std::atomic<bool> sink_stopped{false};
   auto stream = [&](const Target& t) -> absl::Status {
-    coach::kube::LogOptions lo;
+    coach::kubeclient::LogOptions lo;
     lo.container = t.container;
     lo.follow = options.follow;
     if (options.tail_lines > 0) lo.tail_lines = options.tail_lines;

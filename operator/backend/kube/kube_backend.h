@@ -69,7 +69,7 @@ namespace coach::backend::kube {
 inline constexpr char kCoachJobNameLabel[] = "coach.dev/job-name";
 
 struct KubeBackendOptions {
-  coach::kube::KubeClient* client = nullptr;  // required; outlives the backend
+  coach::kubeclient::KubeClient* client = nullptr;  // required; outlives the backend
   // Namespaces to watch; empty: all namespaces (one cluster-wide watch per kind).
   std::vector<std::string> namespaces;
   // "", "none", "volcano" or "scheduler-plugins" (InvalidArgument otherwise).
@@ -83,7 +83,7 @@ struct KubeBackendOptions {
   // Age after which an unmet expectation is dropped.
   absl::Duration expectation_timeout = absl::Minutes(5);
   // Backoff and watch timeouts of the reflectors (selectors are set by the backend).
-  coach::kube::ReflectorOptions reflector;
+  coach::kubeclient::ReflectorOptions reflector;
   // Test hook: called on the request thread around every create/delete request
   // (entering = true before, false after). Lets tests count requests in flight.
   std::function<void(const model::Action& action, bool entering)> request_hook;
@@ -157,7 +157,7 @@ class KubeBackend : public Backend {
 
   // Reflector handlers (one reflector thread per kind and namespace).
   void OnReplace(KindState* state, const std::string& ns, const std::vector<nlohmann::json>& items);
-  void OnEvent(KindState* state, const coach::kube::WatchEvent& event);
+  void OnEvent(KindState* state, const coach::kubeclient::WatchEvent& event);
   void Notify(const std::set<std::string>& job_keys);
 
   void Raise(const std::string& job_key, const std::string& object_key, Expectation e);
@@ -177,7 +177,7 @@ class KubeBackend : public Backend {
   std::map<std::string, std::map<std::string, Expectation>> expectations_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex run_mu_;  // serialises Start/Stop
-  std::vector<std::unique_ptr<coach::kube::Reflector>> reflectors_;
+  std::vector<std::unique_ptr<coach::kubeclient::Reflector>> reflectors_;
   std::vector<std::thread> threads_;
 };
 

@@ -29,7 +29,7 @@
 namespace coach::backend::kube {
 namespace {
 
-namespace k8s = ::coach::kube;
+namespace k8s = ::coach::kubeclient;
 using nlohmann::json;
 
 bool Eventually(const std::function<bool()>& cond, absl::Duration timeout = absl::Seconds(60)) {

@@ -21,12 +21,12 @@
 namespace coach::backend::kube {
 namespace {
 
-using coach::kube::KubeClient;
-using coach::kube::ResourceDescriptor;
-using coach::kube::WatchEvent;
-using coach::kube::testing::FakeKubeClient;
+using coach::kubeclient::KubeClient;
+using coach::kubeclient::ResourceDescriptor;
+using coach::kubeclient::WatchEvent;
+using coach::kubeclient::testing::FakeKubeClient;
 using nlohmann::json;
-namespace resources = coach::kube::resources;
+namespace resources = coach::kubeclient::resources;
 
 // Forwards to a FakeKubeClient; watch events of a held resource wait (lag), of a dropped
 // resource vanish (as if the watch missed them).
@@ -47,12 +47,12 @@ class GatedClient : public KubeClient {
   absl::StatusOr<json> Get(const ResourceDescriptor& r, const std::string& ns, const std::string& n) override {
     return fake_->Get(r, ns, n);
   }
-  absl::StatusOr<coach::kube::ListResult> List(const ResourceDescriptor& r, const std::string& ns,
-                                               const coach::kube::ListOptions& o) override {
+  absl::StatusOr<coach::kubeclient::ListResult> List(const ResourceDescriptor& r, const std::string& ns,
+                                               const coach::kubeclient::ListOptions& o) override {
     return fake_->List(r, ns, o);
   }
-  absl::Status Watch(const ResourceDescriptor& r, const std::string& ns, const coach::kube::WatchOptions& o,
-                     const coach::kube::WatchHandler& handler) override {
+  absl::Status Watch(const ResourceDescriptor& r, const std::string& ns, const coach::kubeclient::WatchOptions& o,
+                     const coach::kubeclient::WatchHandler& handler) override {
     const std::string plural = r.plural;
     return fake_->Watch(r, ns, o, [this, plural, handler, &o](const WatchEvent& e) {
       std::unique_lock<std::mutex> l(mu_);
@@ -68,11 +68,11 @@ class GatedClient : public KubeClient {
     return fake_->Update(r, ns, o);
   }
   absl::StatusOr<json> Patch(const ResourceDescriptor& r, const std::string& ns, const std::string& n,
-                             coach::kube::PatchType t, const json& p) override {
+                             coach::kubeclient::PatchType t, const json& p) override {
     return fake_->Patch(r, ns, n, t, p);
   }
   absl::Status Delete(const ResourceDescriptor& r, const std::string& ns, const std::string& n,
-                      const coach::kube::DeleteOptions& o) override {
+                      const coach::kubeclient::DeleteOptions& o) override {
     return fake_->Delete(r, ns, n, o);
   }
   absl::StatusOr<json> GetStatus(const ResourceDescriptor& r, const std::string& ns, const std::string& n) override {
@@ -82,11 +82,11 @@ class GatedClient : public KubeClient {
     return fake_->UpdateStatus(r, ns, o);
   }
   absl::StatusOr<json> PatchStatus(const ResourceDescriptor& r, const std::string& ns, const std::string& n,
-                                   coach::kube::PatchType t, const json& p) override {
+                                   coach::kubeclient::PatchType t, const json& p) override {
     return fake_->PatchStatus(r, ns, n, t, p);
   }
-  absl::Status StreamLogs(const std::string& ns, const std::string& pod, const coach::kube::LogOptions& o,
-                          const coach::kube::LogHandler& h) override {
+  absl::Status StreamLogs(const std::string& ns, const std::string& pod, const coach::kubeclient::LogOptions& o,
+                          const coach::kubeclient::LogHandler& h) override {
     return fake_->StreamLogs(ns, pod, o, h);
   }
 
@@ -381,13 +381,13 @@ TEST_F(KubeBackendTest, ObservedPodMapping) {
                     {"restartCount", 2},
                     {"state", {{"running", json::object()}}},
                     {"lastState", {{"terminated", {{"exitCode", 137}, {"reason", "OOMKilled"}}}}}}}}};
-  ASSERT_TRUE(fake_.PatchStatus(resources::Pods(), "ns", "j-worker-1", coach::kube::PatchType::kMerge,
+  ASSERT_TRUE(fake_.PatchStatus(resources::Pods(), "ns", "j-worker-1", coach::kubeclient::PatchType::kMerge,
                                 {{"status", status}})
                   .ok());
   json done = MakePod("ns", "j", "master", 0);
   done["metadata"]["finalizers"] = {"coach.test/hold"};
   ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", done).ok());
-  ASSERT_TRUE(fake_.PatchStatus(resources::Pods(), "ns", "j-master-0", coach::kube::PatchType::kMerge,
+  ASSERT_TRUE(fake_.PatchStatus(resources::Pods(), "ns", "j-master-0", coach::kubeclient::PatchType::kMerge,
                                 {{"status",
                                   {{"phase", "Failed"},
                                    {"containerStatuses",
@@ -429,7 +429,7 @@ TEST_F(KubeBackendTest, ChangeCallbackFiresOnPodEvents) {
   ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", MakePod("ns", "j", "worker", 0)).ok());
   ASSERT_TRUE(WaitFor([&] { return Changes("ns/j") >= 1; }));
   const int before = Changes("ns/j");
-  ASSERT_TRUE(fake_.PatchStatus(resources::Pods(), "ns", "j-worker-0", coach::kube::PatchType::kMerge,
+  ASSERT_TRUE(fake_.PatchStatus(resources::Pods(), "ns", "j-worker-0", coach::kubeclient::PatchType::kMerge,
                                 {{"status", {{"phase", "Running"}}}})
                   .ok());
   ASSERT_TRUE(WaitFor([&] { return Changes("ns/j") > before; }));
@@ -539,7 +539,7 @@ TEST_F(KubeBackendTest, StreamLogsWithoutAStartedBackendAsksTheApiServer) {
 }
 
 TEST_F(KubeBackendTest, PodGroupCrdAbsentIsTolerated) {
-  fake_.SetErrorHook([](const coach::kube::testing::FakeCall& call) {
+  fake_.SetErrorHook([](const coach::kubeclient::testing::FakeCall& call) {
     if (call.resource == "podgroups.scheduling.volcano.sh") {
       return absl::NotFoundError("the server could not find the requested resource");
     }

@@ -14,7 +14,7 @@
 namespace coach::backend::kube {
 namespace {
 
-namespace k8s = ::coach::kube;
+namespace k8s = ::coach::kubeclient;
 using nlohmann::json;
 
 std::string FormatMicroTime(absl::Time t) {

@@ -68,7 +68,7 @@ absl::Status ValidateLeaderElectionConfig(const LeaderElectionConfig& config);
 class LeaderElector {
  public:
   // `client` is not owned and must outlive the elector. Errors: ValidateLeaderElectionConfig.
-  static absl::StatusOr<std::unique_ptr<LeaderElector>> Create(::coach::kube::KubeClient* client,
+  static absl::StatusOr<std::unique_ptr<LeaderElector>> Create(::coach::kubeclient::KubeClient* client,
                                                                 LeaderElectionConfig config);
   ~LeaderElector();  // Stop()
 
@@ -89,7 +89,7 @@ class LeaderElector {
   absl::StatusOr<bool> TryAcquireOrRenew();
 
  private:
-  LeaderElector(::coach::kube::KubeClient* client, LeaderElectionConfig config);
+  LeaderElector(::coach::kubeclient::KubeClient* client, LeaderElectionConfig config);
   void Run();
   void SetLeading(bool leading);
   // Waits up to `d` of real time; false when stopped.
@@ -97,7 +97,7 @@ class LeaderElector {
   absl::Status Release();
   nlohmann::json LeaseSpec(absl::Time now, absl::Time acquire_time, int64_t transitions) const;
 
-  ::coach::kube::KubeClient* const client_;
+  ::coach::kubeclient::KubeClient* const client_;
   LeaderElectionConfig config_;
   core::RealClock real_clock_;
   core::Clock* clock_;

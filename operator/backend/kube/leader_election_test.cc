@@ -19,7 +19,7 @@
 namespace coach::backend::kube {
 namespace {
 
-namespace k8s = ::coach::kube;
+namespace k8s = ::coach::kubeclient;
 using nlohmann::json;
 
 template <typename F>

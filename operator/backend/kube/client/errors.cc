@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 
 absl::Status GoneError(absl::string_view message) {
   absl::Status s = absl::OutOfRangeError(message);
@@ -126,4 +126,4 @@ absl::Status StatusFromStatusObject(const nlohmann::json& status, absl::string_v
   return Map(code, reason, message, fields, context);
 }
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

@@ -27,7 +27,7 @@
 #include "absl/time/time.h"
 #include <nlohmann/json.hpp>
 
-namespace coach::kube {
+namespace coach::kubeclient {
 
 inline constexpr char kGonePayloadUrl[] = "type.coach.dev/kube.Gone";
 inline constexpr char kHttpPayloadUrl[] = "type.coach.dev/kube.Http";
@@ -57,4 +57,4 @@ absl::Status StatusFromStatusObject(const nlohmann::json& status, absl::string_v
 // Parses a Retry-After header value: delta-seconds only (HTTP-date is ignored -> nullopt).
 std::optional<absl::Duration> ParseRetryAfter(absl::string_view value);
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

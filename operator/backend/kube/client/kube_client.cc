@@ -5,7 +5,7 @@
 
 #include "absl/time/clock.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 
 const char* WatchEventTypeName(WatchEventType t) {
   switch (t) {
@@ -71,4 +71,4 @@ std::string NamespaceOf(const nlohmann::json& object) { return MetaString(object
 std::string ResourceVersionOf(const nlohmann::json& object) { return MetaString(object, "resourceVersion"); }
 std::string UidOf(const nlohmann::json& object) { return MetaString(object, "uid"); }
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

@@ -17,6 +17,10 @@
 //   DeadlineExceeded   the request timeout passed
 //   Cancelled          a stop flag was raised (Watch, StreamLogs)
 // Method-specific codes are listed at each method. Implementations are thread-safe.
+//
+// Namespace: coach::kubeclient, not coach::kubeclient. The backend that drives pods through this
+// client is coach::backend::kube; two namespaces both called `kube` made `kube::X` mean the
+// client or the backend depending on where it was written, so the client names what it is.
 
 #include <atomic>
 #include <functional>
@@ -31,7 +35,7 @@
 #include "operator/backend/kube/client/resource.h"
 #include <nlohmann/json.hpp>
 
-namespace coach::kube {
+namespace coach::kubeclient {
 
 struct ListOptions {
   std::string label_selector;  // "app=x,tier!=db,env in (a,b),!legacy"
@@ -203,4 +207,4 @@ std::string NamespaceOf(const nlohmann::json& object);
 std::string ResourceVersionOf(const nlohmann::json& object);
 std::string UidOf(const nlohmann::json& object);
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

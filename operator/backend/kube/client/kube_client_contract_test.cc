@@ -17,7 +17,7 @@
 #include "operator/backend/kube/testing/fake_kube_client.h"
 #include "operator/backend/kube/testing/testenv.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 namespace {
 
 using nlohmann::json;
@@ -531,4 +531,4 @@ INSTANTIATE_TEST_SUITE_P(Impl, ContractTest, ::testing::Values("fake", "real"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

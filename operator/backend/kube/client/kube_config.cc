@@ -16,7 +16,7 @@
 #include "common/status_macros.h"
 #include <nlohmann/json.hpp>
 
-namespace coach::kube {
+namespace coach::kubeclient {
 namespace {
 
 using nlohmann::json;
@@ -274,4 +274,4 @@ void TokenSource::Invalidate() {
   checked_ = absl::InfinitePast();
 }
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

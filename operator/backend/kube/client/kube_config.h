@@ -23,7 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 
 struct KubeConfig {
   std::string server;  // "https://127.0.0.1:6443" (no trailing slash)
@@ -97,4 +97,4 @@ class TokenSource {
   absl::Time checked_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 namespace {
 
 std::string B64(const std::string& s) { return absl::Base64Escape(s); }
@@ -154,4 +154,4 @@ TEST(InClusterConfigTest, ReadsTheServiceAccount) {
 }
 
 }  // namespace
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

@@ -4,7 +4,7 @@
 
 #include "absl/time/clock.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 
 TokenBucketRateLimiter::TokenBucketRateLimiter(double qps, int burst)
     : qps_(qps), burst_(std::max(1, burst)), tokens_(std::max(1, burst)), last_(absl::Now()) {}
@@ -55,4 +55,4 @@ bool TokenBucketRateLimiter::TryAccept() {
   return true;
 }
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

@@ -13,7 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 
 inline constexpr double kDefaultQps = 20.0;  // --kube-api-qps, as upstream's operator default
 inline constexpr int kDefaultBurst = 30;     // --kube-api-burst
@@ -48,4 +48,4 @@ class TokenBucketRateLimiter {
   absl::Time last_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

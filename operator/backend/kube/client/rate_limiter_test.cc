@@ -6,7 +6,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 namespace {
 
 TEST(TokenBucketTest, BurstThenQps) {
@@ -56,4 +56,4 @@ TEST(TokenBucketTest, ConcurrentWaitersShareTheRate) {
 }
 
 }  // namespace
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

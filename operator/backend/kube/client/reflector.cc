@@ -6,7 +6,7 @@
 #include "operator/backend/kube/client/errors.h"
 #include "spdlog/spdlog.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 
 Reflector::Reflector(KubeClient* client, ResourceDescriptor resource, std::string ns, ReflectorOptions options,
                      ReflectorHandlers handlers)
@@ -114,4 +114,4 @@ void Reflector::Run() {
   }
 }
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

@@ -20,7 +20,7 @@
 #include "absl/time/time.h"
 #include "operator/backend/kube/client/kube_client.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 
 struct ReflectorOptions {
   std::string label_selector;
@@ -72,4 +72,4 @@ class Reflector {
   std::atomic<int64_t> watches_{0};
 };
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

@@ -9,7 +9,7 @@
 #include "operator/backend/kube/client/errors.h"
 #include "operator/backend/kube/testing/fake_kube_client.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 namespace {
 
 using nlohmann::json;
@@ -144,4 +144,4 @@ TEST(ReflectorTest, ListErrorsRetryAndStopWhileBackingOff) {
 }
 
 }  // namespace
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

@@ -9,7 +9,7 @@
 
 #include <string>
 
-namespace coach::kube {
+namespace coach::kubeclient {
 
 struct ResourceDescriptor {
   std::string group;    // "" for the core group
@@ -73,4 +73,4 @@ inline ResourceDescriptor Kubeflow(const std::string& plural, const std::string&
 }
 }  // namespace resources
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

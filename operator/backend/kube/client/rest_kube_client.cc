@@ -17,7 +17,7 @@
 #include "operator/backend/kube/client/errors.h"
 #include "spdlog/spdlog.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 
 using nlohmann::json;
 
@@ -600,4 +600,4 @@ absl::Status RestKubeClient::StreamLogs(const std::string& ns, const std::string
   return res.status();
 }
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

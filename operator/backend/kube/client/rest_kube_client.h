@@ -38,7 +38,7 @@
 #include "operator/backend/kube/client/kube_config.h"
 #include "operator/backend/kube/client/rate_limiter.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 
 struct RetryOptions {
   int max_attempts = 5;  // including the first
@@ -142,4 +142,4 @@ class RestKubeClient : public KubeClient {
 // Percent-encodes a query component (RFC 3986 unreserved characters stay).
 std::string UrlEncode(const std::string& s);
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

@@ -15,7 +15,7 @@
 #include "httplib.h"
 #include "operator/backend/kube/client/errors.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 namespace {
 
 using nlohmann::json;
@@ -554,4 +554,4 @@ TEST(UrlEncodeTest, Reserved) {
 }
 
 }  // namespace
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

@@ -7,7 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 namespace {
 
 // Splits at commas outside parentheses.
@@ -186,4 +186,4 @@ bool Selector::Matches(const nlohmann::json& object) const {
   return true;
 }
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include <nlohmann/json.hpp>
 
-namespace coach::kube {
+namespace coach::kubeclient {
 
 class Selector {
  public:
@@ -37,4 +37,4 @@ class Selector {
   std::vector<Requirement> requirements_;
 };
 
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

@@ -2,7 +2,7 @@
 
 #include "gtest/gtest.h"
 
-namespace coach::kube {
+namespace coach::kubeclient {
 namespace {
 
 using nlohmann::json;
@@ -45,4 +45,4 @@ TEST(SelectorTest, Fields) {
 }
 
 }  // namespace
-}  // namespace coach::kube
+}  // namespace coach::kubeclient

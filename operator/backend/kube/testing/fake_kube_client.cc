@@ -11,7 +11,7 @@
 #include "operator/backend/kube/client/errors.h"
 #include "operator/backend/kube/client/selector.h"
 
-namespace coach::kube::testing {
+namespace coach::kubeclient::testing {
 
 using nlohmann::json;
 
@@ -573,4 +573,4 @@ int FakeKubeClient::open_watches() const {
   return open_watches_;
 }
 
-}  // namespace coach::kube::testing
+}  // namespace coach::kubeclient::testing

@@ -30,7 +30,7 @@
 
 #include "operator/backend/kube/client/kube_client.h"
 
-namespace coach::kube::testing {
+namespace coach::kubeclient::testing {
 
 struct FakeCall {
   std::string method;    // "Create", "Get", "List", "Watch", "Update", "Patch", "Delete",
@@ -136,4 +136,4 @@ class FakeKubeClient : public KubeClient {
   std::map<std::string, std::string> logs_;  // "ns/pod/container" -> text
 };
 
-}  // namespace coach::kube::testing
+}  // namespace coach::kubeclient::testing

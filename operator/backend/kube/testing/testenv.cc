@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "operator/backend/kube/client/kube_config.h"
 
-namespace coach::kube::testing {
+namespace coach::kubeclient::testing {
 namespace {
 
 constexpr char kAnchor[] = "operator/backend/kube/testing/testenv.cc";
@@ -140,4 +140,4 @@ TestEnv::~TestEnv() {
   ::rmdir(dir_.c_str());
 }
 
-}  // namespace coach::kube::testing
+}  // namespace coach::kubeclient::testing

@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "operator/backend/kube/client/rest_kube_client.h"
 
-namespace coach::kube::testing {
+namespace coach::kubeclient::testing {
 
 // CI=true (or 1): missing prerequisites fail tests instead of skipping them.
 bool InCi();
@@ -57,4 +57,4 @@ class TestEnv {
   std::string kubectl_;
 };
 
-}  // namespace coach::kube::testing
+}  // namespace coach::kubeclient::testing
