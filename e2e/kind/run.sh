@@ -41,6 +41,9 @@ trap cleanup EXIT
 echo "e2e/kind: images (no container engine needed to build them)"
 tools/image/build --out "$work/operator.tar" --tag e2e >/dev/null
 training=$(tools/image/build-training)
+# kubectl for the MPIJob launchers' kubectl-delivery: the one on PATH when it is static.
+tools/image/build-kubectl-delivery --out "$work/kubectl-delivery.tar" --tag e2e \
+  --kubectl "$(command -v kubectl)" >/dev/null
 training_ref=$(sed -n 1p <<<"$training")
 training_archive=$(sed -n 2p <<<"$training")
 bazel build //sdk/cpp/cli:coach >/dev/null
@@ -50,10 +53,12 @@ echo "e2e/kind: cluster $CLUSTER ($engine)"
 kind create cluster --name "$CLUSTER" --config e2e/kind/cluster.yaml --wait 120s
 kind load image-archive "$work/operator.tar" --name "$CLUSTER"
 kind load image-archive "$training_archive" --name "$CLUSTER"
+kind load image-archive "$work/kubectl-delivery.tar" --name "$CLUSTER"
 
 kubectl apply --server-side -f charts/coach/crds
 helm install coach charts/coach -n coach --create-namespace --wait --timeout 180s \
-  --set image.tag=e2e --set image.pullPolicy=Never --set replicas=2
+  --set image.tag=e2e --set image.pullPolicy=Never --set replicas=2 \
+  --set operator.mpiKubectlDeliveryImage=ghcr.io/coach/coach-kubectl-delivery:e2e
 
 export COACH_E2E_KUBECTL=kubectl
 export COACH_E2E_TRAINING_IMAGE=$training_ref

@@ -135,6 +135,12 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                   "Tries of that wait, 2 s apart, before the init container fails (1..10000)")
       ->envname("COACH_PYTORCH_INIT_CONTAINER_MAX_TRIES")
       ->capture_default_str();
+  app->add_option("--mpi-kubectl-delivery-image", flags->mpi_kubectl_delivery_image,
+                  "Image of the MPIJob launcher's kubectl-delivery init container: it copies "
+                  "kubectl for kubexec.sh and waits for the workers (default: upstream's "
+                  "mpioperator/kubectl-delivery:latest; tools/image/build-kubectl-delivery "
+                  "builds coach's)")
+      ->envname("COACH_MPI_KUBECTL_DELIVERY_IMAGE");
   app->add_option("--namespaces", flags->namespaces,
                   "Comma-separated namespaces whose jobs this operator manages (--backend=kube); "
                   "empty: all")

@@ -152,6 +152,13 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
                                     : flags.pytorch_init_container_image;
     config.pytorch_init_max_tries = flags.pytorch_init_container_max_tries;
   }
+  if (!flags.mpi_kubectl_delivery_image.empty()) {
+    if (flags.mpi_kubectl_delivery_image.find_first_of(" \t\r\n") != std::string::npos) {
+      return UsageError(absl::StrCat("--mpi-kubectl-delivery-image: not an image reference: \"",
+                                     flags.mpi_kubectl_delivery_image, "\""));
+    }
+    config.mpi_kubectl_delivery_image = flags.mpi_kubectl_delivery_image;
+  }
   config.mlflow.experiment = flags.mlflow_experiment;
   if (flags.mlflow_forward_credentials) {
     for (const char* name : kMlflowCredentialVars) {

@@ -45,6 +45,10 @@ training=$(tools/image/build-training 2>"$WORK/training-image.log") ||
 training_ref=$(sed -n 1p <<<"$training")
 training_archive=$(sed -n 2p <<<"$training")
 [[ -f $training_archive ]] || fail "tools/image/build-training printed no archive: $training"
+# MPIJob launchers' kubectl-delivery (busybox + the testenv's kubectl; seconds).
+tools/image/build-kubectl-delivery --out "$WORK/kubectl-delivery.tar" --tag e2e \
+  >"$WORK/kubectl-delivery-image.log" 2>&1 ||
+  { tail -n 30 "$WORK/kubectl-delivery-image.log"; fail "tools/image/build-kubectl-delivery"; }
 if [[ -n ${COACH_E2E_COACH_CLI:-} ]]; then
   cp "$COACH_E2E_COACH_CLI" "$WORK/coach"
 else
@@ -80,6 +84,7 @@ export KUBECONFIG=$DIR/kubeconfig
 K() { "$BIN/kubectl" "$@"; }
 "$TESTENV" image-import --dir "$DIR" "$WORK/operator.tar" >/dev/null || fail "import the operator image"
 "$TESTENV" image-import --dir "$DIR" "$training_archive" >/dev/null || fail "import the training image"
+"$TESTENV" image-import --dir "$DIR" "$WORK/kubectl-delivery.tar" >/dev/null || fail "import the kubectl-delivery image"
 say "control plane with a real node, images imported: $((SECONDS - t0)) s"
 
 # An MLflow server the pods reach: on the bridge address the real node's pods route to.
@@ -94,6 +99,7 @@ K apply --server-side -f charts/coach/crds >/dev/null || fail "CRDs"
 "$BIN/helm" install coach charts/coach -n coach --create-namespace --wait --timeout 180s \
   --set image.tag=e2e \
   --set image.pullPolicy=Never --set replicas=2 \
+  --set operator.mpiKubectlDeliveryImage=ghcr.io/coach/coach-kubectl-delivery:e2e \
   --set-string 'nodeSelector.coach\.dev/real-node=true' \
   --set 'tolerations[0].key=coach.dev/real-node' --set 'tolerations[0].operator=Exists' \
   --set 'tolerations[0].effect=NoSchedule' >"$WORK/helm.log" 2>&1 ||

@@ -410,20 +410,6 @@ EOF
 # ---------------------------------------------------------------------------------------------
 # images
 
-# rn_busybox_rootfs DIR: /bin/busybox (Debian's busybox-static) with a link per applet, /etc basics.
-rn_busybox_rootfs() {
-  local root=$1 a
-  mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc,tmp,root,proc,sys,dev,var/tmp}
-  chmod 1777 "$root/tmp" "$root/var/tmp"
-  cp /bin/busybox "$root/bin/busybox"
-  for a in $(/bin/busybox --list-full); do
-    [[ -e $root/$a || $a == bin/busybox ]] || ln -s /bin/busybox "$root/$a"
-  done
-  printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$root/etc/passwd"
-  printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
-  printf 'hosts: files dns\n' >"$root/etc/nsswitch.conf"
-}
-
 # rn_image_archive NAME KIND OUT: the pause or busybox image as an OCI archive.
 rn_image_archive() {
   local name=$1 kind=$2 out=$3 root
@@ -434,7 +420,7 @@ rn_image_archive() {
       /usr/bin/python3 "$HERE/../image/oci_from_dir.py" --rootfs "$root" --name "$name" --out "$out" \
         --entrypoint '["/pause"]' --user 65535:65535 >/dev/null ;;
     busybox)
-      rn_busybox_rootfs "$root"
+      "$HERE/../image/busybox_rootfs.sh" "$root"
       /usr/bin/python3 "$HERE/../image/oci_from_dir.py" --rootfs "$root" --name "$name" --out "$out" \
         --cmd '["sh"]' >/dev/null ;;
   esac
