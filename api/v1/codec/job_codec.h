@@ -22,40 +22,8 @@
 // status.replicaStatuses and empty strings in optional string fields are left out, and
 // timestamps are written in UTC (RFC 3339).
 
-#include <string>
-#include <vector>
+// The decoder (job_decoder.h) and the encoder (job_encoder.h) are separate libraries;
+// this header names both for callers that need either direction.
 
-#include "absl/status/statusor.h"
-#include "api/v1/field_error.h"
-#include "api/v1/training_job.pb.h"
-#include <nlohmann/json.hpp>
-
-namespace coach::api::v1::codec {
-
-// Decodes one manifest object. Errors: InvalidArgument listing every problem.
-absl::StatusOr<TrainingJob> JobFromJson(const nlohmann::json& manifest);
-
-// As JobFromJson, but returns the problems instead of a status; `job` holds whatever
-// could be decoded. Empty result: success.
-std::vector<FieldError> DecodeJob(const nlohmann::json& manifest, TrainingJob* job);
-
-// The manifest of `job` (apiVersion, kind, metadata, spec, status when set). Writes only
-// the fields of the job's kind.
-nlohmann::json JobToJson(const TrainingJob& job);
-
-// Every job in `text`: YAML or JSON, one or several documents ("---"), a document may
-// also be a `kind: List` whose `items` are jobs. Empty documents are skipped.
-// Errors: InvalidArgument for YAML syntax (with line and column), no document at all,
-// and every decoding problem; with more than one document each line starts with
-// "document N: " (1-based) and List items have paths "items[i].<path>".
-absl::StatusOr<std::vector<TrainingJob>> ParseManifests(const std::string& text);
-
-// One job as a YAML document (no leading "---").
-std::string JobToYamlString(const TrainingJob& job);
-// Every job as its own YAML document, each preceded by "---".
-std::string JobsToYaml(const std::vector<TrainingJob>& jobs);
-// One job: its manifest object; otherwise a `kind: List` (apiVersion v1) of them;
-// pretty-printed with two-space indentation and a trailing newline.
-std::string JobsToJson(const std::vector<TrainingJob>& jobs);
-
-}  // namespace coach::api::v1::codec
+#include "api/v1/codec/job_decoder.h"  // IWYU pragma: export
+#include "api/v1/codec/job_encoder.h"  // IWYU pragma: export
