@@ -3,25 +3,92 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "api/v1/job_policies.h"
 
 namespace coach::api::v1 {
 
+namespace {
+
+std::vector<KindInfo> MakeKinds() {
+  KindInfo pytorch{PYTORCH_JOB,
+                   "PyTorchJob",
+                   "pytorchjobs",
+                   "pytorchReplicaSpecs",
+                   "pytorch",
+                   {kReplicaMaster, kReplicaWorker},
+                   "pytorch",
+                   "pytorchjob-port",
+                   23456,
+                   kRestartPolicyOnFailure,
+                   {}};
+  pytorch.success.leaders = {kReplicaMaster};
+  pytorch.success.workers_decide_without_leader = true;
+  pytorch.success.elastic_any_worker = true;
+
+  KindInfo tf{TF_JOB,
+              "TFJob",
+              "tfjobs",
+              "tfReplicaSpecs",
+              "tensorflow",
+              {kReplicaPS, kReplicaWorker, kReplicaChief, kReplicaMaster, kReplicaEvaluator},
+              "tensorflow",
+              "tfjob-port",
+              2222,
+              kRestartPolicyNever,
+              {}};
+  tf.success.leaders = {kReplicaChief, kReplicaMaster};
+  tf.success.workers_decide_without_leader = true;
+  tf.success.worker0_decides = true;
+
+  KindInfo xgboost{XGBOOST_JOB,
+                   "XGBoostJob",
+                   "xgboostjobs",
+                   "xgbReplicaSpecs",
+                   "xgboost",
+                   {kReplicaMaster, kReplicaWorker},
+                   "xgboost",
+                   "xgboostjob-port",
+                   9999,
+                   kRestartPolicyNever,
+                   {}};
+  xgboost.success.leaders = {kReplicaMaster};
+  xgboost.restarts_only_under_exit_code = true;
+
+  KindInfo mpi{MPI_JOB,   "MPIJob",
+               "mpijobs", "mpiReplicaSpecs",
+               "mpi",     {kReplicaLauncher, kReplicaWorker},
+               "mpi",     "mpi-port",
+               0,         kRestartPolicyNever,
+               {}};
+  mpi.success.leaders = {kReplicaLauncher};
+  mpi.success.leader_any_succeeded = true;
+  mpi.success.running_needs_all_workers = true;
+
+  KindInfo paddle{PADDLE_JOB,
+                  "PaddleJob",
+                  "paddlejobs",
+                  "paddleReplicaSpecs",
+                  "paddle",
+                  {kReplicaMaster, kReplicaWorker},
+                  "paddle",
+                  "master",
+                  36543,
+                  kRestartPolicyOnFailure,
+                  {}};
+  paddle.success.leaders = {kReplicaMaster};
+  paddle.success.workers_decide_without_leader = true;
+
+  KindInfo jax{JAX_JOB, "JAXJob",      "jaxjobs", "jaxReplicaSpecs",   "jax", {kReplicaWorker},
+               "jax",   "jaxjob-port", 6666,      kRestartPolicyNever, {}};
+  jax.success.workers_decide_without_leader = true;
+
+  return {pytorch, tf, xgboost, mpi, paddle, jax};
+}
+
+}  // namespace
+
 const std::vector<KindInfo>& AllKinds() {
-  static const std::vector<KindInfo>* kinds = new std::vector<KindInfo>{
-      {PYTORCH_JOB, "PyTorchJob", "pytorchjobs", "pytorchReplicaSpecs", "pytorch",
-       {"Master", "Worker"}, "pytorch", "pytorchjob-port", 23456, "OnFailure"},
-      {TF_JOB, "TFJob", "tfjobs", "tfReplicaSpecs", "tensorflow",
-       {"PS", "Worker", "Chief", "Master", "Evaluator"}, "tensorflow", "tfjob-port", 2222,
-       "Never"},
-      {XGBOOST_JOB, "XGBoostJob", "xgboostjobs", "xgbReplicaSpecs", "xgboost",
-       {"Master", "Worker"}, "xgboost", "xgboostjob-port", 9999, "Never"},
-      {MPI_JOB, "MPIJob", "mpijobs", "mpiReplicaSpecs", "mpi", {"Launcher", "Worker"}, "mpi",
-       "mpi-port", 0, "Never"},
-      {PADDLE_JOB, "PaddleJob", "paddlejobs", "paddleReplicaSpecs", "paddle",
-       {"Master", "Worker"}, "paddle", "master", 36543, "OnFailure"},
-      {JAX_JOB, "JAXJob", "jaxjobs", "jaxReplicaSpecs", "jax", {"Worker"}, "jax",
-       "jaxjob-port", 6666, "Never"},
-  };
+  static const std::vector<KindInfo>* kinds = new std::vector<KindInfo>(MakeKinds());
   return *kinds;
 }
 

@@ -11,6 +11,36 @@
 
 namespace coach::api::v1 {
 
+// Replica types (CamelCase, as the replica-spec keys are normalised).
+inline constexpr char kReplicaMaster[] = "Master";
+inline constexpr char kReplicaWorker[] = "Worker";
+inline constexpr char kReplicaChief[] = "Chief";
+inline constexpr char kReplicaPS[] = "PS";
+inline constexpr char kReplicaEvaluator[] = "Evaluator";
+inline constexpr char kReplicaLauncher[] = "Launcher";
+
+// Which replicas decide that a job succeeded, and which show it running: upstream's
+// per-kind UpdateJobStatus as data (kubeflow-v1.md, "Status"). Evaluated by
+// operator/reconcile/success_rule.h.
+struct SuccessRule {
+  // Leader replica types in order of preference: the first one the job declares decides
+  // alone (its success is the job's, its active replicas make the job Running).
+  std::vector<std::string_view> leaders;
+  // The leader has succeeded once any of its replicas has (MPI's Launcher), rather than
+  // all of them.
+  bool leader_any_succeeded = false;
+  // Running also needs every Worker active (MPI: the launcher alone does not train).
+  bool running_needs_all_workers = false;
+  // Without a leader the Workers decide: all of them succeeded, active ones show Running.
+  // False: a job without a leader never succeeds (XGBoost's Master is required).
+  bool workers_decide_without_leader = false;
+  // Without a leader, Worker 0's success decides unless spec.successPolicy is AllWorkers
+  // (TFJob).
+  bool worker0_decides = false;
+  // Without a leader, with spec.elasticPolicy, any Worker's success decides (PyTorchJob).
+  bool elastic_any_worker = false;
+};
+
 struct KindInfo {
   JobKind kind;
   std::string_view name;               // "PyTorchJob"
@@ -22,6 +52,10 @@ struct KindInfo {
   std::string_view default_port_name;  // "pytorchjob-port"
   int default_port;                    // 23456; 0 when upstream does not default one (MPI)
   std::string_view default_restart_policy;  // "OnFailure"
+  SuccessRule success;
+  // A replica failure makes the job Restarting only under restartPolicy ExitCode; under
+  // every other policy it fails the job (XGBoostJob). False: any policy but Never restarts.
+  bool restarts_only_under_exit_code = false;
 };
 
 inline constexpr std::string_view kApiVersion = "kubeflow.org/v1";

@@ -11,15 +11,25 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "api/v1/job_conditions.h"
+#include "api/v1/job_policies.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/desired_objects.h"
 #include "operator/reconcile/gang.h"
 #include "operator/reconcile/mpi_objects.h"
 #include "operator/reconcile/replicas.h"
+#include "operator/reconcile/restart_rule.h"
+#include "operator/reconcile/success_rule.h"
 
 namespace coach::reconcile {
 namespace {
 
+using api::v1::kJobFailedReason;
+using api::v1::kJobRunning;
+using api::v1::kJobSucceeded;
+using api::v1::kJobSuspended;
+using api::v1::kReplicaLauncher;
+using api::v1::kReplicaWorker;
 using model::Action;
 using model::KubeObject;
 using model::ObservedPod;
@@ -84,20 +94,23 @@ class Pass {
     const auto& rp = job_.spec().run_policy();
     if (rp.has_clean_pod_policy()) return rp.clean_pod_policy();
     if (job_.spec().has_mpi_clean_pod_policy()) return job_.spec().mpi_clean_pod_policy();
-    return "None";
+    return api::v1::kCleanPodPolicyNone;
   }
   // cleanPodPolicy after the job finished (or failed on a limit).
   void CleanUp() {
     const std::string policy = CleanPodPolicy();
     for (const ObservedPod& pod : observed_.pods) {
       const bool active = pod.phase == PodPhase::kRunning || pod.phase == PodPhase::kPending;
-      if (policy == "All" || (policy == "Running" && active)) DeletePodAndService(pod);
+      if (policy == api::v1::kCleanPodPolicyAll ||
+          (policy == api::v1::kCleanPodPolicyRunning && active)) {
+        DeletePodAndService(pod);
+      }
     }
     DeletePodGroup();
   }
   void CountReplicas();
-  void Finish(const std::string& type, const std::string& reason, const std::string& message,
-              const std::string& event_type);
+  void Succeed(const std::string& message);
+  void Fail(const std::string& reason, const std::string& message);
   void ApplyTtl();
   void ReconcileReplicas(std::map<std::string, bool>& nonretryable);
   void UpdateConditions(const std::map<std::string, bool>& nonretryable);
@@ -149,11 +162,14 @@ void Pass::CountReplicas() {
   }
 }
 
-void Pass::Finish(const std::string& type, const std::string& reason,
-                  const std::string& message, const std::string& event_type) {
-  UpdateCondition(status(), kind_name_, type, "True", reason, message, now_);
-  if (!status().has_completion_time()) *status().mutable_completion_time() = ToTimestamp(now_);
-  Event(event_type, kind_name_ + reason, message);
+void Pass::Succeed(const std::string& message) {
+  MarkSucceeded(status(), kind_name_, message, now_);
+  Event("Normal", kind_name_ + api::v1::kJobSucceededReason, message);
+}
+
+void Pass::Fail(const std::string& reason, const std::string& message) {
+  MarkFailed(status(), kind_name_, reason, message, now_);
+  Event("Warning", kind_name_ + reason, message);
 }
 
 void Pass::ApplyTtl() {
@@ -178,7 +194,9 @@ void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
   if (job_.kind() == api::v1::MPI_JOB) {
     std::vector<int> running_workers;
     for (const ObservedPod& p : observed_.pods) {
-      if (p.replica_type == "Worker" && p.phase == PodPhase::kRunning) running_workers.push_back(p.index);
+      if (p.replica_type == kReplicaWorker && p.phase == PodPhase::kRunning) {
+        running_workers.push_back(p.index);
+      }
     }
     auto aux = MpiAuxObjects(job_, config_, running_workers);
     if (aux.ok()) {
@@ -223,12 +241,10 @@ void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
                 absl::StrCat("Pod: ", job_.metadata().namespace_(), ".", pod->name,
                              " exited with code ", exit_code));
         }
-        const bool retryable = policy == "Always" || policy == "OnFailure" ||
-                               (policy == "ExitCode" && exit_code >= 128);
-        if (retryable) {
+        if (RecreatesFailedPod(policy, exit_code)) {
           // The Service stays: the recreated pod has the same name and labels.
           Delete("Pod", pod->name);
-        } else if (policy == "ExitCode") {
+        } else if (IsPermanentFailure(policy, exit_code)) {
           nonretryable[type] = true;
         }
       }
@@ -257,72 +273,24 @@ void Pass::UpdateConditions(const std::map<std::string, bool>& nonretryable) {
     auto it = rs.find(t);
     return it == rs.end() ? api::v1::ReplicaStatus() : it->second;
   };
-  auto expected = [&](const std::string& t) { return Replicas(job_, t) - get(t).succeeded(); };
   const std::string full = absl::StrCat(job_.metadata().namespace_(), "/", name());
 
-  bool success = false;
-  bool running = false;
-  switch (job_.kind()) {
-    case api::v1::PYTORCH_JOB:
-    case api::v1::PADDLE_JOB:
-      if (HasReplicaType(job_, "Master")) {
-        success = expected("Master") == 0;
-        running = get("Master").active() > 0;
-      } else {
-        const bool elastic =
-            job_.kind() == api::v1::PYTORCH_JOB && job_.spec().has_elastic_policy();
-        success = HasReplicaType(job_, "Worker") &&
-                  (expected("Worker") == 0 || (elastic && get("Worker").succeeded() > 0));
-        running = get("Worker").active() > 0;
-      }
-      break;
-    case api::v1::TF_JOB: {
-      const std::string chief = HasReplicaType(job_, "Chief")    ? "Chief"
-                                : HasReplicaType(job_, "Master") ? "Master"
-                                                                 : "";
-      if (!chief.empty()) {
-        success = expected(chief) == 0;
-        running = get(chief).active() > 0;
-      } else if (HasReplicaType(job_, "Worker")) {
-        if (job_.spec().success_policy() == "AllWorkers") {
-          success = expected("Worker") == 0;
-        } else {
-          for (const ObservedPod& p : observed_.pods) {
-            if (p.replica_type == "Worker" && p.index == 0 && p.phase == PodPhase::kSucceeded) {
-              success = true;
-            }
-          }
-        }
-        running = get("Worker").active() > 0;
-      }
-      break;
+  bool worker0_succeeded = false;
+  for (const ObservedPod& p : observed_.pods) {
+    if (p.replica_type == kReplicaWorker && p.index == 0 && p.phase == PodPhase::kSucceeded) {
+      worker0_succeeded = true;
     }
-    case api::v1::XGBOOST_JOB:
-      success = HasReplicaType(job_, "Master") && expected("Master") == 0;
-      running = get("Master").active() > 0;
-      break;
-    case api::v1::JAX_JOB:
-      success = HasReplicaType(job_, "Worker") && expected("Worker") == 0;
-      running = get("Worker").active() > 0;
-      break;
-    case api::v1::MPI_JOB:
-      success = get("Launcher").succeeded() > 0;
-      running = get("Launcher").active() > 0 && get("Worker").active() == Replicas(job_, "Worker");
-      break;
-    default:
-      break;
   }
+  const JobProgress progress = EvaluateSuccessRule(kind_, job_, rs, worker0_succeeded);
 
   std::string fail_msg;
   std::string restart_msg;
   for (const std::string& type : ReplicaTypes(job_)) {
     const api::v1::ReplicaStatus s = get(type);
     if (s.failed() == 0 || Replicas(job_, type) <= s.succeeded() + s.active()) continue;
-    const std::string policy = RestartPolicy(job_, type);
-    bool restartable = job_.kind() == api::v1::XGBOOST_JOB ? policy == "ExitCode" : policy != "Never";
     auto nr = nonretryable.find(type);
-    if (nr != nonretryable.end() && nr->second) restartable = false;
-    if (restartable) {
+    const bool permanent = nr != nonretryable.end() && nr->second;
+    if (FailureRestartsJob(kind_, RestartPolicy(job_, type), permanent)) {
       if (restart_msg.empty()) {
         restart_msg = absl::StrCat(kind_name_, " ", name(), " is restarting because ", s.failed(),
                                    " ", type, " replica(s) failed.");
@@ -333,17 +301,15 @@ void Pass::UpdateConditions(const std::map<std::string, bool>& nonretryable) {
     }
   }
 
-  if (success) {
-    Finish("Succeeded", "Succeeded", absl::StrCat(kind_name_, " ", full, " successfully completed."),
-           "Normal");
+  if (progress.succeeded) {
+    Succeed(absl::StrCat(kind_name_, " ", full, " successfully completed."));
   } else if (!fail_msg.empty()) {
-    Finish("Failed", "Failed", fail_msg, "Warning");
+    Fail(kJobFailedReason, fail_msg);
   } else if (!restart_msg.empty()) {
-    UpdateCondition(status(), kind_name_, "Restarting", "True", "Restarting", restart_msg, now_);
-    Event("Warning", kind_name_ + "Restarting", restart_msg);
-  } else if (running) {
-    UpdateCondition(status(), kind_name_, "Running", "True", "Running",
-                    absl::StrCat(kind_name_, " ", full, " is running."), now_);
+    MarkRestarting(status(), kind_name_, restart_msg, now_);
+    Event("Warning", kind_name_ + api::v1::kJobRestartingReason, restart_msg);
+  } else if (progress.running) {
+    MarkRunning(status(), kind_name_, absl::StrCat(kind_name_, " ", full, " is running."), now_);
   }
 }
 
@@ -358,14 +324,13 @@ model::ReconcileResult Pass::Done() {
 }
 
 model::ReconcileResult Pass::Run() {
-  if (!HasTrueCondition(status(), "Created")) {
-    UpdateCondition(status(), kind_name_, "Created", "True", "Created",
-                    absl::StrCat(kind_name_, " ", name(), " is created."), now_);
+  if (!HasTrueCondition(status(), api::v1::kJobCreated)) {
+    MarkCreated(status(), kind_name_, absl::StrCat(kind_name_, " ", name(), " is created."), now_);
   }
 
   if (IsFinished(status())) {
     CleanUp();
-    if (HasTrueCondition(status(), "Succeeded")) {
+    if (HasTrueCondition(status(), kJobSucceeded)) {
       for (auto& [type, rs] : *status().mutable_replica_statuses()) {
         rs.set_succeeded(rs.succeeded() + rs.active());
         rs.set_active(0);
@@ -378,7 +343,7 @@ model::ReconcileResult Pass::Run() {
   // Never a silent stall: a job that cannot run as written fails, saying why.
   if (!observed_.refused.empty()) {
     CleanUp();
-    Finish("Failed", "FailedValidation", observed_.refused, "Warning");
+    Fail(api::v1::kJobFailedValidationReason, observed_.refused);
     ApplyTtl();
     return Done();
   }
@@ -392,20 +357,15 @@ model::ReconcileResult Pass::Run() {
     DeletePodGroup();
     for (auto& [type, rs] : *status().mutable_replica_statuses()) rs.set_active(0);
     const std::string msg = absl::StrCat(kind_name_, " ", name(), " is suspended.");
-    if (HasTrueCondition(status(), "Running")) {
-      UpdateCondition(status(), kind_name_, "Running", "False", "Suspended", msg, now_);
-    }
-    if (!HasTrueCondition(status(), "Suspended")) {
-      UpdateCondition(status(), kind_name_, "Suspended", "True", "Suspended", msg, now_);
-      Event("Normal", kind_name_ + "Suspended", msg);
+    if (MarkSuspended(status(), kind_name_, msg, now_)) {
+      Event("Normal", kind_name_ + api::v1::kJobSuspendedReason, msg);
     }
     return Done();
   }
-  if (HasTrueCondition(status(), "Suspended")) {
+  if (HasTrueCondition(status(), kJobSuspended)) {
     const std::string msg = absl::StrCat(kind_name_, " ", name(), " is resumed.");
-    UpdateCondition(status(), kind_name_, "Suspended", "False", "Resumed", msg, now_);
-    *status().mutable_start_time() = ToTimestamp(now_);
-    Event("Normal", kind_name_ + "Resumed", msg);
+    MarkResumed(status(), kind_name_, msg, now_);
+    Event("Normal", kind_name_ + api::v1::kJobResumedReason, msg);
   }
 
   CountReplicas();
@@ -422,13 +382,11 @@ model::ReconcileResult Pass::Run() {
       // and the limit would be seen only by chance (a job crashing at once never failed).
       // Every pod that has not succeeded counts.
       if (pod.phase == PodPhase::kSucceeded) continue;
-      const std::string policy = RestartPolicy(job_, pod.replica_type);
-      if (policy == "OnFailure" || policy == "Always" || policy == "ExitCode") {
+      if (CountsTowardBackoffLimit(RestartPolicy(job_, pod.replica_type))) {
         restarts += pod.restart_count;
       }
     }
-    const bool reached = rp.backoff_limit() == 0 ? restarts > 0 : restarts >= rp.backoff_limit();
-    if (reached) {
+    if (BackoffLimitReached(rp.backoff_limit(), restarts)) {
       limit_msg = absl::StrCat("Job ", name(),
                                " has failed because it has reached the specified backoff limit");
     }
@@ -446,7 +404,7 @@ model::ReconcileResult Pass::Run() {
   if (!limit_msg.empty()) {
     result_.requeue_at.reset();
     CleanUp();
-    Finish("Failed", "Failed", limit_msg, "Warning");
+    Fail(kJobFailedReason, limit_msg);
     ApplyTtl();
     return Done();
   }

@@ -1,0 +1,33 @@
+#pragma once
+
+// The words of kubeflow.org/v1 job status (upstream v1.9.4 pkg/apis/kubeflow.org/v1 and
+// pkg/util/status.go): condition types, condition statuses and reasons. A condition's
+// stored reason is "<Kind><Reason>" ("PyTorchJobRunning"); clients match these strings,
+// so they are spelled once, here.
+
+namespace coach::api::v1 {
+
+// JobConditionType.
+inline constexpr char kJobCreated[] = "Created";
+inline constexpr char kJobRunning[] = "Running";
+inline constexpr char kJobRestarting[] = "Restarting";
+inline constexpr char kJobSucceeded[] = "Succeeded";
+inline constexpr char kJobSuspended[] = "Suspended";
+inline constexpr char kJobFailed[] = "Failed";
+
+// corev1.ConditionStatus.
+inline constexpr char kConditionTrue[] = "True";
+inline constexpr char kConditionFalse[] = "False";
+
+// Reasons, before the kind prefix.
+inline constexpr char kJobCreatedReason[] = "Created";
+inline constexpr char kJobRunningReason[] = "Running";
+inline constexpr char kJobRestartingReason[] = "Restarting";
+inline constexpr char kJobSucceededReason[] = "Succeeded";
+inline constexpr char kJobSuspendedReason[] = "Suspended";
+inline constexpr char kJobResumedReason[] = "Resumed";
+inline constexpr char kJobFailedReason[] = "Failed";
+// coach's: a job that cannot run as written (refused by admission or the API server).
+inline constexpr char kJobFailedValidationReason[] = "FailedValidation";
+
+}  // namespace coach::api::v1
