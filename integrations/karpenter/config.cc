@@ -69,6 +69,39 @@ absl::StatusOr<ZonePolicy> ParseZonePolicy(absl::string_view text) {
       absl::StrCat("must be none, preferred or required, got \"", text, "\""));
 }
 
+absl::StatusOr<Config> ConfigFromFlags(const ConfigFlags& flags) {
+  Config config;
+  config.enabled = flags.enabled;
+  if (!IsLabelValue(flags.gpu_nodepool)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--karpenter-gpu-nodepool: \"", flags.gpu_nodepool, "\" is not a NodePool name"));
+  }
+  config.gpu_nodepool = flags.gpu_nodepool;
+  if (!flags.cpu_nodepool.empty() && !IsLabelValue(flags.cpu_nodepool)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--karpenter-cpu-nodepool: \"", flags.cpu_nodepool, "\" is not a NodePool name"));
+  }
+  if (flags.cpu_nodepool == flags.gpu_nodepool) {
+    // CPU-only replicas on the GPU pool is what the policy exists to prevent.
+    return absl::InvalidArgumentError(
+        "--karpenter-cpu-nodepool: must differ from --karpenter-gpu-nodepool");
+  }
+  config.cpu_nodepool = flags.cpu_nodepool;
+  absl::StatusOr<Taint> taint = ParseTaint(flags.gpu_taint);
+  if (!taint.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--karpenter-gpu-taint: ", taint.status().message()));
+  }
+  config.gpu_taint = *taint;
+  absl::StatusOr<ZonePolicy> zone = ParseZonePolicy(flags.zone_policy);
+  if (!zone.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--karpenter-zone-policy: ", zone.status().message()));
+  }
+  config.zone_policy = *zone;
+  return config;
+}
+
 std::string ZonePolicyName(ZonePolicy policy) {
   switch (policy) {
     case ZonePolicy::kNone:

@@ -38,6 +38,19 @@ struct Config {
   ZonePolicy zone_policy = ZonePolicy::kPreferred;
 };
 
+// The settings as command-line flags spell them (the operator's and `coach render`'s).
+struct ConfigFlags {
+  bool enabled = false;                                  // --karpenter
+  std::string gpu_nodepool = "gpu-workloads";           // --karpenter-gpu-nodepool
+  std::string cpu_nodepool = "training-workloads";      // --karpenter-cpu-nodepool
+  std::string gpu_taint = "nvidia.com/gpu=true:NoSchedule";  // --karpenter-gpu-taint
+  std::string zone_policy = "preferred";                 // --karpenter-zone-policy
+};
+
+// The checked Config. InvalidArgument naming the flag: pools must be label values (the CPU
+// pool may be empty), the taint key[=value]:Effect or empty, the zone policy a known one.
+absl::StatusOr<Config> ConfigFromFlags(const ConfigFlags& flags);
+
 // "key[=value]:Effect" -> Taint; "" -> no taint. InvalidArgument saying what is wrong.
 absl::StatusOr<Taint> ParseTaint(absl::string_view text);
 // "none" | "preferred" | "required". InvalidArgument otherwise.

@@ -45,5 +45,43 @@ TEST(ParseZonePolicyTest, NamesRoundTrip) {
   EXPECT_FALSE(ParseZonePolicy("Preferred").ok());
 }
 
+struct FlagsCase {
+  const char* scenario;
+  ConfigFlags flags;
+  const char* error;  // substring; nullptr: valid
+};
+
+TEST(ConfigFromFlagsTest, Table) {
+  auto with = [](auto edit) {
+    ConfigFlags f;
+    edit(f);
+    return f;
+  };
+  const std::vector<FlagsCase> cases = {
+      {"defaults", ConfigFlags{}, nullptr},
+      {"no CPU pool", with([](ConfigFlags& f) { f.cpu_nodepool = ""; }), nullptr},
+      {"no taint", with([](ConfigFlags& f) { f.gpu_taint = ""; }), nullptr},
+      {"no GPU pool", with([](ConfigFlags& f) { f.gpu_nodepool = ""; }), "--karpenter-gpu-nodepool"},
+      {"bad CPU pool", with([](ConfigFlags& f) { f.cpu_nodepool = "a b"; }), "--karpenter-cpu-nodepool"},
+      {"one pool for both", with([](ConfigFlags& f) { f.cpu_nodepool = "gpu-workloads"; }), "must differ"},
+      {"bad taint", with([](ConfigFlags& f) { f.gpu_taint = "gpu"; }), "--karpenter-gpu-taint"},
+      {"bad zone policy", with([](ConfigFlags& f) { f.zone_policy = "strict"; }), "--karpenter-zone-policy"},
+  };
+  for (const FlagsCase& c : cases) {
+    SCOPED_TRACE(c.scenario);
+    absl::StatusOr<Config> config = ConfigFromFlags(c.flags);
+    if (c.error == nullptr) {
+      EXPECT_TRUE(config.ok()) << config.status();
+    } else {
+      ASSERT_FALSE(config.ok());
+      EXPECT_NE(config.status().message().find(c.error), std::string::npos) << config.status();
+    }
+  }
+  absl::StatusOr<Config> config = ConfigFromFlags(ConfigFlags{});
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->gpu_taint.key, "nvidia.com/gpu");
+  EXPECT_EQ(config->zone_policy, ZonePolicy::kPreferred);
+}
+
 }  // namespace
 }  // namespace coach::karpenter

@@ -81,6 +81,31 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                   "Longest wait between retries of a failing MLflow call, seconds")
       ->envname("COACH_MLFLOW_MAX_BACKOFF")
       ->capture_default_str();
+  app->add_flag("--karpenter", flags->karpenter.enabled,
+                "Place replica pods for Karpenter: accelerator replicas on the GPU NodePool "
+                "(tolerating its taint), the others on the CPU NodePool, one zone per job, "
+                "karpenter.sh/do-not-disrupt from creation; a job opts out with "
+                "coach.dev/karpenter: \"false\" (integrations/karpenter/README.md)")
+      ->envname("COACH_KARPENTER");
+  app->add_option("--karpenter-gpu-nodepool", flags->karpenter.gpu_nodepool,
+                  "NodePool of replicas that request nvidia.com/gpu, amd.com/gpu or "
+                  "aws.amazon.com/neuron")
+      ->envname("COACH_KARPENTER_GPU_NODEPOOL")
+      ->capture_default_str();
+  app->add_option("--karpenter-cpu-nodepool", flags->karpenter.cpu_nodepool,
+                  "NodePool of the other replicas; empty: anywhere but the GPU NodePool")
+      ->envname("COACH_KARPENTER_CPU_NODEPOOL")
+      ->capture_default_str();
+  app->add_option("--karpenter-gpu-taint", flags->karpenter.gpu_taint,
+                  "The GPU NodePool's taint (key[=value]:Effect), which accelerator replicas "
+                  "tolerate; empty: none")
+      ->envname("COACH_KARPENTER_GPU_TAINT")
+      ->capture_default_str();
+  app->add_option("--karpenter-zone-policy", flags->karpenter.zone_policy,
+                  "Keep a job's replicas in one zone: none | preferred | required (a job "
+                  "chooses with coach.dev/zone-policy)")
+      ->envname("COACH_KARPENTER_ZONE_POLICY")
+      ->capture_default_str();
   app->add_option("--kubeconfig", flags->kubeconfig,
                   "kubeconfig file (--backend=kube); default: in-cluster, else ~/.kube/config")
       ->envname("KUBECONFIG");

@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "integrations/karpenter/config.h"
+
 namespace coach::cmd {
 
 struct Flags {
@@ -29,6 +31,7 @@ struct Flags {
   bool mlflow_forward_credentials = false;
   double mlflow_run_wait_s = 120;
   double mlflow_max_backoff_s = 30;
+  coach::karpenter::ConfigFlags karpenter;  // --karpenter*
   // --backend=kube
   std::string kubeconfig;
   double kube_api_qps = 0;  // auto

@@ -110,6 +110,10 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
     return UsageError(absl::StrCat("--gang-scheduler: must be none, volcano or scheduler-plugins, got \"",
                               flags.gang_scheduler, "\""));
   }
+  absl::StatusOr<coach::karpenter::Config> karpenter =
+      coach::karpenter::ConfigFromFlags(flags.karpenter);
+  if (!karpenter.ok()) return UsageError(karpenter.status().message());
+  config.karpenter = *karpenter;
   if (flags.mlflow_tracking_uri.empty()) {
     if (const char* env = std::getenv("MLFLOW_TRACKING_URI"); env != nullptr) {
       flags.mlflow_tracking_uri = env;

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "operator/core/label_selector.h"
 #include "operator/reconcile/conditions.h"
+#include "operator/reconcile/karpenter_placement.h"
 #include "operator/reconcile/launcher_wrap.h"
 #include "operator/reconcile/master_wait.h"
 #include "operator/reconcile/mlflow_env.h"
@@ -22,6 +23,7 @@ absl::Status CheckJobSpec(const api::v1::TrainingJob& defaulted) {
   RETURN_IF_ERROR(reconcile::ValidateMlflowAnnotations(defaulted));
   RETURN_IF_ERROR(reconcile::ValidateLauncherAnnotation(defaulted));
   RETURN_IF_ERROR(reconcile::ValidateWaitForMasterAnnotation(defaulted));
+  RETURN_IF_ERROR(reconcile::ValidateKarpenterAnnotations(defaulted));
   return absl::OkStatus();
 }
 

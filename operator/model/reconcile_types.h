@@ -11,6 +11,7 @@
 
 #include "absl/time/time.h"
 #include "api/v1/training_job.pb.h"
+#include "integrations/karpenter/config.h"
 #include "operator/model/address_plan.h"
 #include "operator/model/kube_object.h"
 
@@ -56,6 +57,8 @@ struct ReconcileConfig {
   // coach.dev/launcher: "true" (operator/reconcile/launcher_wrap.h); the kube backend sets it
   // (--launcher-image, the operator's own image). Empty: coach-launch from the replica's PATH.
   std::string launcher_image;
+  // Karpenter placement of replica pods (integrations/karpenter/placement.h); off by default.
+  karpenter::Config karpenter;
 };
 
 struct Action {

@@ -5,6 +5,7 @@
 #include "common/status_macros.h"
 #include "operator/reconcile/framework_env.h"
 #include "operator/reconcile/gang.h"
+#include "operator/reconcile/karpenter_placement.h"
 #include "operator/reconcile/launcher_wrap.h"
 #include "operator/reconcile/master_wait.h"
 #include "operator/reconcile/mlflow_env.h"
@@ -41,6 +42,7 @@ absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& 
   const std::string policy = RestartPolicy(job, type);
   tmpl["spec"]["restartPolicy"] = policy == "ExitCode" ? "Never" : policy;
   DecorateForGang(job, type, config, tmpl);
+  RETURN_IF_ERROR(PlaceForKarpenter(job, config, tmpl));
 
   const std::string name = ReplicaName(job, type, index);
   Json metadata = meta;

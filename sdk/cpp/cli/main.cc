@@ -28,6 +28,22 @@ int main(int argc, char** argv) {
   CLI::App* render = app.add_subcommand(
       "render", "print the Kubernetes objects a job would create, without running anything");
   add_offline(render);
+  coach::karpenter::ConfigFlags karpenter;
+  render->add_flag("--karpenter", karpenter.enabled,
+                   "add the operator's Karpenter placement (NodePools, toleration, zone, "
+                   "do-not-disrupt), as an operator started with --karpenter does");
+  render->add_option("--karpenter-gpu-nodepool", karpenter.gpu_nodepool,
+                     "NodePool of accelerator replicas")
+      ->capture_default_str();
+  render->add_option("--karpenter-cpu-nodepool", karpenter.cpu_nodepool,
+                     "NodePool of the other replicas; empty: anywhere but the GPU NodePool")
+      ->capture_default_str();
+  render->add_option("--karpenter-gpu-taint", karpenter.gpu_taint,
+                     "the GPU NodePool's taint, key[=value]:Effect; empty: none")
+      ->capture_default_str();
+  render->add_option("--karpenter-zone-policy", karpenter.zone_policy,
+                     "none | preferred | required")
+      ->capture_default_str();
   coach::cli::RemoteCli remote;
   coach::cli::RegisterRemoteCommands(app, &remote);
 
@@ -39,7 +55,7 @@ int main(int argc, char** argv) {
   }
 
   if (validate->parsed()) return coach::cli::RunValidate(offline, std::cout, std::cerr);
-  if (render->parsed()) return coach::cli::RunRender(offline, std::cout, std::cerr);
+  if (render->parsed()) return coach::cli::RunRender(offline, karpenter, std::cout, std::cerr);
   if (std::optional<int> code = coach::cli::RunRemoteCommand(remote, std::cout, std::cerr)) {
     return *code;
   }

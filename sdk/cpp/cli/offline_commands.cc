@@ -41,6 +41,16 @@ int RunValidate(const OfflineOptions& options, std::ostream& out, std::ostream& 
 }
 
 int RunRender(const OfflineOptions& options, std::ostream& out, std::ostream& err) {
+  return RunRender(options, karpenter::ConfigFlags{}, out, err);
+}
+
+int RunRender(const OfflineOptions& options, const karpenter::ConfigFlags& karpenter,
+              std::ostream& out, std::ostream& err) {
+  absl::StatusOr<karpenter::Config> placement = karpenter::ConfigFromFlags(karpenter);
+  if (!placement.ok()) {
+    PrintError(placement.status(), err);
+    return kExitUsage;
+  }
   absl::StatusOr<std::vector<api::v1::TrainingJob>> jobs = Load(options);
   if (!jobs.ok()) {
     PrintError(jobs.status(), err);
@@ -51,6 +61,7 @@ int RunRender(const OfflineOptions& options, std::ostream& out, std::ostream& er
   config.launcher_image = "ghcr.io/coach/coach-operator:latest";
   // ... and PyTorch Workers the init container that waits for their Master (master_wait.h).
   config.pytorch_init_image = config.launcher_image;
+  config.karpenter = *placement;
   nlohmann::json items = nlohmann::json::array();
   for (const api::v1::TrainingJob& job : *jobs) {
     absl::StatusOr<std::vector<model::KubeObject>> objects =

@@ -6,6 +6,8 @@
 #include <ostream>
 #include <string>
 
+#include "integrations/karpenter/config.h"
+
 namespace coach::cli {
 
 struct OfflineOptions {
@@ -21,5 +23,10 @@ int RunValidate(const OfflineOptions& options, std::ostream& out, std::ostream& 
 // Prints the Kubernetes objects the job(s) would create on a cluster, exactly as they
 // would be sent to the API server: JSON as one `v1 List`, YAML one document per object.
 int RunRender(const OfflineOptions& options, std::ostream& out, std::ostream& err);
+// The same with the operator's Karpenter placement (`coach render --karpenter ...`, the
+// operator's flags of the same names), so that a user sees where each replica will go.
+// A bad flag value is exit 2.
+int RunRender(const OfflineOptions& options, const karpenter::ConfigFlags& karpenter,
+              std::ostream& out, std::ostream& err);
 
 }  // namespace coach::cli

@@ -166,6 +166,35 @@ spec:
   }
 }
 
+TEST(RenderTest, KarpenterPlacesTheSeedsGpuReplicasOnTheGpuPool) {
+  OfflineOptions options{SeedManifest(), "json", ""};
+  karpenter::ConfigFlags placement;
+  placement.enabled = true;
+  std::ostringstream out, err;
+  ASSERT_EQ(RunRender(options, placement, out, err), kExitOk) << err.str();
+  int pods = 0;
+  const json list = json::parse(out.str());
+  for (const json& item : list["items"]) {
+    if (item["kind"] != "Pod") continue;
+    ++pods;
+    SCOPED_TRACE(item["metadata"]["name"].get<std::string>());
+    EXPECT_EQ(item["spec"]["nodeSelector"]["karpenter.sh/nodepool"], "gpu-workloads");
+    EXPECT_EQ(item["spec"]["tolerations"][0]["key"], "nvidia.com/gpu");
+    EXPECT_EQ(item["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"], "true");
+  }
+  EXPECT_EQ(pods, 3);
+}
+
+TEST(RenderTest, BadKarpenterFlagIsAUsageError) {
+  OfflineOptions options{SeedManifest(), "json", ""};
+  karpenter::ConfigFlags placement;
+  placement.enabled = true;
+  placement.zone_policy = "strict";
+  std::ostringstream out, err;
+  EXPECT_EQ(RunRender(options, placement, out, err), kExitUsage);
+  EXPECT_NE(err.str().find("--karpenter-zone-policy"), std::string::npos) << err.str();
+}
+
 TEST(ValidateTest, MissingFileIsAnError) {
   OfflineOptions options{"/nonexistent/job.yaml", "yaml", ""};
   std::ostringstream out, err;
