@@ -43,7 +43,7 @@ absl::Status WaitForHosts(const std::vector<std::string>& hosts, const HostWaitO
     }
   };
   auto resolve = options.resolve ? options.resolve : ResolveWithGetaddrinfo;
-  auto now = options.now ? options.now : [] { return absl::Now(); };
+  auto now = [&options] { return options.clock->Now(); };
   auto sleep = options.sleep ? options.sleep : [](absl::Duration d) { absl::SleepFor(d); };
 
   const absl::Time start = now();

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 
 namespace coach::launcher {
 
@@ -28,7 +29,7 @@ struct HostWaitOptions {
   // Empty when `host` resolves, else why not. Default: getaddrinfo. One call may take as long
   // as the system resolver's own timeout (resolv.conf), so the wait can overrun by that much.
   std::function<std::string(const std::string& host)> resolve;
-  std::function<absl::Time()> now;               // default: absl::Now
+  Clock* clock = Clock::Real();                  // not owned
   std::function<void(absl::Duration)> sleep;     // default: absl::SleepFor
 };
 

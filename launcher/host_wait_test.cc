@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/testing/fake_clock.h"
+
 namespace coach::launcher {
 namespace {
 
@@ -17,7 +19,7 @@ using ::testing::Not;
 // A fake clock that moves only when the waiter sleeps, and a resolver scripted per host: a
 // host resolves once the fake time reaches its entry (absent: never).
 struct Fake {
-  absl::Time now = absl::UnixEpoch();
+  FakeClock clock{absl::UnixEpoch()};
   std::map<std::string, absl::Duration> resolves_at;
   std::vector<std::string> log;
   int resolve_calls = 0;
@@ -26,12 +28,12 @@ struct Fake {
     HostWaitOptions o;
     o.timeout = timeout;
     o.log = [this](const std::string& line) { log.push_back(line); };
-    o.now = [this] { return now; };
-    o.sleep = [this](absl::Duration d) { now += d; };
+    o.clock = &clock;
+    o.sleep = [this](absl::Duration d) { clock.Advance(d); };
     o.resolve = [this](const std::string& host) -> std::string {
       ++resolve_calls;
       auto it = resolves_at.find(host);
-      if (it != resolves_at.end() && now - absl::UnixEpoch() >= it->second) return "";
+      if (it != resolves_at.end() && clock.Now() - absl::UnixEpoch() >= it->second) return "";
       return "Name or service not known";
     };
     return o;
@@ -44,15 +46,15 @@ TEST(HostWaitTest, HostsThatResolveAtOnceNeedOneRoundAndNoLog) {
   EXPECT_TRUE(WaitForHosts({"a", "b"}, f.Options(absl::Seconds(10))).ok());
   EXPECT_EQ(f.resolve_calls, 2);
   EXPECT_TRUE(f.log.empty());
-  EXPECT_EQ(f.now, absl::UnixEpoch());
+  EXPECT_EQ(f.clock.Now(), absl::UnixEpoch());
 }
 
 TEST(HostWaitTest, WaitsUntilEveryHostResolvesAndSaysSo) {
   Fake f;
   f.resolves_at = {{"a", absl::Seconds(2)}, {"b", absl::Seconds(7)}};
   EXPECT_TRUE(WaitForHosts({"a", "b"}, f.Options(absl::Seconds(60))).ok());
-  EXPECT_GE(f.now - absl::UnixEpoch(), absl::Seconds(7));
-  EXPECT_LT(f.now - absl::UnixEpoch(), absl::Seconds(8));  // backoff is capped at 1 s
+  EXPECT_GE(f.clock.Now() - absl::UnixEpoch(), absl::Seconds(7));
+  EXPECT_LT(f.clock.Now() - absl::UnixEpoch(), absl::Seconds(8));  // backoff is capped at 1 s
   ASSERT_GE(f.log.size(), 4u);
   EXPECT_EQ(f.log[0], "coach-launch: waiting for a to resolve: Name or service not known");
   EXPECT_EQ(f.log[1], "coach-launch: waiting for b to resolve: Name or service not known");
@@ -83,8 +85,8 @@ TEST(HostWaitTest, TimeoutNamesOnlyTheHostsStillMissing) {
   EXPECT_THAT(s.message(), HasSubstr("down-1 (Name or service not known), down-2"));
   EXPECT_THAT(s.message(), HasSubstr("--peer-timeout 3s"));
   EXPECT_THAT(s.message(), Not(HasSubstr("up ")));
-  EXPECT_GE(f.now - absl::UnixEpoch(), absl::Seconds(3));
-  EXPECT_LT(f.now - absl::UnixEpoch(), absl::Seconds(4));  // no sleep past the deadline
+  EXPECT_GE(f.clock.Now() - absl::UnixEpoch(), absl::Seconds(3));
+  EXPECT_LT(f.clock.Now() - absl::UnixEpoch(), absl::Seconds(4));  // no sleep past the deadline
 }
 
 TEST(HostWaitTest, GetaddrinfoResolvesLocalhostAndNotAnInvalidName) {

@@ -12,8 +12,8 @@ constexpr int kReportedMalformed = 5;
 
 }  // namespace
 
-MetricsTee::MetricsTee(Sink sink, Report report)
-    : sink_(std::move(sink)), report_(std::move(report)) {}
+MetricsTee::MetricsTee(Sink sink, Report report, Clock* clock)
+    : sink_(std::move(sink)), report_(std::move(report)), clock_(clock) {}
 
 MetricsTee::~MetricsTee() {
   if (!finished_) Finish();
@@ -34,7 +34,7 @@ void MetricsTee::OnLine(absl::string_view line) {
   }
   if (!parsed->has_value()) return;
   metric_lines_.fetch_add(1);
-  sink_(**parsed, absl::ToUnixMillis(absl::Now()));
+  sink_(**parsed, absl::ToUnixMillis(clock_->Now()));
 }
 
 void MetricsTee::TailFile(std::string path, absl::Duration poll) {

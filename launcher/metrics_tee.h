@@ -19,6 +19,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "launcher/metric_line.h"
 
 namespace coach::launcher {
@@ -30,7 +31,8 @@ class MetricsTee {
   // One diagnostic line, without '\n'.
   using Report = std::function<void(const std::string& line)>;
 
-  MetricsTee(Sink sink, Report report);
+  // `clock` (not owned) says when a line was read.
+  MetricsTee(Sink sink, Report report, Clock* clock = Clock::Real());
   ~MetricsTee();  // Finish() unless finished
 
   MetricsTee(const MetricsTee&) = delete;
@@ -53,6 +55,7 @@ class MetricsTee {
 
   const Sink sink_;
   const Report report_;
+  Clock* const clock_;
   std::vector<std::thread> threads_;
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> metric_lines_{0};

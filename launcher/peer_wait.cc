@@ -80,13 +80,13 @@ absl::Status WaitForPeers(const std::vector<PeerAddress>& peers, const PeerWaitO
       std::fprintf(stderr, "%s\n", line.c_str());
     }
   };
-  const absl::Time start = absl::Now();
+  const absl::Time start = options.clock->Now();
   const absl::Time deadline = start + options.timeout;
   for (const PeerAddress& peer : peers) {
     absl::Duration backoff = options.initial_backoff;
     bool announced = false;
     for (;;) {
-      const absl::Duration left = deadline - absl::Now();
+      const absl::Duration left = deadline - options.clock->Now();
       // Cap one connect attempt so a black-holed SYN cannot eat the whole budget.
       const std::string why =
           TryPeer(peer, std::min(std::max(left, absl::Milliseconds(1)), absl::Seconds(5)));
@@ -94,7 +94,7 @@ absl::Status WaitForPeers(const std::vector<PeerAddress>& peers, const PeerWaitO
         if (announced) {
           log(absl::StrCat("coach-launch: ", Describe(peer), " is ",
                            peer.connect ? "accepting connections" : "resolvable", " after ",
-                           absl::FormatDuration(absl::Trunc(absl::Now() - start,
+                           absl::FormatDuration(absl::Trunc(options.clock->Now() - start,
                                                             absl::Milliseconds(1)))));
         }
         break;
@@ -103,12 +103,12 @@ absl::Status WaitForPeers(const std::vector<PeerAddress>& peers, const PeerWaitO
         log(absl::StrCat("coach-launch: waiting for ", Describe(peer), ": ", why));
         announced = true;
       }
-      const absl::Duration remaining = deadline - absl::Now();
+      const absl::Duration remaining = deadline - options.clock->Now();
       if (remaining <= absl::ZeroDuration()) {
         return absl::DeadlineExceededError(absl::StrCat(
             "peer ", Describe(peer), " not ",
             peer.connect ? "accepting connections" : "resolvable", " after ",
-            absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1))),
+            absl::FormatDuration(absl::Trunc(options.clock->Now() - start, absl::Milliseconds(1))),
             " (--peer-timeout ", absl::FormatDuration(options.timeout), "); last error: ", why));
       }
       absl::SleepFor(std::min(backoff, remaining));

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "launcher/launch_config.h"
 
 namespace coach::launcher {
@@ -19,6 +20,7 @@ struct PeerWaitOptions {
   absl::Duration initial_backoff = absl::Milliseconds(50);
   absl::Duration max_backoff = absl::Seconds(2);  // doubles up to this between attempts
   std::function<void(const std::string&)> log;    // progress lines; default stderr
+  Clock* clock = Clock::Real();                   // not owned
 };
 
 // Returns OK once every peer is reachable, in order.

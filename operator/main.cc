@@ -26,7 +26,7 @@
 #include "operator/cmd/settings.h"
 #include "operator/cmd/tracker_hooks.h"
 #include "operator/cmd/wiring.h"
-#include "operator/core/clock.h"
+#include "common/clock.h"
 #include "operator/core/controller.h"
 #include "operator/core/job_service.h"
 #include "operator/metrics/operator_metrics.h"
@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   coach::metrics::Registry registry;
   coach::metrics::OperatorMetrics metrics(&registry);
   if (cr_store != nullptr) cr_store->ExportEventMetrics(&registry);
-  coach::core::RealClock clock;
+  coach::Clock* const clock = coach::Clock::Real();  // the one clock the binary reads
   coach::core::WatchBroadcaster watchers;
   watchers.SetObservers([&](size_t n) { metrics.watchers->Set({}, static_cast<double>(n)); },
                         [&] { metrics.watchers_dropped->Add({}); });
@@ -111,14 +111,14 @@ int main(int argc, char** argv) {
   tracker_options.backoff_cap = absl::Seconds(flags.mlflow_max_backoff_s);
   coach::tracking::MlflowTrackerHooks tracker_hooks =
       coach::cmd::MakeTrackerHooks(job_store, &watchers, &controller_ptr, backend_ptr);
-  coach::tracking::MlflowTracker tracker(tracker_options, tracker_hooks, &clock, &registry);
+  coach::tracking::MlflowTracker tracker(tracker_options, tracker_hooks, clock, &registry);
   controller_options.observer = &tracker;
   jobs.SetObserver(&tracker);
   // On Kubernetes every change, the controller's status writes included, reaches the API's
   // watchers from the CR watch (below): once, on the leader and on the others alike.
   coach::core::WatchBroadcaster controller_only;
   coach::core::Controller controller(job_store, backend_ptr, &jobs,
-                                     kube ? &controller_only : &watchers, &job_locks, &clock,
+                                     kube ? &controller_only : &watchers, &job_locks, clock,
                                      &metrics, controller_options);
   controller_ptr = &controller;
   // The tracker's workers call into the controller: they stop first on every way out.

@@ -73,10 +73,7 @@ bool MetricLogger::Log(absl::string_view key, double value, int64_t step, int64_
 }
 
 bool MetricLogger::Log(absl::string_view key, double value, int64_t step) {
-  int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
-  return Log(key, value, step, now_ms);
+  return Log(key, value, step, absl::ToUnixMillis(options_.clock->Now()));
 }
 
 void MetricLogger::Resolve(int64_t n) {
@@ -132,7 +129,7 @@ std::vector<Metric> MetricLogger::TakeBatch() {
   bool waited = false;
   for (;;) {
     if (stopping_) return {};
-    absl::Time now = absl::Now();
+    absl::Time now = options_.clock->Now();
     if (now < retry_not_before_) {
       // Server unavailable: wait out the backoff; move the backlog to disk as it grows.
       work_cv_.wait_for(lock, Chrono(retry_not_before_ - now));
@@ -262,7 +259,7 @@ void MetricLogger::SenderLoop() {
     if (!s.ok()) {
       Requeue(std::move(batch));
       double jitter = std::uniform_real_distribution<double>(0.5, 1.0)(rng);
-      retry_not_before_ = absl::Now() + backoff_ * jitter;
+      retry_not_before_ = options_.clock->Now() + backoff_ * jitter;
       backoff_ = std::min(backoff_ * 2, options_.max_backoff);
       MaybeSpillLocked();
     } else {

@@ -39,6 +39,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "integrations/mlflow/tracking_client.h"
 
 namespace coach::mlflow {
@@ -58,6 +59,8 @@ struct MetricLoggerOptions {
   // When set, the backlog moves to this file (created/truncated) during an outage.
   std::string spill_path;
   int64_t max_spill_points = 50'000'000;
+  // The clock of Log()'s default timestamp and of the backoff. Not owned.
+  Clock* clock = Clock::Real();
   // Run tag set at shutdown when anything was not delivered ("" to skip).
   std::string loss_tag = "coach.mlflow.undelivered_points";
 };

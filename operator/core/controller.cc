@@ -160,10 +160,10 @@ void Controller::UpdateQueueGauges() {
 void Controller::Worker() {
   while (std::optional<JobKey> key = queue_.Get()) {
     UpdateQueueGauges();
-    const absl::Time start = absl::Now();  // a duration metric, not logic time
+    const absl::Time start = clock_->Now();  // a duration metric, not logic time
     absl::Status status = ReconcileKey(*key);
     if (metrics_ != nullptr) {
-      metrics_->reconcile_duration->Observe({}, absl::ToDoubleSeconds(absl::Now() - start));
+      metrics_->reconcile_duration->Observe({}, absl::ToDoubleSeconds(clock_->Now() - start));
       metrics_->reconcile_total->Add({status.ok() ? "ok" : "error"});
     }
     if (status.ok()) {

@@ -41,7 +41,7 @@
 #include "absl/synchronization/mutex.h"
 #include "operator/backend/backend.h"
 #include "operator/store/job_store.h"
-#include "operator/core/clock.h"
+#include "common/clock.h"
 #include "operator/core/job_observer.h"
 #include "operator/core/job_service.h"
 #include "operator/core/keyed_mutex.h"

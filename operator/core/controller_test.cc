@@ -223,10 +223,10 @@ TEST(ControllerTest, GaugesFollowTheJobs) {
 // kinds is FailedPrecondition.
 class PerKindStore : public store::JobStore {
  public:
-  explicit PerKindStore(const std::function<absl::Time()>& now) {
+  explicit PerKindStore(Clock* clock) {
     for (api::v1::JobKind kind : {api::v1::PYTORCH_JOB, api::v1::TF_JOB}) {
       backend::local::SqliteJobStore::Options options;
-      options.now = now;
+      options.clock = clock;
       auto opened = backend::local::SqliteJobStore::Open(testing::MakeTempDir(), options);
       EXPECT_TRUE(opened.ok()) << opened.status();
       stores_[kind] = std::move(opened).value();
@@ -327,9 +327,9 @@ std::string TfManifest(const std::string& name) {
 // a job of its own: created, reconciled, written, counted and deleted apart, never through the
 // ambiguous plain name.
 TEST(ControllerTest, KeysWithKindsReconcileTwoKindsOfOneName) {
-  testing::FakeClock clock;
+  ::coach::FakeClock clock;
   testing::FakeBackend backend;
-  PerKindStore store([&] { return clock.Now(); });
+  PerKindStore store(&clock);
   metrics::Registry registry;
   metrics::OperatorMetrics metrics(&registry);
   WatchBroadcaster watchers(16);

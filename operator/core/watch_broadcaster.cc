@@ -13,10 +13,12 @@ bool WatchFilter::Matches(const api::v1::TrainingJob& job) const {
 
 absl::StatusOr<std::optional<WatchEvent>> Subscription::Next(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  const absl::Time deadline = absl::Now() + timeout;
-  while (queue_.empty() && ended_.ok() && !closed_) {
-    if (cv_.WaitWithDeadline(&mu_, deadline)) break;
-  }
+  // A Mutex condition is re-checked whenever mu_ is released (Push, End, Close), and the
+  // timeout is relative: this wait reads no clock.
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !queue_.empty() || !ended_.ok() || closed_;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
   if (!queue_.empty()) {
     WatchEvent ev = std::move(queue_.front());
     queue_.pop_front();
@@ -31,14 +33,12 @@ bool Subscription::Push(WatchEvent event) {
   absl::MutexLock lock(&mu_);
   if (queue_.size() >= capacity_) return false;
   queue_.push_back(std::move(event));
-  cv_.Signal();
   return true;
 }
 
 void Subscription::End(absl::Status why) {
   absl::MutexLock lock(&mu_);
   if (ended_.ok()) ended_ = std::move(why);
-  cv_.SignalAll();
 }
 
 void Subscription::Close() {
@@ -48,7 +48,6 @@ void Subscription::Close() {
     if (closed_) return;
     closed_ = true;
     owner = owner_;
-    cv_.SignalAll();
   }
   if (owner != nullptr) owner->Remove(this);
 }

@@ -66,7 +66,6 @@ class Subscription {
   const WatchFilter filter_;
   size_t capacity_;
   absl::Mutex mu_;
-  absl::CondVar cv_;
   std::deque<WatchEvent> queue_ ABSL_GUARDED_BY(mu_);
   absl::Status ended_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

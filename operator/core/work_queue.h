@@ -29,7 +29,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "operator/core/clock.h"
+#include "common/clock.h"
 
 namespace coach::core {
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "operator/core/testing/fake_clock.h"
+#include "common/testing/fake_clock.h"
 
 namespace coach::core {
 namespace {
@@ -28,7 +28,7 @@ bool WaitDepth(WorkQueue& q, size_t n) {
 }
 
 TEST(WorkQueueTest, DeduplicatesQueuedKeys) {
-  testing::FakeClock clock;
+  ::coach::FakeClock clock;
   WorkQueue q(&clock, Fast());
   q.Add("a");
   q.Add("a");
@@ -39,7 +39,7 @@ TEST(WorkQueueTest, DeduplicatesQueuedKeys) {
 }
 
 TEST(WorkQueueTest, KeyAddedWhileProcessingIsProcessedAgainAfterDone) {
-  testing::FakeClock clock;
+  ::coach::FakeClock clock;
   WorkQueue q(&clock, Fast());
   q.Add("a");
   auto k = q.Get();
@@ -51,7 +51,7 @@ TEST(WorkQueueTest, KeyAddedWhileProcessingIsProcessedAgainAfterDone) {
 }
 
 TEST(WorkQueueTest, AddAtFiresWhenTheFakeClockReachesIt) {
-  testing::FakeClock clock;
+  ::coach::FakeClock clock;
   WorkQueue q(&clock, Fast());
   q.AddAt("a", clock.Now() + absl::Seconds(30));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -63,7 +63,7 @@ TEST(WorkQueueTest, AddAtFiresWhenTheFakeClockReachesIt) {
 }
 
 TEST(WorkQueueTest, BackoffIsExponentialAndCapped) {
-  testing::FakeClock clock;
+  ::coach::FakeClock clock;
   WorkQueue q(&clock, Fast());
   EXPECT_EQ(q.AddRateLimited("a"), absl::Seconds(1));
   EXPECT_EQ(q.AddRateLimited("a"), absl::Seconds(2));
@@ -77,7 +77,7 @@ TEST(WorkQueueTest, BackoffIsExponentialAndCapped) {
 }
 
 TEST(WorkQueueTest, ShutDownReleasesWaitingWorkers) {
-  testing::FakeClock clock;
+  ::coach::FakeClock clock;
   WorkQueue q(&clock, Fast());
   std::atomic<bool> returned{false};
   std::thread t([&] {

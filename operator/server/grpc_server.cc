@@ -1,6 +1,6 @@
 #include "operator/server/grpc_server.h"
 
-#include <chrono>
+#include <grpc/support/time.h>
 
 #include "absl/strings/str_cat.h"
 
@@ -45,8 +45,8 @@ void GrpcServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
   service_->BeginShutdown();
-  server_->Shutdown(std::chrono::system_clock::now() +
-                    std::chrono::milliseconds(absl::ToInt64Milliseconds(grace)));
+  // A relative deadline (GPR_TIMESPAN): gRPC adds it to its own clock, none is read here.
+  server_->Shutdown(gpr_time_from_millis(absl::ToInt64Milliseconds(grace), GPR_TIMESPAN));
   server_->Wait();
 }
 

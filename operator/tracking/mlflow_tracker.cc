@@ -104,7 +104,7 @@ std::map<std::string, std::string> ConditionTags(const model::JobStatus& status)
 }
 
 MlflowTracker::MlflowTracker(MlflowTrackerOptions options, MlflowTrackerHooks hooks,
-                             core::Clock* clock, metrics::Registry* registry)
+                             ::coach::Clock* clock, metrics::Registry* registry)
     : options_(std::move(options)),
       hooks_(std::move(hooks)),
       clock_(clock),
@@ -270,15 +270,17 @@ std::optional<absl::Time> MlflowTracker::HoldStartUntil(const model::Job& job) {
 }
 
 bool MlflowTracker::WaitIdle(absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  for (;;) {
+  // Counted in sleeps rather than read from clock_: a test's fake clock stands still while
+  // the workers drain, and this bound must still end the wait.
+  constexpr absl::Duration kPoll = absl::Milliseconds(10);
+  for (absl::Duration waited;; waited += kPoll) {
     {
       absl::MutexLock lock(&mu_);
       UpdateBacklog();
       if (stats_.backlog == 0) return true;
     }
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(10));
+    if (waited >= timeout) return false;
+    absl::SleepFor(kPoll);
   }
 }
 

@@ -71,7 +71,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "integrations/mlflow/tracking_client.h"
-#include "operator/core/clock.h"
+#include "common/clock.h"
 #include "operator/core/job_observer.h"
 #include "operator/core/work_queue.h"
 #include "operator/metrics/registry.h"
@@ -123,7 +123,7 @@ struct MlflowTrackerHooks {
 class MlflowTracker final : public core::JobObserver {
  public:
   // `clock` and `registry` are not owned; `registry` may be null.
-  MlflowTracker(MlflowTrackerOptions options, MlflowTrackerHooks hooks, core::Clock* clock,
+  MlflowTracker(MlflowTrackerOptions options, MlflowTrackerHooks hooks, ::coach::Clock* clock,
                 metrics::Registry* registry);
   ~MlflowTracker() override;  // Stop(absl::ZeroDuration())
 
@@ -194,7 +194,7 @@ class MlflowTracker final : public core::JobObserver {
 
   const MlflowTrackerOptions options_;
   const MlflowTrackerHooks hooks_;
-  core::Clock* const clock_;
+  ::coach::Clock* const clock_;
   core::WorkQueue queue_;
   metrics::Family* errors_ = nullptr;
   metrics::Family* backlog_ = nullptr;

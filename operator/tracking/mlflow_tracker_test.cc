@@ -7,7 +7,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "integrations/mlflow/testing/fake_tracking_client.h"
-#include "operator/core/testing/fake_clock.h"
+#include "common/testing/fake_clock.h"
 #include "operator/metrics/registry.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/mlflow_env.h"
@@ -68,7 +68,7 @@ class Forwarding : public mlflow::TrackingClient {
 class MlflowTrackerTest : public ::testing::Test {
  protected:
   std::unique_ptr<MlflowTracker> NewTracker(
-      bool start = true, core::Clock* clock = nullptr,
+      bool start = true, ::coach::Clock* clock = nullptr,
       const std::function<void(MlflowTrackerOptions*)>& tune = nullptr) {
     MlflowTrackerOptions options;
     options.mlflow.tracking_uri = "http://mlflow.test:5000";
@@ -105,7 +105,7 @@ class MlflowTrackerTest : public ::testing::Test {
       return absl::OkStatus();
     };
     auto tracker = std::make_unique<MlflowTracker>(options, hooks,
-                                                   clock != nullptr ? clock : &clock_, &registry_);
+                                                   clock != nullptr ? clock : ::coach::Clock::Real(), &registry_);
     if (start) tracker->Start();
     return tracker;
   }
@@ -145,7 +145,6 @@ class MlflowTrackerTest : public ::testing::Test {
   }
 
   FakeTrackingClient fake_;
-  core::RealClock clock_;
   metrics::Registry registry_;
   absl::Mutex mu_;
   std::vector<std::string> uris_;
@@ -174,7 +173,7 @@ class MlflowTrackerTest : public ::testing::Test {
   }
   // With a fake clock the tracker's retries come only as time moves: moves it by `step` until
   // the run id is annotated (at most `steps` times, each given real time to be acted on).
-  std::string AdvanceUntilAnnotated(core::testing::FakeClock* clock, const std::string& uid,
+  std::string AdvanceUntilAnnotated(::coach::FakeClock* clock, const std::string& uid,
                                     absl::Duration step, int steps) {
     for (int i = 0; i < steps; ++i) {
       for (int j = 0; j < 100; ++j) {
@@ -413,7 +412,7 @@ TEST_F(MlflowTrackerTest, HoldStartUntilIsBoundedAndStartsTheRun) {
 }
 
 TEST_F(MlflowTrackerTest, SlowServerHoldsReplicasUntilTheRunIdIsOnTheJob) {
-  core::testing::FakeClock clock;
+  ::coach::FakeClock clock;
   auto tracker = NewTracker(true, &clock);
   fake_.SetDown(true);
   const model::Job job = Job("slow", "uid-slow");
@@ -443,7 +442,7 @@ TEST_F(MlflowTrackerTest, SlowServerHoldsReplicasUntilTheRunIdIsOnTheJob) {
 }
 
 TEST_F(MlflowTrackerTest, HeldJobRetriesOftenWhateverTheBackoffCap) {
-  core::testing::FakeClock clock;
+  ::coach::FakeClock clock;
   auto tracker = NewTracker(true, &clock, [](MlflowTrackerOptions* o) {
     o->backoff_base = absl::Seconds(1);
     o->backoff_cap = absl::Minutes(10);
@@ -474,7 +473,7 @@ TEST_F(MlflowTrackerTest, HeldJobRetriesOftenWhateverTheBackoffCap) {
 }
 
 TEST_F(MlflowTrackerTest, BoundHitStartsReplicasWithAWarningAndTheLateRunIsTaggedIncomplete) {
-  core::testing::FakeClock clock;
+  ::coach::FakeClock clock;
   auto tracker = NewTracker(true, &clock,
                             [](MlflowTrackerOptions* o) { o->run_wait = absl::Seconds(30); });
   fake_.SetDown(true);
@@ -517,7 +516,7 @@ TEST_F(MlflowTrackerTest, BoundHitStartsReplicasWithAWarningAndTheLateRunIsTagge
 
 TEST_F(MlflowTrackerTest, RunCreatedJustAfterTheBoundIsTaggedIncomplete) {
   // The bound is hit while the run is made but before its id reached the job.
-  core::testing::FakeClock clock;
+  ::coach::FakeClock clock;
   auto tracker = NewTracker(true, &clock,
                             [](MlflowTrackerOptions* o) { o->run_wait = absl::Seconds(30); });
   annotate_error_ = absl::UnavailableError("store busy");

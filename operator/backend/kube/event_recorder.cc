@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/time/clock.h"
+#include "absl/time/clock.h"  // SleepFor
 #include "operator/backend/kube/client/resource.h"
 #include "operator/metrics/registry.h"
 
@@ -78,7 +78,7 @@ EventRecorder::EventRecorder(k8s::KubeClient* client, EventRecorderOptions optio
 
 EventRecorder::~EventRecorder() { Stop(absl::Seconds(2)); }
 
-absl::Time EventRecorder::Now() const { return options_.now ? options_.now() : absl::Now(); }
+absl::Time EventRecorder::Now() const { return options_.clock->Now(); }
 
 bool EventRecorder::Aggregates(const std::string& group, const std::string& message,
                                absl::Time now) {

@@ -48,6 +48,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "operator/backend/kube/client/kube_client.h"
 #include "operator/backend/kube/client/rate_limiter.h"
 #include "operator/store/job_store.h"
@@ -86,8 +87,8 @@ struct EventRecorderOptions {
   // Optional: while it answers true, events wait (see the header comment).
   std::function<bool()> busy;
   absl::Duration max_defer = absl::Seconds(30);
-  // The clock of event times and windows; absl::Now when empty.
-  std::function<absl::Time()> now;
+  // The clock of event times and windows. Not owned.
+  ::coach::Clock* clock = ::coach::Clock::Real();
 };
 
 class EventRecorder {

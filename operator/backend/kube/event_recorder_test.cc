@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
 #include "operator/backend/kube/testing/fake_kube_client.h"
 #include "operator/metrics/registry.h"
@@ -52,14 +53,6 @@ std::unique_ptr<EventRecorder> NewRecorder(FakeKubeClient* client, EventRecorder
   EXPECT_TRUE(r.ok()) << r.status();
   return std::move(r).value();
 }
-
-// A clock the test moves.
-struct TestClock {
-  absl::Time now = absl::FromUnixSeconds(1700000000);
-  std::function<absl::Time()> Fn() {
-    return [this] { return now; };
-  }
-};
 
 TEST(EventRecorderTest, QuietClusterGetsOneEventPerOccurrence) {
   FakeKubeClient client;
@@ -127,17 +120,17 @@ TEST(EventRecorderTest, EventsHeldWhileBusyAreWrittenOneByOne) {
 // within the window, and every later one, go into one "(combined from similar events)" Event.
 TEST(EventRecorderTest, TwelveSimilarEventsAreCombinedFromTheTenthLikeClientGo) {
   FakeKubeClient client;
-  TestClock clock;
+  ::coach::FakeClock clock;
   EventRecorderOptions o;
-  o.now = clock.Fn();
+  o.clock = &clock;
   auto recorder = NewRecorder(&client, o);
   for (int i = 0; i < 12; ++i) {
-    clock.now += absl::Seconds(1);
-    ASSERT_TRUE(recorder->Record(Job("a"), Created("a", "Pod", i, clock.now)));
+    clock.Advance(absl::Seconds(1));
+    ASSERT_TRUE(recorder->Record(Job("a"), Created("a", "Pod", i, clock.Now())));
   }
   // Another reason and another job have their own groups.
-  ASSERT_TRUE(recorder->Record(Job("a"), Created("a", "Service", 0, clock.now)));
-  ASSERT_TRUE(recorder->Record(Job("b"), Created("b", "Pod", 0, clock.now)));
+  ASSERT_TRUE(recorder->Record(Job("a"), Created("a", "Service", 0, clock.Now())));
+  ASSERT_TRUE(recorder->Record(Job("b"), Created("b", "Pod", 0, clock.Now())));
   ASSERT_TRUE(recorder->Flush(absl::Seconds(10)));
   std::vector<json> events = Events(client);
   ASSERT_EQ(events.size(), 12u);  // 9 + 1 combined, + 2
@@ -158,8 +151,8 @@ TEST(EventRecorderTest, TwelveSimilarEventsAreCombinedFromTheTenthLikeClientGo) 
   EXPECT_EQ(recorder->counts().combined, 3u);
 
   // More of them raise the count of that one Event (a PATCH).
-  clock.now += absl::Seconds(1);
-  ASSERT_TRUE(recorder->Record(Job("a"), Created("a", "Pod", 12, clock.now)));
+  clock.Advance(absl::Seconds(1));
+  ASSERT_TRUE(recorder->Record(Job("a"), Created("a", "Pod", 12, clock.Now())));
   ASSERT_TRUE(recorder->Flush(absl::Seconds(10)));
   events = Events(client);
   EXPECT_EQ(events.size(), 12u);
@@ -170,14 +163,14 @@ TEST(EventRecorderTest, TwelveSimilarEventsAreCombinedFromTheTenthLikeClientGo) 
     }
   }
   // A repeat of one of the first nine is that Event's repeat, not the aggregate's.
-  ASSERT_TRUE(recorder->Record(Job("a"), Created("a", "Pod", 0, clock.now)));
+  ASSERT_TRUE(recorder->Record(Job("a"), Created("a", "Pod", 0, clock.Now())));
   ASSERT_TRUE(recorder->Flush(absl::Seconds(10)));
   EXPECT_EQ(recorder->counts().combined, 4u);
   EXPECT_EQ(recorder->counts().patched, 2u);
 
   // More than the window after the last similar event, the group starts afresh.
-  clock.now += absl::Minutes(11);
-  ASSERT_TRUE(recorder->Record(Job("a"), Created("a", "Pod", 100, clock.now)));
+  clock.Advance(absl::Minutes(11));
+  ASSERT_TRUE(recorder->Record(Job("a"), Created("a", "Pod", 100, clock.Now())));
   ASSERT_TRUE(recorder->Flush(absl::Seconds(10)));
   events = Events(client);
   ASSERT_EQ(events.size(), 13u);

@@ -607,7 +607,7 @@ absl::Status KubeBackend::ApplyOne(const model::Job& job, const model::Action& a
 bool KubeBackend::Busy(absl::Duration linger) const {
   if (applies_in_flight_.load() > 0) return true;
   const int64_t last = last_apply_end_ns_.load();
-  return last > 0 && absl::Now() - absl::FromUnixNanos(last) < linger;
+  return last > 0 && Now() - absl::FromUnixNanos(last) < linger;
 }
 
 absl::Status KubeBackend::ApplyAll(const model::Job& job, const std::vector<model::Action>& actions,
@@ -616,7 +616,7 @@ absl::Status KubeBackend::ApplyAll(const model::Job& job, const std::vector<mode
     KubeBackend* self;
     explicit InFlight(KubeBackend* b) : self(b) { ++self->applies_in_flight_; }
     ~InFlight() {
-      self->last_apply_end_ns_ = absl::ToUnixNanos(absl::Now());
+      self->last_apply_end_ns_ = absl::ToUnixNanos(self->Now());
       --self->applies_in_flight_;
     }
   } in_flight(this);

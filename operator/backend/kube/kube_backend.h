@@ -58,6 +58,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "operator/backend/backend.h"
 #include "operator/backend/kube/client/kube_client.h"
 #include "operator/backend/kube/client/reflector.h"
@@ -76,8 +77,8 @@ struct KubeBackendOptions {
   std::string gang_scheduler;
   // Most pod/service requests ApplyAll has in flight at once (>= 1).
   int create_parallelism = 16;
-  // Time for expectation ages; absl::Now when unset.
-  std::function<absl::Time()> now;
+  // Time for expectation ages and the apply linger. Not owned.
+  ::coach::Clock* clock = ::coach::Clock::Real();
   // How long Start() waits for every cache's first list (Unavailable after).
   absl::Duration sync_timeout = absl::Seconds(60);
   // Age after which an unmet expectation is dropped.
@@ -151,7 +152,7 @@ class KubeBackend : public Backend {
 
   explicit KubeBackend(KubeBackendOptions options);
 
-  absl::Time Now() const { return options_.now ? options_.now() : absl::Now(); }
+  absl::Time Now() const { return options_.clock->Now(); }
   KindState* StateFor(const std::string& kind);
   const KindState* StateFor(const std::string& kind) const;
 

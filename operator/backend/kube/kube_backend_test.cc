@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
 #include "operator/backend/kube/client/errors.h"
 #include "operator/backend/kube/testing/fake_kube_client.h"
@@ -281,23 +282,16 @@ TEST_F(KubeBackendTest, AlreadyExistsIsSuccessAndObserved) {
 }
 
 TEST_F(KubeBackendTest, ExpectationTimesOut) {
-  absl::Time now = absl::Now();
-  std::mutex now_mu;
+  ::coach::FakeClock clock(absl::Now());
   KubeBackendOptions o;
-  o.now = [&] {
-    std::lock_guard<std::mutex> l(now_mu);
-    return now;
-  };
+  o.clock = &clock;
   StartBackend(o);
   const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Build();
   gated_->SetMode("pods", GatedClient::Mode::kDrop);  // the event is lost
   auto pod = reconcile::DesiredPod(job, "Master", 0, {});
   ASSERT_TRUE(backend_->Apply(job, {model::Action::Type::kCreate, *pod}).ok());
   ASSERT_EQ(backend_->Observe(job)->pods.size(), 1u);
-  {
-    std::lock_guard<std::mutex> l(now_mu);
-    now += absl::Minutes(6);
-  }
+  clock.Advance(absl::Minutes(6));
   EXPECT_TRUE(backend_->Observe(job)->pods.empty());
   EXPECT_TRUE(backend_->PendingExpectations("ns", "j").empty());
 }

@@ -78,9 +78,9 @@ absl::StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Create(k8s::KubeCl
 }
 
 LeaderElector::LeaderElector(k8s::KubeClient* client, LeaderElectionConfig config)
-    : client_(client), config_(std::move(config)) {
-  clock_ = config_.clock != nullptr ? config_.clock : &real_clock_;
-}
+    : client_(client),
+      config_(std::move(config)),
+      clock_(config_.clock != nullptr ? config_.clock : ::coach::Clock::Real()) {}
 
 LeaderElector::~LeaderElector() { Stop(); }
 

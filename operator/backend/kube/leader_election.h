@@ -35,7 +35,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "operator/backend/kube/client/kube_client.h"
-#include "operator/core/clock.h"
+#include "common/clock.h"
 #include <nlohmann/json.hpp>
 
 namespace coach::backend::kube {
@@ -54,8 +54,8 @@ struct LeaderElectionConfig {
   std::function<void()> on_stopped_leading;
   // Every time the observed holder changes (including to this candidate); optional.
   std::function<void(const std::string& holder)> on_new_leader;
-  // Not owned; null: the real clock.
-  core::Clock* clock = nullptr;
+  // Not owned.
+  ::coach::Clock* clock = ::coach::Clock::Real();
 };
 
 // "<hostname>_<16 random hex digits>".
@@ -99,8 +99,7 @@ class LeaderElector {
 
   ::coach::kubeclient::KubeClient* const client_;
   LeaderElectionConfig config_;
-  core::RealClock real_clock_;
-  core::Clock* clock_;
+  ::coach::Clock* const clock_;
   std::atomic<bool> leading_{false};
 
   mutable absl::Mutex mu_;

@@ -14,7 +14,7 @@
 #include "operator/backend/kube/client/rest_kube_client.h"
 #include "operator/backend/kube/testing/fake_kube_client.h"
 #include "operator/backend/kube/testing/testenv.h"
-#include "operator/core/testing/fake_clock.h"
+#include "common/testing/fake_clock.h"
 
 namespace coach::backend::kube {
 namespace {
@@ -63,7 +63,7 @@ TEST(LeaderElectionConfigTest, Validates) {
 
 TEST(LeaderElectorStepTest, ExpiryIsJudgedFromWhatEachCandidateObserved) {
   k8s::testing::FakeKubeClient fake;
-  core::testing::FakeClock clock;
+  ::coach::FakeClock clock;
   LeaderElectionConfig ca = Fast("ns", "a");
   ca.clock = &clock;
   LeaderElectionConfig cb = Fast("ns", "b");

@@ -87,7 +87,9 @@ absl::StatusOr<std::unique_ptr<LocalBackend>> LocalBackend::Create(LocalBackendO
   RETURN_IF_ERROR(MakeDirs(options.state_dir));
   std::unique_ptr<ProcessRunner> owned;
   if (options.runner == nullptr) {
-    ASSIGN_OR_RETURN(auto shim, ShimProcessRunner::Create(options.shim_path));
+    ShimProcessRunner::Options runner_options;
+    runner_options.clock = options.clock;
+    ASSIGN_OR_RETURN(auto shim, ShimProcessRunner::Create(options.shim_path, runner_options));
     owned = std::move(shim);
   }
   std::unique_ptr<GpuDiscovery> own_discovery;

@@ -62,6 +62,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "operator/backend/backend.h"
 #include "operator/backend/local/gpu_allocator.h"
 #include "operator/backend/local/replica_store.h"
@@ -91,8 +92,8 @@ struct LocalBackendOptions {
   GpuDiscovery* gpus = nullptr;
   // nullptr: a ShimProcessRunner over shim_path. Must outlive the backend.
   ProcessRunner* runner = nullptr;
-  // Time source; empty: absl::Now.
-  std::function<absl::Time()> now;
+  // Time source (also the default runner's). Not owned.
+  Clock* clock = Clock::Real();
   // spec.nodeName for fieldRef; empty: gethostname().
   std::string node_name;
   // The environment PATH/HOME/LANG are copied from; empty: the operator's own.
@@ -167,7 +168,7 @@ class LocalBackend : public Backend {
   // Returns whether it changed.
   bool Refresh(ReplicaRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PollLoop();
-  absl::Time Now() const { return options_.now ? options_.now() : absl::Now(); }
+  absl::Time Now() const { return options_.clock->Now(); }
   std::string ReplicaDir(const JobKey& job, const std::string& pod) const;
   // Restarts carried over to the next pod of the same name (see DeletePod).
   std::string RestartCountPath(const JobKey& job, const std::string& pod) const;

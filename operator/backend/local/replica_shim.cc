@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/clock.h"
 #include "operator/backend/local/exit_record.h"
 #include "operator/backend/local/log_files.h"
 #include "operator/backend/local/proc_stat.h"
@@ -113,7 +114,7 @@ void WriteStatus(int fd, const std::string& line) {
 int Fail(const Args& args, const std::string& message) {
   ExitRecord r;
   r.exit_code = 127;
-  r.finished_at = absl::Now();
+  r.finished_at = coach::Clock::Real()->Now();
   r.message = message;
   (void)coach::backend::local::WriteExitRecord(args.replica_dir, r);
   WriteStatus(args.status_fd, absl::StrCat("error ", message, "\n"));
@@ -245,7 +246,7 @@ int main(int argc, char** argv) {
   (void)coach::backend::local::RotateIfOver(args.log, args.max_log_bytes);
 
   ExitRecord record;
-  record.finished_at = absl::Now();
+  record.finished_at = coach::Clock::Real()->Now();
   if (!start_error.empty()) {
     record.exit_code = start_error_code;
     record.message = start_error;

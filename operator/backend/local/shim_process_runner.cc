@@ -63,11 +63,11 @@ PollResult FromExit(const ExitRecord& r) {
   return p;
 }
 
-// Reads the shim's one status line from `fd` until newline, EOF or the deadline.
-absl::StatusOr<std::string> ReadStatusLine(int fd, absl::Time deadline) {
+// Reads the shim's one status line from `fd` until newline, EOF or the deadline (on `clock`).
+absl::StatusOr<std::string> ReadStatusLine(int fd, absl::Time deadline, Clock* clock) {
   std::string line;
   while (line.find('\n') == std::string::npos) {
-    int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+    int64_t ms = absl::ToInt64Milliseconds(deadline - clock->Now());
     if (ms <= 0) return absl::DeadlineExceededError("replica shim did not report a start");
     struct pollfd pfd = {fd, POLLIN, 0};
     int r = poll(&pfd, 1, static_cast<int>(std::min<int64_t>(ms, INT_MAX)));
@@ -185,7 +185,7 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
     return Errno(absl::StrCat("starting the replica shim ", shim_path_));
   }
   absl::StatusOr<std::string> line =
-      ReadStatusLine(status_pipe[0], absl::Now() + options_.start_timeout);
+      ReadStatusLine(status_pipe[0], options_.clock->Now() + options_.start_timeout, options_.clock);
   close(status_pipe[0]);
   if (!line.ok() || !absl::StartsWith(*line, "pgid ")) {
     // Do not leave a half-started replica behind.
@@ -245,11 +245,11 @@ absl::StatusOr<PollResult> ShimProcessRunner::Poll(const ProcessHandle& handle) 
 
 absl::StatusOr<PollResult> ShimProcessRunner::WaitEnded(const ProcessHandle& handle,
                                                         absl::Duration timeout) {
-  absl::Time deadline = absl::Now() + timeout;
+  absl::Time deadline = options_.clock->Now() + timeout;
   while (true) {
     ASSIGN_OR_RETURN(PollResult p, Poll(handle));
     if (p.state != ProcessState::kRunning) return p;
-    if (absl::Now() >= deadline) return p;
+    if (options_.clock->Now() >= deadline) return p;
     absl::SleepFor(absl::Milliseconds(10));
   }
 }
@@ -286,14 +286,14 @@ absl::StatusOr<PollResult> ShimProcessRunner::Stop(const ProcessHandle& handle,
   }
   // The supervisor is gone; its group may not be (the shim was killed on its own).
   if (SignalLeftovers(handle, SIGTERM) > 0) {
-    absl::Time deadline = absl::Now() + grace;
-    while (!ListGroupMembers(handle.pgid, handle.pid).empty() && absl::Now() < deadline) {
+    absl::Time deadline = options_.clock->Now() + grace;
+    while (!ListGroupMembers(handle.pgid, handle.pid).empty() && options_.clock->Now() < deadline) {
       absl::SleepFor(absl::Milliseconds(10));
     }
     SignalLeftovers(handle, SIGKILL);
-    deadline = absl::Now() + options_.kill_timeout;
+    deadline = options_.clock->Now() + options_.kill_timeout;
     while (!ListGroupMembers(handle.pgid, handle.pid).empty()) {
-      if (absl::Now() >= deadline) {
+      if (options_.clock->Now() >= deadline) {
         return absl::DeadlineExceededError(
             absl::StrCat("replica group ", handle.pgid, " survived SIGKILL"));
       }

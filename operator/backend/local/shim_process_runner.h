@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "operator/backend/local/process_runner.h"
 
 namespace coach::backend::local {
@@ -21,6 +22,8 @@ class ShimProcessRunner : public ProcessRunner {
     absl::Duration start_timeout = absl::Seconds(10);
     // How long Stop waits after SIGKILL before giving up with DeadlineExceeded.
     absl::Duration kill_timeout = absl::Seconds(5);
+    // The clock of those waits (they sleep in real time between polls). Not owned.
+    Clock* clock = Clock::Real();
   };
 
   // `shim_path`: the coach-replica-shim executable.

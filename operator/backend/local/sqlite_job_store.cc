@@ -327,7 +327,7 @@ absl::Status SqliteJobStore::Migrate() {
       RETURN_IF_ERROR(Exec(db_, kMigrations[version - 1]));
       ASSIGN_OR_RETURN(Stmt ins, Stmt::Prepare(db_,
                                                "INSERT INTO schema_migrations VALUES (?, ?)"));
-      ins.Bind(1, int64_t{version}).Bind(2, absl::ToUnixMicros(absl::Now()));
+      ins.Bind(1, int64_t{version}).Bind(2, absl::ToUnixMicros(Now()));
       return ins.Run();
     }));
   }

@@ -16,6 +16,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
 #include "operator/backend/local/replica_store.h"
 #include "operator/store/job_store.h"
 
@@ -31,8 +33,8 @@ class SqliteJobStore : public store::JobStore, public ReplicaStore {
   struct Options {
     int max_events_per_job = 100;
     absl::Duration busy_timeout = absl::Seconds(5);
-    // The clock for creation timestamps; absl::Now when empty.
-    std::function<absl::Time()> now;
+    // The clock for creation timestamps and migration records. Not owned.
+    Clock* clock = Clock::Real();
   };
 
   // The schema version this build writes.
@@ -87,7 +89,7 @@ class SqliteJobStore : public store::JobStore, public ReplicaStore {
   absl::Status WriteJobLocked(const api::v1::TrainingJob& job, bool insert)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<ReplicaRecord>> QueryReplicas(const JobKey* job);
-  absl::Time Now() const { return options_.now ? options_.now() : absl::Now(); }
+  absl::Time Now() const { return options_.clock->Now(); }
 
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);

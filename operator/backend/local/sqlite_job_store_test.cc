@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/fake_clock.h"
 #include "operator/backend/local/fs_util.h"
 #include "operator/store/testing/job_store_contract.h"
 #include "operator/store/testing/test_jobs.h"
@@ -132,7 +133,8 @@ TEST_F(SqliteJobStoreTest, RefusesNewerSchema) {
 
 TEST_F(SqliteJobStoreTest, InjectedClockSetsCreationTimestamp) {
   SqliteJobStore::Options options;
-  options.now = [] { return absl::FromUnixSeconds(1700000000) + absl::Milliseconds(250); };
+  FakeClock clock(absl::FromUnixSeconds(1700000000) + absl::Milliseconds(250));
+  options.clock = &clock;
   auto store = SqliteJobStore::Open(dir_, options);
   ASSERT_TRUE(store.ok());
   auto job = (*store)->Create(MakeJob("ns", "a"));

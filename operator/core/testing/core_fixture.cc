@@ -44,7 +44,7 @@ std::string PyTorchManifest(const std::string& name, int workers,
 
 CoreEnv::CoreEnv(std::string dir) : state_dir(std::move(dir)) {
   backend::local::SqliteJobStore::Options options;
-  options.now = [this] { return clock.Now(); };
+  options.clock = &clock;
   auto opened = backend::local::SqliteJobStore::Open(state_dir, options);
   if (!opened.ok()) {
     ADD_FAILURE() << opened.status();

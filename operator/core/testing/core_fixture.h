@@ -14,7 +14,7 @@
 #include "operator/core/controller.h"
 #include "operator/core/job_service.h"
 #include "operator/core/testing/fake_backend.h"
-#include "operator/core/testing/fake_clock.h"
+#include "common/testing/fake_clock.h"
 #include "operator/metrics/operator_metrics.h"
 
 namespace coach::core::testing {

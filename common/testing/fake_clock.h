@@ -1,11 +1,15 @@
 #pragma once
 
-// A Clock that moves only when the test says so. Thread-safe.
+// A Clock that moves only when the test says so. Thread-safe. Code that waits for a
+// deadline by sleeping in real time (polling loops) still sleeps in real time: give such
+// code a FakeClock only when the test moves it past the deadline itself.
 
+#include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "operator/core/clock.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
 
-namespace coach::core::testing {
+namespace coach {
 
 class FakeClock : public Clock {
  public:
@@ -29,4 +33,4 @@ class FakeClock : public Clock {
   absl::Time now_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace coach::core::testing
+}  // namespace coach
