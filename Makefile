@@ -21,8 +21,9 @@ demo:
 install: bootstrap
 	PREFIX=$(PREFIX) tools/install_sdk.sh
 
+# clang-format over every .h/.cc and buildifier over BUILD files, as tools/suites/lint.sh checks.
 fmt:
-	@find . -path ./bazel-\* -prune -o \( -name '*.h' -o -name '*.cc' \) -print | xargs clang-format -i
+	@tools/format.sh
 
 clean:
 	$(BAZEL) clean
