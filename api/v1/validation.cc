@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/v1/job_policies.h"
 #include "api/v1/kinds.h"
 #include <nlohmann/json.hpp>
 
@@ -106,6 +107,24 @@ std::string OneOf(const std::vector<std::string>& allowed, const std::string& go
   return absl::StrCat("must be one of ", absl::StrJoin(quoted, ", "), ", got ", Quote(got));
 }
 
+const std::vector<std::string>& RestartPolicies() {
+  static const auto* policies = new std::vector<std::string>{
+      kRestartPolicyAlways, kRestartPolicyOnFailure, kRestartPolicyNever, kRestartPolicyExitCode};
+  return *policies;
+}
+
+const std::vector<std::string>& CleanPodPolicies() {
+  static const auto* policies = new std::vector<std::string>{
+      kCleanPodPolicyNone, kCleanPodPolicyRunning, kCleanPodPolicyAll};
+  return *policies;
+}
+
+const std::vector<std::string>& SuccessPolicies() {
+  static const auto* policies =
+      new std::vector<std::string>{kSuccessPolicyDefault, kSuccessPolicyAllWorkers};
+  return *policies;
+}
+
 bool In(const std::string& v, const std::vector<std::string>& allowed) {
   for (const std::string& a : allowed) {
     if (a == v) return true;
@@ -202,9 +221,9 @@ class Validator {
       }
       if (spec.has_replicas()) AtLeast(path + ".replicas", spec.replicas(), 0);
       if (!spec.restart_policy().empty() &&
-          !In(spec.restart_policy(), {"Always", "OnFailure", "Never", "ExitCode"})) {
+          !In(spec.restart_policy(), RestartPolicies())) {
         Error(path + ".restartPolicy",
-              OneOf({"Always", "OnFailure", "Never", "ExitCode"}, spec.restart_policy()));
+              OneOf(RestartPolicies(), spec.restart_policy()));
       }
       ValidateTemplate(path + ".template", spec.template_json());
     }
@@ -276,8 +295,8 @@ class Validator {
     if (!job_.spec().has_run_policy()) return;
     const RunPolicy& rp = job_.spec().run_policy();
     const std::string path = "spec.runPolicy";
-    if (rp.has_clean_pod_policy() && !In(rp.clean_pod_policy(), {"None", "Running", "All"})) {
-      Error(path + ".cleanPodPolicy", OneOf({"None", "Running", "All"}, rp.clean_pod_policy()));
+    if (rp.has_clean_pod_policy() && !In(rp.clean_pod_policy(), CleanPodPolicies())) {
+      Error(path + ".cleanPodPolicy", OneOf(CleanPodPolicies(), rp.clean_pod_policy()));
     }
     if (rp.has_ttl_seconds_after_finished()) {
       AtLeast(path + ".ttlSecondsAfterFinished", rp.ttl_seconds_after_finished(), 0);
@@ -425,8 +444,8 @@ class Validator {
                   absl::StrCat("must be <= 1, got ", Replicas(type)));
           }
         }
-        if (spec.has_success_policy() && !In(spec.success_policy(), {"", "AllWorkers"})) {
-          Error("spec.successPolicy", OneOf({"", "AllWorkers"}, spec.success_policy()));
+        if (spec.has_success_policy() && !In(spec.success_policy(), SuccessPolicies())) {
+          Error("spec.successPolicy", OneOf(SuccessPolicies(), spec.success_policy()));
         }
         break;
       }
@@ -449,9 +468,9 @@ class Validator {
           AtLeast("spec.slotsPerWorker", spec.slots_per_worker(), 1);
         }
         if (spec.has_mpi_clean_pod_policy() &&
-            !In(spec.mpi_clean_pod_policy(), {"None", "Running", "All"})) {
+            !In(spec.mpi_clean_pod_policy(), CleanPodPolicies())) {
           Error("spec.cleanPodPolicy",
-                OneOf({"None", "Running", "All"}, spec.mpi_clean_pod_policy()));
+                OneOf(CleanPodPolicies(), spec.mpi_clean_pod_policy()));
         }
         break;
       default:

@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/v1/job_policies.h"
 #include "operator/reconcile/kubernetes_address_plan.h"
 
 namespace coach::reconcile {
@@ -79,7 +80,8 @@ std::string RestartPolicy(const Job& job, std::string_view type) {
     return it->second.restart_policy();
   }
   const api::v1::KindInfo* info = api::v1::FindKind(job.kind());
-  return info == nullptr ? "Never" : std::string(info->default_restart_policy);
+  return info == nullptr ? api::v1::kRestartPolicyNever
+                         : std::string(info->default_restart_policy);
 }
 
 absl::StatusOr<Json> ParseTemplate(const Job& job, std::string_view type) {
