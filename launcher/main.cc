@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "common/version/version.h"
 #include "integrations/mlflow/metric_logger.h"
 #include "integrations/mlflow/rest_tracking_client.h"
 #include "launcher/gpu_discovery.h"
@@ -39,6 +40,7 @@ namespace {
 constexpr char kUsage[] = R"(usage: coach-launch [flags] -- PROGRAM ARGS...
        coach-launch [flags] PROGRAM ARGS...
        coach-launch --install DIR
+       coach-launch --version
        coach-launch --wait-for-host HOST [--wait-for-host HOST ...] [--peer-timeout D]
 A drop-in for torchrun's static launch, reading the same PET_* variables (flags win):
   --nnodes N|N:N          PET_NNODES                   default 1
@@ -201,6 +203,10 @@ int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
     std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (!args.empty() && args[0] == "--version") {
+    std::printf("coach-launch %s\n", kVersion);
     return 0;
   }
   if (!args.empty() && args[0] == "--install") {

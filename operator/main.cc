@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/version/version.h"
 #include "integrations/mlflow/rest_tracking_client.h"
 #include "operator/backend/kube/cr_job_store.h"
 #include "operator/backend/kube/leader_election.h"
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   coach::cmd::Flags flags = coach::cmd::DefaultFlags();
   CLI::App app{"coach-operator: Kubeflow training jobs (kubeflow.org/v1) on this host or "
                "Kubernetes, served over gRPC"};
+  app.set_version_flag("--version", std::string("coach-operator ") + coach::kVersion);
   coach::cmd::RegisterFlags(&app, &flags);
   try {
     app.parse(argc, argv);

@@ -14,8 +14,7 @@ if [[ -z "$prefix" ]]; then
   echo "usage: $0 PREFIX (or PREFIX=... $0)" >&2
   exit 2
 fi
-version="${COACH_VERSION:-$(git describe --tags --abbrev=0 2>/dev/null || echo 0.1.0)}"
-version="${version#v}"
+version=$(tr -d '[:space:]' <VERSION)  # the one version of coach
 
 targets=(//sdk/cpp:training_client //sdk/cpp:connection //sdk/cpp:grpc_status //sdk/cpp:job_status
   //sdk/cpp:job_builder //api/v1:kinds //api/v1:training_service_proto //api/v1:training_job_proto)

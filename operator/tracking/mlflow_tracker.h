@@ -72,6 +72,7 @@
 #include "absl/time/time.h"
 #include "integrations/mlflow/tracking_client.h"
 #include "common/clock.h"
+#include "common/version/version.h"
 #include "operator/core/job_observer.h"
 #include "operator/core/work_queue.h"
 #include "operator/metrics/registry.h"
@@ -79,7 +80,7 @@
 
 namespace coach::tracking {
 
-inline constexpr char kCoachVersion[] = "0.1.0";
+inline constexpr const char* kCoachVersion = ::coach::kVersion;
 
 struct MlflowTrackerOptions {
   model::MlflowConfig mlflow;      // the operator-wide target (may be empty: annotations only)

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/version/version.h"
 #include "sdk/cpp/cli/exit_codes.h"
 #include "sdk/cpp/cli/offline_commands.h"
 #include "sdk/cpp/cli/remote_cli.h"
@@ -12,6 +13,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"coach: distributed training jobs (kubeflow.org/v1) on Kubernetes or this machine"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("coach ") + coach::kVersion);
 
   coach::cli::OfflineOptions offline;
   auto add_offline = [&offline](CLI::App* command) {

@@ -4,7 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "api/v1/codec/job_codec.h"
+#include "common/version/version.h"
 #include "api/v1/codec/yaml_json.h"
 #include "operator/model/reconcile_types.h"
 #include "operator/reconcile/desired_objects.h"
@@ -58,7 +60,7 @@ int RunRender(const OfflineOptions& options, const karpenter::ConfigFlags& karpe
   }
   model::ReconcileConfig config;
   // What the kube backend creates: coach.dev/launcher jobs get the chart image's init container.
-  config.launcher_image = "ghcr.io/coach/coach-operator:latest";
+  config.launcher_image = absl::StrCat("ghcr.io/coach/coach-operator:", kVersion);
   // ... and PyTorch Workers the init container that waits for their Master (master_wait.h).
   config.pytorch_init_image = config.launcher_image;
   config.karpenter = *placement;
