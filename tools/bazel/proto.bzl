@@ -11,6 +11,7 @@ def cc_proto_grpc_library(name, srcs, deps = [], grpc = True, visibility = None)
         outs += [base + ".pb.h", base + ".pb.cc"]
         if grpc:
             outs += [base + ".grpc.pb.h", base + ".grpc.pb.cc"]
+
     # Imports are workspace-relative ("api/v1/x.proto"); when coach is an external
     # repository of another workspace, its files live under external/<name>/.
     repo = native.repository_name().lstrip("@")
