@@ -1,8 +1,7 @@
 // The operator's command line: every flag (each also from the environment variable shown
 // in --help) with its default, before any validation (see settings.h).
 
-#ifndef COACH_OPERATOR_CMD_FLAGS_H_
-#define COACH_OPERATOR_CMD_FLAGS_H_
+#pragma once
 
 #include <string>
 
@@ -61,5 +60,3 @@ Flags DefaultFlags();
 void RegisterFlags(CLI::App* app, Flags* flags);
 
 }  // namespace coach::cmd
-
-#endif  // COACH_OPERATOR_CMD_FLAGS_H_

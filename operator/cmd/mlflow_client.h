@@ -1,8 +1,7 @@
 // The MLflow REST client the operator makes: auth and TLS from the MLFLOW_TRACKING_*
 // environment, retries and timeouts suited to a tracker that retries by itself.
 
-#ifndef COACH_OPERATOR_CMD_MLFLOW_CLIENT_H_
-#define COACH_OPERATOR_CMD_MLFLOW_CLIENT_H_
+#pragma once
 
 #include <memory>
 #include <string>
@@ -21,5 +20,3 @@ absl::StatusOr<std::unique_ptr<coach::mlflow::TrackingClient>> MakeMlflowClient(
     const std::string& uri);
 
 }  // namespace coach::cmd
-
-#endif  // COACH_OPERATOR_CMD_MLFLOW_CLIENT_H_

@@ -2,8 +2,7 @@
 // and, with --backend=kube, the cluster's. Validate reads files and the environment but
 // starts nothing.
 
-#ifndef COACH_OPERATOR_CMD_SETTINGS_H_
-#define COACH_OPERATOR_CMD_SETTINGS_H_
+#pragma once
 
 #include <string>
 #include <vector>
@@ -41,5 +40,3 @@ absl::Status ValidateKubeFlags(const Flags& flags, Settings* settings);
 absl::Status UsageError(absl::string_view message);
 
 }  // namespace coach::cmd
-
-#endif  // COACH_OPERATOR_CMD_SETTINGS_H_

@@ -1,8 +1,7 @@
 // How the MLflow tracker reaches the rest of the operator: a REST client per server, the
 // run's annotations written to the stored job, the controller woken, the replicas' logs.
 
-#ifndef COACH_OPERATOR_CMD_TRACKER_HOOKS_H_
-#define COACH_OPERATOR_CMD_TRACKER_HOOKS_H_
+#pragma once
 
 #include "operator/backend/backend.h"
 #include "operator/store/job_store.h"
@@ -20,5 +19,3 @@ coach::tracking::MlflowTrackerHooks MakeTrackerHooks(coach::store::JobStore* job
                                                      coach::backend::Backend* backend);
 
 }  // namespace coach::cmd
-
-#endif  // COACH_OPERATOR_CMD_TRACKER_HOOKS_H_

@@ -1,8 +1,7 @@
 // The job store and the backend of either kind, and what they share: sqlite + processes on
 // this host, or the CRs + pods of a cluster.
 
-#ifndef COACH_OPERATOR_CMD_WIRING_H_
-#define COACH_OPERATOR_CMD_WIRING_H_
+#pragma once
 
 #include <memory>
 
@@ -50,5 +49,3 @@ absl::Status WireKube(const Flags& flags, const Settings& settings, BackendWirin
 absl::Status WireLocal(const Flags& flags, BackendWiring* wiring);
 
 }  // namespace coach::cmd
-
-#endif  // COACH_OPERATOR_CMD_WIRING_H_
