@@ -17,9 +17,13 @@ if [[ -z "$absl_libs" ]]; then
   absl_libs="-labsl_statusor -labsl_status -labsl_cord -labsl_cordz_info -labsl_cord_internal -labsl_cordz_functions -labsl_cordz_handle -labsl_str_format_internal -labsl_strings -labsl_strings_internal -labsl_int128 -labsl_throw_delegate -labsl_base -labsl_raw_logging_internal -labsl_spinlock_wait"
 fi
 
+# Every library source of the codec (it is split in files by job), no tests.
+codec_srcs=()
+for f in api/v1/codec/*.cc; do [[ $f == *_test.cc ]] || codec_srcs+=("$f"); done
+
 clang++-14 -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -Wno-deprecated-declarations -I. -I"$work/gen" \
-  api/v1/codec/fuzz/codec_fuzzer.cc api/v1/codec/job_codec.cc api/v1/codec/yaml_json.cc \
+  api/v1/codec/fuzz/codec_fuzzer.cc "${codec_srcs[@]}" \
   api/v1/kinds.cc api/v1/field_error.cc api/v1/defaults.cc api/v1/validation.cc \
   "$work/gen/api/v1/training_job.pb.cc" \
   -lyaml $(pkg-config --libs protobuf) $absl_libs -lpthread \
