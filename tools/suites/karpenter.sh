@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Karpenter: coach's placement against real Karpenter (its kwok provider, tools/testenv/karpenter)
+# on a control plane that starts with zero nodes. The operator runs with --backend=kube
+# --karpenter on loopback, as the e2e/kube tests start it.
+#   - the seed's GPU PyTorchJob (Master + 2 Workers, 1 GPU each), submitted with `coach submit`:
+#     NodeClaims in the gpu-workloads NodePool only, every replica scheduled on a Karpenter node
+#     of that pool whose allocatable has its GPU, do-not-disrupt and the pool's toleration on
+#     every pod, the job Succeeded, then the nodes back to zero;
+#   - a CPU-only job: NodeClaims in training-workloads only, never a GPU node.
+# Prints the figures: submit -> all replicas scheduled, and last replica finished -> no node
+# left (consolidateAfter 5s, tools/testenv/karpenter.d/nodepools.yaml).
+# COACH_E2E_OPERATOR_BIN and COACH_E2E_COACH_CLI: binaries built already (else bazel builds them).
+# Outside CI a machine without Go skips; under CI=true a missing component fails.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+TESTENV=tools/testenv/testenv
+KARPENTER=tools/testenv/karpenter
+started=$SECONDS
+fail() { echo "karpenter: FAIL: $*" >&2; exit 1; }
+skip() {
+  [[ ${CI:-} == true ]] && fail "$* (CI=true: a missing component is a failure)"
+  echo "karpenter: SKIP: $*"
+  exit 0
+}
+say() { echo "karpenter: $*"; }
+
+command -v go >/dev/null || skip "go is not installed"
+command -v curl >/dev/null || skip "curl is not installed"
+
+WORK=$(mktemp -d /tmp/coach-karpenter.XXXXXX)
+DIR=$WORK/kube
+OP_PID=""
+cleanup() {
+  local rc=$?
+  [[ -n $OP_PID ]] && kill -TERM "$OP_PID" 2>/dev/null && wait "$OP_PID" 2>/dev/null
+  if ((rc != 0)); then
+    for f in "$WORK/operator.log" "$DIR/logs/karpenter.log"; do
+      [[ -f $f ]] && { echo "---- last lines of $f" >&2; tail -n 25 "$f" >&2; }
+    done
+  fi
+  "$KARPENTER" down --dir "$DIR" >/dev/null 2>&1
+  "$TESTENV" down --dir "$DIR" >/dev/null 2>&1
+  rm -rf "$WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+
+t0=$SECONDS
+"$TESTENV" build >"$WORK/testenv-build.log" 2>&1 ||
+  { tail -n 30 "$WORK/testenv-build.log"; fail "testenv build"; }
+"$KARPENTER" build >"$WORK/karpenter-build.log" 2>&1 ||
+  { tail -n 30 "$WORK/karpenter-build.log"; fail "karpenter build"; }
+if [[ -n ${COACH_E2E_OPERATOR_BIN:-} && -n ${COACH_E2E_COACH_CLI:-} ]]; then  # built already
+  cp "$COACH_E2E_OPERATOR_BIN" "$WORK/coach-operator"
+  cp "$COACH_E2E_COACH_CLI" "$WORK/coach"
+else
+  nice bazel build //operator:coach-operator //sdk/cpp/cli:coach >"$WORK/bazel.log" 2>&1 ||
+    { tail -n 30 "$WORK/bazel.log"; fail "bazel build"; }
+  bazel_bin=$(bazel info bazel-bin 2>/dev/null)
+  cp "$bazel_bin/operator/coach-operator" "$bazel_bin/sdk/cpp/cli/coach" "$WORK/"
+fi
+BIN=$("$TESTENV" bin)
+say "builds: $((SECONDS - t0)) s"
+
+t0=$SECONDS
+# testenv up makes at least one kwok node (0 fails its apply); the one it makes goes at once.
+kubeconfig=$(COACH_TESTENV_NODES=1 "$TESTENV" up --dir "$DIR") || fail "testenv up"
+K() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+K delete nodes --all >/dev/null || fail "deleting the testenv's own node"
+"$KARPENTER" up --dir "$DIR" || fail "karpenter up"
+K apply --server-side -f charts/coach/crds >/dev/null || fail "coach's CRDs"
+K wait --for=condition=Established --timeout=60s crd --all >/dev/null || fail "CRDs established"
+read -r grpc_port http_port <<<"$(/usr/bin/python3 -c '
+import socket; s=[socket.socket() for _ in range(2)]
+[x.bind(("127.0.0.1", 0)) for x in s]; print(*[x.getsockname()[1] for x in s])')"
+mkdir -p "$WORK/state"
+HOME=$WORK/state "$WORK/coach-operator" --backend=kube --kubeconfig="$kubeconfig" \
+  --state-dir="$WORK/state" --listen="127.0.0.1:$grpc_port" --http-listen="127.0.0.1:$http_port" \
+  --karpenter >"$WORK/operator.log" 2>&1 &
+OP_PID=$!
+for ((i = 0; i < 100; i++)); do
+  curl -fsS -o /dev/null "http://127.0.0.1:$http_port/readyz" 2>/dev/null && break
+  kill -0 "$OP_PID" 2>/dev/null || fail "coach-operator exited"
+  sleep 0.3
+done
+curl -fsS -o /dev/null "http://127.0.0.1:$http_port/readyz" || fail "coach-operator not ready"
+say "control plane, Karpenter and coach up: $((SECONDS - t0)) s"
+COACH() { "$WORK/coach" --server "127.0.0.1:$grpc_port" "$@"; }
+
+nodes() { K get nodes -o name | wc -l; }
+(($(nodes) == 0)) || fail "the cluster starts with $(nodes) nodes, want 0"
+
+# A job whose replicas run `seconds` on kwok (the testenv's pod stages read the annotations).
+job() { # name master-gpus worker-gpus workers seconds
+  local res_m="" res_w=""
+  (($2 > 0)) && res_m="resources: {limits: {nvidia.com/gpu: $2}}, "
+  (($3 > 0)) && res_w="resources: {limits: {nvidia.com/gpu: $3}}, "
+  cat <<YAML
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: $1, namespace: default}
+spec:
+  runPolicy: {cleanPodPolicy: None}
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        metadata: {annotations: {coach.test/run-seconds: "$5", coach.test/exit-code: "0"}}
+        spec: {containers: [{name: pytorch, image: coach.local/none:latest, ${res_m}command: [train]}]}
+$( (($4 > 0)) && cat <<W
+    Worker:
+      replicas: $4
+      template:
+        metadata: {annotations: {coach.test/run-seconds: "$5", coach.test/exit-code: "0"}}
+        spec: {containers: [{name: pytorch, image: coach.local/none:latest, ${res_w}command: [train]}]}
+W
+)
+YAML
+}
+
+# Seconds (with a fraction) since the epoch.
+now() { date +%s.%N; }
+elapsed() { /usr/bin/python3 -c "print(f'{$2 - $1:.1f}')"; }
+
+# Waits until every pod of job $1 is bound to a node; $2: how many pods.
+wait_scheduled() {
+  local i bound
+  for ((i = 0; i < 600; i++)); do
+    bound=$(K get pods -l "training.kubeflow.org/job-name=$1" \
+      -o jsonpath='{range .items[?(@.spec.nodeName)]}{.metadata.name}{"\n"}{end}' | grep -c .)
+    ((bound == $2)) && return 0
+    sleep 0.2
+  done
+  K get pods -l "training.kubeflow.org/job-name=$1" -o wide >&2
+  K get nodeclaims >&2
+  return 1
+}
+
+# ---- the seed's GPU job
+job seed 1 1 2 15 >"$WORK/seed.yaml"
+t_submit=$(now)
+COACH submit -f "$WORK/seed.yaml" >/dev/null || fail "coach submit seed"
+wait_scheduled seed 3 || fail "the seed's replicas were not all scheduled within 120 s"
+t_scheduled=$(now)
+for ((i = 0; i < 300; i++)); do
+  running=$(K get pods -l training.kubeflow.org/job-name=seed \
+    -o jsonpath='{range .items[?(@.status.phase=="Running")]}{.metadata.name}{"\n"}{end}' | grep -c .)
+  ((running == 3)) && break
+  sleep 0.2
+done
+((running == 3)) || fail "the seed's replicas were not all Running 60 s after being scheduled"
+t_running=$(now)
+say "seed (Master + 2 Workers, 1 GPU each) from zero nodes: submit -> all 3 replicas scheduled $(elapsed "$t_submit" "$t_scheduled") s, -> all Running $(elapsed "$t_submit" "$t_running") s"
+
+pools=$(K get nodeclaims -o jsonpath='{range .items[*]}{.metadata.labels.karpenter\.sh/nodepool}{"\n"}{end}' | sort | uniq -c)
+say "NodeClaims per NodePool: $(echo $pools)"
+grep -q gpu-workloads <<<"$pools" || fail "no NodeClaim in gpu-workloads: $pools"
+! grep -q training-workloads <<<"$pools" || fail "a GPU-only job made a NodeClaim in training-workloads: $pools"
+for pod in seed-master-0 seed-worker-0 seed-worker-1; do
+  node=$(K get pod "$pod" -o jsonpath='{.spec.nodeName}')
+  pool=$(K get node "$node" -o jsonpath='{.metadata.labels.karpenter\.sh/nodepool}')
+  gpus=$(K get node "$node" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')
+  itype=$(K get node "$node" -o jsonpath='{.metadata.labels.node\.kubernetes\.io/instance-type}')
+  [[ $pool == gpu-workloads ]] || fail "$pod is on $node of pool '$pool'"
+  ((${gpus:-0} >= 1)) || fail "$pod's node $node has allocatable nvidia.com/gpu '$gpus'"
+  [[ $(K get pod "$pod" -o jsonpath='{.metadata.annotations.karpenter\.sh/do-not-disrupt}') == true ]] ||
+    fail "$pod has no karpenter.sh/do-not-disrupt: true"
+  K get pod "$pod" -o jsonpath='{.spec.tolerations[*].key}' | grep -qw nvidia.com/gpu ||
+    fail "$pod does not tolerate nvidia.com/gpu"
+  say "  $pod on $node ($itype, pool $pool, allocatable nvidia.com/gpu $gpus)"
+done
+
+COACH wait seed --for Succeeded --timeout 3m >/dev/null || fail "seed did not succeed"
+t_done=$(now)
+for ((i = 0; i < 900; i++)); do
+  (($(nodes) == 0)) && break
+  sleep 0.2
+done
+t_zero=$(now)
+(($(nodes) == 0)) || { K get nodes >&2; fail "nodes left 180 s after the seed Succeeded"; }
+say "seed Succeeded; -> zero nodes: $(elapsed "$t_done" "$t_zero") s (consolidateAfter 5s)"
+
+# ---- a CPU-only job: training-workloads only.
+K delete nodeclaims --all --wait=false >/dev/null 2>&1
+job cpu 0 0 1 5 >"$WORK/cpu.yaml"
+t_submit=$(now)
+COACH submit -f "$WORK/cpu.yaml" >/dev/null || fail "coach submit cpu"
+wait_scheduled cpu 2 || fail "the CPU job's replicas were not all scheduled within 120 s"
+say "CPU-only job (Master + 1 Worker): submit -> scheduled: $(elapsed "$t_submit" "$(now)") s"
+pools=$(K get nodeclaims -o jsonpath='{range .items[*]}{.metadata.labels.karpenter\.sh/nodepool}{"\n"}{end}' | sort | uniq -c)
+say "NodeClaims per NodePool: $(echo $pools)"
+grep -q training-workloads <<<"$pools" || fail "no NodeClaim in training-workloads: $pools"
+! grep -q gpu-workloads <<<"$pools" || fail "a CPU-only job made a NodeClaim in gpu-workloads: $pools"
+for pod in cpu-master-0 cpu-worker-0; do
+  node=$(K get pod "$pod" -o jsonpath='{.spec.nodeName}')
+  gpus=$(K get node "$node" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')
+  [[ -z $gpus || $gpus == 0 ]] || fail "CPU-only $pod landed on $node with $gpus GPUs"
+done
+COACH wait cpu --for Succeeded --timeout 3m >/dev/null || fail "cpu did not succeed"
+
+say "ok ($((SECONDS - started)) s)"
