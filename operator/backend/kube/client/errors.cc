@@ -31,7 +31,8 @@ std::optional<absl::Duration> RetryAfter(const absl::Status& status) {
 }
 
 absl::Status WithRetryAfter(absl::Status status, absl::Duration after) {
-  status.SetPayload(kRetryAfterPayloadUrl, absl::Cord(absl::StrCat(absl::ToInt64Milliseconds(after))));
+  status.SetPayload(kRetryAfterPayloadUrl,
+                    absl::Cord(absl::StrCat(absl::ToInt64Milliseconds(after))));
   return status;
 }
 
@@ -42,13 +43,6 @@ int HttpCode(const absl::Status& status) {
   int code = 0;
   (void)absl::SimpleAtoi(s.substr(0, s.find(' ')), &code);
   return code;
-}
-
-std::optional<absl::Duration> ParseRetryAfter(absl::string_view value) {
-  value = absl::StripAsciiWhitespace(value);
-  int64_t secs = 0;
-  if (value.empty() || !absl::SimpleAtoi(value, &secs) || secs < 0) return std::nullopt;
-  return absl::Seconds(secs);
 }
 
 namespace {
@@ -108,10 +102,12 @@ absl::Status StatusFromHttp(long http_code, absl::string_view body, absl::string
   }
   if (message.empty()) {
     std::string text(body.substr(0, 512));
-    message = text.empty() ? absl::StrCat("HTTP ", http_code) : absl::StrCat("HTTP ", http_code, ": ", text);
+    message = text.empty() ? absl::StrCat("HTTP ", http_code)
+                           : absl::StrCat("HTTP ", http_code, ": ", text);
   }
   absl::Status s = Map(http_code, reason, message, fields, context);
-  if (retry_after.has_value() && absl::IsUnavailable(s)) s = WithRetryAfter(std::move(s), *retry_after);
+  if (retry_after.has_value() && absl::IsUnavailable(s))
+    s = WithRetryAfter(std::move(s), *retry_after);
   return s;
 }
 

@@ -19,13 +19,13 @@
 // Every mapped status carries the payload kHttpPayloadUrl = "<code> <reason>" so callers and
 // logs can see what the server said; the message is "<METHOD> <path>: <server message>".
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include <nlohmann/json.hpp>
 
 namespace coach::kubeclient {
 
@@ -53,8 +53,5 @@ absl::Status StatusFromHttp(long http_code, absl::string_view body, absl::string
 
 // Maps a metav1.Status object (from a watch ERROR event): uses its "code" and "reason".
 absl::Status StatusFromStatusObject(const nlohmann::json& status, absl::string_view context);
-
-// Parses a Retry-After header value: delta-seconds only (HTTP-date is ignored -> nullopt).
-std::optional<absl::Duration> ParseRetryAfter(absl::string_view value);
 
 }  // namespace coach::kubeclient

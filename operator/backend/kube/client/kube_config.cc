@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -14,7 +15,6 @@
 #include "absl/time/clock.h"
 #include "api/v1/codec/yaml_json.h"
 #include "common/status_macros.h"
-#include <nlohmann/json.hpp>
 
 namespace coach::kubeclient {
 namespace {
@@ -43,7 +43,8 @@ class Parser {
   }
 
   // A string field; "" when absent. InvalidArgument when present but not a string/scalar.
-  absl::StatusOr<std::string> Str(const json& obj, const std::string& key, const std::string& field) const {
+  absl::StatusOr<std::string> Str(const json& obj, const std::string& key,
+                                  const std::string& field) const {
     if (!obj.is_object() || !obj.contains(key) || obj[key].is_null()) return std::string();
     const json& v = obj[key];
     if (v.is_string()) return v.get<std::string>();
@@ -51,7 +52,8 @@ class Parser {
     return Error(field, "must be a string");
   }
 
-  absl::StatusOr<std::string> Base64(const json& obj, const std::string& key, const std::string& field) const {
+  absl::StatusOr<std::string> Base64(const json& obj, const std::string& key,
+                                     const std::string& field) const {
     ASSIGN_OR_RETURN(std::string text, Str(obj, key, field));
     if (text.empty()) return text;
     std::string compact;
@@ -63,8 +65,10 @@ class Parser {
     return out;
   }
 
-  // The entry of `list_key` whose name is `name`, and its index; `what` = "cluster"/"user"/"context".
-  absl::StatusOr<std::pair<const json*, std::string>> Named(const json& root, const std::string& list_key,
+  // The entry of `list_key` whose name is `name`, and its index; `what` =
+  // "cluster"/"user"/"context".
+  absl::StatusOr<std::pair<const json*, std::string>> Named(const json& root,
+                                                            const std::string& list_key,
                                                             const std::string& inner_key,
                                                             const std::string& name,
                                                             const std::string& referrer) const {
@@ -79,7 +83,8 @@ class Parser {
         if (!e.is_object()) return Error(field, "must be a mapping");
         ASSIGN_OR_RETURN(std::string n, Str(e, "name", field + ".name"));
         if (n != name) continue;
-        if (!e.contains(inner_key) || e[inner_key].is_null()) return std::make_pair(&kEmpty, field + "." + inner_key);
+        if (!e.contains(inner_key) || e[inner_key].is_null())
+          return std::make_pair(&kEmpty, field + "." + inner_key);
         if (!e[inner_key].is_object()) return Error(field + "." + inner_key, "must be a mapping");
         return std::make_pair(&e[inner_key], field + "." + inner_key);
       }
@@ -124,7 +129,8 @@ absl::StatusOr<KubeConfig> ParseKubeConfig(const std::string& yaml, const std::s
   cfg.source = absl::StrCat(origin, " context ", context_name);
   if (!ns.empty()) cfg.default_namespace = ns;
 
-  ASSIGN_OR_RETURN(auto cl, p.Named(root, "clusters", "cluster", cluster_name, ctx.second + ".cluster"));
+  ASSIGN_OR_RETURN(auto cl,
+                   p.Named(root, "clusters", "cluster", cluster_name, ctx.second + ".cluster"));
   const json& cluster = *cl.first;
   const std::string& cf = cl.second;
   ASSIGN_OR_RETURN(cfg.server, p.Str(cluster, "server", cf + ".server"));
@@ -133,10 +139,13 @@ absl::StatusOr<KubeConfig> ParseKubeConfig(const std::string& yaml, const std::s
     return p.Error(cf + ".server", absl::StrCat("\"", cfg.server, "\" is not an http(s) URL"));
   }
   while (absl::EndsWith(cfg.server, "/")) cfg.server.pop_back();
-  ASSIGN_OR_RETURN(cfg.ca_pem, p.Base64(cluster, "certificate-authority-data", cf + ".certificate-authority-data"));
-  ASSIGN_OR_RETURN(std::string ca_file, p.Str(cluster, "certificate-authority", cf + ".certificate-authority"));
+  ASSIGN_OR_RETURN(cfg.ca_pem, p.Base64(cluster, "certificate-authority-data",
+                                        cf + ".certificate-authority-data"));
+  ASSIGN_OR_RETURN(std::string ca_file,
+                   p.Str(cluster, "certificate-authority", cf + ".certificate-authority"));
   if (!ca_file.empty() && cfg.ca_pem.empty()) cfg.ca_file = Resolve(base_dir, ca_file);
-  if (cluster.contains("insecure-skip-tls-verify") && !cluster["insecure-skip-tls-verify"].is_null()) {
+  if (cluster.contains("insecure-skip-tls-verify") &&
+      !cluster["insecure-skip-tls-verify"].is_null()) {
     const json& v = cluster["insecure-skip-tls-verify"];
     if (!v.is_boolean()) return p.Error(cf + ".insecure-skip-tls-verify", "must be true or false");
     cfg.insecure_skip_tls_verify = v.get<bool>();
@@ -153,20 +162,25 @@ absl::StatusOr<KubeConfig> ParseKubeConfig(const std::string& yaml, const std::s
     const std::string& uf = us.second;
     for (const char* unsupported : {"exec", "auth-provider", "username", "password"}) {
       if (user.contains(unsupported) && !user[unsupported].is_null()) {
-        return p.Error(uf + "." + unsupported, "not supported (use a client certificate or a token)");
+        return p.Error(uf + "." + unsupported,
+                       "not supported (use a client certificate or a token)");
       }
     }
-    ASSIGN_OR_RETURN(cfg.client_cert_pem, p.Base64(user, "client-certificate-data", uf + ".client-certificate-data"));
-    ASSIGN_OR_RETURN(cfg.client_key_pem, p.Base64(user, "client-key-data", uf + ".client-key-data"));
-    ASSIGN_OR_RETURN(std::string cert_file, p.Str(user, "client-certificate", uf + ".client-certificate"));
+    ASSIGN_OR_RETURN(cfg.client_cert_pem,
+                     p.Base64(user, "client-certificate-data", uf + ".client-certificate-data"));
+    ASSIGN_OR_RETURN(cfg.client_key_pem,
+                     p.Base64(user, "client-key-data", uf + ".client-key-data"));
+    ASSIGN_OR_RETURN(std::string cert_file,
+                     p.Str(user, "client-certificate", uf + ".client-certificate"));
     ASSIGN_OR_RETURN(std::string key_file, p.Str(user, "client-key", uf + ".client-key"));
     if (cfg.client_cert_pem.empty()) cfg.client_cert_file = Resolve(base_dir, cert_file);
     if (cfg.client_key_pem.empty()) cfg.client_key_file = Resolve(base_dir, key_file);
     bool has_cert = !cfg.client_cert_pem.empty() || !cfg.client_cert_file.empty();
     bool has_key = !cfg.client_key_pem.empty() || !cfg.client_key_file.empty();
     if (has_cert != has_key) {
-      return p.Error(uf + (has_cert ? ".client-key" : ".client-certificate"),
-                     "required together with " + std::string(has_cert ? "client-certificate" : "client-key"));
+      return p.Error(
+          uf + (has_cert ? ".client-key" : ".client-certificate"),
+          "required together with " + std::string(has_cert ? "client-certificate" : "client-key"));
     }
     ASSIGN_OR_RETURN(cfg.token, p.Str(user, "token", uf + ".token"));
     ASSIGN_OR_RETURN(std::string token_file, p.Str(user, "tokenFile", uf + ".tokenFile"));
@@ -195,16 +209,19 @@ absl::StatusOr<KubeConfig> InClusterConfig(const InClusterOptions& options) {
     port = p != nullptr ? p : "";
   }
   if (host.empty() || port.empty()) {
-    return absl::NotFoundError("not in a cluster: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset");
+    return absl::NotFoundError(
+        "not in a cluster: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset");
   }
   const std::string& dir = options.service_account_dir;
   KubeConfig cfg;
   cfg.source = "in-cluster";
-  cfg.server = absl::StrCat("https://", host.find(':') != std::string::npos ? "[" + host + "]" : host, ":", port);
+  cfg.server = absl::StrCat(
+      "https://", host.find(':') != std::string::npos ? "[" + host + "]" : host, ":", port);
   cfg.token_file = dir + "/token";
   struct stat st;
   if (::stat(cfg.token_file.c_str(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat("in-cluster: no service-account token at ", cfg.token_file));
+    return absl::NotFoundError(
+        absl::StrCat("in-cluster: no service-account token at ", cfg.token_file));
   }
   if (::stat((dir + "/ca.crt").c_str(), &st) == 0) cfg.ca_file = dir + "/ca.crt";
   auto ns = ReadFile(dir + "/namespace");
@@ -215,7 +232,8 @@ absl::StatusOr<KubeConfig> InClusterConfig(const InClusterOptions& options) {
   return cfg;
 }
 
-absl::StatusOr<KubeConfig> LoadDefaultConfig(const std::string& kubeconfig_path, const std::string& context) {
+absl::StatusOr<KubeConfig> LoadDefaultConfig(const std::string& kubeconfig_path,
+                                             const std::string& context) {
   if (!kubeconfig_path.empty()) return LoadKubeConfigFile(kubeconfig_path, context);
   const char* env = std::getenv("KUBECONFIG");
   if (env != nullptr && *env != '\0') {
@@ -234,13 +252,13 @@ absl::StatusOr<KubeConfig> LoadDefaultConfig(const std::string& kubeconfig_path,
   return absl::NotFoundError("no kubeconfig ($KUBECONFIG, ~/.kube/config) and not in a cluster");
 }
 
-TokenSource::TokenSource(const KubeConfig& config, absl::Duration recheck)
-    : literal_(config.token), file_(config.token_file), recheck_(recheck) {}
+TokenSource::TokenSource(const KubeConfig& config, absl::Duration recheck, Clock* clock)
+    : literal_(config.token), file_(config.token_file), recheck_(recheck), clock_(clock) {}
 
 absl::StatusOr<std::string> TokenSource::Token() {
   if (!literal_.empty() || file_.empty()) return literal_;
   absl::MutexLock lock(&mu_);
-  absl::Time now = absl::Now();
+  absl::Time now = clock_->Now();
   if (!cached_.empty() && now - checked_ < recheck_) return cached_;
   checked_ = now;
   struct stat st;
@@ -248,8 +266,8 @@ absl::StatusOr<std::string> TokenSource::Token() {
     if (!cached_.empty()) return cached_;
     return absl::UnavailableError(absl::StrCat("cannot stat token file ", file_));
   }
-  if (!cached_.empty() && st.st_mtim.tv_sec == mtime_.tv_sec && st.st_mtim.tv_nsec == mtime_.tv_nsec &&
-      static_cast<long long>(st.st_size) == size_) {
+  if (!cached_.empty() && st.st_mtim.tv_sec == mtime_.tv_sec &&
+      st.st_mtim.tv_nsec == mtime_.tv_nsec && static_cast<long long>(st.st_size) == size_) {
     return cached_;
   }
   auto text = ReadFile(file_);

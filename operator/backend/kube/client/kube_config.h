@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 
 namespace coach::kubeclient {
 
@@ -55,7 +56,8 @@ absl::StatusOr<KubeConfig> ParseKubeConfig(const std::string& yaml, const std::s
                                            const std::string& origin = "kubeconfig");
 
 // Reads and parses a kubeconfig file. NotFound: no such file.
-absl::StatusOr<KubeConfig> LoadKubeConfigFile(const std::string& path, const std::string& context = "");
+absl::StatusOr<KubeConfig> LoadKubeConfigFile(const std::string& path,
+                                              const std::string& context = "");
 
 struct InClusterOptions {
   // Where the service-account files are (token, ca.crt, namespace).
@@ -79,7 +81,8 @@ absl::StatusOr<KubeConfig> LoadDefaultConfig(const std::string& kubeconfig_path 
 // mtime or size changes (checked at most every `recheck`, default every call). Thread-safe.
 class TokenSource {
  public:
-  explicit TokenSource(const KubeConfig& config, absl::Duration recheck = absl::ZeroDuration());
+  explicit TokenSource(const KubeConfig& config, absl::Duration recheck = absl::ZeroDuration(),
+                       Clock* clock = Clock::Real());
   // "" when the config has no token. Unavailable when the file cannot be read (and no
   // earlier read succeeded).
   absl::StatusOr<std::string> Token();
@@ -90,6 +93,7 @@ class TokenSource {
   const std::string literal_;
   const std::string file_;
   const absl::Duration recheck_;
+  Clock* const clock_;
   absl::Mutex mu_;
   std::string cached_ ABSL_GUARDED_BY(mu_);
   struct timespec mtime_ ABSL_GUARDED_BY(mu_) = {0, 0};

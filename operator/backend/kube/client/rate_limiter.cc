@@ -6,8 +6,12 @@
 
 namespace coach::kubeclient {
 
-TokenBucketRateLimiter::TokenBucketRateLimiter(double qps, int burst)
-    : qps_(qps), burst_(std::max(1, burst)), tokens_(std::max(1, burst)), last_(absl::Now()) {}
+TokenBucketRateLimiter::TokenBucketRateLimiter(double qps, int burst, Clock* clock)
+    : clock_(clock),
+      qps_(qps),
+      burst_(std::max(1, burst)),
+      tokens_(std::max(1, burst)),
+      last_(clock->Now()) {}
 
 void TokenBucketRateLimiter::Refill(absl::Time now) {
   if (now > last_) {
@@ -28,14 +32,14 @@ bool TokenBucketRateLimiter::Wait(absl::Time deadline, const std::atomic<bool>* 
   absl::Time ready;
   {
     absl::MutexLock lock(&mu_);
-    absl::Time now = absl::Now();
+    absl::Time now = clock_->Now();
     Refill(now);
     double need = tokens_ >= 1.0 ? 0.0 : (1.0 - tokens_) / qps_;
     if (now + absl::Seconds(need) > deadline) return false;
     ready = Reserve(now);
   }
   while (true) {
-    absl::Time now = absl::Now();
+    absl::Time now = clock_->Now();
     if (now >= ready || lifted_.load()) return true;
     if (stop != nullptr && stop->load()) {
       absl::MutexLock lock(&mu_);
@@ -49,7 +53,7 @@ bool TokenBucketRateLimiter::Wait(absl::Time deadline, const std::atomic<bool>* 
 bool TokenBucketRateLimiter::TryAccept() {
   if (qps_ <= 0 || lifted_.load()) return true;
   absl::MutexLock lock(&mu_);
-  Refill(absl::Now());
+  Refill(clock_->Now());
   if (tokens_ < 1.0) return false;
   tokens_ -= 1.0;
   return true;

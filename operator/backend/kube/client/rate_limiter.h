@@ -5,6 +5,9 @@
 // request takes one, waiting when the bucket is empty. qps <= 0 disables limiting, and so does
 // Lift(): a client that learns the API server enforces API Priority and Fairness lifts its
 // fallback limit (see RestKubeClientOptions::lift_limit_on_apf).
+//
+// Time comes from the injected Clock; waits sleep in real time, polling that clock every 50 ms
+// at most, so a FakeClock that a test advances releases a waiter within one poll.
 
 #include <atomic>
 #include <functional>
@@ -12,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 
 namespace coach::kubeclient {
 
@@ -20,7 +24,7 @@ inline constexpr int kDefaultBurst = 30;     // --kube-api-burst
 
 class TokenBucketRateLimiter {
  public:
-  TokenBucketRateLimiter(double qps, int burst);
+  TokenBucketRateLimiter(double qps, int burst, Clock* clock = Clock::Real());
 
   // Takes a token, sleeping until one is available. Returns false (without a token) when
   // `stop` is raised or when the wait would pass `deadline`.
@@ -40,6 +44,7 @@ class TokenBucketRateLimiter {
   absl::Time Reserve(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Refill(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  Clock* const clock_;
   const double qps_;
   const int burst_;
   std::atomic<bool> lifted_{false};

@@ -13,9 +13,10 @@
 //   header) lifts it, because then the server protects itself, fairly across clients, and a
 //   client-side limit only slows this client down (controller-runtime dropped its default
 //   client-side limit for that reason). 429s and Retry-After are still honoured.
-// - Connection reuse: a pool of CURL easy handles (each keeps its keep-alive connection across
-//   requests) plus a CURLSH sharing DNS and TLS sessions between them. HTTP/2 over TLS when
-//   libcurl has it (options.http2).
+// - The wire is common/http's CurlTransport: connection reuse (a pool of keep-alive handles
+//   sharing DNS and TLS sessions), TLS from the config, HTTP/2 over TLS when libcurl has it
+//   (options.http2). This file adds what is Kubernetes' own: auth, the rate limit, retries and
+//   the mapping of answers to statuses (errors.h).
 // - Retries with exponential backoff and jitter for Unavailable outcomes (429, 5xx, connection
 //   errors): GET, PUT, DELETE and merge/strategic PATCH always; POST and JSON PATCH only when the
 //   request provably did not run (429, or the connection could not be made). A Retry-After
@@ -34,6 +35,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/http/transport.h"
 #include "operator/backend/kube/client/kube_client.h"
 #include "operator/backend/kube/client/kube_config.h"
 #include "operator/backend/kube/client/rate_limiter.h"
@@ -61,11 +64,14 @@ struct RestKubeClientOptions {
   RetryOptions retry;
   bool http2 = true;
   std::string user_agent = "coach-operator/1 (kubeflow.org/v1)";
+  // Retry waits and the limiter made from qps/burst read this clock (a shared rate_limiter
+  // keeps its own).
+  Clock* clock = Clock::Real();
 };
 
 struct HttpRequest {
   std::string method = "GET";
-  std::string path;                                         // "/api/v1/namespaces/x/pods"
+  std::string path;                                        // "/api/v1/namespaces/x/pods"
   std::vector<std::pair<std::string, std::string>> query;  // escaped by the client
   std::string body;
   std::string content_type = "application/json";
@@ -92,22 +98,23 @@ class RestKubeClient : public KubeClient {
                                      const std::string& name) override;
   absl::StatusOr<ListResult> List(const ResourceDescriptor& resource, const std::string& ns,
                                   const ListOptions& options) override;
-  absl::Status Watch(const ResourceDescriptor& resource, const std::string& ns, const WatchOptions& options,
-                     const WatchHandler& handler) override;
+  absl::Status Watch(const ResourceDescriptor& resource, const std::string& ns,
+                     const WatchOptions& options, const WatchHandler& handler) override;
   absl::StatusOr<nlohmann::json> Update(const ResourceDescriptor& resource, const std::string& ns,
                                         const nlohmann::json& object) override;
   absl::StatusOr<nlohmann::json> Patch(const ResourceDescriptor& resource, const std::string& ns,
                                        const std::string& name, PatchType type,
                                        const nlohmann::json& patch) override;
-  absl::Status Delete(const ResourceDescriptor& resource, const std::string& ns, const std::string& name,
-                      const DeleteOptions& options) override;
-  absl::StatusOr<nlohmann::json> GetStatus(const ResourceDescriptor& resource, const std::string& ns,
-                                           const std::string& name) override;
-  absl::StatusOr<nlohmann::json> UpdateStatus(const ResourceDescriptor& resource, const std::string& ns,
+  absl::Status Delete(const ResourceDescriptor& resource, const std::string& ns,
+                      const std::string& name, const DeleteOptions& options) override;
+  absl::StatusOr<nlohmann::json> GetStatus(const ResourceDescriptor& resource,
+                                           const std::string& ns, const std::string& name) override;
+  absl::StatusOr<nlohmann::json> UpdateStatus(const ResourceDescriptor& resource,
+                                              const std::string& ns,
                                               const nlohmann::json& object) override;
-  absl::StatusOr<nlohmann::json> PatchStatus(const ResourceDescriptor& resource, const std::string& ns,
-                                             const std::string& name, PatchType type,
-                                             const nlohmann::json& patch) override;
+  absl::StatusOr<nlohmann::json> PatchStatus(const ResourceDescriptor& resource,
+                                             const std::string& ns, const std::string& name,
+                                             PatchType type, const nlohmann::json& patch) override;
   absl::Status StreamLogs(const std::string& ns, const std::string& pod, const LogOptions& options,
                           const LogHandler& handler) override;
 
@@ -123,23 +130,25 @@ class RestKubeClient : public KubeClient {
   int64_t requests_sent() const { return requests_sent_.load(); }
 
  private:
-  struct Impl;
-  RestKubeClient(KubeConfig config, RestKubeClientOptions options);
+  RestKubeClient(KubeConfig config, RestKubeClientOptions options,
+                 std::unique_ptr<http::Transport> transport);
 
   absl::StatusOr<nlohmann::json> WriteObject(const std::string& method, const std::string& path,
                                              const nlohmann::json& object, bool idempotent);
-  absl::StatusOr<HttpResponse> Send(const HttpRequest& request, std::function<bool(absl::string_view)>* sink,
-                                    const std::atomic<bool>* stop, absl::Duration timeout, bool retries);
-  absl::StatusOr<nlohmann::json> DoPatch(const std::string& path, PatchType type, const nlohmann::json& patch);
+  absl::StatusOr<HttpResponse> Send(const HttpRequest& request, const http::ChunkSink* sink,
+                                    const std::atomic<bool>* stop, absl::Duration timeout,
+                                    bool retries);
+  // Waits `wait` on the client's clock; false when `stop` was raised meanwhile.
+  bool Sleep(absl::Duration wait, const std::atomic<bool>* stop);
+  absl::StatusOr<nlohmann::json> DoPatch(const std::string& path, PatchType type,
+                                         const nlohmann::json& patch);
 
   KubeConfig config_;
   RestKubeClientOptions options_;
   std::shared_ptr<TokenBucketRateLimiter> limiter_;
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<http::Transport> transport_;
+  std::unique_ptr<TokenSource> tokens_;
   std::atomic<int64_t> requests_sent_{0};
 };
-
-// Percent-encodes a query component (RFC 3986 unreserved characters stay).
-std::string UrlEncode(const std::string& s);
 
 }  // namespace coach::kubeclient

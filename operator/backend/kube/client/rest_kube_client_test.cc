@@ -24,7 +24,8 @@ json StatusBody(int code, const std::string& reason, const std::string& message,
                 std::vector<std::string> fields = {}) {
   json s = {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
             {"code", code},     {"reason", reason},   {"message", message}};
-  for (const auto& f : fields) s["details"]["causes"].push_back({{"field", f}, {"reason", "FieldValueInvalid"}});
+  for (const auto& f : fields)
+    s["details"]["causes"].push_back({{"field", f}, {"reason", "FieldValueInvalid"}});
   return s;
 }
 
@@ -69,9 +70,11 @@ TEST_F(RestKubeClientTest, PathsAndListQuery) {
     std::string q;
     for (const auto& [k, v] : req.params) absl::StrAppend(&q, k, "=", v, ";");
     seen.push_back(req.path + "?" + q);
-    if (req.path.find("/configmaps") != std::string::npos && req.path.find("/configmaps/") == std::string::npos) {
-      res.set_content(R"({"kind":"ConfigMapList","metadata":{"resourceVersion":"42","continue":"tok2"},"items":[{"metadata":{"name":"a"}}]})",
-                      "application/json");
+    if (req.path.find("/configmaps") != std::string::npos &&
+        req.path.find("/configmaps/") == std::string::npos) {
+      res.set_content(
+          R"({"kind":"ConfigMapList","metadata":{"resourceVersion":"42","continue":"tok2"},"items":[{"metadata":{"name":"a"}}]})",
+          "application/json");
     } else {
       res.set_content(R"({"metadata":{"name":"x"}})", "application/json");
     }
@@ -161,7 +164,8 @@ TEST_F(RestKubeClientTest, InvalidNamesTheFields) {
   auto c = NewClient();
   auto r = c->Create(resources::Pods(), "ns", {{"metadata", {{"name", "p"}}}});
   ASSERT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
-  EXPECT_NE(r.status().message().find("[fields: spec.containers[0].image, metadata.name]"), std::string::npos)
+  EXPECT_NE(r.status().message().find("[fields: spec.containers[0].image, metadata.name]"),
+            std::string::npos)
       << r.status();
 }
 
@@ -250,14 +254,16 @@ TEST_F(RestKubeClientTest, RetryOnConflictRereadsAndRetries) {
   std::atomic<int> gets{0};
   api_.server().Get(R"(/.*)", [&](const httplib::Request&, httplib::Response& res) {
     int n = ++gets;
-    res.set_content(json({{"metadata", {{"name", "cm"}, {"resourceVersion", std::to_string(n)}}}}).dump(),
-                    "application/json");
+    res.set_content(
+        json({{"metadata", {{"name", "cm"}, {"resourceVersion", std::to_string(n)}}}}).dump(),
+        "application/json");
   });
   api_.server().Put(R"(/.*)", [&](const httplib::Request& req, httplib::Response& res) {
     auto body = json::parse(req.body);
     if (++puts < 3) {
       res.status = 409;
-      res.set_content(StatusBody(409, "Conflict", "the object has been modified").dump(), "application/json");
+      res.set_content(StatusBody(409, "Conflict", "the object has been modified").dump(),
+                      "application/json");
       return;
     }
     res.set_content(body.dump(), "application/json");
@@ -277,7 +283,10 @@ TEST_F(RestKubeClientTest, RetryOnConflictRereadsAndRetries) {
   RetryOnConflictOptions ro;
   ro.max_attempts = 4;
   s = RetryOnConflict(
-      [&]() { return c->Update(resources::ConfigMaps(), "ns", {{"metadata", {{"name", "cm"}}}}).status(); }, ro);
+      [&]() {
+        return c->Update(resources::ConfigMaps(), "ns", {{"metadata", {{"name", "cm"}}}}).status();
+      },
+      ro);
   EXPECT_TRUE(absl::IsAborted(s)) << s;
   EXPECT_EQ(puts.load(), -96);
 }
@@ -287,7 +296,9 @@ TEST_F(RestKubeClientTest, PatchDeleteAndUpdateRequests) {
   std::vector<std::pair<std::string, std::string>> seen;  // method+path+content-type, body
   auto record = [&](const httplib::Request& req, httplib::Response& res) {
     std::lock_guard<std::mutex> l(mu);
-    seen.emplace_back(absl::StrCat(req.method, " ", req.path, " ", req.get_header_value("Content-Type")), req.body);
+    seen.emplace_back(
+        absl::StrCat(req.method, " ", req.path, " ", req.get_header_value("Content-Type")),
+        req.body);
     res.set_content(R"({"metadata":{"name":"x"}})", "application/json");
   };
   api_.server().Patch(R"(/.*)", record);
@@ -295,9 +306,15 @@ TEST_F(RestKubeClientTest, PatchDeleteAndUpdateRequests) {
   api_.server().Put(R"(/.*)", record);
   auto c = NewClient();
   auto pods = resources::Pods();
-  ASSERT_TRUE(c->Patch(pods, "ns", "x", PatchType::kMerge, {{"metadata", {{"labels", {{"a", "b"}}}}}}).ok());
-  ASSERT_TRUE(c->Patch(pods, "ns", "x", PatchType::kJson, json::array({{{"op", "add"}, {"path", "/a"}, {"value", 1}}})).ok());
-  ASSERT_TRUE(c->PatchStatus(pods, "ns", "x", PatchType::kStrategicMerge, {{"status", {{"phase", "Running"}}}}).ok());
+  ASSERT_TRUE(
+      c->Patch(pods, "ns", "x", PatchType::kMerge, {{"metadata", {{"labels", {{"a", "b"}}}}}})
+          .ok());
+  ASSERT_TRUE(c->Patch(pods, "ns", "x", PatchType::kJson,
+                       json::array({{{"op", "add"}, {"path", "/a"}, {"value", 1}}}))
+                  .ok());
+  ASSERT_TRUE(c->PatchStatus(pods, "ns", "x", PatchType::kStrategicMerge,
+                             {{"status", {{"phase", "Running"}}}})
+                  .ok());
   ASSERT_TRUE(c->UpdateStatus(pods, "ns", {{"metadata", {{"name", "x"}}}}).ok());
   DeleteOptions d;
   d.precondition_uid = "u1";
@@ -308,7 +325,8 @@ TEST_F(RestKubeClientTest, PatchDeleteAndUpdateRequests) {
   ASSERT_EQ(seen.size(), 5u);
   EXPECT_EQ(seen[0].first, "PATCH /api/v1/namespaces/ns/pods/x application/merge-patch+json");
   EXPECT_EQ(seen[1].first, "PATCH /api/v1/namespaces/ns/pods/x application/json-patch+json");
-  EXPECT_EQ(seen[2].first, "PATCH /api/v1/namespaces/ns/pods/x/status application/strategic-merge-patch+json");
+  EXPECT_EQ(seen[2].first,
+            "PATCH /api/v1/namespaces/ns/pods/x/status application/strategic-merge-patch+json");
   EXPECT_EQ(seen[3].first, "PUT /api/v1/namespaces/ns/pods/x/status application/json");
   EXPECT_EQ(seen[4].first, "DELETE /api/v1/namespaces/ns/pods/x application/json");
   auto body = json::parse(seen[4].second);
@@ -323,24 +341,29 @@ TEST_F(RestKubeClientTest, PatchDeleteAndUpdateRequests) {
 TEST_F(RestKubeClientTest, WatchParsesSplitLinesBookmarksAndGone) {
   std::string query;
   std::vector<std::string> chunks = {
-      R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"10"}}})" "\n"
+      R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"10"}}})"
+      "\n"
       R"({"type":"MODI)",
       R"(FIED","object":{"metadata":{"name":"a","resourceVersion":"11"}}})",
       "\n\n",
-      R"({"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"15"}}})" "\n"
-      R"({"type":"DELETED","object":{"metadata":{"name":"a","resourceVersion":"16"}}})" "\n",
-      R"J({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 16 (20)","reason":"Expired","code":410}})J" "\n",
+      R"({"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"15"}}})"
+      "\n"
+      R"({"type":"DELETED","object":{"metadata":{"name":"a","resourceVersion":"16"}}})"
+      "\n",
+      R"J({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 16 (20)","reason":"Expired","code":410}})J"
+      "\n",
   };
   api_.server().Get(R"(/.*)", [&](const httplib::Request& req, httplib::Response& res) {
     for (const auto& [k, v] : req.params) absl::StrAppend(&query, k, "=", v, ";");
-    res.set_chunked_content_provider("application/json", [&chunks](size_t, httplib::DataSink& sink) {
-      for (const auto& c : chunks) {
-        sink.write(c.data(), c.size());
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      sink.done();
-      return true;
-    });
+    res.set_chunked_content_provider("application/json",
+                                     [&chunks](size_t, httplib::DataSink& sink) {
+                                       for (const auto& c : chunks) {
+                                         sink.write(c.data(), c.size());
+                                         std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                                       }
+                                       sink.done();
+                                       return true;
+                                     });
   });
   auto c = NewClient();
   std::vector<std::string> got;
@@ -353,8 +376,11 @@ TEST_F(RestKubeClientTest, WatchParsesSplitLinesBookmarksAndGone) {
     return true;
   });
   EXPECT_TRUE(IsGone(s)) << s;
-  EXPECT_EQ(got, (std::vector<std::string>{"ADDED@10", "MODIFIED@11", "BOOKMARK@15", "DELETED@16"}));
-  EXPECT_EQ(query, "allowWatchBookmarks=true;labelSelector=app=x;resourceVersion=9;timeoutSeconds=60;watch=1;");
+  EXPECT_EQ(got,
+            (std::vector<std::string>{"ADDED@10", "MODIFIED@11", "BOOKMARK@15", "DELETED@16"}));
+  EXPECT_EQ(
+      query,
+      "allowWatchBookmarks=true;labelSelector=app=x;resourceVersion=9;timeoutSeconds=60;watch=1;");
 }
 
 TEST_F(RestKubeClientTest, WatchEndsOnHandlerFalseStopAndServerClose) {
@@ -375,7 +401,8 @@ TEST_F(RestKubeClientTest, WatchEndsOnHandlerFalseStopAndServerClose) {
   });
   auto c = NewClient();
   int n = 0;
-  absl::Status s = c->Watch(resources::Pods(), "ns", {}, [&](const WatchEvent&) { return ++n < 2; });
+  absl::Status s =
+      c->Watch(resources::Pods(), "ns", {}, [&](const WatchEvent&) { return ++n < 2; });
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(n, 2);
 
@@ -410,7 +437,8 @@ TEST_F(RestKubeClientTest, WatchStartingWith410IsGone) {
 
 TEST_F(RestKubeClientTest, LogsStreamAndQuery) {
   std::string query;
-  api_.server().Get(R"(/api/v1/namespaces/ns/pods/p/log)", [&](const httplib::Request& req, httplib::Response& res) {
+  api_.server().Get(R"(/api/v1/namespaces/ns/pods/p/log)", [&](const httplib::Request& req,
+                                                               httplib::Response& res) {
     for (const auto& [k, v] : req.params) absl::StrAppend(&query, k, "=", v, ";");
     res.set_chunked_content_provider("text/plain", [](size_t, httplib::DataSink& sink) {
       sink.write("line 1\nli", 9);
@@ -459,9 +487,7 @@ TEST_F(RestKubeClientTest, BearerTokenFromARotatingFile) {
   });
   std::string dir = ::testing::TempDir();
   std::string path = dir + "/token";
-  auto write = [&](const std::string& t) {
-    std::ofstream(path, std::ios::trunc) << t << "\n";
-  };
+  auto write = [&](const std::string& t) { std::ofstream(path, std::ios::trunc) << t << "\n"; };
   write("t1");
   KubeConfig cfg;
   cfg.token_file = path;
@@ -477,7 +503,8 @@ TEST_F(RestKubeClientTest, BearerTokenFromARotatingFile) {
   auto c2 = NewClient({}, literal);
   auto r = c2->Get(resources::Pods(), "ns", "p");
   EXPECT_TRUE(absl::IsUnauthenticated(r.status())) << r.status();
-  EXPECT_EQ(r.status().message().find("expired"), std::string::npos) << "the token leaked into the message";
+  EXPECT_EQ(r.status().message().find("expired"), std::string::npos)
+      << "the token leaked into the message";
 }
 
 TEST_F(RestKubeClientTest, RateLimiterIsSharedByAllRequests) {
@@ -546,11 +573,6 @@ TEST_F(RestKubeClientTest, UnreadableFilesAreRejectedAtCreate) {
   auto c = RestKubeClient::Create(cfg);
   ASSERT_TRUE(absl::IsInvalidArgument(c.status()));
   EXPECT_NE(c.status().message().find("certificate-authority"), std::string::npos) << c.status();
-}
-
-TEST(UrlEncodeTest, Reserved) {
-  EXPECT_EQ(UrlEncode("a=b,c in (d)"), "a%3Db%2Cc%20in%20%28d%29");
-  EXPECT_EQ(UrlEncode("AZaz09-_.~"), "AZaz09-_.~");
 }
 
 }  // namespace
