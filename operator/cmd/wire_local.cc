@@ -3,7 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "operator/backend/local/local_backend.h"
-#include "operator/backend/local/sqlite_job_store.h"
+#include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/cmd/wiring.h"
 
 namespace coach::cmd {

@@ -15,10 +15,10 @@
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
 #include "operator/backend/local/fs_util.h"
-#include "operator/backend/local/local_address_plan.h"
-#include "operator/backend/local/log_files.h"
-#include "operator/backend/local/pod_process.h"
-#include "operator/backend/local/shim_process_runner.h"
+#include "operator/backend/local/net/local_address_plan.h"
+#include "operator/backend/local/process/log_files.h"
+#include "operator/backend/local/process/pod_process.h"
+#include "operator/backend/local/process/shim_process_runner.h"
 #include "operator/reconcile/replicas.h"
 
 extern char** environ;

@@ -65,10 +65,10 @@
 #include "common/clock.h"
 #include "operator/backend/backend.h"
 #include "operator/backend/local/gpu_allocator.h"
-#include "operator/backend/local/replica_store.h"
+#include "operator/backend/local/store/replica_store.h"
 #include "operator/backend/local/object_table.h"
-#include "operator/backend/local/port_allocator.h"
-#include "operator/backend/local/process_runner.h"
+#include "operator/backend/local/net/port_allocator.h"
+#include "operator/backend/local/process/process_runner.h"
 
 namespace coach::backend::local {
 

@@ -19,7 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "operator/backend/local/fs_util.h"
-#include "operator/backend/local/sqlite_job_store.h"
+#include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/backend/local/testing/fake_gpu_discovery.h"
 #include "operator/reconcile/desired_objects.h"
 #include "operator/reconcile/testing/job_builder.h"

@@ -15,7 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "operator/backend/local/replica_store.h"
+#include "operator/backend/local/store/replica_store.h"
 #include "operator/model/observed_state.h"
 
 namespace coach::backend::local {

@@ -10,7 +10,7 @@
 
 #include "absl/time/time.h"
 #include "api/v1/training_job.pb.h"
-#include "operator/backend/local/sqlite_job_store.h"
+#include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/core/controller.h"
 #include "operator/core/job_service.h"
 #include "operator/core/testing/fake_backend.h"

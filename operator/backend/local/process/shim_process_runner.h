@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "operator/backend/local/process_runner.h"
+#include "operator/backend/local/process/process_runner.h"
 
 namespace coach::backend::local {
 

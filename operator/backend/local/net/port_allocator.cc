@@ -1,4 +1,4 @@
-#include "operator/backend/local/port_allocator.h"
+#include "operator/backend/local/net/port_allocator.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "operator/backend/local/replica_store.h"
+#include "operator/backend/local/store/replica_store.h"
 #include "operator/model/address_plan.h"
 
 namespace coach::backend::local {

@@ -1,4 +1,4 @@
-#include "operator/backend/local/kube_expansion.h"
+#include "operator/backend/local/process/kube_expansion.h"
 
 namespace coach::backend::local {
 

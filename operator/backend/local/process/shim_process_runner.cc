@@ -1,4 +1,4 @@
-#include "operator/backend/local/shim_process_runner.h"
+#include "operator/backend/local/process/shim_process_runner.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,9 +16,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "operator/backend/local/exit_record.h"
+#include "operator/backend/local/process/exit_record.h"
 #include "operator/backend/local/fs_util.h"
-#include "operator/backend/local/proc_stat.h"
+#include "operator/backend/local/process/proc_stat.h"
 
 namespace coach::backend::local {
 namespace {

@@ -1,4 +1,4 @@
-#include "operator/backend/local/proc_stat.h"
+#include "operator/backend/local/process/proc_stat.h"
 
 #include <dirent.h>
 

@@ -1,7 +1,7 @@
 // The local address plan through the real reconciler: the env the pods get points at
 // 127.0.0.1 and at ports reserved for the job, distinct across jobs and stable across
 // backend restarts.
-#include "operator/backend/local/local_address_plan.h"
+#include "operator/backend/local/net/local_address_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "operator/backend/local/local_backend.h"
-#include "operator/backend/local/sqlite_job_store.h"
+#include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/backend/local/testing/fake_gpu_discovery.h"
 #include "operator/reconcile/desired_objects.h"
 #include "operator/reconcile/testing/job_builder.h"

@@ -1,10 +1,10 @@
-#include "operator/backend/local/pod_process.h"
+#include "operator/backend/local/process/pod_process.h"
 
 #include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "operator/backend/local/kube_expansion.h"
+#include "operator/backend/local/process/kube_expansion.h"
 #include "operator/reconcile/replicas.h"
 
 namespace coach::backend::local {

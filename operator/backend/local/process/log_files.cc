@@ -1,4 +1,4 @@
-#include "operator/backend/local/log_files.h"
+#include "operator/backend/local/process/log_files.h"
 
 #include <errno.h>
 #include <fcntl.h>

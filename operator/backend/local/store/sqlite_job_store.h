@@ -18,7 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "operator/backend/local/replica_store.h"
+#include "operator/backend/local/store/replica_store.h"
 #include "operator/store/job_store.h"
 
 struct sqlite3;

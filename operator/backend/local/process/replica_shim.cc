@@ -33,9 +33,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/clock.h"
-#include "operator/backend/local/exit_record.h"
-#include "operator/backend/local/log_files.h"
-#include "operator/backend/local/proc_stat.h"
+#include "operator/backend/local/process/exit_record.h"
+#include "operator/backend/local/process/log_files.h"
+#include "operator/backend/local/process/proc_stat.h"
 
 extern char** environ;
 

@@ -1,9 +1,9 @@
-#include "operator/backend/local/local_address_plan.h"
+#include "operator/backend/local/net/local_address_plan.h"
 
 #include <set>
 
 #include "api/v1/kinds.h"
-#include "operator/backend/local/pod_process.h"
+#include "operator/backend/local/process/pod_process.h"
 #include "operator/reconcile/replicas.h"
 
 namespace coach::backend::local {

@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "operator/backend/local/process_handle.h"
+#include "operator/backend/local/process/process_handle.h"
 
 namespace coach::backend::local {
 

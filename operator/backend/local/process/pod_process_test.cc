@@ -1,9 +1,9 @@
-#include "operator/backend/local/pod_process.h"
+#include "operator/backend/local/process/pod_process.h"
 
 #include <gtest/gtest.h>
 
 #include "api/v1/kinds.h"
-#include "operator/backend/local/kube_expansion.h"
+#include "operator/backend/local/process/kube_expansion.h"
 
 namespace coach::backend::local {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "operator/backend/local/replica_store.h"
+#include "operator/backend/local/store/replica_store.h"
 
 namespace coach::backend::local {
 

@@ -1,4 +1,4 @@
-#include "operator/backend/local/exit_record.h"
+#include "operator/backend/local/process/exit_record.h"
 
 #include <nlohmann/json.hpp>
 

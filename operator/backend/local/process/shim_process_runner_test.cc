@@ -1,5 +1,5 @@
 // The real runner with real processes, through the real coach-replica-shim.
-#include "operator/backend/local/shim_process_runner.h"
+#include "operator/backend/local/process/shim_process_runner.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "operator/backend/local/exit_record.h"
+#include "operator/backend/local/process/exit_record.h"
 #include "operator/backend/local/fs_util.h"
-#include "operator/backend/local/log_files.h"
-#include "operator/backend/local/proc_stat.h"
+#include "operator/backend/local/process/log_files.h"
+#include "operator/backend/local/process/proc_stat.h"
 
 namespace coach::backend::local {
 namespace {

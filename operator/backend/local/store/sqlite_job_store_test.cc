@@ -1,4 +1,4 @@
-#include "operator/backend/local/sqlite_job_store.h"
+#include "operator/backend/local/store/sqlite_job_store.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

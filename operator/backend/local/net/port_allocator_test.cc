@@ -1,4 +1,4 @@
-#include "operator/backend/local/port_allocator.h"
+#include "operator/backend/local/net/port_allocator.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "operator/backend/local/sqlite_job_store.h"
+#include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/store/testing/test_jobs.h"
 
 namespace coach::backend::local {

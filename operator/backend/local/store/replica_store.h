@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "api/v1/training_job.pb.h"
-#include "operator/backend/local/process_handle.h"
+#include "operator/backend/local/process/process_handle.h"
 #include "operator/model/observed_state.h"
 #include "operator/store/job_store.h"
 
