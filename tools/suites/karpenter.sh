@@ -6,7 +6,9 @@
 #     NodeClaims in the gpu-workloads NodePool only, every replica scheduled on a Karpenter node
 #     of that pool whose allocatable has its GPU, do-not-disrupt and the pool's toleration on
 #     every pod, the job Succeeded, then the nodes back to zero;
-#   - a CPU-only job: NodeClaims in training-workloads only, never a GPU node.
+#   - a CPU-only job: NodeClaims in training-workloads only, never a GPU node;
+#   - the chart's optional NodePools and EC2NodeClass pass the API server's validation against
+#     Karpenter's CRDs (server-side dry run).
 # Prints the figures: submit -> all replicas scheduled, and last replica finished -> no node
 # left (consolidateAfter 5s, tools/testenv/karpenter.d/nodepools.yaml).
 # COACH_E2E_OPERATOR_BIN and COACH_E2E_COACH_CLI: binaries built already (else bazel builds them).
@@ -86,6 +88,28 @@ done
 curl -fsS -o /dev/null "http://127.0.0.1:$http_port/readyz" || fail "coach-operator not ready"
 say "control plane, Karpenter and coach up: $((SECONDS - t0)) s"
 COACH() { "$WORK/coach" --server "127.0.0.1:$grpc_port" "$@"; }
+
+# ---- the chart's optional NodePools and EC2NodeClass against Karpenter's CRDs (server-side
+# dry run: the CRDs' schemas and CEL rules), in three shapes; named apart from the kwok
+# NodePools of the same default names, which a dry run would otherwise patch.
+K apply --server-side -f "$("$KARPENTER" bin)/crds-aws" >/dev/null || fail "the EC2NodeClass CRD"
+K wait --for=condition=Established --timeout=60s crd ec2nodeclasses.karpenter.k8s.aws >/dev/null ||
+  fail "the EC2NodeClass CRD is not established"
+chart_set=(--set karpenter.gpuNodePool=chart-gpu --set karpenter.cpuNodePool=chart-cpu
+  --set karpenter.nodePools.create=true --set karpenter.ec2NodeClass.create=true
+  --set karpenter.ec2NodeClass.role=KarpenterNodeRole-coach
+  --set 'karpenter.ec2NodeClass.subnetSelectorTerms[0].tags.karpenter\.sh/discovery=coach'
+  --set 'karpenter.ec2NodeClass.securityGroupSelectorTerms[0].tags.karpenter\.sh/discovery=coach')
+for extra in "" "--set karpenter.gpuTaint=nvidia.com/gpu:NoSchedule --set karpenter.cpuNodePool=" \
+  "--set karpenter.nodePools.gpu.consolidationPolicy=WhenEmptyOrUnderutilized --set karpenter.nodePools.gpu.terminationGracePeriod=2h --set karpenter.nodePools.gpu.weight=50"; do
+  # shellcheck disable=SC2086
+  "$BIN/helm" template coach charts/coach "${chart_set[@]}" $extra -s templates/karpenter-nodepools.yaml \
+    >"$WORK/pools.yaml" 2>"$WORK/helm.err" || { cat "$WORK/helm.err"; fail "helm template ($extra)"; }
+  out=$(K apply --dry-run=server -f "$WORK/pools.yaml" 2>&1) ||
+    { echo "$out"; cat "$WORK/pools.yaml"; fail "the chart's NodePools/EC2NodeClass are refused ($extra)"; }
+  n=$(grep -c '^kind: ' "$WORK/pools.yaml")
+  say "chart NodePools + EC2NodeClass accepted by the API server ($n objects${extra:+; $extra})"
+done
 
 nodes() { K get nodes -o name | wc -l; }
 (($(nodes) == 0)) || fail "the cluster starts with $(nodes) nodes, want 0"
