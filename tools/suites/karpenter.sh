@@ -7,6 +7,8 @@
 #     of that pool whose allocatable has its GPU, do-not-disrupt and the pool's toleration on
 #     every pod, the job Succeeded, then the nodes back to zero;
 #   - a CPU-only job: NodeClaims in training-workloads only, never a GPU node;
+#   - a mixed job (CPU-only Master, GPU Workers) splits between the pools; a replica whose user
+#     placed it (nodeSelector and toleration of their own) keeps that placement;
 #   - the chart's optional NodePools and EC2NodeClass pass the API server's validation against
 #     Karpenter's CRDs (server-side dry run).
 # Prints the figures: submit -> all replicas scheduled, and last replica finished -> no node
@@ -221,5 +223,40 @@ for pod in cpu-master-0 cpu-worker-0; do
   [[ -z $gpus || $gpus == 0 ]] || fail "CPU-only $pod landed on $node with $gpus GPUs"
 done
 COACH wait cpu --for Succeeded --timeout 3m >/dev/null || fail "cpu did not succeed"
+
+# ---- a mixed job (CPU-only Master, GPU Workers) splits; a job's own placement wins: a CPU-only
+# replica its user put on the GPU pool (nodeSelector + toleration) stays there, as written.
+job mixed 0 1 2 5 >"$WORK/mixed.yaml"
+cat >"$WORK/own.yaml" <<'YAML'
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: own, namespace: default}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        metadata: {annotations: {coach.test/run-seconds: "5", coach.test/exit-code: "0"}}
+        spec:
+          nodeSelector: {karpenter.sh/nodepool: gpu-workloads}
+          tolerations: [{key: nvidia.com/gpu, operator: Equal, value: "true", effect: NoSchedule}]
+          containers: [{name: pytorch, image: coach.local/none:latest, command: [train]}]
+YAML
+COACH submit -f "$WORK/mixed.yaml" >/dev/null || fail "coach submit mixed"
+COACH submit -f "$WORK/own.yaml" >/dev/null || fail "coach submit own"
+wait_scheduled mixed 3 || fail "the mixed job's replicas were not all scheduled"
+wait_scheduled own 1 || fail "the own-placement job's replica was not scheduled"
+pool_of() { K get node "$(K get pod "$1" -o jsonpath='{.spec.nodeName}')" -o jsonpath='{.metadata.labels.karpenter\.sh/nodepool}'; }
+[[ $(pool_of mixed-master-0) == training-workloads ]] || fail "mixed's CPU-only Master is on pool '$(pool_of mixed-master-0)'"
+for pod in mixed-worker-0 mixed-worker-1; do
+  [[ $(pool_of $pod) == gpu-workloads ]] || fail "mixed's GPU $pod is on pool '$(pool_of $pod)'"
+done
+say "mixed job: CPU-only Master on training-workloads, 2 GPU Workers on gpu-workloads"
+[[ $(pool_of own-master-0) == gpu-workloads ]] || fail "own-master-0 is on pool '$(pool_of own-master-0)'"
+[[ $(K get pod own-master-0 -o jsonpath='{.spec.tolerations[?(@.key=="nvidia.com/gpu")].operator}') == Equal ]] ||
+  fail "own-master-0's own toleration was changed: $(K get pod own-master-0 -o jsonpath='{.spec.tolerations}')"
+say "own placement kept: a CPU-only replica its user put on gpu-workloads runs there, its toleration as written"
+COACH wait mixed --for Succeeded --timeout 3m >/dev/null || fail "mixed did not succeed"
+COACH wait own --for Succeeded --timeout 3m >/dev/null || fail "own did not succeed"
 
 say "ok ($((SECONDS - started)) s)"
