@@ -11,6 +11,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "operator/backend/kube/object_fields.h"
+#include "operator/backend/kube/pod_logs.h"
+#include "operator/backend/kube/pod_observation.h"
 #include "operator/reconcile/replicas.h"
 
 namespace coach::backend::kube {
@@ -31,149 +34,6 @@ std::string JobKeyOf(const model::Job& job) {
 
 std::string ObjectKey(const std::string& kind, const std::string& name) {
   return absl::StrCat(kind, "/", name);
-}
-
-const json& Field(const json& o, const char* key) {
-  static const json kNull;
-  if (!o.is_object()) return kNull;
-  auto it = o.find(key);
-  return it == o.end() ? kNull : *it;
-}
-
-std::string StringField(const json& o, const char* key) {
-  const json& v = Field(o, key);
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
-std::string Label(const json& object, const std::string& label) {
-  const json& labels = Field(Field(object, "metadata"), "labels");
-  if (!labels.is_object()) return "";
-  auto it = labels.find(label);
-  return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-bool Deleting(const json& object) {
-  return !Field(Field(object, "metadata"), "deletionTimestamp").is_null();
-}
-
-absl::Time ParseTime(const std::string& s) {
-  absl::Time t;
-  std::string err;
-  if (s.empty() || !absl::ParseTime(absl::RFC3339_full, s, &t, &err)) return absl::InfinitePast();
-  return t;
-}
-
-// Keeps what Observe and StreamLogs read: memory per cached pod stays small.
-json Trim(const json& o, bool pod) {
-  const json& meta = Field(o, "metadata");
-  json m = json::object();
-  for (const char* key : {"name", "namespace", "uid", "labels", "creationTimestamp",
-                          "deletionTimestamp", "resourceVersion"}) {
-    const json& v = Field(meta, key);
-    if (!v.is_null()) m[key] = v;
-  }
-  json t = {{"metadata", std::move(m)}};
-  if (!pod) return t;
-  json names = json::array();
-  const json& containers = Field(Field(o, "spec"), "containers");
-  if (containers.is_array()) {
-    for (const json& c : containers) names.push_back({{"name", StringField(c, "name")}});
-  }
-  t["spec"] = {{"containers", std::move(names)}};
-  json status = json::object();
-  const json& s = Field(o, "status");
-  for (const char* key : {"phase", "message", "reason"}) {
-    if (!Field(s, key).is_null()) status[key] = Field(s, key);
-  }
-  const json& cs = Field(s, "containerStatuses");
-  if (cs.is_array()) {
-    json out = json::array();
-    for (const json& c : cs) {
-      json e = json::object();
-      for (const char* key : {"name", "state", "lastState", "restartCount"}) {
-        if (!Field(c, key).is_null()) e[key] = Field(c, key);
-      }
-      out.push_back(std::move(e));
-    }
-    status["containerStatuses"] = std::move(out);
-  }
-  t["status"] = std::move(status);
-  return t;
-}
-
-model::PodPhase ParsePhase(const std::string& phase) {
-  if (phase == "Running") return model::PodPhase::kRunning;
-  if (phase == "Succeeded") return model::PodPhase::kSucceeded;
-  if (phase == "Failed") return model::PodPhase::kFailed;
-  if (phase == "Unknown") return model::PodPhase::kUnknown;
-  return model::PodPhase::kPending;
-}
-
-std::string DefaultContainerName(const model::Job& job) {
-  absl::StatusOr<const api::v1::KindInfo*> kind = reconcile::KindOf(job);
-  return kind.ok() ? std::string((*kind)->default_container) : "";
-}
-
-// The default container's status: the one named as the kind's default container, else the
-// first.
-const json* DefaultContainerStatus(const json& pod, const std::string& default_name) {
-  const json& cs = Field(Field(pod, "status"), "containerStatuses");
-  if (!cs.is_array() || cs.empty()) return nullptr;
-  for (const json& c : cs) {
-    if (StringField(c, "name") == default_name) return &c;
-  }
-  return &cs[0];
-}
-
-std::string CamelType(const model::Job& job, const std::string& label_value) {
-  for (const std::string& type : reconcile::ReplicaTypes(job)) {
-    if (reconcile::Lower(type) == label_value) return type;
-  }
-  return label_value;  // a type the job no longer declares: kept, so it is visible
-}
-
-model::ObservedPod ToObservedPod(const model::Job& job, const json& pod,
-                                 const std::string& default_container) {
-  model::ObservedPod p;
-  const json& meta = Field(pod, "metadata");
-  p.name = StringField(meta, "name");
-  p.replica_type = CamelType(job, Label(pod, reconcile::kLabelReplicaType));
-  int index = 0;
-  if (absl::SimpleAtoi(Label(pod, reconcile::kLabelReplicaIndex), &index)) p.index = index;
-  const json& status = Field(pod, "status");
-  p.phase = ParsePhase(StringField(status, "phase"));
-  p.deleting = Deleting(pod);
-  p.created = ParseTime(StringField(meta, "creationTimestamp"));
-  const json& cs = Field(status, "containerStatuses");
-  if (cs.is_array()) {
-    for (const json& c : cs) {
-      const json& rc = Field(c, "restartCount");
-      if (rc.is_number_integer()) p.restart_count += rc.get<int>();
-    }
-  }
-  std::string reason;
-  if (const json* c = DefaultContainerStatus(pod, default_container)) {
-    const json& terminated = Field(Field(*c, "state"), "terminated");
-    const json& last = Field(Field(*c, "lastState"), "terminated");
-    const json& t = terminated.is_object() ? terminated : last;
-    if (t.is_object() && Field(t, "exitCode").is_number_integer()) {
-      p.exit_code = Field(t, "exitCode").get<int>();
-      const std::string r = StringField(t, "reason");
-      if (!r.empty() && r != "Completed") reason = r;
-    }
-    const json& waiting = Field(Field(*c, "state"), "waiting");
-    if (reason.empty() && waiting.is_object()) {
-      const std::string r = StringField(waiting, "reason");
-      if (!r.empty() && r != "ContainerCreating") {
-        reason = r;
-        const std::string m = StringField(waiting, "message");
-        if (!m.empty()) absl::StrAppend(&reason, ": ", m);
-      }
-    }
-  }
-  p.message = StringField(status, "message");
-  if (p.message.empty()) p.message = reason;
-  return p;
 }
 
 }  // namespace
@@ -419,17 +279,8 @@ void KubeBackend::OnEvent(KindState* state, const WatchEvent& event) {
     }
     if (!job_key.empty()) {
       jobs.insert(job_key);
-      auto job_it = expectations_.find(job_key);
-      if (job_it != expectations_.end()) {
-        auto e = job_it->second.find(ObjectKey(state->kind, name));
-        if (e != job_it->second.end()) {
-          const bool gone = event.type == WatchEventType::kDeleted || Deleting(event.object);
-          if (e->second.create ? event.type != WatchEventType::kDeleted : gone) {
-            job_it->second.erase(e);
-            if (job_it->second.empty()) expectations_.erase(job_it);
-          }
-        }
-      }
+      expectations_.Observed(job_key, ObjectKey(state->kind, name),
+                             event.type == WatchEventType::kDeleted, Deleting(event.object));
     }
   }
   Notify(jobs);
@@ -450,37 +301,21 @@ void KubeBackend::Notify(const std::set<std::string>& job_keys) {
 
 void KubeBackend::Raise(const std::string& job_key, const std::string& object_key, Expectation e) {
   absl::MutexLock lock(&mu_);
-  expectations_[job_key][object_key] = std::move(e);
+  expectations_.Raise(job_key, object_key, std::move(e));
 }
 
 void KubeBackend::Lower(const std::string& job_key, const std::string& object_key) {
   absl::MutexLock lock(&mu_);
-  auto it = expectations_.find(job_key);
-  if (it == expectations_.end()) return;
-  it->second.erase(object_key);
-  if (it->second.empty()) expectations_.erase(it);
+  expectations_.Lower(job_key, object_key);
 }
 
 void KubeBackend::SettleLocked(const std::string& job_key) {
-  auto it = expectations_.find(job_key);
-  if (it == expectations_.end()) return;
   const std::string ns = job_key.substr(0, job_key.find('/'));
-  const absl::Time now = Now();
-  for (auto e = it->second.begin(); e != it->second.end();) {
-    const size_t slash = e->first.find('/');
-    const KindState* state = StateFor(e->first.substr(0, slash));
-    const json* cached = state == nullptr ? nullptr : state->Find(ns, e->first.substr(slash + 1));
-    bool met = e->second.create ? cached != nullptr : (cached == nullptr || Deleting(*cached));
-    if (!met && now - e->second.raised > options_.expectation_timeout) {
-      spdlog::warn("kube backend: job {}: the cache has not seen the {} of {} after {}; dropping "
-                   "the expectation (an object without coach's labels never shows in the cache)",
-                   job_key, e->second.create ? "creation" : "deletion", e->first,
-                   absl::FormatDuration(now - e->second.raised));
-      met = true;
-    }
-    e = met ? it->second.erase(e) : std::next(e);
-  }
-  if (it->second.empty()) expectations_.erase(it);
+  expectations_.Settle(job_key, Now(), options_.expectation_timeout,
+                       [&](const std::string& kind, const std::string& name) -> const json* {
+                         const KindState* state = StateFor(kind);
+                         return state == nullptr ? nullptr : state->Find(ns, name);
+                       });
 }
 
 absl::Status KubeBackend::Admit(const model::Job&) { return absl::OkStatus(); }
@@ -497,10 +332,7 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
   absl::MutexLock lock(&mu_);
   if (!started_) return absl::UnavailableError("kube backend: waiting for the cache (not started)");
   SettleLocked(job_key);
-  static const std::map<std::string, Expectation> kNone;
-  auto exp_it = expectations_.find(job_key);
-  const std::map<std::string, Expectation>& expected =
-      exp_it == expectations_.end() ? kNone : exp_it->second;
+  const Expectations::ObjectMap& expected = expectations_.Of(job_key);
   for (const auto& state : kinds_) {
     std::set<std::string> seen;
     auto names = state->by_job.find(job_key);
@@ -686,14 +518,11 @@ absl::Status KubeBackend::Forget(const model::Job& job) {
         }
       }
     }
-    auto exp = expectations_.find(job_key);
-    if (exp != expectations_.end()) {
-      for (const auto& [key, e] : exp->second) {
-        if (!e.create || !keys.insert(key).second) continue;
-        const size_t slash = key.find('/');
-        const KindState* state = StateFor(key.substr(0, slash));
-        if (state != nullptr && state->enabled) victims.emplace_back(state->resource, key.substr(slash + 1));
-      }
+    for (const auto& [key, e] : expectations_.Of(job_key)) {
+      if (!e.create || !keys.insert(key).second) continue;
+      const size_t slash = key.find('/');
+      const KindState* state = StateFor(key.substr(0, slash));
+      if (state != nullptr && state->enabled) victims.emplace_back(state->resource, key.substr(slash + 1));
     }
   }
   // Pods first: their services and the rest are only useful while pods run.
@@ -712,7 +541,7 @@ absl::Status KubeBackend::Forget(const model::Job& job) {
   }
   if (first_error.ok()) {
     absl::MutexLock lock(&mu_);
-    expectations_.erase(job_key);
+    expectations_.Forget(job_key);
   }
   return first_error;
 }
@@ -722,12 +551,6 @@ absl::Status KubeBackend::StreamLogs(const model::Job& job, const LogOptions& op
   const std::string& ns = job.metadata().namespace_();
   const std::string& job_name = job.metadata().name();
   const std::string default_container = DefaultContainerName(job);
-  struct Target {
-    std::string replica;
-    std::string pod;
-    std::string container;
-  };
-  std::vector<Target> targets;
   const std::string wanted = options.replica.empty() ? "" : absl::StrCat(job_name, "-",
                                                                          options.replica);
   // The job's pods: the leader reads its cache; a replica that does not lead has no started
@@ -757,72 +580,8 @@ absl::Status KubeBackend::StreamLogs(const model::Job& job, const LogOptions& op
                      options_.client->List(coach::kubeclient::resources::Pods(), ns, list));
     pods = std::move(listed.items);
   }
-  for (const json& pod : pods) {
-    const std::string pod_name = StringField(Field(pod, "metadata"), "name");
-    std::string container;
-    const json& containers = Field(Field(pod, "spec"), "containers");
-    if (containers.is_array() && containers.size() > 1) {
-      container = StringField(containers[0], "name");
-      for (const json& c : containers) {
-        if (StringField(c, "name") == default_container) container = default_container;
-      }
-    }
-    targets.push_back({pod_name.substr(std::min(pod_name.size(), job_name.size() + 1)), pod_name,
-                       container});
-  }
-  if (targets.empty()) {
-    if (!wanted.empty()) {
-      return absl::NotFoundError(absl::StrCat("job ", ns, "/", job_name, " has no replica \"",
-                                              options.replica, "\" (no pod ", wanted, ")"));
-    }
-    return absl::NotFoundError(absl::StrCat("job ", ns, "/", job_name, " has no pods"));
-  }
-  absl::Mutex sink_mu;
-  std::atomic<bool> sink_stopped{false};
-  auto stream = [&](const Target& t) -> absl::Status {
-    coach::kubeclient::LogOptions lo;
-    lo.container = t.container;
-    lo.follow = options.follow;
-    if (options.tail_lines > 0) lo.tail_lines = options.tail_lines;
-    lo.stop = &cancelled;
-    absl::Status s = options_.client->StreamLogs(ns, t.pod, lo, [&](absl::string_view chunk) {
-      if (sink_stopped.load()) return false;
-      absl::MutexLock lock(&sink_mu);
-      if (!sink(t.replica, std::string(chunk))) {
-        sink_stopped = true;
-        return false;
-      }
-      return true;
-    });
-    if (s.ok() || absl::IsCancelled(s)) return absl::OkStatus();
-    if (absl::IsNotFound(s)) {
-      // The pod is in the cache, so the 404 is the log endpoint's: the apiserver got no log
-      // from the node (no kubelet, as on kwok's fake nodes; or the pod just went away).
-      return absl::UnavailableError(absl::StrCat("logs of pod ", t.pod,
-                                                 " are not available from its node (no kubelet "
-                                                 "answered, or the pod is gone): ",
-                                                 s.message()));
-    }
-    return absl::Status(s.code(), absl::StrCat("logs of pod ", t.pod, ": ", s.message()));
-  };
-  if (!options.follow || targets.size() == 1) {
-    for (const Target& t : targets) {
-      if (cancelled.load() || sink_stopped.load()) break;
-      absl::Status s = stream(t);
-      if (!s.ok()) return s;
-    }
-    return absl::OkStatus();
-  }
-  std::vector<absl::Status> statuses(targets.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < targets.size(); ++i) {
-    threads.emplace_back([&, i] { statuses[i] = stream(targets[i]); });
-  }
-  for (std::thread& t : threads) t.join();
-  for (const absl::Status& s : statuses) {
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return StreamPodLogs(options_.client, ns, job_name, default_container, pods, wanted, options,
+                       sink, cancelled);
 }
 
 std::map<std::string, std::string> KubeBackend::PendingExpectations(const std::string& ns,
@@ -830,9 +589,9 @@ std::map<std::string, std::string> KubeBackend::PendingExpectations(const std::s
   std::map<std::string, std::string> out;
   absl::MutexLock lock(&mu_);
   const_cast<KubeBackend*>(this)->SettleLocked(absl::StrCat(ns, "/", name));
-  auto it = expectations_.find(absl::StrCat(ns, "/", name));
-  if (it == expectations_.end()) return out;
-  for (const auto& [key, e] : it->second) out[key] = e.create ? "create" : "delete";
+  for (const auto& [key, e] : expectations_.Of(absl::StrCat(ns, "/", name))) {
+    out[key] = e.create ? "create" : "delete";
+  }
   return out;
 }
 

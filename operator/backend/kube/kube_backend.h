@@ -62,6 +62,7 @@
 #include "operator/backend/backend.h"
 #include "operator/backend/kube/client/kube_client.h"
 #include "operator/backend/kube/client/reflector.h"
+#include "operator/backend/kube/expectations.h"
 #include <nlohmann/json.hpp>
 
 namespace coach::backend::kube {
@@ -144,11 +145,6 @@ class KubeBackend : public Backend {
   std::atomic<int> applies_in_flight_{0};
   std::atomic<int64_t> last_apply_end_ns_{0};
   struct KindState;
-  struct Expectation {
-    bool create = true;
-    absl::Time raised;
-    nlohmann::json body;  // create: the object as sent (for a synthetic observed entry)
-  };
 
   explicit KubeBackend(KubeBackendOptions options);
 
@@ -175,7 +171,7 @@ class KubeBackend : public Backend {
   ChangeCallback callback_ ABSL_GUARDED_BY(mu_);
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   // job key "ns/name" -> object key "Kind/name" -> expectation.
-  std::map<std::string, std::map<std::string, Expectation>> expectations_ ABSL_GUARDED_BY(mu_);
+  Expectations expectations_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex run_mu_;  // serialises Start/Stop
   std::vector<std::unique_ptr<coach::kubeclient::Reflector>> reflectors_;

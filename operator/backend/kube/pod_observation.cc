@@ -1,0 +1,128 @@
+#include "operator/backend/kube/pod_observation.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "operator/backend/kube/object_fields.h"
+#include "operator/reconcile/replicas.h"
+
+namespace coach::backend::kube {
+
+using nlohmann::json;
+
+namespace {
+
+model::PodPhase ParsePhase(const std::string& phase) {
+  if (phase == "Running") return model::PodPhase::kRunning;
+  if (phase == "Succeeded") return model::PodPhase::kSucceeded;
+  if (phase == "Failed") return model::PodPhase::kFailed;
+  if (phase == "Unknown") return model::PodPhase::kUnknown;
+  return model::PodPhase::kPending;
+}
+
+// The default container's status: the one named as the kind's default container, else the
+// first.
+const json* DefaultContainerStatus(const json& pod, const std::string& default_name) {
+  const json& cs = Field(Field(pod, "status"), "containerStatuses");
+  if (!cs.is_array() || cs.empty()) return nullptr;
+  for (const json& c : cs) {
+    if (StringField(c, "name") == default_name) return &c;
+  }
+  return &cs[0];
+}
+
+std::string CamelType(const model::Job& job, const std::string& label_value) {
+  for (const std::string& type : reconcile::ReplicaTypes(job)) {
+    if (reconcile::Lower(type) == label_value) return type;
+  }
+  return label_value;  // a type the job no longer declares: kept, so it is visible
+}
+
+}  // namespace
+
+json Trim(const json& o, bool pod) {
+  const json& meta = Field(o, "metadata");
+  json m = json::object();
+  for (const char* key : {"name", "namespace", "uid", "labels", "creationTimestamp",
+                          "deletionTimestamp", "resourceVersion"}) {
+    const json& v = Field(meta, key);
+    if (!v.is_null()) m[key] = v;
+  }
+  json t = {{"metadata", std::move(m)}};
+  if (!pod) return t;
+  json names = json::array();
+  const json& containers = Field(Field(o, "spec"), "containers");
+  if (containers.is_array()) {
+    for (const json& c : containers) names.push_back({{"name", StringField(c, "name")}});
+  }
+  t["spec"] = {{"containers", std::move(names)}};
+  json status = json::object();
+  const json& s = Field(o, "status");
+  for (const char* key : {"phase", "message", "reason"}) {
+    if (!Field(s, key).is_null()) status[key] = Field(s, key);
+  }
+  const json& cs = Field(s, "containerStatuses");
+  if (cs.is_array()) {
+    json out = json::array();
+    for (const json& c : cs) {
+      json e = json::object();
+      for (const char* key : {"name", "state", "lastState", "restartCount"}) {
+        if (!Field(c, key).is_null()) e[key] = Field(c, key);
+      }
+      out.push_back(std::move(e));
+    }
+    status["containerStatuses"] = std::move(out);
+  }
+  t["status"] = std::move(status);
+  return t;
+}
+
+std::string DefaultContainerName(const model::Job& job) {
+  absl::StatusOr<const api::v1::KindInfo*> kind = reconcile::KindOf(job);
+  return kind.ok() ? std::string((*kind)->default_container) : "";
+}
+
+model::ObservedPod ToObservedPod(const model::Job& job, const json& pod,
+                                 const std::string& default_container) {
+  model::ObservedPod p;
+  const json& meta = Field(pod, "metadata");
+  p.name = StringField(meta, "name");
+  p.replica_type = CamelType(job, Label(pod, reconcile::kLabelReplicaType));
+  int index = 0;
+  if (absl::SimpleAtoi(Label(pod, reconcile::kLabelReplicaIndex), &index)) p.index = index;
+  const json& status = Field(pod, "status");
+  p.phase = ParsePhase(StringField(status, "phase"));
+  p.deleting = Deleting(pod);
+  p.created = ParseTime(StringField(meta, "creationTimestamp"));
+  const json& cs = Field(status, "containerStatuses");
+  if (cs.is_array()) {
+    for (const json& c : cs) {
+      const json& rc = Field(c, "restartCount");
+      if (rc.is_number_integer()) p.restart_count += rc.get<int>();
+    }
+  }
+  std::string reason;
+  if (const json* c = DefaultContainerStatus(pod, default_container)) {
+    const json& terminated = Field(Field(*c, "state"), "terminated");
+    const json& last = Field(Field(*c, "lastState"), "terminated");
+    const json& t = terminated.is_object() ? terminated : last;
+    if (t.is_object() && Field(t, "exitCode").is_number_integer()) {
+      p.exit_code = Field(t, "exitCode").get<int>();
+      const std::string r = StringField(t, "reason");
+      if (!r.empty() && r != "Completed") reason = r;
+    }
+    const json& waiting = Field(Field(*c, "state"), "waiting");
+    if (reason.empty() && waiting.is_object()) {
+      const std::string r = StringField(waiting, "reason");
+      if (!r.empty() && r != "ContainerCreating") {
+        reason = r;
+        const std::string m = StringField(waiting, "message");
+        if (!m.empty()) absl::StrAppend(&reason, ": ", m);
+      }
+    }
+  }
+  p.message = StringField(status, "message");
+  if (p.message.empty()) p.message = reason;
+  return p;
+}
+
+}  // namespace coach::backend::kube
