@@ -62,7 +62,6 @@ std::vector<KindInfo> MakeKinds() {
                {}};
   mpi.success.leaders = {kReplicaLauncher};
   mpi.success.leader_any_succeeded = true;
-  mpi.success.running_needs_all_workers = true;
 
   KindInfo paddle{PADDLE_JOB,
                   "PaddleJob",

@@ -29,8 +29,6 @@ struct SuccessRule {
   // The leader has succeeded once any of its replicas has (MPI's Launcher), rather than
   // all of them.
   bool leader_any_succeeded = false;
-  // Running also needs every Worker active (MPI: the launcher alone does not train).
-  bool running_needs_all_workers = false;
   // Without a leader the Workers decide: all of them succeeded, active ones show Running.
   // False: a job without a leader never succeeds (XGBoost's Master is required).
   bool workers_decide_without_leader = false;

@@ -357,6 +357,12 @@ model::ReconcileResult Pass::Run() {
     DeletePodGroup();
     for (auto& [type, rs] : *status().mutable_replica_statuses()) rs.set_active(0);
     const std::string msg = absl::StrCat(kind_name_, " ", name(), " is suspended.");
+    // Once per suspension, where upstream v1.9's ReconcileJobs records it on every pass of a
+    // suspended job (pkg/controller.v1/common/job.go). Those repeats say nothing new (a pass
+    // is a pod or service going away, or a resync): on kube the event recorder folds them
+    // into one Event's count anyway, and the job stores keep only a job's newest events, so
+    // repeats would push out the ones that explain its history. A job suspended again after
+    // a resume is reported again.
     if (MarkSuspended(status(), kind_name_, msg, now_)) {
       Event("Normal", kind_name_ + api::v1::kJobSuspendedReason, msg);
     }

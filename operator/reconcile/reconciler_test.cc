@@ -175,9 +175,38 @@ TEST(ReconcileTest, SuccessRulesPerKind) {
       EXPECT_FALSE(HasTrueCondition(r.status, "Running"));
       EXPECT_THAT(Reasons(r), ::testing::Contains(std::string(api::v1::FindKind(c.job.kind())->name) + "Succeeded"));
       for (const Action& a : r.actions) EXPECT_NE(a.type, Action::Type::kCreate);
-    } else if (c.label != "mpi workers") {
-      // (MPIJob runs only while the launcher and every worker run, as upstream.)
+    } else {
       EXPECT_TRUE(HasTrueCondition(r.status, "Running"));
+    }
+  }
+}
+
+// Upstream v1.9 pkg/controller.v1/mpi/mpijob_controller.go: UpdateJobStatus sets Running
+// when the Launcher's replica status has active > 0 (its pod is Running), whatever the
+// Workers do; updateMPIJobStatus's "launcher and every worker running" condition is
+// written to a status that UpdateJobStatus replaces.
+TEST(ReconcileTest, MpiJobRunsOnAnActiveLauncher) {
+  model::Job mpi = MakeMPIJob("ns", "mpi").Launcher(1).Workers(2).Build();
+  struct Case {
+    const char* scenario;
+    model::ObservedState observed;
+    bool running;
+  };
+  // clang-format off
+  const Case cases[] = {
+      {"launcher and workers running", ObservedBuilder(mpi).Running("Launcher", 0).Running("Worker", 0).Running("Worker", 1).Build(), true},
+      {"launcher running, a worker pending", ObservedBuilder(mpi).Running("Launcher", 0).Running("Worker", 0).Pending("Worker", 1).Build(), true},
+      {"launcher running, no worker yet", ObservedBuilder(mpi).Running("Launcher", 0).Build(), true},
+      {"launcher pending, workers running", ObservedBuilder(mpi).Pending("Launcher", 0).Running("Worker", 0).Running("Worker", 1).Build(), false},
+      {"nothing running", ObservedBuilder(mpi).Pending("Launcher", 0).Pending("Worker", 0).Pending("Worker", 1).Build(), false},
+  };
+  // clang-format on
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.scenario);
+    auto r = Reconcile(mpi, c.observed, kT0, {});
+    EXPECT_EQ(HasTrueCondition(r.status, "Running"), c.running);
+    if (c.running) {
+      EXPECT_EQ(Cond(r.status, "Running")->reason(), "MPIJobRunning");
     }
   }
 }
@@ -372,10 +401,14 @@ TEST(ReconcileTest, SuspendAndResume) {
                                             "delete PodGroup/s"));
   EXPECT_THAT(Conds(r.status), ElementsAre("Created=True", "Running=False", "Suspended=True"));
   EXPECT_EQ(Cond(r.status, "Suspended")->reason(), "PyTorchJobSuspended");
-  // Suspended with nothing left: stable.
+  EXPECT_THAT(Reasons(r), ::testing::Contains("PyTorchJobSuspended"));
+  // Suspended with nothing left: stable, and silent. (Upstream's ReconcileJobs records the
+  // PyTorchJobSuspended event again on every pass of a suspended job; coach says it once per
+  // suspension, see reconciler.cc.)
   auto again = Reconcile(WithStatus(suspended, r.status), {}, kT0 + absl::Seconds(6), config);
   EXPECT_THAT(Acts(again), IsEmpty());
   EXPECT_FALSE(again.status_changed);
+  EXPECT_THAT(Reasons(again), IsEmpty());
   // Resume.
   auto resumed = Reconcile(WithStatus(job, r.status), {}, kT0 + absl::Seconds(100), config);
   EXPECT_EQ(Cond(resumed.status, "Suspended")->status(), "False");

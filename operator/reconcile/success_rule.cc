@@ -26,10 +26,10 @@ JobProgress EvaluateSuccessRule(
     if (!HasReplicaType(job, leader)) continue;
     const api::v1::ReplicaStatus s = get(leader);
     out.succeeded = rule.leader_any_succeeded ? s.succeeded() > 0 : all_succeeded(leader);
+    // The leader's active replicas alone: upstream v1.9's MPIJob is Running on an active
+    // Launcher too (mpijob_controller.go UpdateJobStatus; the all-workers check in its
+    // updateMPIJobStatus writes a status that UpdateJobStatus then replaces).
     out.running = s.active() > 0;
-    if (rule.running_needs_all_workers) {
-      out.running = out.running && get(kReplicaWorker).active() == Replicas(job, kReplicaWorker);
-    }
     return out;
   }
   if (!rule.workers_decide_without_leader) return out;
