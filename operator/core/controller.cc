@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "api/v1/defaults.h"
+#include "api/v1/job_conditions.h"
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
 #include "operator/reconcile/conditions.h"
@@ -30,10 +31,11 @@ const char* ActionName(model::Action::Type type) {
 }  // namespace
 
 std::string JobState(const model::JobStatus& status) {
-  for (const char* state : {"Succeeded", "Failed", "Suspended", "Restarting", "Running"}) {
+  for (const char* state : {api::v1::kJobSucceeded, api::v1::kJobFailed, api::v1::kJobSuspended,
+                            api::v1::kJobRestarting, api::v1::kJobRunning}) {
     if (reconcile::HasTrueCondition(status, state)) return state;
   }
-  return "Created";
+  return api::v1::kJobCreated;
 }
 
 Controller::Controller(JobStore* store, backend::Backend* backend, JobService* jobs,
@@ -200,7 +202,8 @@ void Controller::RecordObserved(const JobKey& key, const model::ObservedState* o
   }
   for (const auto& [phase, n] : phase_totals) metrics_->replicas->Set({phase}, n);
   std::map<std::string, int> state_totals;
-  for (const char* state : {"Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed"}) {
+  for (const char* state : {api::v1::kJobCreated, api::v1::kJobRunning, api::v1::kJobRestarting,
+                            api::v1::kJobSuspended, api::v1::kJobSucceeded, api::v1::kJobFailed}) {
     state_totals[state] = 0;
   }
   for (const auto& [job, state] : states_) ++state_totals[state];
@@ -214,9 +217,9 @@ void Controller::CountTransitions(const model::Job& job, const model::JobStatus&
   auto turned_true = [&](const char* type) {
     return !reconcile::HasTrueCondition(before, type) && reconcile::HasTrueCondition(after, type);
   };
-  if (turned_true("Succeeded")) metrics_->jobs_successful->Add(labels);
-  if (turned_true("Failed")) metrics_->jobs_failed->Add(labels);
-  if (turned_true("Restarting")) metrics_->jobs_restarted->Add(labels);
+  if (turned_true(api::v1::kJobSucceeded)) metrics_->jobs_successful->Add(labels);
+  if (turned_true(api::v1::kJobFailed)) metrics_->jobs_failed->Add(labels);
+  if (turned_true(api::v1::kJobRestarting)) metrics_->jobs_restarted->Add(labels);
 }
 
 std::string Controller::RefusalOf(const JobKey& key, const model::Job& job) {

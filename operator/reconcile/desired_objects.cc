@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "api/v1/job_policies.h"
 #include "common/status_macros.h"
 #include "operator/reconcile/framework_env.h"
 #include "operator/reconcile/gang.h"
@@ -40,7 +41,8 @@ absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& 
   WrapWithLauncher(job, config, tmpl);
   AddMasterWait(job, type, config, tmpl);
   const std::string policy = RestartPolicy(job, type);
-  tmpl["spec"]["restartPolicy"] = policy == "ExitCode" ? "Never" : policy;
+  tmpl["spec"]["restartPolicy"] =
+      policy == api::v1::kRestartPolicyExitCode ? api::v1::kRestartPolicyNever : policy;
   DecorateForGang(job, type, config, tmpl);
   RETURN_IF_ERROR(PlaceForKarpenter(job, config, tmpl));
 

@@ -1,6 +1,24 @@
 #include "sdk/cpp/job_status.h"
 
+#include <string_view>
+
+#include "api/v1/job_conditions.h"
+
 namespace coach::sdk {
+namespace {
+
+// The SDK's public names stay in job_status.h: an installed SDK ships api/v1's generated
+// headers and kinds.h only (tools/install_sdk.sh), not job_conditions.h. The build checks
+// that they spell what the operator writes.
+constexpr bool Same(std::string_view a, std::string_view b) { return a == b; }
+static_assert(Same(kCreated, api::v1::kJobCreated));
+static_assert(Same(kRunning, api::v1::kJobRunning));
+static_assert(Same(kRestarting, api::v1::kJobRestarting));
+static_assert(Same(kSucceeded, api::v1::kJobSucceeded));
+static_assert(Same(kSuspended, api::v1::kJobSuspended));
+static_assert(Same(kFailed, api::v1::kJobFailed));
+
+}  // namespace
 
 std::vector<api::v1::JobCondition> GetJobConditions(const api::v1::TrainingJob& job) {
   return {job.status().conditions().begin(), job.status().conditions().end()};
@@ -8,7 +26,7 @@ std::vector<api::v1::JobCondition> GetJobConditions(const api::v1::TrainingJob& 
 
 bool HasTrueCondition(const api::v1::TrainingJob& job, const std::string& type) {
   for (const api::v1::JobCondition& condition : job.status().conditions()) {
-    if (condition.type() == type && condition.status() == "True") return true;
+    if (condition.type() == type && condition.status() == api::v1::kConditionTrue) return true;
   }
   return false;
 }
@@ -25,7 +43,7 @@ bool IsJobFinished(const api::v1::TrainingJob& job) {
 std::string JobState(const api::v1::TrainingJob& job) {
   std::string state;
   for (const api::v1::JobCondition& condition : job.status().conditions()) {
-    if (condition.status() == "True") state = condition.type();
+    if (condition.status() == api::v1::kConditionTrue) state = condition.type();
   }
   return state;
 }

@@ -10,6 +10,8 @@
 
 namespace coach::sdk {
 
+// Condition types: api/v1/job_conditions.h's words, repeated here because an installed
+// SDK does not ship that header (job_status.cc checks that they agree).
 inline constexpr char kCreated[] = "Created";
 inline constexpr char kRunning[] = "Running";
 inline constexpr char kRestarting[] = "Restarting";
