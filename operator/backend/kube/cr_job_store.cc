@@ -167,22 +167,13 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Decode(const json& object) cons
 }
 
 void CrJobStore::Remember(const JobKey& key, int kind, const std::string& uid) {
-  absl::MutexLock lock(&mu_);
-  index_[key][kind] = uid;
+  watch_.Remember(key, kind, uid);
 }
 
-void CrJobStore::Forget(const JobKey& key, int kind) {
-  absl::MutexLock lock(&mu_);
-  auto it = index_.find(key);
-  if (it == index_.end()) return;
-  it->second.erase(kind);
-  if (it->second.empty()) index_.erase(it);
-}
+void CrJobStore::Forget(const JobKey& key, int kind) { watch_.Forget(key, kind); }
 
 std::map<int, std::string> CrJobStore::KnownKinds(const JobKey& key) const {
-  absl::MutexLock lock(&mu_);
-  auto it = index_.find(key);
-  return it == index_.end() ? std::map<int, std::string>() : it->second;
+  return watch_.KnownKinds(key);
 }
 
 absl::StatusOr<CrJobStore::Found> CrJobStore::Resolve(const JobKey& key) {
@@ -206,17 +197,9 @@ absl::StatusOr<CrJobStore::Found> CrJobStore::Resolve(const JobKey& key) {
   }
 
   // The watch's index, when it is complete and names exactly one kind: one GET.
-  int hint = -1;
-  {
-    absl::MutexLock lock(&mu_);
-    if (watching_ && synced_.size() == feeds_total_) {
-      auto it = index_.find(key);
-      if (it != index_.end() && it->second.size() == 1) hint = it->second.begin()->first;
-    }
-  }
-  if (hint >= 0) {
-    absl::StatusOr<json> object = client_->Get(Descriptor(hint), key.namespace_, key.name);
-    if (object.ok()) return Found{hint, std::move(object).value()};
+  if (std::optional<int> hint = watch_.OnlyKind(key); hint.has_value()) {
+    absl::StatusOr<json> object = client_->Get(Descriptor(*hint), key.namespace_, key.name);
+    if (object.ok()) return Found{*hint, std::move(object).value()};
     if (!absl::IsNotFound(object.status())) return object.status();
   }
 
@@ -297,31 +280,13 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Get(const JobKey& key) {
 }
 
 absl::StatusOr<api::v1::TrainingJob> CrJobStore::GetCached(const JobKey& key) {
-  std::optional<json> cached;
-  {
-    absl::MutexLock lock(&mu_);
-    if (watching_ && synced_.size() == feeds_total_) {
-      // The kind: the key's own, else the only one the index knows for the name.
-      std::optional<std::pair<JobKey, int>> at;
-      if (std::optional<std::pair<int, std::string>> q = KindOfKey(key); q.has_value()) {
-        if (q->first >= 0) at = std::make_pair(JobKey{key.namespace_, q->second}, q->first);
-      } else if (auto known = index_.find(key); known != index_.end() && known->second.size() == 1) {
-        at = std::make_pair(key, known->second.begin()->first);
-      }
-      if (at.has_value()) {
-        auto it = objects_.find(*at);
-        // Not while the watch has yet to show this store's own last write.
-        if (it != objects_.end() && awaiting_.count(it->first) == 0) cached = it->second;
-      }
-    }
-  }
+  std::optional<json> cached = watch_.Cached(key, KindOfKey(key));
   if (!cached.has_value()) return Get(key);
   return Decode(*cached);
 }
 
 void CrJobStore::AwaitWatch(const JobKey& key, int kind, const std::string& resource_version) {
-  absl::MutexLock lock(&mu_);
-  awaiting_[{key, kind}] = resource_version;
+  watch_.AwaitWatch(key, kind, resource_version);
 }
 
 absl::StatusOr<store::ListResult> CrJobStore::List(const store::ListOptions& options) {
@@ -450,22 +415,7 @@ absl::Status CrJobStore::Delete(const JobKey& key, std::optional<std::string> re
 }
 
 absl::StatusOr<std::pair<int, std::string>> CrJobStore::KindAndUid(const JobKey& key) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (std::optional<std::pair<int, std::string>> q = KindOfKey(key); q.has_value()) {
-      // The key's kind, whatever else has that name (the controller's keys name it).
-      auto it = index_.find({key.namespace_, q->second});
-      if (q->first >= 0 && it != index_.end()) {
-        auto kind = it->second.find(q->first);
-        if (kind != it->second.end() && !kind->second.empty()) return *kind;
-      }
-    } else {
-      auto it = index_.find(key);
-      if (it != index_.end() && it->second.size() == 1 && !it->second.begin()->second.empty()) {
-        return *it->second.begin();
-      }
-    }
-  }
+  if (auto known = watch_.KnownKindAndUid(key, KindOfKey(key)); known.has_value()) return *known;
   ASSIGN_OR_RETURN(Found found, Resolve(key));
   return std::make_pair(found.kind, k8s::UidOf(found.object));
 }
@@ -538,11 +488,8 @@ absl::StatusOr<std::vector<JobEvent>> CrJobStore::ListEvents(const JobKey& job) 
 absl::Status CrJobStore::StartWatching(JobChangeCallback callback) {
   std::vector<std::string> namespaces = options_.namespaces;
   if (namespaces.empty()) namespaces.push_back("");
-  {
-    absl::MutexLock lock(&mu_);
-    if (watching_) return absl::FailedPreconditionError("CrJobStore: already watching");
-    watching_ = true;
-    feeds_total_ = static_cast<size_t>(NumKinds()) * namespaces.size();
+  if (!watch_.Begin(static_cast<size_t>(NumKinds()) * namespaces.size())) {
+    return absl::FailedPreconditionError("CrJobStore: already watching");
   }
   callback_ = std::move(callback);
   for (int kind = 0; kind < NumKinds(); ++kind) {
@@ -566,54 +513,18 @@ absl::Status CrJobStore::StartWatching(JobChangeCallback callback) {
   return absl::OkStatus();
 }
 
-bool CrJobStore::WaitForSync(absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  auto synced = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return watching_ && synced_.size() == feeds_total_;
-  };
-  return mu_.AwaitWithTimeout(absl::Condition(&synced), timeout);
-}
+bool CrJobStore::WaitForSync(absl::Duration timeout) { return watch_.WaitForSync(timeout); }
 
 void CrJobStore::StopWatching() {
   for (auto& r : reflectors_) r->Stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   reflectors_.clear();
-  absl::MutexLock lock(&mu_);
-  watching_ = false;
-  synced_.clear();
+  watch_.End();
 }
 
 void CrJobStore::OnReplace(int kind, const std::string& ns, const std::vector<json>& items) {
-  std::vector<JobKey> gone;
-  {
-    absl::MutexLock lock(&mu_);
-    std::set<JobKey> now;
-    for (const json& item : items) now.insert(KeyOfObject(item));
-    for (auto it = index_.begin(); it != index_.end();) {
-      const bool in_scope = ns.empty() || it->first.namespace_ == ns;
-      if (in_scope && it->second.count(kind) > 0 && now.count(it->first) == 0) {
-        gone.push_back(it->first);
-        it->second.erase(kind);
-        if (it->second.empty()) {
-          it = index_.erase(it);
-          continue;
-        }
-      }
-      ++it;
-    }
-    for (const json& item : items) index_[KeyOfObject(item)][kind] = k8s::UidOf(item);
-    for (auto it = objects_.begin(); it != objects_.end();) {
-      const bool in_scope = it->first.second == kind && (ns.empty() || it->first.first.namespace_ == ns);
-      it = in_scope && now.count(it->first.first) == 0 ? objects_.erase(it) : std::next(it);
-    }
-    // A listing is the current state: a version written before it may never be delivered.
-    for (auto it = awaiting_.begin(); it != awaiting_.end();) {
-      const bool in_scope = it->first.second == kind && (ns.empty() || it->first.first.namespace_ == ns);
-      it = in_scope ? awaiting_.erase(it) : std::next(it);
-    }
-    for (const json& item : items) Cache(KeyOfObject(item), kind, item);
-  }
+  const std::vector<JobKey> gone = watch_.Replace(kind, ns, items);
   for (const JobKey& key : gone) Notify(JobChangeType::kDeleted, kind, key, nullptr);
   for (const json& item : items) {
     json object = item;
@@ -622,8 +533,7 @@ void CrJobStore::OnReplace(int kind, const std::string& ns, const std::vector<js
     Notify(JobChangeType::kAdded, kind, KeyOfObject(object), &object);
   }
   // Synced only once the callback has heard the listing (WaitForSync promises that).
-  absl::MutexLock lock(&mu_);
-  synced_.insert({kind, ns});
+  watch_.MarkSynced(kind, ns);
 }
 
 void CrJobStore::OnEvent(int kind, const k8s::WatchEvent& event) {
@@ -631,14 +541,10 @@ void CrJobStore::OnEvent(int kind, const k8s::WatchEvent& event) {
   if (!object.contains("kind")) object["kind"] = KindName(kind);
   if (!object.contains("apiVersion")) object["apiVersion"] = std::string(api::v1::kApiVersion);
   const JobKey key = KeyOfObject(object);
-  {
-    absl::MutexLock lock(&mu_);
-    if (event.type == k8s::WatchEventType::kAdded || event.type == k8s::WatchEventType::kModified) {
-      Cache(key, kind, object);
-    } else if (event.type == k8s::WatchEventType::kDeleted) {
-      objects_.erase({key, kind});
-      awaiting_.erase({key, kind});
-    }
+  if (event.type == k8s::WatchEventType::kAdded || event.type == k8s::WatchEventType::kModified) {
+    watch_.Put(key, kind, object);
+  } else if (event.type == k8s::WatchEventType::kDeleted) {
+    watch_.Drop(key, kind);
   }
   switch (event.type) {
     case k8s::WatchEventType::kAdded:
@@ -656,16 +562,6 @@ void CrJobStore::OnEvent(int kind, const k8s::WatchEvent& event) {
     default:
       break;
   }
-}
-
-void CrJobStore::Cache(const JobKey& key, int kind, const json& object) {
-  const std::pair<JobKey, int> at{key, kind};
-  // The watch caught up with this store's write (or, after a conflict, moved at all).
-  auto wait = awaiting_.find(at);
-  if (wait != awaiting_.end() && (wait->second.empty() || wait->second == k8s::ResourceVersionOf(object))) {
-    awaiting_.erase(wait);
-  }
-  objects_[at] = object;
 }
 
 void CrJobStore::Notify(JobChangeType type, int kind, const JobKey& key, const json* object) {

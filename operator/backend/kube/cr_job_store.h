@@ -92,6 +92,7 @@
 #include "api/v1/training_job.pb.h"
 #include "operator/backend/kube/client/kube_client.h"
 #include "operator/backend/kube/client/reflector.h"
+#include "operator/backend/kube/cr_watch_cache.h"
 #include "operator/backend/kube/event_recorder.h"
 #include "operator/store/job_store.h"
 
@@ -198,8 +199,6 @@ class CrJobStore : public store::JobStore {
   // `resource_version` (the version written), or, when "" (the write conflicted), any event.
   void AwaitWatch(const JobKey& key, int kind, const std::string& resource_version);
   void Forget(const JobKey& key, int kind);
-  // The watch's copy of a job (and the end of an AwaitWatch it satisfies).
-  void Cache(const JobKey& key, int kind, const nlohmann::json& object) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnReplace(int kind, const std::string& ns, const std::vector<nlohmann::json>& items);
   void OnEvent(int kind, const ::coach::kubeclient::WatchEvent& event);
   void Notify(JobChangeType type, int kind, const JobKey& key, const nlohmann::json* object);
@@ -208,16 +207,9 @@ class CrJobStore : public store::JobStore {
   const CrJobStoreOptions options_;
   std::unique_ptr<EventRecorder> recorder_;
 
-  mutable absl::Mutex mu_;
-  // (namespace, name) -> kind index -> uid. Fed by the watch and by this store's own calls.
-  std::map<JobKey, std::map<int, std::string>> index_ ABSL_GUARDED_BY(mu_);
-  std::set<std::pair<int, std::string>> synced_ ABSL_GUARDED_BY(mu_);  // (kind, ns) listed once
-  // The watch's objects by (job, kind index): what GetCached serves.
-  std::map<std::pair<JobKey, int>, nlohmann::json> objects_ ABSL_GUARDED_BY(mu_);
-  // Jobs whose watch copy is behind this store's own write (see AwaitWatch).
-  std::map<std::pair<JobKey, int>, std::string> awaiting_ ABSL_GUARDED_BY(mu_);
-  size_t feeds_total_ ABSL_GUARDED_BY(mu_) = 0;
-  bool watching_ ABSL_GUARDED_BY(mu_) = false;
+  // The kind index (fed by the watch and by this store's own calls), the watch's copies that
+  // GetCached serves, and what has synced.
+  CrWatchCache watch_;
   JobChangeCallback callback_;
   std::vector<std::unique_ptr<::coach::kubeclient::Reflector>> reflectors_;
   std::vector<std::thread> threads_;
