@@ -1,9 +1,13 @@
 // The pure pieces of the REST edge: error mapping, retry timing, batch splitting, options from env.
+// (Retry-After parsing and path encoding are common/http's, tested in common/http.)
 #include <cmath>
 #include <map>
 
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "integrations/mlflow/log_batch.h"
+#include "integrations/mlflow/rest_errors.h"
+#include "integrations/mlflow/rest_retry.h"
 #include "integrations/mlflow/rest_tracking_client.h"
 #include "nlohmann/json.hpp"
 
@@ -23,32 +27,26 @@ TEST(MapHttpErrorTest, MapsMlflowCodesAndHttpStatuses) {
   EXPECT_TRUE(absl::IsAlreadyExists(MapHttpError(409, "conflict", "x")));
   EXPECT_TRUE(absl::IsUnauthenticated(MapHttpError(401, "You are not authenticated.", "x")));
   EXPECT_TRUE(absl::IsPermissionDenied(MapHttpError(403, "Permission denied", "x")));
-  EXPECT_TRUE(absl::IsUnavailable(MapHttpError(429, R"({"error_code":"REQUEST_LIMIT_EXCEEDED"})", "x")));
+  EXPECT_TRUE(
+      absl::IsUnavailable(MapHttpError(429, R"({"error_code":"REQUEST_LIMIT_EXCEEDED"})", "x")));
   EXPECT_TRUE(absl::IsUnavailable(MapHttpError(500, "<html>oops</html>", "x")));
   EXPECT_TRUE(absl::IsUnavailable(MapHttpError(503, "", "x")));
   EXPECT_TRUE(absl::IsUnavailable(MapHttpError(408, "", "x")));
   EXPECT_TRUE(absl::IsInvalidArgument(MapHttpError(400, "plain text", "x")));
   EXPECT_TRUE(absl::IsNotFound(MapHttpError(404, "<html>not here</html>", "x")));
-  absl::Status s = MapHttpError(400, R"({"error_code":"INVALID_PARAMETER_VALUE","message":"bad key"})",
-                                "POST /api/2.0/mlflow/runs/log-batch");
-  EXPECT_EQ(s.message(),
-            "MLflow POST /api/2.0/mlflow/runs/log-batch: HTTP 400 INVALID_PARAMETER_VALUE: bad key");
+  absl::Status s =
+      MapHttpError(400, R"({"error_code":"INVALID_PARAMETER_VALUE","message":"bad key"})",
+                   "POST /api/2.0/mlflow/runs/log-batch");
+  EXPECT_EQ(
+      s.message(),
+      "MLflow POST /api/2.0/mlflow/runs/log-batch: HTTP 400 INVALID_PARAMETER_VALUE: bad key");
 }
 
 TEST(RetryTest, RetryableStatuses) {
-  for (long s : {408, 429, 500, 502, 503, 504}) EXPECT_TRUE(internal::IsRetryableHttpStatus(s)) << s;
-  for (long s : {200, 400, 401, 403, 404, 409, 501}) EXPECT_FALSE(internal::IsRetryableHttpStatus(s)) << s;
-}
-
-TEST(RetryTest, ParsesRetryAfterSecondsAndDates) {
-  absl::Time now = absl::FromUnixSeconds(784111777);  // Sun, 06 Nov 1994 08:49:37 GMT
-  EXPECT_EQ(internal::ParseRetryAfter("3", now), absl::Seconds(3));
-  EXPECT_EQ(internal::ParseRetryAfter(" 0 ", now), absl::ZeroDuration());
-  EXPECT_EQ(internal::ParseRetryAfter("Sun, 06 Nov 1994 08:49:47 GMT", now), absl::Seconds(10));
-  EXPECT_EQ(internal::ParseRetryAfter("Sun, 06 Nov 1994 08:49:00 GMT", now), absl::ZeroDuration());
-  EXPECT_FALSE(internal::ParseRetryAfter("", now).has_value());
-  EXPECT_FALSE(internal::ParseRetryAfter("soon", now).has_value());
-  EXPECT_FALSE(internal::ParseRetryAfter("-4", now).has_value());
+  for (long s : {408, 429, 500, 502, 503, 504})
+    EXPECT_TRUE(internal::IsRetryableHttpStatus(s)) << s;
+  for (long s : {200, 400, 401, 403, 404, 409, 501})
+    EXPECT_FALSE(internal::IsRetryableHttpStatus(s)) << s;
 }
 
 TEST(RetryTest, BackoffGrowsCapsJittersAndHonoursRetryAfter) {
@@ -71,11 +69,6 @@ TEST(RedactTest, RemovesUserinfo) {
             "https://mlflow.example:5000/prefix");
   EXPECT_EQ(internal::RedactUri("http://127.0.0.1:5000"), "http://127.0.0.1:5000");
   EXPECT_EQ(internal::RedactUri("http://a@b/c@d"), "http://b/c@d");
-}
-
-TEST(EncodePathTest, KeepsSlashesEncodesTheRest) {
-  EXPECT_EQ(internal::EncodePath("logs/worker 0.txt"), "logs/worker%200.txt");
-  EXPECT_EQ(internal::EncodePath("a?b#c"), "a%3Fb%23c");
 }
 
 TEST(ValidateTest, KeysAndArtifactPaths) {
@@ -141,12 +134,15 @@ TEST(SplitLogBatchTest, ParamsWriteOnceWithinOneCall) {
   EXPECT_EQ(Parse(*same)[0]["params"].size(), 1u);
   auto different = internal::SplitLogBatch("r", {}, {{"lr", "0.1"}, {"lr", "0.2"}}, {});
   EXPECT_TRUE(absl::IsInvalidArgument(different.status()));
-  EXPECT_TRUE(absl::IsInvalidArgument(internal::SplitLogBatch("r", {{"bad$", 1, 0, 0}}, {}, {}).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(internal::SplitLogBatch("r", {{"bad$", 1, 0, 0}}, {}, {}).status()));
 }
 
 TEST(SplitLogBatchTest, NonFiniteValuesAsMlflowSpellsThem) {
   auto bodies = internal::SplitLogBatch(
-      "r", {{"a", std::nan(""), 0, 0}, {"b", INFINITY, 0, 0}, {"c", -INFINITY, 0, 0}, {"d", 1.5, 7, 3}}, {}, {});
+      "r",
+      {{"a", std::nan(""), 0, 0}, {"b", INFINITY, 0, 0}, {"c", -INFINITY, 0, 0}, {"d", 1.5, 7, 3}},
+      {}, {});
   ASSERT_TRUE(bodies.ok());
   auto j = Parse(*bodies)[0]["metrics"];
   EXPECT_EQ(j[0]["value"], "NaN");

@@ -1,5 +1,7 @@
 // The REST client and MetricLogger against a real MLflow server: an outage mid-logging, basic auth,
 // and 429/500 injected by a fault proxy in front of the server.
+#include "integrations/mlflow/rest_tracking_client.h"
+
 #include <httplib.h>
 
 #include <atomic>
@@ -9,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "integrations/mlflow/metric_logger.h"
-#include "integrations/mlflow/rest_tracking_client.h"
 #include "integrations/mlflow/testing/mlflow_server.h"
 #include "nlohmann/json.hpp"
 
@@ -138,7 +139,9 @@ class FaultProxy {
     std::string hostport = upstream_uri.substr(upstream_uri.find("://") + 3);
     upstream_host_ = hostport.substr(0, hostport.find(':'));
     upstream_port_ = std::stoi(hostport.substr(hostport.find(':') + 1));
-    auto handler = [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); };
+    auto handler = [this](const httplib::Request& req, httplib::Response& res) {
+      Handle(req, res);
+    };
     server_.Get(".*", handler);
     server_.Post(".*", handler);
     server_.Put(".*", handler);
@@ -166,8 +169,9 @@ class FaultProxy {
         faults_.erase(faults_.begin());
         res.status = status;
         if (!retry_after.empty()) res.set_header("Retry-After", retry_after);
-        res.set_content(status == 429 ? R"({"error_code":"REQUEST_LIMIT_EXCEEDED","message":"slow down"})"
-                                      : R"({"error_code":"INTERNAL_ERROR","message":"injected"})",
+        res.set_content(status == 429
+                            ? R"({"error_code":"REQUEST_LIMIT_EXCEEDED","message":"slow down"})"
+                            : R"({"error_code":"INTERNAL_ERROR","message":"injected"})",
                         "application/json");
         return;
       }
@@ -176,7 +180,8 @@ class FaultProxy {
     httplib::Headers headers;
     httplib::Result r = req.method == "GET" ? upstream.Get(req.target.c_str())
                         : req.method == "PUT"
-                            ? upstream.Put(req.target.c_str(), req.body, req.get_header_value("Content-Type").c_str())
+                            ? upstream.Put(req.target.c_str(), req.body,
+                                           req.get_header_value("Content-Type").c_str())
                             : upstream.Post(req.target.c_str(), req.body,
                                             req.get_header_value("Content-Type").c_str());
     if (!r) {
@@ -211,7 +216,8 @@ TEST(RestTrackingClientTest, RetriesInjected429And500HonouringRetryAfter) {
   proxy.Inject(500, 2, "");
   auto start = absl::Now();
   std::vector<Metric> metrics;
-  for (int i = 0; i < 10; ++i) metrics.push_back({"m", static_cast<double>(i), 1700000000000 + i, i});
+  for (int i = 0; i < 10; ++i)
+    metrics.push_back({"m", static_cast<double>(i), 1700000000000 + i, i});
   absl::Status s = client->LogBatch(run.run_id, metrics, {}, {});
   absl::Duration took = absl::Now() - start;
   ASSERT_TRUE(s.ok()) << s;
