@@ -17,12 +17,9 @@
 //   labels (created before the operator starts), (c) owning --unrelated pods' worth of jobs
 //   itself (U/R jobs of R replicas: U pods + U services).
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,6 +45,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "bench/local/bench_util.h"
+#include "common/http/curl_transport.h"
+#include "e2e/common/loopback_operator.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
@@ -131,48 +130,15 @@ struct ControlPlaneCpu {
 // The process's CPU and memory; zeros when it cannot be read (it is gone).
 bench::ProcUsage ReadUsage(pid_t pid) { return bench::ReadProcUsage(pid).value_or(bench::ProcUsage{}); }
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// Status line of GET path on 127.0.0.1:port ("" when it cannot connect).
-// The whole answer to a GET, status line and headers included (HTTP/1.0: the server closes
-// the connection after it); "" when nothing answered.
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string req = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-      char buf[65536];
-      for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  return out;
-}
-
-std::string HttpStatusLine(int port, const std::string& path) {
-  const std::string answer = HttpGet(port, path);
-  return answer.substr(0, answer.find('\r'));
-}
-
-std::string HttpGetBody(int port, const std::string& path) {
-  const std::string answer = HttpGet(port, path);
-  const size_t body = answer.find("\r\n\r\n");
-  return body == std::string::npos ? "" : answer.substr(body + 4);
+// GET http://127.0.0.1:<port><path>: the status (0 when nothing answered) and the body.
+std::pair<long, std::string> HttpGet(int port, const std::string& path) {
+  static coach::http::Transport* const transport = coach::http::CurlTransport::Create().value().release();
+  coach::http::Request req;
+  req.url = absl::StrCat("http://127.0.0.1:", port, path);
+  req.timeout = absl::Seconds(10);
+  coach::http::Result r = transport->Send(req);
+  if (!r.answered()) return {0, ""};
+  return {r.response.status, std::move(r.response.body)};
 }
 
 // Sum of every series of a Prometheus metric (name exactly, labels ignored).
@@ -195,14 +161,14 @@ class Operator {
                                                          const std::vector<std::string>& extra,
                                                          const std::string& log_path) {
     auto op = std::unique_ptr<Operator>(new Operator());
-    op->http_port_ = FreePort();
+    op->http_port_ = coach::e2e::FreePort();
     char tmpl[] = "/tmp/coach-bench-cp-state.XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp");
     op->state_dir_ = tmpl;
     std::vector<std::string> args = {path,
                                      "--backend=kube",
                                      "--kubeconfig=" + kubeconfig,
-                                     absl::StrCat("--listen=127.0.0.1:", FreePort()),
+                                     absl::StrCat("--listen=127.0.0.1:", coach::e2e::FreePort()),
                                      absl::StrCat("--http-listen=127.0.0.1:", op->http_port_),
                                      "--state-dir=" + op->state_dir_,
                                      "--log-level=warn"};
@@ -219,7 +185,7 @@ class Operator {
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) return absl::InternalError(absl::StrCat("posix_spawn ", path, ": ", strerror(rc)));
     for (int i = 0; i < 1200; ++i) {
-      if (HttpStatusLine(op->http_port_, "/readyz").find(" 200") != std::string::npos) {
+      if (HttpGet(op->http_port_, "/readyz").first == 200) {
         op->ready_after_ = NowS() - op->started_;
         return op;
       }
@@ -254,7 +220,7 @@ class Operator {
   }
   pid_t pid() const { return pid_; }
   double ready_after() const { return ready_after_; }
-  std::string Metrics() const { return HttpGetBody(http_port_, "/metrics"); }
+  std::string Metrics() const { return HttpGet(http_port_, "/metrics").second; }
 
  private:
   Operator() = default;

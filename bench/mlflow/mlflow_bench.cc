@@ -1,9 +1,10 @@
 // Figures for bench/mlflow/run.sh, one JSON line per mode:
-//   mlflow_bench coach  URI POINTS SENDERS   coach's MetricLogger: delivered metrics/s and Log() cost
-//   mlflow_bench ingest URI THREADS SECONDS  the server's log-batch ceiling: prebuilt 1000-metric
-//                                            bodies POSTed in a tight loop with bare libcurl
-#include <curl/curl.h>
-
+//   mlflow_bench coach  URI POINTS SENDERS   coach's MetricLogger: delivered metrics/s and Log()
+//   cost mlflow_bench ingest URI THREADS SECONDS  the server's log-batch ceiling: prebuilt
+//   1000-metric
+//                                            bodies POSTed in a tight loop straight on the
+//                                            transport (common/http, no client logic: no retries,
+//                                            no parsing)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/http/curl_transport.h"
 #include "integrations/mlflow/metric_logger.h"
 #include "integrations/mlflow/rest_tracking_client.h"
 #include "nlohmann/json.hpp"
@@ -55,7 +57,8 @@ int Coach(const std::string& uri, int64_t points, int senders) {
   auto start = Clock::now();
   for (int64_t i = 0; i < points; i += 1000) {
     auto c0 = Clock::now();
-    for (int64_t j = i; j < std::min(points, i + 1000); ++j) logger->Log("train/loss", 1.0 / (j + 1), j, ts + j);
+    for (int64_t j = i; j < std::min(points, i + 1000); ++j)
+      logger->Log("train/loss", 1.0 / (j + 1), j, ts + j);
     chunk_ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - c0).count() /
                        static_cast<double>(std::min<int64_t>(1000, points - i)));
   }
@@ -81,8 +84,6 @@ int Coach(const std::string& uri, int64_t points, int senders) {
   return s.delivered == points ? 0 : 1;
 }
 
-size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
-
 int Ingest(const std::string& uri, int threads, double seconds) {
   auto client = Client(uri);
   std::string run_id = NewRun(*client, "ingest");
@@ -95,44 +96,39 @@ int Ingest(const std::string& uri, int threads, double seconds) {
     for (int i = 0; i < kMaxMetricsPerBatch; ++i) {
       if (i > 0) b += ',';
       b += "{\"key\":\"train/loss\",\"value\":" + std::to_string(1.0 / (base + i + 1)) +
-           ",\"timestamp\":" + std::to_string(1700000000000 + base + i) + ",\"step\":" + std::to_string(base + i) + "}";
+           ",\"timestamp\":" + std::to_string(1700000000000 + base + i) +
+           ",\"step\":" + std::to_string(base + i) + "}";
     }
     return b + "]}";
   };
   const std::string url = uri + "/api/2.0/mlflow/runs/log-batch";
+  auto transport = coach::http::CurlTransport::Create().value();
   std::atomic<int64_t> ok{0}, failed{0};
   auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
   auto start = Clock::now();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&] {
-      CURL* h = curl_easy_init();
-      curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-      headers = curl_slist_append(headers, "Expect:");
-      curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-      curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-      curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, Discard);
+      coach::http::Request req;
+      req.method = "POST";
+      req.url = url;
+      req.headers = {{"Content-Type", "application/json"}};
       while (Clock::now() < deadline) {
-        const std::string payload = make_body();  // ~0.2 ms; the server takes far longer per request
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload.data());
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(payload.size()));
-        long code = 0;
-        if (curl_easy_perform(h) == CURLE_OK && curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK &&
-            code == 200) {
+        req.body = make_body();  // ~0.2 ms; the server takes far longer per request
+        if (transport->Send(req).success()) {
           ++ok;
         } else {
           ++failed;
         }
       }
-      curl_slist_free_all(headers);
-      curl_easy_cleanup(h);
     });
   }
   for (auto& t : pool) t.join();
   double total_s = std::chrono::duration<double>(Clock::now() - start).count();
-  nlohmann::json out = {{"mode", "ingest"},          {"threads", threads},
-                        {"requests", ok.load()},     {"failed", failed.load()},
-                        {"seconds", total_s},        {"metrics_per_s", ok.load() * kMaxMetricsPerBatch / total_s}};
+  nlohmann::json out = {
+      {"mode", "ingest"},      {"threads", threads},
+      {"requests", ok.load()}, {"failed", failed.load()},
+      {"seconds", total_s},    {"metrics_per_s", ok.load() * kMaxMetricsPerBatch / total_s}};
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }
@@ -140,9 +136,11 @@ int Ingest(const std::string& uri, int threads, double seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  if (argc == 5 && std::string(argv[1]) == "coach") return Coach(argv[2], std::stoll(argv[3]), std::stoi(argv[4]));
-  if (argc == 5 && std::string(argv[1]) == "ingest") return Ingest(argv[2], std::stoi(argv[3]), std::stod(argv[4]));
-  std::fprintf(stderr, "usage: mlflow_bench coach URI POINTS SENDERS | ingest URI THREADS SECONDS\n");
+  if (argc == 5 && std::string(argv[1]) == "coach")
+    return Coach(argv[2], std::stoll(argv[3]), std::stoi(argv[4]));
+  if (argc == 5 && std::string(argv[1]) == "ingest")
+    return Ingest(argv[2], std::stoi(argv[3]), std::stod(argv[4]));
+  std::fprintf(stderr,
+               "usage: mlflow_bench coach URI POINTS SENDERS | ingest URI THREADS SECONDS\n");
   return 2;
 }
