@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Chaos suites of coach-operator --backend=kube on a real control plane (e2e/chaos/README.md):
+# operator SIGKILLs, kube-apiserver restarts with etcd compacted, a fault-injecting proxy.
+# Each prints a table of counts; a wrong count fails the suite. Sizes come from COACH_CHAOS_*
+# (defaults: the issue's 200 jobs, 20 kills, 10% faults). COACH_CHAOS_SUITES picks suites
+# (default "kills apiserver proxy"). Outside CI a machine without the testenv binaries skips.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+fail() { echo "chaos_kube: FAIL: $*" >&2; exit 1; }
+
+if ! BIN=$(tools/testenv/testenv bin 2>/dev/null) || [[ ! -x $BIN/kube-apiserver ]]; then
+  [[ ${CI:-} == true ]] && fail "the testenv binaries are not built (tools/testenv/testenv build)"
+  echo "chaos_kube: SKIP: the testenv binaries are not built"
+  exit 0
+fi
+
+bazel build //operator:coach-operator >/tmp/chaos_kube_build.$$.log 2>&1 || {
+  tail -n 30 /tmp/chaos_kube_build.$$.log >&2
+  rm -f /tmp/chaos_kube_build.$$.log
+  fail "bazel build //operator:coach-operator"
+}
+rm -f /tmp/chaos_kube_build.$$.log
+# A private copy: every restart of the run starts the same binary, whatever builds meanwhile.
+work=$(mktemp -d /tmp/coach-chaos-bin.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cp "$(bazel cquery --output=files //operator:coach-operator 2>/dev/null)" "$work/coach-operator" ||
+  fail "cannot find the coach-operator binary"
+
+started=$SECONDS
+status=0
+for suite in ${COACH_CHAOS_SUITES:-kills apiserver proxy}; do
+  echo "== chaos_kube: $suite (jobs ${COACH_CHAOS_JOBS:-200}, kills ${COACH_CHAOS_KILLS:-20}," \
+    "fault rate ${COACH_CHAOS_FAULT_RATE:-0.10}, load $(cut -d' ' -f1-3 /proc/loadavg))"
+  /usr/bin/python3 e2e/chaos/chaos.py "$suite" --operator "$work/coach-operator" || status=1
+done
+echo "chaos_kube: $([[ $status == 0 ]] && echo PASS || echo FAIL) in $((SECONDS - started)) s"
+exit "$status"
