@@ -9,6 +9,8 @@
 #   - a CPU-only job: NodeClaims in training-workloads only, never a GPU node;
 #   - a mixed job (CPU-only Master, GPU Workers) splits between the pools; a replica whose user
 #     placed it (nodeSelector and toleration of their own) keeps that placement;
+#   - do-not-disrupt: a protected replica's underused node is not consolidated (DisruptionBlocked
+#     names the pod) where a control opting out with "false" is;
 #   - the chart's optional NodePools and EC2NodeClass pass the API server's validation against
 #     Karpenter's CRDs (server-side dry run).
 # Prints the figures: submit -> all replicas scheduled, and last replica finished -> no node
@@ -258,5 +260,65 @@ say "mixed job: CPU-only Master on training-workloads, 2 GPU Workers on gpu-work
 say "own placement kept: a CPU-only replica its user put on gpu-workloads runs there, its toleration as written"
 COACH wait mixed --for Succeeded --timeout 3m >/dev/null || fail "mixed did not succeed"
 COACH wait own --for Succeeded --timeout 3m >/dev/null || fail "own did not succeed"
+
+# ---- do-not-disrupt: two underused nodes, one replica each, either of which could move to the
+# other node. The protected replica's (coach's default) is kept and Karpenter says why (a
+# DisruptionBlocked event naming the pod); the control's, which opts out with
+# karpenter.sh/do-not-disrupt: "false" in its template, is consolidated onto the first.
+cpujob() { # name cpu seconds [do-not-disrupt value]
+  cat <<YAML
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: $1, namespace: default}
+spec:
+  runPolicy: {cleanPodPolicy: None}
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        metadata:
+          annotations:
+            coach.test/run-seconds: "$3"
+            coach.test/exit-code: "0"
+${4:+            karpenter.sh/do-not-disrupt: \"$4\"}
+        spec: {containers: [{name: pytorch, image: coach.local/none:latest, command: [train], resources: {requests: {cpu: "$2"}}}]}
+YAML
+}
+node_of() { K get pod "$1" -o jsonpath='{.spec.nodeName}'; }
+cpujob protected 1500m 600 >"$WORK/protected.yaml"
+cpujob filler 2400m 10 >"$WORK/filler.yaml"
+cpujob control 1500m 600 false >"$WORK/control.yaml"
+COACH submit -f "$WORK/protected.yaml" >/dev/null || fail "coach submit protected"
+wait_scheduled protected 1 || fail "protected was not scheduled"
+# The filler takes the rest of the protected replica's node, so that the control gets its own.
+COACH submit -f "$WORK/filler.yaml" >/dev/null || fail "coach submit filler"
+wait_scheduled filler 1 || fail "filler was not scheduled"
+COACH submit -f "$WORK/control.yaml" >/dev/null || fail "coach submit control"
+wait_scheduled control 1 || fail "control was not scheduled"
+n_protected=$(node_of protected-master-0)
+n_control=$(node_of control-master-0)
+[[ $n_protected != "$n_control" ]] || fail "protected and control share $n_protected"
+say "protected replica on $n_protected, filler on $(node_of filler-master-0), control on $n_control"
+COACH wait filler --for Succeeded --timeout 3m >/dev/null || fail "filler did not succeed"
+t0=$(now)
+for ((i = 0; i < 900; i++)); do
+  K get node "$n_control" >/dev/null 2>&1 || break
+  sleep 0.2
+done
+K get node "$n_control" >/dev/null 2>&1 && fail "the control's node $n_control was not consolidated within 180 s"
+say "control (do-not-disrupt \"false\"): node $n_control consolidated $(elapsed "$t0" "$(now)") s after the filler finished"
+for ((i = 0; i < 900; i++)); do
+  blocked=$(K get events -A --field-selector reason=DisruptionBlocked \
+    -o jsonpath='{range .items[*]}{.involvedObject.kind}/{.involvedObject.name}: {.message}{"\n"}{end}' |
+    grep -F 'protected-master-0' | head -1)
+  [[ -n $blocked ]] && break
+  sleep 0.2
+done
+[[ -n $blocked ]] || { K get events -A | tail -20 >&2; fail "no DisruptionBlocked event names protected-master-0"; }
+say "protected: $blocked ($(elapsed "$t0" "$(now)") s after the filler finished)"
+K get node "$n_protected" >/dev/null 2>&1 || fail "the protected replica's node $n_protected was removed"
+[[ $(node_of protected-master-0) == "$n_protected" ]] || fail "protected-master-0 was moved"
+COACH delete protected >/dev/null || fail "coach delete protected"
+COACH delete control >/dev/null || fail "coach delete control"
 
 say "ok ($((SECONDS - started)) s)"
