@@ -49,14 +49,6 @@ TIME_ALLOWED=(
   # End-to-end suites and benchmarks: harnesses around real binaries, timing real work.
   "e2e/*"
   "bench/*"
-  # Until the shared HTTP transport lands (issue 11): the Kubernetes client (rate limiter,
-  # token expiry, retry waits) and the MLflow REST client get their clock injected by that
-  # rewrite. Remove these lines with it.
-  "operator/backend/kube/client/rest_kube_client.cc"
-  "operator/backend/kube/client/rate_limiter.cc"
-  "operator/backend/kube/client/kube_config.cc"
-  "operator/backend/kube/client/reflector.cc"
-  "integrations/mlflow/rest_tracking_client.cc"
   # The SDK's client-side deadlines (gRPC deadlines and WaitForJobConditions' budget): the SDK
   # is installed on its own (tools/install_sdk.sh ships sdk/cpp, not common/), and a Clock in
   # its API would be an API change of its own.
