@@ -93,6 +93,14 @@ spec:
       absl::Seconds(60)));
   ASSERT_TRUE(WaitCondition("pytorchjobs", "le", "Running"));
   EXPECT_FALSE(Leads(*follower)) << follower->Log();
+  // Every replica serves the API: the follower, whose backend has no caches, describes the
+  // job's replicas from the API server.
+  CmdResult described = RunCommand({Runfile("sdk/cpp/cli/coach"), "--server", follower->server(),
+                                    "describe", "le", "-n", ns()},
+                                   "", absl::Seconds(30));
+  EXPECT_EQ(described.exit_code, 0) << described.out << described.err;
+  EXPECT_TRUE(absl::StrContains(described.out, "le-master-0")) << described.out;
+  EXPECT_TRUE(absl::StrContains(described.out, "le-worker-0")) << described.out;
 
   leader->Kill9();
   const absl::Time killed = absl::Now();

@@ -329,6 +329,14 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
   const std::string& ns = job.metadata().namespace_();
   const std::string default_container = DefaultContainerName(job);
   model::ObservedState observed;
+  bool started;
+  {
+    absl::MutexLock lock(&mu_);
+    started = started_;
+  }
+  // Only the leader's backend starts its caches; the other replicas still serve the API
+  // (describe), so they ask the API server for the job's pods, as they do for logs.
+  if (!started) return ObserveFromServer(job);
   absl::MutexLock lock(&mu_);
   if (!started_) return absl::UnavailableError("kube backend: waiting for the cache (not started)");
   SettleLocked(job_key);
@@ -367,6 +375,29 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
         observed.objects.push_back({state->kind, name});
       }
     }
+  }
+  std::sort(observed.pods.begin(), observed.pods.end(),
+            [](const model::ObservedPod& a, const model::ObservedPod& b) { return a.name < b.name; });
+  return observed;
+}
+
+absl::StatusOr<model::ObservedState> KubeBackend::ObserveFromServer(const model::Job& job) {
+  const std::string& ns = job.metadata().namespace_();
+  coach::kubeclient::ListOptions list;
+  list.label_selector = absl::StrCat(reconcile::kLabelJobName, "=", job.metadata().name());
+  ASSIGN_OR_RETURN(coach::kubeclient::ListResult listed,
+                   options_.client->List(coach::kubeclient::resources::Pods(), ns, list));
+  const std::string default_container = DefaultContainerName(job);
+  model::ObservedState observed;
+  for (const json& pod : listed.items) {
+    // A job of another kind may share the name (and so the label): keep this job's own pods.
+    bool owned = job.metadata().uid().empty();
+    if (pod.contains("metadata") && pod["metadata"].contains("ownerReferences")) {
+      for (const json& ref : pod["metadata"]["ownerReferences"]) {
+        if (ref.is_object() && ref.value("uid", "") == job.metadata().uid()) owned = true;
+      }
+    }
+    if (owned) observed.pods.push_back(ToObservedPod(job, pod, default_container));
   }
   std::sort(observed.pods.begin(), observed.pods.end(),
             [](const model::ObservedPod& a, const model::ObservedPod& b) { return a.name < b.name; });

@@ -107,7 +107,8 @@ class KubeBackend : public Backend {
   absl::Status Admit(const model::Job& job) override;
   // nullptr: Kubernetes service names.
   std::shared_ptr<const model::AddressPlan> AddressPlanFor(const model::Job& job) override;
-  // Unavailable: not started/synced.
+  // From the caches once started (the leader); before that, the job's pods listed from the API
+  // server (a replica that does not lead answers describe that way; services are not listed).
   absl::StatusOr<model::ObservedState> Observe(const model::Job& job) override;
   // InvalidArgument: a kind this backend does not manage. FailedPrecondition: the PodGroup
   // CRD is not installed. Otherwise the client's codes (AlreadyExists/NotFound are OK).
@@ -151,6 +152,8 @@ class KubeBackend : public Backend {
   absl::Time Now() const { return options_.clock->Now(); }
   KindState* StateFor(const std::string& kind);
   const KindState* StateFor(const std::string& kind) const;
+  // Observe before the caches start: one List of the job's pods.
+  absl::StatusOr<model::ObservedState> ObserveFromServer(const model::Job& job);
 
   // Reflector handlers (one reflector thread per kind and namespace).
   void OnReplace(KindState* state, const std::string& ns, const std::vector<nlohmann::json>& items);

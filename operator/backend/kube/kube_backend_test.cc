@@ -197,12 +197,36 @@ TEST_F(KubeBackendTest, CreateRejectsBadOptions) {
   EXPECT_TRUE(absl::IsInvalidArgument(KubeBackend::Create(o).status()));
 }
 
-TEST_F(KubeBackendTest, ObserveBeforeStartIsUnavailable) {
+TEST_F(KubeBackendTest, ObserveBeforeStartListsTheJobsOwnPodsFromTheServer) {
   KubeBackendOptions o;
   o.client = &fake_;
   auto b = KubeBackend::Create(o);
   ASSERT_TRUE(b.ok());
-  EXPECT_TRUE(absl::IsUnavailable((*b)->Observe(reconcile::testing::SeedPyTorchJob()).status()));
+  const model::Job job = reconcile::testing::SeedPyTorchJob();
+  const std::string& ns = job.metadata().namespace_();
+  auto pod = [&](const std::string& name, const std::string& owner_uid) {
+    nlohmann::json p = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata",
+         {{"name", name},
+          {"namespace", ns},
+          {"labels",
+           {{reconcile::kLabelJobName, job.metadata().name()},
+            {reconcile::kLabelReplicaType, "master"},
+            {reconcile::kLabelReplicaIndex, "0"}}},
+          {"ownerReferences", {{{"uid", owner_uid}, {"kind", "PyTorchJob"}}}}}}};
+    ASSERT_TRUE(fake_.Create(resources::Pods(), ns, p).ok());
+  };
+  pod(job.metadata().name() + "-master-0", job.metadata().uid());
+  // Same name label, another kind's job: not this job's pod.
+  pod(job.metadata().name() + "-chief-0", "uid-of-a-tfjob");
+  absl::StatusOr<model::ObservedState> observed = (*b)->Observe(job);
+  ASSERT_TRUE(observed.ok()) << observed.status();
+  ASSERT_EQ(observed->pods.size(), 1u);
+  EXPECT_EQ(observed->pods[0].name, job.metadata().name() + "-master-0");
+  EXPECT_EQ(observed->pods[0].replica_type, "Master");
+  EXPECT_EQ(observed->pods[0].index, 0);
   EXPECT_EQ((*b)->Name(), "kube");
   EXPECT_EQ((*b)->AddressPlanFor(reconcile::testing::SeedPyTorchJob()), nullptr);
   EXPECT_TRUE((*b)->Admit(reconcile::testing::SeedPyTorchJob()).ok());
