@@ -11,7 +11,8 @@
 //   rate limit (the API server's own limit), timed the same way (watch saw them all).
 //   Operator runs: default settings (no flags: --kube-api-qps auto, lifted once the server shows
 //   API Priority and Fairness; Events on their own --kube-event-qps budget) and, unless
-//   --compare-qps 0, with upstream's fixed client-side limit (--kube-api-qps 20 --kube-api-burst 30).
+//   --compare-qps 0, with upstream's fixed client-side limit (--kube-api-qps 20 --kube-api-burst
+//   30).
 // memory: peak RSS of a fresh operator that owns --memory-jobs jobs (a) on an otherwise empty
 //   cluster, (b) on a cluster holding --unrelated ConfigMaps and as many Pods without coach's
 //   labels (created before the operator starts), (c) owning --unrelated pods' worth of jobs
@@ -24,17 +25,18 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <map>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
@@ -44,20 +46,19 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
-#include "bench/local/bench_util.h"
-#include "common/http/curl_transport.h"
-#include "e2e/common/loopback_operator.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/local/bench_util.h"
+#include "common/http/curl_transport.h"
+#include "e2e/common/loopback_operator.h"
 #include "operator/backend/kube/client/kube_client.h"
 #include "operator/backend/kube/client/kube_config.h"
 #include "operator/backend/kube/client/rest_kube_client.h"
-#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -104,7 +105,8 @@ std::map<std::string, double> ApiRequests(k8s::RestKubeClient* client) {
   return out;
 }
 
-std::string RequestDelta(const std::map<std::string, double>& before, const std::map<std::string, double>& after) {
+std::string RequestDelta(const std::map<std::string, double>& before,
+                         const std::map<std::string, double>& after) {
   std::vector<std::pair<double, std::string>> rows;
   for (const auto& [k, v] : after) {
     auto it = before.find(k);
@@ -117,7 +119,8 @@ std::string RequestDelta(const std::map<std::string, double>& before, const std:
   }
   std::sort(rows.rbegin(), rows.rend());
   std::string s;
-  for (const auto& [d, k] : rows) absl::StrAppend(&s, s.empty() ? "" : ", ", k, " ", static_cast<int64_t>(d));
+  for (const auto& [d, k] : rows)
+    absl::StrAppend(&s, s.empty() ? "" : ", ", k, " ", static_cast<int64_t>(d));
   return s;
 }
 
@@ -128,11 +131,14 @@ struct ControlPlaneCpu {
 };
 
 // The process's CPU and memory; zeros when it cannot be read (it is gone).
-bench::ProcUsage ReadUsage(pid_t pid) { return bench::ReadProcUsage(pid).value_or(bench::ProcUsage{}); }
+bench::ProcUsage ReadUsage(pid_t pid) {
+  return bench::ReadProcUsage(pid).value_or(bench::ProcUsage{});
+}
 
 // GET http://127.0.0.1:<port><path>: the status (0 when nothing answered) and the body.
 std::pair<long, std::string> HttpGet(int port, const std::string& path) {
-  static coach::http::Transport* const transport = coach::http::CurlTransport::Create().value().release();
+  static coach::http::Transport* const transport =
+      coach::http::CurlTransport::Create().value().release();
   coach::http::Request req;
   req.url = absl::StrCat("http://127.0.0.1:", port, path);
   req.timeout = absl::Seconds(10);
@@ -157,7 +163,8 @@ double MetricSum(const std::string& text, const std::string& name) {
 
 class Operator {
  public:
-  static absl::StatusOr<std::unique_ptr<Operator>> Start(const std::string& path, const std::string& kubeconfig,
+  static absl::StatusOr<std::unique_ptr<Operator>> Start(const std::string& path,
+                                                         const std::string& kubeconfig,
                                                          const std::vector<std::string>& extra,
                                                          const std::string& log_path) {
     auto op = std::unique_ptr<Operator>(new Operator());
@@ -196,7 +203,8 @@ class Operator {
       }
       usleep(100 * 1000);
     }
-    return absl::DeadlineExceededError(absl::StrCat("coach-operator not ready in 120 s; see ", log_path));
+    return absl::DeadlineExceededError(
+        absl::StrCat("coach-operator not ready in 120 s; see ", log_path));
   }
   ~Operator() { Stop(); }
   void Stop() {
@@ -237,7 +245,10 @@ class Counter {
  public:
   Counter(k8s::KubeClient* client, k8s::ResourceDescriptor resource, std::string ns, size_t target,
           std::function<bool(const json&)> counts = nullptr)
-      : client_(client), resource_(std::move(resource)), ns_(std::move(ns)), target_(target),
+      : client_(client),
+        resource_(std::move(resource)),
+        ns_(std::move(ns)),
+        target_(target),
         counts_(std::move(counts)) {
     thread_ = std::thread([this] { Run(); });
   }
@@ -303,8 +314,8 @@ struct Item {
 
 // POSTs every item into ns on `threads` threads; returns the number that failed (the first
 // errors are printed). Unavailable/ResourceExhausted are retried.
-int CreateAll(k8s::KubeClient* client, const std::string& ns, const std::vector<Item>& items, int threads,
-              std::vector<json>* created = nullptr) {
+int CreateAll(k8s::KubeClient* client, const std::string& ns, const std::vector<Item>& items,
+              int threads, std::vector<json>* created = nullptr) {
   if (created != nullptr) created->assign(items.size(), json());
   std::atomic<size_t> next{0};
   std::atomic<int> failed{0};
@@ -353,17 +364,18 @@ double DeleteNamespace(k8s::KubeClient* client, const std::string& ns) {
 
 ControlPlaneCpu ReadControlPlaneCpu(const std::string& testenv_dir) {
   ControlPlaneCpu c;
-  for (const char* name : {"kube-apiserver", "etcd", "kube-scheduler", "kube-controller-manager", "kwok"}) {
+  for (const char* name :
+       {"kube-apiserver", "etcd", "kube-scheduler", "kube-controller-manager", "kwok"}) {
     std::ifstream in(absl::StrCat(testenv_dir, "/pids/", name));
     pid_t pid = 0;
     if (!(in >> pid) || pid <= 0) continue;
     const double cpu = ReadUsage(pid).cpu_seconds;
     const std::string n = name;
-    (n == "kube-apiserver" ? c.apiserver
-     : n == "etcd"         ? c.etcd
+    (n == "kube-apiserver"   ? c.apiserver
+     : n == "etcd"           ? c.etcd
      : n == "kube-scheduler" ? c.scheduler
-     : n == "kwok"         ? c.kwok
-                           : c.controller_manager) += cpu;
+     : n == "kwok"           ? c.kwok
+                             : c.controller_manager) += cpu;
   }
   return c;
 }
@@ -388,7 +400,9 @@ json PyTorchJob(const std::string& ns, const std::string& name, int replicas, bo
   json tmpl = {{"spec", {{"containers", {Container()}}}}};
   if (!schedule) tmpl["spec"]["schedulerName"] = kNoScheduler;
   json specs = {{"Master", {{"replicas", 1}, {"restartPolicy", "OnFailure"}, {"template", tmpl}}}};
-  if (replicas > 1) specs["Worker"] = {{"replicas", replicas - 1}, {"restartPolicy", "OnFailure"}, {"template", tmpl}};
+  if (replicas > 1)
+    specs["Worker"] = {
+        {"replicas", replicas - 1}, {"restartPolicy", "OnFailure"}, {"template", tmpl}};
   return {{"apiVersion", "kubeflow.org/v1"},
           {"kind", "PyTorchJob"},
           {"metadata", {{"name", name}, {"namespace", ns}}},
@@ -463,14 +477,19 @@ std::vector<Item> Capture(k8s::KubeClient* client, const std::string& ns) {
   // last and the controller-manager's reaction to them (Endpoints, EndpointSlices: a write each)
   // would fall after the baseline's clock stopped, while in coach's run it falls inside.
   auto job_of = [](const Item& it) {
-    return it.body["metadata"].value("labels", json::object()).value("training.kubeflow.org/job-name", "");
+    return it.body["metadata"]
+        .value("labels", json::object())
+        .value("training.kubeflow.org/job-name", "");
   };
-  std::stable_sort(items.begin(), items.end(), [&](const Item& a, const Item& b) { return job_of(a) < job_of(b); });
+  std::stable_sort(items.begin(), items.end(),
+                   [&](const Item& a, const Item& b) { return job_of(a) < job_of(b); });
   const auto jobs = res::Kubeflow("pytorchjobs", "PyTorchJob");
   auto list = client->List(jobs, ns, {});
   if (list.ok()) {
     for (const auto& o : list->items) {
-      if (o.contains("status")) items.push_back({jobs, {{"metadata", {{"name", o["metadata"]["name"]}}}, {"status", o["status"]}}});
+      if (o.contains("status"))
+        items.push_back(
+            {jobs, {{"metadata", {{"name", o["metadata"]["name"]}}}, {"status", o["status"]}}});
     }
   }
   return items;
@@ -490,13 +509,13 @@ void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
 
 struct SpeedResult {
   bool ok = false;
-  double wall_s = 0;    // first POST -> every pod and service seen
-  double submit_s = 0;  // first POST -> last POST returned
-  double first_s = 0;   // first POST -> the first pod or service seen
-  double half_s = 0;    // first POST -> half of the pods and half of the services seen
-  double end_state_s = 0;  // first POST -> also every job's status seen (0: not measured)
+  double wall_s = 0;              // first POST -> every pod and service seen
+  double submit_s = 0;            // first POST -> last POST returned
+  double first_s = 0;             // first POST -> the first pod or service seen
+  double half_s = 0;              // first POST -> half of the pods and half of the services seen
+  double end_state_s = 0;         // first POST -> also every job's status seen (0: not measured)
   ControlPlaneCpu control_plane;  // over wall_s
-  double cpu_s = 0;     // operator utime+stime over wall_s
+  double cpu_s = 0;               // operator utime+stime over wall_s
   double cpu_settled_s = 0;
   long hwm_kb = 0;
   long rss_kb = 0;
@@ -526,7 +545,9 @@ struct Flags {
   std::string log_dir = "/tmp";
 };
 
-std::string TestenvDir(const Flags& f) { return std::filesystem::path(f.kubeconfig).parent_path().string(); }
+std::string TestenvDir(const Flags& f) {
+  return std::filesystem::path(f.kubeconfig).parent_path().string();
+}
 
 bool WaitFor(Counter& pods, Counter& svcs, size_t target, double deadline) {
   while (NowS() < deadline) {
@@ -540,8 +561,9 @@ bool WaitFor(Counter& pods, Counter& svcs, size_t target, double deadline) {
 // captured into *captured when non-null.
 // A job counts once its status carries a condition (coach's first status write: Created).
 bool HasConditions(const json& job) {
-  return job.contains("status") && job["status"].is_object() && job["status"].contains("conditions") &&
-         job["status"]["conditions"].is_array() && !job["status"]["conditions"].empty();
+  return job.contains("status") && job["status"].is_object() &&
+         job["status"].contains("conditions") && job["status"]["conditions"].is_array() &&
+         !job["status"]["conditions"].empty();
 }
 
 // The end state is reached once every pod and service was seen and every job's status too.
@@ -552,9 +574,11 @@ void EndState(Counter& pods, Counter& svcs, Counter& statuses, double t0, SpeedR
 }
 
 void Milestones(Counter& pods, Counter& svcs, double t0, SpeedResult* r) {
-  const double first = std::min(pods.first_at() > 0 ? pods.first_at() : 1e300, svcs.first_at() > 0 ? svcs.first_at() : 1e300);
+  const double first = std::min(pods.first_at() > 0 ? pods.first_at() : 1e300,
+                                svcs.first_at() > 0 ? svcs.first_at() : 1e300);
   r->first_s = first < 1e300 ? first - t0 : 0;
-  r->half_s = pods.half_at() > 0 && svcs.half_at() > 0 ? std::max(pods.half_at(), svcs.half_at()) - t0 : 0;
+  r->half_s =
+      pods.half_at() > 0 && svcs.half_at() > 0 ? std::max(pods.half_at(), svcs.half_at()) - t0 : 0;
 }
 
 SpeedResult RunCoach(const Flags& f, k8s::RestKubeClient* client, const std::string& ns,
@@ -575,24 +599,28 @@ SpeedResult RunCoach(const Flags& f, k8s::RestKubeClient* client, const std::str
   const size_t target = static_cast<size_t>(jobs) * f.replicas;
   {
     Counter pods(client, res::Pods(), ns, target), svcs(client, res::Services(), ns, target);
-    Counter statuses(client, res::Kubeflow("pytorchjobs", "PyTorchJob"), ns, static_cast<size_t>(jobs), HasConditions);
+    Counter statuses(client, res::Kubeflow("pytorchjobs", "PyTorchJob"), ns,
+                     static_cast<size_t>(jobs), HasConditions);
     usleep(300 * 1000);  // let the watches open
     const auto requests_before = ApiRequests(client);
     const bench::ProcUsage before = ReadUsage((*op)->pid());
     const ControlPlaneCpu cp_before = ReadControlPlaneCpu(TestenvDir(f));
     const double t0 = NowS();
-    const int failed = CreateAll(client, ns, Jobs(ns, jobs, f.replicas, f.schedule), f.client_threads);
+    const int failed =
+        CreateAll(client, ns, Jobs(ns, jobs, f.replicas, f.schedule), f.client_threads);
     r.submit_s = NowS() - t0;
     if (failed > 0) std::cerr << failed << " job POSTs failed\n";
     r.ok = WaitFor(pods, svcs, target, t0 + f.timeout_s);
-    for (const double deadline = NowS() + 30; r.ok && statuses.reached_at() == 0 && NowS() < deadline;) {
+    for (const double deadline = NowS() + 30;
+         r.ok && statuses.reached_at() == 0 && NowS() < deadline;) {
       usleep(20 * 1000);
     }
     EndState(pods, svcs, statuses, t0, &r);
     const bench::ProcUsage at = ReadUsage((*op)->pid());
     const std::string metrics = (*op)->Metrics();
     r.passes = MetricSum(metrics, "coach_reconcile_duration_seconds_count");
-    if (r.passes > 0) r.pass_mean_ms = 1000 * MetricSum(metrics, "coach_reconcile_duration_seconds_sum") / r.passes;
+    if (r.passes > 0)
+      r.pass_mean_ms = 1000 * MetricSum(metrics, "coach_reconcile_duration_seconds_sum") / r.passes;
     r.control_plane = ReadControlPlaneCpu(TestenvDir(f)) - cp_before;
     r.requests = RequestDelta(requests_before, ApiRequests(client));
     r.wall_s = std::max(pods.reached_at(), svcs.reached_at()) - t0;
@@ -618,8 +646,8 @@ SpeedResult RunCoach(const Flags& f, k8s::RestKubeClient* client, const std::str
 // same PyTorchJobs POSTed first, then their pods and services owned by them (ownerReferences to
 // the new uids, as coach sets them), then each job's status as coach wrote it (PUT /status), all
 // inside the measurement; else the pods and services only.
-SpeedResult RunBaseline(const Flags& f, k8s::RestKubeClient* client, const std::string& ns, std::vector<Item> items,
-                        bool with_jobs) {
+SpeedResult RunBaseline(const Flags& f, k8s::RestKubeClient* client, const std::string& ns,
+                        std::vector<Item> items, bool with_jobs) {
   SpeedResult r;
   if (auto s = CreateNamespace(client, ns); !s.ok()) {
     std::cerr << "namespace " << ns << ": " << s << "\n";
@@ -640,7 +668,8 @@ SpeedResult RunBaseline(const Flags& f, k8s::RestKubeClient* client, const std::
   }
   {
     Counter pods(client, res::Pods(), ns, npods), svcs(client, res::Services(), ns, nsvcs);
-    Counter statuses(client, res::Kubeflow("pytorchjobs", "PyTorchJob"), ns, statuses_to_write.size(), HasConditions);
+    Counter statuses(client, res::Kubeflow("pytorchjobs", "PyTorchJob"), ns,
+                     statuses_to_write.size(), HasConditions);
     usleep(300 * 1000);
     const auto requests_before = ApiRequests(client);
     const ControlPlaneCpu cp_before = ReadControlPlaneCpu(TestenvDir(f));
@@ -648,13 +677,15 @@ SpeedResult RunBaseline(const Flags& f, k8s::RestKubeClient* client, const std::
     const double t0 = NowS();
     int failed = 0;
     if (with_jobs) {
-      failed += CreateAll(client, ns, Jobs(ns, f.jobs, f.replicas, f.schedule), f.client_threads, &jobs);
+      failed +=
+          CreateAll(client, ns, Jobs(ns, f.jobs, f.replicas, f.schedule), f.client_threads, &jobs);
       std::map<std::string, std::string> uid_of;
       for (const json& j : jobs) {
         if (j.is_object()) uid_of[j["metadata"].value("name", "")] = j["metadata"].value("uid", "");
       }
       for (Item& it : items) {
-        const std::string owner = it.body["metadata"]["labels"].value("training.kubeflow.org/job-name", "");
+        const std::string owner =
+            it.body["metadata"]["labels"].value("training.kubeflow.org/job-name", "");
         it.body["metadata"]["ownerReferences"] = {{{"apiVersion", "kubeflow.org/v1"},
                                                    {"kind", "PyTorchJob"},
                                                    {"name", owner},
@@ -702,26 +733,30 @@ SpeedResult RunBaseline(const Flags& f, k8s::RestKubeClient* client, const std::
 
 void PrintSpeed(const std::string& label, const SpeedResult& r, double baseline_wall) {
   const double objects = static_cast<double>(r.pods + r.services);
-  std::cout << absl::StrFormat("%-34s %s %8.2f s  %7.1f obj/s  submit %6.2f s", label, r.ok ? "  " : "!!", r.wall_s,
-                               objects / r.wall_s, r.submit_s);
+  std::cout << absl::StrFormat("%-34s %s %8.2f s  %7.1f obj/s  submit %6.2f s", label,
+                               r.ok ? "  " : "!!", r.wall_s, objects / r.wall_s, r.submit_s);
   if (baseline_wall > 0) std::cout << absl::StrFormat("  x%5.2f", r.wall_s / baseline_wall);
   if (r.hwm_kb > 0) {
-    std::cout << absl::StrFormat("  cpu %5.2f s (settled %5.2f)  peak RSS %5.1f MiB", r.cpu_s, r.cpu_settled_s,
-                                 r.hwm_kb / 1024.0);
+    std::cout << absl::StrFormat("  cpu %5.2f s (settled %5.2f)  peak RSS %5.1f MiB", r.cpu_s,
+                                 r.cpu_settled_s, r.hwm_kb / 1024.0);
   }
   std::cout << "  [" << r.pods << " pods, " << r.services << " svcs; load " << r.load << "]\n";
-  std::cout << absl::StrFormat("      first object %.2f s, half %.2f s, all %.2f s after the first POST", r.first_s,
-                               r.half_s, r.wall_s);
-  if (r.end_state_s > 0) std::cout << absl::StrFormat(", every job's status too %.2f s", r.end_state_s);
-  std::cout << absl::StrFormat("; control plane CPU meanwhile: kube-apiserver %.2f s, etcd %.2f s, "
-                               "controller-manager %.2f s, scheduler %.2f s, kwok %.2f s\n",
-                               r.control_plane.apiserver, r.control_plane.etcd, r.control_plane.controller_manager,
-                               r.control_plane.scheduler, r.control_plane.kwok);
+  std::cout << absl::StrFormat(
+      "      first object %.2f s, half %.2f s, all %.2f s after the first POST", r.first_s,
+      r.half_s, r.wall_s);
+  if (r.end_state_s > 0)
+    std::cout << absl::StrFormat(", every job's status too %.2f s", r.end_state_s);
+  std::cout << absl::StrFormat(
+      "; control plane CPU meanwhile: kube-apiserver %.2f s, etcd %.2f s, "
+      "controller-manager %.2f s, scheduler %.2f s, kwok %.2f s\n",
+      r.control_plane.apiserver, r.control_plane.etcd, r.control_plane.controller_manager,
+      r.control_plane.scheduler, r.control_plane.kwok);
   if (r.passes > 0) {
-    std::cout << absl::StrFormat("      operator: %.0f reconcile passes, %.1f ms each on average\n", r.passes,
-                                 r.pass_mean_ms);
+    std::cout << absl::StrFormat("      operator: %.0f reconcile passes, %.1f ms each on average\n",
+                                 r.passes, r.pass_mean_ms);
   }
-  if (!r.requests.empty()) std::cout << "      apiserver requests meanwhile: " << r.requests << "\n";
+  if (!r.requests.empty())
+    std::cout << "      apiserver requests meanwhile: " << r.requests << "\n";
 }
 
 // Creates n ConfigMaps (about 1 KiB of data each) and n Pods without coach's labels in ns.
@@ -729,16 +764,20 @@ void CreateUnrelated(const Flags& f, k8s::RestKubeClient* client, const std::str
   std::vector<Item> items;
   const std::string filler(1024, 'x');
   for (int i = 0; i < n; ++i) {
-    items.push_back({res::ConfigMaps(),
-                     {{"apiVersion", "v1"},
-                      {"kind", "ConfigMap"},
-                      {"metadata", {{"name", absl::StrFormat("cm-%05d", i)}, {"labels", {{"app", "unrelated"}}}}},
-                      {"data", {{"blob", filler}}}}});
-    items.push_back({res::Pods(),
-                     {{"apiVersion", "v1"},
-                      {"kind", "Pod"},
-                      {"metadata", {{"name", absl::StrFormat("pod-%05d", i)}, {"labels", {{"app", "unrelated"}}}}},
-                      {"spec", {{"containers", {Container()}}}}}});
+    items.push_back(
+        {res::ConfigMaps(),
+         {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata",
+           {{"name", absl::StrFormat("cm-%05d", i)}, {"labels", {{"app", "unrelated"}}}}},
+          {"data", {{"blob", filler}}}}});
+    items.push_back(
+        {res::Pods(),
+         {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", absl::StrFormat("pod-%05d", i)}, {"labels", {{"app", "unrelated"}}}}},
+          {"spec", {{"containers", {Container()}}}}}});
   }
   CreateAll(client, ns, items, f.client_threads);
 }
@@ -747,12 +786,15 @@ void CreateUnrelated(const Flags& f, k8s::RestKubeClient* client, const std::str
 
 int main(int argc, char** argv) {
   Flags f;
-  CLI::App app{"coach-operator --backend=kube against a real API server: time to create every pod and "
-               "service of N jobs, vs a tight parallel client; operator CPU and peak RSS"};
-  app.add_option("--kubeconfig", f.kubeconfig, "admin kubeconfig of the cluster (tools/testenv)")->required();
+  CLI::App app{
+      "coach-operator --backend=kube against a real API server: time to create every pod and "
+      "service of N jobs, vs a tight parallel client; operator CPU and peak RSS"};
+  app.add_option("--kubeconfig", f.kubeconfig, "admin kubeconfig of the cluster (tools/testenv)")
+      ->required();
   app.add_option("--operator", f.operator_path, "coach-operator binary")->required();
   app.add_option("--jobs", f.jobs, "PyTorchJobs submitted at once")->capture_default_str();
-  app.add_option("--replicas", f.replicas, "replicas per job (1 Master + R-1 Workers)")->capture_default_str();
+  app.add_option("--replicas", f.replicas, "replicas per job (1 Master + R-1 Workers)")
+      ->capture_default_str();
   app.add_option("--client-threads", f.client_threads, "threads of the harness's unlimited client")
       ->capture_default_str();
   app.add_option("--compare-qps", f.compare_qps,
@@ -760,17 +802,24 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--compare-burst", f.compare_burst, "the second operator run's --kube-api-burst")
       ->capture_default_str();
-  app.add_option("--unrelated", f.unrelated, "memory: ConfigMaps and Pods not owned by coach")->capture_default_str();
-  app.add_option("--memory-jobs", f.memory_jobs, "memory: jobs the operator owns in runs (a) and (b)")
+  app.add_option("--unrelated", f.unrelated, "memory: ConfigMaps and Pods not owned by coach")
       ->capture_default_str();
-  app.add_flag("--schedule", f.schedule,
-               "speed: let kube-scheduler bind the pods and kwok run them (their work then shares the CPUs "
-               "with the API server inside the measurement); default: pods name no scheduler and stay Pending");
-  app.add_option("--rounds", f.rounds, "speed: rounds of coach + both baselines; the summary is their median")
+  app.add_option("--memory-jobs", f.memory_jobs,
+                 "memory: jobs the operator owns in runs (a) and (b)")
+      ->capture_default_str();
+  app.add_flag(
+      "--schedule", f.schedule,
+      "speed: let kube-scheduler bind the pods and kwok run them (their work then shares the CPUs "
+      "with the API server inside the measurement); default: pods name no scheduler and stay "
+      "Pending");
+  app.add_option("--rounds", f.rounds,
+                 "speed: rounds of coach + both baselines; the summary is their median")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
-  app.add_option("--timeout", f.timeout_s, "seconds to wait for every object")->capture_default_str();
-  app.add_option("--settle", f.settle_s, "seconds after the last object before RSS is read")->capture_default_str();
+  app.add_option("--timeout", f.timeout_s, "seconds to wait for every object")
+      ->capture_default_str();
+  app.add_option("--settle", f.settle_s, "seconds after the last object before RSS is read")
+      ->capture_default_str();
   app.add_option("--only", f.only, "speed | memory");
   app.add_option("--log-dir", f.log_dir, "where the operators' logs go")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -789,7 +838,8 @@ int main(int argc, char** argv) {
   }
   k8s::RestKubeClient* client = made->get();
   std::cout << std::unitbuf;
-  const std::string run_id = absl::StrFormat("%x", static_cast<unsigned>(absl::ToUnixSeconds(absl::Now()) & 0xffffff));
+  const std::string run_id =
+      absl::StrFormat("%x", static_cast<unsigned>(absl::ToUnixSeconds(absl::Now()) & 0xffffff));
   int rc = 0;
 
   // A fresh API server builds a custom resource's handler (schema, validation) on the first
@@ -799,24 +849,28 @@ int main(int argc, char** argv) {
     const std::string warm = "cp-warmup-" + run_id;
     const double t0 = NowS();
     if (CreateNamespace(client, warm).ok()) {
-      auto r = client->Create(res::Kubeflow("pytorchjobs", "PyTorchJob"), warm, PyTorchJob(warm, "warmup", 1, false));
+      auto r = client->Create(res::Kubeflow("pytorchjobs", "PyTorchJob"), warm,
+                              PyTorchJob(warm, "warmup", 1, false));
       if (!r.ok()) std::cerr << "warm-up job: " << r.status() << "\n";
       DeleteNamespace(client, warm);  // gone before any operator could see its job
     }
-    std::cout << absl::StrFormat("custom resources warmed up in %.2f s (first PyTorchJob POST on this server)\n",
-                                 NowS() - t0);
+    std::cout << absl::StrFormat(
+        "custom resources warmed up in %.2f s (first PyTorchJob POST on this server)\n",
+        NowS() - t0);
   }
 
   if (f.only.empty() || f.only == "speed") {
-    std::cout << absl::StrFormat("speed: %d jobs x %d replicas = %d pods + %d services, submitted by %d threads\n",
-                                 f.jobs, f.replicas, f.jobs * f.replicas, f.jobs * f.replicas, f.client_threads);
+    std::cout << absl::StrFormat(
+        "speed: %d jobs x %d replicas = %d pods + %d services, submitted by %d threads\n", f.jobs,
+        f.replicas, f.jobs * f.replicas, f.jobs * f.replicas, f.client_threads);
     // Each round runs coach and both baselines back to back, so that a change in the machine's
     // load moves them together; the summary is the median of the rounds' ratios.
     std::vector<double> vs_objects, vs_end_state, vs_fixed;
     for (int round = 1; round <= f.rounds; ++round) {
       const std::string id = absl::StrCat(run_id, "-", round);
       std::vector<Item> captured;
-      SpeedResult coach_default = RunCoach(f, client, "cp-coach-" + id, {}, "default", f.jobs, &captured);
+      SpeedResult coach_default =
+          RunCoach(f, client, "cp-coach-" + id, {}, "default", f.jobs, &captured);
       SpeedResult base, base_jobs;
       if (!captured.empty()) {
         base = RunBaseline(f, client, "cp-base-" + id, captured, false);
@@ -830,13 +884,15 @@ int main(int argc, char** argv) {
                                "fixed", f.jobs, nullptr);
       }
       std::cout << absl::StrFormat("round %d of %d", round, f.rounds)
-                << "                          wall       objects/s   (first POST -> every pod and service seen)\n";
+                << "                          wall       objects/s   (first POST -> every pod and "
+                   "service seen)\n";
       PrintSpeed("baseline: pods+services, 32 threads", base, 0);
       PrintSpeed("baseline: jobs, owned objects, status", base_jobs, base.ok ? base.wall_s : 0);
       PrintSpeed("coach, default settings", coach_default, base.ok ? base.wall_s : 0);
       if (f.compare_qps > 0) {
-        PrintSpeed(absl::StrCat("coach --kube-api-qps ", f.compare_qps, " --burst ", f.compare_burst), coach_fixed,
-                   base.ok ? base.wall_s : 0);
+        PrintSpeed(
+            absl::StrCat("coach --kube-api-qps ", f.compare_qps, " --burst ", f.compare_burst),
+            coach_fixed, base.ok ? base.wall_s : 0);
       }
       std::cout << absl::StrFormat("operator ready after %.2f s (default) / %.2f s (fixed limit)\n",
                                    coach_default.ready_after, coach_fixed.ready_after);
@@ -861,41 +917,51 @@ int main(int argc, char** argv) {
       return absl::StrJoin(parts, " ");
     };
     std::cout << absl::StrFormat(
-        "coach/baseline, median of %zu round(s)%s: default settings vs pods+services x%.2f [%s]; to the same end state "
+        "coach/baseline, median of %zu round(s)%s: default settings vs pods+services x%.2f [%s]; "
+        "to the same end state "
         "(jobs, owned objects, statuses) x%.2f [%s] (goal x1.25)",
-        vs_objects.size(), f.schedule ? ", pods scheduled and run by kwok" : ", pods left unscheduled",
+        vs_objects.size(),
+        f.schedule ? ", pods scheduled and run by kwok" : ", pods left unscheduled",
         median(vs_objects), all(vs_objects), median(vs_end_state), all(vs_end_state));
     if (!vs_fixed.empty()) {
-      std::cout << absl::StrFormat("; fixed %g qps vs pods+services x%.2f", f.compare_qps, median(vs_fixed));
+      std::cout << absl::StrFormat("; fixed %g qps vs pods+services x%.2f", f.compare_qps,
+                                   median(vs_fixed));
     }
     std::cout << "\n";
   }
 
   if (f.only.empty() || f.only == "memory") {
     std::cout << absl::StrFormat(
-        "\nmemory: operator peak RSS (VmHWM, %.0f s after its last object), default settings\n", f.settle_s);
+        "\nmemory: operator peak RSS (VmHWM, %.0f s after its last object), default settings\n",
+        f.settle_s);
     const std::vector<std::string> extra;
     auto print = [&](const std::string& label, const SpeedResult& r) {
-      std::cout << absl::StrFormat("%-58s %s peak RSS %6.1f MiB  RSS %6.1f MiB  cpu %5.2f s  ready %.2f s  [%zu pods, "
-                                   "%zu svcs; load %s]\n",
-                                   label, r.ok ? "  " : "!!", r.hwm_kb / 1024.0, r.rss_kb / 1024.0, r.cpu_settled_s,
-                                   r.ready_after, r.pods, r.services, r.load);
+      std::cout << absl::StrFormat(
+          "%-58s %s peak RSS %6.1f MiB  RSS %6.1f MiB  cpu %5.2f s  ready %.2f s  [%zu pods, "
+          "%zu svcs; load %s]\n",
+          label, r.ok ? "  " : "!!", r.hwm_kb / 1024.0, r.rss_kb / 1024.0, r.cpu_settled_s,
+          r.ready_after, r.pods, r.services, r.load);
       if (!r.ok) rc = 1;
     };
-    SpeedResult a = RunCoach(f, client, "cp-mem-a-" + run_id, extra, "mem-a", f.memory_jobs, nullptr);
+    SpeedResult a =
+        RunCoach(f, client, "cp-mem-a-" + run_id, extra, "mem-a", f.memory_jobs, nullptr);
     print(absl::StrFormat("(a) %d jobs, empty cluster", f.memory_jobs), a);
     const int owned_jobs = std::max(1, f.unrelated / f.replicas);
     SpeedResult c = RunCoach(f, client, "cp-mem-c-" + run_id, extra, "mem-c", owned_jobs, nullptr);
-    print(absl::StrFormat("(c) %d jobs (%d pods + svcs owned by coach)", owned_jobs, owned_jobs * f.replicas), c);
+    print(absl::StrFormat("(c) %d jobs (%d pods + svcs owned by coach)", owned_jobs,
+                          owned_jobs * f.replicas),
+          c);
     const std::string unrelated_ns = "cp-unrelated-" + run_id;
     if (CreateNamespace(client, unrelated_ns).ok()) {
       const double t0 = NowS();
       CreateUnrelated(f, client, unrelated_ns, f.unrelated);
-      std::cout << absl::StrFormat("    (%d ConfigMaps + %d Pods without coach labels created in %.1f s)\n",
-                                   f.unrelated, f.unrelated, NowS() - t0);
-      SpeedResult b = RunCoach(f, client, "cp-mem-b-" + run_id, extra, "mem-b", f.memory_jobs, nullptr);
-      print(absl::StrFormat("(b) %d jobs + %d unrelated ConfigMaps + %d unrelated Pods", f.memory_jobs, f.unrelated,
-                            f.unrelated),
+      std::cout << absl::StrFormat(
+          "    (%d ConfigMaps + %d Pods without coach labels created in %.1f s)\n", f.unrelated,
+          f.unrelated, NowS() - t0);
+      SpeedResult b =
+          RunCoach(f, client, "cp-mem-b-" + run_id, extra, "mem-b", f.memory_jobs, nullptr);
+      print(absl::StrFormat("(b) %d jobs + %d unrelated ConfigMaps + %d unrelated Pods",
+                            f.memory_jobs, f.unrelated, f.unrelated),
             b);
       DeleteNamespace(client, unrelated_ns);
     }
