@@ -13,8 +13,9 @@
 #     names the pod) where a control opting out with "false" is;
 #   - the chart's optional NodePools and EC2NodeClass pass the API server's validation against
 #     Karpenter's CRDs (server-side dry run).
-# Prints the figures: submit -> all replicas scheduled, and last replica finished -> no node
-# left (consolidateAfter 5s, tools/testenv/karpenter.d/nodepools.yaml).
+# Prints the figures: submit -> all replicas scheduled and Running, the same pods created directly
+# (coach render --karpenter, kubectl apply) -> scheduled, and job Succeeded -> no node left
+# (consolidateAfter 5s, tools/testenv/karpenter.d/nodepools.yaml).
 # COACH_E2E_OPERATOR_BIN and COACH_E2E_COACH_CLI: binaries built already (else bazel builds them).
 # Outside CI a machine without Go skips; under CI=true a missing component fails.
 set -uo pipefail
@@ -208,8 +209,29 @@ t_zero=$(now)
 (($(nodes) == 0)) || { K get nodes >&2; fail "nodes left 180 s after the seed Succeeded"; }
 say "seed Succeeded; -> zero nodes: $(elapsed "$t_done" "$t_zero") s (consolidateAfter 5s)"
 
-# ---- a CPU-only job: training-workloads only.
-K delete nodeclaims --all --wait=false >/dev/null 2>&1
+# ---- the same 3 pods created directly (what `coach render --karpenter` shows, renamed, without
+# the owner), from zero nodes again: what coach adds to provisioning time.
+sed 's/name: seed, namespace/name: direct, namespace/' "$WORK/seed.yaml" >"$WORK/direct.yaml"
+"$WORK/coach" render --karpenter -f "$WORK/direct.yaml" -o json | /usr/bin/python3 -c '
+import json, sys
+pods = [o for o in json.load(sys.stdin)["items"] if o["kind"] == "Pod"]
+for p in pods: p["metadata"].pop("ownerReferences", None)
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))' >"$WORK/direct-pods.json" ||
+  fail "coach render --karpenter"
+t_submit=$(now)
+K apply -f "$WORK/direct-pods.json" >/dev/null || fail "creating the pods directly"
+wait_scheduled direct 3 || fail "the directly created pods were not all scheduled"
+say "the same 3 pods created directly from zero nodes: -> all scheduled $(elapsed "$t_submit" "$(now)") s"
+K delete -f "$WORK/direct-pods.json" --wait=false >/dev/null
+
+# ---- a CPU-only job: training-workloads only. From zero NodeClaims again (deleting them is
+# quicker than waiting for consolidation).
+K delete nodeclaims --all >/dev/null 2>&1
+for ((i = 0; i < 600; i++)); do
+  [[ -z $(K get nodeclaims -o name) ]] && break
+  sleep 0.2
+done
+[[ -z $(K get nodeclaims -o name) ]] || fail "NodeClaims left: $(K get nodeclaims -o name)"
 job cpu 0 0 1 5 >"$WORK/cpu.yaml"
 t_submit=$(now)
 COACH submit -f "$WORK/cpu.yaml" >/dev/null || fail "coach submit cpu"
