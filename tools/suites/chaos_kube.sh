@@ -25,7 +25,7 @@ rm -f /tmp/chaos_kube_build.$$.log
 # A private copy: every restart of the run starts the same binary, whatever builds meanwhile.
 work=$(mktemp -d /tmp/coach-chaos-bin.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-cp "$(bazel cquery --output=files //operator:coach-operator 2>/dev/null)" "$work/coach-operator" ||
+cp "$(bazel info bazel-bin 2>/dev/null)/operator/coach-operator" "$work/coach-operator" ||
   fail "cannot find the coach-operator binary"
 
 started=$SECONDS
