@@ -1,5 +1,7 @@
 // End-to-end tests of the coach-launch binary: real processes, real signals, real exit codes.
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -7,15 +9,12 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -120,12 +119,18 @@ Env ParseEnvDump(const std::string& text) {
 
 TEST(CoachLaunchTest, WorkersGetTorchrunEnvOverTheOperatorsEnv) {
   const std::string dir = TmpDir("torch_env");
-  const Env input = {{"PATH", "/usr/bin:/bin"},     {"PET_NNODES", "2"},
-                     {"PET_NODE_RANK", "0"},        {"PET_NPROC_PER_NODE", "2"},
-                     {"PET_MASTER_ADDR", "127.0.0.1"}, {"PET_MASTER_PORT", "1234"},
-                     {"MASTER_ADDR", "127.0.0.1"},  {"MASTER_PORT", "1234"},
-                     {"RANK", "0"},                 {"WORLD_SIZE", "2"},
-                     {"PYTHONUNBUFFERED", "1"},     {"PET_RDZV_ID", "job-uid"}};
+  const Env input = {{"PATH", "/usr/bin:/bin"},
+                     {"PET_NNODES", "2"},
+                     {"PET_NODE_RANK", "0"},
+                     {"PET_NPROC_PER_NODE", "2"},
+                     {"PET_MASTER_ADDR", "127.0.0.1"},
+                     {"PET_MASTER_PORT", "1234"},
+                     {"MASTER_ADDR", "127.0.0.1"},
+                     {"MASTER_PORT", "1234"},
+                     {"RANK", "0"},
+                     {"WORLD_SIZE", "2"},
+                     {"PYTHONUNBUFFERED", "1"},
+                     {"PET_RDZV_ID", "job-uid"}};
   Launcher l({"--", kEnvDump, dir}, input, "torch_env");
   ASSERT_EQ(l.Wait(), 0) << l.Stderr();
   for (int rank : {0, 1}) {
@@ -248,7 +253,9 @@ TEST(CoachLaunchTest, BadConfigExits2NamingTheVariable) {
 TEST(CoachLaunchTest, UnreachableMasterExits1AfterPeerTimeout) {
   // Port 1 on loopback: nothing listens there in a test sandbox.
   Launcher l({"--peer-timeout=1s", "/bin/true"},
-             {{"PET_NNODES", "2"}, {"PET_NODE_RANK", "1"}, {"MASTER_ADDR", "127.0.0.1"},
+             {{"PET_NNODES", "2"},
+              {"PET_NODE_RANK", "1"},
+              {"MASTER_ADDR", "127.0.0.1"},
               {"MASTER_PORT", "1"}},
              "peer_timeout");
   EXPECT_EQ(l.Wait(), 1);
@@ -258,7 +265,9 @@ TEST(CoachLaunchTest, UnreachableMasterExits1AfterPeerTimeout) {
 
 TEST(CoachLaunchTest, NoWaitSkipsPeers) {
   Launcher l({"--no-wait", "/bin/true"},
-             {{"PET_NNODES", "2"}, {"PET_NODE_RANK", "1"}, {"MASTER_ADDR", "127.0.0.1"},
+             {{"PET_NNODES", "2"},
+              {"PET_NODE_RANK", "1"},
+              {"MASTER_ADDR", "127.0.0.1"},
               {"MASTER_PORT", "1"}},
              "no_wait");
   EXPECT_EQ(l.Wait(), 0);
@@ -316,8 +325,7 @@ std::vector<std::string> CheckWriterLines(const std::vector<std::string>& lines,
 std::string NoPrefix(int) { return ""; }
 
 TEST(CoachLaunchOutputTest, FourRanksOfPartialWritesComeOutAsWholeLines) {
-  Launcher l({"--nproc-per-node=4", "--", kLineWriter, "--lines", "3000", "--stderr-lines",
-              "300"},
+  Launcher l({"--nproc-per-node=4", "--", kLineWriter, "--lines", "3000", "--stderr-lines", "300"},
              {}, "whole_lines");
   ASSERT_EQ(l.Wait(), 0) << l.Stderr();
   const std::vector<std::string> out = Lines(l.Stdout());
@@ -344,8 +352,11 @@ TEST(CoachLaunchOutputTest, RankPrefixesOnEveryLineWhenAskedFor) {
 TEST(CoachLaunchOutputTest, TorchrunTemplateFromTheEnvironment) {
   // Node 1 of 2 with 2 workers: global ranks 2 and 3, local ranks 0 and 1.
   Launcher l({"--no-wait", "--", kLineWriter, "--lines", "100"},
-             {{"PET_NNODES", "2"}, {"PET_NODE_RANK", "1"}, {"PET_NPROC_PER_NODE", "2"},
-              {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"},
+             {{"PET_NNODES", "2"},
+              {"PET_NODE_RANK", "1"},
+              {"PET_NPROC_PER_NODE", "2"},
+              {"MASTER_ADDR", "127.0.0.1"},
+              {"MASTER_PORT", "1"},
               {"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "[${role_name}${local_rank}|${rank}]:"}},
              "template");
   ASSERT_EQ(l.Wait(), 0) << l.Stderr();
@@ -380,9 +391,9 @@ TEST(CoachLaunchOutputTest, HalfALineThenASleepStaysOneLineAndTailsAreDelivered)
   ASSERT_EQ(l.Wait(), 0) << l.Stderr();
   const std::vector<std::string> others =
       CheckWriterLines(Lines(l.Stdout()), "out", 3, 400, NoPrefix);
-  EXPECT_THAT(others, testing::UnorderedElementsAre(
-                          "slow-half-and-rest 0", "slow-half-and-rest 1", "slow-half-and-rest 2",
-                          "last words of 0", "last words of 1", "last words of 2"));
+  EXPECT_THAT(others, testing::UnorderedElementsAre("slow-half-and-rest 0", "slow-half-and-rest 1",
+                                                    "slow-half-and-rest 2", "last words of 0",
+                                                    "last words of 1", "last words of 2"));
 }
 
 TEST(CoachLaunchOutputTest, ALineLongerThan64KiBArrivesIntact) {
@@ -392,8 +403,7 @@ TEST(CoachLaunchOutputTest, ALineLongerThan64KiBArrivesIntact) {
 }
 
 TEST(CoachLaunchOutputTest, StdoutAndStderrStayApartInSingleMode) {
-  Launcher l({"/bin/sh", "-c", "echo to-out; echo to-err >&2; printf 'no newline'"}, {},
-             "streams");
+  Launcher l({"/bin/sh", "-c", "echo to-out; echo to-err >&2; printf 'no newline'"}, {}, "streams");
   ASSERT_EQ(l.Wait(), 0) << l.Stderr();
   EXPECT_EQ(l.Stdout(), "to-out\nno newline\n");
   const std::vector<std::string> err = Lines(l.Stderr());

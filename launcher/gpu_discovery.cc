@@ -52,8 +52,8 @@ absl::StatusOr<int> DevNodeGpuDiscovery::CountGpus() const {
   DIR* dir = opendir(dev_dir_.c_str());
   if (dir == nullptr) {
     const int err = errno;
-    return absl::InternalError(absl::StrCat("GPU discovery: cannot list ", dev_dir_,
-                                            ": ", std::strerror(err)));
+    return absl::InternalError(
+        absl::StrCat("GPU discovery: cannot list ", dev_dir_, ": ", std::strerror(err)));
   }
   int nodes = 0;
   while (const dirent* entry = readdir(dir)) {

@@ -26,10 +26,8 @@ class GpuDiscovery {
 // exceeds the number of device nodes.
 class DevNodeGpuDiscovery : public GpuDiscovery {
  public:
-  DevNodeGpuDiscovery(std::string dev_dir,
-                      std::optional<std::string> cuda_visible_devices)
-      : dev_dir_(std::move(dev_dir)),
-        cuda_visible_devices_(std::move(cuda_visible_devices)) {}
+  DevNodeGpuDiscovery(std::string dev_dir, std::optional<std::string> cuda_visible_devices)
+      : dev_dir_(std::move(dev_dir)), cuda_visible_devices_(std::move(cuda_visible_devices)) {}
   absl::StatusOr<int> CountGpus() const override;
 
  private:

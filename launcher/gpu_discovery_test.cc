@@ -1,13 +1,12 @@
 #include "launcher/gpu_discovery.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace coach::launcher {
 namespace {
@@ -17,7 +16,9 @@ std::string MakeDevDir(const std::string& name, int gpus) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
   mkdir(dir.c_str(), 0755);
-  auto touch = [&](const std::string& f) { close(open((dir + "/" + f).c_str(), O_CREAT | O_WRONLY, 0644)); };
+  auto touch = [&](const std::string& f) {
+    close(open((dir + "/" + f).c_str(), O_CREAT | O_WRONLY, 0644));
+  };
   for (int i = 0; i < gpus; ++i) touch("nvidia" + std::to_string(i));
   touch("nvidiactl");
   touch("nvidia-uvm");

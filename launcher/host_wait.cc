@@ -76,13 +76,13 @@ absl::Status WaitForHosts(const std::vector<std::string>& hosts, const HostWaitO
     std::vector<std::string> names;
     for (const Pending& p : pending) names.push_back(absl::StrCat(p.host, " (", p.why, ")"));
     if (t >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "host(s) not resolvable after ", Seconds(t - start), " (--peer-timeout ",
-          absl::FormatDuration(options.timeout), "): ", absl::StrJoin(names, ", ")));
+      return absl::DeadlineExceededError(
+          absl::StrCat("host(s) not resolvable after ", Seconds(t - start), " (--peer-timeout ",
+                       absl::FormatDuration(options.timeout), "): ", absl::StrJoin(names, ", ")));
     }
     if (t >= next_report) {
-      log(absl::StrCat("coach-launch: waiting for ", absl::StrJoin(names, ", "),
-                       " to resolve, ", Seconds(t - start), " so far"));
+      log(absl::StrCat("coach-launch: waiting for ", absl::StrJoin(names, ", "), " to resolve, ",
+                       Seconds(t - start), " so far"));
       next_report = t + options.report_every;
     }
     sleep(std::min(backoff, deadline - t));

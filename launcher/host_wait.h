@@ -29,8 +29,8 @@ struct HostWaitOptions {
   // Empty when `host` resolves, else why not. Default: getaddrinfo. One call may take as long
   // as the system resolver's own timeout (resolv.conf), so the wait can overrun by that much.
   std::function<std::string(const std::string& host)> resolve;
-  Clock* clock = Clock::Real();                  // not owned
-  std::function<void(absl::Duration)> sleep;     // default: absl::SleepFor
+  Clock* clock = Clock::Real();               // not owned
+  std::function<void(absl::Duration)> sleep;  // default: absl::SleepFor
 };
 
 // OK once every host resolves. Errors: DeadlineExceeded naming every host that did not

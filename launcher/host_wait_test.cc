@@ -1,11 +1,11 @@
 #include "launcher/host_wait.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <map>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "common/testing/fake_clock.h"
 

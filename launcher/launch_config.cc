@@ -43,8 +43,7 @@ std::optional<Sourced> Pick(const CLI::Option* flag, const std::string& flag_val
   return std::nullopt;
 }
 
-absl::Status Invalid(const std::string& source, const std::string& what,
-                     const std::string& got) {
+absl::Status Invalid(const std::string& source, const std::string& what, const std::string& got) {
   return absl::InvalidArgumentError(absl::StrCat(source, ": ", what, ", got \"", got, "\""));
 }
 
@@ -152,7 +151,8 @@ absl::Status AddFrameworkPeers(const EnvMap& env, std::vector<PeerAddress>* peer
     }
     if (j.contains("cluster")) {
       const auto& cluster = j["cluster"];
-      if (!cluster.is_object()) return absl::InvalidArgumentError("TF_CONFIG: cluster must be an object");
+      if (!cluster.is_object())
+        return absl::InvalidArgumentError("TF_CONFIG: cluster must be an object");
       for (const auto& [type, members] : cluster.items()) {
         if (!members.is_array() && !members.is_object()) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -176,8 +176,8 @@ absl::Status AddFrameworkPeers(const EnvMap& env, std::vector<PeerAddress>* peer
   if (auto coord = Lookup(env, "COORDINATOR_ADDRESS")) {
     bool is_coordinator = false;
     if (auto id = Lookup(env, "PROCESS_ID")) {
-      ASSIGN_OR_RETURN(int pid, ParseInt({*id, "PROCESS_ID"}, 0, 1 << 30,
-                                         "must be a non-negative integer"));
+      ASSIGN_OR_RETURN(int pid,
+                       ParseInt({*id, "PROCESS_ID"}, 0, 1 << 30, "must be a non-negative integer"));
       is_coordinator = pid == 0;
     }
     PeerAddress p;
@@ -208,7 +208,8 @@ absl::Status AddFrameworkPeers(const EnvMap& env, std::vector<PeerAddress>* peer
     p.source = "MASTER_ADDR";
     bool is_master = false;
     if (auto rank = Lookup(env, "RANK")) {
-      ASSIGN_OR_RETURN(int r, ParseInt({*rank, "RANK"}, 0, 1 << 30, "must be a non-negative integer"));
+      ASSIGN_OR_RETURN(int r,
+                       ParseInt({*rank, "RANK"}, 0, 1 << 30, "must be a non-negative integer"));
       is_master = r == 0;
     }
     if (!is_master) peers->push_back(std::move(p));
@@ -384,9 +385,9 @@ absl::StatusOr<LaunchConfig> ParseLaunchConfig(const std::vector<std::string>& a
     config.log_line_prefix_template = prefix_template;
   } else if (rank_prefix_opt->count() > 0) {
     config.log_line_prefix_template = kRankLinePrefixTemplate;
-  } else if (auto t = Pick(template_opt, prefix_template, env,
-                           {"PET_LOG_LINE_PREFIX_TEMPLATE",
-                            "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"})) {
+  } else if (auto t =
+                 Pick(template_opt, prefix_template, env,
+                      {"PET_LOG_LINE_PREFIX_TEMPLATE", "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"})) {
     config.log_line_prefix_template = t->value;
   } else if (auto v = Lookup(env, "COACH_LOG_LINE_PREFIX")) {
     ASSIGN_OR_RETURN(bool on, ParseSwitch({*v, "COACH_LOG_LINE_PREFIX"}));
@@ -418,8 +419,8 @@ absl::StatusOr<LaunchConfig> ParseLaunchConfig(const std::vector<std::string>& a
       return absl::InvalidArgumentError(
           "--node-rank: required when nnodes > 1 (set --node-rank, PET_NODE_RANK or RANK)");
     }
-    Sourced nproc_value =
-        Pick(nproc_opt, nproc, env, {"PET_NPROC_PER_NODE"}).value_or(Sourced{"auto", "--nproc-per-node"});
+    Sourced nproc_value = Pick(nproc_opt, nproc, env, {"PET_NPROC_PER_NODE"})
+                              .value_or(Sourced{"auto", "--nproc-per-node"});
     ASSIGN_OR_RETURN(config.nproc_per_node, ParseNproc(nproc_value, gpus, cpu_count));
 
     std::string addr_source = "--master-addr";

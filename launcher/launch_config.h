@@ -19,7 +19,8 @@
 //                                              required otherwise.
 //   --rdzv-id           PET_RDZV_ID            TORCHELASTIC_RUN_ID of the workers. Default "none".
 //   --peer-timeout      (none)                 absl duration ("300s", "5m"), > 0. Default 300s.
-//   --grace-period      (none)                 duration >= 0 between SIGTERM and SIGKILL. Default 30s.
+//   --grace-period      (none)                 duration >= 0 between SIGTERM and SIGKILL. Default
+//   30s.
 //   --no-wait           (none)                 do not wait for peers.
 //   --no-python         (none)                 run PROGRAM as given even when it ends in ".py"
 //                                              (otherwise, like torchrun, "x.py" runs as
@@ -91,7 +92,7 @@ struct LaunchConfig {
   absl::Duration grace_period = absl::Seconds(30);
   bool wait_for_peers = true;
   std::vector<PeerAddress> peers;
-  std::vector<std::string> program;  // argv of each worker, non-empty
+  std::vector<std::string> program;      // argv of each worker, non-empty
   std::string log_line_prefix_template;  // empty: lines are passed on unprefixed
 };
 
@@ -113,8 +114,8 @@ absl::StatusOr<HostWaitConfig> ParseHostWaitConfig(const std::vector<std::string
 
 // `args` excludes argv[0]. `cpu_count` is the number of usable cores (> 0).
 absl::StatusOr<LaunchConfig> ParseLaunchConfig(const std::vector<std::string>& args,
-                                               const EnvMap& env,
-                                               const GpuDiscovery& gpus, int cpu_count);
+                                               const EnvMap& env, const GpuDiscovery& gpus,
+                                               int cpu_count);
 
 // "host:port" -> PeerAddress; the port is required. `source` names the input in errors.
 absl::StatusOr<PeerAddress> ParseHostPort(const std::string& value, const std::string& source);

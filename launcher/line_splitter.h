@@ -23,7 +23,7 @@
 namespace coach::launcher {
 
 struct LinePiece {
-  absl::string_view bytes;  // valid only during the callback
+  absl::string_view bytes;   // valid only during the callback
   bool starts_line = false;  // the first piece of a line (where a rank prefix goes)
   bool whole_line = false;   // starts a line and ends it with '\n': a complete line
 };

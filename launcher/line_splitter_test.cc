@@ -1,11 +1,11 @@
 #include "launcher/line_splitter.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 namespace coach::launcher {
 namespace {

@@ -16,15 +16,15 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/version/version.h"
 #include "integrations/mlflow/metric_logger.h"
 #include "integrations/mlflow/rest_tracking_client.h"
 #include "launcher/gpu_discovery.h"
-#include "launcher/launch_config.h"
 #include "launcher/host_wait.h"
+#include "launcher/launch_config.h"
 #include "launcher/metrics_tee.h"
 #include "launcher/output_forwarder.h"
 #include "launcher/peer_wait.h"
@@ -134,7 +134,8 @@ std::unique_ptr<MetricsPipeline> StartMetrics(const EnvMap& env, OutputForwarder
   mlflow::MetricLoggerOptions logger_options;
   if (std::string b = Getenv(env, "COACH_METRICS_BUFFER"); !b.empty()) {
     int64_t n = 0;
-    if (!absl::SimpleAtoi(b, &n) || n < 1) return fail("COACH_METRICS_BUFFER: not a positive integer");
+    if (!absl::SimpleAtoi(b, &n) || n < 1)
+      return fail("COACH_METRICS_BUFFER: not a positive integer");
     logger_options.max_buffered_points = n;
   }
   if (std::string t = Getenv(env, "COACH_METRICS_FLUSH_TIMEOUT"); !t.empty()) {
@@ -165,10 +166,10 @@ void FinishMetrics(MetricsPipeline& p) {
   std::fprintf(stderr,
                "coach-launch: metrics: %lld line(s), %lld delivered to MLflow run %s, %lld not "
                "delivered (%lld dropped, %lld rejected, %lld left at exit), %lld malformed\n",
-               static_cast<long long>(p.tee->metric_lines()),
-               static_cast<long long>(s.delivered), p.logger->run_id().c_str(),
-               static_cast<long long>(s.undelivered()), static_cast<long long>(s.dropped),
-               static_cast<long long>(s.rejected), static_cast<long long>(s.lost_at_shutdown),
+               static_cast<long long>(p.tee->metric_lines()), static_cast<long long>(s.delivered),
+               p.logger->run_id().c_str(), static_cast<long long>(s.undelivered()),
+               static_cast<long long>(s.dropped), static_cast<long long>(s.rejected),
+               static_cast<long long>(s.lost_at_shutdown),
                static_cast<long long>(p.tee->malformed_lines()));
 }
 
@@ -273,10 +274,12 @@ int Main(int argc, char** argv) {
     absl::StatusOr<int> stderr_fd = out.AddPipe(STDERR_FILENO, prefix);
     if (!stdout_fd.ok() || !stderr_fd.ok()) {
       // Out of descriptors: better unforwarded output than no training.
-      std::fprintf(stderr, "coach-launch: rank %d writes to the launcher's stdout/stderr "
-                   "directly (lines may mix): %s\n", workers.back().rank,
-                   std::string((stdout_fd.ok() ? stderr_fd : stdout_fd).status().message())
-                       .c_str());
+      std::fprintf(
+          stderr,
+          "coach-launch: rank %d writes to the launcher's stdout/stderr "
+          "directly (lines may mix): %s\n",
+          workers.back().rank,
+          std::string((stdout_fd.ok() ? stderr_fd : stdout_fd).status().message()).c_str());
       continue;
     }
     workers.back().stdout_fd = *stdout_fd;

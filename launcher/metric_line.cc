@@ -18,8 +18,8 @@ constexpr absl::string_view kPrefix = "coach-metric";
 bool ValidKey(absl::string_view key) {
   if (key.empty() || key.size() > 250 || key.front() == '/') return false;
   for (char c : key) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' &&
-        c != '.' && c != '/' && c != ':') {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.' &&
+        c != '/' && c != ':') {
       return false;
     }
   }
@@ -88,8 +88,8 @@ absl::StatusOr<std::optional<MetricLine>> ParseMetricLine(absl::string_view line
     } else if (key == "timestamp") {
       int64_t ts = 0;
       if (!absl::SimpleAtoi(value, &ts) || ts < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "coach-metric: timestamp \"", value, "\" is not milliseconds since the epoch"));
+        return absl::InvalidArgumentError(absl::StrCat("coach-metric: timestamp \"", value,
+                                                       "\" is not milliseconds since the epoch"));
       }
       m.timestamp_ms = ts;
     }

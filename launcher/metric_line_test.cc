@@ -1,8 +1,8 @@
 #include "launcher/metric_line.h"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace coach::launcher {
 namespace {
@@ -23,7 +23,8 @@ TEST(MetricLineTest, TheExamplesFormat) {
 }
 
 TEST(MetricLineTest, AnyOrderTimestampDefaultsAndExtras) {
-  MetricLine m = Parse("coach-metric\tstep=7  timestamp=1700000000123 value=-1.5e-3 name=a/b.c rank=0\r\n");
+  MetricLine m =
+      Parse("coach-metric\tstep=7  timestamp=1700000000123 value=-1.5e-3 name=a/b.c rank=0\r\n");
   EXPECT_EQ(m.name, "a/b.c");
   EXPECT_DOUBLE_EQ(m.value, -1.5e-3);
   EXPECT_EQ(m.step, 7);
@@ -34,8 +35,9 @@ TEST(MetricLineTest, AnyOrderTimestampDefaultsAndExtras) {
 }
 
 TEST(MetricLineTest, NotMetricLines) {
-  for (absl::string_view line : {"", "loss=1", "coach-result rank=0", "coach-metrics name=a value=1",
-                                 " coach-metric name=a value=1", "coach-metric"}) {
+  for (absl::string_view line :
+       {"", "loss=1", "coach-result rank=0", "coach-metrics name=a value=1",
+        " coach-metric name=a value=1", "coach-metric"}) {
     auto r = ParseMetricLine(line);
     ASSERT_TRUE(r.ok()) << line;
     EXPECT_FALSE(r->has_value()) << line;

@@ -1,12 +1,12 @@
 #include "launcher/metrics_tee.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "absl/time/clock.h"
 

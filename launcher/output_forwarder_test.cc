@@ -1,6 +1,8 @@
 #include "launcher/output_forwarder.h"
 
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -8,9 +10,6 @@
 #include <cerrno>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"

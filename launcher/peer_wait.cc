@@ -25,7 +25,8 @@ std::string TryPeer(const PeerAddress& peer, absl::Duration budget) {
   const std::string port = std::to_string(peer.port);
   int rc = getaddrinfo(peer.host.c_str(), port.c_str(), &hints, &addrs);
   if (rc != 0) {
-    return absl::StrCat("getaddrinfo: ", rc == EAI_SYSTEM ? std::strerror(errno) : gai_strerror(rc));
+    return absl::StrCat("getaddrinfo: ",
+                        rc == EAI_SYSTEM ? std::strerror(errno) : gai_strerror(rc));
   }
   if (!peer.connect) {
     freeaddrinfo(addrs);
@@ -94,8 +95,8 @@ absl::Status WaitForPeers(const std::vector<PeerAddress>& peers, const PeerWaitO
         if (announced) {
           log(absl::StrCat("coach-launch: ", Describe(peer), " is ",
                            peer.connect ? "accepting connections" : "resolvable", " after ",
-                           absl::FormatDuration(absl::Trunc(options.clock->Now() - start,
-                                                            absl::Milliseconds(1)))));
+                           absl::FormatDuration(
+                               absl::Trunc(options.clock->Now() - start, absl::Milliseconds(1)))));
         }
         break;
       }
@@ -106,8 +107,8 @@ absl::Status WaitForPeers(const std::vector<PeerAddress>& peers, const PeerWaitO
       const absl::Duration remaining = deadline - options.clock->Now();
       if (remaining <= absl::ZeroDuration()) {
         return absl::DeadlineExceededError(absl::StrCat(
-            "peer ", Describe(peer), " not ",
-            peer.connect ? "accepting connections" : "resolvable", " after ",
+            "peer ", Describe(peer), " not ", peer.connect ? "accepting connections" : "resolvable",
+            " after ",
             absl::FormatDuration(absl::Trunc(options.clock->Now() - start, absl::Milliseconds(1))),
             " (--peer-timeout ", absl::FormatDuration(options.timeout), "); last error: ", why));
       }

@@ -1,14 +1,13 @@
 #include "launcher/peer_wait.h"
 
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <thread>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 namespace coach::launcher {
 namespace {
@@ -53,8 +52,8 @@ TEST(WaitForPeersTest, ListeningPeerIsImmediate) {
   l.Listen();
   std::vector<std::string> lines;
   const absl::Time start = absl::Now();
-  EXPECT_TRUE(WaitForPeers({{"127.0.0.1", l.port(), true, "TEST"}}, Quiet(absl::Seconds(5), &lines))
-                  .ok());
+  EXPECT_TRUE(
+      WaitForPeers({{"127.0.0.1", l.port(), true, "TEST"}}, Quiet(absl::Seconds(5), &lines)).ok());
   EXPECT_LT(absl::Now() - start, absl::Seconds(1));
   EXPECT_TRUE(lines.empty());
 }
@@ -67,8 +66,8 @@ TEST(WaitForPeersTest, WaitsForLateListener) {
   });
   std::vector<std::string> lines;
   const absl::Time start = absl::Now();
-  absl::Status s =
-      WaitForPeers({{"localhost", l.port(), true, "MASTER_ADDR"}}, Quiet(absl::Seconds(10), &lines));
+  absl::Status s = WaitForPeers({{"localhost", l.port(), true, "MASTER_ADDR"}},
+                                Quiet(absl::Seconds(10), &lines));
   const absl::Duration took = absl::Now() - start;
   late.join();
   EXPECT_TRUE(s.ok()) << s;
@@ -116,9 +115,9 @@ TEST(WaitForPeersTest, DeadlineIsOverallNotPerPeer) {
   Listener a, b;  // neither listens
   std::vector<std::string> lines;
   const absl::Time start = absl::Now();
-  absl::Status s = WaitForPeers(
-      {{"127.0.0.1", a.port(), true, "A"}, {"127.0.0.1", b.port(), true, "B"}},
-      Quiet(absl::Milliseconds(500), &lines));
+  absl::Status s =
+      WaitForPeers({{"127.0.0.1", a.port(), true, "A"}, {"127.0.0.1", b.port(), true, "B"}},
+                   Quiet(absl::Milliseconds(500), &lines));
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(std::string(s.message()), HasSubstr("(from A)"));
   EXPECT_LT(absl::Now() - start, absl::Milliseconds(1500));

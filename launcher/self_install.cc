@@ -79,7 +79,8 @@ int Collect(struct dl_phdr_info* info, size_t, void* data) {
     // The executable: its PT_INTERP names the loader.
     for (int i = 0; i < info->dlpi_phnum; ++i) {
       if (info->dlpi_phdr[i].p_type == PT_INTERP) {
-        loaded->interp = reinterpret_cast<const char*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+        loaded->interp =
+            reinterpret_cast<const char*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
       }
     }
     return 0;

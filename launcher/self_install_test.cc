@@ -1,6 +1,7 @@
 // `coach-launch --install DIR`, then the installed copy run through the bundled loader with an
 // empty environment, as the operator's wrapped replica command runs it.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,8 +11,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace {
 

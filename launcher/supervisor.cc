@@ -205,12 +205,10 @@ class Run {
       }
       std::string how = exit.term_signal != 0
                             ? absl::StrCat("killed by signal ", exit.term_signal, " (",
-                                           strsignal(exit.term_signal), "), code ",
-                                           exit.exit_code)
+                                           strsignal(exit.term_signal), "), code ", exit.exit_code)
                             : absl::StrCat("exited with code ", exit.exit_code);
       Log(absl::StrFormat("coach-launch: rank %d (local %d, pid %d) %s after %.3fs", exit.rank,
-                          exit.local_rank, done.pid, how,
-                          absl::ToDoubleSeconds(exit.duration)));
+                          exit.local_rank, done.pid, how, absl::ToDoubleSeconds(exit.duration)));
       result_.exits.push_back(exit);
       if (exit.exit_code != 0) RecordFailure(exit.exit_code);
     }
@@ -246,7 +244,8 @@ absl::StatusOr<SupervisionResult> Supervise(const std::vector<WorkerSpec>& worke
     }
   }
   // SIGCHLD's default disposition may discard it; a handler makes sure it stays pending.
-  struct sigaction chld {}, old_chld {};
+  struct sigaction chld {
+  }, old_chld{};
   chld.sa_handler = NoopHandler;
   sigemptyset(&chld.sa_mask);
   if (sigaction(SIGCHLD, &chld, &old_chld) != 0) {

@@ -43,15 +43,15 @@ struct WorkerSpec {
 struct WorkerExit {
   int rank = 0;
   int local_rank = 0;
-  int exit_code = 0;         // 128+n when killed by signal n
-  int term_signal = 0;       // n, or 0 when it exited
+  int exit_code = 0;    // 128+n when killed by signal n
+  int term_signal = 0;  // n, or 0 when it exited
   absl::Duration duration;
 };
 
 struct SupervisionResult {
   int exit_code = 0;
-  int received_signal = 0;         // first SIGTERM/SIGINT the launcher got, or 0
-  std::vector<WorkerExit> exits;   // in the order they were reaped
+  int received_signal = 0;        // first SIGTERM/SIGINT the launcher got, or 0
+  std::vector<WorkerExit> exits;  // in the order they were reaped
 };
 
 struct SupervisorOptions {

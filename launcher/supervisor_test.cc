@@ -1,14 +1,13 @@
 #include "launcher/supervisor.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 namespace coach::launcher {
 namespace {
@@ -56,7 +55,7 @@ int CodeOf(const Outcome& run, int rank) {
 
 TEST(SuperviseTest, AllSucceed) {
   Outcome run = Supervise({WorkerSpec{0, 0, {"/bin/true"}, {}}, WorkerSpec{1, 1, {"/bin/true"}, {}},
-                       Sh(2, "sleep 0.2; exit 0")});
+                           Sh(2, "sleep 0.2; exit 0")});
   EXPECT_EQ(run.result.exit_code, 0);
   ASSERT_EQ(run.result.exits.size(), 3u);
   EXPECT_EQ(run.log.size(), 3u);
@@ -65,7 +64,8 @@ TEST(SuperviseTest, AllSucceed) {
 }
 
 TEST(SuperviseTest, OneFailsOthersAreTerminatedAndItsCodeWins) {
-  Outcome run = Supervise({Sh(0, "exec sleep 30"), Sh(1, "sleep 0.2; exit 3"), Sh(2, "exec sleep 30")});
+  Outcome run =
+      Supervise({Sh(0, "exec sleep 30"), Sh(1, "sleep 0.2; exit 3"), Sh(2, "exec sleep 30")});
   EXPECT_EQ(run.result.exit_code, 3);
   EXPECT_EQ(CodeOf(run, 1), 3);
   EXPECT_EQ(CodeOf(run, 0), 128 + SIGTERM);
@@ -93,9 +93,10 @@ TEST(SuperviseTest, GraceIsRespectedThenKilled) {
   const std::string dir = TmpDir("grace");
   // Rank 0 ignores SIGTERM (so does its sleep, which inherits the ignore) and must be SIGKILLed
   // after the grace period; rank 1 fails to trigger the stop.
-  Outcome run = Supervise({Sh(0, "trap '' TERM; touch " + dir + "/ready; while :; do sleep 0.05; done"),
-                       Sh(1, "while [ ! -e " + dir + "/ready ]; do sleep 0.02; done; exit 4")},
-                      absl::Milliseconds(800));
+  Outcome run =
+      Supervise({Sh(0, "trap '' TERM; touch " + dir + "/ready; while :; do sleep 0.05; done"),
+                 Sh(1, "while [ ! -e " + dir + "/ready ]; do sleep 0.02; done; exit 4")},
+                absl::Milliseconds(800));
   EXPECT_EQ(run.result.exit_code, 4);
   EXPECT_EQ(CodeOf(run, 0), 137);
   EXPECT_GE(run.took, absl::Milliseconds(800));
@@ -106,8 +107,8 @@ TEST(SuperviseTest, WholeProcessGroupIsStopped) {
   const std::string dir = TmpDir("group");
   // The worker's own child (a background sleep) must go too.
   Outcome run = Supervise({Sh(0, "sleep 30 & echo $! > " + dir + "/bg; wait"),
-                       Sh(1, "while [ ! -s " + dir + "/bg ]; do sleep 0.02; done; exit 5")},
-                      absl::Seconds(2));
+                           Sh(1, "while [ ! -s " + dir + "/bg ]; do sleep 0.02; done; exit 5")},
+                          absl::Seconds(2));
   EXPECT_EQ(run.result.exit_code, 5);
   std::ifstream in(dir + "/bg");
   pid_t bg = 0;
@@ -140,7 +141,8 @@ TEST(SuperviseTest, MissingProgramIs127) {
 TEST(SuperviseTest, ArgumentsAreNotInterpretedByAShell) {
   const std::string dir = TmpDir("argv");
   const std::string marker = dir + "/should-not-exist";
-  Outcome run = Supervise({WorkerSpec{0, 0, {"/bin/echo", "$(touch " + marker + ")", ";", "touch", marker}, {}}});
+  Outcome run = Supervise(
+      {WorkerSpec{0, 0, {"/bin/echo", "$(touch " + marker + ")", ";", "touch", marker}, {}}});
   EXPECT_EQ(run.result.exit_code, 0);
   EXPECT_NE(access(marker.c_str(), F_OK), 0);
 }

@@ -22,8 +22,8 @@ LaunchConfig TwoByThree() {
 }
 
 TEST(WorkerEnvTest, TorchrunVariablesExactly) {
-  const EnvMap inherited = {{"PATH", "/bin"}, {"RANK", "1"}, {"WORLD_SIZE", "2"},
-                            {"PET_NNODES", "2"}};
+  const EnvMap inherited = {
+      {"PATH", "/bin"}, {"RANK", "1"}, {"WORLD_SIZE", "2"}, {"PET_NNODES", "2"}};
   const EnvMap env = WorkerEnv(TwoByThree(), 2, inherited);
   const EnvMap expected = {
       {"PATH", "/bin"},

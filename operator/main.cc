@@ -4,8 +4,10 @@
 // shutdown on SIGTERM/SIGINT.
 
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <iostream>
 #include <memory>
@@ -13,12 +15,10 @@
 #include <thread>
 #include <utility>
 
-#include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
-
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/version/version.h"
 #include "integrations/mlflow/rest_tracking_client.h"
 #include "operator/backend/kube/cr_job_store.h"
@@ -27,7 +27,6 @@
 #include "operator/cmd/settings.h"
 #include "operator/cmd/tracker_hooks.h"
 #include "operator/cmd/wiring.h"
-#include "common/clock.h"
 #include "operator/core/controller.h"
 #include "operator/core/job_service.h"
 #include "operator/metrics/operator_metrics.h"
@@ -51,8 +50,9 @@ int Usage(const std::string& message) {
 
 int main(int argc, char** argv) {
   coach::cmd::Flags flags = coach::cmd::DefaultFlags();
-  CLI::App app{"coach-operator: Kubeflow training jobs (kubeflow.org/v1) on this host or "
-               "Kubernetes, served over gRPC"};
+  CLI::App app{
+      "coach-operator: Kubeflow training jobs (kubeflow.org/v1) on this host or "
+      "Kubernetes, served over gRPC"};
   app.set_version_flag("--version", std::string("coach-operator ") + coach::kVersion);
   coach::cmd::RegisterFlags(&app, &flags);
   try {
@@ -162,9 +162,11 @@ int main(int argc, char** argv) {
       controller.Enqueue(c.key);
       if (!c.job.has_value()) return;
       const coach::core::WatchEventType type =
-          c.type == coach::backend::kube::JobChangeType::kAdded      ? coach::core::WatchEventType::kAdded
-          : c.type == coach::backend::kube::JobChangeType::kModified ? coach::core::WatchEventType::kModified
-                                                                      : coach::core::WatchEventType::kDeleted;
+          c.type == coach::backend::kube::JobChangeType::kAdded
+              ? coach::core::WatchEventType::kAdded
+          : c.type == coach::backend::kube::JobChangeType::kModified
+              ? coach::core::WatchEventType::kModified
+              : coach::core::WatchEventType::kDeleted;
       watchers.Publish(type, *c.job);
     });
     if (!watching.ok()) {
@@ -172,8 +174,9 @@ int main(int argc, char** argv) {
       return kExitFailure;
     }
     if (!cr_store->WaitForSync(absl::Seconds(60))) {
-      spdlog::warn("job watch: not every kind listed within 60s (are coach's CRDs installed? "
-                   "kubectl apply -f charts/coach/crds); going on");
+      spdlog::warn(
+          "job watch: not every kind listed within 60s (are coach's CRDs installed? "
+          "kubectl apply -f charts/coach/crds); going on");
     }
   }
   // Leader election gates the controller; without it the controller starts now.

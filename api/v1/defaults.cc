@@ -1,10 +1,10 @@
 #include "api/v1/defaults.h"
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "api/v1/kinds.h"
-#include <nlohmann/json.hpp>
 
 namespace coach::api::v1 {
 namespace {
@@ -52,8 +52,8 @@ void SetDefaultPort(const KindInfo& info, ReplicaSpec* replica) {
       return;
     }
   }
-  ports.push_back({{"name", std::string(info.default_port_name)},
-                   {"containerPort", info.default_port}});
+  ports.push_back(
+      {{"name", std::string(info.default_port_name)}, {"containerPort", info.default_port}});
   replica->set_template_json(tmpl.dump());
 }
 
@@ -89,8 +89,8 @@ void SetDefaults(TrainingJob* job) {
       spec->mutable_run_policy()->set_clean_pod_policy("None");
     }
     auto* specs = spec->mutable_replica_specs();
-    for (const auto& [type, replicas] : {std::pair<const char*, int>{"Launcher", 1},
-                                         std::pair<const char*, int>{"Worker", 0}}) {
+    for (const auto& [type, replicas] :
+         {std::pair<const char*, int>{"Launcher", 1}, std::pair<const char*, int>{"Worker", 0}}) {
       auto it = specs->find(type);
       if (it == specs->end()) continue;
       if (!it->second.has_replicas()) it->second.set_replicas(replicas);

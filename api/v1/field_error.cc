@@ -10,8 +10,7 @@ std::string FormatFieldError(const FieldError& error) {
   return absl::StrCat(error.path, ": ", error.message);
 }
 
-absl::Status FieldErrorsToStatus(const std::vector<FieldError>& errors,
-                                 const std::string& prefix) {
+absl::Status FieldErrorsToStatus(const std::vector<FieldError>& errors, const std::string& prefix) {
   if (errors.empty()) return absl::OkStatus();
   std::vector<std::string> lines;
   lines.reserve(errors.size());

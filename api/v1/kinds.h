@@ -41,15 +41,15 @@ struct SuccessRule {
 
 struct KindInfo {
   JobKind kind;
-  std::string_view name;               // "PyTorchJob"
-  std::string_view plural;             // "pytorchjobs"
-  std::string_view replica_specs_key;  // "pytorchReplicaSpecs"
-  std::string_view framework;          // "pytorch": metrics label, operator-name prefix
+  std::string_view name;                        // "PyTorchJob"
+  std::string_view plural;                      // "pytorchjobs"
+  std::string_view replica_specs_key;           // "pytorchReplicaSpecs"
+  std::string_view framework;                   // "pytorch": metrics label, operator-name prefix
   std::vector<std::string_view> replica_types;  // CamelCase, in upstream's order
-  std::string_view default_container;  // "pytorch"
-  std::string_view default_port_name;  // "pytorchjob-port"
-  int default_port;                    // 23456; 0 when upstream does not default one (MPI)
-  std::string_view default_restart_policy;  // "OnFailure"
+  std::string_view default_container;           // "pytorch"
+  std::string_view default_port_name;           // "pytorchjob-port"
+  int default_port;                             // 23456; 0 when upstream does not default one (MPI)
+  std::string_view default_restart_policy;      // "OnFailure"
   SuccessRule success;
   // A replica failure makes the job Restarting only under restartPolicy ExitCode; under
   // every other policy it fails the job (XGBoostJob). False: any policy but Never restarts.

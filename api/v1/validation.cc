@@ -1,6 +1,7 @@
 #include "api/v1/validation.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
@@ -8,7 +9,6 @@
 #include "absl/strings/str_join.h"
 #include "api/v1/job_policies.h"
 #include "api/v1/kinds.h"
-#include <nlohmann/json.hpp>
 
 namespace coach::api::v1 {
 namespace {
@@ -84,8 +84,8 @@ bool IsQuantity(const std::string& s) {
   }
   if (digits == 0) return false;
   std::string suffix = s.substr(i);
-  static const std::set<std::string> kSuffixes = {
-      "", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E"};
+  static const std::set<std::string> kSuffixes = {"",  "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n",
+                                                  "u", "m",  "k",  "M",  "G",  "T",  "P",  "E"};
   if (kSuffixes.count(suffix) > 0) return true;
   if (suffix.size() >= 2 && (suffix[0] == 'e' || suffix[0] == 'E')) {
     size_t j = 1;
@@ -114,8 +114,8 @@ const std::vector<std::string>& RestartPolicies() {
 }
 
 const std::vector<std::string>& CleanPodPolicies() {
-  static const auto* policies = new std::vector<std::string>{
-      kCleanPodPolicyNone, kCleanPodPolicyRunning, kCleanPodPolicyAll};
+  static const auto* policies =
+      new std::vector<std::string>{kCleanPodPolicyNone, kCleanPodPolicyRunning, kCleanPodPolicyAll};
   return *policies;
 }
 
@@ -204,8 +204,8 @@ class Validator {
   void ValidateReplicaSpecs() {
     const auto& specs = job_.spec().replica_specs();
     if (specs.empty()) {
-      Error(replica_path_, absl::StrCat("must have at least one replica type (one of ",
-                                        AllowedTypes(), ")"));
+      Error(replica_path_,
+            absl::StrCat("must have at least one replica type (one of ", AllowedTypes(), ")"));
       return;
     }
     std::vector<std::string> types;
@@ -220,10 +220,8 @@ class Validator {
         continue;
       }
       if (spec.has_replicas()) AtLeast(path + ".replicas", spec.replicas(), 0);
-      if (!spec.restart_policy().empty() &&
-          !In(spec.restart_policy(), RestartPolicies())) {
-        Error(path + ".restartPolicy",
-              OneOf(RestartPolicies(), spec.restart_policy()));
+      if (!spec.restart_policy().empty() && !In(spec.restart_policy(), RestartPolicies())) {
+        Error(path + ".restartPolicy", OneOf(RestartPolicies(), spec.restart_policy()));
       }
       ValidateTemplate(path + ".template", spec.template_json());
     }
@@ -265,7 +263,8 @@ class Validator {
         if (!IsDns1123Label(n)) {
           Error(cpath + ".name", absl::StrCat("must be a DNS-1123 label, got ", Quote(n)));
         }
-        if (!names.insert(n).second) Error(cpath + ".name", absl::StrCat("duplicate name ", Quote(n)));
+        if (!names.insert(n).second)
+          Error(cpath + ".name", absl::StrCat("duplicate name ", Quote(n)));
         if (n == info_->default_container) has_default = true;
       }
       json image = c.value("image", json());
@@ -307,9 +306,9 @@ class Validator {
     if (rp.has_backoff_limit()) AtLeast(path + ".backoffLimit", rp.backoff_limit(), 0);
     if (rp.has_managed_by() &&
         !In(rp.managed_by(), {"kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue"})) {
-      Error(path + ".managedBy",
-            OneOf({"kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue"},
-                  rp.managed_by()));
+      Error(
+          path + ".managedBy",
+          OneOf({"kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue"}, rp.managed_by()));
     }
     if (!rp.has_scheduling_policy()) return;
     const SchedulingPolicy& sp = rp.scheduling_policy();
@@ -320,9 +319,8 @@ class Validator {
       if (sp.min_available() < 1) {
         AtLeast(spath + ".minAvailable", sp.min_available(), 1);
       } else if (sp.min_available() > total) {
-        Error(spath + ".minAvailable",
-              absl::StrCat("must be <= the total number of replicas (", total, "), got ",
-                           sp.min_available()));
+        Error(spath + ".minAvailable", absl::StrCat("must be <= the total number of replicas (",
+                                                    total, "), got ", sp.min_available()));
       }
     }
     if (sp.has_schedule_timeout_seconds()) {
@@ -344,9 +342,8 @@ class Validator {
     if (ep.has_min_replicas()) AtLeast(path + ".minReplicas", ep.min_replicas(), 1);
     if (ep.has_max_replicas()) AtLeast(path + ".maxReplicas", ep.max_replicas(), 1);
     if (ep.has_min_replicas() && ep.has_max_replicas() && ep.min_replicas() > ep.max_replicas()) {
-      Error(path + ".minReplicas",
-            absl::StrCat("must be <= maxReplicas (", ep.max_replicas(), "), got ",
-                         ep.min_replicas()));
+      Error(path + ".minReplicas", absl::StrCat("must be <= maxReplicas (", ep.max_replicas(),
+                                                "), got ", ep.min_replicas()));
     }
     if (ep.has_max_restarts()) AtLeast(path + ".maxRestarts", ep.max_restarts(), 0);
     if (job_.spec().replica_specs().count("Worker") == 0) {
@@ -380,10 +377,10 @@ class Validator {
     for (const std::string& type : deciders) {
       if (specs.count(type) > 0) return;
     }
-    const std::string because =
-        deciders.empty() ? "the Workers decide when the job succeeds"
-                         : absl::StrCat("without ", absl::StrJoin(deciders, " or "),
-                                        " the Workers decide when the job succeeds");
+    const std::string because = deciders.empty()
+                                    ? "the Workers decide when the job succeeds"
+                                    : absl::StrCat("without ", absl::StrJoin(deciders, " or "),
+                                                   " the Workers decide when the job succeeds");
     const std::string path = absl::StrCat(replica_path_, ".Worker");
     if (specs.count("Worker") == 0) {
       Error(path, absl::StrCat("required: ", because));
@@ -469,8 +466,7 @@ class Validator {
         }
         if (spec.has_mpi_clean_pod_policy() &&
             !In(spec.mpi_clean_pod_policy(), CleanPodPolicies())) {
-          Error("spec.cleanPodPolicy",
-                OneOf(CleanPodPolicies(), spec.mpi_clean_pod_policy()));
+          Error("spec.cleanPodPolicy", OneOf(CleanPodPolicies(), spec.mpi_clean_pod_policy()));
         }
         break;
       default:

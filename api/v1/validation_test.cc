@@ -63,8 +63,8 @@ TEST(ValidationTest, InvalidCorpus) {
     ASSERT_FALSE(expect.empty());
     std::string errors = Admit(text);
     EXPECT_FALSE(errors.empty()) << "accepted";
-    EXPECT_NE(errors.find(expect), std::string::npos)
-        << "expected: " << expect << "\ngot:\n" << errors;
+    EXPECT_NE(errors.find(expect), std::string::npos) << "expected: " << expect << "\ngot:\n"
+                                                      << errors;
   }
 }
 
@@ -92,8 +92,8 @@ TEST(ValidationTest, ReportsEveryProblemWithPaths) {
   std::vector<FieldError> errors = Validate(job);
   ASSERT_EQ(errors.size(), 3u);
   EXPECT_EQ(errors[0].path, "metadata.name");
-  EXPECT_EQ(errors[1], (FieldError{"spec.pytorchReplicaSpecs.Worker.replicas",
-                                   "must be >= 0, got -1"}));
+  EXPECT_EQ(errors[1],
+            (FieldError{"spec.pytorchReplicaSpecs.Worker.replicas", "must be >= 0, got -1"}));
   EXPECT_EQ(errors[2], (FieldError{"spec.runPolicy.backoffLimit", "must be >= 0, got -2"}));
   absl::Status status = ValidateJob(job);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);

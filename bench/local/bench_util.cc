@@ -114,8 +114,8 @@ Summary Summarize(std::vector<double> v) {
 }
 
 std::string FormatRow(const std::string& label, const Summary& s) {
-  return absl::StrFormat("%-44s %5d %8.2f %8.2f %8.2f %8.2f %8.2f", label, s.n, s.p50, s.p90,
-                         s.p99, s.min, s.max);
+  return absl::StrFormat("%-44s %5d %8.2f %8.2f %8.2f %8.2f %8.2f", label, s.n, s.p50, s.p90, s.p99,
+                         s.min, s.max);
 }
 
 absl::StatusOr<ProcUsage> ReadProcUsage(pid_t pid) {
@@ -154,8 +154,8 @@ absl::StatusOr<ProcUsage> ReadProcUsage(pid_t pid) {
 
 absl::StatusOr<std::unique_ptr<OperatorProcess>> OperatorProcess::Start(const Options& options) {
   if (access(options.operator_path.c_str(), X_OK) != 0) {
-    return absl::NotFoundError(absl::StrCat("coach-operator not executable: ",
-                                            options.operator_path));
+    return absl::NotFoundError(
+        absl::StrCat("coach-operator not executable: ", options.operator_path));
   }
   std::unique_ptr<OperatorProcess> op(new OperatorProcess());
   absl::StatusOr<std::string> dir = MakeTempDir("coach-bench-state");
@@ -209,8 +209,10 @@ void OperatorProcess::Stop(bool keep_state) {
     kill(pid_, SIGTERM);
     bool gone = false;
     for (int i = 0; i < 1000 && !gone; ++i) {
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) gone = true;
-      else usleep(10000);
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_)
+        gone = true;
+      else
+        usleep(10000);
     }
     if (!gone) {
       kill(pid_, SIGKILL);

@@ -81,8 +81,7 @@ class ProbeReceiver {
   const std::string& socket_path() const { return path_; }
   // Waits until every name in `names` has reported, or `timeout_ms` passes. Returns the
   // reported start times (names that did not report are missing).
-  std::map<std::string, int64_t> WaitFor(const std::vector<std::string>& names,
-                                         int64_t timeout_ms);
+  std::map<std::string, int64_t> WaitFor(const std::vector<std::string>& names, int64_t timeout_ms);
   // Forgets reports of these names.
   void Erase(const std::vector<std::string>& names);
 

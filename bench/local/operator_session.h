@@ -18,8 +18,8 @@
 namespace coach::bench {
 
 struct OperatorFlags {
-  std::string server;        // an operator already running; empty: start one
-  int operator_pid = 0;      // its pid, for CPU/RSS (with server)
+  std::string server;         // an operator already running; empty: start one
+  int operator_pid = 0;       // its pid, for CPU/RSS (with server)
   std::string operator_path;  // empty: bazel-bin next to the harness
   std::string shim_path;      // empty: bazel-bin next to the harness
   int operator_workers = 0;   // 0: the operator's default

@@ -25,8 +25,8 @@ int main(int argc, char** argv) {
   const char* name = getenv("HOSTNAME");
   if (name == NULL) name = "unknown";
   char msg[512];
-  const int n = snprintf(msg, sizeof(msg), "%s %lld", name,
-                         (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+  const int n =
+      snprintf(msg, sizeof(msg), "%s %lld", name, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
   struct sockaddr_un addr;
   memset(&addr, 0, sizeof(addr));
   addr.sun_family = AF_UNIX;

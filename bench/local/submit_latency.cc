@@ -105,7 +105,8 @@ class JobWatcher {
             if (!seen.deleted) seen.deleted = now;
           } else {
             int active = 0;
-            for (const auto& [type, rs] : e.job().status().replica_statuses()) active += rs.active();
+            for (const auto& [type, rs] : e.job().status().replica_statuses())
+              active += rs.active();
             if (active == want_active_ && !seen.active_all) seen.active_all = now;
             if (sdk::IsJobRunning(e.job()) && !seen.running) seen.running = now;
           }
@@ -195,26 +196,28 @@ int Main(int argc, char** argv) {
   watcher.WaitStarted();
   absl::SleepFor(absl::Milliseconds(200));  // let the stream open before the first job
 
-  std::vector<double> accepted, first_start, all_started, active_all, running, op_view,
-      baseline, deleted;
+  std::vector<double> accepted, first_start, all_started, active_all, running, op_view, baseline,
+      deleted;
   int failures = 0;
   const std::string tag = absl::StrCat(getpid());
   for (int i = 0; i < flags.warmup + flags.iterations; ++i) {
     const bool measured = i >= flags.warmup;
     // Baseline first, in the same conditions.
     std::vector<std::string> base_names;
-    for (int r = 0; r < replicas; ++r) base_names.push_back(absl::StrCat("base-", tag, "-", i, "-", r));
+    for (int r = 0; r < replicas; ++r)
+      base_names.push_back(absl::StrCat("base-", tag, "-", i, "-", r));
     const double b = Baseline(probes->get(), flags.probe_path, base_names);
 
     const std::string name = absl::StrCat("lat-", tag, "-", i);
-    absl::StatusOr<api::v1::TrainingJob> job = sdk::JobBuilder::PyTorch(name)
-                                                   .Namespace(flags.ns)
-                                                   .Image("local")
-                                                   .Command({flags.probe_path, (*probes)->socket_path()})
-                                                   .Masters(1)
-                                                   .Workers(flags.workers)
-                                                   .RestartPolicy("Never")
-                                                   .Build();
+    absl::StatusOr<api::v1::TrainingJob> job =
+        sdk::JobBuilder::PyTorch(name)
+            .Namespace(flags.ns)
+            .Image("local")
+            .Command({flags.probe_path, (*probes)->socket_path()})
+            .Masters(1)
+            .Workers(flags.workers)
+            .RestartPolicy("Never")
+            .Build();
     if (!job.ok()) {
       std::cerr << "submit_latency: " << job.status() << "\n";
       return 1;
@@ -231,8 +234,8 @@ int Main(int argc, char** argv) {
       continue;
     }
     std::map<std::string, int64_t> starts = (*probes)->WaitFor(pods, 30000);
-    Seen seen = watcher.WaitUntil(name, 30000,
-                                  [](const Seen& s) { return s.active_all && s.running; });
+    Seen seen =
+        watcher.WaitUntil(name, 30000, [](const Seen& s) { return s.active_all && s.running; });
     const int64_t t_del0 = MonoNs();
     absl::Status del = client.DeleteJob(flags.ns, name);
     const int64_t t_del1 = MonoNs();
@@ -245,8 +248,8 @@ int Main(int argc, char** argv) {
       std::cerr << "submit_latency: job " << name << ": " << starts.size() << "/" << pods.size()
                 << " replicas reported, active==" << replicas << ": "
                 << (seen.active_all ? "seen" : "not seen")
-                << ", Running: " << (seen.running ? "seen" : "not seen") << " "
-                << watcher.error() << "\n";
+                << ", Running: " << (seen.running ? "seen" : "not seen") << " " << watcher.error()
+                << "\n";
       ++failures;
       continue;
     }
@@ -268,8 +271,8 @@ int Main(int argc, char** argv) {
       "submit_latency: PyTorchJob 1 Master + %d Workers (replica_probe), %d measured + %d "
       "warm-up, %d failed\n",
       flags.workers, flags.iterations, flags.warmup, failures);
-  std::cout << "host: " << CpuCount() << " CPUs, load average before " << load_before
-            << ", after " << load_after << "\n";
+  std::cout << "host: " << CpuCount() << " CPUs, load average before " << load_before << ", after "
+            << load_after << "\n";
   std::cout << absl::StrFormat("%-44s %5s %8s %8s %8s %8s %8s\n", "ms from just before CreateJob",
                                "n", "p50", "p90", "p99", "min", "max");
   const Summary all = Summarize(all_started), opv = Summarize(op_view), base = Summarize(baseline);
@@ -292,8 +295,9 @@ int Main(int argc, char** argv) {
         "ratio coach/baseline at p50: processes started %.1fx, operator view %.1fx\n",
         all.p50 / base.p50, opv.p50 / base.p50);
   }
-  std::cout << absl::StrFormat("goal p50 submit-to-running < 20 ms: processes %s, operator view %s\n",
-                               all.p50 < 20 ? "met" : "NOT met", opv.p50 < 20 ? "met" : "NOT met");
+  std::cout << absl::StrFormat(
+      "goal p50 submit-to-running < 20 ms: processes %s, operator view %s\n",
+      all.p50 < 20 ? "met" : "NOT met", opv.p50 < 20 ? "met" : "NOT met");
   if (op_pid > 0) {
     absl::StatusOr<ProcUsage> u = ReadProcUsage(op_pid);
     if (u.ok()) {

@@ -160,13 +160,14 @@ int Main(int argc, char** argv) {
   const std::string tag = absl::StrCat(getpid());
   std::vector<api::v1::TrainingJob> jobs;
   for (int i = 0; i < flags.jobs; ++i) {
-    absl::StatusOr<api::v1::TrainingJob> job = sdk::JobBuilder::PyTorch(absl::StrCat("tp-", tag, "-", i))
-                                                   .Namespace(flags.ns)
-                                                   .Image("local")
-                                                   .Command({flags.command})
-                                                   .Masters(1)
-                                                   .RestartPolicy("Never")
-                                                   .Build();
+    absl::StatusOr<api::v1::TrainingJob> job =
+        sdk::JobBuilder::PyTorch(absl::StrCat("tp-", tag, "-", i))
+            .Namespace(flags.ns)
+            .Image("local")
+            .Command({flags.command})
+            .Masters(1)
+            .RestartPolicy("Never")
+            .Build();
     if (!job.ok()) {
       std::cerr << "throughput: " << job.status() << "\n";
       return 1;
@@ -198,8 +199,8 @@ int Main(int argc, char** argv) {
             absl::SleepFor(absl::Milliseconds(10));
             continue;
           }
-          std::cerr << "throughput: CreateJob " << jobs[i].metadata().name() << ": "
-                    << got.status() << "\n";
+          std::cerr << "throughput: CreateJob " << jobs[i].metadata().name() << ": " << got.status()
+                    << "\n";
           rejected.fetch_add(1);
           break;
         }
@@ -233,10 +234,10 @@ int Main(int argc, char** argv) {
       flags.op.operator_workers > 0 ? absl::StrCat(flags.op.operator_workers) : "default");
   std::cout << "host: " << CpuCount() << " CPUs, load average before " << load_before
             << ", after the jobs " << load_mid << ", after the baseline " << load_after << "\n";
-  std::cout << absl::StrFormat("accepted %d, rejected %d; finished %d (Succeeded %d, Failed %d)%s\n",
-                               accepted, rejected.load(), done, finished.succeeded(),
-                               finished.failed(),
-                               done < static_cast<size_t>(accepted) ? " -- TIMED OUT" : "");
+  std::cout << absl::StrFormat(
+      "accepted %d, rejected %d; finished %d (Succeeded %d, Failed %d)%s\n", accepted,
+      rejected.load(), done, finished.succeeded(), finished.failed(),
+      done < static_cast<size_t>(accepted) ? " -- TIMED OUT" : "");
   std::cout << absl::StrFormat("%-44s %10.1f jobs/s  (%.2f s for all)\n",
                                "submission rate (CreateJob accepted)",
                                accepted / std::max(submit_s, 1e-9), submit_s);
@@ -249,17 +250,17 @@ int Main(int argc, char** argv) {
                                  "operator CPU (utime+stime) during the run", cpu,
                                  1000 * cpu / std::max<double>(1, done),
                                  100 * cpu / std::max(total_s, 1e-9));
-    std::cout << absl::StrFormat("%-44s %10.1f MiB (RSS now %.1f MiB)\n", "operator peak RSS (VmHWM)",
-                                 static_cast<double>(after.vm_hwm_kb) / 1024,
-                                 static_cast<double>(after.vm_rss_kb) / 1024);
+    std::cout << absl::StrFormat(
+        "%-44s %10.1f MiB (RSS now %.1f MiB)\n", "operator peak RSS (VmHWM)",
+        static_cast<double>(after.vm_hwm_kb) / 1024, static_cast<double>(after.vm_rss_kb) / 1024);
   }
   if (baseline_s > 0) {
     std::cout << absl::StrFormat("%-44s %10.1f /s      (%.2f s for all)\n",
                                  absl::StrCat("baseline: posix_spawn+wait ", flags.command),
                                  flags.jobs / baseline_s, baseline_s);
-    std::cout << absl::StrFormat("ratio baseline/coach completion rate: %.1fx\n",
-                                 (flags.jobs / baseline_s) /
-                                     std::max(static_cast<double>(done) / total_s, 1e-9));
+    std::cout << absl::StrFormat(
+        "ratio baseline/coach completion rate: %.1fx\n",
+        (flags.jobs / baseline_s) / std::max(static_cast<double>(done) / total_s, 1e-9));
   }
   (*session)->StopOperator();
   return done >= static_cast<size_t>(accepted) && rejected.load() == 0 ? 0 : 1;

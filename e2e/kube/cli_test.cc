@@ -9,9 +9,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "e2e/kube/kube_fixture.h"
-#include "sdk/cpp/training_client.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "sdk/cpp/training_client.h"
 
 namespace coach::e2e::kube {
 namespace {
@@ -22,7 +22,8 @@ std::string Manifest(const std::string& name, const std::string& annotations) {
   return absl::StrCat(R"(apiVersion: kubeflow.org/v1
 kind: PyTorchJob
 metadata:
-  name: )", name, R"(
+  name: )",
+                      name, R"(
 spec:
   pytorchReplicaSpecs:
     Master:
@@ -30,7 +31,8 @@ spec:
       restartPolicy: OnFailure
       template:
         metadata:
-          annotations: {)", annotations, R"(}
+          annotations: {)",
+                      annotations, R"(}
         spec:
           containers: [{name: pytorch, image: coach.local/none}]
 )");
@@ -47,7 +49,8 @@ class CliTest : public KubeTest {
 
 TEST_F(CliTest, SubmitIsSeenByKubectl) {
   const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/cli-submit.yaml");
-  std::ofstream(path) << Manifest("viacli", "coach.test/exit-code: \"0\", coach.test/run-seconds: \"1\"");
+  std::ofstream(path) << Manifest("viacli",
+                                  "coach.test/exit-code: \"0\", coach.test/run-seconds: \"1\"");
   CmdResult r = Coach({"submit", "-f", path, "-n", ns()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::optional<json> j = Get("pytorchjobs", "viacli");
@@ -71,8 +74,8 @@ TEST_F(CliTest, KubectlAppliedJobListedByCoach) {
   // Deleted through the CLI, gone for kubectl.
   CmdResult del = Coach({"delete", "viakubectl", "-n", ns()});
   EXPECT_EQ(del.exit_code, 0) << del.out << del.err;
-  EXPECT_TRUE(WaitFor([&] { return !Get("pytorchjobs", "viakubectl").has_value(); },
-                      absl::Seconds(30)));
+  EXPECT_TRUE(
+      WaitFor([&] { return !Get("pytorchjobs", "viakubectl").has_value(); }, absl::Seconds(30)));
 }
 
 TEST_F(CliTest, LogsOfKwokPodAreNotAvailable) {
@@ -89,8 +92,7 @@ TEST_F(CliTest, LogsOfKwokPodAreNotAvailable) {
 TEST_F(CliTest, CreateOutsideTheWatchedNamespacesIsRefused) {
   // Namespaces of its own: the suite's operator reconciles ns().
   const std::string watched = absl::StrCat(ns(), "-a,", ns(), "-b");
-  OperatorProcess scoped("scoped", cp().dir(), cp().kubeconfig(),
-                         {"--namespaces", watched});
+  OperatorProcess scoped("scoped", cp().dir(), cp().kubeconfig(), {"--namespaces", watched});
   ASSERT_TRUE(scoped.Start().ok()) << scoped.Log();
   sdk::ConnectionOptions options;
   options.server = scoped.server();

@@ -74,7 +74,8 @@ TEST_F(DropInTest, InvalidJobsAreRefusedAtApplyNamingTheField) {
     std::vector<std::string> says;  // in kubectl's error
   };
   const std::vector<Case> cases = {
-      {"name not a DNS-1035 label", PyTorchJob("Bad_Name", Replica("Master", 1, kPytorch)),
+      {"name not a DNS-1035 label",
+       PyTorchJob("Bad_Name", Replica("Master", 1, kPytorch)),
        {"metadata.name", "^[a-z]([-a-z0-9]*[a-z0-9])?$"}},
       {"PyTorchJob with a Chief",
        PyTorchJob("chief", Replica("Chief", 1, kPytorch) + Replica("Worker", 1, kPytorch)),
@@ -161,8 +162,8 @@ TEST_F(DropInTest, StoredJobBreakingARuleFailsWithAWarning) {
   ASSERT_TRUE(job.has_value()) << OperatorLogTail();
   const json failed = Condition(*job, "Failed");
   EXPECT_EQ(failed.value("reason", ""), "PyTorchJobFailedValidation");
-  EXPECT_TRUE(absl::StrContains(failed.value("message", ""),
-                                "metadata.annotations[coach.dev/launcher]"))
+  EXPECT_TRUE(
+      absl::StrContains(failed.value("message", ""), "metadata.annotations[coach.dev/launcher]"))
       << failed.dump();
   EXPECT_TRUE(JobPods("bad-annotation").empty());
   EXPECT_TRUE(WaitFor(
@@ -187,8 +188,7 @@ TEST_F(DropInTest, ObjectsTheApiServerRefusesFailTheJob) {
   ASSERT_TRUE(job.has_value()) << OperatorLogTail();
   const json failed = Condition(*job, "Failed");
   EXPECT_EQ(failed.value("reason", ""), "PyTorchJobFailedValidation");
-  EXPECT_TRUE(absl::StrContains(failed.value("message", ""), "Error creating"))
-      << failed.dump();
+  EXPECT_TRUE(absl::StrContains(failed.value("message", ""), "Error creating")) << failed.dump();
   EXPECT_TRUE(WaitFor(
       [&] {
         for (const std::string& w : Warnings("bad-port")) {
@@ -202,10 +202,11 @@ TEST_F(DropInTest, ObjectsTheApiServerRefusesFailTheJob) {
 
 // Upstream's elastic examples (echo, imagenet) have Workers only.
 TEST_F(DropInTest, WorkerOnlyElasticJobGetsNprocPerNode) {
-  Apply(absl::StrCat("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: elastic\n"
-                     "spec:\n  elasticPolicy: {rdzvBackend: c10d, minReplicas: 1, maxReplicas: 2}\n"
-                     "  pytorchReplicaSpecs:\n",
-                     Replica("Worker", 2, kPytorch)));
+  Apply(
+      absl::StrCat("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: elastic\n"
+                   "spec:\n  elasticPolicy: {rdzvBackend: c10d, minReplicas: 1, maxReplicas: 2}\n"
+                   "  pytorchReplicaSpecs:\n",
+                   Replica("Worker", 2, kPytorch)));
   std::vector<json> pods;
   ASSERT_TRUE(WaitFor(
       [&] {

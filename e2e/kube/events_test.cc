@@ -27,7 +27,8 @@ std::string Job(const std::string& name, int workers) {
   return absl::StrCat(R"(apiVersion: kubeflow.org/v1
 kind: PyTorchJob
 metadata:
-  name: )", name, R"(
+  name: )",
+                      name, R"(
 spec:
   pytorchReplicaSpecs:
     Master:
@@ -39,7 +40,8 @@ spec:
         spec:
           containers: [{name: pytorch, image: coach.local/none}]
     Worker:
-      replicas: )", workers, R"(
+      replicas: )",
+                      workers, R"(
       restartPolicy: Never
       template:
         metadata:
@@ -153,8 +155,8 @@ TEST_F(EventsTest, TwelveSimilarEventsAreCombinedFromTheTenthLikeClientGo) {
 // of 50/s needs 16 s for these 800) are written during the shutdown.
 TEST_F(EventsTest, StoppedRightAfterCreatingEveryCreatedEventIsWritten) {
   ApplyJobs("s", 50, 7);
-  ASSERT_TRUE(WaitFor([&] { return Count("pods") == 400 && Count("services") == 400; },
-                      absl::Seconds(120)))
+  ASSERT_TRUE(
+      WaitFor([&] { return Count("pods") == 400 && Count("services") == 400; }, absl::Seconds(120)))
       << OperatorLogTail();
   const std::map<std::string, Tally> before = CreatedEvents();
   const absl::Time begin = absl::Now();

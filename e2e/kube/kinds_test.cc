@@ -25,15 +25,16 @@ using nlohmann::json;
 struct Replica {
   std::string type;  // "Master"
   int replicas;
-  std::string exit_code;    // "" : no exit annotation (stays Running)
+  std::string exit_code;  // "" : no exit annotation (stays Running)
   int run_seconds = 3;
 };
 
 std::string JobYaml(const std::string& kind, const std::string& name, const std::string& specs_key,
                     const std::string& container, const std::vector<Replica>& replicas,
                     const std::string& extra_spec = "") {
-  std::string y = absl::StrCat("apiVersion: kubeflow.org/v1\nkind: ", kind, "\nmetadata:\n  name: ",
-                               name, "\nspec:\n", extra_spec, "  ", specs_key, ":\n");
+  std::string y =
+      absl::StrCat("apiVersion: kubeflow.org/v1\nkind: ", kind, "\nmetadata:\n  name: ", name,
+                   "\nspec:\n", extra_spec, "  ", specs_key, ":\n");
   for (const Replica& r : replicas) {
     absl::StrAppend(&y, "    ", r.type, ":\n      replicas: ", r.replicas,
                     "\n      restartPolicy: Never\n      template:\n        metadata:\n");
@@ -88,8 +89,7 @@ class KindsTest : public KubeTest {
     for (const auto& [name, p] : pods) {
       const json& labels = p["metadata"]["labels"];
       EXPECT_EQ(labels.value("training.kubeflow.org/job-name", ""), job) << name;
-      EXPECT_EQ(labels.value("training.kubeflow.org/operator-name", ""),
-                lower_kind + "-controller")
+      EXPECT_EQ(labels.value("training.kubeflow.org/operator-name", ""), lower_kind + "-controller")
           << name;
       if (name == job + "-launcher") {
         EXPECT_EQ(labels.value("training.kubeflow.org/replica-type", ""), "launcher");
@@ -268,8 +268,7 @@ TEST_F(KindsTest, MPIJob) {
   ASSERT_EQ(pods.size(), 3u);
   std::optional<json> cm = Get("configmap", "mpi-config");
   ASSERT_TRUE(cm.has_value());
-  EXPECT_EQ((*cm)["data"].value("hostfile", ""),
-            "mpi-worker-0 slots=2\nmpi-worker-1 slots=2\n");
+  EXPECT_EQ((*cm)["data"].value("hostfile", ""), "mpi-worker-0 slots=2\nmpi-worker-1 slots=2\n");
   EXPECT_TRUE((*cm)["data"].contains("kubexec.sh"));
   EXPECT_TRUE((*cm)["data"].contains("discover_hosts.sh"));
   EXPECT_EQ((*cm)["metadata"]["ownerReferences"][0].value("name", ""), "mpi");
@@ -309,7 +308,8 @@ TEST_F(KindsTest, SameNameInTwoKinds) {
       << "pods: " << pods.size();
   ASSERT_EQ(pods.count("same-master-0"), 1u);
   ASSERT_EQ(pods.count("same-worker-0"), 1u);
-  EXPECT_EQ(pods["same-master-0"]["metadata"]["ownerReferences"][0].value("kind", ""), "PyTorchJob");
+  EXPECT_EQ(pods["same-master-0"]["metadata"]["ownerReferences"][0].value("kind", ""),
+            "PyTorchJob");
   EXPECT_EQ(pods["same-worker-0"]["metadata"]["ownerReferences"][0].value("kind", ""), "TFJob");
   std::optional<json> pt_job = WaitCondition("pytorchjobs", "same", "Succeeded");
   std::optional<json> tf_job = WaitCondition("tfjobs", "same", "Succeeded");

@@ -19,7 +19,6 @@
 namespace coach::e2e::kube {
 namespace {
 
-
 // What a child must not take from the test's environment: it sees only the server and
 // the kubeconfig the fixture gives it.
 std::vector<std::string> DroppedEnv() { return {"COACH_", "KUBECONFIG="}; }
@@ -73,8 +72,8 @@ absl::Status ControlPlane::Start() {
   if (!dir.ok()) return dir.status();
   cp->dir_ = *dir;
   const absl::Time begin = absl::Now();
-  CmdResult up = RunCommand({"/bin/bash", cp->script_, "up", "--dir", cp->dir_}, "",
-                            absl::Seconds(180));
+  CmdResult up =
+      RunCommand({"/bin/bash", cp->script_, "up", "--dir", cp->dir_}, "", absl::Seconds(180));
   if (up.exit_code != 0) {
     RunCommand({"/bin/bash", cp->script_, "down", "--dir", cp->dir_}, "", absl::Seconds(60));
     return absl::UnavailableError(absl::StrCat("testenv up exited ", up.exit_code, ":\n", up.err));
@@ -86,8 +85,8 @@ absl::Status ControlPlane::Start() {
   if (crds.exit_code != 0) {
     return absl::InternalError(absl::StrCat("applying the CRDs: ", crds.err));
   }
-  CmdResult est = cp->Kubectl({"wait", "--for=condition=Established", "crd", "--all",
-                               "--timeout=60s"});
+  CmdResult est =
+      cp->Kubectl({"wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"});
   if (est.exit_code != 0) {
     return absl::InternalError(absl::StrCat("CRDs not established: ", est.err));
   }
@@ -249,16 +248,21 @@ void KubeTest::SetUp() {
   CmdResult r = Kubectl({"create", "namespace", ns_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Pods need the namespace's default ServiceAccount (the controller-manager makes it).
-  ASSERT_TRUE(WaitFor([&] { return Kubectl({"get", "sa", "default", "-n", ns_}).exit_code == 0; },
-                      absl::Seconds(60)));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Kubectl({"get", "sa", "default", "-n", ns_}).exit_code == 0;
+      },
+      absl::Seconds(60)));
 }
 
 void KubeTest::TearDown() {
   if (ns_.empty()) return;
   if (HasFailure()) {
     std::fprintf(stderr, "[kube-e2e] %s failed; objects:\n%s\n", ns_.c_str(),
-                 Kubectl({"get", "pods,svc,cm,pytorchjobs,tfjobs,xgboostjobs,mpijobs,paddlejobs,"
-                          "jaxjobs", "-n", ns_, "-o", "wide"})
+                 Kubectl({"get",
+                          "pods,svc,cm,pytorchjobs,tfjobs,xgboostjobs,mpijobs,paddlejobs,"
+                          "jaxjobs",
+                          "-n", ns_, "-o", "wide"})
                      .out.c_str());
     if (op_ != nullptr) std::fprintf(stderr, "%s\n", OperatorLogTail(6000).c_str());
   }

@@ -30,15 +30,14 @@ class LeaderElectionTest : public KubeTest {
     return std::make_unique<OperatorProcess>(
         name, absl::StrCat(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp"),
         cp().kubeconfig(),
-        std::vector<std::string>{"--leader-elect", "--leader-elect-namespace=default",
-                                 absl::StrCat("--leader-elect-lease-name=", kLease),
-                                 "--leader-elect-lease-duration=4s",
-                                 "--leader-elect-renew-deadline=3s",
-                                 "--leader-elect-retry-period=1s"});
+        std::vector<std::string>{
+            "--leader-elect", "--leader-elect-namespace=default",
+            absl::StrCat("--leader-elect-lease-name=", kLease), "--leader-elect-lease-duration=4s",
+            "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s"});
   }
   std::string Holder() {
-    CmdResult r = Kubectl({"get", "lease", kLease, "-n", "default", "-o",
-                           "jsonpath={.spec.holderIdentity}"});
+    CmdResult r =
+        Kubectl({"get", "lease", kLease, "-n", "default", "-o", "jsonpath={.spec.holderIdentity}"});
     return r.exit_code == 0 ? r.out : "";
   }
   static bool Leads(const OperatorProcess& op) { return absl::StrContains(op.Log(), "now leads"); }
@@ -95,9 +94,9 @@ spec:
   EXPECT_FALSE(Leads(*follower)) << follower->Log();
   // Every replica serves the API: the follower, whose backend has no caches, describes the
   // job's replicas from the API server.
-  CmdResult described = RunCommand({Runfile("sdk/cpp/cli/coach"), "--server", follower->server(),
-                                    "describe", "le", "-n", ns()},
-                                   "", absl::Seconds(30));
+  CmdResult described = RunCommand(
+      {Runfile("sdk/cpp/cli/coach"), "--server", follower->server(), "describe", "le", "-n", ns()},
+      "", absl::Seconds(30));
   EXPECT_EQ(described.exit_code, 0) << described.out << described.err;
   EXPECT_TRUE(absl::StrContains(described.out, "le-master-0")) << described.out;
   EXPECT_TRUE(absl::StrContains(described.out, "le-worker-0")) << described.out;

@@ -21,7 +21,8 @@ std::string Job(const std::string& name, int run_seconds) {
   return absl::StrCat(R"(apiVersion: kubeflow.org/v1
 kind: PyTorchJob
 metadata:
-  name: )", name, R"(
+  name: )",
+                      name, R"(
 spec:
   pytorchReplicaSpecs:
     Master:
@@ -29,7 +30,8 @@ spec:
       restartPolicy: Never
       template:
         metadata:
-          annotations: {coach.test/exit-code: "0", coach.test/run-seconds: ")", run_seconds, R"("}
+          annotations: {coach.test/exit-code: "0", coach.test/run-seconds: ")",
+                      run_seconds, R"("}
         spec:
           containers: [{name: pytorch, image: coach.local/none}]
     Worker:
@@ -37,7 +39,8 @@ spec:
       restartPolicy: Never
       template:
         metadata:
-          annotations: {coach.test/exit-code: "0", coach.test/run-seconds: ")", run_seconds, R"("}
+          annotations: {coach.test/exit-code: "0", coach.test/run-seconds: ")",
+                      run_seconds, R"("}
         spec:
           containers: [{name: pytorch, image: coach.local/none}]
 )");

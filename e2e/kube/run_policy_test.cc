@@ -25,15 +25,16 @@ std::string PyTorch(const std::string& name, const std::string& master_policy,
                     const std::string& worker_ann = "", const std::string& run_policy = "") {
   auto spec = [](const std::string& type, int n, const std::string& policy,
                  const std::string& ann) {
-    std::string s = absl::StrCat("    ", type, ":\n      replicas: ", n, "\n      restartPolicy: ",
-                                 policy, "\n      template:\n");
-    if (!ann.empty()) absl::StrAppend(&s, "        metadata:\n          annotations: {", ann, "}\n");
+    std::string s = absl::StrCat("    ", type, ":\n      replicas: ", n,
+                                 "\n      restartPolicy: ", policy, "\n      template:\n");
+    if (!ann.empty())
+      absl::StrAppend(&s, "        metadata:\n          annotations: {", ann, "}\n");
     absl::StrAppend(&s, "        spec:\n          containers:\n          - name: pytorch\n",
                     "            image: coach.local/none\n");
     return s;
   };
-  std::string y = absl::StrCat("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: ",
-                               name, "\nspec:\n");
+  std::string y = absl::StrCat(
+      "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: ", name, "\nspec:\n");
   if (!run_policy.empty()) absl::StrAppend(&y, "  runPolicy:\n", run_policy);
   absl::StrAppend(&y, "  pytorchReplicaSpecs:\n", spec("Master", 1, master_policy, master_ann));
   if (workers > 0) absl::StrAppend(&y, spec("Worker", workers, "Never", worker_ann));
@@ -56,11 +57,11 @@ class RunPolicyTest : public KubeTest {
 };
 
 TEST_F(RunPolicyTest, ExitCode137RecreatesThePod) {
-  Apply(PyTorch("ec137", "ExitCode",
-                "coach.test/exit-code: \"137\", coach.test/run-seconds: \"2\""));
+  Apply(
+      PyTorch("ec137", "ExitCode", "coach.test/exit-code: \"137\", coach.test/run-seconds: \"2\""));
   std::string first;
-  ASSERT_TRUE(WaitFor([&] { return !(first = PodUid("ec137-master-0")).empty(); },
-                      absl::Seconds(60)));
+  ASSERT_TRUE(
+      WaitFor([&] { return !(first = PodUid("ec137-master-0")).empty(); }, absl::Seconds(60)));
   const absl::Time begin = absl::Now();
   std::string second;
   ASSERT_TRUE(WaitFor(
@@ -98,8 +99,8 @@ TEST_F(RunPolicyTest, ExitCode1FailsTheJob) {
 }
 
 TEST_F(RunPolicyTest, OnFailureRestartsCountTowardsBackoffLimit) {
-  Apply(PyTorch("bo", "OnFailure", "coach.test/exit-code: \"1\", coach.test/run-seconds: \"1\"",
-                0, "", "    backoffLimit: 2\n"));
+  Apply(PyTorch("bo", "OnFailure", "coach.test/exit-code: \"1\", coach.test/run-seconds: \"1\"", 0,
+                "", "    backoffLimit: 2\n"));
   const absl::Time begin = absl::Now();
   std::optional<json> j = WaitCondition("pytorchjobs", "bo", "Failed", absl::Seconds(120));
   ASSERT_TRUE(j);
@@ -132,8 +133,8 @@ TEST_F(RunPolicyTest, ActiveDeadlineFiresWithoutPodEvents) {
 }
 
 TEST_F(RunPolicyTest, TtlDeletesTheFinishedJob) {
-  Apply(PyTorch("ttl", "Never", "coach.test/exit-code: \"0\", coach.test/run-seconds: \"1\"", 0,
-                "", "    ttlSecondsAfterFinished: 4\n"));
+  Apply(PyTorch("ttl", "Never", "coach.test/exit-code: \"0\", coach.test/run-seconds: \"1\"", 0, "",
+                "    ttlSecondsAfterFinished: 4\n"));
   std::optional<json> j = WaitCondition("pytorchjobs", "ttl", "Succeeded");
   ASSERT_TRUE(j);
   const absl::Time completion = ParseTime((*j)["status"].value("completionTime", ""));
@@ -149,8 +150,8 @@ TEST_F(RunPolicyTest, TtlDeletesTheFinishedJob) {
 }
 
 TEST_F(RunPolicyTest, CleanPodPolicyAll) {
-  Apply(PyTorch("cpa", "Never", "coach.test/exit-code: \"0\", coach.test/run-seconds: \"2\"", 1,
-                "", "    cleanPodPolicy: All\n"));
+  Apply(PyTorch("cpa", "Never", "coach.test/exit-code: \"0\", coach.test/run-seconds: \"2\"", 1, "",
+                "    cleanPodPolicy: All\n"));
   ASSERT_TRUE(WaitFor([&] { return JobPods("cpa").size() == 2; }, absl::Seconds(60)));
   ASSERT_TRUE(WaitCondition("pytorchjobs", "cpa", "Succeeded"));
   EXPECT_TRUE(WaitFor(
@@ -163,14 +164,14 @@ TEST_F(RunPolicyTest, CleanPodPolicyAll) {
 }
 
 TEST_F(RunPolicyTest, CleanPodPolicyRunning) {
-  Apply(PyTorch("cpr", "Never", "coach.test/exit-code: \"0\", coach.test/run-seconds: \"2\"", 1,
-                "", "    cleanPodPolicy: Running\n"));
+  Apply(PyTorch("cpr", "Never", "coach.test/exit-code: \"0\", coach.test/run-seconds: \"2\"", 1, "",
+                "    cleanPodPolicy: Running\n"));
   ASSERT_TRUE(WaitFor([&] { return JobPods("cpr").size() == 2; }, absl::Seconds(60)));
   ASSERT_TRUE(WaitCondition("pytorchjobs", "cpr", "Succeeded"));
   // The Running worker goes (with its service); the Succeeded master stays.
   EXPECT_TRUE(WaitFor([&] { return !Get("pod", "cpr-worker-0").has_value(); }, absl::Seconds(30)));
-  EXPECT_TRUE(WaitFor([&] { return !Get("service", "cpr-worker-0").has_value(); },
-                      absl::Seconds(30)));
+  EXPECT_TRUE(
+      WaitFor([&] { return !Get("service", "cpr-worker-0").has_value(); }, absl::Seconds(30)));
   std::optional<json> master = Get("pod", "cpr-master-0");
   ASSERT_TRUE(master);
   EXPECT_EQ((*master)["status"].value("phase", ""), "Succeeded");

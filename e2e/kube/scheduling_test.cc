@@ -40,13 +40,16 @@ std::string PodGroupCrd(const std::string& group, const std::string& version) {
   return absl::StrCat(R"(apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: podgroups.)", group, R"(
+  name: podgroups.)",
+                      group, R"(
 spec:
-  group: )", group, R"(
+  group: )",
+                      group, R"(
   scope: Namespaced
   names: {plural: podgroups, singular: podgroup, kind: PodGroup, listKind: PodGroupList}
   versions:
-  - name: )", version, R"(
+  - name: )",
+                      version, R"(
     served: true
     storage: true
     subresources: {status: {}}
@@ -62,10 +65,11 @@ spec:
 // Master 1 + Worker 2 that stay Running once they run (they never run here when gang
 // scheduled: no scheduler binds them).
 std::string PyTorchJob(const std::string& name, const std::string& run_policy) {
-  std::string y = absl::StrCat("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: ",
-                               name, "\nspec:\n", run_policy, "  pytorchReplicaSpecs:\n");
-  for (const auto& [type, n] : std::vector<std::pair<std::string, int>>{{"Master", 1},
-                                                                         {"Worker", 2}}) {
+  std::string y =
+      absl::StrCat("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: ", name,
+                   "\nspec:\n", run_policy, "  pytorchReplicaSpecs:\n");
+  for (const auto& [type, n] :
+       std::vector<std::pair<std::string, int>>{{"Master", 1}, {"Worker", 2}}) {
     absl::StrAppend(&y, "    ", type, ":\n      replicas: ", n,
                     "\n      restartPolicy: Never\n      template:\n        spec:\n"
                     "          containers:\n          - name: pytorch\n"
@@ -106,7 +110,8 @@ class SchedulingTest : public KubeTest {
           return pods.size() == n;
         },
         absl::Seconds(60)))
-        << "pods: " << pods.size() << " want " << n << "\n" << OperatorLogTail();
+        << "pods: " << pods.size() << " want " << n << "\n"
+        << OperatorLogTail();
     return pods;
   }
   std::optional<json> WaitPodGroup(const std::string& resource, const std::string& name) {
@@ -117,7 +122,8 @@ class SchedulingTest : public KubeTest {
           return pg.has_value();
         },
         absl::Seconds(60)))
-        << "no " << resource << " " << name << "\n" << OperatorLogTail();
+        << "no " << resource << " " << name << "\n"
+        << OperatorLogTail();
     return pg;
   }
   void ExpectOwnedByJob(const json& obj, const std::string& job) {
@@ -133,8 +139,7 @@ class SchedulingTest : public KubeTest {
 };
 
 TEST_F(SchedulingTest, VolcanoPodGroupAndPods) {
-  StartOperator({"--gang-scheduler=volcano"},
-                PodGroupCrd("scheduling.volcano.sh", "v1beta1"));
+  StartOperator({"--gang-scheduler=volcano"}, PodGroupCrd("scheduling.volcano.sh", "v1beta1"));
   if (HasFatalFailure()) return;
   const std::string pg_resource = "podgroups.v1beta1.scheduling.volcano.sh";
   Apply(PyTorchJob("vc", R"(  runPolicy:
@@ -154,7 +159,8 @@ TEST_F(SchedulingTest, VolcanoPodGroupAndPods) {
   std::vector<json> pods = WaitPods("vc", 3);
   for (const json& p : pods) {
     const std::string name = p["metadata"]["name"];
-    const std::string type = p["metadata"]["labels"].value("training.kubeflow.org/replica-type", "");
+    const std::string type =
+        p["metadata"]["labels"].value("training.kubeflow.org/replica-type", "");
     EXPECT_EQ(p["spec"].value("schedulerName", ""), "volcano") << name;
     const json ann = p["metadata"].value("annotations", json::object());
     EXPECT_EQ(ann.value("scheduling.k8s.io/group-name", ""), "vc") << name;
@@ -227,9 +233,9 @@ TEST_F(SchedulingTest, ManagedByMultiKueueIsLeftAlone) {
   std::optional<json> mk = Get("pytorchjobs", "mk");
   ASSERT_TRUE(mk.has_value());
   const json status = mk->value("status", json::object());
-  EXPECT_TRUE(status.empty() || (!status.contains("conditions") &&
-                                 !status.contains("replicaStatuses") &&
-                                 !status.contains("startTime")))
+  EXPECT_TRUE(status.empty() ||
+              (!status.contains("conditions") && !status.contains("replicaStatuses") &&
+               !status.contains("startTime")))
       << status.dump();
   // The control job's status is written.
   std::optional<json> own = Get("pytorchjobs", "own");

@@ -78,7 +78,8 @@ TEST(ApiTest, BadManifestsAndRequests) {
   EXPECT_TRUE(absl::StrContains(bad.status().message(), "spec.pytorchReplicaSpecs.Worker.replicas"))
       << bad.status();
   for (const char* broken :
-       {"{{{ not yaml", "", "apiVersion: kubeflow.org/v1\nkind: NoSuchJob\nmetadata: {name: x}\n"}) {
+       {"{{{ not yaml", "",
+        "apiVersion: kubeflow.org/v1\nkind: NoSuchJob\nmetadata: {name: x}\n"}) {
     absl::StatusOr<TrainingJob> r = client.CreateJobFromManifest(broken, kNs);
     EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << "'" << broken << "': " << r.status();
   }
@@ -135,7 +136,8 @@ TEST(ApiTest, BadManifestsAndRequests) {
   WriteFileOrDie(bad_file, kBadManifest);
   CliResult submit = op->Cli({"submit", "-f", bad_file});
   EXPECT_EQ(submit.exit_code, 1) << submit.out << submit.err;
-  EXPECT_TRUE(absl::StrContains(submit.err + submit.out, "spec.pytorchReplicaSpecs.Worker.replicas"))
+  EXPECT_TRUE(
+      absl::StrContains(submit.err + submit.out, "spec.pytorchReplicaSpecs.Worker.replicas"))
       << submit.err;
   EXPECT_TRUE(absl::StrContains(submit.err + submit.out, "metadata.name")) << submit.err;
   CliResult get = op->Cli({"get", "nobody"});

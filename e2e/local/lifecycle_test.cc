@@ -45,8 +45,8 @@ TEST_F(LifecycleTest, ShellJobSucceeds) {
   // still starting (upstream counts only Running/Succeeded/Failed pods).
   const std::string replicas_dir = op_->state_dir() + "/replicas/default/hello";
   const std::string script = absl::StrCat(
-      "echo \"ok from $HOSTNAME rank $RANK\"; [ \"$RANK\" != 0 ] && exit 0; n=0; ",
-      "while [ ! -e ", replicas_dir, "/hello-worker-0/exit ] || [ ! -e ", replicas_dir,
+      "echo \"ok from $HOSTNAME rank $RANK\"; [ \"$RANK\" != 0 ] && exit 0; n=0; ", "while [ ! -e ",
+      replicas_dir, "/hello-worker-0/exit ] || [ ! -e ", replicas_dir,
       "/hello-worker-1/exit ]; do [ $n -gt 1200 ] && exit 3; sleep 0.1; n=$((n+1)); done");
   const TrainingJob job =
       BuildOrDie(ShellJob("hello", script).Masters(1).Workers(2).RestartPolicy("Never"));
@@ -158,8 +158,7 @@ TEST_F(LifecycleTest, ExitOneWithNeverFails) {
   for (const auto& [type, rs] : done->status().replica_statuses()) failed += rs.failed();
   EXPECT_GE(failed, 1) << done->status().ShortDebugString();
 
-  absl::StatusOr<api::v1::DescribeJobResponse> described =
-      op_->client().DescribeJob(kNs, "broken");
+  absl::StatusOr<api::v1::DescribeJobResponse> described = op_->client().DescribeJob(kNs, "broken");
   ASSERT_TRUE(described.ok()) << described.status();
   bool exit_one = false;
   for (const api::v1::ReplicaState& r : described->replicas()) {
@@ -180,9 +179,9 @@ TEST_F(LifecycleTest, ExitCodeRetryableThenSucceeds) {
   // exits 0. One Master only: the Master decides a PyTorchJob, so a Worker still being
   // restarted when the Master ends would be left Pending.
   const std::string dir = op_->root() + "/work";
-  const std::string script = absl::StrCat(
-      "echo run >> ", dir, "/runs-$HOSTNAME; if [ -e ", dir, "/marker-$HOSTNAME ]; then exit 0; fi; ",
-      "touch ", dir, "/marker-$HOSTNAME; exit 137");
+  const std::string script = absl::StrCat("echo run >> ", dir, "/runs-$HOSTNAME; if [ -e ", dir,
+                                          "/marker-$HOSTNAME ]; then exit 0; fi; ", "touch ", dir,
+                                          "/marker-$HOSTNAME; exit 137");
   const TrainingJob job =
       BuildOrDie(ShellJob("retry", script).Masters(1).RestartPolicy("ExitCode"));
   ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());
@@ -205,10 +204,10 @@ TEST_F(LifecycleTest, ExitCodeRetryableThenSucceeds) {
 
 TEST_F(LifecycleTest, ExitCodePermanentFails) {
   const std::string dir = op_->root() + "/work";
-  const TrainingJob job = BuildOrDie(
-      ShellJob("permanent", absl::StrCat("echo run >> ", dir, "/runs-$HOSTNAME; exit 1"))
-          .Masters(1)
-          .RestartPolicy("ExitCode"));
+  const TrainingJob job =
+      BuildOrDie(ShellJob("permanent", absl::StrCat("echo run >> ", dir, "/runs-$HOSTNAME; exit 1"))
+                     .Masters(1)
+                     .RestartPolicy("ExitCode"));
   ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());
 
   absl::StatusOr<TrainingJob> done =

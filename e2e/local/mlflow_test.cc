@@ -101,9 +101,8 @@ class MlflowE2eTest : public ::testing::Test {
   }
 
   int RunsInExperiment() {
-    absl::StatusOr<std::string> out =
-        MlflowServer::RunPython("search_runs.py", {"e2e", "-", ""},
-                                {{"MLFLOW_TRACKING_URI", uri_}});
+    absl::StatusOr<std::string> out = MlflowServer::RunPython("search_runs.py", {"e2e", "-", ""},
+                                                              {{"MLFLOW_TRACKING_URI", uri_}});
     EXPECT_TRUE(out.ok()) << out.status();
     return out.ok() ? static_cast<int>(Json::parse(*out)["runs"].size()) : -1;
   }
@@ -150,12 +149,13 @@ TEST_F(MlflowE2eTest, SucceededJobHasOneFinishedRunWithTagsParamsLogsAndEnv) {
   COACH_REQUIRE_MLFLOW(server, MlflowServer::Start());
   uri_ = server->uri();
   StartOperator(uri_);
-  const TrainingJob created = Submit(
-      ShellJob("ok", "echo \"hello from $HOSTNAME run=$MLFLOW_RUN_ID exp=$MLFLOW_EXPERIMENT_ID "
-                     "uri=$MLFLOW_TRACKING_URI\"; sleep 1")
-          .Masters(1)
-          .Workers(1)
-          .RestartPolicy("Never"));
+  const TrainingJob created =
+      Submit(ShellJob("ok",
+                      "echo \"hello from $HOSTNAME run=$MLFLOW_RUN_ID exp=$MLFLOW_EXPERIMENT_ID "
+                      "uri=$MLFLOW_TRACKING_URI\"; sleep 1")
+                 .Masters(1)
+                 .Workers(1)
+                 .RestartPolicy("Never"));
   const TrainingJob done = WaitFinished("ok");
   ASSERT_TRUE(sdk::IsJobSucceeded(done)) << done.status().ShortDebugString();
   const std::string run_id = RunIdOf("ok");
@@ -197,12 +197,15 @@ TEST_F(MlflowE2eTest, FailedJobFailsItsRunAndDeletedJobKillsIt) {
   Json run = WaitRunStatus(RunIdOf("bad"), "FAILED", {"--artifact", "logs/master-0.log"});
   EXPECT_EQ(run["tags"]["coach.state"], "Failed");
   EXPECT_TRUE(run["end_time"].is_number());
-  EXPECT_TRUE(absl::StrContains(std::string(run["artifacts"]["logs/master-0.log"]), "about to fail"));
+  EXPECT_TRUE(
+      absl::StrContains(std::string(run["artifacts"]["logs/master-0.log"]), "about to fail"));
 
   const std::string del_run = RunIdOf("del");
-  ASSERT_TRUE(op_->WaitJob("del", [](const TrainingJob& j) {
-                   return reconcile::HasTrueCondition(j.status(), "Running");
-                 }).ok());
+  ASSERT_TRUE(op_->WaitJob("del",
+                           [](const TrainingJob& j) {
+                             return reconcile::HasTrueCondition(j.status(), "Running");
+                           })
+                  .ok());
   absl::SleepFor(absl::Milliseconds(500));
   const int64_t before_ms = absl::ToUnixMillis(absl::Now());
   ASSERT_TRUE(op_->client().DeleteJob(kNs, "del").ok());
@@ -258,7 +261,9 @@ with mlflow.start_run() as run:  # resumes MLFLOW_RUN_ID
         mlflow.log_metric("torch_loss", loss.item(), step=step)
 print("trained", flush=True)
 )");
-  Submit(ShellJob("torch", absl::StrCat("exec ", *python, " ", script)).Masters(1).RestartPolicy("Never"));
+  Submit(ShellJob("torch", absl::StrCat("exec ", *python, " ", script))
+             .Masters(1)
+             .RestartPolicy("Never"));
   const TrainingJob done = WaitFinished("torch", absl::Minutes(3));
   ASSERT_TRUE(sdk::IsJobSucceeded(done)) << op_->Logs("torch", "master-0").value_or("");
   // The script's `with` block ends the run itself; the operator's outcome lands after it.
@@ -287,7 +292,8 @@ TEST_F(MlflowE2eTest, CoachMetricLinesThroughCoachLaunchLandWithSteps) {
              .RestartPolicy("Never"));
   const TrainingJob done = WaitFinished("launch");
   ASSERT_TRUE(sdk::IsJobSucceeded(done)) << op_->Logs("launch", "master-0").value_or("");
-  Json run = WaitRunStatus(RunIdOf("launch"), "FINISHED", {"--metric", "cl_loss", "--metric", "cl_acc"});
+  Json run =
+      WaitRunStatus(RunIdOf("launch"), "FINISHED", {"--metric", "cl_loss", "--metric", "cl_acc"});
   EXPECT_EQ(run["metrics"]["cl_loss"]["count"], 8);
   EXPECT_EQ(run["metrics"]["cl_loss"]["distinct_steps"], 8);
   EXPECT_EQ(run["metrics"]["cl_acc"]["max_step"], 9);
@@ -322,7 +328,8 @@ TEST_F(MlflowE2eTest, ServerDownMidJobNeitherSlowsNorLosesPoints) {
   ASSERT_TRUE(sdk::IsJobSucceeded(done)) << op_->Logs("outage", "master-0").value_or("");
   const double after_back =
       absl::ToDoubleSeconds(reconcile::FromTimestamp(done.status().completion_time()) - back);
-  for (absl::string_view line : absl::StrSplit(op_->Logs("outage", "master-0").value_or(""), '\n')) {
+  for (absl::string_view line :
+       absl::StrSplit(op_->Logs("outage", "master-0").value_or(""), '\n')) {
     if (absl::StartsWith(line, "coach-launch:")) std::printf("%s\n", std::string(line).c_str());
   }
   std::printf("outage job: completed %.2f s after the server was back (30 points x 0.2 s = 6 s)\n",

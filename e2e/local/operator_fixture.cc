@@ -177,8 +177,8 @@ absl::StatusOr<api::v1::TrainingJob> OperatorFixture::WaitJob(
   }
   if (!last.ok()) return last.status();
   return absl::DeadlineExceededError(absl::StrCat("job ", name, " did not reach the state in ",
-                                                  absl::FormatDuration(timeout), "; last: ",
-                                                  last->status().ShortDebugString()));
+                                                  absl::FormatDuration(timeout),
+                                                  "; last: ", last->status().ShortDebugString()));
 }
 
 absl::Status OperatorFixture::WaitJobGone(const std::string& name, absl::Duration timeout,

@@ -104,9 +104,9 @@ class OperatorFixture {
   absl::StatusOr<std::string> Logs(const std::string& name, const std::string& replica,
                                    const std::string& namespace_ = "default");
 
-  const std::string& root() const { return root_; }          // the fixture's directory
+  const std::string& root() const { return root_; }  // the fixture's directory
   const std::string& state_dir() const { return state_dir_; }
-  const std::string& home() const { return home_; }          // the operator's HOME
+  const std::string& home() const { return home_; }           // the operator's HOME
   std::string server() const { return operator_->server(); }  // "127.0.0.1:<grpc port>"
   // The operator's log of every start so far, concatenated (for failure messages).
   std::string OperatorLog() const { return operator_->Log(); }

@@ -71,8 +71,8 @@ TEST_F(ResilienceTest, OperatorKill9MidJobThenRestart) {
                              kNs)
                   .ok());
   ASSERT_TRUE(Eventually([&] { return Lines(starts).size() == 3; })) << ReadFileOrEmpty(starts);
-  ASSERT_TRUE(op_->WaitJob("survivor", [](const TrainingJob& j) { return sdk::IsJobRunning(j); })
-                  .ok());
+  ASSERT_TRUE(
+      op_->WaitJob("survivor", [](const TrainingJob& j) { return sdk::IsJobRunning(j); }).ok());
 
   ASSERT_TRUE(op_->Kill9().ok());
   // The replicas outlive the operator; one of them ends while it is down.
@@ -97,9 +97,9 @@ TEST_F(ResilienceTest, OperatorKill9MidJobThenRestart) {
   // Exactly one start per replica.
   std::map<std::string, int> per_replica;
   for (const std::string& line : Lines(starts)) ++per_replica[line];
-  EXPECT_EQ(per_replica, (std::map<std::string, int>{{"survivor-master-0", 1},
-                                                      {"survivor-worker-0", 1},
-                                                      {"survivor-worker-1", 1}}))
+  EXPECT_EQ(per_replica,
+            (std::map<std::string, int>{
+                {"survivor-master-0", 1}, {"survivor-worker-0", 1}, {"survivor-worker-1", 1}}))
       << ReadFileOrEmpty(starts);
   absl::StatusOr<api::v1::DescribeJobResponse> described =
       op_->client().DescribeJob(kNs, "survivor");

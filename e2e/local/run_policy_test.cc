@@ -60,7 +60,8 @@ TEST_F(RunPolicyTest, ActiveDeadlineFailsAnIdleJob) {
                                          .ActiveDeadlineSeconds(3));
   const absl::Time created = absl::Now();
   ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());
-  ASSERT_TRUE(Eventually([&] { return HasProcess("sleep 300"); })) << DescribeProcesses(op_->Processes());
+  ASSERT_TRUE(Eventually([&] { return HasProcess("sleep 300"); }))
+      << DescribeProcesses(op_->Processes());
 
   absl::StatusOr<TrainingJob> done =
       op_->WaitJob("deadline", [](const TrainingJob& j) { return sdk::IsJobFinished(j); });
@@ -117,10 +118,10 @@ TEST_F(RunPolicyTest, SuspendStopsProcessesAndResumeRunsAgain) {
   ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());
   const std::string master_runs = work_ + "/runs-pausable-master-0";
   const std::string worker_runs = work_ + "/runs-pausable-worker-0";
-  ASSERT_TRUE(Eventually(
-      [&] { return CountLines(master_runs) == 1 && CountLines(worker_runs) == 1; }));
-  ASSERT_TRUE(op_->WaitJob("pausable", [](const TrainingJob& j) { return sdk::IsJobRunning(j); })
-                  .ok());
+  ASSERT_TRUE(
+      Eventually([&] { return CountLines(master_runs) == 1 && CountLines(worker_runs) == 1; }));
+  ASSERT_TRUE(
+      op_->WaitJob("pausable", [](const TrainingJob& j) { return sdk::IsJobRunning(j); }).ok());
 
   absl::StatusOr<TrainingJob> suspended = op_->client().SuspendJob(kNs, "pausable");
   ASSERT_TRUE(suspended.ok()) << suspended.status();
@@ -155,8 +156,8 @@ TEST_F(RunPolicyTest, SuspendStopsProcessesAndResumeRunsAgain) {
 }
 
 TEST_F(RunPolicyTest, DeleteWhileRunningLeavesNoProcess) {
-  const TrainingJob job = BuildOrDie(
-      ShellJob("doomed", "sleep 300").Masters(1).Workers(2).RestartPolicy("OnFailure"));
+  const TrainingJob job =
+      BuildOrDie(ShellJob("doomed", "sleep 300").Masters(1).Workers(2).RestartPolicy("OnFailure"));
   ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());
   ASSERT_TRUE(Eventually([&] {
     int sleeps = 0;
@@ -173,8 +174,8 @@ TEST_F(RunPolicyTest, DeleteWhileRunningLeavesNoProcess) {
   EXPECT_TRUE(absl::IsNotFound(op_->client().DeleteJob(kNs, "doomed")));
 
   // The same through the CLI.
-  ASSERT_TRUE(op_->client().CreateJob(BuildOrDie(ShellJob("doomed2", "sleep 300").Masters(1)), kNs)
-                  .ok());
+  ASSERT_TRUE(
+      op_->client().CreateJob(BuildOrDie(ShellJob("doomed2", "sleep 300").Masters(1)), kNs).ok());
   ASSERT_TRUE(Eventually([&] { return HasProcess("sleep 300"); }));
   CliResult deleted = op_->Cli({"delete", "doomed2"});
   EXPECT_EQ(deleted.exit_code, 0) << deleted.out << deleted.err;

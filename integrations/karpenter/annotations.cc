@@ -10,8 +10,7 @@ namespace coach::karpenter {
 namespace {
 
 absl::Status Bad(const char* annotation, absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("metadata.annotations[", annotation, "]: ", why));
+  return absl::InvalidArgumentError(absl::StrCat("metadata.annotations[", annotation, "]: ", why));
 }
 
 const std::string* Find(const Annotations& annotations, const char* key) {
@@ -44,7 +43,8 @@ absl::StatusOr<JobOptions> ParseJobOptions(const Annotations& annotations) {
   JobOptions options;
   if (const std::string* v = Find(annotations, kAnnotationKarpenter)) {
     if (*v != "true" && *v != "false") {
-      return Bad(kAnnotationKarpenter, absl::StrCat("must be \"true\" or \"false\", got \"", *v, "\""));
+      return Bad(kAnnotationKarpenter,
+                 absl::StrCat("must be \"true\" or \"false\", got \"", *v, "\""));
     }
     options.enabled = *v == "true";
   }

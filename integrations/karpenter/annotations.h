@@ -10,7 +10,8 @@
 //   coach.dev/gpu-instance-family    comma list, e.g. "g5,g4dn"
 //                                    -> karpenter.k8s.aws/instance-family In (accelerator replicas)
 //   coach.dev/gpu-name               comma list, e.g. "a10g,t4"
-//                                    -> karpenter.k8s.aws/instance-gpu-name In (accelerator replicas)
+//                                    -> karpenter.k8s.aws/instance-gpu-name In (accelerator
+//                                    replicas)
 //   coach.dev/cpu-instance-family    comma list, e.g. "c5,m5"
 //                                    -> karpenter.k8s.aws/instance-family In (the other replicas)
 //   coach.dev/zone-policy            none | preferred | required: whether the job's replicas are

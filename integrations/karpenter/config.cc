@@ -36,8 +36,8 @@ absl::StatusOr<Taint> ParseTaint(absl::string_view text) {
   if (text.empty()) return Taint{};
   const size_t colon = text.rfind(':');
   if (colon == absl::string_view::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("\"", text, "\": want key[=value]:Effect, e.g. nvidia.com/gpu=true:NoSchedule"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", text, "\": want key[=value]:Effect, e.g. nvidia.com/gpu=true:NoSchedule"));
   }
   Taint taint;
   taint.effect = std::string(text.substr(colon + 1));
@@ -51,12 +51,12 @@ absl::StatusOr<Taint> ParseTaint(absl::string_view text) {
   taint.key = std::string(key_value.substr(0, eq));
   if (eq != absl::string_view::npos) taint.value = std::string(key_value.substr(eq + 1));
   if (!IsLabelKey(taint.key)) {
-    return absl::InvalidArgumentError(absl::StrCat("\"", text, "\": \"", taint.key,
-                                                   "\" is not a valid taint key"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", text, "\": \"", taint.key, "\" is not a valid taint key"));
   }
   if (!taint.value.empty() && !IsLabelValue(taint.value)) {
-    return absl::InvalidArgumentError(absl::StrCat("\"", text, "\": \"", taint.value,
-                                                   "\" is not a valid taint value"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", text, "\": \"", taint.value, "\" is not a valid taint value"));
   }
   return taint;
 }

@@ -40,11 +40,11 @@ struct Config {
 
 // The settings as command-line flags spell them (the operator's and `coach render`'s).
 struct ConfigFlags {
-  bool enabled = false;                                  // --karpenter
-  std::string gpu_nodepool = "gpu-workloads";           // --karpenter-gpu-nodepool
-  std::string cpu_nodepool = "training-workloads";      // --karpenter-cpu-nodepool
+  bool enabled = false;                                      // --karpenter
+  std::string gpu_nodepool = "gpu-workloads";                // --karpenter-gpu-nodepool
+  std::string cpu_nodepool = "training-workloads";           // --karpenter-cpu-nodepool
   std::string gpu_taint = "nvidia.com/gpu=true:NoSchedule";  // --karpenter-gpu-taint
-  std::string zone_policy = "preferred";                 // --karpenter-zone-policy
+  std::string zone_policy = "preferred";                     // --karpenter-zone-policy
 };
 
 // The checked Config. InvalidArgument naming the flag: pools must be label values (the CPU

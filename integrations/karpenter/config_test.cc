@@ -1,8 +1,8 @@
 #include "integrations/karpenter/config.h"
 
-#include <vector>
-
 #include <gtest/gtest.h>
+
+#include <vector>
 
 namespace coach::karpenter {
 namespace {
@@ -19,11 +19,11 @@ TEST(ParseTaintTest, Table) {
       {"nvidia.com/gpu:NoSchedule", true, {"nvidia.com/gpu", "", "NoSchedule"}},
       {"gpu=yes:NoExecute", true, {"gpu", "yes", "NoExecute"}},
       {"", true, {}},
-      {"nvidia.com/gpu=true", false, {}},           // no effect
-      {"nvidia.com/gpu=true:Never", false, {}},     // unknown effect
-      {"=true:NoSchedule", false, {}},              // no key
-      {"a b=true:NoSchedule", false, {}},           // bad key
-      {"gpu=not valid:NoSchedule", false, {}},      // bad value
+      {"nvidia.com/gpu=true", false, {}},        // no effect
+      {"nvidia.com/gpu=true:Never", false, {}},  // unknown effect
+      {"=true:NoSchedule", false, {}},           // no key
+      {"a b=true:NoSchedule", false, {}},        // bad key
+      {"gpu=not valid:NoSchedule", false, {}},   // bad value
   };
   for (const TaintCase& c : cases) {
     SCOPED_TRACE(c.text);
@@ -61,11 +61,15 @@ TEST(ConfigFromFlagsTest, Table) {
       {"defaults", ConfigFlags{}, nullptr},
       {"no CPU pool", with([](ConfigFlags& f) { f.cpu_nodepool = ""; }), nullptr},
       {"no taint", with([](ConfigFlags& f) { f.gpu_taint = ""; }), nullptr},
-      {"no GPU pool", with([](ConfigFlags& f) { f.gpu_nodepool = ""; }), "--karpenter-gpu-nodepool"},
-      {"bad CPU pool", with([](ConfigFlags& f) { f.cpu_nodepool = "a b"; }), "--karpenter-cpu-nodepool"},
-      {"one pool for both", with([](ConfigFlags& f) { f.cpu_nodepool = "gpu-workloads"; }), "must differ"},
+      {"no GPU pool", with([](ConfigFlags& f) { f.gpu_nodepool = ""; }),
+       "--karpenter-gpu-nodepool"},
+      {"bad CPU pool", with([](ConfigFlags& f) { f.cpu_nodepool = "a b"; }),
+       "--karpenter-cpu-nodepool"},
+      {"one pool for both", with([](ConfigFlags& f) { f.cpu_nodepool = "gpu-workloads"; }),
+       "must differ"},
       {"bad taint", with([](ConfigFlags& f) { f.gpu_taint = "gpu"; }), "--karpenter-gpu-taint"},
-      {"bad zone policy", with([](ConfigFlags& f) { f.zone_policy = "strict"; }), "--karpenter-zone-policy"},
+      {"bad zone policy", with([](ConfigFlags& f) { f.zone_policy = "strict"; }),
+       "--karpenter-zone-policy"},
   };
   for (const FlagsCase& c : cases) {
     SCOPED_TRACE(c.scenario);

@@ -141,7 +141,8 @@ bool UserPlacesZone(const Json& spec) {
   return false;
 }
 
-void KeepInOneZone(Json& spec, ZonePolicy policy, const std::map<std::string, std::string>& labels) {
+void KeepInOneZone(Json& spec, ZonePolicy policy,
+                   const std::map<std::string, std::string>& labels) {
   if (policy == ZonePolicy::kNone || labels.empty() || UserPlacesZone(spec)) return;
   Json* affinity = ObjectAt(spec, "affinity");
   if (affinity == nullptr) return;
@@ -221,7 +222,8 @@ absl::Status ApplyPlacement(const Config& config, const JobFacts& job, Json& pod
     requirements.push_back({kLabelCapacityType, "In", options->capacity_types});
   }
   std::vector<bool> user_has_selector;
-  for (const auto& s : selectors) user_has_selector.push_back(UserConstrainsNodeLabel(*spec, s.first));
+  for (const auto& s : selectors)
+    user_has_selector.push_back(UserConstrainsNodeLabel(*spec, s.first));
   std::vector<bool> user_has_requirement;
   for (const Requirement& r : requirements) {
     user_has_requirement.push_back(UserConstrainsNodeLabel(*spec, r.key));

@@ -28,9 +28,8 @@
 // as it is (the API server will say what is wrong with it).
 
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "absl/status/status.h"
 #include "integrations/karpenter/annotations.h"

@@ -1,9 +1,9 @@
 #include "integrations/karpenter/placement.h"
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace coach::karpenter {
 namespace {
@@ -36,7 +36,8 @@ constexpr char kCpuDisruptible[] =
 constexpr char kCpuBadAffinity[] = R"({"spec":{"affinity":"oops","containers":[{"name":"c"}]}})";
 
 // Expected fragments.
-constexpr char kGpuPool[] = R"({"spec":{"nodeSelector":{"karpenter.sh/nodepool":"gpu-workloads"}}})";
+constexpr char kGpuPool[] =
+    R"({"spec":{"nodeSelector":{"karpenter.sh/nodepool":"gpu-workloads"}}})";
 constexpr char kCpuPool[] =
     R"({"spec":{"nodeSelector":{"karpenter.sh/nodepool":"training-workloads"}}})";
 constexpr char kGpuToleration[] =
@@ -114,29 +115,134 @@ TEST(ApplyPlacementTest, Table) {
   const std::string preferred_zone = "/spec/affinity/podAffinity";
   const std::vector<Case> cases = {
       // The seed's GPU replica: GPU pool, its taint tolerated, one zone preferred, protected.
-      {"gpu limit", On(), {}, kGpu, Merge({kGpuPool, kGpuToleration, kProtected, kPreferredZone}), {"/spec/affinity/nodeAffinity"}},
+      {"gpu limit",
+       On(),
+       {},
+       kGpu,
+       Merge({kGpuPool, kGpuToleration, kProtected, kPreferredZone}),
+       {"/spec/affinity/nodeAffinity"}},
       {"amd request", On(), {}, kAmdRequest, Merge({kGpuPool, kGpuToleration}), {}},
       {"neuron in an init container", On(), {}, kNeuronInit, Merge({kGpuPool, kGpuToleration}), {}},
-      {"cpu-only replica: CPU pool, no toleration", On(), {}, kCpu, Merge({kCpuPool, kProtected, kPreferredZone}), {"/spec/tolerations"}},
-      {"no CPU pool: anywhere but the GPU pool", OnNoCpuPool(), {}, kCpu, Json::parse(Terms(R"({"key":"karpenter.sh/nodepool","operator":"NotIn","values":["gpu-workloads"]})")), {"/spec/nodeSelector"}},
-      {"policy off: nothing added", Off(), {}, kGpu, Json::parse(kGpu), {"/spec/nodeSelector", "/spec/tolerations", "/spec/affinity", "/metadata/annotations"}},
-      {"job opts out", On(), {{kAnnotationKarpenter, "false"}}, kGpu, Json::object(), {"/spec/nodeSelector", "/metadata/annotations"}},
-      {"job opts in on an operator without it", Off(), {{kAnnotationKarpenter, "true"}}, kGpu, Merge({kGpuPool, kProtected}), {}},
-      {"spot for every replica", On(), {{kAnnotationCapacityType, "spot"}}, kCpu, Json::parse(Terms(R"({"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]})")), {}},
-      {"GPU families and names on a GPU replica", On(), {{kAnnotationGpuInstanceFamily, "g5, g4dn,g5"}, {kAnnotationGpuName, "a10g"}, {kAnnotationCpuInstanceFamily, "c5"}}, kGpu, Json::parse(Terms(R"({"key":"karpenter.k8s.aws/instance-family","operator":"In","values":["g5","g4dn"]},{"key":"karpenter.k8s.aws/instance-gpu-name","operator":"In","values":["a10g"]})")), {}},
-      {"CPU family on a CPU replica, GPU ones not", On(), {{kAnnotationGpuInstanceFamily, "g5"}, {kAnnotationGpuName, "a10g"}, {kAnnotationCpuInstanceFamily, "c5,m5"}, {kAnnotationCapacityType, "on-demand"}}, kCpu, Json::parse(Terms(R"({"key":"karpenter.k8s.aws/instance-family","operator":"In","values":["c5","m5"]},{"key":"karpenter.sh/capacity-type","operator":"In","values":["on-demand"]})")), {}},
-      {"requirement ANDed into every user term", On(), {{kAnnotationCapacityType, "spot"}}, kCpuTwoTerms, Json::parse(R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"Exists"},{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]}]},{"matchExpressions":[{"key":"b","operator":"Exists"},{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]}]}]}}}}})"), {}},
-      {"user's own capacity preference wins", On(), {{kAnnotationCapacityType, "spot"}}, kCpuOwnCapacity, Json::object(), {"/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"}},
+      {"cpu-only replica: CPU pool, no toleration",
+       On(),
+       {},
+       kCpu,
+       Merge({kCpuPool, kProtected, kPreferredZone}),
+       {"/spec/tolerations"}},
+      {"no CPU pool: anywhere but the GPU pool",
+       OnNoCpuPool(),
+       {},
+       kCpu,
+       Json::parse(Terms(
+           R"({"key":"karpenter.sh/nodepool","operator":"NotIn","values":["gpu-workloads"]})")),
+       {"/spec/nodeSelector"}},
+      {"policy off: nothing added",
+       Off(),
+       {},
+       kGpu,
+       Json::parse(kGpu),
+       {"/spec/nodeSelector", "/spec/tolerations", "/spec/affinity", "/metadata/annotations"}},
+      {"job opts out",
+       On(),
+       {{kAnnotationKarpenter, "false"}},
+       kGpu,
+       Json::object(),
+       {"/spec/nodeSelector", "/metadata/annotations"}},
+      {"job opts in on an operator without it",
+       Off(),
+       {{kAnnotationKarpenter, "true"}},
+       kGpu,
+       Merge({kGpuPool, kProtected}),
+       {}},
+      {"spot for every replica",
+       On(),
+       {{kAnnotationCapacityType, "spot"}},
+       kCpu,
+       Json::parse(
+           Terms(R"({"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]})")),
+       {}},
+      {"GPU families and names on a GPU replica",
+       On(),
+       {{kAnnotationGpuInstanceFamily, "g5, g4dn,g5"},
+        {kAnnotationGpuName, "a10g"},
+        {kAnnotationCpuInstanceFamily, "c5"}},
+       kGpu,
+       Json::parse(Terms(
+           R"({"key":"karpenter.k8s.aws/instance-family","operator":"In","values":["g5","g4dn"]},{"key":"karpenter.k8s.aws/instance-gpu-name","operator":"In","values":["a10g"]})")),
+       {}},
+      {"CPU family on a CPU replica, GPU ones not",
+       On(),
+       {{kAnnotationGpuInstanceFamily, "g5"},
+        {kAnnotationGpuName, "a10g"},
+        {kAnnotationCpuInstanceFamily, "c5,m5"},
+        {kAnnotationCapacityType, "on-demand"}},
+       kCpu,
+       Json::parse(Terms(
+           R"({"key":"karpenter.k8s.aws/instance-family","operator":"In","values":["c5","m5"]},{"key":"karpenter.sh/capacity-type","operator":"In","values":["on-demand"]})")),
+       {}},
+      {"requirement ANDed into every user term",
+       On(),
+       {{kAnnotationCapacityType, "spot"}},
+       kCpuTwoTerms,
+       Json::parse(
+           R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"Exists"},{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]}]},{"matchExpressions":[{"key":"b","operator":"Exists"},{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]}]}]}}}}})"),
+       {}},
+      {"user's own capacity preference wins",
+       On(),
+       {{kAnnotationCapacityType, "spot"}},
+       kCpuOwnCapacity,
+       Json::object(),
+       {"/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"}},
       {"user's own pool and toleration win", On(), {}, kGpuOwnPool, Json::parse(kGpuOwnPool), {}},
-      {"a tolerate-everything toleration is enough", On(), {}, kGpuTolerateAll, Json::parse(R"({"spec":{"tolerations":[{"operator":"Exists"}]}})"), {}},
-      {"pool without a taint: no toleration", OnNoTaint(), {}, kGpu, Json::parse(kGpuPool), {"/spec/tolerations"}},
-      {"zone required by the operator", OnRequiredZone(), {}, kCpu, Json::parse(kRequiredZone), {"/spec/affinity/podAffinity/preferredDuringSchedulingIgnoredDuringExecution"}},
-      {"zone required by the job", On(), {{kAnnotationZonePolicy, "required"}}, kGpu, Json::parse(kRequiredZone), {}},
-      {"zone left free by the job", OnRequiredZone(), {{kAnnotationZonePolicy, "none"}}, kGpu, Json::object(), {preferred_zone}},
-      {"user's own zone selector wins", On(), {}, kCpuOwnZone, Json::parse(kCpuOwnZone), {preferred_zone}},
+      {"a tolerate-everything toleration is enough",
+       On(),
+       {},
+       kGpuTolerateAll,
+       Json::parse(R"({"spec":{"tolerations":[{"operator":"Exists"}]}})"),
+       {}},
+      {"pool without a taint: no toleration",
+       OnNoTaint(),
+       {},
+       kGpu,
+       Json::parse(kGpuPool),
+       {"/spec/tolerations"}},
+      {"zone required by the operator",
+       OnRequiredZone(),
+       {},
+       kCpu,
+       Json::parse(kRequiredZone),
+       {"/spec/affinity/podAffinity/preferredDuringSchedulingIgnoredDuringExecution"}},
+      {"zone required by the job",
+       On(),
+       {{kAnnotationZonePolicy, "required"}},
+       kGpu,
+       Json::parse(kRequiredZone),
+       {}},
+      {"zone left free by the job",
+       OnRequiredZone(),
+       {{kAnnotationZonePolicy, "none"}},
+       kGpu,
+       Json::object(),
+       {preferred_zone}},
+      {"user's own zone selector wins",
+       On(),
+       {},
+       kCpuOwnZone,
+       Json::parse(kCpuOwnZone),
+       {preferred_zone}},
       {"user's zone spread wins", On(), {}, kCpuSpread, Json::object(), {preferred_zone}},
-      {"user's do-not-disrupt false stays", On(), {}, kCpuDisruptible, Json::parse(kCpuDisruptible), {}},
-      {"a malformed affinity is left for the API server", On(), {{kAnnotationCapacityType, "spot"}}, kCpuBadAffinity, Json::parse(R"({"spec":{"affinity":"oops"}})"), {}},
+      {"user's do-not-disrupt false stays",
+       On(),
+       {},
+       kCpuDisruptible,
+       Json::parse(kCpuDisruptible),
+       {}},
+      {"a malformed affinity is left for the API server",
+       On(),
+       {{kAnnotationCapacityType, "spot"}},
+       kCpuBadAffinity,
+       Json::parse(R"({"spec":{"affinity":"oops"}})"),
+       {}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.scenario);
@@ -154,7 +260,8 @@ TEST(ApplyPlacementTest, Table) {
 TEST(ApplyPlacementTest, SameInputSameOutput) {
   Json a = Json::parse(kGpu);
   Json b = Json::parse(kGpu);
-  const JobFacts job{{{kAnnotationCapacityType, "spot"}}, {{"training.kubeflow.org/job-name", "seed"}}};
+  const JobFacts job{{{kAnnotationCapacityType, "spot"}},
+                     {{"training.kubeflow.org/job-name", "seed"}}};
   ASSERT_TRUE(ApplyPlacement(On(), job, a).ok());
   ASSERT_TRUE(ApplyPlacement(On(), job, b).ok());
   EXPECT_EQ(a, b);

@@ -19,13 +19,16 @@ absl::StatusOr<std::unique_ptr<MetricLogger>> MetricLogger::Create(TrackingClien
                                                                    MetricLoggerOptions options) {
   if (client == nullptr) return absl::InvalidArgumentError("MetricLogger: client is null");
   if (run_id.empty()) return absl::InvalidArgumentError("MetricLogger: run_id is empty");
-  if (options.max_buffered_points < 1) return absl::InvalidArgumentError("max_buffered_points must be >= 1");
+  if (options.max_buffered_points < 1)
+    return absl::InvalidArgumentError("max_buffered_points must be >= 1");
   if (options.max_batch_points < 1 || options.max_batch_points > kMaxMetricsPerBatch) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_batch_points must be in [1, ", kMaxMetricsPerBatch, "]"));
   }
-  if (options.senders < 1 || options.senders > 64) return absl::InvalidArgumentError("senders must be in [1, 64]");
-  std::unique_ptr<MetricLogger> logger(new MetricLogger(client, std::move(run_id), std::move(options)));
+  if (options.senders < 1 || options.senders > 64)
+    return absl::InvalidArgumentError("senders must be in [1, 64]");
+  std::unique_ptr<MetricLogger> logger(
+      new MetricLogger(client, std::move(run_id), std::move(options)));
   if (!logger->options_.spill_path.empty()) {
     logger->spill_.open(logger->options_.spill_path,
                         std::ios::in | std::ios::out | std::ios::trunc | std::ios::binary);
@@ -110,7 +113,8 @@ void MetricLogger::MaybeSpillLocked() {
   spill_.flush();
   if (!spill_.good()) {
     // Disk full or similar: keep the points in memory (the bound still applies to Log).
-    spdlog::warn("mlflow: spill file {} not writable; keeping the backlog in memory", options_.spill_path);
+    spdlog::warn("mlflow: spill file {} not writable; keeping the backlog in memory",
+                 options_.spill_path);
     spill_.close();
     return;
   }
@@ -163,7 +167,8 @@ std::vector<Metric> MetricLogger::TakeBatch() {
       }
       if (spilled_ == 0) {
         spill_.close();
-        spill_.open(options_.spill_path, std::ios::in | std::ios::out | std::ios::trunc | std::ios::binary);
+        spill_.open(options_.spill_path,
+                    std::ios::in | std::ios::out | std::ios::trunc | std::ios::binary);
         spill_read_pos_ = 0;
       }
       buffered_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
@@ -237,7 +242,8 @@ absl::Status MetricLogger::Send(std::vector<Metric>& batch) {
     batch = std::move(right);
     return right_status;
   }
-  spdlog::warn("mlflow: run {}: {} metric point(s) rejected: {}", run_id_, n, std::string(s.message()));
+  spdlog::warn("mlflow: run {}: {} metric point(s) rejected: {}", run_id_, n,
+               std::string(s.message()));
   rejected_.fetch_add(n, std::memory_order_relaxed);
   Resolve(n);
   batch.clear();
@@ -351,13 +357,17 @@ MetricLoggerStats MetricLogger::Shutdown(absl::Duration timeout) {
     spdlog::info("mlflow: run {}: {} metric point(s) delivered", run_id_, s.delivered);
   } else {
     spdlog::warn(
-        "mlflow: run {}: {} of {} metric point(s) not delivered ({} dropped: buffer full, {} rejected "
+        "mlflow: run {}: {} of {} metric point(s) not delivered ({} dropped: buffer full, {} "
+        "rejected "
         "by the server, {} still buffered at shutdown: {})",
         run_id_, s.undelivered(), s.accepted + s.dropped, s.dropped, s.rejected, s.lost_at_shutdown,
         std::string(flushed.message()));
     if (!options_.loss_tag.empty()) {
-      absl::Status tagged = client_->SetTag(run_id_, options_.loss_tag, absl::StrCat(s.undelivered()));
-      if (!tagged.ok()) spdlog::warn("mlflow: run {}: could not record the loss tag: {}", run_id_, std::string(tagged.message()));
+      absl::Status tagged =
+          client_->SetTag(run_id_, options_.loss_tag, absl::StrCat(s.undelivered()));
+      if (!tagged.ok())
+        spdlog::warn("mlflow: run {}: could not record the loss tag: {}", run_id_,
+                     std::string(tagged.message()));
     }
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -11,10 +11,10 @@
 //          DeadlineExceeded) keeps the points and retries with backoff until the server returns, so
 //          an outage loses nothing as long as the buffer holds. With options.spill_path the
 //          in-memory backlog moves to that file during an outage (bounded by max_spill_points) and
-//          is read back first when delivery resumes. A permanent error (InvalidArgument) is narrowed
-//          down by bisecting the batch, so one bad point does not take its 999 neighbours with it;
-//          such points are counted as rejected. Other permanent errors (run deleted, auth) reject
-//          the batch.
+//          is read back first when delivery resumes. A permanent error (InvalidArgument) is
+//          narrowed down by bisecting the batch, so one bad point does not take its 999 neighbours
+//          with it; such points are counted as rejected. Other permanent errors (run deleted, auth)
+//          reject the batch.
 //
 // Nothing is silently lost: every accepted or refused point ends up in exactly one of
 // stats().delivered, dropped (buffer or spill full), rejected (the server refused it) or

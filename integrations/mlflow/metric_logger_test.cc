@@ -114,7 +114,8 @@ TEST_F(MetricLoggerTest, ShutdownCountsWhatCouldNotBeDelivered) {
 TEST_F(MetricLoggerTest, SpillsToDiskDuringAnOutageAndReplaysOldestFirst) {
   MetricLoggerOptions o = FastOptions();
   o.max_buffered_points = 2000;
-  o.spill_path = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/spill.bin";
+  o.spill_path =
+      std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/spill.bin";
   auto logger = MetricLogger::Create(&fake_, run_id_, o);
   ASSERT_TRUE(logger.ok());
   fake_.SetDown(true);
@@ -199,9 +200,12 @@ TEST_F(MetricLoggerTest, LogStaysCheapWhileTheServerIsSlow) {
   constexpr int kN = 200000;
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kN; ++i) (*logger)->Log("train/loss", i, i, i);
-  double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / kN;
+  double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
+      kN;
   std::printf("Log(): %.1f ns per call (fastbuild, slow server)\n", ns);
-  // Generous for a loaded 2-core CI machine and an unoptimised build; bench/mlflow reports the figure.
+  // Generous for a loaded 2-core CI machine and an unoptimised build; bench/mlflow reports the
+  // figure.
   EXPECT_LT(ns, 1000.0);
 }
 

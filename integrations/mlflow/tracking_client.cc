@@ -9,11 +9,16 @@ namespace coach::mlflow {
 
 const char* RunStatusName(RunStatus status) {
   switch (status) {
-    case RunStatus::kRunning: return "RUNNING";
-    case RunStatus::kScheduled: return "SCHEDULED";
-    case RunStatus::kFinished: return "FINISHED";
-    case RunStatus::kFailed: return "FAILED";
-    case RunStatus::kKilled: return "KILLED";
+    case RunStatus::kRunning:
+      return "RUNNING";
+    case RunStatus::kScheduled:
+      return "SCHEDULED";
+    case RunStatus::kFinished:
+      return "FINISHED";
+    case RunStatus::kFailed:
+      return "FAILED";
+    case RunStatus::kKilled:
+      return "KILLED";
   }
   return "RUNNING";
 }
@@ -66,7 +71,8 @@ bool IsKeyChar(unsigned char c) {
          c == '/' || c == '.' || c == '-' || c == ' ' || c == ':' || c >= 0x80;
 }
 
-// posixpath.normpath(p) == p, and not ".", "..", "../x" or absolute: what MLflow calls a unique path.
+// posixpath.normpath(p) == p, and not ".", "..", "../x" or absolute: what MLflow calls a unique
+// path.
 bool IsNormalisedRelativePath(absl::string_view p) {
   if (p.empty() || p.front() == '/' || p.back() == '/') return false;
   for (absl::string_view segment : absl::StrSplit(p, '/')) {

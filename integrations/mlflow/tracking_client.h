@@ -6,13 +6,15 @@
 //
 // Error codes (every method; the REST implementation maps HTTP/MLflow errors to these at its edge):
 //   NotFound          404 / RESOURCE_DOES_NOT_EXIST (no such experiment, run, artifact)
-//   InvalidArgument   400 / INVALID_PARAMETER_VALUE / BAD_REQUEST, and requests refused locally before
+//   InvalidArgument   400 / INVALID_PARAMETER_VALUE / BAD_REQUEST, and requests refused locally
+//   before
 //                     sending (bad key, a param key twice with different values in one call)
 //   AlreadyExists     RESOURCE_ALREADY_EXISTS (experiment name taken) / 409
 //   Unauthenticated   401            PermissionDenied  403
 //   Unavailable       429, 5xx, connection errors: what is left after the client's own retries
 //   DeadlineExceeded  the request timed out (after retries)
-//   FailedPrecondition  the operation cannot work with this server/run (e.g. an artifact location that
+//   FailedPrecondition  the operation cannot work with this server/run (e.g. an artifact location
+//   that
 //                     the artifact proxy does not serve)
 // Unavailable and DeadlineExceeded are transient (try again later); the others are not.
 // Implementations are thread-safe.
@@ -38,7 +40,7 @@ absl::StatusOr<RunStatus> ParseRunStatus(absl::string_view name);
 
 struct Metric {
   std::string key;
-  double value = 0;        // NaN and +-Inf are sent as MLflow expects ("NaN", "Infinity")
+  double value = 0;  // NaN and +-Inf are sent as MLflow expects ("NaN", "Infinity")
   int64_t timestamp_ms = 0;
   int64_t step = 0;
   bool operator==(const Metric& o) const {
@@ -77,14 +79,14 @@ struct RunInfo {
 
 struct Run {
   RunInfo info;
-  std::vector<Metric> latest_metrics;        // the latest value per key, as runs/get returns them
+  std::vector<Metric> latest_metrics;  // the latest value per key, as runs/get returns them
   std::map<std::string, std::string> params;
   std::map<std::string, std::string> tags;
 };
 
 struct CreateRunRequest {
   std::string experiment_id;
-  std::string run_name;             // empty: the server picks one
+  std::string run_name;                  // empty: the server picks one
   std::optional<int64_t> start_time_ms;  // unset: now
   std::vector<Tag> tags;
 };
@@ -98,7 +100,7 @@ struct UpdateRunRequest {
 
 struct SearchRunsRequest {
   std::vector<std::string> experiment_ids;
-  std::string filter;               // MLflow filter syntax, e.g. "tags.`coach.job_uid` = 'abc'"
+  std::string filter;  // MLflow filter syntax, e.g. "tags.`coach.job_uid` = 'abc'"
   int max_results = 1000;
 };
 
@@ -115,8 +117,8 @@ class TrackingClient {
   virtual ~TrackingClient() = default;
 
   // The experiment's id, creating it when absent. Safe when several callers race: a create that
-  // loses (AlreadyExists) is followed by a get-by-name. FailedPrecondition when an experiment of that
-  // name exists but is deleted (MLflow keeps the name reserved).
+  // loses (AlreadyExists) is followed by a get-by-name. FailedPrecondition when an experiment of
+  // that name exists but is deleted (MLflow keeps the name reserved).
   virtual absl::StatusOr<std::string> GetOrCreateExperiment(absl::string_view name) = 0;
 
   // NotFound when no experiment (active or deleted) has that name.
@@ -134,14 +136,13 @@ class TrackingClient {
   virtual absl::StatusOr<std::vector<RunInfo>> SearchRuns(const SearchRunsRequest& request) = 0;
 
   // Logs any number of metrics, params and tags: split into requests within the server's limits
-  // (kMax*PerBatch, kMaxBatchJsonBytes). Params are write-once: the same key with the same value again
-  // is fine; a different value is InvalidArgument (from the server, or locally when one call carries
-  // both), never retried. A duplicate (key, value) param within one call is sent once. Not atomic
-  // across requests: on error, earlier requests may have landed (metrics append, so a retry by the
-  // caller may duplicate points; params and tags are idempotent).
+  // (kMax*PerBatch, kMaxBatchJsonBytes). Params are write-once: the same key with the same value
+  // again is fine; a different value is InvalidArgument (from the server, or locally when one call
+  // carries both), never retried. A duplicate (key, value) param within one call is sent once. Not
+  // atomic across requests: on error, earlier requests may have landed (metrics append, so a retry
+  // by the caller may duplicate points; params and tags are idempotent).
   virtual absl::Status LogBatch(absl::string_view run_id, const std::vector<Metric>& metrics,
-                                const std::vector<Param>& params,
-                                const std::vector<Tag>& tags) = 0;
+                                const std::vector<Param>& params, const std::vector<Tag>& tags) = 0;
 
   absl::Status LogMetric(absl::string_view run_id, const Metric& metric);
   absl::Status LogParam(absl::string_view run_id, absl::string_view key, absl::string_view value);

@@ -31,8 +31,10 @@ class ContractTest : public ::testing::TestWithParam<std::string> {
     }
     if (server_ == nullptr && server_status_.ok()) {
       auto s = MlflowServer::Start();
-      if (s.ok()) server_ = std::move(*s);
-      else server_status_ = s.status();
+      if (s.ok())
+        server_ = std::move(*s);
+      else
+        server_status_ = s.status();
     }
     if (!server_status_.ok()) {
       if (absl::IsNotFound(server_status_) && !testing::InCi()) GTEST_SKIP() << server_status_;
@@ -53,7 +55,8 @@ class ContractTest : public ::testing::TestWithParam<std::string> {
   nlohmann::json ReadBack(const std::string& run_id, const std::vector<std::string>& extra) {
     std::vector<std::string> args = {run_id};
     args.insert(args.end(), extra.begin(), extra.end());
-    auto out = MlflowServer::RunPython("read_run.py", args, {{"MLFLOW_TRACKING_URI", server_->uri()}});
+    auto out =
+        MlflowServer::RunPython("read_run.py", args, {{"MLFLOW_TRACKING_URI", server_->uri()}});
     EXPECT_TRUE(out.ok()) << out.status();
     return out.ok() ? nlohmann::json::parse(*out) : nlohmann::json::object();
   }
@@ -122,15 +125,18 @@ TEST_P(ContractTest, RunLifecycleWithParamsTagsMetricsStatusAndEndTime) {
   EXPECT_EQ(run.run_name, "ns/job");
   EXPECT_EQ(run.status, RunStatus::kRunning);
   EXPECT_EQ(run.start_time_ms, 1700000000000);
-  ASSERT_TRUE(client_->LogBatch(run.run_id, {{"loss", 0.5, 1700000000100, 1}, {"loss", 0.25, 1700000000200, 2}},
-                                {{"workers", "3"}, {"lr", "0.01"}}, {{"coach.condition", "Running"}})
+  ASSERT_TRUE(client_
+                  ->LogBatch(run.run_id,
+                             {{"loss", 0.5, 1700000000100, 1}, {"loss", 0.25, 1700000000200, 2}},
+                             {{"workers", "3"}, {"lr", "0.01"}}, {{"coach.condition", "Running"}})
                   .ok());
   ASSERT_TRUE(client_->SetTag(run.run_id, "coach.condition", "Succeeded").ok());  // tags overwrite
   ASSERT_TRUE(client_->LogMetric(run.run_id, {"nan_metric", std::nan(""), 1700000000300, 0}).ok());
   auto ended = client_->TerminateRun(run.run_id, RunStatus::kFinished, 1700000009000);
   ASSERT_TRUE(ended.ok()) << ended.status();
   EXPECT_EQ(ended->status, RunStatus::kFinished);
-  EXPECT_TRUE(absl::IsInvalidArgument(client_->TerminateRun(run.run_id, RunStatus::kRunning, 1).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(client_->TerminateRun(run.run_id, RunStatus::kRunning, 1).status()));
 
   auto got = client_->GetRun(run.run_id);
   ASSERT_TRUE(got.ok()) << got.status();
@@ -172,7 +178,8 @@ TEST_P(ContractTest, RunLifecycleWithParamsTagsMetricsStatusAndEndTime) {
 TEST_P(ContractTest, LargeBatchesAreSplitAndLandCompletely) {
   RunInfo run = NewRun();
   std::vector<Metric> metrics;
-  for (int i = 0; i < 2500; ++i) metrics.push_back({"train/loss", 1.0 / (i + 1), 1700000000000 + i, i});
+  for (int i = 0; i < 2500; ++i)
+    metrics.push_back({"train/loss", 1.0 / (i + 1), 1700000000000 + i, i});
   std::vector<Param> params;
   for (int i = 0; i < 150; ++i) params.push_back({absl::StrCat("p", i), absl::StrCat(i)});
   std::vector<Tag> tags;
@@ -199,7 +206,8 @@ TEST_P(ContractTest, ParamsAreWriteOnce) {
   EXPECT_TRUE(client_->LogParam(run.run_id, "lr", "0.1").ok());  // same value again: fine
   absl::Status changed = client_->LogParam(run.run_id, "lr", "0.2");
   EXPECT_TRUE(absl::IsInvalidArgument(changed)) << changed;
-  EXPECT_TRUE(absl::IsInvalidArgument(client_->LogBatch(run.run_id, {}, {{"x", "1"}, {"x", "2"}}, {})));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(client_->LogBatch(run.run_id, {}, {{"x", "1"}, {"x", "2"}}, {})));
   auto got = client_->GetRun(run.run_id);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->params["lr"], "0.1");
@@ -217,7 +225,8 @@ TEST_P(ContractTest, ArtifactsUploadAndReadBack) {
   EXPECT_TRUE(absl::IsNotFound(client_->DownloadArtifact(run.run_id, "logs/absent.log").status()));
   EXPECT_TRUE(absl::IsInvalidArgument(client_->UploadArtifact(run.run_id, "../escape", "x")));
   if (real()) {
-    nlohmann::json py = ReadBack(run.run_id, {"--artifact", "logs/worker-0.log", "--artifact", "summary.json"});
+    nlohmann::json py =
+        ReadBack(run.run_id, {"--artifact", "logs/worker-0.log", "--artifact", "summary.json"});
     EXPECT_EQ(py["artifacts"]["logs/worker-0.log"], log);
     EXPECT_EQ(py["artifacts"]["summary.json"], "{\"ok\":true}");
   }
@@ -225,7 +234,8 @@ TEST_P(ContractTest, ArtifactsUploadAndReadBack) {
 
 TEST_P(ContractTest, ErrorsMapToStatusCodes) {
   EXPECT_TRUE(absl::IsNotFound(client_->GetRun("0123456789abcdef0123456789abcdef").status()));
-  EXPECT_TRUE(absl::IsNotFound(client_->LogMetric("0123456789abcdef0123456789abcdef", {"m", 1, 1, 1})));
+  EXPECT_TRUE(
+      absl::IsNotFound(client_->LogMetric("0123456789abcdef0123456789abcdef", {"m", 1, 1, 1})));
   EXPECT_TRUE(absl::IsInvalidArgument(client_->LogMetric(NewRun().run_id, {"bad$key", 1, 1, 1})));
 }
 

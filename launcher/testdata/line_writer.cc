@@ -55,8 +55,7 @@ int main(int argc, char** argv) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--lines" || flag == "--stderr-lines" || flag == "--whole-lines") {
       const bool err = flag == "--stderr-lines";
-      void (*emit)(int, const std::string&) =
-          flag == "--whole-lines" ? WriteWhole : WriteInPieces;
+      void (*emit)(int, const std::string&) = flag == "--whole-lines" ? WriteWhole : WriteInPieces;
       const int n = std::atoi(value.c_str());
       for (int l = counted[err]; l < counted[err] + n; ++l) {
         char num[16];

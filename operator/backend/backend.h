@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "operator/model/address_plan.h"
 #include "operator/model/observed_state.h"
 #include "operator/model/reconcile_types.h"
@@ -89,7 +89,8 @@ class Backend {
   virtual absl::Status ApplyAll(const model::Job& job, const std::vector<model::Action>& actions,
                                 std::vector<absl::Status>* results) {
     if (results != nullptr) {
-      results->assign(actions.size(), absl::CancelledError("not attempted: an earlier action failed"));
+      results->assign(actions.size(),
+                      absl::CancelledError("not attempted: an earlier action failed"));
     }
     for (size_t i = 0; i < actions.size(); ++i) {
       absl::Status applied = Apply(job, actions[i]);

@@ -41,8 +41,7 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
   app->add_option("--workers", flags->workers, "Reconcile workers")
       ->envname("COACH_WORKERS")
       ->capture_default_str();
-  app->add_option("--gang-scheduler", flags->gang_scheduler,
-                  "none | volcano | scheduler-plugins")
+  app->add_option("--gang-scheduler", flags->gang_scheduler, "none | volcano | scheduler-plugins")
       ->envname("COACH_GANG_SCHEDULER")
       ->capture_default_str();
   app->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error|critical|off")
@@ -109,10 +108,11 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
   app->add_option("--kubeconfig", flags->kubeconfig,
                   "kubeconfig file (--backend=kube); default: in-cluster, else ~/.kube/config")
       ->envname("KUBECONFIG");
-  app->add_option("--kube-api-qps", flags->kube_api_qps,
-                  "Client-side limit on requests per second to the Kubernetes API server. 0 (auto): "
-                  "none once the server shows it enforces API Priority and Fairness (every supported "
-                  "Kubernetes does), else 20; > 0: that limit always; < 0: no client-side limit")
+  app->add_option(
+         "--kube-api-qps", flags->kube_api_qps,
+         "Client-side limit on requests per second to the Kubernetes API server. 0 (auto): "
+         "none once the server shows it enforces API Priority and Fairness (every supported "
+         "Kubernetes does), else 20; > 0: that limit always; < 0: no client-side limit")
       ->envname("COACH_KUBE_API_QPS")
       ->capture_default_str();
   app->add_option("--kube-event-qps", flags->kube_event_qps,

@@ -3,9 +3,8 @@
 
 #pragma once
 
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 #include "integrations/karpenter/config.h"
 

@@ -27,12 +27,12 @@ absl::StatusOr<coach::mlflow::RestTrackingOptions> MlflowOptionsFor(const std::s
 
 absl::StatusOr<std::unique_ptr<coach::mlflow::TrackingClient>> MakeMlflowClient(
     const std::string& uri) {
-absl::StatusOr<coach::mlflow::RestTrackingOptions> options = MlflowOptionsFor(uri);
-if (!options.ok()) return options.status();
-absl::StatusOr<std::unique_ptr<coach::mlflow::RestTrackingClient>> client =
-    coach::mlflow::RestTrackingClient::Create(*std::move(options));
-if (!client.ok()) return client.status();
-return std::unique_ptr<coach::mlflow::TrackingClient>(std::move(client).value());
+  absl::StatusOr<coach::mlflow::RestTrackingOptions> options = MlflowOptionsFor(uri);
+  if (!options.ok()) return options.status();
+  absl::StatusOr<std::unique_ptr<coach::mlflow::RestTrackingClient>> client =
+      coach::mlflow::RestTrackingClient::Create(*std::move(options));
+  if (!client.ok()) return client.status();
+  return std::unique_ptr<coach::mlflow::TrackingClient>(std::move(client).value());
 }
 
 }  // namespace coach::cmd

@@ -23,7 +23,7 @@ struct Settings {
   coach::server::GrpcServerOptions grpc_options;
   std::string token;  // --token-file's content; empty: none required
   // --backend=kube only.
-  std::vector<std::string> namespaces;  // empty: all
+  std::vector<std::string> namespaces;                  // empty: all
   coach::backend::kube::LeaderElectionConfig election;  // with --leader-elect
   coach::kubeclient::KubeConfig kube_config;
 };

@@ -51,15 +51,16 @@ coach::tracking::MlflowTrackerHooks MakeTrackerHooks(coach::store::JobStore* job
                             const std::string& reason, const std::string& message,
                             absl::Time time) {
     // On Kubernetes an Event object (kubectl describe), locally the job's event list.
-    return job_store->AppendEvents(coach::store::KeyOf(job),
-                                   {{type, reason, message, time}});
+    return job_store->AppendEvents(coach::store::KeyOf(job), {{type, reason, message, time}});
   };
-  hooks.read_logs = [backend](const coach::model::Job& job, int64_t max_bytes)
-      -> absl::StatusOr<std::map<std::string, std::string>> {
+  hooks.read_logs = [backend](
+                        const coach::model::Job& job,
+                        int64_t max_bytes) -> absl::StatusOr<std::map<std::string, std::string>> {
     std::map<std::string, std::string> logs;
     std::atomic<bool> cancelled{false};
     absl::Status s = backend->StreamLogs(
-        job, coach::backend::LogOptions{}, [&](const std::string& replica, const std::string& data) {
+        job, coach::backend::LogOptions{},
+        [&](const std::string& replica, const std::string& data) {
           std::string& log = logs[replica];
           log += data;
           // Keep the end: that is where a failure explains itself.

@@ -4,9 +4,9 @@
 #pragma once
 
 #include "operator/backend/backend.h"
-#include "operator/store/job_store.h"
 #include "operator/core/controller.h"
 #include "operator/core/watch_broadcaster.h"
+#include "operator/store/job_store.h"
 #include "operator/tracking/mlflow_tracker.h"
 
 namespace coach::cmd {

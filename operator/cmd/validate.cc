@@ -2,6 +2,7 @@
 // started; the first bad one is the usage error.
 
 #include <limits.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -11,8 +12,6 @@
 #include <string>
 #include <system_error>
 #include <utility>
-
-#include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "operator/cmd/mlflow_client.h"
@@ -25,10 +24,12 @@ namespace coach::cmd {
 namespace {
 
 // The auth/TLS variables of the MLflow client (RestTrackingOptions::FromEnv).
-constexpr const char* kMlflowCredentialVars[] = {
-    "MLFLOW_TRACKING_USERNAME",       "MLFLOW_TRACKING_PASSWORD",
-    "MLFLOW_TRACKING_TOKEN",          "MLFLOW_TRACKING_INSECURE_TLS",
-    "MLFLOW_TRACKING_SERVER_CERT_PATH", "MLFLOW_TRACKING_CLIENT_CERT_PATH"};
+constexpr const char* kMlflowCredentialVars[] = {"MLFLOW_TRACKING_USERNAME",
+                                                 "MLFLOW_TRACKING_PASSWORD",
+                                                 "MLFLOW_TRACKING_TOKEN",
+                                                 "MLFLOW_TRACKING_INSECURE_TLS",
+                                                 "MLFLOW_TRACKING_SERVER_CERT_PATH",
+                                                 "MLFLOW_TRACKING_CLIENT_CERT_PATH"};
 
 // The file's content; an error naming the flag when unreadable.
 bool ReadFlagFile(const std::string& flag, const std::string& path, std::string* out,
@@ -52,8 +53,7 @@ bool IsLoopback(const std::string& listen) {
   std::string host;
   int port;
   if (!coach::server::SplitHostPort(listen, &host, &port).ok()) return false;
-  return host == "127.0.0.1" || host == "::1" || host == "localhost" ||
-         host.rfind("127.", 0) == 0;
+  return host == "127.0.0.1" || host == "::1" || host == "localhost" || host.rfind("127.", 0) == 0;
 }
 
 // Next to the executable (installed layout), else in Bazel's runfiles.
@@ -65,8 +65,8 @@ std::string DefaultShimPath() {
   const std::filesystem::path self(exe);
   for (const std::filesystem::path& candidate :
        {self.parent_path() / "coach-replica-shim",
-        std::filesystem::path(std::string(exe) + ".runfiles") / "coach" / "operator" /
-            "backend" / "local" / "coach-replica-shim",
+        std::filesystem::path(std::string(exe) + ".runfiles") / "coach" / "operator" / "backend" /
+            "local" / "coach-replica-shim",
         self.parent_path() / "backend" / "local" / "coach-replica-shim"}) {
     if (std::filesystem::exists(candidate)) return candidate.string();
   }
@@ -75,27 +75,26 @@ std::string DefaultShimPath() {
 
 }  // namespace
 
-absl::Status UsageError(absl::string_view message) {
-  return absl::InvalidArgumentError(message);
-}
+absl::Status UsageError(absl::string_view message) { return absl::InvalidArgumentError(message); }
 
 absl::Status Validate(Flags* mutable_flags, Settings* settings) {
   Flags& flags = *mutable_flags;
   const bool kube = flags.backend == "kube";
   settings->kube = kube;
   if (!kube && flags.backend != "local") {
-    return UsageError(absl::StrCat("--backend: must be local or kube, got \"", flags.backend, "\""));
+    return UsageError(
+        absl::StrCat("--backend: must be local or kube, got \"", flags.backend, "\""));
   }
-  for (const auto& [flag, value] :
-       {std::pair<std::string, std::string>{"--listen", flags.listen},
-        {"--http-listen", flags.http_listen}}) {
+  for (const auto& [flag, value] : {std::pair<std::string, std::string>{"--listen", flags.listen},
+                                    {"--http-listen", flags.http_listen}}) {
     std::string host;
     int port;
     if (absl::Status s = coach::server::SplitHostPort(value, &host, &port); !s.ok()) {
       return UsageError(absl::StrCat(flag, ": ", s.message()));
     }
   }
-  if (!kube && flags.state_dir.empty()) return UsageError("--state-dir: required when $HOME is not set");
+  if (!kube && flags.state_dir.empty())
+    return UsageError("--state-dir: required when $HOME is not set");
   if (flags.workers < 1 || flags.workers > 256) {
     return UsageError(absl::StrCat("--workers: must be in 1..256, got ", flags.workers));
   }
@@ -107,8 +106,9 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
   } else if (flags.gang_scheduler == "scheduler-plugins") {
     config.gang_scheduler = coach::model::GangScheduler::kSchedulerPlugins;
   } else {
-    return UsageError(absl::StrCat("--gang-scheduler: must be none, volcano or scheduler-plugins, got \"",
-                              flags.gang_scheduler, "\""));
+    return UsageError(
+        absl::StrCat("--gang-scheduler: must be none, volcano or scheduler-plugins, got \"",
+                     flags.gang_scheduler, "\""));
   }
   absl::StatusOr<coach::karpenter::Config> karpenter =
       coach::karpenter::ConfigFromFlags(flags.karpenter);
@@ -126,7 +126,8 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
   if (!flags.mlflow_tracking_uri.empty()) {
     if (absl::Status s = coach::reconcile::ValidateTrackingUri(flags.mlflow_tracking_uri);
         !s.ok()) {
-      return UsageError(absl::StrCat("--mlflow-tracking-uri (or MLFLOW_TRACKING_URI): ", s.message()));
+      return UsageError(
+          absl::StrCat("--mlflow-tracking-uri (or MLFLOW_TRACKING_URI): ", s.message()));
     }
   }
   // Malformed MLFLOW_TRACKING_* variables are a configuration error now, not at the first job.
@@ -137,16 +138,17 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
   // Up to an hour: longer would let a dead server keep every new job from starting.
   if (!(flags.mlflow_run_wait_s >= 0 && flags.mlflow_run_wait_s <= 3600)) {
     return UsageError(absl::StrCat("--mlflow-run-wait: must be in 0..3600 seconds, got ",
-                              flags.mlflow_run_wait_s));
+                                   flags.mlflow_run_wait_s));
   }
   if (flags.mlflow_max_backoff_s < 0.1 || flags.mlflow_max_backoff_s > 3600) {
     return UsageError(absl::StrCat("--mlflow-max-backoff: must be in 0.1..3600 seconds, got ",
-                              flags.mlflow_max_backoff_s));
+                                   flags.mlflow_max_backoff_s));
   }
   config.mlflow.tracking_uri = flags.mlflow_tracking_uri;
   // Local replicas find coach-launch on PATH; kube ones get it from the init container.
   if (kube) config.launcher_image = flags.launcher_image;
-  if (flags.pytorch_init_container_max_tries < 1 || flags.pytorch_init_container_max_tries > 10000) {
+  if (flags.pytorch_init_container_max_tries < 1 ||
+      flags.pytorch_init_container_max_tries > 10000) {
     return UsageError(absl::StrCat("--pytorch-init-container-max-tries: must be in 1..10000, got ",
                                    flags.pytorch_init_container_max_tries));
   }
@@ -198,9 +200,8 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
        !ReadFlagFile("--tls-key", flags.tls_key, &grpc_options.tls_key_pem, &error))) {
     return UsageError(error);
   }
-  if (!flags.tls_client_ca.empty() &&
-      !ReadFlagFile("--tls-client-ca", flags.tls_client_ca, &grpc_options.tls_client_ca_pem,
-                    &error)) {
+  if (!flags.tls_client_ca.empty() && !ReadFlagFile("--tls-client-ca", flags.tls_client_ca,
+                                                    &grpc_options.tls_client_ca_pem, &error)) {
     return UsageError(error);
   }
   std::string& token = settings->token;
@@ -215,7 +216,8 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
   }
   if (!IsLoopback(flags.listen) && (token.empty() || flags.tls_cert.empty())) {
     spdlog::warn("--listen {} is not loopback and the API has {}{}", flags.listen,
-                 token.empty() ? "no token" : "a token", flags.tls_cert.empty() ? " but no TLS" : "");
+                 token.empty() ? "no token" : "a token",
+                 flags.tls_cert.empty() ? " but no TLS" : "");
   }
   std::error_code ec;
   if (!kube) {

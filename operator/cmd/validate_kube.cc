@@ -21,7 +21,8 @@ bool ParseFlagDuration(const std::string& flag, const std::string& value, absl::
                        std::string* error) {
   if (!absl::ParseDuration(value, out) || *out <= absl::ZeroDuration() ||
       *out == absl::InfiniteDuration()) {
-    *error = absl::StrCat(flag, ": want a positive duration such as 15s or 1m, got \"", value, "\"");
+    *error =
+        absl::StrCat(flag, ": want a positive duration such as 15s or 1m, got \"", value, "\"");
     return false;
   }
   return true;
@@ -45,27 +46,33 @@ absl::Status ValidateKubeFlags(const Flags& flags, Settings* settings) {
   coach::backend::kube::LeaderElectionConfig& election = settings->election;
   std::string error_text;
   if (!std::isfinite(flags.kube_api_qps) || flags.kube_api_qps > 100000) {
-    return UsageError(absl::StrCat("--kube-api-qps: must be a number <= 100000 (0: auto, < 0: no limit), got ",
-                              flags.kube_api_qps));
+    return UsageError(
+        absl::StrCat("--kube-api-qps: must be a number <= 100000 (0: auto, < 0: no limit), got ",
+                     flags.kube_api_qps));
   }
   if (flags.kube_api_burst < 1 || flags.kube_api_burst > 100000) {
-    return UsageError(absl::StrCat("--kube-api-burst: must be in 1..100000, got ", flags.kube_api_burst));
+    return UsageError(
+        absl::StrCat("--kube-api-burst: must be in 1..100000, got ", flags.kube_api_burst));
   }
   if (!(flags.kube_event_qps > 0) || flags.kube_event_qps > 100000) {
-    return UsageError(absl::StrCat("--kube-event-qps: must be in (0, 100000], got ", flags.kube_event_qps));
+    return UsageError(
+        absl::StrCat("--kube-event-qps: must be in (0, 100000], got ", flags.kube_event_qps));
   }
   if (flags.kube_event_burst < 1 || flags.kube_event_burst > 100000) {
-    return UsageError(absl::StrCat("--kube-event-burst: must be in 1..100000, got ", flags.kube_event_burst));
+    return UsageError(
+        absl::StrCat("--kube-event-burst: must be in 1..100000, got ", flags.kube_event_burst));
   }
   if (!(flags.kube_event_shutdown_grace_s >= 0) || flags.kube_event_shutdown_grace_s > 3600) {
-    return UsageError(absl::StrCat("--kube-event-shutdown-grace: must be in [0, 3600] seconds, got ",
-                                   flags.kube_event_shutdown_grace_s));
+    return UsageError(
+        absl::StrCat("--kube-event-shutdown-grace: must be in [0, 3600] seconds, got ",
+                     flags.kube_event_shutdown_grace_s));
   }
   for (absl::string_view part : absl::StrSplit(flags.namespaces, ',')) {
     const std::string ns(absl::StripAsciiWhitespace(part));
     if (ns.empty()) continue;
     if (!IsDnsLabel(ns)) {
-      return UsageError(absl::StrCat("--namespaces: \"", ns, "\" is not a namespace name (RFC 1123 label)"));
+      return UsageError(
+          absl::StrCat("--namespaces: \"", ns, "\" is not a namespace name (RFC 1123 label)"));
     }
     namespaces.push_back(ns);
   }
@@ -77,10 +84,11 @@ absl::Status ValidateKubeFlags(const Flags& flags, Settings* settings) {
     }
     if (!IsDnsLabel(election.lease_namespace)) {
       return UsageError(absl::StrCat("--leader-elect-namespace: \"", election.lease_namespace,
-                                "\" is not a namespace name"));
+                                     "\" is not a namespace name"));
     }
     election.lease_name = flags.leader_elect_lease_name;
-    if (election.lease_name.empty()) return UsageError("--leader-elect-lease-name: must not be empty");
+    if (election.lease_name.empty())
+      return UsageError("--leader-elect-lease-name: must not be empty");
     if (!ParseFlagDuration("--leader-elect-lease-duration", flags.leader_elect_lease_duration,
                            &election.lease_duration, &error_text) ||
         !ParseFlagDuration("--leader-elect-renew-deadline", flags.leader_elect_renew_deadline,
@@ -90,10 +98,12 @@ absl::Status ValidateKubeFlags(const Flags& flags, Settings* settings) {
       return UsageError(error_text);
     }
     if (election.lease_duration <= election.renew_deadline) {
-      return UsageError("--leader-elect-lease-duration: must be greater than --leader-elect-renew-deadline");
+      return UsageError(
+          "--leader-elect-lease-duration: must be greater than --leader-elect-renew-deadline");
     }
     if (election.renew_deadline <= election.retry_period * 1.2) {
-      return UsageError("--leader-elect-renew-deadline: must be greater than 1.2 x --leader-elect-retry-period");
+      return UsageError(
+          "--leader-elect-renew-deadline: must be greater than 1.2 x --leader-elect-retry-period");
     }
     election.identity = coach::backend::kube::DefaultIdentity();
   }
@@ -103,7 +113,8 @@ absl::Status ValidateKubeFlags(const Flags& flags, Settings* settings) {
     kubeconfig = kubeconfig.substr(0, colon);  // $KUBECONFIG may be a list: the first file
   }
   absl::StatusOr<coach::kubeclient::KubeConfig> loaded =
-      kubeconfig.empty() ? coach::kubeclient::LoadDefaultConfig() : coach::kubeclient::LoadKubeConfigFile(kubeconfig);
+      kubeconfig.empty() ? coach::kubeclient::LoadDefaultConfig()
+                         : coach::kubeclient::LoadKubeConfigFile(kubeconfig);
   if (!loaded.ok()) {
     return UsageError(absl::StrCat("--kubeconfig (or KUBECONFIG): ", loaded.status().message()));
   }

@@ -18,7 +18,8 @@ absl::Status WireKube(const Flags& flags, const Settings& settings, BackendWirin
   coach::kubeclient::RestKubeClientOptions client_options;
   // auto: upstream's 20 qps until the server shows API Priority and Fairness (see
   // RestKubeClientOptions::lift_limit_on_apf); < 0 maps to the limiter's "none" (qps <= 0).
-  client_options.qps = flags.kube_api_qps == 0 ? coach::kubeclient::kDefaultQps : flags.kube_api_qps;
+  client_options.qps =
+      flags.kube_api_qps == 0 ? coach::kubeclient::kDefaultQps : flags.kube_api_qps;
   client_options.burst = flags.kube_api_burst;
   client_options.lift_limit_on_apf = flags.kube_api_qps == 0;
   auto client = coach::kubeclient::RestKubeClient::Create(settings.kube_config, client_options);

@@ -12,9 +12,9 @@
 #include "operator/backend/kube/client/rest_kube_client.h"
 #include "operator/backend/kube/cr_job_store.h"
 #include "operator/backend/kube/kube_backend.h"
-#include "operator/store/job_store.h"
 #include "operator/cmd/flags.h"
 #include "operator/cmd/settings.h"
+#include "operator/store/job_store.h"
 
 namespace coach::cmd {
 

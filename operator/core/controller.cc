@@ -1,9 +1,9 @@
 #include "operator/core/controller.h"
 
+#include <spdlog/spdlog.h>
+
 #include <utility>
 #include <vector>
-
-#include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "api/v1/defaults.h"
@@ -60,8 +60,9 @@ Controller::~Controller() {
 
 absl::Status Controller::Start() {
   // The backends know a job by its name label only: a key without a kind.
-  backend_->SetChangeCallback(
-      [this](const std::string& ns, const std::string& name) { Enqueue({ns, name, ""}); });
+  backend_->SetChangeCallback([this](const std::string& ns, const std::string& name) {
+    Enqueue({ns, name, ""});
+  });
   RETURN_IF_ERROR(backend_->Start());
   if (metrics_ != nullptr) metrics_->backend_up->Set({}, 1);
   // Resume every stored job.
@@ -258,8 +259,8 @@ std::string Controller::RecordRefusedCreates(const JobKey& job_key, const model:
     const bool invalid = absl::IsInvalidArgument(result);
     if (!invalid && !absl::IsPermissionDenied(result)) continue;
     const model::KubeObject& object = batch[i].object;
-    const std::string message = absl::StrCat("Error creating ", object.kind, " ", object.name,
-                                             ": ", result.message());
+    const std::string message =
+        absl::StrCat("Error creating ", object.kind, " ", object.name, ": ", result.message());
     events.push_back({"Warning", absl::StrCat("FailedCreate", object.kind), message, now});
     if (invalid && refusal.empty()) refusal = message;
   }
@@ -347,8 +348,7 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
     if (metrics_ != nullptr) {
       for (size_t i = 0; i < batch.size() && i < results.size(); ++i) {
         if (absl::IsCancelled(results[i]) && !applied.ok()) continue;  // never attempted
-        metrics_->actions_total->Add(
-            {ActionName(batch[i].type), results[i].ok() ? "ok" : "error"});
+        metrics_->actions_total->Add({ActionName(batch[i].type), results[i].ok() ? "ok" : "error"});
       }
     }
     if (!applied.ok()) {

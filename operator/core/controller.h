@@ -39,9 +39,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "operator/backend/backend.h"
-#include "operator/store/job_store.h"
 #include "common/clock.h"
+#include "operator/backend/backend.h"
 #include "operator/core/job_observer.h"
 #include "operator/core/job_service.h"
 #include "operator/core/keyed_mutex.h"
@@ -49,6 +48,7 @@
 #include "operator/core/work_queue.h"
 #include "operator/metrics/operator_metrics.h"
 #include "operator/model/reconcile_types.h"
+#include "operator/store/job_store.h"
 
 namespace coach::core {
 

@@ -2,10 +2,10 @@
 
 #include "operator/core/controller.h"
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -70,8 +70,9 @@ TEST(ControllerTest, ExitCodeRestartRecreatesThePodAndCountsOnce) {
   // 137 (SIGKILL) is retryable under ExitCode.
   env.backend.SetPodPhase("default", "ec", "ec-worker-0", PodPhase::kFailed, 137);
   ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.backend.CreateCount("default", "ec") == 3; }));
-  ASSERT_TRUE(CoreEnv::WaitFor(
-      [&] { return env.metrics.jobs_restarted->Value({"default", "pytorch"}) == 1; }));
+  ASSERT_TRUE(CoreEnv::WaitFor([&] {
+    return env.metrics.jobs_restarted->Value({"default", "pytorch"}) == 1;
+  }));
   Churn(env, "ec");
   EXPECT_EQ(env.metrics.jobs_restarted->Value({"default", "pytorch"}), 1);
   EXPECT_FALSE(env.HasCondition("default", "ec", "Failed"));
@@ -91,7 +92,8 @@ TEST(ControllerTest, PermanentFailureCountsFailedOnce) {
 TEST(ControllerTest, ActiveDeadlineFiresWithoutAnyEvent) {
   CoreEnv env;
   env.StartController();
-  ASSERT_TRUE(env.Create(PyTorchManifest("dl", 1, "OnFailure", "    activeDeadlineSeconds: 30\n")).ok());
+  ASSERT_TRUE(
+      env.Create(PyTorchManifest("dl", 1, "OnFailure", "    activeDeadlineSeconds: 30\n")).ok());
   ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "dl").size() == 2; }));
   env.backend.SetAllPods("default", "dl", PodPhase::kRunning);
   ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "dl", "Running"); }));
@@ -101,14 +103,16 @@ TEST(ControllerTest, ActiveDeadlineFiresWithoutAnyEvent) {
   // No pod event from here on: only the timer can notice.
   env.clock.Advance(absl::Seconds(31));
   ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "dl", "Failed"); }));
-  ASSERT_TRUE(CoreEnv::WaitFor(
-      [&] { return env.metrics.jobs_failed->Value({"default", "pytorch"}) == 1; }));
+  ASSERT_TRUE(CoreEnv::WaitFor([&] {
+    return env.metrics.jobs_failed->Value({"default", "pytorch"}) == 1;
+  }));
 }
 
 TEST(ControllerTest, TtlDeletesTheFinishedJob) {
   CoreEnv env;
   env.StartController();
-  ASSERT_TRUE(env.Create(PyTorchManifest("ttl", 1, "OnFailure", "    ttlSecondsAfterFinished: 60\n")).ok());
+  ASSERT_TRUE(
+      env.Create(PyTorchManifest("ttl", 1, "OnFailure", "    ttlSecondsAfterFinished: 60\n")).ok());
   ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "ttl").size() == 2; }));
   env.backend.SetAllPods("default", "ttl", PodPhase::kSucceeded, 0);
   ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "ttl", "Succeeded"); }));
@@ -116,8 +120,9 @@ TEST(ControllerTest, TtlDeletesTheFinishedJob) {
   ASSERT_TRUE(sub.ok());
   env.clock.Advance(absl::Seconds(61));
   ASSERT_TRUE(CoreEnv::WaitFor([&] { return !env.store->Get({"default", "ttl"}).ok(); }));
-  ASSERT_TRUE(CoreEnv::WaitFor(
-      [&] { return env.metrics.jobs_ttl_deleted->Value({"default", "pytorch"}) == 1; }));
+  ASSERT_TRUE(CoreEnv::WaitFor([&] {
+    return env.metrics.jobs_ttl_deleted->Value({"default", "pytorch"}) == 1;
+  }));
   EXPECT_EQ(env.metrics.jobs_deleted->Value({"default", "pytorch"}), 1);
   EXPECT_EQ(env.backend.forgotten(), std::vector<std::string>{"default/ttl"});
   bool deleted = false;
@@ -160,7 +165,8 @@ TEST(ControllerTest, RestartResumesStoredJobsWithoutDuplicatingCreates) {
   ASSERT_TRUE(env.Create(PyTorchManifest("resume")).ok());
   EXPECT_TRUE(env.backend.PodNames("default", "resume").empty());
   env.StartController();
-  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "resume").size() == 2; }));
+  ASSERT_TRUE(
+      CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "resume").size() == 2; }));
   Churn(env, "resume");
   env.StopController();
   EXPECT_TRUE(env.backend.stopped());
@@ -177,8 +183,7 @@ TEST(ControllerTest, ObserveErrorsAreRetriedWithBackoff) {
   env.backend.SetObserveError(absl::UnavailableError("substrate down"));
   env.StartController();
   ASSERT_TRUE(env.Create(PyTorchManifest("retry")).ok());
-  ASSERT_TRUE(CoreEnv::WaitFor(
-      [&] { return env.metrics.reconcile_total->Value({"error"}) >= 1; }));
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.metrics.reconcile_total->Value({"error"}) >= 1; }));
   EXPECT_TRUE(env.backend.PodNames("default", "retry").empty());
   env.backend.SetObserveError(absl::OkStatus());
   // The backoff timer runs on the fake clock.
@@ -186,7 +191,8 @@ TEST(ControllerTest, ObserveErrorsAreRetriedWithBackoff) {
     env.clock.Advance(absl::Seconds(1));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "retry").size() == 2; }));
+  ASSERT_TRUE(
+      CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "retry").size() == 2; }));
 }
 
 TEST(ControllerTest, WatchSeesControllerChanges) {

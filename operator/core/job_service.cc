@@ -33,8 +33,7 @@ std::string FrameworkOf(const api::v1::TrainingJob& job) {
 }
 
 JobService::JobService(JobStore* store, backend::Backend* backend, WatchBroadcaster* watchers,
-                       KeyedMutex* job_locks, metrics::OperatorMetrics* metrics,
-                       Options options)
+                       KeyedMutex* job_locks, metrics::OperatorMetrics* metrics, Options options)
     : store_(store),
       backend_(backend),
       watchers_(watchers),
@@ -64,8 +63,8 @@ absl::StatusOr<api::v1::TrainingJob> JobService::Admission(const CreateRequest& 
       return absl::InvalidArgumentError(absl::StrCat("manifest: ", jobs.status().message()));
     }
     if (jobs->size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "manifest: holds ", jobs->size(), " jobs; CreateJob takes exactly one"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("manifest: holds ", jobs->size(), " jobs; CreateJob takes exactly one"));
     }
     job = std::move(jobs->front());
   } else {
@@ -111,10 +110,10 @@ absl::StatusOr<api::v1::TrainingJob> JobService::Create(const CreateRequest& req
     if (absl::Status admit = backend_->Admit(*stored); !admit.ok()) {
       // Nothing half-accepted: whatever Admit may have reserved is released with the job.
       backend_->Forget(*stored).IgnoreError();
-      if (absl::Status del = store_->Delete(key, std::nullopt); !del.ok() && !absl::IsNotFound(del)) {
+      if (absl::Status del = store_->Delete(key, std::nullopt);
+          !del.ok() && !absl::IsNotFound(del)) {
         return absl::InternalError(absl::StrCat("the backend refused the job (", admit.message(),
-                                                ") and removing it again failed: ",
-                                                del.message()));
+                                                ") and removing it again failed: ", del.message()));
       }
       if (metrics_ != nullptr) {
         metrics_->admission_rejected->Add(
@@ -145,16 +144,14 @@ absl::StatusOr<ListResponse> JobService::List(const ListRequest& request) {
   }
   store::ListOptions options;
   options.namespace_ = request.namespace_;
-  options.page_size = request.page_size == 0
-                          ? options_.default_page_size
-                          : std::min(request.page_size, options_.max_page_size);
+  options.page_size = request.page_size == 0 ? options_.default_page_size
+                                             : std::min(request.page_size, options_.max_page_size);
   options.page_token = request.page_token;
   options.label_selector = selector.Equalities();
   absl::StatusOr<store::ListResult> result = store_->List(options);
   if (!result.ok()) {
     if (absl::IsInvalidArgument(result.status())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("page_token: ", result.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat("page_token: ", result.status().message()));
     }
     return result.status();
   }
@@ -197,16 +194,15 @@ absl::Status JobService::Delete(const std::string& ns, const std::string& name) 
 }
 
 absl::StatusOr<api::v1::TrainingJob> JobService::SetSuspend(const std::string& ns,
-                                                            const std::string& name,
-                                                            bool suspend) {
+                                                            const std::string& name, bool suspend) {
   if (name.empty()) return absl::InvalidArgumentError("name: required");
   const JobKey key{ns.empty() ? "default" : ns, name};
   for (int attempt = 0;; ++attempt) {
     ASSIGN_OR_RETURN(api::v1::TrainingJob job, store_->Get(key));
     if (reconcile::IsFinished(job.status())) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", KeyString(key), " has finished; it cannot be ",
-          suspend ? "suspended" : "resumed"));
+      return absl::FailedPreconditionError(absl::StrCat("job ", KeyString(key),
+                                                        " has finished; it cannot be ",
+                                                        suspend ? "suspended" : "resumed"));
     }
     const api::v1::RunPolicy& rp = job.spec().run_policy();
     const bool now_suspended = rp.has_suspend() && rp.suspend();
@@ -256,8 +252,7 @@ absl::StatusOr<JobDescription> JobService::Describe(const std::string& ns,
 }
 
 absl::Status JobService::Logs(const std::string& ns, const std::string& name,
-                              const backend::LogOptions& options,
-                              const backend::LogSink& sink,
+                              const backend::LogOptions& options, const backend::LogSink& sink,
                               const std::atomic<bool>& cancelled) {
   if (name.empty()) return absl::InvalidArgumentError("name: required");
   if (options.tail_lines < 0) {
@@ -268,27 +263,28 @@ absl::Status JobService::Logs(const std::string& ns, const std::string& name,
   return backend_->StreamLogs(job, options, sink, cancelled);
 }
 
-absl::StatusOr<std::shared_ptr<Subscription>> JobService::Watch(
-    const std::string& ns, const std::string& name, const std::string& label_selector) {
+absl::StatusOr<std::shared_ptr<Subscription>> JobService::Watch(const std::string& ns,
+                                                                const std::string& name,
+                                                                const std::string& label_selector) {
   WatchFilter filter;
   filter.namespace_ = ns;
   filter.name = name;
   ASSIGN_OR_RETURN(filter.selector, LabelSelector::Parse(label_selector));
   const std::map<std::string, std::string> equalities = filter.selector.Equalities();
-  return watchers_->Subscribe(
-      std::move(filter), [&]() -> absl::StatusOr<std::vector<api::v1::TrainingJob>> {
-        std::vector<api::v1::TrainingJob> all;
-        store::ListOptions options;
-        options.namespace_ = ns;
-        options.page_size = options_.max_page_size;
-        options.label_selector = equalities;
-        do {
-          ASSIGN_OR_RETURN(store::ListResult page, store_->List(options));
-          for (auto& job : page.jobs) all.push_back(std::move(job));
-          options.page_token = page.next_page_token;
-        } while (!options.page_token.empty());
-        return all;
-      });
+  return watchers_->Subscribe(std::move(filter),
+                              [&]() -> absl::StatusOr<std::vector<api::v1::TrainingJob>> {
+                                std::vector<api::v1::TrainingJob> all;
+                                store::ListOptions options;
+                                options.namespace_ = ns;
+                                options.page_size = options_.max_page_size;
+                                options.label_selector = equalities;
+                                do {
+                                  ASSIGN_OR_RETURN(store::ListResult page, store_->List(options));
+                                  for (auto& job : page.jobs) all.push_back(std::move(job));
+                                  options.page_token = page.next_page_token;
+                                } while (!options.page_token.empty());
+                                return all;
+                              });
 }
 
 }  // namespace coach::core

@@ -25,11 +25,11 @@
 #include "absl/status/statusor.h"
 #include "api/v1/training_job.pb.h"
 #include "operator/backend/backend.h"
-#include "operator/store/job_store.h"
 #include "operator/core/job_observer.h"
 #include "operator/core/keyed_mutex.h"
 #include "operator/core/watch_broadcaster.h"
 #include "operator/metrics/operator_metrics.h"
+#include "operator/store/job_store.h"
 
 namespace coach::core {
 
@@ -54,9 +54,9 @@ struct CreateRequest {
 };
 
 struct ListRequest {
-  std::string namespace_;       // empty: every namespace
-  std::string label_selector;   // see label_selector.h
-  int page_size = 0;            // 0: default; above the max: the max
+  std::string namespace_;      // empty: every namespace
+  std::string label_selector;  // see label_selector.h
+  int page_size = 0;           // 0: default; above the max: the max
   std::string page_token;
 };
 
@@ -136,8 +136,8 @@ class JobService {
   absl::Status DeleteLocked(const api::v1::TrainingJob& job);
 
  private:
-  absl::StatusOr<api::v1::TrainingJob> SetSuspend(const std::string& ns,
-                                                  const std::string& name, bool suspend);
+  absl::StatusOr<api::v1::TrainingJob> SetSuspend(const std::string& ns, const std::string& name,
+                                                  bool suspend);
   void Enqueue(const JobKey& key);
 
   JobStore* const store_;

@@ -74,7 +74,8 @@ TEST(JobServiceTest, InvalidManifestNamesEveryFieldAndStoresNothing) {
   CoreEnv env;
   const std::string manifest =
       "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: Bad_Name\nspec:\n"
-      "  runPolicy:\n    backoffLimit: -1\n  pytorchReplicaSpecs:\n    Worker:\n      replicas: -2\n"
+      "  runPolicy:\n    backoffLimit: -1\n  pytorchReplicaSpecs:\n    Worker:\n      replicas: "
+      "-2\n"
       "      template:\n        spec:\n          containers:\n          - name: pytorch\n";
   auto job = env.Create(manifest);
   ASSERT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument) << job.status();
@@ -127,7 +128,8 @@ TEST(JobServiceTest, AdmissionFailureLeavesNothing) {
 
 TEST(JobServiceTest, ListWithSelectorsAndPaging) {
   CoreEnv env;
-  ASSERT_TRUE(env.Create(PyTorchManifest("a", 1, "OnFailure", "", "    team: nlp\n    tier: dev\n")).ok());
+  ASSERT_TRUE(
+      env.Create(PyTorchManifest("a", 1, "OnFailure", "", "    team: nlp\n    tier: dev\n")).ok());
   ASSERT_TRUE(env.Create(PyTorchManifest("b", 1, "OnFailure", "", "    team: nlp\n")).ok());
   ASSERT_TRUE(env.Create(PyTorchManifest("c", 1, "OnFailure", "", "    team: cv\n")).ok());
   auto names = [&](const std::string& selector) {
@@ -195,8 +197,7 @@ TEST(JobServiceTest, SuspendResumeAndFinishedJobs) {
   auto resumed = env.service->Resume("default", "s");
   ASSERT_TRUE(resumed.ok());
   EXPECT_FALSE(resumed->spec().run_policy().suspend());
-  EXPECT_EQ(env.service->Suspend("default", "nope").status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(env.service->Suspend("default", "nope").status().code(), absl::StatusCode::kNotFound);
 
   auto job = env.store->Get({"default", "s"});
   auto* cond = job->mutable_status()->add_conditions();
@@ -213,7 +214,8 @@ TEST(JobServiceTest, DescribeAndLogs) {
   CoreEnv env;
   env.StartController(1);
   ASSERT_TRUE(env.Create(PyTorchManifest("desc")).ok());
-  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "desc").size() == 2; }));
+  ASSERT_TRUE(
+      CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "desc").size() == 2; }));
   env.backend.SetPodPhase("default", "desc", "desc-worker-0", model::PodPhase::kFailed, 3);
   ASSERT_TRUE(CoreEnv::WaitFor([&] {
     auto d = env.service->Describe("default", "desc");
@@ -223,8 +225,7 @@ TEST(JobServiceTest, DescribeAndLogs) {
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->job.metadata().name(), "desc");
   EXPECT_FALSE(d->events.empty());
-  EXPECT_EQ(env.service->Describe("default", "none").status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(env.service->Describe("default", "none").status().code(), absl::StatusCode::kNotFound);
 
   env.backend.SetLog("desc-master-0", "hello\n");
   std::string got;
@@ -232,12 +233,13 @@ TEST(JobServiceTest, DescribeAndLogs) {
   backend::LogOptions options;
   options.replica = "desc-master-0";
   ASSERT_TRUE(env.service
-                  ->Logs("default", "desc", options,
-                         [&](const std::string& r, const std::string& data) {
-                           got += r + ":" + data;
-                           return true;
-                         },
-                         cancelled)
+                  ->Logs(
+                      "default", "desc", options,
+                      [&](const std::string& r, const std::string& data) {
+                        got += r + ":" + data;
+                        return true;
+                      },
+                      cancelled)
                   .ok());
   EXPECT_EQ(got, "desc-master-0:hello\n");
   EXPECT_EQ(env.service->Logs("default", "none", options, nullptr, cancelled).code(),
@@ -283,8 +285,7 @@ TEST(JobServiceTest, WatchGetsAddedModifiedDeleted) {
   ASSERT_TRUE(ev.has_value());
   EXPECT_EQ(ev->type, WatchEventType::kDeleted);
   EXPECT_EQ(ev->job.metadata().name(), "w");
-  EXPECT_EQ(env.service->Watch("", "", "a b").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(env.service->Watch("", "", "a b").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

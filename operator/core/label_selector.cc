@@ -55,9 +55,7 @@ std::string ValueProblem(const std::string& value) {
   return "";
 }
 
-std::string Trim(absl::string_view s) {
-  return std::string(absl::StripAsciiWhitespace(s));
-}
+std::string Trim(absl::string_view s) { return std::string(absl::StripAsciiWhitespace(s)); }
 
 }  // namespace
 
@@ -67,8 +65,7 @@ absl::StatusOr<LabelSelector> LabelSelector::Parse(const std::string& text) {
   for (absl::string_view raw : absl::StrSplit(text, ',')) {
     const std::string term = Trim(raw);
     auto bad = [&](const std::string& why) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("label_selector: term \"", term, "\": ", why));
+      return absl::InvalidArgumentError(absl::StrCat("label_selector: term \"", term, "\": ", why));
     };
     if (term.empty()) return bad("empty term (stray comma?)");
     if (term.find('(') != std::string::npos || term.find(" in ") != std::string::npos ||

@@ -36,8 +36,8 @@ TEST(LabelSelectorTest, PrefixedKeysAndEmptyValues) {
 }
 
 TEST(LabelSelectorTest, ErrorsNameTheTerm) {
-  for (const char* bad : {"a=b,", "=b", "a b=c", "-a=b", "a=b=c", "env in (prod)", "a=-x-",
-                          "a!=", "!"}) {
+  for (const char* bad :
+       {"a=b,", "=b", "a b=c", "-a=b", "a=b=c", "env in (prod)", "a=-x-", "a!=", "!"}) {
     auto s = LabelSelector::Parse(bad);
     if (std::string(bad) == "a!=") {
       // An empty value is allowed: "a is not the empty string".

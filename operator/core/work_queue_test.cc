@@ -1,10 +1,10 @@
 #include "operator/core/work_queue.h"
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "common/testing/fake_clock.h"
 

@@ -62,8 +62,8 @@ std::string LabelText(const std::vector<std::string>& names, const LabelValues& 
 
 }  // namespace
 
-Family::Family(Type type, std::string name, std::string help,
-               std::vector<std::string> label_names, std::vector<double> bounds)
+Family::Family(Type type, std::string name, std::string help, std::vector<std::string> label_names,
+               std::vector<double> bounds)
     : type_(type),
       name_(std::move(name)),
       help_(std::move(help)),
@@ -145,8 +145,8 @@ void Family::Render(std::string* out) const {
     *out += name_ + "_bucket" + LabelText(label_names_, labels, "le", "+Inf") + " " +
             std::to_string(s.count) + "\n";
     *out += name_ + "_sum" + LabelText(label_names_, labels) + " " + FormatValue(s.value) + "\n";
-    *out += name_ + "_count" + LabelText(label_names_, labels) + " " + std::to_string(s.count) +
-            "\n";
+    *out +=
+        name_ + "_count" + LabelText(label_names_, labels) + " " + std::to_string(s.count) + "\n";
   }
 }
 

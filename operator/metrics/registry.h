@@ -40,9 +40,9 @@ class Family {
  private:
   friend class Registry;
   struct Series {
-    double value = 0;                 // counter, gauge; histogram: sum
-    uint64_t count = 0;               // histogram
-    std::vector<uint64_t> buckets;    // histogram, cumulative on output
+    double value = 0;               // counter, gauge; histogram: sum
+    uint64_t count = 0;             // histogram
+    std::vector<uint64_t> buckets;  // histogram, cumulative on output
   };
   Family(Type type, std::string name, std::string help, std::vector<std::string> label_names,
          std::vector<double> bounds);
@@ -66,8 +66,7 @@ class Registry {
   Family* Gauge(const std::string& name, const std::string& help,
                 std::vector<std::string> label_names = {});
   Family* Histogram(const std::string& name, const std::string& help,
-                    std::vector<double> bucket_bounds,
-                    std::vector<std::string> label_names = {});
+                    std::vector<double> bucket_bounds, std::vector<std::string> label_names = {});
 
   // Every family in registration order.
   std::string Render() const;

@@ -31,8 +31,8 @@ class AddressPlan {
 
   // The fully qualified form, where upstream writes one (TF_CONFIG):
   // "<host>.<namespace>.svc[.<cluster domain>]" on Kubernetes.
-  virtual std::string QualifiedHost(const api::v1::TrainingJob& job,
-                                    std::string_view replica_type, int index) const = 0;
+  virtual std::string QualifiedHost(const api::v1::TrainingJob& job, std::string_view replica_type,
+                                    int index) const = 0;
 
   // The port peers dial for the replica's `port_name` port, which the pod template
   // declares as `declared_port`. Kubernetes: `declared_port` unchanged.

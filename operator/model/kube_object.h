@@ -3,9 +3,8 @@
 // A Kubernetes object as coach creates it: the exact JSON body that would be sent to
 // the API server, plus the coordinates every backend needs without parsing the body.
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace coach::model {
 

@@ -25,7 +25,7 @@ enum class GangScheduler { kNone, kVolcano, kSchedulerPlugins };
 // Operator-wide MLflow settings (operator/reconcile/mlflow_env.h): jobs without the
 // per-job annotations are tracked when tracking_uri is set.
 struct MlflowConfig {
-  std::string tracking_uri;        // "" : only jobs with coach.dev/mlflow-tracking-uri
+  std::string tracking_uri;  // "" : only jobs with coach.dev/mlflow-tracking-uri
   std::string experiment = "coach";
   // Variables (name, value) every tracked replica also gets: the MLFLOW_TRACKING_* auth/TLS
   // settings, only when the operator runs with --mlflow-forward-credentials.

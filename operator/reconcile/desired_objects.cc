@@ -23,7 +23,8 @@ absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& 
   ASSIGN_OR_RETURN(const api::v1::KindInfo* kind, KindOf(job));
   (void)kind;
   ASSIGN_OR_RETURN(Json tmpl, ParseTemplate(job, type));
-  if (!tmpl.contains("metadata") || !tmpl["metadata"].is_object()) tmpl["metadata"] = Json::object();
+  if (!tmpl.contains("metadata") || !tmpl["metadata"].is_object())
+    tmpl["metadata"] = Json::object();
   if (!tmpl.contains("spec") || !tmpl["spec"].is_object()) tmpl["spec"] = Json::object();
   Json& meta = tmpl["metadata"];
   if (!meta.contains("labels") || !meta["labels"].is_object()) meta["labels"] = Json::object();
@@ -54,8 +55,8 @@ absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& 
   if (metadata.contains("annotations") && metadata["annotations"].empty()) {
     metadata.erase("annotations");
   }
-  Json body = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata},
-               {"spec", tmpl["spec"]}};
+  Json body = {
+      {"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", tmpl["spec"]}};
   return KubeObject{"v1", "Pod", name, job.metadata().namespace_(), std::move(body)};
 }
 

@@ -17,8 +17,8 @@ namespace coach::reconcile {
 //
 // Errors: InvalidArgument (kind unset, a template that is not a JSON object, MPI
 // replica without containers), NotFound (a port the framework's wiring requires).
-absl::StatusOr<std::vector<model::KubeObject>> DesiredObjects(
-    const model::Job& job, const model::ReconcileConfig& config);
+absl::StatusOr<std::vector<model::KubeObject>> DesiredObjects(const model::Job& job,
+                                                              const model::ReconcileConfig& config);
 
 // The pod of replica `type`/`index`: the template with every field kept, name,
 // namespace, labels (template's merged with the operator's), owner reference, the

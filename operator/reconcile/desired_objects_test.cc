@@ -1,12 +1,12 @@
 #include "operator/reconcile/desired_objects.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "operator/reconcile/framework_env.h"
 #include "operator/reconcile/kubernetes_address_plan.h"
@@ -17,10 +17,10 @@
 namespace coach::reconcile {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::Pair;
 using model::Json;
 using model::KubeObject;
+using ::testing::ElementsAre;
+using ::testing::Pair;
 using namespace coach::reconcile::testing;  // NOLINT
 
 std::vector<std::pair<std::string, std::string>> Env(const KubeObject& pod, size_t container = 0) {
@@ -89,14 +89,13 @@ TEST(DesiredObjectsTest, SeedPyTorchJobOrderAndEnv) {
   for (const auto& [name, rank] : pods) {
     SCOPED_TRACE(name);
     const std::string r = std::to_string(rank);
-    EXPECT_THAT(Env(Find(*objs, "Pod", name)),
-                ElementsAre(Pair("PYTHONUNBUFFERED", "1"), Pair("MASTER_PORT", "23456"),
-                            Pair("MASTER_ADDR", "pytorch-mnist-master-0"),
-                            Pair("PET_MASTER_PORT", "23456"),
-                            Pair("PET_MASTER_ADDR", "pytorch-mnist-master-0"),
-                            Pair("WORLD_SIZE", "3"), Pair("RANK", r),
-                            Pair("PET_NPROC_PER_NODE", "auto"), Pair("PET_NODE_RANK", r),
-                            Pair("PET_NNODES", "3")));
+    EXPECT_THAT(
+        Env(Find(*objs, "Pod", name)),
+        ElementsAre(Pair("PYTHONUNBUFFERED", "1"), Pair("MASTER_PORT", "23456"),
+                    Pair("MASTER_ADDR", "pytorch-mnist-master-0"), Pair("PET_MASTER_PORT", "23456"),
+                    Pair("PET_MASTER_ADDR", "pytorch-mnist-master-0"), Pair("WORLD_SIZE", "3"),
+                    Pair("RANK", r), Pair("PET_NPROC_PER_NODE", "auto"), Pair("PET_NODE_RANK", r),
+                    Pair("PET_NNODES", "3")));
   }
 }
 
@@ -137,8 +136,7 @@ TEST(DesiredObjectsTest, PodMetadataLabelsOwnerAndRestartPolicy) {
 
   const KubeObject& svc = Find(*objs, "Service", "pj-worker-0");
   EXPECT_EQ(svc.body["spec"]["clusterIP"], "None");
-  EXPECT_EQ(svc.body["spec"]["ports"],
-            Json::parse(R"([{"name":"pytorchjob-port","port":23456}])"));
+  EXPECT_EQ(svc.body["spec"]["ports"], Json::parse(R"([{"name":"pytorchjob-port","port":23456}])"));
   EXPECT_EQ(svc.body["spec"]["selector"]["training.kubeflow.org/replica-index"], "0");
   EXPECT_EQ(svc.body["metadata"]["ownerReferences"][0]["kind"], "PyTorchJob");
 }
@@ -157,15 +155,14 @@ TEST(DesiredObjectsTest, BadTemplateIsInvalidArgument) {
 }
 
 TEST(DesiredObjectsTest, PyTorchWithoutMasterAndElastic) {
-  model::Job job =
-      MakePyTorchJob("ns", "el").Workers(2).Elastic(1, 3).RdzvId("abc").Build();
+  model::Job job = MakePyTorchJob("ns", "el").Workers(2).Elastic(1, 3).RdzvId("abc").Build();
   auto objs = DesiredObjects(job, {});
   ASSERT_TRUE(objs.ok()) << objs.status();
-  EXPECT_THAT(Env(Find(*objs, "Pod", "el-worker-1")),
-              ElementsAre(Pair("PYTHONUNBUFFERED", "1"), Pair("PET_NPROC_PER_NODE", "auto"),
-                          Pair("PET_RDZV_ENDPOINT", "el-worker-0:23456"),
-                          Pair("PET_RDZV_BACKEND", "c10d"), Pair("PET_NNODES", "1:3"),
-                          Pair("PET_RDZV_ID", "abc")));
+  EXPECT_THAT(
+      Env(Find(*objs, "Pod", "el-worker-1")),
+      ElementsAre(Pair("PYTHONUNBUFFERED", "1"), Pair("PET_NPROC_PER_NODE", "auto"),
+                  Pair("PET_RDZV_ENDPOINT", "el-worker-0:23456"), Pair("PET_RDZV_BACKEND", "c10d"),
+                  Pair("PET_NNODES", "1:3"), Pair("PET_RDZV_ID", "abc")));
   EXPECT_EQ(Find(*objs, "Pod", "el-worker-0")
                 .body["metadata"]["labels"]["training.kubeflow.org/job-role"],
             "master");
@@ -201,7 +198,8 @@ TEST(DesiredObjectsTest, PyTorchWorkerOnlyGetsNprocPerNode) {
 }
 
 TEST(DesiredObjectsTest, PyTorchWorldSizeMultipliesIntegerNproc) {
-  auto objs = DesiredObjects(MakePyTorchJob("ns", "p").Master(1).Workers(3).NprocPerNode("4").Build(), {});
+  auto objs =
+      DesiredObjects(MakePyTorchJob("ns", "p").Master(1).Workers(3).NprocPerNode("4").Build(), {});
   ASSERT_TRUE(objs.ok());
   EXPECT_EQ(EnvValue(Find(*objs, "Pod", "p-worker-2"), "WORLD_SIZE"), "16");
   EXPECT_EQ(EnvValue(Find(*objs, "Pod", "p-worker-2"), "PET_NPROC_PER_NODE"), "4");
@@ -215,14 +213,14 @@ TEST(DesiredObjectsTest, TFConfigExact) {
             R"({"cluster":{"chief":["tf-chief-0.ns.svc:2222"],"ps":["tf-ps-0.ns.svc:2222"],)"
             R"("worker":["tf-worker-0.ns.svc:2222","tf-worker-1.ns.svc:2222"]},)"
             R"("task":{"type":"worker","index":1},"environment":"cloud"})");
-  EXPECT_EQ(Find(*objs, "Pod", "tf-chief-0")
-                .body["metadata"]["labels"]["training.kubeflow.org/job-role"],
-            "master");
-  EXPECT_THAT(Names(*objs), ElementsAre("Pod/tf-ps-0", "Service/tf-ps-0", "Pod/tf-worker-0",
-                                        "Service/tf-worker-0", "Pod/tf-worker-1",
-                                        "Service/tf-worker-1", "Pod/tf-chief-0",
-                                        "Service/tf-chief-0", "Pod/tf-evaluator-0",
-                                        "Service/tf-evaluator-0"));
+  EXPECT_EQ(
+      Find(*objs, "Pod", "tf-chief-0").body["metadata"]["labels"]["training.kubeflow.org/job-role"],
+      "master");
+  EXPECT_THAT(
+      Names(*objs),
+      ElementsAre("Pod/tf-ps-0", "Service/tf-ps-0", "Pod/tf-worker-0", "Service/tf-worker-0",
+                  "Pod/tf-worker-1", "Service/tf-worker-1", "Pod/tf-chief-0", "Service/tf-chief-0",
+                  "Pod/tf-evaluator-0", "Service/tf-evaluator-0"));
 }
 
 TEST(DesiredObjectsTest, TFConfigClusterDomainSparseAndSingleReplica) {
@@ -256,11 +254,11 @@ TEST(DesiredObjectsTest, TFConfigOnlyOnTensorflowContainer) {
 TEST(DesiredObjectsTest, XGBoostEnv) {
   auto objs = DesiredObjects(MakeXGBoostJob("ns", "xg").Master(1).Workers(2).Build(), {});
   ASSERT_TRUE(objs.ok()) << objs.status();
-  EXPECT_THAT(Env(Find(*objs, "Pod", "xg-worker-1")),
-              ElementsAre(Pair("MASTER_PORT", "9999"), Pair("MASTER_ADDR", "xg-master-0"),
-                          Pair("WORLD_SIZE", "3"), Pair("RANK", "2"),
-                          Pair("PYTHONUNBUFFERED", "1"), Pair("WORKER_PORT", "9999"),
-                          Pair("WORKER_ADDRS", "xg-worker-0,xg-worker-1")));
+  EXPECT_THAT(
+      Env(Find(*objs, "Pod", "xg-worker-1")),
+      ElementsAre(Pair("MASTER_PORT", "9999"), Pair("MASTER_ADDR", "xg-master-0"),
+                  Pair("WORLD_SIZE", "3"), Pair("RANK", "2"), Pair("PYTHONUNBUFFERED", "1"),
+                  Pair("WORKER_PORT", "9999"), Pair("WORKER_ADDRS", "xg-worker-0,xg-worker-1")));
 }
 
 TEST(DesiredObjectsTest, PaddleCollectiveAndPS) {
@@ -270,8 +268,10 @@ TEST(DesiredObjectsTest, PaddleCollectiveAndPS) {
               ElementsAre(Pair("PYTHONUNBUFFERED", "1"), Pair("PADDLE_JOB_ID", "pd"),
                           Pair("PADDLE_NNODES", "2"), Pair("POD_IP_DUMMY", "<from>"),
                           Pair("PADDLE_MASTER", "$(POD_IP_DUMMY):36543")));
-  EXPECT_EQ(Find(*coll, "Pod", "pd-worker-0").body["spec"]["containers"][0]["env"][3],
-            Json::parse(R"({"name":"POD_IP_DUMMY","valueFrom":{"fieldRef":{"fieldPath":"status.podIP"}}})"));
+  EXPECT_EQ(
+      Find(*coll, "Pod", "pd-worker-0").body["spec"]["containers"][0]["env"][3],
+      Json::parse(
+          R"({"name":"POD_IP_DUMMY","valueFrom":{"fieldRef":{"fieldPath":"status.podIP"}}})"));
   EXPECT_EQ(EnvValue(Find(*coll, "Pod", "pd-worker-1"), "PADDLE_MASTER"), "pd-worker-0:36543");
   auto ps = DesiredObjects(MakePaddleJob("ns", "pd").Master(1).Workers(1).Build(), {});
   ASSERT_TRUE(ps.ok());
@@ -285,8 +285,8 @@ TEST(DesiredObjectsTest, JaxEnv) {
   ASSERT_TRUE(objs.ok()) << objs.status();
   EXPECT_THAT(Env(Find(*objs, "Pod", "jx-worker-1")),
               ElementsAre(Pair("PYTHONUNBUFFERED", "1"), Pair("COORDINATOR_PORT", "6666"),
-                          Pair("COORDINATOR_ADDRESS", "jx-worker-0"),
-                          Pair("NUM_PROCESSES", "2"), Pair("PROCESS_ID", "1")));
+                          Pair("COORDINATOR_ADDRESS", "jx-worker-0"), Pair("NUM_PROCESSES", "2"),
+                          Pair("PROCESS_ID", "1")));
 }
 
 TEST(DesiredObjectsTest, MpiObjects) {
@@ -300,20 +300,20 @@ TEST(DesiredObjectsTest, MpiObjects) {
   const Json& data = Find(*objs, "ConfigMap", "mpi-config").body["data"];
   EXPECT_EQ(data["hostfile"], "mpi-worker-0 slots=4\nmpi-worker-1 slots=4\n");
   EXPECT_EQ(data["kubexec.sh"],
-            "#!/bin/sh\nset -x\nPOD_NAME=$1\nshift\n/opt/kube/kubectl exec ${POD_NAME} -- /bin/sh -c \"$*\"");
+            "#!/bin/sh\nset -x\nPOD_NAME=$1\nshift\n/opt/kube/kubectl exec ${POD_NAME} -- /bin/sh "
+            "-c \"$*\"");
   EXPECT_EQ(data["discover_hosts.sh"], "#!/bin/sh");
   EXPECT_EQ(Find(*objs, "Role", "mpi-launcher").body["rules"][1]["resourceNames"],
             Json::parse(R"(["mpi-worker-0","mpi-worker-1"])"));
-  EXPECT_EQ(Find(*objs, "RoleBinding", "mpi-launcher").body["subjects"][0]["name"],
-            "mpi-launcher");
+  EXPECT_EQ(Find(*objs, "RoleBinding", "mpi-launcher").body["subjects"][0]["name"], "mpi-launcher");
   const KubeObject& launcher = Find(*objs, "Pod", "mpi-launcher");
-  EXPECT_THAT(Env(launcher),
-              ElementsAre(Pair("OMPI_MCA_plm_rsh_agent", "/etc/mpi/kubexec.sh"),
-                          Pair("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
-                          Pair("NVIDIA_VISIBLE_DEVICES", ""),
-                          Pair("NVIDIA_DRIVER_CAPABILITIES", ""),
-                          Pair("I_MPI_HYDRA_BOOTSTRAP", "rsh"),
-                          Pair("I_MPI_HYDRA_BOOTSTRAP_EXEC", "/etc/mpi/kubexec.sh")));
+  EXPECT_THAT(
+      Env(launcher),
+      ElementsAre(Pair("OMPI_MCA_plm_rsh_agent", "/etc/mpi/kubexec.sh"),
+                  Pair("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
+                  Pair("NVIDIA_VISIBLE_DEVICES", ""), Pair("NVIDIA_DRIVER_CAPABILITIES", ""),
+                  Pair("I_MPI_HYDRA_BOOTSTRAP", "rsh"),
+                  Pair("I_MPI_HYDRA_BOOTSTRAP_EXEC", "/etc/mpi/kubexec.sh")));
   EXPECT_EQ(launcher.body["spec"]["serviceAccountName"], "mpi-launcher");
   EXPECT_EQ(launcher.body["spec"]["initContainers"][0]["name"], "kubectl-delivery");
   EXPECT_EQ(launcher.body["spec"]["volumes"][1]["configMap"]["items"][1]["mode"], 0444);
@@ -341,8 +341,13 @@ TEST(DesiredObjectsTest, MpiGpuLauncherIsInHostfile) {
 TEST(DesiredObjectsTest, VolcanoGang) {
   model::ReconcileConfig config;
   config.gang_scheduler = model::GangScheduler::kVolcano;
-  model::Job job = MakePyTorchJob("ns", "g").Master(1).Workers(3).Queue("q1").PriorityClass("high")
-                       .MinResource("cpu", "8").Build();
+  model::Job job = MakePyTorchJob("ns", "g")
+                       .Master(1)
+                       .Workers(3)
+                       .Queue("q1")
+                       .PriorityClass("high")
+                       .MinResource("cpu", "8")
+                       .Build();
   auto objs = DesiredObjects(job, config);
   ASSERT_TRUE(objs.ok());
   EXPECT_EQ((*objs)[0].kind, "PodGroup");
@@ -359,12 +364,12 @@ TEST(DesiredObjectsTest, VolcanoGang) {
 TEST(DesiredObjectsTest, SchedulerPluginsGang) {
   model::ReconcileConfig config;
   config.gang_scheduler = model::GangScheduler::kSchedulerPlugins;
-  model::Job job = MakeJAXJob("ns", "g").Workers(4).MinAvailable(2).ScheduleTimeoutSeconds(60).Build();
+  model::Job job =
+      MakeJAXJob("ns", "g").Workers(4).MinAvailable(2).ScheduleTimeoutSeconds(60).Build();
   auto objs = DesiredObjects(job, config);
   ASSERT_TRUE(objs.ok());
   EXPECT_EQ((*objs)[0].body["apiVersion"], "scheduling.x-k8s.io/v1alpha1");
-  EXPECT_EQ((*objs)[0].body["spec"],
-            Json::parse(R"({"minMember":2,"scheduleTimeoutSeconds":60})"));
+  EXPECT_EQ((*objs)[0].body["spec"], Json::parse(R"({"minMember":2,"scheduleTimeoutSeconds":60})"));
   const KubeObject& pod = Find(*objs, "Pod", "g-worker-0");
   EXPECT_EQ(pod.body["spec"]["schedulerName"], "scheduler-plugins-scheduler");
   EXPECT_EQ(pod.body["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"], "g");

@@ -20,9 +20,8 @@ absl::Status ValidateKarpenterAnnotations(const model::Job& job) {
 
 absl::Status PlaceForKarpenter(const model::Job& job, const model::ReconcileConfig& config,
                                model::Json& pod_template) {
-  return karpenter::ApplyPlacement(config.karpenter,
-                                   karpenter::JobFacts{AnnotationsOf(job), JobLabels(job)},
-                                   pod_template);
+  return karpenter::ApplyPlacement(
+      config.karpenter, karpenter::JobFacts{AnnotationsOf(job), JobLabels(job)}, pod_template);
 }
 
 }  // namespace coach::reconcile

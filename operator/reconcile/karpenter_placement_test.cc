@@ -1,9 +1,9 @@
 #include "operator/reconcile/karpenter_placement.h"
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "operator/reconcile/desired_objects.h"
 #include "operator/reconcile/testing/job_builder.h"
@@ -21,7 +21,8 @@ model::Job WithGpus(model::Job job, std::initializer_list<const char*> types) {
   for (const char* type : types) {
     auto& spec = (*job.mutable_spec()->mutable_replica_specs())[type];
     model::Json tmpl = model::Json::parse(spec.template_json());
-    for (model::Json& c : tmpl["spec"]["containers"]) c["resources"]["limits"]["nvidia.com/gpu"] = 1;
+    for (model::Json& c : tmpl["spec"]["containers"])
+      c["resources"]["limits"]["nvidia.com/gpu"] = 1;
     spec.set_template_json(tmpl.dump());
   }
   return job;
@@ -42,7 +43,8 @@ std::map<std::string, std::string> PoolsOf(const model::Job& job,
   if (!objects.ok()) return out;
   for (const model::KubeObject& o : *objects) {
     if (o.kind != "Pod") continue;
-    out[o.name] = o.body["spec"].value("nodeSelector", model::Json::object())
+    out[o.name] = o.body["spec"]
+                      .value("nodeSelector", model::Json::object())
                       .value("karpenter.sh/nodepool", "");
     // Every placed replica is protected from its creation.
     if (!out[o.name].empty()) {
@@ -65,19 +67,24 @@ TEST(PlaceForKarpenterTest, PoolsPerReplica) {
   const std::vector<Case> cases = {
       {"seed GPU PyTorchJob: every replica on the GPU pool",
        WithGpus(MakePyTorchJob("ns", "seed").Master(1).Workers(2).Build(), {"Master", "Worker"}),
-       On(), {{"seed-master-0", gpu}, {"seed-worker-0", gpu}, {"seed-worker-1", gpu}}},
+       On(),
+       {{"seed-master-0", gpu}, {"seed-worker-0", gpu}, {"seed-worker-1", gpu}}},
       {"CPU-only Master beside GPU Workers",
        WithGpus(MakePyTorchJob("ns", "mix").Master(1).Workers(1).Build(), {"Worker"}),
-       On(), {{"mix-master-0", cpu}, {"mix-worker-0", gpu}}},
+       On(),
+       {{"mix-master-0", cpu}, {"mix-worker-0", gpu}}},
       {"TFJob PS on the CPU pool",
        WithGpus(MakeTFJob("ns", "tf").PS(1).Workers(1).Build(), {"Worker"}),
-       On(), {{"tf-ps-0", cpu}, {"tf-worker-0", gpu}}},
+       On(),
+       {{"tf-ps-0", cpu}, {"tf-worker-0", gpu}}},
       {"MPI launcher on the CPU pool",
        WithGpus(MakeMPIJob("ns", "mpi").Launcher(1).Workers(1).Build(), {"Worker"}),
-       On(), {{"mpi-launcher", cpu}, {"mpi-worker-0", gpu}}},
+       On(),
+       {{"mpi-launcher", cpu}, {"mpi-worker-0", gpu}}},
       {"operator without Karpenter: nothing",
        WithGpus(MakePyTorchJob("ns", "off").Master(1).Build(), {"Master"}),
-       model::ReconcileConfig{}, {{"off-master-0", ""}}},
+       model::ReconcileConfig{},
+       {{"off-master-0", ""}}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.scenario);
@@ -89,8 +96,9 @@ TEST(PlaceForKarpenterTest, ZoneAffinitySelectsTheJobsPods) {
   model::Job job = MakePyTorchJob("ns", "seed").Master(1).Build();
   model::Json pod = model::Json::parse(R"({"spec":{"containers":[{"name":"pytorch"}]}})");
   ASSERT_TRUE(PlaceForKarpenter(job, On(), pod).ok());
-  const model::Json& term = pod["spec"]["affinity"]["podAffinity"]
-                                ["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"];
+  const model::Json& term =
+      pod["spec"]["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+         ["podAffinityTerm"];
   EXPECT_EQ(term["topologyKey"], "topology.kubernetes.io/zone");
   EXPECT_EQ(term["labelSelector"]["matchLabels"]["training.kubeflow.org/job-name"], "seed");
 }

@@ -11,8 +11,7 @@ std::string KubernetesAddressPlan::Host(const api::v1::TrainingJob& job,
 }
 
 std::string KubernetesAddressPlan::QualifiedHost(const api::v1::TrainingJob& job,
-                                                 std::string_view replica_type,
-                                                 int index) const {
+                                                 std::string_view replica_type, int index) const {
   std::string host =
       absl::StrCat(ReplicaName(job, replica_type, index), ".", job.metadata().namespace_(), ".svc");
   if (!cluster_domain_.empty()) absl::StrAppend(&host, ".", cluster_domain_);

@@ -24,8 +24,8 @@ absl::Status ValidateLauncherAnnotation(const model::Job& job) {
   if (v == nullptr) return absl::OkStatus();
   if (*v != "true" && *v != "false") {
     return absl::InvalidArgumentError(absl::StrCat("metadata.annotations[", kAnnotationLauncher,
-                                                   "]: must be \"true\" or \"false\", got \"",
-                                                   *v, "\""));
+                                                   "]: must be \"true\" or \"false\", got \"", *v,
+                                                   "\""));
   }
   if (*v != "true") return absl::OkStatus();
   absl::StatusOr<const api::v1::KindInfo*> kind = KindOf(job);
@@ -38,8 +38,8 @@ absl::Status ValidateLauncherAnnotation(const model::Job& job) {
     if (containers == nullptr || !index.has_value()) continue;  // the job's own validation says so
     if (!HasCommand((*containers)[*index])) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "spec.", std::string((*kind)->replica_specs_key), ".", type, ".template.spec.containers[", *index,
-          "].command: required with ", kAnnotationLauncher,
+          "spec.", std::string((*kind)->replica_specs_key), ".", type, ".template.spec.containers[",
+          *index, "].command: required with ", kAnnotationLauncher,
           ": \"true\" (coach-launch wraps the command; an image's entrypoint is not known)"));
     }
   }
@@ -61,16 +61,18 @@ void WrapWithLauncher(const model::Job& job, const model::ReconcileConfig& confi
     command = Json::array({"coach-launch", "--"});
   } else {
     const std::string dir = kLauncherMountPath;
-    command = Json::array({dir + "/lib/ld.so", "--library-path", dir + "/lib",
-                           dir + "/bin/coach-launch", "--"});
+    command = Json::array(
+        {dir + "/lib/ld.so", "--library-path", dir + "/lib", dir + "/bin/coach-launch", "--"});
     Json& spec = pod_template["spec"];
-    EnsureArray(spec, "volumes").push_back({{"name", kLauncherVolume}, {"emptyDir", Json::object()}});
+    EnsureArray(spec, "volumes")
+        .push_back({{"name", kLauncherVolume}, {"emptyDir", Json::object()}});
     EnsureArray(spec, "initContainers")
-        .push_back({{"name", kLauncherInitContainer},
-                    {"image", config.launcher_image},
-                    {"command", Json::array({kLauncherImagePath, "--install", dir})},
-                    // The copy goes into the shared volume, not the image's own filesystem.
-                    {"volumeMounts", Json::array({{{"name", kLauncherVolume}, {"mountPath", dir}}})}});
+        .push_back(
+            {{"name", kLauncherInitContainer},
+             {"image", config.launcher_image},
+             {"command", Json::array({kLauncherImagePath, "--install", dir})},
+             // The copy goes into the shared volume, not the image's own filesystem.
+             {"volumeMounts", Json::array({{{"name", kLauncherVolume}, {"mountPath", dir}}})}});
     EnsureArray(container, "volumeMounts")
         .push_back({{"name", kLauncherVolume}, {"mountPath", dir}, {"readOnly", true}});
   }

@@ -18,7 +18,8 @@ constexpr char kWorkerTemplate[] = R"({"spec":{"containers":[
 
 model::Job Job(const char* launcher) {
   model::Job job = MakePyTorchJob("ns", "j").Workers(1).Template("Worker", kWorkerTemplate).Build();
-  if (launcher != nullptr) (*job.mutable_metadata()->mutable_annotations())[kAnnotationLauncher] = launcher;
+  if (launcher != nullptr)
+    (*job.mutable_metadata()->mutable_annotations())[kAnnotationLauncher] = launcher;
   return job;
 }
 

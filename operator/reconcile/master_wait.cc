@@ -21,8 +21,7 @@ bool HasInitContainer(const Json& spec, const std::string& name) {
 absl::Status ValidateWaitForMasterAnnotation(const model::Job& job) {
   const std::string* v = AnnotationOf(job, kAnnotationWaitForMaster);
   if (v == nullptr || *v == "true" || *v == "false") return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("metadata.annotations[",
-                                                 kAnnotationWaitForMaster,
+  return absl::InvalidArgumentError(absl::StrCat("metadata.annotations[", kAnnotationWaitForMaster,
                                                  "]: must be \"true\" or \"false\", got \"", *v,
                                                  "\""));
 }
@@ -43,15 +42,16 @@ void AddMasterWait(const model::Job& job, const std::string& type,
   const int tries = config.pytorch_init_max_tries > 0 ? config.pytorch_init_max_tries : 1;
   // The Master's address as the Workers' MASTER_ADDR names it.
   const std::string master = ReplicaName(job, "Master", 0);
-  EnsureArray(spec, "initContainers").push_back(
-      {{"name", name},
-       {"image", config.pytorch_init_image},
-       {"imagePullPolicy", "IfNotPresent"},
-       {"command", Json::array({kLauncherImagePath, "--wait-for-host", master, "--peer-timeout",
-                                absl::StrCat(tries * kMasterWaitSecondsPerTry, "s")})},
-       {"resources",
-        {{"limits", {{"cpu", "100m"}, {"memory", "20Mi"}}},
-         {"requests", {{"cpu", "50m"}, {"memory", "10Mi"}}}}}});
+  EnsureArray(spec, "initContainers")
+      .push_back(
+          {{"name", name},
+           {"image", config.pytorch_init_image},
+           {"imagePullPolicy", "IfNotPresent"},
+           {"command", Json::array({kLauncherImagePath, "--wait-for-host", master, "--peer-timeout",
+                                    absl::StrCat(tries * kMasterWaitSecondsPerTry, "s")})},
+           {"resources",
+            {{"limits", {{"cpu", "100m"}, {"memory", "20Mi"}}},
+             {"requests", {{"cpu", "50m"}, {"memory", "10Mi"}}}}}});
 }
 
 }  // namespace coach::reconcile

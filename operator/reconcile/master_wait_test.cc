@@ -1,8 +1,8 @@
 #include "operator/reconcile/master_wait.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "operator/reconcile/desired_objects.h"
 #include "operator/reconcile/launcher_wrap.h"
@@ -65,16 +65,19 @@ TEST(MasterWaitTest, WhenItIsAdded) {
       {"local backend", seed, "Worker", local, false},
       {"opted out", Annotated(seed, kAnnotationWaitForMaster, "false"), "Worker", KubeConfig(),
        false},
-      {"explicitly on", Annotated(seed, kAnnotationWaitForMaster, "true"), "Worker",
-       KubeConfig(), true},
+      {"explicitly on", Annotated(seed, kAnnotationWaitForMaster, "true"), "Worker", KubeConfig(),
+       true},
       {"coach-launch waits instead",
-       Annotated(MakePyTorchJob("ns", "j").Master(1).Workers(1)
+       Annotated(MakePyTorchJob("ns", "j")
+                     .Master(1)
+                     .Workers(1)
                      .Template("Worker", R"({"spec":{"containers":[{"name":"pytorch",
-                         "image":"i","command":["python"]}]}})").Build(),
+                         "image":"i","command":["python"]}]}})")
+                     .Build(),
                  kAnnotationLauncher, "true"),
        "Worker", KubeConfig(), false},
-      {"not a PyTorchJob or XGBoostJob", MakeTFJob("ns", "j").Chief(1).Workers(1).Build(),
-       "Worker", KubeConfig(), false},
+      {"not a PyTorchJob or XGBoostJob", MakeTFJob("ns", "j").Chief(1).Workers(1).Build(), "Worker",
+       KubeConfig(), false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.scenario);
@@ -98,7 +101,9 @@ TEST(MasterWaitTest, XGBoostWorkersWaitForTheMaster) {
 
 TEST(MasterWaitTest, UsersOwnInitContainersStayAndTheirInitPytorchWins) {
   const model::Job job =
-      MakePyTorchJob("ns", "j").Master(1).Workers(1)
+      MakePyTorchJob("ns", "j")
+          .Master(1)
+          .Workers(1)
           .Template("Worker", R"({"spec":{"initContainers":[{"name":"fetch","image":"f"}],
                                  "containers":[{"name":"pytorch","image":"i"}]}})")
           .Build();
@@ -108,7 +113,9 @@ TEST(MasterWaitTest, UsersOwnInitContainersStayAndTheirInitPytorchWins) {
   EXPECT_EQ(inits[1]["name"], "init-pytorch");
 
   const model::Job own =
-      MakePyTorchJob("ns", "j").Master(1).Workers(1)
+      MakePyTorchJob("ns", "j")
+          .Master(1)
+          .Workers(1)
           .Template("Worker", R"({"spec":{"initContainers":[{"name":"init-pytorch","image":"mine"}],
                                  "containers":[{"name":"pytorch","image":"i"}]}})")
           .Build();
@@ -128,7 +135,8 @@ TEST(MasterWaitTest, MaxTriesSetsTheDeadline) {
 TEST(MasterWaitTest, AnnotationValues) {
   const model::Job seed = MakePyTorchJob("ns", "j").Master(1).Workers(1).Build();
   EXPECT_TRUE(ValidateWaitForMasterAnnotation(seed).ok());
-  EXPECT_TRUE(ValidateWaitForMasterAnnotation(Annotated(seed, kAnnotationWaitForMaster, "true")).ok());
+  EXPECT_TRUE(
+      ValidateWaitForMasterAnnotation(Annotated(seed, kAnnotationWaitForMaster, "true")).ok());
   const absl::Status bad =
       ValidateWaitForMasterAnnotation(Annotated(seed, kAnnotationWaitForMaster, "no"));
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);

@@ -2,8 +2,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace coach::reconcile {
 namespace {
@@ -20,7 +20,8 @@ absl::Status ValidateTrackingUri(absl::string_view uri) {
     return absl::InvalidArgumentError("must be an http:// or https:// URI");
   }
   for (char c : uri) {
-    if (absl::ascii_isspace(static_cast<unsigned char>(c)) || absl::ascii_iscntrl(static_cast<unsigned char>(c))) {
+    if (absl::ascii_isspace(static_cast<unsigned char>(c)) ||
+        absl::ascii_iscntrl(static_cast<unsigned char>(c))) {
       return absl::InvalidArgumentError("must not contain whitespace or control characters");
     }
   }
@@ -42,7 +43,8 @@ absl::Status ValidateTrackingUri(absl::string_view uri) {
 absl::Status ValidateMlflowAnnotations(const model::Job& job) {
   if (const std::string* v = AnnotationOf(job, kAnnotationMlflow)) {
     if (*v != "true" && *v != "false") {
-      return Bad(kAnnotationMlflow, absl::StrCat("must be \"true\" or \"false\", got \"", *v, "\""));
+      return Bad(kAnnotationMlflow,
+                 absl::StrCat("must be \"true\" or \"false\", got \"", *v, "\""));
     }
   }
   if (const std::string* v = AnnotationOf(job, kAnnotationMlflowTrackingUri)) {
@@ -81,7 +83,7 @@ std::optional<MlflowTarget> MlflowTargetFor(const model::Job& job,
   }
   if (target.tracking_uri.empty()) return std::nullopt;
   const std::string* experiment = AnnotationOf(job, kAnnotationMlflowExperiment);
-  target.experiment = experiment != nullptr ? *experiment
+  target.experiment = experiment != nullptr       ? *experiment
                       : config.experiment.empty() ? std::string("coach")
                                                   : config.experiment;
   if (const std::string* run = AnnotationOf(job, kAnnotationMlflowRunId)) target.run_id = *run;
@@ -98,7 +100,8 @@ std::vector<std::pair<std::string, std::string>> MlflowEnv(const model::Job& job
   if (!target.has_value()) return env;
   env.emplace_back("MLFLOW_TRACKING_URI", target->tracking_uri);
   env.emplace_back("MLFLOW_EXPERIMENT_NAME", target->experiment);
-  if (!target->experiment_id.empty()) env.emplace_back("MLFLOW_EXPERIMENT_ID", target->experiment_id);
+  if (!target->experiment_id.empty())
+    env.emplace_back("MLFLOW_EXPERIMENT_ID", target->experiment_id);
   if (!target->run_id.empty()) env.emplace_back("MLFLOW_RUN_ID", target->run_id);
   for (const auto& kv : config.forwarded_env) env.push_back(kv);
   return env;

@@ -4,9 +4,10 @@
 // annotations, else the operator-wide MlflowConfig), and the environment its replicas get.
 //
 // Annotations a user may set (validated at admission, ValidateMlflowAnnotations):
-//   coach.dev/mlflow                 "true" | "false": opt in/out (false wins over the operator-wide URI)
-//   coach.dev/mlflow-tracking-uri    http(s)://host[:port][/prefix], no credentials in it
-//   coach.dev/mlflow-experiment      experiment name (default: the operator's, else "coach")
+//   coach.dev/mlflow                 "true" | "false": opt in/out (false wins over the
+//   operator-wide URI) coach.dev/mlflow-tracking-uri    http(s)://host[:port][/prefix], no
+//   credentials in it coach.dev/mlflow-experiment      experiment name (default: the operator's,
+//   else "coach")
 // Annotations the operator writes (a client's values are dropped at admission):
 //   coach.dev/mlflow-run-id          the job's run
 //   coach.dev/mlflow-experiment-id   its experiment
@@ -44,14 +45,16 @@ struct MlflowTarget {
 // belong in annotations or flags; use MLFLOW_TRACKING_* variables). InvalidArgument otherwise.
 absl::Status ValidateTrackingUri(absl::string_view uri);
 
-// InvalidArgument naming the annotation ("metadata.annotations[coach.dev/mlflow-tracking-uri]: ...").
+// InvalidArgument naming the annotation ("metadata.annotations[coach.dev/mlflow-tracking-uri]:
+// ...").
 absl::Status ValidateMlflowAnnotations(const model::Job& job);
 
 // Removes the annotations only the operator writes (run and experiment ids).
 void ClearOperatorMlflowAnnotations(model::Job* job);
 
 // The server and experiment the job reports to; nullopt when it is not tracked.
-std::optional<MlflowTarget> MlflowTargetFor(const model::Job& job, const model::MlflowConfig& config);
+std::optional<MlflowTarget> MlflowTargetFor(const model::Job& job,
+                                            const model::MlflowConfig& config);
 
 // The variables a replica of `job` gets (empty when untracked), in a stable order.
 std::vector<std::pair<std::string, std::string>> MlflowEnv(const model::Job& job,

@@ -40,11 +40,12 @@ TEST(MlflowEnvTest, ValidateTrackingUri) {
 
 TEST(MlflowEnvTest, ValidateAnnotationsNamesTheAnnotation) {
   EXPECT_TRUE(ValidateMlflowAnnotations(Annotated({})).ok());
-  EXPECT_TRUE(ValidateMlflowAnnotations(
-                  Annotated({{kAnnotationMlflowTrackingUri, "http://h:1"},
-                             {kAnnotationMlflowExperiment, "e"}, {kAnnotationMlflow, "true"}}))
+  EXPECT_TRUE(ValidateMlflowAnnotations(Annotated({{kAnnotationMlflowTrackingUri, "http://h:1"},
+                                                   {kAnnotationMlflowExperiment, "e"},
+                                                   {kAnnotationMlflow, "true"}}))
                   .ok());
-  absl::Status bad = ValidateMlflowAnnotations(Annotated({{kAnnotationMlflowTrackingUri, "ftp://x"}}));
+  absl::Status bad =
+      ValidateMlflowAnnotations(Annotated({{kAnnotationMlflowTrackingUri, "ftp://x"}}));
   EXPECT_TRUE(absl::IsInvalidArgument(bad));
   EXPECT_NE(std::string(bad.message()).find("coach.dev/mlflow-tracking-uri"), std::string::npos)
       << bad;
@@ -78,7 +79,8 @@ TEST(MlflowEnvTest, PodsGetRunVariablesWithoutOverridingTheUsers) {
   model::ReconcileConfig config;
   config.mlflow.tracking_uri = "http://wide:5000";
   config.mlflow.forwarded_env = {{"MLFLOW_TRACKING_TOKEN", "tok"}};
-  model::Job job = Annotated({{kAnnotationMlflowRunId, "r1"}, {kAnnotationMlflowExperimentId, "7"}});
+  model::Job job =
+      Annotated({{kAnnotationMlflowRunId, "r1"}, {kAnnotationMlflowExperimentId, "7"}});
   auto pod = DesiredPod(job, "Worker", 0, config);
   ASSERT_TRUE(pod.ok()) << pod.status();
   EXPECT_EQ(EnvOf(*pod, "MLFLOW_TRACKING_URI"), "http://wide:5000");
@@ -94,11 +96,14 @@ TEST(MlflowEnvTest, PodsGetRunVariablesWithoutOverridingTheUsers) {
   EXPECT_EQ(EnvOf(*pod, "MLFLOW_RUN_ID"), "<unset>");
 
   // A container's own MLFLOW_TRACKING_URI wins.
-  model::Job own = MakePyTorchJob("ns", "j")
-                       .Master(1)
-                       .Template("Master", R"({"spec":{"containers":[{"name":"pytorch","image":"x","ports":[{"name":"pytorchjob-port","containerPort":23456}],
+  model::Job own =
+      MakePyTorchJob("ns", "j")
+          .Master(1)
+          .Template(
+              "Master",
+              R"({"spec":{"containers":[{"name":"pytorch","image":"x","ports":[{"name":"pytorchjob-port","containerPort":23456}],
                           "env":[{"name":"MLFLOW_TRACKING_URI","value":"http://mine"}]}]}})")
-                       .Build();
+          .Build();
   pod = DesiredPod(own, "Master", 0, config);
   ASSERT_TRUE(pod.ok());
   EXPECT_EQ(EnvOf(*pod, "MLFLOW_TRACKING_URI"), "http://mine");
@@ -110,7 +115,8 @@ TEST(MlflowEnvTest, PodsGetRunVariablesWithoutOverridingTheUsers) {
 }
 
 TEST(MlflowEnvTest, ClearOperatorAnnotations) {
-  model::Job job = Annotated({{kAnnotationMlflowRunId, "r"}, {kAnnotationMlflowExperimentId, "1"},
+  model::Job job = Annotated({{kAnnotationMlflowRunId, "r"},
+                              {kAnnotationMlflowExperimentId, "1"},
                               {kAnnotationMlflowExperiment, "e"}});
   ClearOperatorMlflowAnnotations(&job);
   EXPECT_EQ(job.metadata().annotations().size(), 1u);

@@ -24,8 +24,8 @@ Json Meta(const model::Job& job, const std::string& name) {
           {"ownerReferences", OwnerReferences(job)}};
 }
 
-KubeObject Object(const model::Job& job, const std::string& api_version,
-                  const std::string& kind, const std::string& name, Json rest) {
+KubeObject Object(const model::Job& job, const std::string& api_version, const std::string& kind,
+                  const std::string& name, Json rest) {
   Json body = {{"apiVersion", api_version}, {"kind", kind}, {"metadata", Meta(job, name)}};
   for (auto& [k, v] : rest.items()) body[k] = v;
   return KubeObject{api_version, kind, name, job.metadata().namespace_(), std::move(body)};
@@ -59,7 +59,8 @@ bool IsGpuLauncher(const model::Job& job) {
 std::string MpiHostfile(const model::Job& job, const model::AddressPlan& plan) {
   std::string out;
   const int slots = Slots(job);
-  if (IsGpuLauncher(job)) absl::StrAppend(&out, plan.Host(job, "Launcher", 0), " slots=", slots, "\n");
+  if (IsGpuLauncher(job))
+    absl::StrAppend(&out, plan.Host(job, "Launcher", 0), " slots=", slots, "\n");
   for (int i = 0; i < Replicas(job, "Worker"); ++i) {
     absl::StrAppend(&out, plan.Host(job, "Worker", i), " slots=", slots, "\n");
   }
@@ -99,26 +100,26 @@ absl::StatusOr<std::vector<KubeObject>> MpiAuxObjects(
   absl::StrAppend(&kubexec, " -- /bin/sh -c \"$*\"");
 
   std::vector<KubeObject> out;
-  out.push_back(Object(job, "v1", "ConfigMap", name + "-config",
-                       {{"data",
-                         {{"hostfile", MpiHostfile(job, *plan)},
-                          {"kubexec.sh", kubexec},
-                          {"discover_hosts.sh",
-                           MpiDiscoverHosts(job, *plan, running_worker_indices)}}}}));
+  out.push_back(
+      Object(job, "v1", "ConfigMap", name + "-config",
+             {{"data",
+               {{"hostfile", MpiHostfile(job, *plan)},
+                {"kubexec.sh", kubexec},
+                {"discover_hosts.sh", MpiDiscoverHosts(job, *plan, running_worker_indices)}}}}));
   const std::string launcher = name + "-launcher";
   const std::string sa = LauncherServiceAccount(job);
   out.push_back(Object(job, "v1", "ServiceAccount", sa, Json::object()));
   Json worker_pods = Json::array();
-  for (int i = 0; i < Replicas(job, "Worker"); ++i) worker_pods.push_back(ReplicaName(job, "Worker", i));
+  for (int i = 0; i < Replicas(job, "Worker"); ++i)
+    worker_pods.push_back(ReplicaName(job, "Worker", i));
   out.push_back(Object(job, "rbac.authorization.k8s.io/v1", "Role", launcher,
-                       {{"rules",
-                         Json::array({{{"verbs", {"get", "list", "watch"}},
-                                       {"apiGroups", {""}},
-                                       {"resources", {"pods"}}},
-                                      {{"verbs", {"create"}},
-                                       {"apiGroups", {""}},
-                                       {"resources", {"pods/exec"}},
-                                       {"resourceNames", worker_pods}}})}}));
+                       {{"rules", Json::array({{{"verbs", {"get", "list", "watch"}},
+                                                {"apiGroups", {""}},
+                                                {"resources", {"pods"}}},
+                                               {{"verbs", {"create"}},
+                                                {"apiGroups", {""}},
+                                                {"resources", {"pods/exec"}},
+                                                {"resourceNames", worker_pods}}})}}));
   out.push_back(Object(
       job, "rbac.authorization.k8s.io/v1", "RoleBinding", launcher,
       {{"subjects", Json::array({{{"kind", "ServiceAccount"},
@@ -149,12 +150,12 @@ absl::Status DecorateMpiPod(const ReplicaRef& r, const model::ReconcileConfig& c
     EnsureArray(c, "volumeMounts")
         .push_back({{"name", kMpiConfigVolume}, {"mountPath", kMpiConfigMountPath}});
     EnsureArray(spec, "volumes")
-        .push_back({{"name", kMpiConfigVolume},
-                    {"configMap",
-                     {{"name", config_map},
-                      {"items", Json::array({{{"key", "kubexec.sh"},
-                                              {"path", "kubexec.sh"},
-                                              {"mode", 0555}}})}}}});
+        .push_back(
+            {{"name", kMpiConfigVolume},
+             {"configMap",
+              {{"name", config_map},
+               {"items",
+                Json::array({{{"key", "kubexec.sh"}, {"path", "kubexec.sh"}, {"mode", 0555}}})}}}});
     return absl::OkStatus();
   }
   // Launcher.
@@ -162,19 +163,18 @@ absl::Status DecorateMpiPod(const ReplicaRef& r, const model::ReconcileConfig& c
     spec["serviceAccountName"] = job.metadata().name() + "-launcher";
   }
   EnsureArray(spec, "initContainers")
-      .push_back({{"name", "kubectl-delivery"},
-                  {"image", config.mpi_kubectl_delivery_image},
-                  {"imagePullPolicy", "IfNotPresent"},
-                  {"env", Json::array({{{"name", "TARGET_DIR"}, {"value", kMpiKubectlMountPath}},
-                                       {{"name", "NAMESPACE"},
-                                        {"value", job.metadata().namespace_()}}})},
-                  {"volumeMounts",
-                   Json::array({{{"name", kMpiKubectlVolume}, {"mountPath", kMpiKubectlMountPath}},
-                                {{"name", kMpiConfigVolume}, {"mountPath", kMpiConfigMountPath}}})},
-                  {"resources",
-                   {{"limits", {{"cpu", "100m"}, {"memory", "512Mi"}, {"ephemeral-storage", "5Gi"}}},
-                    {"requests",
-                     {{"cpu", "100m"}, {"memory", "512Mi"}, {"ephemeral-storage", "5Gi"}}}}}});
+      .push_back(
+          {{"name", "kubectl-delivery"},
+           {"image", config.mpi_kubectl_delivery_image},
+           {"imagePullPolicy", "IfNotPresent"},
+           {"env", Json::array({{{"name", "TARGET_DIR"}, {"value", kMpiKubectlMountPath}},
+                                {{"name", "NAMESPACE"}, {"value", job.metadata().namespace_()}}})},
+           {"volumeMounts",
+            Json::array({{{"name", kMpiKubectlVolume}, {"mountPath", kMpiKubectlMountPath}},
+                         {{"name", kMpiConfigVolume}, {"mountPath", kMpiConfigMountPath}}})},
+           {"resources",
+            {{"limits", {{"cpu", "100m"}, {"memory", "512Mi"}, {"ephemeral-storage", "5Gi"}}},
+             {"requests", {{"cpu", "100m"}, {"memory", "512Mi"}, {"ephemeral-storage", "5Gi"}}}}}});
   AppendEnv(c, "OMPI_MCA_plm_rsh_agent", kubexec_path);
   AppendEnv(c, "OMPI_MCA_orte_default_hostfile", absl::StrCat(kMpiConfigMountPath, "/hostfile"));
   if (!IsGpuLauncher(job)) {
@@ -195,11 +195,11 @@ absl::Status DecorateMpiPod(const ReplicaRef& r, const model::ReconcileConfig& c
       {{"name", kMpiConfigVolume},
        {"configMap",
         {{"name", config_map},
-         {"items", Json::array({{{"key", "kubexec.sh"}, {"path", "kubexec.sh"}, {"mode", 0555}},
-                                {{"key", "hostfile"}, {"path", "hostfile"}, {"mode", 0444}},
-                                {{"key", "discover_hosts.sh"},
-                                 {"path", "discover_hosts.sh"},
-                                 {"mode", 0555}}})}}}});
+         {"items",
+          Json::array(
+              {{{"key", "kubexec.sh"}, {"path", "kubexec.sh"}, {"mode", 0555}},
+               {{"key", "hostfile"}, {"path", "hostfile"}, {"mode", 0444}},
+               {{"key", "discover_hosts.sh"}, {"path", "discover_hosts.sh"}, {"mode", 0555}}})}}}});
   return absl::OkStatus();
 }
 

@@ -36,8 +36,7 @@ absl::StatusOr<Wiring> Compute(const ReplicaRef& r) {
   const int total = TotalReplicas(job);
   if (HasReplicaType(job, "Master")) {
     ASSIGN_OR_RETURN(int declared, DeclaredPort(job, "Master", kPortName));
-    const std::string port =
-        std::to_string(r.plan.Port(job, "Master", 0, kPortName, declared));
+    const std::string port = std::to_string(r.plan.Port(job, "Master", 0, kPortName, declared));
     const std::string addr = r.plan.Host(job, "Master", 0);
     w.env.emplace_back("MASTER_PORT", port);
     w.env.emplace_back("MASTER_ADDR", addr);
@@ -85,7 +84,8 @@ absl::StatusOr<Wiring> Compute(const ReplicaRef& r) {
     nnodes = std::to_string(Replicas(job, "Worker"));
   }
   w.env.emplace_back("PET_NNODES", nnodes);
-  if (ep.has_max_restarts()) w.env.emplace_back("PET_MAX_RESTARTS", std::to_string(ep.max_restarts()));
+  if (ep.has_max_restarts())
+    w.env.emplace_back("PET_MAX_RESTARTS", std::to_string(ep.max_restarts()));
   if (ep.has_n_proc_per_node()) {
     w.env.emplace_back("PET_NPROC_PER_NODE", std::to_string(ep.n_proc_per_node()));
   }

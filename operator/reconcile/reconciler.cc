@@ -42,7 +42,11 @@ class Pass {
  public:
   Pass(const model::Job& job, const model::ObservedState& observed, absl::Time now,
        const model::ReconcileConfig& config, const api::v1::KindInfo& kind)
-      : job_(job), observed_(observed), now_(now), config_(config), kind_(kind),
+      : job_(job),
+        observed_(observed),
+        now_(now),
+        config_(config),
+        kind_(kind),
         kind_name_(kind.name) {
     result_.status = job.status();
   }
@@ -256,7 +260,8 @@ void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
       auto obj = DesiredService(job_, type, index);
       if (obj.ok()) Create(std::move(*obj));
     }
-    const std::string prefix = ReplicaName(job_, type, 0).substr(0, ReplicaName(job_, type, 0).size() - 1);
+    const std::string prefix =
+        ReplicaName(job_, type, 0).substr(0, ReplicaName(job_, type, 0).size() - 1);
     for (const auto& o : observed_.objects) {
       int index = 0;
       if (o.kind == "Service" && absl::StartsWith(o.name, prefix) &&
@@ -296,8 +301,8 @@ void Pass::UpdateConditions(const std::map<std::string, bool>& nonretryable) {
                                    " ", type, " replica(s) failed.");
       }
     } else if (fail_msg.empty()) {
-      fail_msg = absl::StrCat(kind_name_, " ", name(), " is failed because ", s.failed(), " ",
-                              type, " replica(s) failed.");
+      fail_msg = absl::StrCat(kind_name_, " ", name(), " is failed because ", s.failed(), " ", type,
+                              " replica(s) failed.");
     }
   }
 
@@ -441,7 +446,8 @@ model::ReconcileResult Pass::Run() {
 model::ReconcileResult Reconcile(const model::Job& job, const model::ObservedState& observed,
                                  absl::Time now, const model::ReconcileConfig& config) {
   const auto& rp = job.spec().run_policy();
-  if (rp.has_managed_by() && !rp.managed_by().empty() && rp.managed_by() != config.controller_name) {
+  if (rp.has_managed_by() && !rp.managed_by().empty() &&
+      rp.managed_by() != config.controller_name) {
     model::ReconcileResult untouched;
     untouched.status = job.status();
     return untouched;

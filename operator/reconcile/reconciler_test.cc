@@ -1,10 +1,10 @@
 #include "operator/reconcile/reconciler.h"
 
-#include <string>
-#include <vector>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/replicas.h"
@@ -14,12 +14,12 @@
 namespace coach::reconcile {
 namespace {
 
+using model::Action;
+using model::PodPhase;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
-using model::Action;
-using model::PodPhase;
 using namespace coach::reconcile::testing;  // NOLINT
 
 const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
@@ -63,12 +63,12 @@ model::Job WithStatus(model::Job job, const model::JobStatus& status) {
 TEST(ReconcileTest, FreshJobCreatesEverythingOnce) {
   model::Job job = SeedPyTorchJob();
   auto r = Reconcile(job, {}, kT0, {});
-  EXPECT_THAT(Acts(r), ElementsAre("create Pod/pytorch-mnist-master-0",
-                                   "create Service/pytorch-mnist-master-0",
-                                   "create Pod/pytorch-mnist-worker-0",
-                                   "create Pod/pytorch-mnist-worker-1",
-                                   "create Service/pytorch-mnist-worker-0",
-                                   "create Service/pytorch-mnist-worker-1"));
+  EXPECT_THAT(
+      Acts(r),
+      ElementsAre("create Pod/pytorch-mnist-master-0", "create Service/pytorch-mnist-master-0",
+                  "create Pod/pytorch-mnist-worker-0", "create Pod/pytorch-mnist-worker-1",
+                  "create Service/pytorch-mnist-worker-0",
+                  "create Service/pytorch-mnist-worker-1"));
   EXPECT_TRUE(r.status_changed);
   EXPECT_THAT(Conds(r.status), ElementsAre("Created=True"));
   EXPECT_EQ(Cond(r.status, "Created")->reason(), "PyTorchJobCreated");
@@ -90,10 +90,10 @@ TEST(ReconcileTest, FreshJobCreatesEverythingOnce) {
   EXPECT_THAT(again.events, IsEmpty());
   // A crash between creates: only what is missing is created.
   auto partial = Reconcile(seen, ObservedBuilder(job).Pending("Master", 0).Build(), kT0, {});
-  EXPECT_THAT(Acts(partial), ElementsAre("create Pod/pytorch-mnist-worker-0",
-                                         "create Pod/pytorch-mnist-worker-1",
-                                         "create Service/pytorch-mnist-worker-0",
-                                         "create Service/pytorch-mnist-worker-1"));
+  EXPECT_THAT(Acts(partial),
+              ElementsAre("create Pod/pytorch-mnist-worker-0", "create Pod/pytorch-mnist-worker-1",
+                          "create Service/pytorch-mnist-worker-0",
+                          "create Service/pytorch-mnist-worker-1"));
 }
 
 TEST(ReconcileTest, IdempotentForEveryKind) {
@@ -121,8 +121,8 @@ TEST(ReconcileTest, IdempotentForEveryKind) {
     auto second = Reconcile(WithStatus(job, first.status), observed.Build(), kT0, config);
     EXPECT_THAT(Acts(second), IsEmpty());
     EXPECT_TRUE(HasTrueCondition(second.status, "Running")) << Conds(second.status).size();
-    auto third = Reconcile(WithStatus(job, second.status), observed.Build(),
-                           kT0 + absl::Seconds(1), config);
+    auto third =
+        Reconcile(WithStatus(job, second.status), observed.Build(), kT0 + absl::Seconds(1), config);
     EXPECT_THAT(Acts(third), IsEmpty());
     EXPECT_FALSE(third.status_changed);
   }
@@ -147,24 +147,68 @@ TEST(ReconcileTest, SuccessRulesPerKind) {
   model::Job pd = MakePaddleJob("ns", "pd").Master(1).Workers(1).Build();
   model::Job jx = MakeJAXJob("ns", "jx").Workers(2).Build();
   const std::vector<SuccessCase> cases = {
-      {"pytorch master done", pt, ObservedBuilder(pt).Succeeded("Master", 0).Running("Worker", 0).Running("Worker", 1).Build(), true},
-      {"pytorch workers only master running", pt, ObservedBuilder(pt).Running("Master", 0).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(), false},
-      {"pytorch no master all workers", ptw, ObservedBuilder(ptw).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(), true},
-      {"pytorch no master one worker", ptw, ObservedBuilder(ptw).Succeeded("Worker", 0).Running("Worker", 1).Build(), false},
-      {"pytorch elastic any worker", pte, ObservedBuilder(pte).Succeeded("Worker", 1).Running("Worker", 0).Build(), true},
-      {"tf chief", tfc, ObservedBuilder(tfc).Succeeded("Chief", 0).Running("Worker", 0).Running("Worker", 1).Build(), true},
-      {"tf workers done chief running", tfc, ObservedBuilder(tfc).Running("Chief", 0).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(), false},
-      {"tf worker 0", tfw, ObservedBuilder(tfw).Running("PS", 0).Succeeded("Worker", 0).Running("Worker", 1).Build(), true},
-      {"tf worker 1 only", tfw, ObservedBuilder(tfw).Running("PS", 0).Running("Worker", 0).Succeeded("Worker", 1).Build(), false},
-      {"tf all workers partial", tfa, ObservedBuilder(tfa).Running("PS", 0).Succeeded("Worker", 0).Running("Worker", 1).Build(), false},
-      {"tf all workers", tfa, ObservedBuilder(tfa).Running("PS", 0).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(), true},
-      {"xgboost master", xg, ObservedBuilder(xg).Succeeded("Master", 0).Running("Worker", 0).Build(), true},
-      {"xgboost worker only", xg, ObservedBuilder(xg).Running("Master", 0).Succeeded("Worker", 0).Build(), false},
-      {"mpi launcher", mpi, ObservedBuilder(mpi).Succeeded("Launcher", 0).Running("Worker", 0).Running("Worker", 1).Build(), true},
-      {"mpi workers", mpi, ObservedBuilder(mpi).Running("Launcher", 0).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(), false},
-      {"paddle master", pd, ObservedBuilder(pd).Succeeded("Master", 0).Running("Worker", 0).Build(), true},
-      {"jax all", jx, ObservedBuilder(jx).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(), true},
-      {"jax one", jx, ObservedBuilder(jx).Succeeded("Worker", 0).Running("Worker", 1).Build(), false},
+      {"pytorch master done", pt,
+       ObservedBuilder(pt).Succeeded("Master", 0).Running("Worker", 0).Running("Worker", 1).Build(),
+       true},
+      {"pytorch workers only master running", pt,
+       ObservedBuilder(pt)
+           .Running("Master", 0)
+           .Succeeded("Worker", 0)
+           .Succeeded("Worker", 1)
+           .Build(),
+       false},
+      {"pytorch no master all workers", ptw,
+       ObservedBuilder(ptw).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(), true},
+      {"pytorch no master one worker", ptw,
+       ObservedBuilder(ptw).Succeeded("Worker", 0).Running("Worker", 1).Build(), false},
+      {"pytorch elastic any worker", pte,
+       ObservedBuilder(pte).Succeeded("Worker", 1).Running("Worker", 0).Build(), true},
+      {"tf chief", tfc,
+       ObservedBuilder(tfc).Succeeded("Chief", 0).Running("Worker", 0).Running("Worker", 1).Build(),
+       true},
+      {"tf workers done chief running", tfc,
+       ObservedBuilder(tfc)
+           .Running("Chief", 0)
+           .Succeeded("Worker", 0)
+           .Succeeded("Worker", 1)
+           .Build(),
+       false},
+      {"tf worker 0", tfw,
+       ObservedBuilder(tfw).Running("PS", 0).Succeeded("Worker", 0).Running("Worker", 1).Build(),
+       true},
+      {"tf worker 1 only", tfw,
+       ObservedBuilder(tfw).Running("PS", 0).Running("Worker", 0).Succeeded("Worker", 1).Build(),
+       false},
+      {"tf all workers partial", tfa,
+       ObservedBuilder(tfa).Running("PS", 0).Succeeded("Worker", 0).Running("Worker", 1).Build(),
+       false},
+      {"tf all workers", tfa,
+       ObservedBuilder(tfa).Running("PS", 0).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(),
+       true},
+      {"xgboost master", xg,
+       ObservedBuilder(xg).Succeeded("Master", 0).Running("Worker", 0).Build(), true},
+      {"xgboost worker only", xg,
+       ObservedBuilder(xg).Running("Master", 0).Succeeded("Worker", 0).Build(), false},
+      {"mpi launcher", mpi,
+       ObservedBuilder(mpi)
+           .Succeeded("Launcher", 0)
+           .Running("Worker", 0)
+           .Running("Worker", 1)
+           .Build(),
+       true},
+      {"mpi workers", mpi,
+       ObservedBuilder(mpi)
+           .Running("Launcher", 0)
+           .Succeeded("Worker", 0)
+           .Succeeded("Worker", 1)
+           .Build(),
+       false},
+      {"paddle master", pd, ObservedBuilder(pd).Succeeded("Master", 0).Running("Worker", 0).Build(),
+       true},
+      {"jax all", jx, ObservedBuilder(jx).Succeeded("Worker", 0).Succeeded("Worker", 1).Build(),
+       true},
+      {"jax one", jx, ObservedBuilder(jx).Succeeded("Worker", 0).Running("Worker", 1).Build(),
+       false},
   };
   for (const SuccessCase& c : cases) {
     SCOPED_TRACE(c.label);
@@ -173,7 +217,9 @@ TEST(ReconcileTest, SuccessRulesPerKind) {
     if (c.succeeded) {
       EXPECT_EQ(FromTimestamp(r.status.completion_time()), kT0);
       EXPECT_FALSE(HasTrueCondition(r.status, "Running"));
-      EXPECT_THAT(Reasons(r), ::testing::Contains(std::string(api::v1::FindKind(c.job.kind())->name) + "Succeeded"));
+      EXPECT_THAT(
+          Reasons(r),
+          ::testing::Contains(std::string(api::v1::FindKind(c.job.kind())->name) + "Succeeded"));
       for (const Action& a : r.actions) EXPECT_NE(a.type, Action::Type::kCreate);
     } else {
       EXPECT_TRUE(HasTrueCondition(r.status, "Running"));
@@ -212,18 +258,27 @@ TEST(ReconcileTest, MpiJobRunsOnAnActiveLauncher) {
 }
 
 TEST(ReconcileTest, ExitCodeRetryableRestartsNonRetryableFails) {
-  model::Job job = MakePyTorchJob("ns", "ec").Master(1).Workers(2).RestartPolicy("ExitCode").Build();
-  auto r137 = Reconcile(job, ObservedBuilder(job).Running("Master", 0).Running("Worker", 0)
-                                 .Failed("Worker", 1, 137).Build(), kT0, {});
+  model::Job job =
+      MakePyTorchJob("ns", "ec").Master(1).Workers(2).RestartPolicy("ExitCode").Build();
+  auto r137 = Reconcile(job,
+                        ObservedBuilder(job)
+                            .Running("Master", 0)
+                            .Running("Worker", 0)
+                            .Failed("Worker", 1, 137)
+                            .Build(),
+                        kT0, {});
   EXPECT_THAT(Acts(r137), ElementsAre("delete Pod/ec-worker-1"));
   EXPECT_TRUE(HasTrueCondition(r137.status, "Restarting"));
   EXPECT_EQ(Cond(r137.status, "Restarting")->reason(), "PyTorchJobRestarting");
   EXPECT_FALSE(HasTrueCondition(r137.status, "Failed"));
-  EXPECT_THAT(Reasons(r137), ElementsAre("ExitedWithCode", "SuccessfulDeletePod", "PyTorchJobRestarting"));
+  EXPECT_THAT(Reasons(r137),
+              ElementsAre("ExitedWithCode", "SuccessfulDeletePod", "PyTorchJobRestarting"));
   EXPECT_EQ(r137.events[0].message, "Pod: ns.ec-worker-1 exited with code 137");
 
-  auto r1 = Reconcile(job, ObservedBuilder(job).Running("Master", 0).Running("Worker", 0)
-                               .Failed("Worker", 1, 1).Build(), kT0, {});
+  auto r1 = Reconcile(
+      job,
+      ObservedBuilder(job).Running("Master", 0).Running("Worker", 0).Failed("Worker", 1, 1).Build(),
+      kT0, {});
   EXPECT_THAT(Acts(r1), IsEmpty());  // cleanPodPolicy None keeps everything
   EXPECT_TRUE(HasTrueCondition(r1.status, "Failed"));
   EXPECT_FALSE(HasTrueCondition(r1.status, "Restarting"));
@@ -245,45 +300,61 @@ TEST(ReconcileTest, RestartPoliciesOnFailedPod) {
   for (const Case& c : std::vector<Case>{{"OnFailure", true}, {"Always", true}, {"Never", false}}) {
     SCOPED_TRACE(c.policy);
     model::Job job = MakeJAXJob("ns", "j").Workers(2).RestartPolicy(c.policy).Build();
-    auto r = Reconcile(job, ObservedBuilder(job).Running("Worker", 0).Failed("Worker", 1, 2).Build(), kT0, {});
+    auto r = Reconcile(
+        job, ObservedBuilder(job).Running("Worker", 0).Failed("Worker", 1, 2).Build(), kT0, {});
     EXPECT_EQ(HasTrueCondition(r.status, "Restarting"), c.restarts);
     EXPECT_EQ(HasTrueCondition(r.status, "Failed"), !c.restarts);
     EXPECT_EQ(Acts(r).size(), c.restarts ? 1u : 0u);
   }
   // XGBoost restarts only under ExitCode.
-  model::Job xg = MakeXGBoostJob("ns", "xg").Master(1).Workers(1).RestartPolicy("OnFailure").Build();
-  auto rx = Reconcile(xg, ObservedBuilder(xg).Running("Master", 0).Failed("Worker", 0, 1).Build(), kT0, {});
+  model::Job xg =
+      MakeXGBoostJob("ns", "xg").Master(1).Workers(1).RestartPolicy("OnFailure").Build();
+  auto rx = Reconcile(xg, ObservedBuilder(xg).Running("Master", 0).Failed("Worker", 0, 1).Build(),
+                      kT0, {});
   EXPECT_TRUE(HasTrueCondition(rx.status, "Failed"));
 }
 
 TEST(ReconcileTest, TerminatingRunningPodCountsAsFailed) {
   model::Job job = MakeTFJob("ns", "tf").Workers(2).Build();  // Never
-  auto r = Reconcile(job, ObservedBuilder(job).Running("Worker", 0).Terminating("Worker", 1).Build(), kT0, {});
+  auto r = Reconcile(
+      job, ObservedBuilder(job).Running("Worker", 0).Terminating("Worker", 1).Build(), kT0, {});
   EXPECT_EQ(r.status.replica_statuses().at("Worker").failed(), 1);
   EXPECT_EQ(r.status.replica_statuses().at("Worker").active(), 1);
   EXPECT_TRUE(HasTrueCondition(r.status, "Failed"));
 }
 
 TEST(ReconcileTest, BackoffLimitFailsJob) {
-  model::Job job = MakePyTorchJob("ns", "b").Master(1).Workers(1).BackoffLimit(3)
-                       .CleanPodPolicy("All").Build();
-  auto under = Reconcile(job, ObservedBuilder(job).Running("Master", 0, 1).Running("Worker", 0, 1).Build(), kT0, {});
+  model::Job job =
+      MakePyTorchJob("ns", "b").Master(1).Workers(1).BackoffLimit(3).CleanPodPolicy("All").Build();
+  auto under = Reconcile(
+      job, ObservedBuilder(job).Running("Master", 0, 1).Running("Worker", 0, 1).Build(), kT0, {});
   EXPECT_FALSE(HasTrueCondition(under.status, "Failed"));
-  auto over = Reconcile(job, ObservedBuilder(job).Running("Master", 0, 1).Running("Worker", 0, 2).Build(), kT0, {});
+  auto over = Reconcile(
+      job, ObservedBuilder(job).Running("Master", 0, 1).Running("Worker", 0, 2).Build(), kT0, {});
   ASSERT_TRUE(HasTrueCondition(over.status, "Failed"));
   EXPECT_THAT(Cond(over.status, "Failed")->message(), HasSubstr("backoff limit"));
-  EXPECT_THAT(Acts(over), UnorderedElementsAre("delete Pod/b-master-0", "delete Service/b-master-0",
-                                               "delete Pod/b-worker-0", "delete Service/b-worker-0"));
+  EXPECT_THAT(Acts(over),
+              UnorderedElementsAre("delete Pod/b-master-0", "delete Service/b-master-0",
+                                   "delete Pod/b-worker-0", "delete Service/b-worker-0"));
   // Restarts of a pod that crashed again (Failed) or is starting again (Pending) count
   // too: the local backend restarts by delete + create.
-  auto failed = Reconcile(job, ObservedBuilder(job).Running("Master", 0, 1)
-                                   .Pod("Worker", 0, PodPhase::kFailed, 1, 2).Build(), kT0, {});
+  auto failed = Reconcile(job,
+                          ObservedBuilder(job)
+                              .Running("Master", 0, 1)
+                              .Pod("Worker", 0, PodPhase::kFailed, 1, 2)
+                              .Build(),
+                          kT0, {});
   EXPECT_TRUE(HasTrueCondition(failed.status, "Failed"));
-  auto pending = Reconcile(job, ObservedBuilder(job).Pod("Master", 0, PodPhase::kPending, std::nullopt, 3)
-                                    .Running("Worker", 0).Build(), kT0, {});
+  auto pending = Reconcile(job,
+                           ObservedBuilder(job)
+                               .Pod("Master", 0, PodPhase::kPending, std::nullopt, 3)
+                               .Running("Worker", 0)
+                               .Build(),
+                           kT0, {});
   EXPECT_TRUE(HasTrueCondition(pending.status, "Failed"));
   // Never replicas do not count.
-  model::Job never = MakePyTorchJob("ns", "n").Master(1).RestartPolicy("Never").BackoffLimit(1).Build();
+  model::Job never =
+      MakePyTorchJob("ns", "n").Master(1).RestartPolicy("Never").BackoffLimit(1).Build();
   auto rn = Reconcile(never, ObservedBuilder(never).Running("Master", 0, 5).Build(), kT0, {});
   EXPECT_FALSE(HasTrueCondition(rn.status, "Failed"));
 }
@@ -310,9 +381,14 @@ TEST(ReconcileTest, ActiveDeadlineRequeuesWithoutEventsThenFails) {
 }
 
 TEST(ReconcileTest, TtlAfterFinished) {
-  model::Job job = MakeJAXJob("ns", "t").Workers(1).TtlSecondsAfterFinished(60)
-                       .StartTime(kT0).CompletionTime(kT0 + absl::Seconds(10))
-                       .Condition("Created", "True").Condition("Succeeded", "True").Build();
+  model::Job job = MakeJAXJob("ns", "t")
+                       .Workers(1)
+                       .TtlSecondsAfterFinished(60)
+                       .StartTime(kT0)
+                       .CompletionTime(kT0 + absl::Seconds(10))
+                       .Condition("Created", "True")
+                       .Condition("Succeeded", "True")
+                       .Build();
   auto early = Reconcile(job, {}, kT0 + absl::Seconds(30), {});
   EXPECT_THAT(Acts(early), IsEmpty());
   EXPECT_EQ(early.requeue_at, kT0 + absl::Seconds(70));
@@ -328,17 +404,21 @@ TEST(ReconcileTest, CleanPodPolicyAfterFinish) {
   const std::vector<Case> cases = {
       {"None", {}},
       {"Running", {"delete Pod/c-worker-0", "delete Service/c-worker-0"}},
-      {"All", {"delete Pod/c-master-0", "delete Service/c-master-0", "delete Pod/c-worker-0",
-               "delete Service/c-worker-0"}},
+      {"All",
+       {"delete Pod/c-master-0", "delete Service/c-master-0", "delete Pod/c-worker-0",
+        "delete Service/c-worker-0"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.policy);
-    model::Job job = MakePyTorchJob("ns", "c").Master(1).Workers(1).CleanPodPolicy(c.policy).Build();
-    auto r = Reconcile(job, ObservedBuilder(job).Succeeded("Master", 0).Running("Worker", 0).Build(), kT0, {});
+    model::Job job =
+        MakePyTorchJob("ns", "c").Master(1).Workers(1).CleanPodPolicy(c.policy).Build();
+    auto r = Reconcile(
+        job, ObservedBuilder(job).Succeeded("Master", 0).Running("Worker", 0).Build(), kT0, {});
     ASSERT_TRUE(HasTrueCondition(r.status, "Succeeded"));
     EXPECT_THAT(Acts(r), ::testing::UnorderedElementsAreArray(c.actions));
     // Next pass (finished branch): active moves to succeeded.
-    auto next = Reconcile(WithStatus(job, r.status), ObservedBuilder(job).Succeeded("Master", 0).Build(), kT0, {});
+    auto next = Reconcile(WithStatus(job, r.status),
+                          ObservedBuilder(job).Succeeded("Master", 0).Build(), kT0, {});
     EXPECT_EQ(next.status.replica_statuses().at("Worker").active(), 0);
     EXPECT_EQ(next.status.replica_statuses().at("Worker").succeeded(), 1);
   }
@@ -357,7 +437,9 @@ TEST(ReconcileTest, RefusedJobFailsWithTheReasonAndCreatesNothing) {
       // Nothing exists yet: no pod is created, the job fails at once.
       {"fresh job", fresh, ObservedBuilder(fresh).Build(), {}},
       // Objects refused midway: what exists is cleaned up per cleanPodPolicy, as on failure.
-      {"cleanPodPolicy All", all, ObservedBuilder(all).Running("Master", 0).Build(),
+      {"cleanPodPolicy All",
+       all,
+       ObservedBuilder(all).Running("Master", 0).Build(),
        {"delete Pod/r-master-0", "delete Service/r-master-0"}},
   };
   for (const Case& c : cases) {
@@ -390,8 +472,13 @@ TEST(ReconcileTest, RefusedJobFailsWithTheReasonAndCreatesNothing) {
 TEST(ReconcileTest, SuspendAndResume) {
   model::ReconcileConfig config;
   config.gang_scheduler = model::GangScheduler::kVolcano;
-  model::Job job = MakePyTorchJob("ns", "s").Master(1).Workers(1).StartTime(kT0)
-                       .Condition("Created", "True").Condition("Running", "True").Build();
+  model::Job job = MakePyTorchJob("ns", "s")
+                       .Master(1)
+                       .Workers(1)
+                       .StartTime(kT0)
+                       .Condition("Created", "True")
+                       .Condition("Running", "True")
+                       .Build();
   model::Job suspended = job;
   suspended.mutable_spec()->mutable_run_policy()->set_suspend(true);
   auto obs = ObservedBuilder(job).All(PodPhase::kRunning).Object("PodGroup", "s").Build();
@@ -414,27 +501,31 @@ TEST(ReconcileTest, SuspendAndResume) {
   EXPECT_EQ(Cond(resumed.status, "Suspended")->status(), "False");
   EXPECT_EQ(Cond(resumed.status, "Suspended")->reason(), "PyTorchJobResumed");
   EXPECT_EQ(FromTimestamp(resumed.status.start_time()), kT0 + absl::Seconds(100));
-  EXPECT_THAT(Acts(resumed), ElementsAre("create PodGroup/s", "create Pod/s-master-0",
-                                         "create Service/s-master-0", "create Pod/s-worker-0",
-                                         "create Service/s-worker-0"));
+  EXPECT_THAT(Acts(resumed),
+              ElementsAre("create PodGroup/s", "create Pod/s-master-0", "create Service/s-master-0",
+                          "create Pod/s-worker-0", "create Service/s-worker-0"));
 }
 
 TEST(ReconcileTest, ManagedByAnotherControllerIsLeftAlone) {
-  model::Job job = MakePyTorchJob("ns", "m").Master(1).ManagedBy("kueue.x-k8s.io/multikueue").Build();
+  model::Job job =
+      MakePyTorchJob("ns", "m").Master(1).ManagedBy("kueue.x-k8s.io/multikueue").Build();
   auto r = Reconcile(job, {}, kT0, {});
   EXPECT_THAT(r.actions, IsEmpty());
   EXPECT_THAT(r.events, IsEmpty());
   EXPECT_FALSE(r.status_changed);
-  model::Job ours = MakePyTorchJob("ns", "m").Master(1).ManagedBy("kubeflow.org/training-operator").Build();
+  model::Job ours =
+      MakePyTorchJob("ns", "m").Master(1).ManagedBy("kubeflow.org/training-operator").Build();
   EXPECT_FALSE(Reconcile(ours, {}, kT0, {}).actions.empty());
 }
 
 TEST(ReconcileTest, ScaleDownDeletesExtraPodsAndServices) {
   model::Job job = MakeJAXJob("ns", "sd").Workers(1).Build();
-  auto obs = ObservedBuilder(MakeJAXJob("ns", "sd").Workers(3).Build()).All(PodPhase::kRunning).Build();
+  auto obs =
+      ObservedBuilder(MakeJAXJob("ns", "sd").Workers(3).Build()).All(PodPhase::kRunning).Build();
   auto r = Reconcile(job, obs, kT0, {});
-  EXPECT_THAT(Acts(r), UnorderedElementsAre("delete Pod/sd-worker-1", "delete Service/sd-worker-1",
-                                            "delete Pod/sd-worker-2", "delete Service/sd-worker-2"));
+  EXPECT_THAT(Acts(r),
+              UnorderedElementsAre("delete Pod/sd-worker-1", "delete Service/sd-worker-1",
+                                   "delete Pod/sd-worker-2", "delete Service/sd-worker-2"));
 }
 
 TEST(ConditionsTest, TransitionTimeOnlyOnFlip) {

@@ -80,8 +80,7 @@ std::string RestartPolicy(const Job& job, std::string_view type) {
     return it->second.restart_policy();
   }
   const api::v1::KindInfo* info = api::v1::FindKind(job.kind());
-  return info == nullptr ? api::v1::kRestartPolicyNever
-                         : std::string(info->default_restart_policy);
+  return info == nullptr ? api::v1::kRestartPolicyNever : std::string(info->default_restart_policy);
 }
 
 absl::StatusOr<Json> ParseTemplate(const Job& job, std::string_view type) {
@@ -133,9 +132,9 @@ absl::StatusOr<int> DeclaredPort(const Job& job, std::string_view type,
       }
     }
   }
-  return absl::NotFoundError(absl::StrCat(
-      "spec.replicaSpecs[", std::string(type), "]: container ",
-      std::string((*kind)->default_container), " has no port named ", std::string(port_name)));
+  return absl::NotFoundError(absl::StrCat("spec.replicaSpecs[", std::string(type), "]: container ",
+                                          std::string((*kind)->default_container),
+                                          " has no port named ", std::string(port_name)));
 }
 
 bool IsMasterRole(const Job& job, std::string_view type, int index) {
@@ -166,8 +165,7 @@ std::map<std::string, std::string> JobLabels(const Job& job) {
   return {{kLabelOperatorName, api::v1::OperatorName(job.kind())}, {kLabelJobName, name}};
 }
 
-std::map<std::string, std::string> ReplicaLabels(const Job& job, std::string_view type,
-                                                 int index) {
+std::map<std::string, std::string> ReplicaLabels(const Job& job, std::string_view type, int index) {
   auto labels = JobLabels(job);
   labels[kLabelReplicaType] = Lower(type);
   labels[kLabelReplicaIndex] = std::to_string(index);

@@ -64,8 +64,7 @@ std::optional<size_t> DefaultContainerIndex(const Json& pod_template,
 
 // containerPort of the port named `port_name` on the default container of `type`;
 // NotFound when absent (upstream: "port not found").
-absl::StatusOr<int> DeclaredPort(const Job& job, std::string_view type,
-                                 std::string_view port_name);
+absl::StatusOr<int> DeclaredPort(const Job& job, std::string_view type, std::string_view port_name);
 
 // Upstream's IsMasterRole per kind (see kubeflow-v1.md, "job-role=master").
 bool IsMasterRole(const Job& job, std::string_view type, int index);
@@ -73,8 +72,7 @@ bool IsMasterRole(const Job& job, std::string_view type, int index);
 // {operator-name, job-name}.
 std::map<std::string, std::string> JobLabels(const Job& job);
 // JobLabels plus replica-type (lowercase) and replica-index.
-std::map<std::string, std::string> ReplicaLabels(const Job& job, std::string_view type,
-                                                 int index);
+std::map<std::string, std::string> ReplicaLabels(const Job& job, std::string_view type, int index);
 // "k=v,k=v" selector of a replica type's pods, keys sorted (metav1 LabelSelector form).
 std::string ReplicaSelector(const Job& job, std::string_view type);
 

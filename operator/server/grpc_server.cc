@@ -6,8 +6,8 @@
 
 namespace coach::server {
 
-absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
-    TrainingServiceImpl* service, const GrpcServerOptions& options) {
+absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(TrainingServiceImpl* service,
+                                                              const GrpcServerOptions& options) {
   const bool tls = !options.tls_cert_pem.empty() || !options.tls_key_pem.empty();
   if (tls && (options.tls_cert_pem.empty() || options.tls_key_pem.empty())) {
     return absl::InvalidArgumentError("TLS needs both a certificate and a key");

@@ -3,10 +3,10 @@
 // Builds and runs the gRPC server for a TrainingServiceImpl: plaintext by default,
 // TLS when a certificate and key are given, mutual TLS when a client CA is given too.
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -29,7 +29,7 @@ class GrpcServer {
   // Errors: InvalidArgument (only one of cert/key; client CA without TLS),
   // Unavailable (cannot bind `listen`).
   static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(TrainingServiceImpl* service,
-                                                          const GrpcServerOptions& options);
+                                                           const GrpcServerOptions& options);
   ~GrpcServer();
 
   int port() const { return port_; }
@@ -38,8 +38,7 @@ class GrpcServer {
   void Shutdown(absl::Duration grace = absl::Seconds(5));
 
  private:
-  GrpcServer(TrainingServiceImpl* service, std::unique_ptr<grpc::Server> server, int port,
-             bool tls)
+  GrpcServer(TrainingServiceImpl* service, std::unique_ptr<grpc::Server> server, int port, bool tls)
       : service_(service), server_(std::move(server)), port_(port), tls_(tls) {}
   TrainingServiceImpl* service_;
   std::unique_ptr<grpc::Server> server_;

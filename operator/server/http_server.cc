@@ -23,8 +23,8 @@ absl::Status SplitHostPort(const std::string& address, std::string* host, int* p
 }
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& listen,
-                                                             std::function<bool()> ready,
-                                                             const metrics::Registry* registry) {
+                                                              std::function<bool()> ready,
+                                                              const metrics::Registry* registry) {
   std::string host;
   int port = 0;
   if (absl::Status s = SplitHostPort(listen, &host, &port); !s.ok()) return s;

@@ -24,8 +24,8 @@ class HttpServer {
   // `listen` is "host:port" (port 0: a free one). Errors: InvalidArgument (bad address),
   // Unavailable (cannot bind).
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const std::string& listen,
-                                                          std::function<bool()> ready,
-                                                          const metrics::Registry* registry);
+                                                           std::function<bool()> ready,
+                                                           const metrics::Registry* registry);
   ~HttpServer();  // Stop()
 
   int port() const { return port_; }

@@ -1,12 +1,12 @@
 // The real gRPC server and HTTP endpoint over JobService (fake backend, sqlite store),
 // driven through the SDK's TrainingClient.
 
+#include <gtest/gtest.h>
+#include <httplib.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
-#include <httplib.h>
 
 #include "absl/strings/str_cat.h"
 #include "operator/core/testing/core_fixture.h"
@@ -86,10 +86,11 @@ TEST(ServerTest, LifecycleAndErrorCodesThroughTheSdk) {
   ASSERT_TRUE(dry.ok());
   EXPECT_EQ(client->GetJob("default", "dry").status().code(), absl::StatusCode::kNotFound);
 
-  ASSERT_TRUE(CoreEnv::WaitFor([&] { return s.env.backend.PodNames("team-a", "sdk").size() == 2; }));
+  ASSERT_TRUE(
+      CoreEnv::WaitFor([&] { return s.env.backend.PodNames("team-a", "sdk").size() == 2; }));
   s.env.backend.SetAllPods("team-a", "sdk", model::PodPhase::kRunning);
-  auto running = client->WaitForJobConditions("team-a", "sdk", {"Running"},
-                                              {absl::Seconds(10), nullptr});
+  auto running =
+      client->WaitForJobConditions("team-a", "sdk", {"Running"}, {absl::Seconds(10), nullptr});
   ASSERT_TRUE(running.ok()) << running.status();
   auto described = client->DescribeJob("team-a", "sdk");
   ASSERT_TRUE(described.ok());
@@ -127,7 +128,8 @@ TEST(ServerTest, WatchStreamsAndHonoursCancel) {
   std::vector<api::v1::JobEvent::Type> types;
   sdk::CancelHandle cancel;
   std::thread deleter([&] {
-    ASSERT_TRUE(CoreEnv::WaitFor([&] { return s.env.backend.PodNames("default", "w1").size() == 2; }));
+    ASSERT_TRUE(
+        CoreEnv::WaitFor([&] { return s.env.backend.PodNames("default", "w1").size() == 2; }));
     ASSERT_TRUE(client->DeleteJob("default", "w1").ok());
   });
   sdk::WatchOptions options;
@@ -172,8 +174,8 @@ TEST(ServerTest, TlsWithSelfSignedCertificate) {
   const std::string dir = core::testing::MakeTempDir();
   const std::string cmd = absl::StrCat(
       "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
-      "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout ", dir, "/key.pem -out ", dir,
-      "/cert.pem 2>/dev/null");
+      "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout ",
+      dir, "/key.pem -out ", dir, "/cert.pem 2>/dev/null");
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   GrpcServerOptions tls;
   tls.tls_cert_pem = ReadFile(dir + "/cert.pem");

@@ -1,9 +1,9 @@
 #include "operator/server/token_auth.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 namespace coach::server {
 namespace {

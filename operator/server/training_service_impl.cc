@@ -5,8 +5,8 @@
 #include <mutex>
 #include <thread>
 
-#include "operator/server/grpc_status.h"
 #include "operator/reconcile/conditions.h"
+#include "operator/server/grpc_status.h"
 
 namespace coach::server {
 namespace {

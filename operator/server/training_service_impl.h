@@ -4,9 +4,9 @@
 // codes, nothing else. Every call is authenticated first (when a token is configured).
 // Streaming calls end when the client cancels, the stream breaks, or BeginShutdown().
 
-#include <atomic>
-
 #include <grpcpp/grpcpp.h>
+
+#include <atomic>
 
 #include "api/v1/training_service.grpc.pb.h"
 #include "operator/core/job_service.h"
@@ -32,15 +32,13 @@ class TrainingServiceImpl final : public api::v1::TrainingService::Service {
                          api::v1::DeleteJobResponse* response) override;
   grpc::Status WatchJobs(grpc::ServerContext* context, const api::v1::WatchJobsRequest* request,
                          grpc::ServerWriter<api::v1::JobEvent>* writer) override;
-  grpc::Status GetJobLogs(grpc::ServerContext* context,
-                          const api::v1::GetJobLogsRequest* request,
+  grpc::Status GetJobLogs(grpc::ServerContext* context, const api::v1::GetJobLogsRequest* request,
                           grpc::ServerWriter<api::v1::LogChunk>* writer) override;
   grpc::Status SuspendJob(grpc::ServerContext* context, const api::v1::SuspendJobRequest* request,
                           api::v1::TrainingJob* response) override;
   grpc::Status ResumeJob(grpc::ServerContext* context, const api::v1::ResumeJobRequest* request,
                          api::v1::TrainingJob* response) override;
-  grpc::Status DescribeJob(grpc::ServerContext* context,
-                           const api::v1::DescribeJobRequest* request,
+  grpc::Status DescribeJob(grpc::ServerContext* context, const api::v1::DescribeJobRequest* request,
                            api::v1::DescribeJobResponse* response) override;
 
  private:

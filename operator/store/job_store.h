@@ -115,13 +115,11 @@ class JobStore {
 
   // Replaces only the status, with the same optimistic concurrency as Update.
   // Errors: InvalidArgument, NotFound, Aborted.
-  virtual absl::StatusOr<api::v1::TrainingJob> UpdateStatus(
-      const api::v1::TrainingJob& job) = 0;
+  virtual absl::StatusOr<api::v1::TrainingJob> UpdateStatus(const api::v1::TrainingJob& job) = 0;
 
   // Deletes the job and its events. When `resource_version` is given it must match.
   // Errors: NotFound, Aborted.
-  virtual absl::Status Delete(const JobKey& key,
-                              std::optional<std::string> resource_version) = 0;
+  virtual absl::Status Delete(const JobKey& key, std::optional<std::string> resource_version) = 0;
 
   // Appends an event; only the newest events of a job are kept (a bound per store).
   // Errors: NotFound (no such job).

@@ -1,8 +1,8 @@
 #include "operator/tracking/mlflow_tracker.h"
 
-#include <utility>
-
 #include <spdlog/spdlog.h>
+
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -111,9 +111,9 @@ MlflowTracker::MlflowTracker(MlflowTrackerOptions options, MlflowTrackerHooks ho
       queue_(clock, core::WorkQueue::Options{options_.backoff_base, options_.backoff_cap,
                                              absl::Milliseconds(100)}) {
   if (registry != nullptr) {
-    errors_ = registry->Counter("coach_mlflow_errors_total",
-                                "MLflow tracking calls that failed, by step and kind",
-                                {"op", "kind"});
+    errors_ =
+        registry->Counter("coach_mlflow_errors_total",
+                          "MLflow tracking calls that failed, by step and kind", {"op", "kind"});
     backlog_ = registry->Gauge("coach_mlflow_backlog", "Jobs with MLflow tracking work pending");
     dropped_ = registry->Counter("coach_mlflow_dropped_jobs_total",
                                  "Jobs not tracked because the tracking table was full");
@@ -264,8 +264,8 @@ std::optional<absl::Time> MlflowTracker::HoldStartUntil(const model::Job& job) {
                      "; a replica's mlflow.start_run() makes a run of its own; the job's run is "
                      "made when the server answers and tagged ",
                      kIncompleteTag, "=true"));
-  spdlog::warn("mlflow: job {}: replicas start without MLFLOW_RUN_ID: no run after {}",
-               KeyOf(job), absl::FormatDuration(options_.run_wait));
+  spdlog::warn("mlflow: job {}: replicas start without MLFLOW_RUN_ID: no run after {}", KeyOf(job),
+               absl::FormatDuration(options_.run_wait));
   return std::nullopt;
 }
 
@@ -335,13 +335,14 @@ std::string MlflowTracker::IncompleteReason() const {
 
 void MlflowTracker::IncompleteEvent(const model::Job& job, const std::string& run_id) {
   Event(job, "Warning", "MlflowRunIncomplete",
-        absl::StrCat("MLflow run ", run_id, " was created after replicas started without "
-                     "MLFLOW_RUN_ID; it is tagged ", kIncompleteTag,
-                     "=true (replicas created from now on get its id)"));
+        absl::StrCat("MLflow run ", run_id,
+                     " was created after replicas started without "
+                     "MLFLOW_RUN_ID; it is tagged ",
+                     kIncompleteTag, "=true (replicas created from now on get its id)"));
 }
 
-void MlflowTracker::Event(const model::Job& job, const std::string& type,
-                          const std::string& reason, const std::string& message) {
+void MlflowTracker::Event(const model::Job& job, const std::string& type, const std::string& reason,
+                          const std::string& message) {
   if (!hooks_.event) return;
   absl::Status s = hooks_.event(job, type, reason, message, clock_->Now());
   if (!s.ok()) {
@@ -459,10 +460,10 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
     if (target->run_id != t.run_id || target->experiment_id != t.experiment_id) {
       *op = "annotate";
       absl::Status annotated =
-          hooks_.annotate ? hooks_.annotate(job, {{reconcile::kAnnotationMlflowRunId, t.run_id},
-                                                  {reconcile::kAnnotationMlflowExperimentId,
-                                                   t.experiment_id}})
-                          : absl::OkStatus();
+          hooks_.annotate
+              ? hooks_.annotate(job, {{reconcile::kAnnotationMlflowRunId, t.run_id},
+                                      {reconcile::kAnnotationMlflowExperimentId, t.experiment_id}})
+              : absl::OkStatus();
       // NotFound: deleted meanwhile; JobDeleting brings the final snapshot.
       if (!annotated.ok() && !absl::IsNotFound(annotated)) return annotated;
     }
@@ -596,8 +597,7 @@ void MlflowTracker::Worker() {
             if (!it->second.uri.empty()) uri_failing_since_.emplace(it->second.uri, clock_->Now());
             // Replicas held for the run id: retry often, so that they start soon after the
             // server answers (the hold's bound, not the backoff, limits their wait).
-            held_now = it->second.run_id.empty() &&
-                       it->second.hold_since != absl::InfinitePast() &&
+            held_now = it->second.run_id.empty() && it->second.hold_since != absl::InfinitePast() &&
                        !it->second.released_without_run;
           } else if (++it->second.permanent_failures >= options_.max_permanent_failures) {
             give_up = true;

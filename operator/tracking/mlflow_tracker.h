@@ -70,9 +70,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "integrations/mlflow/tracking_client.h"
 #include "common/clock.h"
 #include "common/version/version.h"
+#include "integrations/mlflow/tracking_client.h"
 #include "operator/core/job_observer.h"
 #include "operator/core/work_queue.h"
 #include "operator/metrics/registry.h"
@@ -83,7 +83,7 @@ namespace coach::tracking {
 inline constexpr const char* kCoachVersion = ::coach::kVersion;
 
 struct MlflowTrackerOptions {
-  model::MlflowConfig mlflow;      // the operator-wide target (may be empty: annotations only)
+  model::MlflowConfig mlflow;     // the operator-wide target (may be empty: annotations only)
   std::string backend = "local";  // tag coach.backend
   int workers = 2;
   size_t max_jobs = 10000;
@@ -173,8 +173,8 @@ class MlflowTracker final : public core::JobObserver {
     bool released_without_run = false;
     bool incomplete_tagged = false;  // coach.run_incomplete is on the run
     std::string last_error;          // of the latest failed attempt, for events
-    int64_t seen = 0;    // snapshots received
-    int64_t synced = -1; // `seen` as of the last successful Sync: pending while below seen
+    int64_t seen = 0;                // snapshots received
+    int64_t synced = -1;  // `seen` as of the last successful Sync: pending while below seen
   };
 
   void Worker();
@@ -206,8 +206,8 @@ class MlflowTracker final : public core::JobObserver {
 
   mutable absl::Mutex mu_;
   absl::CondVar idle_cv_;
-  std::map<std::string, Tracked> jobs_ ABSL_GUARDED_BY(mu_);       // by uid
-  std::set<std::string> done_ ABSL_GUARDED_BY(mu_);                // uids whose run has ended
+  std::map<std::string, Tracked> jobs_ ABSL_GUARDED_BY(mu_);  // by uid
+  std::set<std::string> done_ ABSL_GUARDED_BY(mu_);           // uids whose run has ended
   std::map<std::string, absl::Time> uri_failing_since_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> experiments_ ABSL_GUARDED_BY(mu_);  // uri\nname -> id
   std::map<std::string, std::unique_ptr<mlflow::TrackingClient>> clients_ ABSL_GUARDED_BY(mu_);

@@ -6,8 +6,8 @@
 #include <functional>
 
 #include "absl/synchronization/mutex.h"
-#include "integrations/mlflow/testing/fake_tracking_client.h"
 #include "common/testing/fake_clock.h"
+#include "integrations/mlflow/testing/fake_tracking_client.h"
 #include "operator/metrics/registry.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/mlflow_env.h"
@@ -56,8 +56,7 @@ class Forwarding : public mlflow::TrackingClient {
                               absl::string_view c) override {
     return f_->UploadArtifact(id, p, c);
   }
-  absl::StatusOr<std::string> DownloadArtifact(absl::string_view id,
-                                               absl::string_view p) override {
+  absl::StatusOr<std::string> DownloadArtifact(absl::string_view id, absl::string_view p) override {
     return f_->DownloadArtifact(id, p);
   }
 
@@ -78,8 +77,8 @@ class MlflowTrackerTest : public ::testing::Test {
     options.max_permanent_failures = 3;
     if (tune) tune(&options);
     MlflowTrackerHooks hooks;
-    hooks.make_client = [this](const std::string& uri)
-        -> absl::StatusOr<std::unique_ptr<mlflow::TrackingClient>> {
+    hooks.make_client =
+        [this](const std::string& uri) -> absl::StatusOr<std::unique_ptr<mlflow::TrackingClient>> {
       absl::MutexLock lock(&mu_);
       uris_.push_back(uri);
       return std::make_unique<Forwarding>(&fake_);
@@ -92,20 +91,20 @@ class MlflowTrackerTest : public ::testing::Test {
       annotations_[job.metadata().uid()] = annotations;
       return absl::OkStatus();
     };
-    hooks.read_logs = [](const model::Job& job, int64_t)
-        -> absl::StatusOr<std::map<std::string, std::string>> {
+    hooks.read_logs = [](const model::Job& job,
+                         int64_t) -> absl::StatusOr<std::map<std::string, std::string>> {
       return std::map<std::string, std::string>{
           {"master-0", "log of " + job.metadata().name() + " master\n"},
           {"worker-0", "log of worker\n"}};
     };
-    hooks.event = [this](const model::Job& job, const std::string& type,
-                         const std::string& reason, const std::string& message, absl::Time) {
+    hooks.event = [this](const model::Job& job, const std::string& type, const std::string& reason,
+                         const std::string& message, absl::Time) {
       absl::MutexLock lock(&mu_);
       events_.push_back({job.metadata().uid(), type, reason, message});
       return absl::OkStatus();
     };
-    auto tracker = std::make_unique<MlflowTracker>(options, hooks,
-                                                   clock != nullptr ? clock : ::coach::Clock::Real(), &registry_);
+    auto tracker = std::make_unique<MlflowTracker>(
+        options, hooks, clock != nullptr ? clock : ::coach::Clock::Real(), &registry_);
     if (start) tracker->Start();
     return tracker;
   }
@@ -213,7 +212,8 @@ TEST_F(MlflowTrackerTest, OneRunWithNameTagsParamsAndAnnotation) {
   EXPECT_EQ(run.params["image.Master"], "busybox");
   absl::MutexLock lock(&mu_);
   EXPECT_EQ(annotations_["uid-1"][reconcile::kAnnotationMlflowRunId], run.info.run_id);
-  EXPECT_EQ(annotations_["uid-1"][reconcile::kAnnotationMlflowExperimentId], run.info.experiment_id);
+  EXPECT_EQ(annotations_["uid-1"][reconcile::kAnnotationMlflowExperimentId],
+            run.info.experiment_id);
   EXPECT_EQ(uris_, std::vector<std::string>{"http://mlflow.test:5000"});
   EXPECT_EQ(fake_.Calls(Method::kCreateRun), 1);
 }
@@ -231,7 +231,8 @@ TEST_F(MlflowTrackerTest, SucceededFinishesWithEndTimeAndLogs) {
   EXPECT_EQ(run.tags["coach.message"], "job succeeded");
   EXPECT_EQ(fake_.DownloadArtifact(run.info.run_id, "logs/master-0.log").value(),
             "log of ok master\n");
-  EXPECT_EQ(fake_.DownloadArtifact(run.info.run_id, "logs/worker-0.log").value(), "log of worker\n");
+  EXPECT_EQ(fake_.DownloadArtifact(run.info.run_id, "logs/worker-0.log").value(),
+            "log of worker\n");
   EXPECT_EQ(tracker->stats().runs_ended, 1);
   // Later passes over the finished job do nothing.
   const int updates = fake_.Calls(Method::kUpdateRun);
@@ -301,7 +302,8 @@ TEST_F(MlflowTrackerTest, RestartFindsTheRunByTagOrAnnotation) {
 
   // A third start with the annotation on the job does not even search.
   model::Job annotated = Finished(Job("r", "uid-r"), true);
-  (*annotated.mutable_metadata()->mutable_annotations())[reconcile::kAnnotationMlflowRunId] = run_id;
+  (*annotated.mutable_metadata()->mutable_annotations())[reconcile::kAnnotationMlflowRunId] =
+      run_id;
   (*annotated.mutable_metadata()->mutable_annotations())[reconcile::kAnnotationMlflowExperimentId] =
       OnlyRun("uid-r").info.experiment_id;
   const int searches = fake_.Calls(Method::kSearchRuns);
@@ -337,8 +339,9 @@ TEST_F(MlflowTrackerTest, OutageNeverBlocksAndBacksOffThenCatchesUp) {
   std::optional<absl::Time> hold = tracker->HoldStartUntil(Job("other", "uid-other"));
   ASSERT_TRUE(hold.has_value());
   EXPECT_LE(*hold - absl::Now(), absl::Seconds(120));
-  EXPECT_NE(registry_.Render().find("coach_mlflow_errors_total{op=\"experiment\",kind=\"transient\"}"),
-            std::string::npos);
+  EXPECT_NE(
+      registry_.Render().find("coach_mlflow_errors_total{op=\"experiment\",kind=\"transient\"}"),
+      std::string::npos);
   tracker->JobSeen(Finished(job, true));
   fake_.SetLatency(absl::ZeroDuration());
   fake_.SetDown(false);
@@ -474,8 +477,8 @@ TEST_F(MlflowTrackerTest, HeldJobRetriesOftenWhateverTheBackoffCap) {
 
 TEST_F(MlflowTrackerTest, BoundHitStartsReplicasWithAWarningAndTheLateRunIsTaggedIncomplete) {
   ::coach::FakeClock clock;
-  auto tracker = NewTracker(true, &clock,
-                            [](MlflowTrackerOptions* o) { o->run_wait = absl::Seconds(30); });
+  auto tracker =
+      NewTracker(true, &clock, [](MlflowTrackerOptions* o) { o->run_wait = absl::Seconds(30); });
   fake_.SetDown(true);
   const model::Job job = Job("late", "uid-late");
   const absl::Time t0 = clock.Now();
@@ -517,8 +520,8 @@ TEST_F(MlflowTrackerTest, BoundHitStartsReplicasWithAWarningAndTheLateRunIsTagge
 TEST_F(MlflowTrackerTest, RunCreatedJustAfterTheBoundIsTaggedIncomplete) {
   // The bound is hit while the run is made but before its id reached the job.
   ::coach::FakeClock clock;
-  auto tracker = NewTracker(true, &clock,
-                            [](MlflowTrackerOptions* o) { o->run_wait = absl::Seconds(30); });
+  auto tracker =
+      NewTracker(true, &clock, [](MlflowTrackerOptions* o) { o->run_wait = absl::Seconds(30); });
   annotate_error_ = absl::UnavailableError("store busy");
   const model::Job job = Job("edge", "uid-edge");
   ASSERT_TRUE(tracker->HoldStartUntil(job).has_value());
@@ -540,7 +543,7 @@ TEST_F(MlflowTrackerTest, RunCreatedJustAfterTheBoundIsTaggedIncomplete) {
 
 TEST_F(MlflowTrackerTest, RunForAJobAlreadyRunningIsTaggedIncompleteAndOnTimeOneIsNot) {
   auto tracker = NewTracker();
-  tracker->JobSeen(Job("fresh", "uid-fresh"));  // not started: replicas will get the id
+  tracker->JobSeen(Job("fresh", "uid-fresh"));       // not started: replicas will get the id
   tracker->JobSeen(Running(Job("old", "uid-old")));  // e.g. tracking turned on meanwhile
   ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
   EXPECT_EQ(OnlyRun("uid-fresh").tags.count("coach.run_incomplete"), 0u);

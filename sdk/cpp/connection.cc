@@ -1,15 +1,15 @@
 #include "sdk/cpp/connection.h"
 
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <vector>
-
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/support/channel_arguments.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -55,7 +55,8 @@ absl::StatusOr<std::string> CleanToken(std::string token, const std::string& sou
   size_t start = 0;
   while (start < token.size() && IsSpace(token[start])) ++start;
   token.erase(0, start);
-  if (token.empty()) return absl::InvalidArgumentError(absl::StrCat(source, ": the token is empty"));
+  if (token.empty())
+    return absl::InvalidArgumentError(absl::StrCat(source, ": the token is empty"));
   for (char c : token) {
     unsigned char u = static_cast<unsigned char>(c);
     if (u <= 0x20 || u == 0x7f) {
@@ -104,8 +105,7 @@ absl::StatusOr<ConnectionSettings> ResolveConnection(const ConnectionOptions& op
   if (!token.value.empty()) {
     ASSIGN_OR_RETURN(settings.token, CleanToken(token.value, token.source));
   } else {
-    Sourced token_file =
-        Pick(options.token_file, "--token-file", "COACH_TOKEN_FILE", options, env);
+    Sourced token_file = Pick(options.token_file, "--token-file", "COACH_TOKEN_FILE", options, env);
     if (!token_file.value.empty()) {
       ASSIGN_OR_RETURN(std::string contents, ReadNonEmptyFile(token_file));
       ASSIGN_OR_RETURN(settings.token, CleanToken(contents, token_file.source));
@@ -115,8 +115,8 @@ absl::StatusOr<ConnectionSettings> ResolveConnection(const ConnectionOptions& op
   Sourced ca = Pick(options.tls_ca, "--tls-ca", "COACH_TLS_CA", options, env);
   Sourced cert = Pick(options.tls_cert, "--tls-cert", "COACH_TLS_CERT", options, env);
   Sourced key = Pick(options.tls_key, "--tls-key", "COACH_TLS_KEY", options, env);
-  Sourced server_name = Pick(options.tls_server_name, "--tls-server-name",
-                             "COACH_TLS_SERVER_NAME", options, env);
+  Sourced server_name =
+      Pick(options.tls_server_name, "--tls-server-name", "COACH_TLS_SERVER_NAME", options, env);
   if (cert.value.empty() != key.value.empty()) {
     return absl::InvalidArgumentError(
         cert.value.empty()

@@ -13,12 +13,12 @@
 //
 // The token is a secret: no error message, log line or DebugString() carries it.
 
+#include <grpcpp/channel.h>
+
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <grpcpp/channel.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"

@@ -1,11 +1,11 @@
 #include "sdk/cpp/connection.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <fstream>
 #include <map>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 namespace coach::sdk {
 namespace {

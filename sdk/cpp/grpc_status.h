@@ -2,9 +2,9 @@
 
 // The one place where gRPC status codes become absl::Status codes (the SDK's edge).
 
-#include <string>
-
 #include <grpcpp/support/status.h>
+
+#include <string>
 
 #include "absl/status/status.h"
 

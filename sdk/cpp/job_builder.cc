@@ -138,20 +138,21 @@ absl::StatusOr<api::v1::TrainingJob> JobBuilder::Build() const {
   std::vector<std::string> errors;
   if (job_.metadata().name().empty()) errors.push_back("metadata.name: required");
   if (image_.empty()) errors.push_back("image: required");
-  if (replicas_.empty()) errors.push_back(absl::StrCat("replicas: ", kind_name, " needs at least one replica type"));
+  if (replicas_.empty())
+    errors.push_back(absl::StrCat("replicas: ", kind_name, " needs at least one replica type"));
   const bool pytorch = job_.kind() == api::v1::PYTORCH_JOB;
   if (job_.spec().has_nproc_per_node() && !pytorch) {
     errors.push_back(absl::StrCat("nprocPerNode: only PyTorchJob has it, not ", kind_name));
   }
   if (job_.spec().has_elastic_policy() && !pytorch && job_.kind() != api::v1::PADDLE_JOB) {
-    errors.push_back(absl::StrCat("elasticPolicy: only PyTorchJob and PaddleJob have it, not ", kind_name));
+    errors.push_back(
+        absl::StrCat("elasticPolicy: only PyTorchJob and PaddleJob have it, not ", kind_name));
   }
   if (job_.spec().has_slots_per_worker() && job_.kind() != api::v1::MPI_JOB) {
     errors.push_back(absl::StrCat("slotsPerWorker: only MPIJob has it, not ", kind_name));
   }
 
-  nlohmann::json container = {{"name", std::string(info->default_container)},
-                              {"image", image_}};
+  nlohmann::json container = {{"name", std::string(info->default_container)}, {"image", image_}};
   if (!command_.empty()) container["command"] = command_;
   if (!args_.empty()) container["args"] = args_;
   if (!working_dir_.empty()) container["workingDir"] = working_dir_;
@@ -173,8 +174,9 @@ absl::StatusOr<api::v1::TrainingJob> JobBuilder::Build() const {
     std::string canonical = api::v1::CanonicalReplicaType(job_.kind(), type);
     if (canonical.empty()) {
       std::vector<std::string> known(info->replica_types.begin(), info->replica_types.end());
-      errors.push_back(absl::StrCat("replicas.", type, ": ", kind_name, " has no such replica type (",
-                                    absl::StrJoin(known, ", "), ")"));
+      errors.push_back(absl::StrCat("replicas.", type, ": ", kind_name,
+                                    " has no such replica type (", absl::StrJoin(known, ", "),
+                                    ")"));
       continue;
     }
     if (count < 0) {

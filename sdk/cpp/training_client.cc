@@ -1,9 +1,9 @@
 #include "sdk/cpp/training_client.h"
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include <algorithm>
 #include <utility>
-
-#include <google/protobuf/util/message_differencer.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -51,8 +51,7 @@ absl::StatusOr<std::unique_ptr<TrainingClient>> TrainingClient::Create(
   return std::make_unique<TrainingClient>(std::move(channel), std::move(config));
 }
 
-TrainingClient::TrainingClient(std::shared_ptr<grpc::ChannelInterface> channel,
-                               ClientConfig config)
+TrainingClient::TrainingClient(std::shared_ptr<grpc::ChannelInterface> channel, ClientConfig config)
     : channel_(channel),
       stub_(api::v1::TrainingService::NewStub(channel)),
       config_(std::move(config)) {}
@@ -75,8 +74,7 @@ absl::Status TrainingClient::Error(const grpc::Status& status, const std::string
 }
 
 absl::StatusOr<TrainingJob> TrainingClient::CreateJob(const TrainingJob& job,
-                                                      const std::string& namespace_,
-                                                      bool dry_run) {
+                                                      const std::string& namespace_, bool dry_run) {
   api::v1::CreateJobRequest request;
   *request.mutable_job() = job;
   request.set_namespace_(namespace_);
@@ -100,8 +98,7 @@ absl::StatusOr<TrainingJob> TrainingClient::GetJob(const std::string& namespace_
   api::v1::GetJobRequest request;
   request.set_namespace_(namespace_);
   request.set_name(name);
-  return Unary<TrainingJob>(&Stub::GetJob, request,
-                            absl::StrCat("GetJob ", namespace_, "/", name));
+  return Unary<TrainingJob>(&Stub::GetJob, request, absl::StrCat("GetJob ", namespace_, "/", name));
 }
 
 absl::StatusOr<api::v1::ListJobsResponse> TrainingClient::ListJobs(const ListOptions& options) {
@@ -232,13 +229,14 @@ absl::Status TrainingClient::GetJobLogs(
   auto [stopped, status] = Drain(reader.get(), &context, on_chunk);
   if (cancel != nullptr) cancel->Detach();
   if (stopped) return absl::OkStatus();
-  if (cancel != nullptr && cancel->cancelled()) return absl::CancelledError("GetJobLogs: cancelled");
+  if (cancel != nullptr && cancel->cancelled())
+    return absl::CancelledError("GetJobLogs: cancelled");
   return Error(status, absl::StrCat("GetJobLogs ", options.namespace_, "/", options.name));
 }
 
 absl::StatusOr<TrainingJob> TrainingClient::WaitForJobConditions(
-    const std::string& namespace_, const std::string& name,
-    const std::set<std::string>& conditions, const WaitOptions& options) {
+    const std::string& namespace_, const std::string& name, const std::set<std::string>& conditions,
+    const WaitOptions& options) {
   if (conditions.empty()) {
     return absl::InvalidArgumentError("WaitForJobConditions: no condition to wait for");
   }
@@ -258,8 +256,8 @@ absl::StatusOr<TrainingJob> TrainingClient::WaitForJobConditions(
     }
     if (IsJobFailed(job)) {
       std::string message = ConditionMessage(job, kFailed);
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", job_name, " failed: ", message.empty() ? "(no message)" : message));
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job_name, " failed: ", message.empty() ? "(no message)" : message));
     }
     if (IsJobSucceeded(job)) {
       return absl::FailedPreconditionError(

@@ -13,6 +13,9 @@
 //   DeadlineExceeded    the call's deadline passed
 // Unary calls run under ConnectionOptions::call_timeout. A TrainingClient is thread-safe.
 
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,9 +23,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <grpcpp/channel.h>
-#include <grpcpp/client_context.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -163,9 +163,10 @@ class TrainingClient {
   //   NotFound            no such job, or it was deleted while waiting
   //   InvalidArgument     `conditions` is empty
   //   Unauthenticated, PermissionDenied and other non-transient errors as they come.
-  absl::StatusOr<api::v1::TrainingJob> WaitForJobConditions(
-      const std::string& namespace_, const std::string& name,
-      const std::set<std::string>& conditions, const WaitOptions& options = {});
+  absl::StatusOr<api::v1::TrainingJob> WaitForJobConditions(const std::string& namespace_,
+                                                            const std::string& name,
+                                                            const std::set<std::string>& conditions,
+                                                            const WaitOptions& options = {});
 
   const ClientConfig& config() const { return config_; }
 

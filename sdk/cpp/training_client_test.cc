@@ -1,10 +1,10 @@
 #include "sdk/cpp/training_client.h"
 
-#include <thread>
-
 #include <gmock/gmock.h>
-#include <gtest/gtest.h>
 #include <grpcpp/create_channel.h>
+#include <gtest/gtest.h>
+
+#include <thread>
 
 #include "sdk/cpp/testing/fake_training_service.h"
 
@@ -13,11 +13,11 @@ namespace {
 
 using api::v1::JobEvent;
 using api::v1::TrainingJob;
+using ::testing::ElementsAre;
 using testing::FakeServer;
+using ::testing::HasSubstr;
 using testing::JobWithConditions;
 using testing::WatchScript;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 
 class TrainingClientTest : public ::testing::Test {
  protected:
@@ -148,7 +148,8 @@ TEST_F(TrainingClientTest, ListAllJobsFollowsPages) {
 
 TEST_F(TrainingClientTest, ListAllJobsStopsOnAnErrorMidway) {
   auto client = MakeClient();
-  for (int i = 0; i < 3; ++i) server_.service().AddJob(JobWithConditions("ml", std::to_string(i), {}));
+  for (int i = 0; i < 3; ++i)
+    server_.service().AddJob(JobWithConditions("ml", std::to_string(i), {}));
   server_.service().InjectError("ListJobs", grpc::Status::OK, 0);
   absl::StatusOr<api::v1::ListJobsResponse> first = client->ListJobs({"ml", "", 1, ""});
   ASSERT_TRUE(first.ok());
@@ -182,11 +183,11 @@ TEST_F(TrainingClientTest, WatchDeliversEventsUntilTheCallbackStops) {
   server_.service().AddJob(JobWithConditions("default", "a", {}));
   server_.service().AddJob(JobWithConditions("default", "b", {}));
   std::vector<std::string> seen;
-  absl::Status status = client->Watch({"default", "", "", absl::Seconds(5)},
-                                      [&](const JobEvent& event) {
-                                        seen.push_back(event.job().metadata().name());
-                                        return seen.size() < 2;
-                                      });
+  absl::Status status =
+      client->Watch({"default", "", "", absl::Seconds(5)}, [&](const JobEvent& event) {
+        seen.push_back(event.job().metadata().name());
+        return seen.size() < 2;
+      });
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_THAT(seen, ElementsAre("a", "b"));
   EXPECT_THAT(server_.service().authorizations(), ElementsAre("Bearer t"));
@@ -199,9 +200,8 @@ TEST_F(TrainingClientTest, WatchIsCancellableFromAnotherThread) {
     absl::SleepFor(absl::Milliseconds(100));
     cancel.Cancel();
   });
-  absl::Status status =
-      client->Watch({"default", "", "", absl::Seconds(10)}, [](const JobEvent&) { return true; },
-                    &cancel);
+  absl::Status status = client->Watch(
+      {"default", "", "", absl::Seconds(10)}, [](const JobEvent&) { return true; }, &cancel);
   canceller.join();
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
 }
@@ -224,10 +224,11 @@ TEST_F(TrainingClientTest, WaitReturnsTheJobOnceAConditionIsTrue) {
   auto client = MakeClient();
   server_.service().AddJob(JobWithConditions("default", "a", {"Created"}));
   WatchScript script;
-  script.events = {Event(JobEvent::ADDED, JobWithConditions("default", "a", {"Created"})),
-                   Event(JobEvent::MODIFIED, JobWithConditions("default", "a", {"Created", "Running"})),
-                   Event(JobEvent::MODIFIED,
-                         JobWithConditions("default", "a", {"Created", "Running", "Succeeded"}))};
+  script.events = {
+      Event(JobEvent::ADDED, JobWithConditions("default", "a", {"Created"})),
+      Event(JobEvent::MODIFIED, JobWithConditions("default", "a", {"Created", "Running"})),
+      Event(JobEvent::MODIFIED,
+            JobWithConditions("default", "a", {"Created", "Running", "Succeeded"}))};
   script.hang = true;
   server_.service().ScriptWatch(script);
   std::vector<std::string> states;
@@ -254,8 +255,9 @@ TEST_F(TrainingClientTest, WaitReportsAFailedJobWithItsMessage) {
   auto client = MakeClient();
   server_.service().AddJob(JobWithConditions("default", "a", {"Created"}));
   WatchScript script;
-  script.events = {Event(JobEvent::MODIFIED,
-                         JobWithConditions("default", "a", {"Created", "Failed"}, "master-0 exited 1"))};
+  script.events = {
+      Event(JobEvent::MODIFIED,
+            JobWithConditions("default", "a", {"Created", "Failed"}, "master-0 exited 1"))};
   script.hang = true;
   server_.service().ScriptWatch(script);
   absl::StatusOr<TrainingJob> job =
@@ -369,9 +371,8 @@ TEST_F(TrainingClientTest, LogsStopWhenTheCallbackSaysSo) {
   LogOptions options;
   options.namespace_ = "default";
   options.name = "a";
-  absl::Status status = client->GetJobLogs(options, [&](const api::v1::LogChunk&) {
-    return ++chunks < 3;
-  });
+  absl::Status status =
+      client->GetJobLogs(options, [&](const api::v1::LogChunk&) { return ++chunks < 3; });
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_EQ(chunks, 3);
 }

@@ -44,7 +44,8 @@ class Generator {
       return json{{key, Value(schema["additionalProperties"], path + "." + key)}};
     }
     if (type == "object") return json{{"free", "form"}};
-    if (type == "array") return json::array({Value(schema.value("items", json::object()), path + "[]")});
+    if (type == "array")
+      return json::array({Value(schema.value("items", json::object()), path + "[]")});
     if (type == "integer") return json(7);
     if (type == "number") return json(1.5);
     if (type == "boolean") return json(true);

@@ -22,8 +22,7 @@ std::string Describe(const json& v) {
     case json::value_t::string: {
       std::string s = v.get<std::string>();
       if (s.size() > 64) s = s.substr(0, 64) + "...";
-      return absl::StrCat("string ", json(s).dump(-1, ' ', false,
-                                                   json::error_handler_t::replace));
+      return absl::StrCat("string ", json(s).dump(-1, ' ', false, json::error_handler_t::replace));
     }
     case json::value_t::array:
       return "a list";

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <utility>
@@ -17,7 +18,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "api/v1/field_error.h"
-#include <nlohmann/json.hpp>
 
 namespace coach::api::v1::codec {
 
@@ -125,8 +125,8 @@ class FieldDecoder {
     auto it = object.find(key);
     if (it == object.end() || it->is_null()) return;
     Timestamp ts;
-    if (!it->is_string() || !google::protobuf::util::TimeUtil::FromString(
-                                 it->get<std::string>(), &ts)) {
+    if (!it->is_string() ||
+        !google::protobuf::util::TimeUtil::FromString(it->get<std::string>(), &ts)) {
       Expected(Join(path, key), "an RFC 3339 timestamp like \"2024-05-01T12:00:00Z\"", *it);
       return;
     }
@@ -152,8 +152,8 @@ class FieldDecoder {
 
 // Decodes the RFC 3339 time field `key` of `object` into `msg->mutable_<field>()`, `msg`
 // being a `Type*`.
-#define COACH_TIME_FIELD(decoder, object, key, path, msg, Type, field)                \
-  (decoder).Time((object), (key), (path),                                              \
+#define COACH_TIME_FIELD(decoder, object, key, path, msg, Type, field) \
+  (decoder).Time((object), (key), (path),                              \
                  [](void* o) { return static_cast<Type*>(o)->mutable_##field(); }, (msg))
 
 }  // namespace coach::api::v1::codec

@@ -14,8 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-const char* const kValidFiles[] = {"pytorchjob", "tfjob", "xgboostjob",
-                                   "mpijob", "paddlejob", "jaxjob"};
+const char* const kValidFiles[] = {"pytorchjob", "tfjob",     "xgboostjob",
+                                   "mpijob",     "paddlejob", "jaxjob"};
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);

@@ -29,9 +29,16 @@ void DecodeMetadata(FieldDecoder& d, const json& v, ObjectMeta* meta) {
   COACH_TIME_FIELD(d, *object, "deletionTimestamp", path, meta, ObjectMeta, deletion_timestamp);
   d.StringMap(*object, "labels", path, meta->mutable_labels());
   d.StringMap(*object, "annotations", path, meta->mutable_annotations());
-  static const std::set<std::string> kModelled = {
-      "name", "namespace", "uid", "resourceVersion", "generateName", "generation",
-      "creationTimestamp", "deletionTimestamp", "labels", "annotations"};
+  static const std::set<std::string> kModelled = {"name",
+                                                  "namespace",
+                                                  "uid",
+                                                  "resourceVersion",
+                                                  "generateName",
+                                                  "generation",
+                                                  "creationTimestamp",
+                                                  "deletionTimestamp",
+                                                  "labels",
+                                                  "annotations"};
   json extra = json::object();
   for (auto it = object->begin(); it != object->end(); ++it) {
     if (kModelled.count(it.key()) == 0) extra[it.key()] = it.value();
@@ -148,8 +155,8 @@ void DecodeReplicaSpecs(FieldDecoder& d, const json& v, const KindInfo& info,
     const std::string rpath = Join(path, it.key());
     std::string type = CanonicalReplicaType(info.kind, it.key());
     if (type.empty()) {
-      d.Error(rpath, absl::StrCat("unknown replica type \"", it.key(), "\" for ", std::string(info.name),
-                                  "; allowed: ",
+      d.Error(rpath, absl::StrCat("unknown replica type \"", it.key(), "\" for ",
+                                  std::string(info.name), "; allowed: ",
                                   absl::StrJoin(info.replica_types, ", ",
                                                 [](std::string* out, std::string_view t) {
                                                   out->append(std::string(t));
@@ -225,13 +232,12 @@ void DecodeSpec(FieldDecoder& d, const json& v, const KindInfo& info, TrainingJo
   }
   switch (info.kind) {
     case PYTORCH_JOB:
-      d.String(*object, "nprocPerNode", path,
-               [&](std::string s) { spec->set_nproc_per_node(s); },
-               "a string (\"auto\", \"cpu\", \"gpu\" or a number in quotes)");
+      d.String(
+          *object, "nprocPerNode", path, [&](std::string s) { spec->set_nproc_per_node(s); },
+          "a string (\"auto\", \"cpu\", \"gpu\" or a number in quotes)");
       break;
     case TF_JOB:
-      d.String(*object, "successPolicy", path,
-               [&](std::string s) { spec->set_success_policy(s); });
+      d.String(*object, "successPolicy", path, [&](std::string s) { spec->set_success_policy(s); });
       d.Bool(*object, "enableDynamicWorker", path,
              [&](bool b) { spec->set_enable_dynamic_worker(b); });
       break;
@@ -239,8 +245,7 @@ void DecodeSpec(FieldDecoder& d, const json& v, const KindInfo& info, TrainingJo
       d.Int32(*object, "slotsPerWorker", path, [&](int32_t i) { spec->set_slots_per_worker(i); });
       d.String(*object, "cleanPodPolicy", path,
                [&](std::string s) { spec->set_mpi_clean_pod_policy(s); });
-      d.String(*object, "mainContainer", path,
-               [&](std::string s) { spec->set_main_container(s); });
+      d.String(*object, "mainContainer", path, [&](std::string s) { spec->set_main_container(s); });
       break;
     default:
       break;
@@ -254,8 +259,7 @@ void DecodeStatus(FieldDecoder& d, const json& v, TrainingJobStatus* status) {
   d.Unknown(*object, path,
             {"conditions", "replicaStatuses", "startTime", "completionTime", "lastReconcileTime"});
   COACH_TIME_FIELD(d, *object, "startTime", path, status, TrainingJobStatus, start_time);
-  COACH_TIME_FIELD(d, *object, "completionTime", path, status, TrainingJobStatus,
-                   completion_time);
+  COACH_TIME_FIELD(d, *object, "completionTime", path, status, TrainingJobStatus, completion_time);
   COACH_TIME_FIELD(d, *object, "lastReconcileTime", path, status, TrainingJobStatus,
                    last_reconcile_time);
   auto conditions = object->find("conditions");
@@ -306,8 +310,7 @@ void DecodeStatus(FieldDecoder& d, const json& v, TrainingJobStatus* status) {
         if (selector->is_object()) {
           rs.set_label_selector_json(selector->dump());
         } else {
-          d.Expected(Join(ipath, "labelSelector"), "an object (a metav1.LabelSelector)",
-                     *selector);
+          d.Expected(Join(ipath, "labelSelector"), "an object (a metav1.LabelSelector)", *selector);
         }
       }
     }

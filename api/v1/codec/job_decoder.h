@@ -3,13 +3,13 @@
 // kubeflow.org/v1 manifests -> coach::api::v1::TrainingJob (the codec's contract is in
 // job_codec.h: strictness, normalisation, how problems are reported).
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "api/v1/field_error.h"
 #include "api/v1/training_job.pb.h"
-#include <nlohmann/json.hpp>
 
 namespace coach::api::v1::codec {
 

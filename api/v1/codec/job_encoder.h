@@ -3,11 +3,11 @@
 // coach::api::v1::TrainingJob -> kubeflow.org/v1 manifests (the codec's contract is in
 // job_codec.h: round trip and normalisation).
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "api/v1/training_job.pb.h"
-#include <nlohmann/json.hpp>
 
 namespace coach::api::v1::codec {
 

@@ -1,5 +1,7 @@
 #include "api/v1/codec/yaml_json.h"
 
+#include <yaml.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -9,8 +11,6 @@
 #include <optional>
 #include <stdexcept>
 #include <utility>
-
-#include <yaml.h>
 
 #include "absl/strings/str_cat.h"
 
@@ -45,9 +45,7 @@ bool IsDigits(const std::string& s, size_t from, bool (*accept)(char)) {
 
 bool IsDec(char c) { return c >= '0' && c <= '9'; }
 bool IsOct(char c) { return c >= '0' && c <= '7'; }
-bool IsHex(char c) {
-  return IsDec(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+bool IsHex(char c) { return IsDec(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 // [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
 bool IsCoreFloat(const std::string& s) {
@@ -168,8 +166,8 @@ class JsonBuilder {
       json key = Resolve(mark, tag, value);
       // Keys are strings in JSON; a plain `null`/`~` key reads as the text "null".
       std::string text = key.is_string() ? key.get<std::string>()
-                         : key.is_null()  ? std::string("null")
-                                          : value;
+                         : key.is_null() ? std::string("null")
+                                         : value;
       SetKey(mark, text);
       if (!anchor.empty()) anchors_[anchor] = {json(text), 1};
       return;
@@ -287,8 +285,8 @@ std::string AtMark(const Mark& mark) {
 }
 
 bool IsYaml11Special(const std::string& s) {
-  static const char* const kWords[] = {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No",
-                                       "NO", "on", "On", "ON", "off", "Off", "OFF"};
+  static const char* const kWords[] = {"y",  "Y",  "yes", "Yes", "YES", "n",   "N",   "no",
+                                       "No", "NO", "on",  "On",  "ON",  "off", "Off", "OFF"};
   for (const char* word : kWords) {
     if (s == word) return true;
   }
@@ -355,8 +353,8 @@ class YamlWriter {
   // a JSON value cannot produce an invalid event sequence, so a failure here is a bug.
   void Send(yaml_event_t* event) {
     if (!yaml_emitter_emit(&emitter_, event)) {
-      throw std::logic_error(absl::StrCat("libyaml emitter: ",
-                                          emitter_.problem ? emitter_.problem : "failed"));
+      throw std::logic_error(
+          absl::StrCat("libyaml emitter: ", emitter_.problem ? emitter_.problem : "failed"));
     }
   }
 
@@ -398,8 +396,7 @@ class YamlWriter {
         Send(&event);
         return;
       case json::value_t::object:
-        yaml_mapping_start_event_initialize(&event, nullptr, nullptr, 1,
-                                            YAML_BLOCK_MAPPING_STYLE);
+        yaml_mapping_start_event_initialize(&event, nullptr, nullptr, 1, YAML_BLOCK_MAPPING_STYLE);
         Send(&event);
         for (auto it = value.begin(); it != value.end(); ++it) {
           String(it.key());
@@ -458,12 +455,11 @@ class YamlReader {
           break;
         case YAML_SCALAR_EVENT: {
           const auto& scalar = event.data.scalar;
-          std::string tag = scalar.tag != nullptr                         ? Text(scalar.tag)
+          std::string tag = scalar.tag != nullptr                     ? Text(scalar.tag)
                             : scalar.style == YAML_PLAIN_SCALAR_STYLE ? "?"
-                                                                          : "!";
+                                                                      : "!";
           builder.OnScalar(mark, tag, Text(scalar.anchor),
-                           std::string(reinterpret_cast<const char*>(scalar.value),
-                                       scalar.length));
+                           std::string(reinterpret_cast<const char*>(scalar.value), scalar.length));
           break;
         }
         case YAML_SEQUENCE_START_EVENT:

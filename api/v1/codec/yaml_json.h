@@ -9,11 +9,11 @@
 // Writing quotes every string that would re-read as something else, so that
 // ParseYamlDocuments(ToYaml(v)) gives back v.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include <nlohmann/json.hpp>
 
 namespace coach::api::v1::codec {
 

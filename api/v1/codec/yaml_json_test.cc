@@ -85,10 +85,12 @@ TEST(ParseYamlTest, SyntaxErrorNamesLineAndColumn) {
 // Inputs the codec fuzzer found that made yaml-cpp 0.7 loop forever while allocating: a
 // manifest is user input, so each must end quickly (as a value or an error).
 TEST(ParseYamlTest, FuzzerFoundHangsEnd) {
-  for (const std::string text :
-       {",'\n-", ",,',", ",'\nk:l -\x11" "erst\n ex=p0 ai\nVersion k:ubeflow-",
-        ",,,,',,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,0\nk:l -\x11" "erst\n ex=p0 ai\n"
-        "Version k:ubeflow-"}) {
+  for (const std::string text : {",'\n-", ",,',",
+                                 ",'\nk:l -\x11"
+                                 "erst\n ex=p0 ai\nVersion k:ubeflow-",
+                                 ",,,,',,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,0\nk:l -\x11"
+                                 "erst\n ex=p0 ai\n"
+                                 "Version k:ubeflow-"}) {
     absl::Time start = absl::Now();
     auto docs = ParseYamlDocuments(text);
     EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << text;
@@ -147,10 +149,11 @@ TEST(ParseYamlTest, InvalidUtf8IsRejected) {
 
 TEST(ToYamlTest, AmbiguousStringsAreQuotedAndRoundTrip) {
   const std::vector<std::string> tricky = {
-      "1", "true", "null", "", "1e3", "0x1F", "~", " lead", "trail ", "a: b", "- x",
-      "#c", "yes", "No", "on", "1.0", "-1", "+1", ".5", "@x", "`x", "'q'", "\"dq\"",
-      "multi\nline", "tab\there", "ünïcödé", "[a]", "{a: 1}", "*x", "&y", "!tag", "%p",
-      "a #b", "? x", "x:", "|", ">", "0o17", ".inf", "1_000", "12:30", "=", "<<", "\x01"};
+      "1",      "true", "null", "",      "1e3",    "0x1F",        "~",         " lead",   "trail ",
+      "a: b",   "- x",  "#c",   "yes",   "No",     "on",          "1.0",       "-1",      "+1",
+      ".5",     "@x",   "`x",   "'q'",   "\"dq\"", "multi\nline", "tab\there", "ünïcödé", "[a]",
+      "{a: 1}", "*x",   "&y",   "!tag",  "%p",     "a #b",        "? x",       "x:",      "|",
+      ">",      "0o17", ".inf", "1_000", "12:30",  "=",           "<<",        "\x01"};
   json object = json::object();
   json array = json::array();
   for (const std::string& s : tricky) {

@@ -21,11 +21,10 @@ DelayProxy::DelayProxy(const std::string& upstream_uri) : server_(new httplib::S
     httplib::Client upstream(upstream_host_, upstream_port_);
     upstream.set_read_timeout(120, 0);
     const std::string type = req.get_header_value("Content-Type");
-    httplib::Result r = req.method == "GET"   ? upstream.Get(req.target.c_str())
-                        : req.method == "PUT" ? upstream.Put(req.target.c_str(), req.body,
-                                                             type.c_str())
-                                              : upstream.Post(req.target.c_str(), req.body,
-                                                              type.c_str());
+    httplib::Result r = req.method == "GET" ? upstream.Get(req.target.c_str())
+                        : req.method == "PUT"
+                            ? upstream.Put(req.target.c_str(), req.body, type.c_str())
+                            : upstream.Post(req.target.c_str(), req.body, type.c_str());
     if (!r) {
       res.status = 502;
       return;

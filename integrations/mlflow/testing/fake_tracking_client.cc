@@ -4,8 +4,8 @@
 #include <set>
 
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 
 namespace coach::mlflow::testing {
@@ -89,16 +89,19 @@ absl::StatusOr<RunInfo> FakeTrackingClient::CreateRun(const CreateRunRequest& re
   RETURN_IF_ERROR(Enter(Method::kCreateRun));
   for (const Tag& t : request.tags) RETURN_IF_ERROR(ValidateKey(t.key));
   absl::MutexLock lock(&mu_);
-  bool found = std::any_of(experiments_.begin(), experiments_.end(),
-                           [&](const Experiment& e) { return e.experiment_id == request.experiment_id; });
-  if (!found) return absl::NotFoundError(absl::StrCat("fake MLflow: no experiment ", request.experiment_id));
+  bool found = std::any_of(experiments_.begin(), experiments_.end(), [&](const Experiment& e) {
+    return e.experiment_id == request.experiment_id;
+  });
+  if (!found)
+    return absl::NotFoundError(absl::StrCat("fake MLflow: no experiment ", request.experiment_id));
   StoredRun stored;
   RunInfo& info = stored.run.info;
   info.run_id = absl::StrCat("fakerun", next_run_++);
   info.experiment_id = request.experiment_id;
   info.run_name = request.run_name.empty() ? info.run_id : request.run_name;
   info.start_time_ms = request.start_time_ms.value_or(absl::ToUnixMillis(absl::Now()));
-  info.artifact_uri = absl::StrCat("mlflow-artifacts:/", info.experiment_id, "/", info.run_id, "/artifacts");
+  info.artifact_uri =
+      absl::StrCat("mlflow-artifacts:/", info.experiment_id, "/", info.run_id, "/artifacts");
   info.lifecycle_stage = "active";
   for (const Tag& t : request.tags) stored.run.tags[t.key] = t.value;
   stored.run.tags["mlflow.runName"] = info.run_name;
@@ -119,7 +122,8 @@ absl::StatusOr<RunInfo> FakeTrackingClient::UpdateRun(const UpdateRunRequest& re
   RETURN_IF_ERROR(Enter(Method::kUpdateRun));
   absl::MutexLock lock(&mu_);
   auto it = runs_.find(request.run_id);
-  if (it == runs_.end()) return absl::NotFoundError(absl::StrCat("fake MLflow: no run ", request.run_id));
+  if (it == runs_.end())
+    return absl::NotFoundError(absl::StrCat("fake MLflow: no run ", request.run_id));
   RunInfo& info = it->second.run.info;
   if (request.status) info.status = *request.status;
   if (request.end_time_ms) info.end_time_ms = *request.end_time_ms;
@@ -130,17 +134,21 @@ absl::StatusOr<RunInfo> FakeTrackingClient::UpdateRun(const UpdateRunRequest& re
   return info;
 }
 
-absl::StatusOr<std::vector<RunInfo>> FakeTrackingClient::SearchRuns(const SearchRunsRequest& request) {
+absl::StatusOr<std::vector<RunInfo>> FakeTrackingClient::SearchRuns(
+    const SearchRunsRequest& request) {
   RETURN_IF_ERROR(Enter(Method::kSearchRuns));
   // The fake understands one filter form: tags.`key` = 'value' (or tags.key = 'value'); empty: all.
   std::string tag_key, tag_value;
   if (!request.filter.empty()) {
     absl::string_view f = request.filter;
-    if (!absl::ConsumePrefix(&f, "tags.")) return absl::InvalidArgumentError("fake: unsupported filter");
+    if (!absl::ConsumePrefix(&f, "tags."))
+      return absl::InvalidArgumentError("fake: unsupported filter");
     size_t eq = f.find(" = ");
-    if (eq == absl::string_view::npos) return absl::InvalidArgumentError("fake: unsupported filter");
+    if (eq == absl::string_view::npos)
+      return absl::InvalidArgumentError("fake: unsupported filter");
     tag_key = std::string(f.substr(0, eq));
-    if (tag_key.size() >= 2 && tag_key.front() == '`') tag_key = tag_key.substr(1, tag_key.size() - 2);
+    if (tag_key.size() >= 2 && tag_key.front() == '`')
+      tag_key = tag_key.substr(1, tag_key.size() - 2);
     absl::string_view v = f.substr(eq + 3);
     if (v.size() < 2) return absl::InvalidArgumentError("fake: unsupported filter");
     tag_value = std::string(v.substr(1, v.size() - 2));
@@ -162,7 +170,8 @@ absl::StatusOr<std::vector<RunInfo>> FakeTrackingClient::SearchRuns(const Search
   return out;
 }
 
-absl::Status FakeTrackingClient::LogBatch(absl::string_view run_id, const std::vector<Metric>& metrics,
+absl::Status FakeTrackingClient::LogBatch(absl::string_view run_id,
+                                          const std::vector<Metric>& metrics,
                                           const std::vector<Param>& params,
                                           const std::vector<Tag>& tags) {
   RETURN_IF_ERROR(Enter(Method::kLogBatch));
@@ -173,7 +182,8 @@ absl::Status FakeTrackingClient::LogBatch(absl::string_view run_id, const std::v
     RETURN_IF_ERROR(ValidateKey(p.key));
     auto [it, inserted] = batch_params.emplace(p.key, p.value);
     if (!inserted && it->second != p.value) {
-      return absl::InvalidArgumentError(absl::StrCat("param ", p.key, " given twice with different values"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("param ", p.key, " given twice with different values"));
     }
   }
   absl::MutexLock lock(&mu_);
@@ -183,8 +193,9 @@ absl::Status FakeTrackingClient::LogBatch(absl::string_view run_id, const std::v
   for (const auto& [k, v] : batch_params) {
     auto existing = run.params.find(k);
     if (existing != run.params.end() && existing->second != v) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "fake MLflow: changing param values is not allowed. Param with key='", k, "' was already logged"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("fake MLflow: changing param values is not allowed. Param with key='", k,
+                       "' was already logged"));
     }
   }
   for (const auto& [k, v] : batch_params) run.params[k] = v;
@@ -195,7 +206,8 @@ absl::Status FakeTrackingClient::LogBatch(absl::string_view run_id, const std::v
                                [&](const Metric& x) { return x.key == m.key; });
     if (latest == run.latest_metrics.end()) {
       run.latest_metrics.push_back(m);
-    } else if (std::make_pair(m.step, m.timestamp_ms) >= std::make_pair(latest->step, latest->timestamp_ms)) {
+    } else if (std::make_pair(m.step, m.timestamp_ms) >=
+               std::make_pair(latest->step, latest->timestamp_ms)) {
       *latest = m;
     }
   }
@@ -233,7 +245,8 @@ absl::StatusOr<std::string> FakeTrackingClient::DownloadArtifact(absl::string_vi
   auto it = runs_.find(std::string(run_id));
   if (it == runs_.end()) return absl::NotFoundError(absl::StrCat("fake MLflow: no run ", run_id));
   auto a = it->second.artifacts.find(std::string(path));
-  if (a == it->second.artifacts.end()) return absl::NotFoundError(absl::StrCat("fake MLflow: no artifact ", path));
+  if (a == it->second.artifacts.end())
+    return absl::NotFoundError(absl::StrCat("fake MLflow: no artifact ", path));
   return a->second;
 }
 

@@ -19,8 +19,16 @@ namespace coach::mlflow::testing {
 class FakeTrackingClient : public TrackingClient {
  public:
   enum class Method {
-    kGetOrCreateExperiment, kGetExperimentByName, kCreateRun, kGetRun, kUpdateRun, kSearchRuns,
-    kLogBatch, kGetMetricHistory, kUploadArtifact, kDownloadArtifact,
+    kGetOrCreateExperiment,
+    kGetExperimentByName,
+    kCreateRun,
+    kGetRun,
+    kUpdateRun,
+    kSearchRuns,
+    kLogBatch,
+    kGetMetricHistory,
+    kUploadArtifact,
+    kDownloadArtifact,
   };
 
   // The next `times` calls of `method` fail with `status` (after any latency), doing nothing.

@@ -18,8 +18,10 @@ namespace {
 std::string ShellQuote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out.push_back(c);
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out.push_back(c);
   }
   return out + "'";
 }
@@ -67,10 +69,12 @@ std::string MlflowServer::Runfile(const std::string& path) {
 }
 
 absl::StatusOr<std::string> MlflowServer::Python() {
-  CommandResult r = RunCommand(absl::StrCat(ShellQuote(Runfile("integrations/mlflow/testdata/mlflow_env.sh")), " python 2>&1"));
+  CommandResult r = RunCommand(absl::StrCat(
+      ShellQuote(Runfile("integrations/mlflow/testdata/mlflow_env.sh")), " python 2>&1"));
   if (r.exit_code != 0) {
-    return absl::NotFoundError(absl::StrCat("MLflow is not installed (tools/mlflow_env.sh install): ",
-                                            absl::StripAsciiWhitespace(r.out)));
+    return absl::NotFoundError(
+        absl::StrCat("MLflow is not installed (tools/mlflow_env.sh install): ",
+                     absl::StripAsciiWhitespace(r.out)));
   }
   return std::string(absl::StripAsciiWhitespace(r.out));
 }
@@ -88,15 +92,16 @@ absl::StatusOr<std::unique_ptr<MlflowServer>> MlflowServer::Start(Options option
 }
 
 absl::Status MlflowServer::StartHere() {
-  std::string cmd = absl::StrCat("COACH_MLFLOW_WORKERS=", options_.workers,
-                                 " COACH_MLFLOW_AUTH=", options_.basic_auth ? 1 : 0, " ",
-                                 ShellQuote(Runfile("integrations/mlflow/testdata/mlflow_env.sh")), " start ", ShellQuote(dir_),
-                                 options_.port > 0 ? absl::StrCat(" ", options_.port) : "",
-                                 " 2>>", ShellQuote(dir_ + "/start.err"));
+  std::string cmd = absl::StrCat(
+      "COACH_MLFLOW_WORKERS=", options_.workers, " COACH_MLFLOW_AUTH=", options_.basic_auth ? 1 : 0,
+      " ", ShellQuote(Runfile("integrations/mlflow/testdata/mlflow_env.sh")), " start ",
+      ShellQuote(dir_), options_.port > 0 ? absl::StrCat(" ", options_.port) : "", " 2>>",
+      ShellQuote(dir_ + "/start.err"));
   CommandResult r = RunCommand(cmd);
   if (r.exit_code != 0) {
-    return absl::InternalError(absl::StrCat("mlflow server did not start: ", ReadTail(dir_ + "/start.err"),
-                                            ReadTail(dir_ + "/server.log")));
+    return absl::InternalError(
+        absl::StrCat("mlflow server did not start: ", ReadTail(dir_ + "/start.err"),
+                     ReadTail(dir_ + "/server.log")));
   }
   uri_ = std::string(absl::StripAsciiWhitespace(r.out));
   running_ = true;
@@ -105,8 +110,9 @@ absl::Status MlflowServer::StartHere() {
 
 absl::Status MlflowServer::Stop() {
   if (!running_) return absl::OkStatus();
-  CommandResult r = RunCommand(absl::StrCat(ShellQuote(Runfile("integrations/mlflow/testdata/mlflow_env.sh")), " stop ",
-                                            ShellQuote(dir_), " 2>&1"));
+  CommandResult r =
+      RunCommand(absl::StrCat(ShellQuote(Runfile("integrations/mlflow/testdata/mlflow_env.sh")),
+                              " stop ", ShellQuote(dir_), " 2>&1"));
   running_ = false;
   if (r.exit_code != 0) return absl::InternalError(absl::StrCat("mlflow stop: ", r.out));
   return absl::OkStatus();

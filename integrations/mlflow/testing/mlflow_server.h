@@ -1,8 +1,8 @@
 #pragma once
 
-// A real MLflow tracking server for tests, started and stopped through tools/mlflow_env.sh (linked from testdata/, a data
-// dependency of the test). Its state (sqlite store, artifacts, log) lives in a directory under
-// TEST_TMPDIR, so a Restart() comes back on the same port with the same store.
+// A real MLflow tracking server for tests, started and stopped through tools/mlflow_env.sh (linked
+// from testdata/, a data dependency of the test). Its state (sqlite store, artifacts, log) lives in
+// a directory under TEST_TMPDIR, so a Restart() comes back on the same port with the same store.
 //
 // When MLflow is not installed (tools/mlflow_env.sh install), Start returns NotFound; tests use
 // COACH_REQUIRE_MLFLOW so that this skips locally and fails under CI=true.
@@ -24,7 +24,8 @@ class MlflowServer {
     int workers = 2;
     int port = 0;  // 0: a free one (a test may point an operator at a port before the server)
   };
-  // NotFound when MLflow is not installed; Internal when the server does not come up (with its log).
+  // NotFound when MLflow is not installed; Internal when the server does not come up (with its
+  // log).
   static absl::StatusOr<std::unique_ptr<MlflowServer>> Start(Options options);
   static absl::StatusOr<std::unique_ptr<MlflowServer>> Start() { return Start(Options{}); }
   ~MlflowServer();
@@ -62,12 +63,12 @@ bool InCi();
 
 // In a TEST body: `COACH_REQUIRE_MLFLOW(server, MlflowServer::Start());` declares `server`
 // (a std::unique_ptr<MlflowServer>) or skips (fails under CI=true) when MLflow is not installed.
-#define COACH_REQUIRE_MLFLOW(var, expr)                                                  \
-  auto var##_or = (expr);                                                                \
-  if (!var##_or.ok()) {                                                                  \
-    if (absl::IsNotFound(var##_or.status()) && !::coach::mlflow::testing::InCi()) {      \
-      GTEST_SKIP() << var##_or.status().message();                                       \
-    }                                                                                    \
-    FAIL() << var##_or.status();                                                         \
-  }                                                                                      \
+#define COACH_REQUIRE_MLFLOW(var, expr)                                             \
+  auto var##_or = (expr);                                                           \
+  if (!var##_or.ok()) {                                                             \
+    if (absl::IsNotFound(var##_or.status()) && !::coach::mlflow::testing::InCi()) { \
+      GTEST_SKIP() << var##_or.status().message();                                  \
+    }                                                                               \
+    FAIL() << var##_or.status();                                                    \
+  }                                                                                 \
   auto var = std::move(var##_or).value()

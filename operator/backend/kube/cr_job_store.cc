@@ -1,10 +1,10 @@
 #include "operator/backend/kube/cr_job_store.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <tuple>
 #include <utility>
-
-#include <spdlog/spdlog.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -92,9 +92,9 @@ struct Cursor {
 };
 
 std::string EncodeCursor(const JobKey& key, int kind) {
-  return absl::WebSafeBase64Escape(
-      absl::StrCat(kTokenPrefix, std::string(1, '\0'), key.namespace_, std::string(1, '\0'),
-                   key.name, std::string(1, '\0'), kind));
+  return absl::WebSafeBase64Escape(absl::StrCat(kTokenPrefix, std::string(1, '\0'), key.namespace_,
+                                                std::string(1, '\0'), key.name,
+                                                std::string(1, '\0'), kind));
 }
 
 absl::StatusOr<Cursor> DecodeCursor(const std::string& token) {
@@ -115,7 +115,7 @@ bool HasStatus(const api::v1::TrainingJob& job) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CrJobStore>> CrJobStore::Create(k8s::KubeClient* client,
-                                                                CrJobStoreOptions options) {
+                                                               CrJobStoreOptions options) {
   if (client == nullptr) return absl::InvalidArgumentError("CrJobStore: client is null");
   if (options.list_chunk < 0) return absl::InvalidArgumentError("CrJobStore: list_chunk < 0");
   if (options.max_events_per_append < 1 || options.max_events_listed < 1) {
@@ -127,7 +127,8 @@ absl::StatusOr<std::unique_ptr<CrJobStore>> CrJobStore::Create(k8s::KubeClient* 
   EventRecorderOptions ro = options.event_recorder;
   ro.component = options.event_component;
   ro.max_message_bytes = options.max_event_message_bytes;
-  ASSIGN_OR_RETURN(std::unique_ptr<EventRecorder> recorder, EventRecorder::Create(client, std::move(ro)));
+  ASSIGN_OR_RETURN(std::unique_ptr<EventRecorder> recorder,
+                   EventRecorder::Create(client, std::move(ro)));
   auto store = std::unique_ptr<CrJobStore>(new CrJobStore(client, std::move(options)));
   store->recorder_ = std::move(recorder);
   return store;
@@ -141,15 +142,11 @@ CrJobStore::~CrJobStore() {
   recorder_->Stop(absl::Seconds(2));
 }
 
-bool CrJobStore::FlushEvents(absl::Duration timeout) {
-  return recorder_->Flush(timeout);
-}
+bool CrJobStore::FlushEvents(absl::Duration timeout) { return recorder_->Flush(timeout); }
 
 void CrJobStore::StopEvents(absl::Duration grace) { recorder_->Stop(grace); }
 
-EventRecorder::Counts CrJobStore::EventCounts() const {
-  return recorder_->counts();
-}
+EventRecorder::Counts CrJobStore::EventCounts() const { return recorder_->counts(); }
 
 void CrJobStore::ExportEventMetrics(::coach::metrics::Registry* registry) {
   recorder_->ExportMetrics(registry);
@@ -184,8 +181,7 @@ absl::StatusOr<CrJobStore::Found> CrJobStore::Resolve(const JobKey& key) {
   if (std::optional<std::pair<int, std::string>> named = KindOfKey(key); named.has_value()) {
     const auto& [kind, name] = *named;
     if (kind < 0) {
-      const std::string word =
-          key.kind.empty() ? key.name.substr(0, key.name.find('/')) : key.kind;
+      const std::string word = key.kind.empty() ? key.name.substr(0, key.name.find('/')) : key.kind;
       return absl::InvalidArgumentError(absl::StrCat(
           "name: \"", word,
           "\" is not a kubeflow.org/v1 kind (PyTorchJob, TFJob, XGBoostJob, MPIJob, PaddleJob, "
@@ -267,8 +263,8 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Create(const api::v1::TrainingJ
     if (written.ok()) {
       created = std::move(written).value();
     } else {
-      spdlog::warn("job {}/{}: created, but its initial status was not written: {}",
-                   key.namespace_, key.name, written.status().ToString());
+      spdlog::warn("job {}/{}: created, but its initial status was not written: {}", key.namespace_,
+                   key.name, written.status().ToString());
     }
   }
   return Decode(created);
@@ -291,7 +287,8 @@ void CrJobStore::AwaitWatch(const JobKey& key, int kind, const std::string& reso
 
 absl::StatusOr<store::ListResult> CrJobStore::List(const store::ListOptions& options) {
   if (options.page_size < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("page_size: must be >= 0, got ", options.page_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size: must be >= 0, got ", options.page_size));
   }
   std::optional<Cursor> cursor;
   if (!options.page_token.empty()) {
@@ -331,9 +328,8 @@ absl::StatusOr<store::ListResult> CrJobStore::List(const store::ListOptions& opt
         if (!page.ok()) return page.status();
         for (json& item : page->items) {
           JobKey key = KeyOfObject(item);
-          if (cursor.has_value() &&
-              std::make_tuple(key.namespace_, key.name, kind) <=
-                  std::make_tuple(cursor->ns, cursor->name, cursor->kind)) {
+          if (cursor.has_value() && std::make_tuple(key.namespace_, key.name, kind) <=
+                                        std::make_tuple(cursor->ns, cursor->name, cursor->kind)) {
             continue;
           }
           entries.push_back({std::move(key), kind, std::move(item)});
@@ -343,15 +339,18 @@ absl::StatusOr<store::ListResult> CrJobStore::List(const store::ListOptions& opt
     }
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return std::tie(a.key.namespace_, a.key.name, a.kind) < std::tie(b.key.namespace_, b.key.name, b.kind);
+    return std::tie(a.key.namespace_, a.key.name, a.kind) <
+           std::tie(b.key.namespace_, b.key.name, b.kind);
   });
   store::ListResult result;
-  const size_t n = options.page_size == 0 ? entries.size()
-                                          : std::min(entries.size(), static_cast<size_t>(options.page_size));
+  const size_t n = options.page_size == 0
+                       ? entries.size()
+                       : std::min(entries.size(), static_cast<size_t>(options.page_size));
   for (size_t i = 0; i < n; ++i) {
     Entry& e = entries[i];
     if (!e.object.contains("kind")) e.object["kind"] = KindName(e.kind);
-    if (!e.object.contains("apiVersion")) e.object["apiVersion"] = std::string(api::v1::kApiVersion);
+    if (!e.object.contains("apiVersion"))
+      e.object["apiVersion"] = std::string(api::v1::kApiVersion);
     absl::StatusOr<api::v1::TrainingJob> job = Decode(e.object);
     if (!job.ok()) {
       // One unreadable object must not hide every other job.
@@ -360,7 +359,8 @@ absl::StatusOr<store::ListResult> CrJobStore::List(const store::ListOptions& opt
     }
     result.jobs.push_back(std::move(job).value());
   }
-  if (n < entries.size() && n > 0) result.next_page_token = EncodeCursor(entries[n - 1].key, entries[n - 1].kind);
+  if (n < entries.size() && n > 0)
+    result.next_page_token = EncodeCursor(entries[n - 1].key, entries[n - 1].kind);
   return result;
 }
 
@@ -379,11 +379,12 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::UpdateStatus(const api::v1::Tra
   return Write(job, /*status=*/true);
 }
 
-absl::StatusOr<api::v1::TrainingJob> CrJobStore::Write(const api::v1::TrainingJob& job, bool status) {
+absl::StatusOr<api::v1::TrainingJob> CrJobStore::Write(const api::v1::TrainingJob& job,
+                                                       bool status) {
   const JobKey key = store::WithoutKind(store::KeyOf(job));
   if (job.metadata().resource_version().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("metadata.resourceVersion: required for ", status ? "a status update" : "an update"));
+    return absl::InvalidArgumentError(absl::StrCat("metadata.resourceVersion: required for ",
+                                                   status ? "a status update" : "an update"));
   }
   const int kind = KindIndexOf(job.kind());
   if (kind < 0) return absl::InvalidArgumentError("kind: not one of the kubeflow.org/v1 kinds");
@@ -391,8 +392,9 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Write(const api::v1::TrainingJo
   // PUT of the object ignores .status and PUT of /status ignores the rest: send what counts.
   if (!status) manifest.erase("status");
   if (status && !manifest.contains("status")) manifest["status"] = json::object();
-  absl::StatusOr<json> updated = status ? client_->UpdateStatus(Descriptor(kind), key.namespace_, manifest)
-                                        : client_->Update(Descriptor(kind), key.namespace_, manifest);
+  absl::StatusOr<json> updated =
+      status ? client_->UpdateStatus(Descriptor(kind), key.namespace_, manifest)
+             : client_->Update(Descriptor(kind), key.namespace_, manifest);
   if (absl::IsAborted(updated.status())) {
     AwaitWatch(key, kind, "");
     return ConflictOrMissing(kind, key, updated.status());
@@ -433,14 +435,15 @@ absl::Status CrJobStore::AppendEvents(const JobKey& job, const std::vector<JobEv
     spdlog::warn("job {}/{}: {} event(s) dropped (at most {} per write)", job.namespace_, name,
                  events.size() - count, count);
   }
-  const EventTarget target{job.namespace_, std::string(api::v1::kApiVersion), KindName(kind_uid.first), name,
-                           kind_uid.second};
+  const EventTarget target{job.namespace_, std::string(api::v1::kApiVersion),
+                           KindName(kind_uid.first), name, kind_uid.second};
   size_t dropped = 0;
   for (size_t i = 0; i < count; ++i) dropped += recorder_->Record(target, events[i]) ? 0 : 1;
   if (dropped > 0) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(dropped, " event(s) dropped: over the job's or the operator's event queue "
-                              "bound, or after shutdown (counted in coach_kube_events_total)"));
+        absl::StrCat(dropped,
+                     " event(s) dropped: over the job's or the operator's event queue "
+                     "bound, or after shutdown (counted in coach_kube_events_total)"));
   }
   return absl::OkStatus();
 }
@@ -457,24 +460,29 @@ absl::StatusOr<std::vector<JobEvent>> CrJobStore::ListEvents(const JobKey& job) 
   lo.field_selector = absl::StrCat("involvedObject.uid=", kind_uid.second);
   lo.limit = options_.list_chunk;
   do {
-    absl::StatusOr<k8s::ListResult> page = client_->List(k8s::resources::Events(), job.namespace_, lo);
+    absl::StatusOr<k8s::ListResult> page =
+        client_->List(k8s::resources::Events(), job.namespace_, lo);
     if (!page.ok()) {
-      spdlog::warn("job {}/{}: events not listed: {}", job.namespace_, job.name, page.status().ToString());
+      spdlog::warn("job {}/{}: events not listed: {}", job.namespace_, job.name,
+                   page.status().ToString());
       return std::vector<JobEvent>();
     }
     for (const json& o : page->items) {
       const json& md = o.value("metadata", json::object());
-      absl::Time t = ParseTimeOr(o.value("lastTimestamp", json()),
-                                 ParseTimeOr(o.value("firstTimestamp", json()),
-                                             ParseTimeOr(o.value("eventTime", json()),
-                                                         ParseTimeOr(md.value("creationTimestamp", json()),
-                                                                     absl::InfinitePast()))));
-      items.push_back({t, Str(md, "name"), JobEvent{Str(o, "type"), Str(o, "reason"), Str(o, "message"), t}});
+      absl::Time t =
+          ParseTimeOr(o.value("lastTimestamp", json()),
+                      ParseTimeOr(o.value("firstTimestamp", json()),
+                                  ParseTimeOr(o.value("eventTime", json()),
+                                              ParseTimeOr(md.value("creationTimestamp", json()),
+                                                          absl::InfinitePast()))));
+      items.push_back(
+          {t, Str(md, "name"), JobEvent{Str(o, "type"), Str(o, "reason"), Str(o, "message"), t}});
     }
     lo.continue_token = page->continue_token;
   } while (!lo.continue_token.empty());
-  std::sort(items.begin(), items.end(),
-            [](const Item& a, const Item& b) { return std::tie(a.time, a.name) < std::tie(b.time, b.name); });
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return std::tie(a.time, a.name) < std::tie(b.time, b.name);
+  });
   const size_t skip = items.size() > static_cast<size_t>(options_.max_events_listed)
                           ? items.size() - static_cast<size_t>(options_.max_events_listed)
                           : 0;
@@ -502,8 +510,8 @@ absl::Status CrJobStore::StartWatching(JobChangeCallback callback) {
       handlers.on_error = [kind](const absl::Status& status) {
         spdlog::debug("watch {}: {}", KindName(kind), status.ToString());
       };
-      reflectors_.push_back(std::make_unique<k8s::Reflector>(client_, Descriptor(kind), ns,
-                                                             options_.reflector, std::move(handlers)));
+      reflectors_.push_back(std::make_unique<k8s::Reflector>(
+          client_, Descriptor(kind), ns, options_.reflector, std::move(handlers)));
     }
   }
   for (auto& r : reflectors_) {

@@ -104,7 +104,8 @@ using store::JobKey;
 struct CrJobStoreOptions {
   // Empty: every namespace.
   std::vector<std::string> namespaces;
-  ::coach::kubeclient::PropagationPolicy delete_propagation = ::coach::kubeclient::PropagationPolicy::kBackground;
+  ::coach::kubeclient::PropagationPolicy delete_propagation =
+      ::coach::kubeclient::PropagationPolicy::kBackground;
   // Items per page of the server-side lists.
   int64_t list_chunk = 500;
   int max_events_per_append = 32;

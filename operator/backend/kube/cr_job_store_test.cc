@@ -40,9 +40,8 @@ json Manifest(const std::string& kind, const std::string& ns, const std::string&
                   {"restartPolicy", "OnFailure"},
                   {"template",
                    {{"spec",
-                     {{"containers",
-                       json::array({{{"name", tf ? "tensorflow" : "pytorch"},
-                                     {"image", "coach.local/none"}}})}}}}}};
+                     {{"containers", json::array({{{"name", tf ? "tensorflow" : "pytorch"},
+                                                   {"image", "coach.local/none"}}})}}}}}};
   json m = {{"apiVersion", "kubeflow.org/v1"},
             {"kind", kind},
             {"metadata", {{"name", name}, {"namespace", ns}}},
@@ -82,8 +81,8 @@ struct Changes {
   void Add(const JobChange& c) {
     static const char* kNames[] = {"ADDED", "MODIFIED", "DELETED"};
     absl::MutexLock lock(&mu);
-    seen.push_back(absl::StrCat(kNames[static_cast<int>(c.type)], " ", c.key.namespace_, "/", c.key.name,
-                                c.job.has_value() ? "" : " (no object)"));
+    seen.push_back(absl::StrCat(kNames[static_cast<int>(c.type)], " ", c.key.namespace_, "/",
+                                c.key.name, c.job.has_value() ? "" : " (no object)"));
   }
   bool Has(const std::string& s) {
     absl::MutexLock lock(&mu);
@@ -164,7 +163,8 @@ class CrJobStoreTest : public ::testing::TestWithParam<std::string> {
     }
     static std::mt19937_64 rng(std::random_device{}());
     ns_ = absl::StrCat("crjs-", rng() % 1000000000);
-    ASSERT_TRUE(client_->Create(k8s::resources::Namespaces(), "", {{"metadata", {{"name", ns_}}}}).ok());
+    ASSERT_TRUE(
+        client_->Create(k8s::resources::Namespaces(), "", {{"metadata", {{"name", ns_}}}}).ok());
     CrJobStoreOptions options;
     options.reflector.initial_backoff = absl::Milliseconds(50);
     options.reflector.max_backoff = absl::Milliseconds(500);
@@ -175,7 +175,8 @@ class CrJobStoreTest : public ::testing::TestWithParam<std::string> {
 
   void TearDown() override {
     if (store_ != nullptr) store_->StopWatching();
-    if (client_ != nullptr && !ns_.empty()) (void)client_->Delete(k8s::resources::Namespaces(), "", ns_, {});
+    if (client_ != nullptr && !ns_.empty())
+      (void)client_->Delete(k8s::resources::Namespaces(), "", ns_, {});
   }
 
   bool real() const { return GetParam() == "real"; }
@@ -211,11 +212,13 @@ TEST_P(CrJobStoreTest, CreateGetAcrossKinds) {
   EXPECT_EQ(got_a->metadata().resource_version(), a->metadata().resource_version());
 
   EXPECT_EQ(store_->Get({ns_, "nope"}).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(store_->Create(Job("PyTorchJob", ns_, "a")).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(store_->Create(Job("PyTorchJob", ns_, "a")).status().code(),
+            absl::StatusCode::kAlreadyExists);
   api::v1::TrainingJob no_ns = Job("PyTorchJob", ns_, "z");
   no_ns.mutable_metadata()->clear_namespace_();
   EXPECT_EQ(store_->Create(no_ns).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(store_->Create(Job("PyTorchJob", ns_, "")).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->Create(Job("PyTorchJob", ns_, "")).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_P(CrJobStoreTest, CreateWithStatusWritesIt) {
@@ -412,7 +415,8 @@ TEST_P(CrJobStoreTest, EventsAreCoreEventsOfTheJob) {
   EXPECT_EQ((*listed)[1].type, "Warning");
   EXPECT_EQ((*listed)[2].reason, "Last");
   EXPECT_EQ(store_->ListEvents({ns_, "b"})->size(), 1u);
-  EXPECT_EQ(store_->AppendEvent({ns_, "zzz"}, {"Normal", "R", "m", t0}).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->AppendEvent({ns_, "zzz"}, {"Normal", "R", "m", t0}).code(),
+            absl::StatusCode::kNotFound);
   EXPECT_EQ(store_->ListEvents({ns_, "zzz"}).status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(store_->AppendEvents({ns_, "zzz"}, {}).ok());  // nothing to write: no request
 
@@ -437,7 +441,10 @@ TEST_P(CrJobStoreTest, RepeatedEventsAreOneEventWithACount) {
   ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "r")).ok());
   const absl::Time t0 = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()));
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(store_->AppendEvent({ns_, "r"}, {"Warning", "InvalidSpec", "spec: bad", t0 + absl::Seconds(i)}).ok());
+    ASSERT_TRUE(store_
+                    ->AppendEvent({ns_, "r"},
+                                  {"Warning", "InvalidSpec", "spec: bad", t0 + absl::Seconds(i)})
+                    .ok());
     ASSERT_TRUE(store_->FlushEvents(absl::Seconds(30)));
   }
   auto raw = client_->List(k8s::resources::Events(), ns_, k8s::ListOptions{});
@@ -483,10 +490,11 @@ TEST_P(CrJobStoreTest, AThreeReplicaJobGetsOneEventPerPodAndService) {
 TEST_P(CrJobStoreTest, TwelveSimilarEventsAreCombinedFromTheTenth) {
   ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "twelve")).ok());
   for (int i = 0; i < 12; ++i) {
-    ASSERT_TRUE(store_->AppendEvent({ns_, "twelve"}, {"Normal", "SuccessfulCreatePod",
-                                                      absl::StrCat("Created pod: twelve-", i),
-                                                      absl::Now()})
-                    .ok());
+    ASSERT_TRUE(
+        store_
+            ->AppendEvent({ns_, "twelve"}, {"Normal", "SuccessfulCreatePod",
+                                            absl::StrCat("Created pod: twelve-", i), absl::Now()})
+            .ok());
     // One at a time, so that the aggregate is created and then patched.
     if (i >= 9) {
       ASSERT_TRUE(store_->FlushEvents(absl::Seconds(30)));
@@ -549,7 +557,8 @@ TEST_P(CrJobStoreTest, StopEventsWritesEverythingQueued) {
 // older than this store's own last write.
 TEST_P(CrJobStoreTest, GetCachedServesTheWatchAndNeverAnOutdatedCopy) {
   auto requests = [&]() -> int64_t {
-    return real() ? kRealApiServer->client()->requests_sent() : static_cast<int64_t>(fake_->calls().size());
+    return real() ? kRealApiServer->client()->requests_sent()
+                  : static_cast<int64_t>(fake_->calls().size());
   };
   ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "c")).ok());
   ASSERT_TRUE(store_->GetCached({ns_, "c"}).ok());  // not watching: a plain Get
@@ -579,7 +588,8 @@ TEST_P(CrJobStoreTest, GetCachedServesTheWatchAndNeverAnOutdatedCopy) {
   auto raw = client_->Get(k8s::resources::Kubeflow("pytorchjobs", "PyTorchJob"), ns_, "c");
   ASSERT_TRUE(raw.ok()) << raw.status();
   (*raw)["metadata"]["labels"]["team"] = "b";
-  ASSERT_TRUE(client_->Update(k8s::resources::Kubeflow("pytorchjobs", "PyTorchJob"), ns_, *raw).ok());
+  ASSERT_TRUE(
+      client_->Update(k8s::resources::Kubeflow("pytorchjobs", "PyTorchJob"), ns_, *raw).ok());
   EXPECT_TRUE(Eventually([&] {
     auto read = store_->GetCached({ns_, "c"});
     return read.ok() && read->metadata().labels().count("team") == 1;
@@ -595,7 +605,8 @@ TEST_P(CrJobStoreTest, GetCachedServesTheWatchAndNeverAnOutdatedCopy) {
 // and its events land on its own kind's object. The plain name stays ambiguous.
 TEST_P(CrJobStoreTest, GetCachedWithAQualifiedKeyReadsItsKindFromTheWatch) {
   auto requests = [&]() -> int64_t {
-    return real() ? kRealApiServer->client()->requests_sent() : static_cast<int64_t>(fake_->calls().size());
+    return real() ? kRealApiServer->client()->requests_sent()
+                  : static_cast<int64_t>(fake_->calls().size());
   };
   auto pt = store_->Create(Job("PyTorchJob", ns_, "same"));
   ASSERT_TRUE(pt.ok()) << pt.status();
@@ -603,18 +614,22 @@ TEST_P(CrJobStoreTest, GetCachedWithAQualifiedKeyReadsItsKindFromTheWatch) {
   ASSERT_TRUE(tf.ok()) << tf.status();
   absl::Mutex mu;
   std::set<std::string> qualified;
-  ASSERT_TRUE(store_->StartWatching([&](const JobChange& c) {
-                      if (c.key.namespace_ != ns_) return;  // the real server has others
-                      absl::MutexLock lock(&mu);
-                      qualified.insert(absl::StrCat(c.key.kind, " ", store::KeyString(c.key)));
-                    }).ok());
+  ASSERT_TRUE(store_
+                  ->StartWatching([&](const JobChange& c) {
+                    if (c.key.namespace_ != ns_) return;  // the real server has others
+                    absl::MutexLock lock(&mu);
+                    qualified.insert(absl::StrCat(c.key.kind, " ", store::KeyString(c.key)));
+                  })
+                  .ok());
   ASSERT_TRUE(store_->WaitForSync(absl::Seconds(30)));
   {
     absl::MutexLock lock(&mu);
-    EXPECT_EQ(qualified, (std::set<std::string>{absl::StrCat("PyTorchJob ", ns_, "/PyTorchJob/same"),
-                                                absl::StrCat("TFJob ", ns_, "/TFJob/same")}));
+    EXPECT_EQ(qualified,
+              (std::set<std::string>{absl::StrCat("PyTorchJob ", ns_, "/PyTorchJob/same"),
+                                     absl::StrCat("TFJob ", ns_, "/TFJob/same")}));
   }
-  EXPECT_EQ(store_->GetCached({ns_, "same"}).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->GetCached({ns_, "same"}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 
   const int64_t before = requests();
   for (int i = 0; i < 20; ++i) {
@@ -645,7 +660,9 @@ TEST_P(CrJobStoreTest, GetCachedWithAQualifiedKeyReadsItsKindFromTheWatch) {
   EXPECT_EQ(other->status().conditions_size(), 0);
 
   // Events of a qualified key go to that kind's object.
-  ASSERT_TRUE(store_->AppendEvents({ns_, "TFJob/same"}, {{"Normal", "Mine", "for the TFJob", absl::Now()}}).ok());
+  ASSERT_TRUE(
+      store_->AppendEvents({ns_, "TFJob/same"}, {{"Normal", "Mine", "for the TFJob", absl::Now()}})
+          .ok());
   ASSERT_TRUE(store_->FlushEvents(absl::Seconds(10)));
   auto events = client_->List(k8s::resources::Events(), ns_, {});
   ASSERT_TRUE(events.ok()) << events.status();
@@ -663,7 +680,8 @@ TEST_P(CrJobStoreTest, GetCachedWithAQualifiedKeyReadsItsKindFromTheWatch) {
 // watched namespaces.
 TEST_P(CrJobStoreTest, CreateOutsideTheWatchedNamespacesIsRefused) {
   auto requests = [&]() -> int64_t {
-    return real() ? kRealApiServer->client()->requests_sent() : static_cast<int64_t>(fake_->calls().size());
+    return real() ? kRealApiServer->client()->requests_sent()
+                  : static_cast<int64_t>(fake_->calls().size());
   };
   CrJobStoreOptions options;
   options.namespaces = {ns_, "team-b"};
@@ -708,8 +726,10 @@ TEST_P(CrJobStoreTest, ChangeFeedSeesEveryWriter) {
     out << Manifest("PyTorchJob", ns_, "from-kubectl", {{"via", "kubectl"}}).dump();
   }
   std::string out;
-  ASSERT_EQ(k8s::testing::RunShell(absl::StrCat(kubectl_, " apply -f '", file, "' 2>&1"), &out), 0) << out;
-  EXPECT_TRUE(Eventually([&] { return changes_.Has(absl::StrCat("ADDED ", ns_, "/from-kubectl")); }));
+  ASSERT_EQ(k8s::testing::RunShell(absl::StrCat(kubectl_, " apply -f '", file, "' 2>&1"), &out), 0)
+      << out;
+  EXPECT_TRUE(
+      Eventually([&] { return changes_.Has(absl::StrCat("ADDED ", ns_, "/from-kubectl")); }));
   auto got = store_->Get({ns_, "from-kubectl"});
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->kind(), api::v1::PYTORCH_JOB);
@@ -725,11 +745,18 @@ TEST_P(CrJobStoreTest, ChangeFeedSeesEveryWriter) {
   EXPECT_EQ(Names(*listed), (std::vector<std::string>{"from-kubectl"}));
   // What coach writes, kubectl reads.
   out.clear();
-  ASSERT_EQ(k8s::testing::RunShell(absl::StrCat(kubectl_, " get pytorchjobs -n ", ns_, " -o name 2>&1"), &out), 0) << out;
+  ASSERT_EQ(k8s::testing::RunShell(
+                absl::StrCat(kubectl_, " get pytorchjobs -n ", ns_, " -o name 2>&1"), &out),
+            0)
+      << out;
   EXPECT_TRUE(absl::StrContains(out, "pytorchjob.kubeflow.org/before")) << out;
   out.clear();
-  ASSERT_EQ(k8s::testing::RunShell(absl::StrCat(kubectl_, " delete pytorchjob from-kubectl -n ", ns_, " 2>&1"), &out), 0) << out;
-  EXPECT_TRUE(Eventually([&] { return changes_.Has(absl::StrCat("DELETED ", ns_, "/from-kubectl")); }));
+  ASSERT_EQ(k8s::testing::RunShell(
+                absl::StrCat(kubectl_, " delete pytorchjob from-kubectl -n ", ns_, " 2>&1"), &out),
+            0)
+      << out;
+  EXPECT_TRUE(
+      Eventually([&] { return changes_.Has(absl::StrCat("DELETED ", ns_, "/from-kubectl")); }));
   EXPECT_EQ(store_->Get({ns_, "from-kubectl"}).status().code(), absl::StatusCode::kNotFound);
 }
 
@@ -739,10 +766,12 @@ TEST_P(CrJobStoreTest, ReListReportsVanishedJobs) {
   ASSERT_TRUE(store_->WaitForSync(absl::Seconds(30)));
   store_->StopWatching();
   // Deleted while nobody watched: the next list finds it gone.
-  ASSERT_TRUE(client_->Delete(k8s::resources::Kubeflow("pytorchjobs", "PyTorchJob"), ns_, "gone", {}).ok());
+  ASSERT_TRUE(
+      client_->Delete(k8s::resources::Kubeflow("pytorchjobs", "PyTorchJob"), ns_, "gone", {}).ok());
   ASSERT_TRUE(store_->StartWatching([&](const JobChange& c) { changes_.Add(c); }).ok());
   ASSERT_TRUE(store_->WaitForSync(absl::Seconds(30)));
-  EXPECT_TRUE(Eventually([&] { return changes_.Has(absl::StrCat("DELETED ", ns_, "/gone (no object)")); }));
+  EXPECT_TRUE(
+      Eventually([&] { return changes_.Has(absl::StrCat("DELETED ", ns_, "/gone (no object)")); }));
   EXPECT_TRUE(store_->KnownKinds({ns_, "gone"}).empty());
 }
 

@@ -124,12 +124,14 @@ std::vector<store::JobKey> CrWatchCache::Replace(int kind, const std::string& ns
   }
   for (const json& item : items) index_[KeyOfObject(item)][kind] = k8s::UidOf(item);
   for (auto it = objects_.begin(); it != objects_.end();) {
-    const bool in_scope = it->first.second == kind && (ns.empty() || it->first.first.namespace_ == ns);
+    const bool in_scope =
+        it->first.second == kind && (ns.empty() || it->first.first.namespace_ == ns);
     it = in_scope && now.count(it->first.first) == 0 ? objects_.erase(it) : std::next(it);
   }
   // A listing is the current state: a version written before it may never be delivered.
   for (auto it = awaiting_.begin(); it != awaiting_.end();) {
-    const bool in_scope = it->first.second == kind && (ns.empty() || it->first.first.namespace_ == ns);
+    const bool in_scope =
+        it->first.second == kind && (ns.empty() || it->first.first.namespace_ == ns);
     it = in_scope ? awaiting_.erase(it) : std::next(it);
   }
   for (const json& item : items) CacheLocked(KeyOfObject(item), kind, item);

@@ -1,10 +1,10 @@
 #include "operator/backend/kube/event_recorder.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <iterator>
 #include <utility>
-
-#include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -113,8 +113,8 @@ bool EventRecorder::Record(const EventTarget& target, const store::JobEvent& eve
   const absl::Time when = event.time == absl::InfinitePast() ? now : event.time;
   const std::string type = TypeOf(event);
   const std::string object = ObjectKey(target);
-  const std::string group = absl::StrCat(object, std::string(1, kSep), type,
-                                         std::string(1, kSep), event.reason);
+  const std::string group =
+      absl::StrCat(object, std::string(1, kSep), type, std::string(1, kSep), event.reason);
 
   absl::MutexLock lock(&mu_);
   if (stopped_) {
@@ -139,8 +139,7 @@ bool EventRecorder::Record(const EventTarget& target, const store::JobEvent& eve
   auto per_object = per_object_.find(object);
   if (per_object != per_object_.end() && per_object->second >= options_.max_pending_per_object) {
     Drop(1, absl::StrCat(target.namespace_, "/", target.name, " has ",
-                         options_.max_pending_per_object, " events queued; latest ",
-                         event.reason));
+                         options_.max_pending_per_object, " events queued; latest ", event.reason));
     return false;
   }
   if (queue_.size() >= options_.max_queued) {
@@ -148,8 +147,8 @@ bool EventRecorder::Record(const EventTarget& target, const store::JobEvent& eve
                          target.name, " ", event.reason));
     return false;
   }
-  queue_.push_back(Pending{target, type, event.reason, std::move(message), when, when, 1,
-                           aggregate, key, object, now});
+  queue_.push_back(Pending{target, type, event.reason, std::move(message), when, when, 1, aggregate,
+                           key, object, now});
   by_key_[key] = std::prev(queue_.end());
   ++per_object_[object];
   ++counts_.recorded;
@@ -172,17 +171,14 @@ void EventRecorder::Stop(absl::Duration grace) {
     uint64_t at_start = 0;
     for (const Pending& p : queue_) at_start += static_cast<uint64_t>(p.count);
     const uint64_t written_before = counts_.written;
-    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return queue_.empty() && !writing_;
-    };
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.empty() && !writing_; };
     mu_.AwaitWithTimeout(absl::Condition(&idle), grace);
     // From here on the sender takes nothing more from the queue (it checks abort_ under mu_).
     stopped_ = true;
     abort_ = true;
     if (at_start > 0) {
       spdlog::info("events: wrote {} of {} queued event(s) at shutdown in {}",
-                   counts_.written - written_before, at_start,
-                   absl::FormatDuration(Now() - start));
+                   counts_.written - written_before, at_start, absl::FormatDuration(Now() - start));
     }
     uint64_t left = 0;
     for (const Pending& p : queue_) left += static_cast<uint64_t>(p.count);
@@ -221,10 +217,10 @@ void EventRecorder::ExportMetrics(metrics::Registry* registry) {
   // What happened before the export (start-up) counts too.
   for (const auto& [outcome, n] :
        std::initializer_list<std::pair<const char*, uint64_t>>{{"recorded", counts_.recorded},
-                                                                {"written", counts_.written},
-                                                                {"combined", counts_.combined},
-                                                                {"dropped", counts_.dropped},
-                                                                {"failed", counts_.failed}}) {
+                                                               {"written", counts_.written},
+                                                               {"combined", counts_.combined},
+                                                               {"dropped", counts_.dropped},
+                                                               {"failed", counts_.failed}}) {
     total->Add({outcome}, static_cast<double>(n));
   }
   SetQueuedGauge();
@@ -295,8 +291,7 @@ void EventRecorder::Run() {
 
 void EventRecorder::Write(const Pending& p) {
   // Stable across the retries: AlreadyExists on a retry means the earlier try got through.
-  const uint64_t suffix =
-      static_cast<uint64_t>(absl::ToUnixNanos(Now())) + g_name_seq.fetch_add(1);
+  const uint64_t suffix = static_cast<uint64_t>(absl::ToUnixNanos(Now())) + g_name_seq.fetch_add(1);
   const std::string name = absl::StrFormat("%s.%016x", p.target.name.substr(0, 236), suffix);
   absl::Status status;
   bool patched = false;
@@ -362,8 +357,7 @@ void EventRecorder::Write(const Pending& p) {
     counts_.failed += n;
     Count("failed", n);
     spdlog::warn("events: {} occurrence(s) of {} for {}/{} not written ({} failed so far): {}", n,
-                 p.reason, p.target.namespace_, p.target.name, counts_.failed,
-                 status.ToString());
+                 p.reason, p.target.namespace_, p.target.name, counts_.failed, status.ToString());
     return;
   }
   ++(patched ? counts_.patched : counts_.created);

@@ -106,8 +106,8 @@ class EventRecorder {
   };
 
   // `client` is not owned and must outlive the recorder. InvalidArgument: options.
-  static absl::StatusOr<std::unique_ptr<EventRecorder>> Create(::coach::kubeclient::KubeClient* client,
-                                                               EventRecorderOptions options);
+  static absl::StatusOr<std::unique_ptr<EventRecorder>> Create(
+      ::coach::kubeclient::KubeClient* client, EventRecorderOptions options);
   ~EventRecorder();  // Stop(absl::Seconds(2))
   EventRecorder(const EventRecorder&) = delete;
   EventRecorder& operator=(const EventRecorder&) = delete;

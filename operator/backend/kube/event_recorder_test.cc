@@ -242,8 +242,8 @@ TEST(EventRecorderTest, RepeatsWhileQueuedAreOneEvent) {
   auto recorder = NewRecorder(&client, o);
   const absl::Time t0 = absl::FromUnixSeconds(1700000000);
   for (int i = 0; i < 50; ++i) {
-    ASSERT_TRUE(recorder->Record(Job("a"), {"Warning", "InvalidSpec", "spec.x: bad",
-                                            t0 + absl::Seconds(i)}));
+    ASSERT_TRUE(recorder->Record(Job("a"),
+                                 {"Warning", "InvalidSpec", "spec.x: bad", t0 + absl::Seconds(i)}));
   }
   busy = false;
   ASSERT_TRUE(recorder->Flush(absl::Seconds(10)));
@@ -259,8 +259,8 @@ TEST(EventRecorderTest, RepeatsIncrementTheCountOfOneEvent) {
   auto recorder = NewRecorder(&client);
   const absl::Time t0 = absl::FromUnixSeconds(1700000000);
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(
-        recorder->Record(Job("a"), {"Warning", "InvalidSpec", "spec.x: bad", t0 + absl::Seconds(i)}));
+    ASSERT_TRUE(recorder->Record(Job("a"),
+                                 {"Warning", "InvalidSpec", "spec.x: bad", t0 + absl::Seconds(i)}));
     ASSERT_TRUE(recorder->Flush(absl::Seconds(10)));
   }
   ASSERT_TRUE(recorder->Record(Job("a"), {"Warning", "InvalidSpec", "spec.y: bad", t0}));
@@ -321,7 +321,8 @@ TEST(EventRecorderTest, BoundsPerJobAndInAllDropVisibly) {
   busy = false;
   ASSERT_TRUE(recorder->Flush(absl::Seconds(10)));
   EXPECT_EQ(Occurrences(Events(client)), 7);
-  EXPECT_TRUE(absl::StrContains(registry.Render(), "coach_kube_events_total{outcome=\"written\"} 7"));
+  EXPECT_TRUE(
+      absl::StrContains(registry.Render(), "coach_kube_events_total{outcome=\"written\"} 7"));
 }
 
 // At shutdown what is queued is written without the event budget.

@@ -1,16 +1,15 @@
 #include "operator/backend/kube/expectations.h"
 
+#include <spdlog/spdlog.h>
+
 #include <iterator>
 #include <utility>
-
-#include <spdlog/spdlog.h>
 
 #include "operator/backend/kube/object_fields.h"
 
 namespace coach::backend::kube {
 
-void Expectations::Raise(const std::string& job_key, const std::string& object_key,
-                         Expectation e) {
+void Expectations::Raise(const std::string& job_key, const std::string& object_key, Expectation e) {
   by_job_[job_key][object_key] = std::move(e);
 }
 
@@ -43,10 +42,11 @@ void Expectations::Settle(const std::string& job_key, absl::Time now, absl::Dura
     const nlohmann::json* object = cached(e->first.substr(0, slash), e->first.substr(slash + 1));
     bool met = e->second.create ? object != nullptr : (object == nullptr || Deleting(*object));
     if (!met && now - e->second.raised > timeout) {
-      spdlog::warn("kube backend: job {}: the cache has not seen the {} of {} after {}; dropping "
-                   "the expectation (an object without coach's labels never shows in the cache)",
-                   job_key, e->second.create ? "creation" : "deletion", e->first,
-                   absl::FormatDuration(now - e->second.raised));
+      spdlog::warn(
+          "kube backend: job {}: the cache has not seen the {} of {} after {}; dropping "
+          "the expectation (an object without coach's labels never shows in the cache)",
+          job_key, e->second.create ? "creation" : "deletion", e->first,
+          absl::FormatDuration(now - e->second.raised));
       met = true;
     }
     e = met ? it->second.erase(e) : std::next(e);

@@ -1,9 +1,9 @@
 #include "operator/backend/kube/kube_backend.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <utility>
-
-#include <spdlog/spdlog.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -93,13 +93,13 @@ struct KubeBackend::KindState {
 absl::StatusOr<std::unique_ptr<KubeBackend>> KubeBackend::Create(KubeBackendOptions options) {
   if (options.client == nullptr) return absl::InvalidArgumentError("KubeBackend: no client");
   if (options.create_parallelism < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("KubeBackend: create_parallelism must be >= 1, got ",
-                                                   options.create_parallelism));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "KubeBackend: create_parallelism must be >= 1, got ", options.create_parallelism));
   }
   const std::string& gang = options.gang_scheduler;
   if (!gang.empty() && gang != "none" && gang != "volcano" && gang != "scheduler-plugins") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "KubeBackend: unknown gang scheduler \"", gang, "\" (want volcano or scheduler-plugins)"));
+    return absl::InvalidArgumentError(absl::StrCat("KubeBackend: unknown gang scheduler \"", gang,
+                                                   "\" (want volcano or scheduler-plugins)"));
   }
   std::unique_ptr<KubeBackend> backend(new KubeBackend(std::move(options)));
   return backend;
@@ -170,9 +170,10 @@ absl::Status KubeBackend::Start() {
       absl::StatusOr<coach::kubeclient::ListResult> listed =
           options_.client->List(state->resource, namespaces[0], probe);
       if (absl::IsNotFound(listed.status())) {
-        spdlog::warn("kube backend: {} is not served (is the {} CRD installed?); PodGroups "
-                     "cannot be created",
-                     state->resource.GroupResource(), state->resource.ApiVersion());
+        spdlog::warn(
+            "kube backend: {} is not served (is the {} CRD installed?); PodGroups "
+            "cannot be created",
+            state->resource.GroupResource(), state->resource.ApiVersion());
         absl::MutexLock lock(&mu_);
         state->enabled = false;
         continue;
@@ -197,8 +198,8 @@ absl::Status KubeBackend::Start() {
         absl::MutexLock lock(&mu_);
         state->last_error = status.ToString();
       };
-      auto reflector = std::make_unique<coach::kubeclient::Reflector>(options_.client, state->resource, ns,
-                                                                ro, std::move(handlers));
+      auto reflector = std::make_unique<coach::kubeclient::Reflector>(
+          options_.client, state->resource, ns, ro, std::move(handlers));
       coach::kubeclient::Reflector* raw = reflector.get();
       reflectors_.push_back(std::move(reflector));
       threads_.emplace_back([raw] { raw->Run(); });
@@ -246,7 +247,8 @@ void KubeBackend::Stop() {
   started_ = false;
 }
 
-void KubeBackend::OnReplace(KindState* state, const std::string& ns, const std::vector<json>& items) {
+void KubeBackend::OnReplace(KindState* state, const std::string& ns,
+                            const std::vector<json>& items) {
   std::set<std::string> jobs;
   {
     absl::MutexLock lock(&mu_);
@@ -376,8 +378,9 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
       }
     }
   }
-  std::sort(observed.pods.begin(), observed.pods.end(),
-            [](const model::ObservedPod& a, const model::ObservedPod& b) { return a.name < b.name; });
+  std::sort(
+      observed.pods.begin(), observed.pods.end(),
+      [](const model::ObservedPod& a, const model::ObservedPod& b) { return a.name < b.name; });
   return observed;
 }
 
@@ -399,8 +402,9 @@ absl::StatusOr<model::ObservedState> KubeBackend::ObserveFromServer(const model:
     }
     if (owned) observed.pods.push_back(ToObservedPod(job, pod, default_container));
   }
-  std::sort(observed.pods.begin(), observed.pods.end(),
-            [](const model::ObservedPod& a, const model::ObservedPod& b) { return a.name < b.name; });
+  std::sort(
+      observed.pods.begin(), observed.pods.end(),
+      [](const model::ObservedPod& a, const model::ObservedPod& b) { return a.name < b.name; });
   return observed;
 }
 
@@ -434,7 +438,8 @@ absl::Status KubeBackend::ApplyOne(const model::Job& job, const model::Action& a
   }
   // The cache's descriptor, not object.api_version: the reconciler writes "v1" into every
   // delete action but a PodGroup's (Role and RoleBinding are rbac.authorization.k8s.io).
-  const std::string ns = object.namespace_.empty() ? job.metadata().namespace_() : object.namespace_;
+  const std::string ns =
+      object.namespace_.empty() ? job.metadata().namespace_() : object.namespace_;
   const std::string job_key = JobKeyOf(job);
   const std::string object_key = ObjectKey(object.kind, object.name);
 
@@ -524,9 +529,9 @@ absl::Status KubeBackend::ApplyAll(const model::Job& job, const std::vector<mode
     if (++failed == 1) first_error = AnnotateAction(actions[i], local[i]);
   }
   if (failed > 1) {
-    first_error = absl::Status(first_error.code(),
-                               absl::StrCat(first_error.message(), " (and ", failed - 1,
-                                            " more failed action(s))"));
+    first_error = absl::Status(
+        first_error.code(),
+        absl::StrCat(first_error.message(), " (and ", failed - 1, " more failed action(s))"));
   }
   return finish(first_error);
 }
@@ -553,7 +558,8 @@ absl::Status KubeBackend::Forget(const model::Job& job) {
       if (!e.create || !keys.insert(key).second) continue;
       const size_t slash = key.find('/');
       const KindState* state = StateFor(key.substr(0, slash));
-      if (state != nullptr && state->enabled) victims.emplace_back(state->resource, key.substr(slash + 1));
+      if (state != nullptr && state->enabled)
+        victims.emplace_back(state->resource, key.substr(slash + 1));
     }
   }
   // Pods first: their services and the rest are only useful while pods run.
@@ -582,8 +588,8 @@ absl::Status KubeBackend::StreamLogs(const model::Job& job, const LogOptions& op
   const std::string& ns = job.metadata().namespace_();
   const std::string& job_name = job.metadata().name();
   const std::string default_container = DefaultContainerName(job);
-  const std::string wanted = options.replica.empty() ? "" : absl::StrCat(job_name, "-",
-                                                                         options.replica);
+  const std::string wanted =
+      options.replica.empty() ? "" : absl::StrCat(job_name, "-", options.replica);
   // The job's pods: the leader reads its cache; a replica that does not lead has no started
   // backend and so no cache, and asks the API server, so that every replica serves logs.
   std::vector<json> pods;

@@ -49,6 +49,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
@@ -63,7 +64,6 @@
 #include "operator/backend/kube/client/kube_client.h"
 #include "operator/backend/kube/client/reflector.h"
 #include "operator/backend/kube/expectations.h"
-#include <nlohmann/json.hpp>
 
 namespace coach::backend::kube {
 

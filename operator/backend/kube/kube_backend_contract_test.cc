@@ -4,10 +4,9 @@
 // failed under CI=true.
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -108,8 +107,7 @@ class KubeOnApiServerContractTest : public backend::testing::BackendContractTest
         {"kind", "PyTorchJob"},
         {"metadata", {{"name", job.metadata().name()}, {"namespace", ns_}}},
         {"spec", {{"pytorchReplicaSpecs", {{"Master", replica}, {"Worker", replica}}}}}};
-    auto created =
-        client_->Create(k8s::resources::Kubeflow("pytorchjobs", "PyTorchJob"), ns_, cr);
+    auto created = client_->Create(k8s::resources::Kubeflow("pytorchjobs", "PyTorchJob"), ns_, cr);
     EXPECT_TRUE(created.ok()) << created.status();
     if (created.ok()) job.mutable_metadata()->set_uid(k8s::UidOf(*created));
     return job;

@@ -1,6 +1,7 @@
 // KubeBackend against a real control plane (tools/testenv: kube-apiserver, GC, scheduler,
 // kwok nodes whose pods exit on the coach.test/exit-code annotation). Skipped when the
 // testenv binaries are not built, failed under CI=true.
+#include <spdlog/spdlog.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -10,8 +11,6 @@
 #include <memory>
 #include <mutex>
 #include <random>
-
-#include <spdlog/spdlog.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -76,7 +75,8 @@ class KubeBackendIntegrationTest : public ::testing::Test {
     }
     static std::mt19937_64 rng(std::random_device{}());
     ns_ = absl::StrCat("kb-", rng() % 1000000000);
-    auto created = client_->Create(k8s::resources::Namespaces(), "", {{"metadata", {{"name", ns_}}}});
+    auto created =
+        client_->Create(k8s::resources::Namespaces(), "", {{"metadata", {{"name", ns_}}}});
     ASSERT_TRUE(created.ok()) << created.status();
     // Pods need the namespace's default ServiceAccount (made by the controller-manager).
     const k8s::ResourceDescriptor sa{"", "v1", "serviceaccounts", "ServiceAccount", true, false};
@@ -85,7 +85,8 @@ class KubeBackendIntegrationTest : public ::testing::Test {
 
   void TearDown() override {
     if (backend_) backend_->Stop();
-    if (client_ != nullptr && !ns_.empty()) (void)client_->Delete(k8s::resources::Namespaces(), "", ns_, {});
+    if (client_ != nullptr && !ns_.empty())
+      (void)client_->Delete(k8s::resources::Namespaces(), "", ns_, {});
   }
 
   int Changes(const std::string& key) {
@@ -112,7 +113,8 @@ TEST_F(KubeBackendIntegrationTest, CreatesObservesExitCodesAndForgets) {
   const json replica = {
       {"replicas", 1},
       {"restartPolicy", "Never"},
-      {"template", {{"spec", {{"containers", {{{"name", "pytorch"}, {"image", "coach.local/none"}}}}}}}}};
+      {"template",
+       {{"spec", {{"containers", {{{"name", "pytorch"}, {"image", "coach.local/none"}}}}}}}}};
   json cr = {{"apiVersion", "kubeflow.org/v1"},
              {"kind", "PyTorchJob"},
              {"metadata", {{"name", "exits"}, {"namespace", ns_}}},
@@ -127,12 +129,16 @@ TEST_F(KubeBackendIntegrationTest, CreatesObservesExitCodesAndForgets) {
           .Workers(1)
           .RestartPolicy("Never")
           .Uid(k8s::UidOf(*created_cr))
-          .Template("Master", absl::StrCat(R"({"spec":{"containers":[{"name":"pytorch","image":"coach.local/none",)",
-                                           port, "}]}}"))
-          .Template("Worker",
-                    absl::StrCat(R"({"metadata":{"annotations":{"coach.test/exit-code":"3","coach.test/run-seconds":"2"}},)",
-                                 R"("spec":{"containers":[{"name":"pytorch","image":"coach.local/none",)", port,
-                                 "}]}}"))
+          .Template("Master",
+                    absl::StrCat(
+                        R"({"spec":{"containers":[{"name":"pytorch","image":"coach.local/none",)",
+                        port, "}]}}"))
+          .Template(
+              "Worker",
+              absl::StrCat(
+                  R"({"metadata":{"annotations":{"coach.test/exit-code":"3","coach.test/run-seconds":"2"}},)",
+                  R"("spec":{"containers":[{"name":"pytorch","image":"coach.local/none",)", port,
+                  "}]}}"))
           .Build();
 
   KubeBackendOptions options;
@@ -164,9 +170,10 @@ TEST_F(KubeBackendIntegrationTest, CreatesObservesExitCodesAndForgets) {
 
   // The caches see the pods and services; expectations are met by the watch.
   ASSERT_TRUE(Eventually([&] {
-    return backend_->PendingExpectations(ns_, "exits").empty() && backend_->CachedCount("Pod") == 2 &&
-           backend_->CachedCount("Service") == 2;
-  })) << "pods " << backend_->CachedCount("Pod") << ", services " << backend_->CachedCount("Service")
+    return backend_->PendingExpectations(ns_, "exits").empty() &&
+           backend_->CachedCount("Pod") == 2 && backend_->CachedCount("Service") == 2;
+  })) << "pods "
+      << backend_->CachedCount("Pod") << ", services " << backend_->CachedCount("Service")
       << ", pending " << backend_->PendingExpectations(ns_, "exits").size();
   auto observed = backend_->Observe(job);
   ASSERT_TRUE(observed.ok()) << observed.status();
@@ -183,10 +190,11 @@ TEST_F(KubeBackendIntegrationTest, CreatesObservesExitCodesAndForgets) {
     if (!o.ok()) return false;
     const model::ObservedPod* w = FindPod(*o, "exits-worker-0");
     const model::ObservedPod* m = FindPod(*o, "exits-master-0");
-    return w != nullptr && m != nullptr && w->phase == model::PodPhase::kFailed && w->exit_code == 3 &&
-           m->phase == model::PodPhase::kRunning;
+    return w != nullptr && m != nullptr && w->phase == model::PodPhase::kFailed &&
+           w->exit_code == 3 && m->phase == model::PodPhase::kRunning;
   })) << "pods never reached Failed(3)/Running";
-  EXPECT_GT(Changes(key), before + 1);  // created, scheduled, running, exited: each reconciles the job
+  EXPECT_GT(Changes(key),
+            before + 1);  // created, scheduled, running, exited: each reconciles the job
   auto o = backend_->Observe(job);
   EXPECT_FALSE(FindPod(*o, "exits-master-0")->exit_code.has_value());
   EXPECT_EQ(FindPod(*o, "exits-worker-0")->restart_count, 0);
@@ -196,11 +204,12 @@ TEST_F(KubeBackendIntegrationTest, CreatesObservesExitCodesAndForgets) {
   std::atomic<bool> cancelled{false};
   LogOptions lo;
   lo.replica = "master-0";
-  absl::Status logs = backend_->StreamLogs(job, lo, [](const std::string&, const std::string&) { return true; },
-                                           cancelled);
+  absl::Status logs = backend_->StreamLogs(
+      job, lo, [](const std::string&, const std::string&) { return true; }, cancelled);
   spdlog::info("logs of a kwok pod: {}", logs.ToString());
   EXPECT_TRUE(absl::IsUnavailable(logs)) << logs;
-  EXPECT_TRUE(absl::StrContains(logs.message(), "logs of pod exits-master-0 are not available")) << logs;
+  EXPECT_TRUE(absl::StrContains(logs.message(), "logs of pod exits-master-0 are not available"))
+      << logs;
   lo.replica = "worker-9";
   EXPECT_TRUE(absl::IsNotFound(backend_->StreamLogs(
       job, lo, [](const std::string&, const std::string&) { return true; }, cancelled)));

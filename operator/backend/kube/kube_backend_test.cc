@@ -42,17 +42,21 @@ class GatedClient : public KubeClient {
     cv_.notify_all();
   }
 
-  absl::StatusOr<json> Create(const ResourceDescriptor& r, const std::string& ns, const json& o) override {
+  absl::StatusOr<json> Create(const ResourceDescriptor& r, const std::string& ns,
+                              const json& o) override {
     return fake_->Create(r, ns, o);
   }
-  absl::StatusOr<json> Get(const ResourceDescriptor& r, const std::string& ns, const std::string& n) override {
+  absl::StatusOr<json> Get(const ResourceDescriptor& r, const std::string& ns,
+                           const std::string& n) override {
     return fake_->Get(r, ns, n);
   }
-  absl::StatusOr<coach::kubeclient::ListResult> List(const ResourceDescriptor& r, const std::string& ns,
-                                               const coach::kubeclient::ListOptions& o) override {
+  absl::StatusOr<coach::kubeclient::ListResult> List(
+      const ResourceDescriptor& r, const std::string& ns,
+      const coach::kubeclient::ListOptions& o) override {
     return fake_->List(r, ns, o);
   }
-  absl::Status Watch(const ResourceDescriptor& r, const std::string& ns, const coach::kubeclient::WatchOptions& o,
+  absl::Status Watch(const ResourceDescriptor& r, const std::string& ns,
+                     const coach::kubeclient::WatchOptions& o,
                      const coach::kubeclient::WatchHandler& handler) override {
     const std::string plural = r.plural;
     return fake_->Watch(r, ns, o, [this, plural, handler, &o](const WatchEvent& e) {
@@ -65,28 +69,34 @@ class GatedClient : public KubeClient {
       return handler(e);
     });
   }
-  absl::StatusOr<json> Update(const ResourceDescriptor& r, const std::string& ns, const json& o) override {
+  absl::StatusOr<json> Update(const ResourceDescriptor& r, const std::string& ns,
+                              const json& o) override {
     return fake_->Update(r, ns, o);
   }
-  absl::StatusOr<json> Patch(const ResourceDescriptor& r, const std::string& ns, const std::string& n,
-                             coach::kubeclient::PatchType t, const json& p) override {
+  absl::StatusOr<json> Patch(const ResourceDescriptor& r, const std::string& ns,
+                             const std::string& n, coach::kubeclient::PatchType t,
+                             const json& p) override {
     return fake_->Patch(r, ns, n, t, p);
   }
   absl::Status Delete(const ResourceDescriptor& r, const std::string& ns, const std::string& n,
                       const coach::kubeclient::DeleteOptions& o) override {
     return fake_->Delete(r, ns, n, o);
   }
-  absl::StatusOr<json> GetStatus(const ResourceDescriptor& r, const std::string& ns, const std::string& n) override {
+  absl::StatusOr<json> GetStatus(const ResourceDescriptor& r, const std::string& ns,
+                                 const std::string& n) override {
     return fake_->GetStatus(r, ns, n);
   }
-  absl::StatusOr<json> UpdateStatus(const ResourceDescriptor& r, const std::string& ns, const json& o) override {
+  absl::StatusOr<json> UpdateStatus(const ResourceDescriptor& r, const std::string& ns,
+                                    const json& o) override {
     return fake_->UpdateStatus(r, ns, o);
   }
-  absl::StatusOr<json> PatchStatus(const ResourceDescriptor& r, const std::string& ns, const std::string& n,
-                                   coach::kubeclient::PatchType t, const json& p) override {
+  absl::StatusOr<json> PatchStatus(const ResourceDescriptor& r, const std::string& ns,
+                                   const std::string& n, coach::kubeclient::PatchType t,
+                                   const json& p) override {
     return fake_->PatchStatus(r, ns, n, t, p);
   }
-  absl::Status StreamLogs(const std::string& ns, const std::string& pod, const coach::kubeclient::LogOptions& o,
+  absl::Status StreamLogs(const std::string& ns, const std::string& pod,
+                          const coach::kubeclient::LogOptions& o,
                           const coach::kubeclient::LogHandler& h) override {
     return fake_->StreamLogs(ns, pod, o, h);
   }
@@ -133,8 +143,8 @@ class KubeBackendTest : public ::testing::Test {
  protected:
   void SetUp() override { gated_ = std::make_unique<GatedClient>(&fake_); }
   void TearDown() override {
-    for (const char* p : {"pods", "services", "configmaps", "serviceaccounts", "roles", "rolebindings",
-                          "podgroups"}) {
+    for (const char* p : {"pods", "services", "configmaps", "serviceaccounts", "roles",
+                          "rolebindings", "podgroups"}) {
       gated_->SetMode(p, GatedClient::Mode::kPass);
     }
     if (backend_) backend_->Stop();
@@ -154,7 +164,8 @@ class KubeBackendTest : public ::testing::Test {
   }
 
   // One controller pass: Observe -> Reconcile -> ApplyAll. Returns the actions applied.
-  std::vector<model::Action> Pass(const model::Job& job, const model::ReconcileConfig& config = {}) {
+  std::vector<model::Action> Pass(const model::Job& job,
+                                  const model::ReconcileConfig& config = {}) {
     absl::StatusOr<model::ObservedState> observed = backend_->Observe(job);
     EXPECT_TRUE(observed.ok()) << observed.status();
     if (!observed.ok()) return {};
@@ -205,17 +216,16 @@ TEST_F(KubeBackendTest, ObserveBeforeStartListsTheJobsOwnPodsFromTheServer) {
   const model::Job job = reconcile::testing::SeedPyTorchJob();
   const std::string& ns = job.metadata().namespace_();
   auto pod = [&](const std::string& name, const std::string& owner_uid) {
-    nlohmann::json p = {
-        {"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"metadata",
-         {{"name", name},
-          {"namespace", ns},
-          {"labels",
-           {{reconcile::kLabelJobName, job.metadata().name()},
-            {reconcile::kLabelReplicaType, "master"},
-            {reconcile::kLabelReplicaIndex, "0"}}},
-          {"ownerReferences", {{{"uid", owner_uid}, {"kind", "PyTorchJob"}}}}}}};
+    nlohmann::json p = {{"apiVersion", "v1"},
+                        {"kind", "Pod"},
+                        {"metadata",
+                         {{"name", name},
+                          {"namespace", ns},
+                          {"labels",
+                           {{reconcile::kLabelJobName, job.metadata().name()},
+                            {reconcile::kLabelReplicaType, "master"},
+                            {reconcile::kLabelReplicaIndex, "0"}}},
+                          {"ownerReferences", {{{"uid", owner_uid}, {"kind", "PyTorchJob"}}}}}}};
     ASSERT_TRUE(fake_.Create(resources::Pods(), ns, p).ok());
   };
   pod(job.metadata().name() + "-master-0", job.metadata().uid());
@@ -261,7 +271,8 @@ TEST_F(KubeBackendTest, DelayedWatchEventNeverCreatesTwice) {
   // The events arrive: expectations are lowered by the watch, the pods come from the cache.
   gated_->SetMode("pods", GatedClient::Mode::kPass);
   gated_->SetMode("services", GatedClient::Mode::kPass);
-  ASSERT_TRUE(WaitFor([&] { return backend_->PendingExpectations("default", "pytorch-mnist").empty(); }));
+  ASSERT_TRUE(
+      WaitFor([&] { return backend_->PendingExpectations("default", "pytorch-mnist").empty(); }));
   EXPECT_EQ(backend_->CachedCount("Pod"), 3u);
   EXPECT_TRUE(Pass(job).empty());
   EXPECT_EQ(CreateCalls("pods"), 3);
@@ -285,7 +296,8 @@ TEST_F(KubeBackendTest, FailedCreateLowersTheExpectation) {
   // The next pass creates what failed, once.
   Pass(job);
   EXPECT_EQ(CreateCalls("pods") + CreateCalls("services"), 3);
-  ASSERT_TRUE(WaitFor([&] { return backend_->CachedCount("Pod") == 1 && backend_->CachedCount("Service") == 1; }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return backend_->CachedCount("Pod") == 1 && backend_->CachedCount("Service") == 1; }));
 }
 
 TEST_F(KubeBackendTest, AlreadyExistsIsSuccessAndObserved) {
@@ -374,8 +386,8 @@ TEST_F(KubeBackendTest, CreatesPodsAndServicesInParallelAfterTheRest) {
   // The non-pod objects carry coach's job label and so reach the caches.
   ASSERT_TRUE(WaitFor([&] {
     return backend_->CachedCount("ConfigMap") == 1 && backend_->CachedCount("Role") == 1 &&
-           backend_->CachedCount("RoleBinding") == 1 && backend_->CachedCount("ServiceAccount") == 1 &&
-           backend_->CachedCount("Pod") == 9;
+           backend_->CachedCount("RoleBinding") == 1 &&
+           backend_->CachedCount("ServiceAccount") == 1 && backend_->CachedCount("Pod") == 9;
   }));
   ASSERT_TRUE(WaitFor([&] { return backend_->PendingExpectations("ns", "mpi").empty(); }));
   auto observed = backend_->Observe(job);
@@ -392,31 +404,37 @@ TEST_F(KubeBackendTest, ObservedPodMapping) {
   json pod = MakePod("ns", "j", "worker", 1);
   pod["spec"]["containers"].push_back({{"name", "sidecar"}, {"image", "busybox"}});
   ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", pod).ok());
-  json status = {{"phase", "Running"},
-                 {"containerStatuses",
-                  {{{"name", "sidecar"}, {"restartCount", 1}, {"state", {{"running", json::object()}}}},
-                   {{"name", "pytorch"},
-                    {"restartCount", 2},
-                    {"state", {{"running", json::object()}}},
-                    {"lastState", {{"terminated", {{"exitCode", 137}, {"reason", "OOMKilled"}}}}}}}}};
-  ASSERT_TRUE(fake_.PatchStatus(resources::Pods(), "ns", "j-worker-1", coach::kubeclient::PatchType::kMerge,
-                                {{"status", status}})
+  json status = {
+      {"phase", "Running"},
+      {"containerStatuses",
+       {{{"name", "sidecar"}, {"restartCount", 1}, {"state", {{"running", json::object()}}}},
+        {{"name", "pytorch"},
+         {"restartCount", 2},
+         {"state", {{"running", json::object()}}},
+         {"lastState", {{"terminated", {{"exitCode", 137}, {"reason", "OOMKilled"}}}}}}}}};
+  ASSERT_TRUE(fake_
+                  .PatchStatus(resources::Pods(), "ns", "j-worker-1",
+                               coach::kubeclient::PatchType::kMerge, {{"status", status}})
                   .ok());
   json done = MakePod("ns", "j", "master", 0);
   done["metadata"]["finalizers"] = {"coach.test/hold"};
   ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", done).ok());
-  ASSERT_TRUE(fake_.PatchStatus(resources::Pods(), "ns", "j-master-0", coach::kubeclient::PatchType::kMerge,
-                                {{"status",
-                                  {{"phase", "Failed"},
-                                   {"containerStatuses",
-                                    {{{"name", "pytorch"},
-                                      {"restartCount", 0},
-                                      {"state", {{"terminated", {{"exitCode", 3}, {"reason", "Error"}}}}}}}}}}})
-                  .ok());
+  ASSERT_TRUE(
+      fake_
+          .PatchStatus(
+              resources::Pods(), "ns", "j-master-0", coach::kubeclient::PatchType::kMerge,
+              {{"status",
+                {{"phase", "Failed"},
+                 {"containerStatuses",
+                  {{{"name", "pytorch"},
+                    {"restartCount", 0},
+                    {"state", {{"terminated", {{"exitCode", 3}, {"reason", "Error"}}}}}}}}}}})
+          .ok());
   ASSERT_TRUE(fake_.Delete(resources::Pods(), "ns", "j-master-0", {}).ok());
   // Another job's pod and a pod without coach's labels stay out.
   ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", MakePod("ns", "other", "worker", 0)).ok());
-  json foreign = {{"metadata", {{"name", "foreign"}, {"labels", {{reconcile::kLabelJobName, "j"}}}}}};
+  json foreign = {
+      {"metadata", {{"name", "foreign"}, {"labels", {{reconcile::kLabelJobName, "j"}}}}}};
   ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", foreign).ok());
 
   ASSERT_TRUE(WaitFor([&] {
@@ -447,8 +465,10 @@ TEST_F(KubeBackendTest, ChangeCallbackFiresOnPodEvents) {
   ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", MakePod("ns", "j", "worker", 0)).ok());
   ASSERT_TRUE(WaitFor([&] { return Changes("ns/j") >= 1; }));
   const int before = Changes("ns/j");
-  ASSERT_TRUE(fake_.PatchStatus(resources::Pods(), "ns", "j-worker-0", coach::kubeclient::PatchType::kMerge,
-                                {{"status", {{"phase", "Running"}}}})
+  ASSERT_TRUE(fake_
+                  .PatchStatus(resources::Pods(), "ns", "j-worker-0",
+                               coach::kubeclient::PatchType::kMerge,
+                               {{"status", {{"phase", "Running"}}}})
                   .ok());
   ASSERT_TRUE(WaitFor([&] { return Changes("ns/j") > before; }));
   const int running = Changes("ns/j");
@@ -475,7 +495,8 @@ TEST_F(KubeBackendTest, RelistOnGoneRepairsTheCache) {
   fake_.CloseWatches();
   ASSERT_TRUE(WaitFor([&] {
     auto o = backend_->Observe(job);
-    return o->pods.size() == 2 && FindPod(*o, "j-worker-0") == nullptr && FindPod(*o, "j-worker-2") != nullptr;
+    return o->pods.size() == 2 && FindPod(*o, "j-worker-0") == nullptr &&
+           FindPod(*o, "j-worker-2") != nullptr;
   }));
   EXPECT_GE(Changes("ns/j"), 3);
 }
@@ -484,7 +505,8 @@ TEST_F(KubeBackendTest, ForgetDeletesPodsServicesAndPendingCreates) {
   StartBackend();
   const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Workers(1).Build();
   Pass(job);
-  ASSERT_TRUE(WaitFor([&] { return backend_->CachedCount("Pod") == 2 && backend_->CachedCount("Service") == 2; }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return backend_->CachedCount("Pod") == 2 && backend_->CachedCount("Service") == 2; }));
   gated_->SetMode("pods", GatedClient::Mode::kHold);
   // A third pod whose creation the cache has not seen yet.
   auto extra = reconcile::DesiredPod(job, "Worker", 1, {});

@@ -1,12 +1,11 @@
 #include "operator/backend/kube/leader_election.h"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <random>
 #include <utility>
-
-#include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -61,16 +60,16 @@ absl::Status ValidateLeaderElectionConfig(const LeaderElectionConfig& c) {
                      absl::FormatDuration(c.retry_period), ")"));
   }
   if (c.lease_duration <= c.renew_deadline) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("lease duration (", absl::FormatDuration(c.lease_duration),
-                     ") must be greater than the renew deadline (",
-                     absl::FormatDuration(c.renew_deadline), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("lease duration (",
+                                                   absl::FormatDuration(c.lease_duration),
+                                                   ") must be greater than the renew deadline (",
+                                                   absl::FormatDuration(c.renew_deadline), ")"));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Create(k8s::KubeClient* client,
-                                                                      LeaderElectionConfig config) {
+                                                                     LeaderElectionConfig config) {
   if (client == nullptr) return absl::InvalidArgumentError("client: null");
   if (config.identity.empty()) config.identity = DefaultIdentity();
   if (absl::Status s = ValidateLeaderElectionConfig(config); !s.ok()) return s;
@@ -90,8 +89,8 @@ std::string LeaderElector::observed_holder() const {
 }
 
 json LeaderElector::LeaseSpec(absl::Time now, absl::Time acquire_time, int64_t transitions) const {
-  const int64_t seconds =
-      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(absl::ToDoubleSeconds(config_.lease_duration))));
+  const int64_t seconds = std::max<int64_t>(
+      1, static_cast<int64_t>(std::ceil(absl::ToDoubleSeconds(config_.lease_duration))));
   return {{"holderIdentity", config_.identity},
           {"leaseDurationSeconds", seconds},
           {"acquireTime", FormatMicroTime(acquire_time)},
@@ -123,10 +122,11 @@ absl::StatusOr<bool> LeaderElector::TryAcquireOrRenew() {
 
   absl::StatusOr<json> got = client_->Get(leases, config_.lease_namespace, config_.lease_name);
   if (absl::IsNotFound(got.status())) {
-    json lease = {{"apiVersion", leases.ApiVersion()},
-                  {"kind", "Lease"},
-                  {"metadata", {{"name", config_.lease_name}, {"namespace", config_.lease_namespace}}},
-                  {"spec", LeaseSpec(now, now, 0)}};
+    json lease = {
+        {"apiVersion", leases.ApiVersion()},
+        {"kind", "Lease"},
+        {"metadata", {{"name", config_.lease_name}, {"namespace", config_.lease_namespace}}},
+        {"spec", LeaseSpec(now, now, 0)}};
     absl::StatusOr<json> created = client_->Create(leases, config_.lease_namespace, lease);
     if (absl::IsAlreadyExists(created.status())) return false;  // another candidate was quicker
     if (!created.ok()) return created.status();

@@ -26,6 +26,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
@@ -34,9 +35,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "operator/backend/kube/client/kube_client.h"
 #include "common/clock.h"
-#include <nlohmann/json.hpp>
+#include "operator/backend/kube/client/kube_client.h"
 
 namespace coach::backend::kube {
 
@@ -68,8 +68,8 @@ absl::Status ValidateLeaderElectionConfig(const LeaderElectionConfig& config);
 class LeaderElector {
  public:
   // `client` is not owned and must outlive the elector. Errors: ValidateLeaderElectionConfig.
-  static absl::StatusOr<std::unique_ptr<LeaderElector>> Create(::coach::kubeclient::KubeClient* client,
-                                                                LeaderElectionConfig config);
+  static absl::StatusOr<std::unique_ptr<LeaderElector>> Create(
+      ::coach::kubeclient::KubeClient* client, LeaderElectionConfig config);
   ~LeaderElector();  // Stop()
 
   // Runs the election on a thread of its own. Call once.

@@ -9,12 +9,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
 #include "operator/backend/kube/client/kube_config.h"
 #include "operator/backend/kube/client/rest_kube_client.h"
 #include "operator/backend/kube/testing/fake_kube_client.h"
 #include "operator/backend/kube/testing/testenv.h"
-#include "common/testing/fake_clock.h"
 
 namespace coach::backend::kube {
 namespace {
@@ -130,8 +130,10 @@ class ElectionTest : public ::testing::TestWithParam<std::string> {
         if (e.ok()) {
           env_ = std::move(*e);
           auto c = env_->NewClient();
-          if (c.ok()) real_client_ = std::move(*c);
-          else env_status_ = c.status();
+          if (c.ok())
+            real_client_ = std::move(*c);
+          else
+            env_status_ = c.status();
         } else {
           env_status_ = e.status();
         }
@@ -144,13 +146,15 @@ class ElectionTest : public ::testing::TestWithParam<std::string> {
     }
     static std::mt19937_64 rng(std::random_device{}());
     ns_ = absl::StrCat("lease-", rng() % 1000000000);
-    ASSERT_TRUE(client_->Create(k8s::resources::Namespaces(), "", {{"metadata", {{"name", ns_}}}}).ok());
+    ASSERT_TRUE(
+        client_->Create(k8s::resources::Namespaces(), "", {{"metadata", {{"name", ns_}}}}).ok());
   }
 
   void TearDown() override {
     a_.reset();
     b_.reset();
-    if (client_ != nullptr && !ns_.empty()) (void)client_->Delete(k8s::resources::Namespaces(), "", ns_, {});
+    if (client_ != nullptr && !ns_.empty())
+      (void)client_->Delete(k8s::resources::Namespaces(), "", ns_, {});
   }
 
   std::unique_ptr<LeaderElector> Make(const std::string& id, bool release_on_stop,
@@ -236,8 +240,9 @@ TEST_P(ElectionTest, LeaderGivesUpWhenItCannotRenew) {
   if (fake_ == nullptr) GTEST_SKIP() << "needs injected errors";
   std::atomic<bool> down{false};
   fake_->SetErrorHook([&](const k8s::testing::FakeCall& call) {
-    return down.load() && call.resource == "leases.coordination.k8s.io" ? absl::UnavailableError("down")
-                                                                         : absl::OkStatus();
+    return down.load() && call.resource == "leases.coordination.k8s.io"
+               ? absl::UnavailableError("down")
+               : absl::OkStatus();
   });
   a_ = Make("a", false, &a_started_, &a_stopped_);
   a_->Start();

@@ -4,9 +4,8 @@
 // field reads as empty (null, "", no label), never as an error, because cached objects are
 // trimmed and an object of another writer may lack what coach's objects carry.
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "absl/time/time.h"
 

@@ -32,8 +32,8 @@ absl::Status StreamPodLogs(coach::kubeclient::KubeClient* client, const std::str
         if (StringField(c, "name") == default_container) container = default_container;
       }
     }
-    targets.push_back({pod_name.substr(std::min(pod_name.size(), job_name.size() + 1)), pod_name,
-                       container});
+    targets.push_back(
+        {pod_name.substr(std::min(pod_name.size(), job_name.size() + 1)), pod_name, container});
   }
   if (targets.empty()) {
     if (!wanted.empty()) {

@@ -5,10 +5,9 @@
 // API server's log endpoint; one after another, or concurrently when following several.
 
 #include <atomic>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "operator/backend/backend.h"

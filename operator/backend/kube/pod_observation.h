@@ -4,12 +4,11 @@
 // model::ObservedPod: phase, restarts, the default container's exit code and the reason to
 // show. Pure functions over the object's JSON.
 
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
-#include "operator/model/reconcile_types.h"
 #include "operator/model/observed_state.h"
+#include "operator/model/reconcile_types.h"
 
 namespace coach::backend::kube {
 

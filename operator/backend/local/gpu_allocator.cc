@@ -105,16 +105,16 @@ absl::StatusOr<std::unique_ptr<GpuAllocator>> GpuAllocator::Create(GpuDiscovery&
 absl::StatusOr<std::vector<int>> GpuAllocator::Allocate(const std::string& owner, int count) {
   if (count <= 0) return std::vector<int>();
   if (count > total()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "nvidia.com/gpu: ", count, " requested but this host has ", total(),
-        " GPU(s); the request can never be met"));
+    return absl::InvalidArgumentError(absl::StrCat("nvidia.com/gpu: ", count,
+                                                   " requested but this host has ", total(),
+                                                   " GPU(s); the request can never be met"));
   }
   absl::MutexLock lock(&mu_);
   auto it = held_.find(owner);
   if (it != held_.end()) {
     if (static_cast<int>(it->second.size()) == count) return it->second;
-    return absl::FailedPreconditionError(absl::StrCat(
-        owner, " already holds ", it->second.size(), " GPU(s), asked for ", count));
+    return absl::FailedPreconditionError(
+        absl::StrCat(owner, " already holds ", it->second.size(), " GPU(s), asked for ", count));
   }
   std::vector<int> picked;
   for (int d : devices_) {
@@ -123,8 +123,8 @@ absl::StatusOr<std::vector<int>> GpuAllocator::Allocate(const std::string& owner
   }
   if (static_cast<int>(picked.size()) < count) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "nvidia.com/gpu: ", count, " requested, ", total() - static_cast<int>(busy_.size()),
-        " of ", total(), " free now; waiting for GPUs to be released"));
+        "nvidia.com/gpu: ", count, " requested, ", total() - static_cast<int>(busy_.size()), " of ",
+        total(), " free now; waiting for GPUs to be released"));
   }
   busy_.insert(picked.begin(), picked.end());
   held_[owner] = picked;

@@ -37,8 +37,7 @@ TEST(GpuAllocatorTest, HandsOutDisjointSets) {
   EXPECT_EQ(alloc->free_count(), 1);
   // Idempotent for the same owner and count.
   EXPECT_EQ(*alloc->Allocate("ns/a-0", 2), *a);
-  EXPECT_EQ(alloc->Allocate("ns/a-0", 3).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(alloc->Allocate("ns/a-0", 3).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(alloc->Allocate("ns/cpu-only", 0)->empty());
 }
 

@@ -1,13 +1,12 @@
 #include "operator/backend/local/local_backend.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <set>
 #include <utility>
-
-#include <spdlog/spdlog.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -430,9 +429,9 @@ absl::Status LocalBackend::CreatePod(const model::Job& job, const model::KubeObj
   if (proc.gpus > 0) {
     absl::StatusOr<std::vector<int>> got = gpus_->Allocate(owner, proc.gpus);
     if (absl::IsResourceExhausted(got.status())) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("waiting for ", proc.gpus, " GPUs (", gpus_->free_count(), " of ",
-                       gpus_->total(), " free now)"));
+      return absl::FailedPreconditionError(absl::StrCat("waiting for ", proc.gpus, " GPUs (",
+                                                        gpus_->free_count(), " of ", gpus_->total(),
+                                                        " free now)"));
     }
     if (!got.ok()) return got.status();
     record.gpus = *got;
@@ -512,8 +511,8 @@ void LocalBackend::FinishStart(ReplicaRecord record, ProcessSpec spec) {
                  handle.status().ToString());
   } else if (!recorded.ok()) {
     // The process runs and its process file is on disk: the next Start() adopts it.
-    spdlog::error("local backend: recording the start of {}/{}: {}", key.namespace_,
-                  record.name, recorded.ToString());
+    spdlog::error("local backend: recording the start of {}/{}: {}", key.namespace_, record.name,
+                  recorded.ToString());
   }
   if (!handle.ok()) {
     absl::MutexLock lock(&start_mu_);
@@ -560,8 +559,8 @@ absl::Status LocalBackend::WriteConfigMap(const model::Job& job, const model::Ku
     return absl::InvalidArgumentError(absl::StrCat("ConfigMap \"", cm.name, "\": unsafe name"));
   }
   if (!cm.body.contains("data") || !cm.body["data"].is_object()) return absl::OkStatus();
-  const std::string dir = absl::StrCat(options_.state_dir, "/configmaps/", key.namespace_, "/",
-                                       key.name, "/", cm.name);
+  const std::string dir =
+      absl::StrCat(options_.state_dir, "/configmaps/", key.namespace_, "/", key.name, "/", cm.name);
   RETURN_IF_ERROR(MakeDirs(dir));
   for (const auto& [k, v] : cm.body["data"].items()) {
     if (!IsSafePathComponent(k) || !v.is_string()) continue;
@@ -614,8 +613,8 @@ absl::Status LocalBackend::Forget(const model::Job& job) {
     return absl::OkStatus();
   }
   for (const char* sub : {"replicas", "configmaps", "logs"}) {
-    RETURN_IF_ERROR(RemoveTree(
-        absl::StrCat(options_.state_dir, "/", sub, "/", key.namespace_, "/", key.name)));
+    RETURN_IF_ERROR(
+        RemoveTree(absl::StrCat(options_.state_dir, "/", sub, "/", key.namespace_, "/", key.name)));
   }
   return absl::OkStatus();
 }
@@ -632,8 +631,7 @@ absl::Status LocalBackend::StreamLogs(const model::Job& job, const LogOptions& o
     ASSIGN_OR_RETURN(std::vector<ReplicaRecord> records, options_.store->ListReplicas(key));
     for (ReplicaRecord& r : records) {
       const std::string short_name = ShortName(key, r.name);
-      if (options.replica.empty() || options.replica == short_name ||
-          options.replica == r.name ||
+      if (options.replica.empty() || options.replica == short_name || options.replica == r.name ||
           (short_name == "launcher" && options.replica == "launcher-0")) {
         targets.push_back(std::move(r));
       }
@@ -693,8 +691,10 @@ absl::Status LocalBackend::StreamLogs(const model::Job& job, const LogOptions& o
         if (chunk->data.empty()) break;
         if (!sink(s.replica, chunk->data)) return absl::OkStatus();
       }
-      if (ended) s.done = true;
-      else all_done = false;
+      if (ended)
+        s.done = true;
+      else
+        all_done = false;
     }
     if (all_done || cancelled.load()) return absl::OkStatus();
     absl::SleepFor(std::min(options_.poll_interval, absl::Milliseconds(100)));

@@ -65,10 +65,10 @@
 #include "common/clock.h"
 #include "operator/backend/backend.h"
 #include "operator/backend/local/gpu_allocator.h"
-#include "operator/backend/local/store/replica_store.h"
-#include "operator/backend/local/object_table.h"
 #include "operator/backend/local/net/port_allocator.h"
+#include "operator/backend/local/object_table.h"
 #include "operator/backend/local/process/process_runner.h"
+#include "operator/backend/local/store/replica_store.h"
 
 namespace coach::backend::local {
 
@@ -146,8 +146,8 @@ class LocalBackend : public Backend {
   // the MPI launcher is "launcher"). tail_lines counts per replica. With follow, ends
   // when every streamed replica has ended and its log is drained, on `cancelled`, or
   // when the sink returns false. Errors: NotFound (no such replica / no replicas).
-  absl::Status StreamLogs(const model::Job& job, const LogOptions& options,
-                          const LogSink& sink, const std::atomic<bool>& cancelled) override;
+  absl::Status StreamLogs(const model::Job& job, const LogOptions& options, const LogSink& sink,
+                          const std::atomic<bool>& cancelled) override;
 
  private:
   LocalBackend(LocalBackendOptions options, std::unique_ptr<ProcessRunner> owned_runner,
@@ -195,8 +195,7 @@ class LocalBackend : public Backend {
   bool starters_stopping_ ABSL_GUARDED_BY(start_mu_) = false;
   std::map<JobKey, int> starting_ ABSL_GUARDED_BY(start_mu_);
   // Failed starts by (job, pod), reported by the next CreatePod of that pod.
-  std::map<std::pair<JobKey, std::string>, absl::Status> start_errors_
-      ABSL_GUARDED_BY(start_mu_);
+  std::map<std::pair<JobKey, std::string>, absl::Status> start_errors_ ABSL_GUARDED_BY(start_mu_);
   std::vector<std::thread> starters_;
 };
 

@@ -7,10 +7,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -66,7 +65,9 @@ class LocalBackendTest : public ::testing::Test {
     o.grace_period = absl::Seconds(2);
     o.gpus = &gpus_;
     o.node_name = "testnode";
-    o.base_env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/nonexistent"}, {"LANG", "C.UTF-8"},
+    o.base_env = {{"PATH", "/usr/bin:/bin"},
+                  {"HOME", "/nonexistent"},
+                  {"LANG", "C.UTF-8"},
                   {"NOT_COPIED", "x"}};
     auto b = LocalBackend::Create(o);
     EXPECT_TRUE(b.ok()) << b.status();
@@ -128,7 +129,11 @@ class LocalBackendTest : public ::testing::Test {
     std::string out;
     std::atomic<bool> cancelled{false};
     absl::Status s = backend_->StreamLogs(
-        job, options, [&](const std::string&, const std::string& d) { out += d; return true; },
+        job, options,
+        [&](const std::string&, const std::string& d) {
+          out += d;
+          return true;
+        },
         cancelled);
     EXPECT_TRUE(s.ok()) << s;
     return out;
@@ -197,9 +202,7 @@ TEST_F(LocalBackendTest, RecordWrittenBeforeACrashIsResolvedAtStart) {
 }
 
 TEST_F(LocalBackendTest, EnvironmentIsExactlyThePods) {
-  model::Job job = MakeJob(
-      "env", {{"command", Json::array({"env"})},
-              {"env", Json::parse(R"J([
+  model::Job job = MakeJob("env", {{"command", Json::array({"env"})}, {"env", Json::parse(R"J([
                  {"name":"A","value":"1"},
                  {"name":"B","value":"$(A)-$(NOPE)-$$(A)"},
                  {"name":"POD","valueFrom":{"fieldRef":{"fieldPath":"metadata.name"}}},
@@ -212,12 +215,18 @@ TEST_F(LocalBackendTest, EnvironmentIsExactlyThePods) {
   std::vector<std::string> want;
   for (const Json& e : pod.body["spec"]["containers"][0]["env"]) {
     const std::string name = e["name"];
-    if (name == "B") want.push_back("B=1-$(NOPE)-$(A)");
-    else if (name == "POD") want.push_back("POD=env-worker-0");
-    else if (name == "NS") want.push_back("NS=ns");
-    else if (name == "IP") want.push_back("IP=127.0.0.1");
-    else if (name == "NODE") want.push_back("NODE=testnode");
-    else want.push_back(absl::StrCat(name, "=", e["value"].get<std::string>()));
+    if (name == "B")
+      want.push_back("B=1-$(NOPE)-$(A)");
+    else if (name == "POD")
+      want.push_back("POD=env-worker-0");
+    else if (name == "NS")
+      want.push_back("NS=ns");
+    else if (name == "IP")
+      want.push_back("IP=127.0.0.1");
+    else if (name == "NODE")
+      want.push_back("NODE=testnode");
+    else
+      want.push_back(absl::StrCat(name, "=", e["value"].get<std::string>()));
   }
   want.push_back("HOSTNAME=env-worker-0");
   want.push_back("PATH=/usr/bin:/bin");
@@ -250,8 +259,8 @@ TEST_F(LocalBackendTest, MissingCommandIsInvalid) {
 
 TEST_F(LocalBackendTest, DeleteStopsTheWholeGroup) {
   const std::string pidfile = dir_ + "/child.pid";
-  model::Job job = MakeJob("del", {{"command", Argv(absl::StrCat(
-                                        "sleep 300 & echo $! > ", pidfile, "; wait"))}});
+  model::Job job = MakeJob(
+      "del", {{"command", Argv(absl::StrCat("sleep 300 & echo $! > ", pidfile, "; wait"))}});
   ASSERT_TRUE(Create(job, Pod(job)).ok());
   pid_t child = 0;
   for (int i = 0; i < 1000 && child == 0; ++i) {
@@ -301,10 +310,10 @@ TEST_F(LocalBackendTest, ReadoptedAfterOperatorRestartAndCallbackFires) {
   Touch(go);
   {
     absl::MutexLock lock(&mu);
-    EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(
-                                        +[](std::vector<std::string>* c) { return !c->empty(); },
-                                        &calls),
-                                    absl::Seconds(20)));
+    EXPECT_TRUE(
+        mu.AwaitWithTimeout(absl::Condition(
+                                +[](std::vector<std::string>* c) { return !c->empty(); }, &calls),
+                            absl::Seconds(20)));
     EXPECT_EQ(calls, std::vector<std::string>{"ns/readopt"});
   }
   model::ObservedPod p = WaitPod(job, PodPhase::kFailed);
@@ -315,10 +324,9 @@ TEST_F(LocalBackendTest, ReadoptedAfterOperatorRestartAndCallbackFires) {
 
 TEST_F(LocalBackendTest, GpusAreDisjointAcrossJobsAndWaitWhenBusy) {
   const std::string go = dir_ + "/go";
-  Json gpu_container = {
-      {"command", Argv(absl::StrCat("echo $CUDA_VISIBLE_DEVICES; while [ ! -e ", go,
-                                    " ]; do sleep 0.02; done"))},
-      {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}};
+  Json gpu_container = {{"command", Argv(absl::StrCat("echo $CUDA_VISIBLE_DEVICES; while [ ! -e ",
+                                                      go, " ]; do sleep 0.02; done"))},
+                        {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}};
   model::Job a = MakeJob("ga", gpu_container);
   model::Job b = MakeJob("gb", gpu_container);
   model::Job c = MakeJob("gc", gpu_container);
@@ -414,11 +422,11 @@ TEST_F(LocalBackendTest, FollowEndsWhenCancelled) {
   LogOptions follow;
   follow.follow = true;
   std::thread t([&] {
-    EXPECT_TRUE(backend_
-                    ->StreamLogs(
-                        job, follow, [](const std::string&, const std::string&) { return true; },
-                        cancelled)
-                    .ok());
+    EXPECT_TRUE(
+        backend_
+            ->StreamLogs(
+                job, follow, [](const std::string&, const std::string&) { return true; }, cancelled)
+            .ok());
   });
   absl::SleepFor(absl::Milliseconds(200));
   cancelled = true;

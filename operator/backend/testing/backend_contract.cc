@@ -22,9 +22,8 @@ const model::ObservedPod* FindPod(const model::ObservedState& s, const std::stri
 }
 
 bool HasObject(const model::ObservedState& s, const std::string& kind, const std::string& name) {
-  return std::any_of(s.objects.begin(), s.objects.end(), [&](const auto& o) {
-    return o.kind == kind && o.name == name;
-  });
+  return std::any_of(s.objects.begin(), s.objects.end(),
+                     [&](const auto& o) { return o.kind == kind && o.name == name; });
 }
 
 // Nothing of the job is left but pods on their way out.
@@ -94,8 +93,8 @@ model::ObservedState BackendContractTest::Observe(const model::Job& job) {
   return observed.ok() ? *observed : model::ObservedState();
 }
 
-bool BackendContractTest::Eventually(
-    const model::Job& job, const std::function<bool(const model::ObservedState&)>& done) {
+bool BackendContractTest::Eventually(const model::Job& job,
+                                     const std::function<bool(const model::ObservedState&)>& done) {
   const absl::Time deadline = absl::Now() + Patience();
   while (absl::Now() < deadline) {
     if (done(Observe(job))) return true;

@@ -75,14 +75,14 @@ class BackendContractTest : public ::testing::Test {
 #define COACH_BACKEND_CONTRACT_CASE(Fixture, Case) \
   TEST_F(Fixture, Case) { Case(); }
 
-#define COACH_BACKEND_CONTRACT_TESTS(Fixture)                                  \
-  COACH_BACKEND_CONTRACT_CASE(Fixture, ObserveOfAJobWithNothingIsEmpty)        \
+#define COACH_BACKEND_CONTRACT_TESTS(Fixture)                                      \
+  COACH_BACKEND_CONTRACT_CASE(Fixture, ObserveOfAJobWithNothingIsEmpty)            \
   COACH_BACKEND_CONTRACT_CASE(Fixture, CreatedPodIsObservedAtOnceWithTypeAndIndex) \
-  COACH_BACKEND_CONTRACT_CASE(Fixture, CreatingTwiceIsNoError)                 \
-  COACH_BACKEND_CONTRACT_CASE(Fixture, CreatedServiceIsObserved)               \
-  COACH_BACKEND_CONTRACT_CASE(Fixture, DeletedPodIsGoneOrDeleting)             \
-  COACH_BACKEND_CONTRACT_CASE(Fixture, DeletingWhatIsNotThereIsNoError)        \
-  COACH_BACKEND_CONTRACT_CASE(Fixture, ForgetRemovesEverything)                \
+  COACH_BACKEND_CONTRACT_CASE(Fixture, CreatingTwiceIsNoError)                     \
+  COACH_BACKEND_CONTRACT_CASE(Fixture, CreatedServiceIsObserved)                   \
+  COACH_BACKEND_CONTRACT_CASE(Fixture, DeletedPodIsGoneOrDeleting)                 \
+  COACH_BACKEND_CONTRACT_CASE(Fixture, DeletingWhatIsNotThereIsNoError)            \
+  COACH_BACKEND_CONTRACT_CASE(Fixture, ForgetRemovesEverything)                    \
   COACH_BACKEND_CONTRACT_CASE(Fixture, JobsDoNotSeeEachOther)
 
 }  // namespace coach::backend::testing

@@ -1,12 +1,11 @@
 #include "operator/core/testing/core_fixture.h"
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
 #include "operator/reconcile/conditions.h"
@@ -21,18 +20,17 @@ std::string MakeTempDir() {
   return tmpl;
 }
 
-std::string PyTorchManifest(const std::string& name, int workers,
-                            const std::string& restart_policy,
+std::string PyTorchManifest(const std::string& name, int workers, const std::string& restart_policy,
                             const std::string& run_policy_yaml, const std::string& labels_yaml) {
-  std::string m = absl::StrCat("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: ",
-                               name, "\n");
+  std::string m = absl::StrCat(
+      "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: ", name, "\n");
   if (!labels_yaml.empty()) absl::StrAppend(&m, "  labels:\n", labels_yaml);
   absl::StrAppend(&m, "spec:\n");
   if (!run_policy_yaml.empty()) absl::StrAppend(&m, "  runPolicy:\n", run_policy_yaml);
   absl::StrAppend(&m, "  pytorchReplicaSpecs:\n");
   auto replica = [&](const std::string& type, int n) {
-    absl::StrAppend(&m, "    ", type, ":\n      replicas: ", n, "\n      restartPolicy: ",
-                    restart_policy,
+    absl::StrAppend(&m, "    ", type, ":\n      replicas: ", n,
+                    "\n      restartPolicy: ", restart_policy,
                     "\n      template:\n        spec:\n          containers:\n"
                     "          - name: pytorch\n            image: busybox\n"
                     "            command: [\"true\"]\n");

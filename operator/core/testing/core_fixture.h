@@ -10,11 +10,11 @@
 
 #include "absl/time/time.h"
 #include "api/v1/training_job.pb.h"
+#include "common/testing/fake_clock.h"
 #include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/core/controller.h"
 #include "operator/core/job_service.h"
 #include "operator/core/testing/fake_backend.h"
-#include "common/testing/fake_clock.h"
 #include "operator/metrics/operator_metrics.h"
 
 namespace coach::core::testing {

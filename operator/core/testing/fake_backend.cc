@@ -123,9 +123,8 @@ void FakeBackend::Notify(const std::string& ns, const std::string& name) {
   if (cb) cb(ns, name);
 }
 
-void FakeBackend::SetPodPhase(const std::string& ns, const std::string& job,
-                              const std::string& pod, model::PodPhase phase,
-                              std::optional<int> exit_code, bool notify) {
+void FakeBackend::SetPodPhase(const std::string& ns, const std::string& job, const std::string& pod,
+                              model::PodPhase phase, std::optional<int> exit_code, bool notify) {
   {
     absl::MutexLock lock(&mu_);
     model::ObservedPod& p = jobs_[Key(ns, job)].pods[pod];
@@ -136,8 +135,8 @@ void FakeBackend::SetPodPhase(const std::string& ns, const std::string& job,
   if (notify) Notify(ns, job);
 }
 
-void FakeBackend::SetAllPods(const std::string& ns, const std::string& job,
-                             model::PodPhase phase, std::optional<int> exit_code) {
+void FakeBackend::SetAllPods(const std::string& ns, const std::string& job, model::PodPhase phase,
+                             std::optional<int> exit_code) {
   {
     absl::MutexLock lock(&mu_);
     for (auto& [name, pod] : jobs_[Key(ns, job)].pods) {

@@ -70,9 +70,7 @@ class FakeBackend : public backend::Backend {
     std::map<std::string, model::ObservedPod> pods;
     std::map<std::string, std::string> objects;  // name -> kind
   };
-  static std::string Key(const std::string& ns, const std::string& name) {
-    return ns + "/" + name;
-  }
+  static std::string Key(const std::string& ns, const std::string& name) { return ns + "/" + name; }
   void Notify(const std::string& ns, const std::string& name);
 
   mutable absl::Mutex mu_;

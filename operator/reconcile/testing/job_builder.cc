@@ -12,8 +12,7 @@ google::protobuf::Timestamp ToProto(absl::Time t) {
 }
 
 std::string DefaultTemplate(const api::v1::KindInfo& kind) {
-  nlohmann::json container = {{"name", std::string(kind.default_container)},
-                              {"image", "busybox"}};
+  nlohmann::json container = {{"name", std::string(kind.default_container)}, {"image", "busybox"}};
   if (kind.default_port != 0) {
     container["ports"] = nlohmann::json::array(
         {{{"name", std::string(kind.default_port_name)}, {"containerPort", kind.default_port}}});
@@ -100,12 +99,16 @@ JobBuilder& JobBuilder::PriorityClass(const std::string& p) {
   return *this;
 }
 JobBuilder& JobBuilder::MinResource(const std::string& name, const std::string& quantity) {
-  (*job_.mutable_spec()->mutable_run_policy()->mutable_scheduling_policy()
+  (*job_.mutable_spec()
+        ->mutable_run_policy()
+        ->mutable_scheduling_policy()
         ->mutable_min_resources())[name] = quantity;
   return *this;
 }
 JobBuilder& JobBuilder::ScheduleTimeoutSeconds(int s) {
-  job_.mutable_spec()->mutable_run_policy()->mutable_scheduling_policy()
+  job_.mutable_spec()
+      ->mutable_run_policy()
+      ->mutable_scheduling_policy()
       ->set_schedule_timeout_seconds(s);
   return *this;
 }
@@ -175,7 +178,11 @@ JobBuilder MakeJAXJob(const std::string& ns, const std::string& name) {
 }
 
 model::Job SeedPyTorchJob() {
-  return MakePyTorchJob("default", "pytorch-mnist").Master(1).Workers(2).NprocPerNode("auto").Build();
+  return MakePyTorchJob("default", "pytorch-mnist")
+      .Master(1)
+      .Workers(2)
+      .NprocPerNode("auto")
+      .Build();
 }
 
 }  // namespace coach::reconcile::testing

@@ -97,8 +97,8 @@ absl::StatusOr<ListResult> FakeJobStore::List(const ListOptions& options) {
   return result;
 }
 
-absl::StatusOr<api::v1::TrainingJob> FakeJobStore::CheckedUpdate(
-    const api::v1::TrainingJob& input, bool status_only) {
+absl::StatusOr<api::v1::TrainingJob> FakeJobStore::CheckedUpdate(const api::v1::TrainingJob& input,
+                                                                 bool status_only) {
   int64_t given;
   if (!absl::SimpleAtoi(input.metadata().resource_version(), &given)) {
     return absl::InvalidArgumentError("metadata.resourceVersion: required for updates");
@@ -118,8 +118,7 @@ absl::StatusOr<api::v1::TrainingJob> FakeJobStore::CheckedUpdate(
     next = input;
     *next.mutable_status() = stored.status();
     next.mutable_metadata()->set_uid(stored.metadata().uid());
-    *next.mutable_metadata()->mutable_creation_timestamp() =
-        stored.metadata().creation_timestamp();
+    *next.mutable_metadata()->mutable_creation_timestamp() = stored.metadata().creation_timestamp();
     bool changed =
         !google::protobuf::util::MessageDifferencer::Equals(stored.spec(), input.spec()) ||
         stored.kind() != input.kind();
@@ -136,8 +135,7 @@ absl::StatusOr<api::v1::TrainingJob> FakeJobStore::Update(const api::v1::Trainin
   return CheckedUpdate(job, /*status_only=*/false);
 }
 
-absl::StatusOr<api::v1::TrainingJob> FakeJobStore::UpdateStatus(
-    const api::v1::TrainingJob& job) {
+absl::StatusOr<api::v1::TrainingJob> FakeJobStore::UpdateStatus(const api::v1::TrainingJob& job) {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("UpdateStatus"));
   return CheckedUpdate(job, /*status_only=*/true);

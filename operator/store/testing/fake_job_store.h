@@ -19,8 +19,7 @@ namespace coach::store::testing {
 
 class FakeJobStore : public JobStore {
  public:
-  explicit FakeJobStore(int max_events_per_job = 100)
-      : max_events_per_job_(max_events_per_job) {}
+  explicit FakeJobStore(int max_events_per_job = 100) : max_events_per_job_(max_events_per_job) {}
 
   // The next call of `method` returns `error` (once).
   void InjectError(const std::string& method, absl::Status error);

@@ -53,8 +53,7 @@ void JobStoreContractTest::CreateDuplicateIsAlreadyExists() {
 }
 
 void JobStoreContractTest::CreateRequiresNameAndNamespace() {
-  EXPECT_EQ(store_->Create(MakeJob("", "a")).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->Create(MakeJob("", "a")).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store_->Create(MakeJob(Ns("ns"), "")).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
@@ -244,12 +243,12 @@ void JobStoreContractTest::EventsAreBoundedPerJob() {
   ASSERT_TRUE(store_->Create(MakeJob(Ns("ns"), "a")).ok());
   ASSERT_TRUE(store_->Create(MakeJob(Ns("ns"), "b")).ok());
   for (int i = 0; i < 8; ++i) {
-    ASSERT_TRUE(store_->AppendEvent({Ns("ns"), "a"}, {"Normal", "R", absl::StrCat("e", i),
-                                                      absl::FromUnixSeconds(1000 + i)})
+    ASSERT_TRUE(store_
+                    ->AppendEvent({Ns("ns"), "a"}, {"Normal", "R", absl::StrCat("e", i),
+                                                    absl::FromUnixSeconds(1000 + i)})
                     .ok());
   }
-  ASSERT_TRUE(
-      store_->AppendEvent({Ns("ns"), "b"}, {"Warning", "Bad", "b0", absl::Now()}).ok());
+  ASSERT_TRUE(store_->AppendEvent({Ns("ns"), "b"}, {"Warning", "Bad", "b0", absl::Now()}).ok());
   FlushEvents();
   auto events = store_->ListEvents({Ns("ns"), "a"});
   ASSERT_TRUE(events.ok());

@@ -66,7 +66,7 @@ class JobStoreContractTest : public ::testing::Test {
 #define COACH_JOB_STORE_CONTRACT_CASE(Fixture, Case) \
   TEST_F(Fixture, Case) { Case(); }
 
-#define COACH_JOB_STORE_CONTRACT_TESTS(Fixture)                                  \
+#define COACH_JOB_STORE_CONTRACT_TESTS(Fixture)                                      \
   COACH_JOB_STORE_CONTRACT_CASE(Fixture, CreateAssignsIdentityAndGetReturnsIt)       \
   COACH_JOB_STORE_CONTRACT_CASE(Fixture, CreateDuplicateIsAlreadyExists)             \
   COACH_JOB_STORE_CONTRACT_CASE(Fixture, CreateRequiresNameAndNamespace)             \

@@ -1,9 +1,8 @@
 // `coach`: the command-line client. Wiring only: each subcommand lives in its own file.
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <optional>
-
-#include <CLI/CLI.hpp>
 
 #include "common/version/version.h"
 #include "sdk/cpp/cli/exit_codes.h"
@@ -34,17 +33,20 @@ int main(int argc, char** argv) {
   render->add_flag("--karpenter", karpenter.enabled,
                    "add the operator's Karpenter placement (NodePools, toleration, zone, "
                    "do-not-disrupt), as an operator started with --karpenter does");
-  render->add_option("--karpenter-gpu-nodepool", karpenter.gpu_nodepool,
-                     "NodePool of accelerator replicas")
+  render
+      ->add_option("--karpenter-gpu-nodepool", karpenter.gpu_nodepool,
+                   "NodePool of accelerator replicas")
       ->capture_default_str();
-  render->add_option("--karpenter-cpu-nodepool", karpenter.cpu_nodepool,
-                     "NodePool of the other replicas; empty: anywhere but the GPU NodePool")
+  render
+      ->add_option("--karpenter-cpu-nodepool", karpenter.cpu_nodepool,
+                   "NodePool of the other replicas; empty: anywhere but the GPU NodePool")
       ->capture_default_str();
-  render->add_option("--karpenter-gpu-taint", karpenter.gpu_taint,
-                     "the GPU NodePool's taint, key[=value]:Effect; empty: none")
+  render
+      ->add_option("--karpenter-gpu-taint", karpenter.gpu_taint,
+                   "the GPU NodePool's taint, key[=value]:Effect; empty: none")
       ->capture_default_str();
-  render->add_option("--karpenter-zone-policy", karpenter.zone_policy,
-                     "none | preferred | required")
+  render
+      ->add_option("--karpenter-zone-policy", karpenter.zone_policy, "none | preferred | required")
       ->capture_default_str();
   coach::cli::RemoteCli remote;
   coach::cli::RegisterRemoteCommands(app, &remote);

@@ -28,8 +28,8 @@ absl::StatusOr<std::string> ReadInput(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-absl::StatusOr<std::vector<api::v1::TrainingJob>> LoadJobs(
-    const std::string& text, const std::string& namespace_override) {
+absl::StatusOr<std::vector<api::v1::TrainingJob>> LoadJobs(const std::string& text,
+                                                           const std::string& namespace_override) {
   absl::StatusOr<std::vector<api::v1::TrainingJob>> jobs = api::v1::codec::ParseManifests(text);
   if (!jobs.ok()) return jobs.status();
   if (jobs->empty()) return absl::InvalidArgumentError("no job in the input");

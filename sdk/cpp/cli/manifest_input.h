@@ -16,8 +16,9 @@ absl::StatusOr<std::string> ReadInput(const std::string& path);
 
 // Parses every job in `text`, applies `namespace_override` (empty: "default") to jobs
 // that name no namespace (InvalidArgument when the override is given and a job names a
-// different one, as kubectl refuses), defaults and validates them. InvalidArgument lists every error, one per line, with field paths.
-absl::StatusOr<std::vector<api::v1::TrainingJob>> LoadJobs(
-    const std::string& text, const std::string& namespace_override);
+// different one, as kubectl refuses), defaults and validates them. InvalidArgument lists every
+// error, one per line, with field paths.
+absl::StatusOr<std::vector<api::v1::TrainingJob>> LoadJobs(const std::string& text,
+                                                           const std::string& namespace_override);
 
 }  // namespace coach::cli

@@ -1,13 +1,12 @@
 #include "sdk/cpp/cli/offline_commands.h"
 
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "api/v1/codec/job_codec.h"
-#include "common/version/version.h"
 #include "api/v1/codec/yaml_json.h"
+#include "common/version/version.h"
 #include "operator/model/reconcile_types.h"
 #include "operator/reconcile/desired_objects.h"
 #include "sdk/cpp/cli/exit_codes.h"
@@ -66,8 +65,7 @@ int RunRender(const OfflineOptions& options, const karpenter::ConfigFlags& karpe
   config.karpenter = *placement;
   nlohmann::json items = nlohmann::json::array();
   for (const api::v1::TrainingJob& job : *jobs) {
-    absl::StatusOr<std::vector<model::KubeObject>> objects =
-        reconcile::DesiredObjects(job, config);
+    absl::StatusOr<std::vector<model::KubeObject>> objects = reconcile::DesiredObjects(job, config);
     if (!objects.ok()) {
       PrintError(objects.status(), err);
       return kExitInvalid;

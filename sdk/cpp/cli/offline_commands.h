@@ -11,10 +11,10 @@
 namespace coach::cli {
 
 struct OfflineOptions {
-  std::string file;            // "-" for stdin
+  std::string file;             // "-" for stdin
   std::string output = "yaml";  // "yaml" or "json"
-  std::string namespace_;      // -n: for jobs that name none ("default" when empty); a job
-                               // naming another one is an error, as with kubectl
+  std::string namespace_;       // -n: for jobs that name none ("default" when empty); a job
+                                // naming another one is an error, as with kubectl
 };
 
 // Prints the normalized, defaulted job(s); on bad input every error, and exit 1.

@@ -5,10 +5,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "sdk/cpp/cli/exit_codes.h"
 
@@ -49,10 +48,9 @@ TEST(RenderTest, SeedPyTorchJobGivesThreePodsAndServicesWiredAsUpstream) {
   ASSERT_EQ(pods.size(), 3u);
   ASSERT_EQ(services.size(), 3u);
 
-  const std::map<std::string, std::string> expected_rank = {
-      {"pytorch-mnist-master-0", "0"},
-      {"pytorch-mnist-worker-0", "1"},
-      {"pytorch-mnist-worker-1", "2"}};
+  const std::map<std::string, std::string> expected_rank = {{"pytorch-mnist-master-0", "0"},
+                                                            {"pytorch-mnist-worker-0", "1"},
+                                                            {"pytorch-mnist-worker-1", "2"}};
   for (const auto& [name, rank] : expected_rank) {
     SCOPED_TRACE(name);
     ASSERT_EQ(pods.count(name), 1u);

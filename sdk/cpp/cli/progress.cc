@@ -22,8 +22,7 @@ std::string ProgressLine(const api::v1::TrainingJob& job) {
   std::string state = sdk::JobState(job);
   return absl::StrCat(job.metadata().namespace_(), "/", job.metadata().name(), " ",
                       state.empty() ? "Pending" : state, ": ", starting, " starting, ", active,
-                      " running, ", succeeded, " succeeded, ", failed, " failed (of ", total,
-                      ")");
+                      " running, ", succeeded, " succeeded, ", failed, " failed (of ", total, ")");
 }
 
 void ProgressReporter::Update(const api::v1::TrainingJob& job) {

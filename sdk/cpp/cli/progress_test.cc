@@ -1,8 +1,8 @@
 #include "sdk/cpp/cli/progress.h"
 
-#include <sstream>
-
 #include <gtest/gtest.h>
+
+#include <sstream>
 
 namespace coach::cli {
 namespace {

@@ -11,10 +11,13 @@ namespace coach::cli {
 void RegisterRemoteCommands(CLI::App& app, RemoteCli* cli) {
   RemoteOptions& o = cli->options;
   sdk::ConnectionOptions& c = o.connection;
-  app.add_option("--server", c.server, "coach-operator address (env COACH_SERVER; default 127.0.0.1:7450)");
-  app.add_option("--token-file", c.token_file, "file holding the bearer token (env COACH_TOKEN, COACH_TOKEN_FILE)");
+  app.add_option("--server", c.server,
+                 "coach-operator address (env COACH_SERVER; default 127.0.0.1:7450)");
+  app.add_option("--token-file", c.token_file,
+                 "file holding the bearer token (env COACH_TOKEN, COACH_TOKEN_FILE)");
   app.add_option("--tls-ca", c.tls_ca, "CA bundle (PEM); enables TLS (env COACH_TLS_CA)");
-  app.add_option("--tls-cert", c.tls_cert, "client certificate for mutual TLS (env COACH_TLS_CERT)");
+  app.add_option("--tls-cert", c.tls_cert,
+                 "client certificate for mutual TLS (env COACH_TLS_CERT)");
   app.add_option("--tls-key", c.tls_key, "client key for mutual TLS (env COACH_TLS_KEY)");
   app.add_option("--tls-server-name", c.tls_server_name,
                  "name expected in the server's certificate (env COACH_TLS_SERVER_NAME)");

@@ -7,11 +7,10 @@
 // --tls-cert, --tls-key, --tls-server-name; each falls back to its COACH_* variable
 // (sdk/cpp/connection.h).
 
+#include <CLI/CLI.hpp>
 #include <optional>
 #include <ostream>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "sdk/cpp/cli/remote_commands.h"
 

@@ -22,8 +22,7 @@ int Fail(const absl::Status& status, RemoteEnv& env) {
 }
 
 std::string JobRef(const TrainingJob& job) {
-  return absl::StrCat(KindName(job), " ", job.metadata().namespace_(), "/",
-                      job.metadata().name());
+  return absl::StrCat(KindName(job), " ", job.metadata().namespace_(), "/", job.metadata().name());
 }
 
 absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> Connect(const RemoteOptions& options,
@@ -43,8 +42,7 @@ int WaitAndReport(sdk::TrainingClient& client, const std::string& namespace_,
     last = job;
     progress.Update(job);
   };
-  absl::StatusOr<TrainingJob> job =
-      client.WaitForJobConditions(namespace_, name, conditions, wait);
+  absl::StatusOr<TrainingJob> job = client.WaitForJobConditions(namespace_, name, conditions, wait);
   progress.Finish();
   if (job.ok()) {
     *env.out << JobRef(*job) << " " << sdk::JobState(*job) << "\n";
@@ -148,9 +146,9 @@ int RunSubmit(const RemoteOptions& options, RemoteEnv& env) {
   std::vector<TrainingJob> created;
   for (const TrainingJob& job : *jobs) {
     // One job: the server reads the user's own text, exactly as `kubectl apply` would send it.
-    absl::StatusOr<TrainingJob> result =
-        jobs->size() == 1 ? (*client)->CreateJobFromManifest(*text, namespace_)
-                          : (*client)->CreateJob(job, namespace_);
+    absl::StatusOr<TrainingJob> result = jobs->size() == 1
+                                             ? (*client)->CreateJobFromManifest(*text, namespace_)
+                                             : (*client)->CreateJob(job, namespace_);
     if (!result.ok()) return Fail(result.status(), env);
     *env.out << JobRef(*result) << " created\n";
     created.push_back(*result);
@@ -309,8 +307,8 @@ int RunWait(const RemoteOptions& options, RemoteEnv& env) {
   }
   absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> client = Connect(options, env);
   if (!client.ok()) return Fail(client.status(), env);
-  return WaitAndReport(**client, options.namespace_, options.job, {options.for_condition},
-                       *timeout, env);
+  return WaitAndReport(**client, options.namespace_, options.job, {options.for_condition}, *timeout,
+                       env);
 }
 
 int RunDelete(const RemoteOptions& options, RemoteEnv& env) {

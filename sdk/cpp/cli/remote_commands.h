@@ -46,11 +46,10 @@ struct RemoteEnv {
   std::function<absl::StatusOr<std::string>(const std::string& path)> read_input;
   // Parses, defaults and validates manifests. cli::LoadJobs in the binary.
   std::function<absl::StatusOr<std::vector<api::v1::TrainingJob>>(const std::string& text,
-                                                                 const std::string& namespace_)>
+                                                                  const std::string& namespace_)>
       load_jobs;
   // Makes the client; TrainingClient::Create in the binary, a fake server's in tests.
-  std::function<absl::StatusOr<std::unique_ptr<sdk::TrainingClient>>(
-      const sdk::ConnectionOptions&)>
+  std::function<absl::StatusOr<std::unique_ptr<sdk::TrainingClient>>(const sdk::ConnectionOptions&)>
       make_client;
   std::function<absl::Time()> now = absl::Now;
 };

@@ -1,10 +1,10 @@
 #include "sdk/cpp/cli/remote_commands.h"
 
-#include <sstream>
-
 #include <gmock/gmock.h>
-#include <gtest/gtest.h>
 #include <grpcpp/create_channel.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
 
 #include "api/v1/codec/job_codec.h"
 #include "sdk/cpp/cli/exit_codes.h"
@@ -45,8 +45,8 @@ class RemoteCommandsTest : public ::testing::Test {
       if (path == "bad.yaml") return std::string("apiVersion: kubeflow.org/v1\nkind: Nope\n");
       return absl::NotFoundError(path + ": No such file or directory");
     };
-    env_.load_jobs = [](const std::string& text, const std::string& namespace_)
-        -> absl::StatusOr<std::vector<TrainingJob>> {
+    env_.load_jobs = [](const std::string& text,
+                        const std::string& namespace_) -> absl::StatusOr<std::vector<TrainingJob>> {
       absl::StatusOr<std::vector<TrainingJob>> jobs = api::v1::codec::ParseManifests(text);
       if (!jobs.ok()) return jobs.status();
       for (TrainingJob& job : *jobs) {
@@ -54,8 +54,9 @@ class RemoteCommandsTest : public ::testing::Test {
       }
       return jobs;
     };
-    env_.make_client = [this](const sdk::ConnectionOptions&)
-        -> absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> {
+    env_.make_client =
+        [this](
+            const sdk::ConnectionOptions&) -> absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> {
       sdk::ClientConfig config;
       config.server = server_.address();
       config.poll_interval = absl::Milliseconds(20);
@@ -157,8 +158,8 @@ TEST_F(RemoteCommandsTest, GetErrorsMapToExitCodes) {
 }
 
 TEST_F(RemoteCommandsTest, UnreachableServerIsExit6) {
-  env_.make_client = [](const sdk::ConnectionOptions&)
-      -> absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> {
+  env_.make_client =
+      [](const sdk::ConnectionOptions&) -> absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> {
     sdk::ClientConfig config;
     config.server = "127.0.0.1:1";
     return std::make_unique<sdk::TrainingClient>(

@@ -48,7 +48,8 @@ std::string FormatAge(absl::Duration age) {
 
 std::string FormatAgeSince(const google::protobuf::Timestamp& timestamp, absl::Time now) {
   if (timestamp.seconds() == 0 && timestamp.nanos() == 0) return "<unknown>";
-  absl::Time then = absl::FromUnixSeconds(timestamp.seconds()) + absl::Nanoseconds(timestamp.nanos());
+  absl::Time then =
+      absl::FromUnixSeconds(timestamp.seconds()) + absl::Nanoseconds(timestamp.nanos());
   return FormatAge(now - then);
 }
 

@@ -1,8 +1,8 @@
 #include "sdk/cpp/cli/table_printer.h"
 
-#include <sstream>
-
 #include <gtest/gtest.h>
+
+#include <sstream>
 
 #include "absl/time/clock.h"
 

@@ -1,9 +1,9 @@
 #include "sdk/cpp/testing/fake_training_service.h"
 
-#include <thread>
-
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
+
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -53,8 +53,7 @@ std::optional<TrainingJob> FakeTrainingService::FindJob(const std::string& names
   return it->second;
 }
 
-void FakeTrainingService::InjectError(const std::string& method, grpc::Status status,
-                                      int times) {
+void FakeTrainingService::InjectError(const std::string& method, grpc::Status status, int times) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (int i = 0; i < times; ++i) errors_[method].push_back(status);
 }

@@ -4,6 +4,8 @@
 // FakeServer on 127.0.0.1:<free port>. Records every request and the authorization
 // metadata it came with; errors can be injected per method; WatchJobs follows a script.
 
+#include <grpcpp/server.h>
+
 #include <deque>
 #include <map>
 #include <memory>
@@ -11,8 +13,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <grpcpp/server.h>
 
 #include "absl/time/time.h"
 #include "api/v1/training_service.grpc.pb.h"
@@ -73,8 +73,7 @@ class FakeTrainingService final : public api::v1::TrainingService::Service {
                           api::v1::TrainingJob* response) override;
   grpc::Status ResumeJob(grpc::ServerContext* context, const api::v1::ResumeJobRequest* request,
                          api::v1::TrainingJob* response) override;
-  grpc::Status DescribeJob(grpc::ServerContext* context,
-                           const api::v1::DescribeJobRequest* request,
+  grpc::Status DescribeJob(grpc::ServerContext* context, const api::v1::DescribeJobRequest* request,
                            api::v1::DescribeJobResponse* response) override;
 
  private:

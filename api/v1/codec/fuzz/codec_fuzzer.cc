@@ -31,7 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   std::string yaml = codec::JobsToYaml(*jobs);
   auto from_yaml = codec::ParseManifests(yaml);
-  Check(from_yaml.ok(), "own YAML rejected", std::string(from_yaml.status().message()) + "\n" + yaml);
+  Check(from_yaml.ok(), "own YAML rejected",
+        std::string(from_yaml.status().message()) + "\n" + yaml);
   Check(from_yaml->size() == jobs->size(), "YAML round trip changed the job count", yaml);
   std::string json_text = codec::JobsToJson(*jobs);
   auto from_json = codec::ParseManifests(json_text);
@@ -45,8 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     SetDefaults(&job);
     TrainingJob twice = job;
     SetDefaults(&twice);
-    Check(google::protobuf::util::MessageDifferencer::Equals(twice, job), "defaulting not idempotent",
-          job.DebugString());
+    Check(google::protobuf::util::MessageDifferencer::Equals(twice, job),
+          "defaulting not idempotent", job.DebugString());
     (void)Validate(job);
   }
   return 0;

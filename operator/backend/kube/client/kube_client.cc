@@ -9,26 +9,34 @@ namespace coach::kubeclient {
 
 const char* WatchEventTypeName(WatchEventType t) {
   switch (t) {
-    case WatchEventType::kAdded: return "ADDED";
-    case WatchEventType::kModified: return "MODIFIED";
-    case WatchEventType::kDeleted: return "DELETED";
-    case WatchEventType::kBookmark: return "BOOKMARK";
-    case WatchEventType::kError: return "ERROR";
+    case WatchEventType::kAdded:
+      return "ADDED";
+    case WatchEventType::kModified:
+      return "MODIFIED";
+    case WatchEventType::kDeleted:
+      return "DELETED";
+    case WatchEventType::kBookmark:
+      return "BOOKMARK";
+    case WatchEventType::kError:
+      return "ERROR";
   }
   return "?";
 }
 
 const char* PatchContentType(PatchType t) {
   switch (t) {
-    case PatchType::kMerge: return "application/merge-patch+json";
-    case PatchType::kJson: return "application/json-patch+json";
-    case PatchType::kStrategicMerge: return "application/strategic-merge-patch+json";
+    case PatchType::kMerge:
+      return "application/merge-patch+json";
+    case PatchType::kJson:
+      return "application/json-patch+json";
+    case PatchType::kStrategicMerge:
+      return "application/strategic-merge-patch+json";
   }
   return "application/merge-patch+json";
 }
 
-absl::StatusOr<std::string> GetLogs(KubeClient& client, const std::string& ns, const std::string& pod,
-                                    LogOptions options) {
+absl::StatusOr<std::string> GetLogs(KubeClient& client, const std::string& ns,
+                                    const std::string& pod, LogOptions options) {
   options.follow = false;
   std::string out;
   absl::Status s = client.StreamLogs(ns, pod, options, [&out](absl::string_view chunk) {
@@ -39,7 +47,8 @@ absl::StatusOr<std::string> GetLogs(KubeClient& client, const std::string& ns, c
   return out;
 }
 
-absl::Status RetryOnConflict(const std::function<absl::Status()>& fn, const RetryOnConflictOptions& options) {
+absl::Status RetryOnConflict(const std::function<absl::Status()>& fn,
+                             const RetryOnConflictOptions& options) {
   thread_local std::mt19937_64 rng(std::random_device{}());
   absl::Duration backoff = options.initial_backoff;
   absl::Status last;
@@ -68,7 +77,9 @@ std::string MetaString(const nlohmann::json& o, const char* key) {
 
 std::string NameOf(const nlohmann::json& object) { return MetaString(object, "name"); }
 std::string NamespaceOf(const nlohmann::json& object) { return MetaString(object, "namespace"); }
-std::string ResourceVersionOf(const nlohmann::json& object) { return MetaString(object, "resourceVersion"); }
+std::string ResourceVersionOf(const nlohmann::json& object) {
+  return MetaString(object, "resourceVersion");
+}
 std::string UidOf(const nlohmann::json& object) { return MetaString(object, "uid"); }
 
 }  // namespace coach::kubeclient

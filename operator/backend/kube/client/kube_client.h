@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,7 +34,6 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "operator/backend/kube/client/resource.h"
-#include <nlohmann/json.hpp>
 
 namespace coach::kubeclient {
 
@@ -120,12 +120,13 @@ class KubeClient {
   // AlreadyExists: an object with that name exists. InvalidArgument: invalid object, or
   // metadata.resourceVersion set (checked by the client: the apiserver answers that with a 500).
   // NotFound: the namespace does not exist.
-  virtual absl::StatusOr<nlohmann::json> Create(const ResourceDescriptor& resource, const std::string& ns,
+  virtual absl::StatusOr<nlohmann::json> Create(const ResourceDescriptor& resource,
+                                                const std::string& ns,
                                                 const nlohmann::json& object) = 0;
 
   // GET. NotFound.
-  virtual absl::StatusOr<nlohmann::json> Get(const ResourceDescriptor& resource, const std::string& ns,
-                                             const std::string& name) = 0;
+  virtual absl::StatusOr<nlohmann::json> Get(const ResourceDescriptor& resource,
+                                             const std::string& ns, const std::string& name) = 0;
 
   // GET of the collection (ns "" = all namespaces for namespaced resources). Items are
   // sorted by namespace then name. InvalidArgument: bad selector. Gone (IsGone): the
@@ -145,16 +146,17 @@ class KubeClient {
   // update is conditional on it. For resources with a status subresource, .status is
   // ignored. Aborted: resourceVersion is stale (409 Conflict): RetryOnConflict.
   // NotFound. InvalidArgument: invalid object or immutable fields changed.
-  virtual absl::StatusOr<nlohmann::json> Update(const ResourceDescriptor& resource, const std::string& ns,
+  virtual absl::StatusOr<nlohmann::json> Update(const ResourceDescriptor& resource,
+                                                const std::string& ns,
                                                 const nlohmann::json& object) = 0;
 
   // PATCH. `patch` is the patch document (a JSON object for merge patches, an array for JSON
   // patches). A merge patch carrying metadata.resourceVersion is conditional on it (Aborted
   // when stale). NotFound. InvalidArgument: malformed patch or invalid result. A JSON patch
   // whose "test" operation fails: InvalidArgument.
-  virtual absl::StatusOr<nlohmann::json> Patch(const ResourceDescriptor& resource, const std::string& ns,
-                                               const std::string& name, PatchType type,
-                                               const nlohmann::json& patch) = 0;
+  virtual absl::StatusOr<nlohmann::json> Patch(const ResourceDescriptor& resource,
+                                               const std::string& ns, const std::string& name,
+                                               PatchType type, const nlohmann::json& patch) = 0;
 
   // DELETE. OK once accepted: objects with finalizers or a grace period (Pods) may remain
   // for a while with metadata.deletionTimestamp set. NotFound. Aborted: a precondition
@@ -167,14 +169,16 @@ class KubeClient {
   // ignored; so are metadata changes for custom resources, while Pods' status endpoint still
   // takes label/annotation changes: do not rely on either). A resourceVersion in the object or
   // patch is a precondition (Aborted when stale). Codes as Get/Update/Patch.
-  virtual absl::StatusOr<nlohmann::json> GetStatus(const ResourceDescriptor& resource, const std::string& ns,
+  virtual absl::StatusOr<nlohmann::json> GetStatus(const ResourceDescriptor& resource,
+                                                   const std::string& ns,
                                                    const std::string& name) = 0;
   virtual absl::StatusOr<nlohmann::json> UpdateStatus(const ResourceDescriptor& resource,
                                                       const std::string& ns,
                                                       const nlohmann::json& object) = 0;
   virtual absl::StatusOr<nlohmann::json> PatchStatus(const ResourceDescriptor& resource,
                                                      const std::string& ns, const std::string& name,
-                                                     PatchType type, const nlohmann::json& patch) = 0;
+                                                     PatchType type,
+                                                     const nlohmann::json& patch) = 0;
 
   // A pod's log (/api/v1/namespaces/NS/pods/NAME/log). With options.follow the stream stays
   // open until the container ends, the handler returns false (OK) or options.stop is raised
@@ -185,8 +189,8 @@ class KubeClient {
 };
 
 // The whole log (follow ignored) as one string; codes as StreamLogs.
-absl::StatusOr<std::string> GetLogs(KubeClient& client, const std::string& ns, const std::string& pod,
-                                    LogOptions options);
+absl::StatusOr<std::string> GetLogs(KubeClient& client, const std::string& ns,
+                                    const std::string& pod, LogOptions options);
 
 struct RetryOnConflictOptions {
   int max_attempts = 5;  // as client-go's retry.DefaultRetry

@@ -26,12 +26,15 @@ using testing::TestEnv;
 
 const ResourceDescriptor kCms = resources::ConfigMaps();
 const ResourceDescriptor kPods = resources::Pods();
-const ResourceDescriptor kServiceAccounts{"", "v1", "serviceaccounts", "ServiceAccount", true, false};
+const ResourceDescriptor kServiceAccounts{"",   "v1", "serviceaccounts", "ServiceAccount",
+                                          true, false};
 const ResourceDescriptor kWidgets{"contract.coach.dev", "v1", "widgets", "Widget", true, true};
 
 json Cm(const std::string& name, json labels = json::object(), json data = {{"k", "v"}}) {
-  return {{"apiVersion", "v1"}, {"kind", "ConfigMap"},
-          {"metadata", {{"name", name}, {"labels", labels}}}, {"data", data}};
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", {{"name", name}, {"labels", labels}}},
+          {"data", data}};
 }
 
 // A pod nobody schedules (no such scheduler), so only the test writes it.
@@ -74,8 +77,10 @@ class ContractTest : public ::testing::TestWithParam<std::string> {
           o.qps = 100;
           o.burst = 200;
           auto c = env_->NewClient(o);
-          if (c.ok()) real_client_ = std::move(*c);
-          else env_status_ = c.status();
+          if (c.ok())
+            real_client_ = std::move(*c);
+          else
+            env_status_ = c.status();
         } else {
           env_status_ = e.status();
         }
@@ -93,7 +98,8 @@ class ContractTest : public ::testing::TestWithParam<std::string> {
   }
 
   void TearDown() override {
-    if (client_ != nullptr && !ns_.empty()) (void)client_->Delete(resources::Namespaces(), "", ns_, {});
+    if (client_ != nullptr && !ns_.empty())
+      (void)client_->Delete(resources::Namespaces(), "", ns_, {});
   }
 
   bool real() const { return GetParam() == "real"; }
@@ -215,8 +221,9 @@ TEST_P(ContractTest, UpdateIsConditionalOnResourceVersion) {
 TEST_P(ContractTest, PatchMergeAndJson) {
   auto c = client_->Create(kCms, ns_, Cm("a", {{"app", "x"}}, {{"k", "v"}, {"drop", "me"}}));
   ASSERT_TRUE(c.ok());
-  auto m = client_->Patch(kCms, ns_, "a", PatchType::kMerge,
-                          {{"metadata", {{"labels", {{"tier", "web"}}}}}, {"data", {{"drop", nullptr}, {"n", "1"}}}});
+  auto m = client_->Patch(
+      kCms, ns_, "a", PatchType::kMerge,
+      {{"metadata", {{"labels", {{"tier", "web"}}}}}, {"data", {{"drop", nullptr}, {"n", "1"}}}});
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ((*m)["metadata"]["labels"], json({{"app", "x"}, {"tier", "web"}}));
   EXPECT_EQ((*m)["data"], json({{"k", "v"}, {"n", "1"}}));
@@ -226,14 +233,17 @@ TEST_P(ContractTest, PatchMergeAndJson) {
   ASSERT_TRUE(j.ok()) << j.status();
   EXPECT_EQ((*j)["data"], json({{"k", "w"}, {"n", "1"}, {"z", "2"}}));
   // A merge patch carrying a stale resourceVersion is a precondition.
-  auto stale = client_->Patch(kCms, ns_, "a", PatchType::kMerge,
-                              {{"metadata", {{"resourceVersion", ResourceVersionOf(*c)}}}, {"data", {{"k", "x"}}}});
+  auto stale = client_->Patch(
+      kCms, ns_, "a", PatchType::kMerge,
+      {{"metadata", {{"resourceVersion", ResourceVersionOf(*c)}}}, {"data", {{"k", "x"}}}});
   EXPECT_TRUE(absl::IsAborted(stale.status())) << stale.status();
-  auto fresh = client_->Patch(kCms, ns_, "a", PatchType::kMerge,
-                              {{"metadata", {{"resourceVersion", ResourceVersionOf(*j)}}}, {"data", {{"k", "x"}}}});
+  auto fresh = client_->Patch(
+      kCms, ns_, "a", PatchType::kMerge,
+      {{"metadata", {{"resourceVersion", ResourceVersionOf(*j)}}}, {"data", {{"k", "x"}}}});
   EXPECT_TRUE(fresh.ok()) << fresh.status();
-  auto test_fails = client_->Patch(kCms, ns_, "a", PatchType::kJson,
-                                   json::array({{{"op", "test"}, {"path", "/data/k"}, {"value", "nope"}}}));
+  auto test_fails =
+      client_->Patch(kCms, ns_, "a", PatchType::kJson,
+                     json::array({{{"op", "test"}, {"path", "/data/k"}, {"value", "nope"}}}));
   EXPECT_TRUE(absl::IsInvalidArgument(test_fails.status())) << test_fails.status();
   EXPECT_TRUE(absl::IsNotFound(
       client_->Patch(kCms, ns_, "missing", PatchType::kMerge, {{"data", {{"a", "b"}}}}).status()));
@@ -241,7 +251,10 @@ TEST_P(ContractTest, PatchMergeAndJson) {
 
 TEST_P(ContractTest, ListSelectorsAndPaging) {
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(client_->Create(kCms, ns_, Cm(absl::StrCat("cm", i), {{"app", i % 2 == 0 ? "even" : "odd"}})).ok());
+    ASSERT_TRUE(
+        client_
+            ->Create(kCms, ns_, Cm(absl::StrCat("cm", i), {{"app", i % 2 == 0 ? "even" : "odd"}}))
+            .ok());
   }
   auto names = [](const ListResult& l) {
     std::vector<std::string> out;
@@ -310,12 +323,15 @@ TEST_P(ContractTest, FinalizersDelayDeletion) {
   auto held = client_->Get(kCms, ns_, "f");
   ASSERT_TRUE(held.ok()) << held.status();
   EXPECT_TRUE((*held)["metadata"].contains("deletionTimestamp"));
-  auto p = client_->Patch(kCms, ns_, "f", PatchType::kMerge, {{"metadata", {{"finalizers", nullptr}}}});
+  auto p =
+      client_->Patch(kCms, ns_, "f", PatchType::kMerge, {{"metadata", {{"finalizers", nullptr}}}});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_TRUE(Eventually([&] { return absl::IsNotFound(client_->Get(kCms, ns_, "f").status()); }));
 }
 
-std::string Event(const WatchEvent& e) { return absl::StrCat(WatchEventTypeName(e.type), " ", NameOf(e.object)); }
+std::string Event(const WatchEvent& e) {
+  return absl::StrCat(WatchEventTypeName(e.type), " ", NameOf(e.object));
+}
 
 TEST_P(ContractTest, WatchSeesChangesInOrder) {
   ASSERT_TRUE(client_->Create(kCms, ns_, Cm("before", {{"app", "w"}})).ok());
@@ -376,7 +392,8 @@ TEST_P(ContractTest, WatchFromAnExpiredVersionIsGone) {
   WatchOptions wo;
   wo.resource_version = "1";  // long compacted away on the apiserver (its watch cache starts later)
   wo.timeout_seconds = 10;
-  absl::Status s = client_->Watch(kCms, ns_, wo, [](const WatchEvent& e) { return e.type == WatchEventType::kBookmark; });
+  absl::Status s = client_->Watch(
+      kCms, ns_, wo, [](const WatchEvent& e) { return e.type == WatchEventType::kBookmark; });
   EXPECT_TRUE(IsGone(s)) << s;
 }
 
@@ -416,7 +433,8 @@ TEST_P(ContractTest, PodStatusSubresource) {
   EXPECT_EQ((*uu)["status"]["message"], "from-status");
   EXPECT_EQ((*uu)["metadata"]["labels"]["tier"], "web");
   // PatchStatus, conditional when it carries a resourceVersion.
-  auto ps = client_->PatchStatus(kPods, ns_, "p", PatchType::kMerge, {{"status", {{"reason", "Contract"}}}});
+  auto ps = client_->PatchStatus(kPods, ns_, "p", PatchType::kMerge,
+                                 {{"status", {{"reason", "Contract"}}}});
   ASSERT_TRUE(ps.ok()) << ps.status();
   EXPECT_EQ((*ps)["status"]["reason"], "Contract");
   auto stale = client_->PatchStatus(kPods, ns_, "p", PatchType::kMerge,
@@ -455,15 +473,19 @@ TEST_P(ContractTest, CustomResourceWithStatusSubresource) {
       {"spec",
        {{"group", "contract.coach.dev"},
         {"scope", "Namespaced"},
-        {"names", {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"}, {"listKind", "WidgetList"}}},
-        {"versions",
-         json::array({{{"name", "v1"},
-                       {"served", true},
-                       {"storage", true},
-                       {"subresources", {{"status", json::object()}}},
-                       {"schema",
-                        {{"openAPIV3Schema",
-                          {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}})}}}};
+        {"names",
+         {{"plural", "widgets"},
+          {"singular", "widget"},
+          {"kind", "Widget"},
+          {"listKind", "WidgetList"}}},
+        {"versions", json::array({{{"name", "v1"},
+                                   {"served", true},
+                                   {"storage", true},
+                                   {"subresources", {{"status", json::object()}}},
+                                   {"schema",
+                                    {{"openAPIV3Schema",
+                                      {{"type", "object"},
+                                       {"x-kubernetes-preserve-unknown-fields", true}}}}}}})}}}};
   auto made = client_->Create(resources::CustomResourceDefinitions(), "", crd);
   ASSERT_TRUE(made.ok() || absl::IsAlreadyExists(made.status())) << made.status();
   ASSERT_TRUE(Eventually([&] { return client_->List(kWidgets, ns_, {}).ok(); }));
@@ -484,7 +506,8 @@ TEST_P(ContractTest, CustomResourceWithStatusSubresource) {
   EXPECT_EQ((*us)["spec"]["size"], 1);  // the status endpoint changes nothing else
   EXPECT_FALSE((*us)["metadata"].contains("labels"));
   EXPECT_EQ((*us)["metadata"]["generation"], 1);  // status writes do not bump the generation
-  auto p = client_->Patch(kWidgets, ns_, "w", PatchType::kMerge, {{"spec", {{"size", 2}}}, {"status", nullptr}});
+  auto p = client_->Patch(kWidgets, ns_, "w", PatchType::kMerge,
+                          {{"spec", {{"size", 2}}}, {"status", nullptr}});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ((*p)["metadata"]["generation"], 2);
   EXPECT_EQ((*p)["status"]["phase"], "Ready");  // the main resource cannot touch .status
@@ -503,8 +526,10 @@ TEST_P(ContractTest, ReflectorFollowsChanges) {
   };
   h.on_event = [&](const WatchEvent& e) {
     std::lock_guard<std::mutex> l(mu);
-    if (e.type == WatchEventType::kDeleted) cache.erase(NameOf(e.object));
-    else cache[NameOf(e.object)] = e.object["data"].value("k", "");
+    if (e.type == WatchEventType::kDeleted)
+      cache.erase(NameOf(e.object));
+    else
+      cache[NameOf(e.object)] = e.object["data"].value("k", "");
   };
   ReflectorOptions o;
   o.label_selector = "app=r";
@@ -516,7 +541,8 @@ TEST_P(ContractTest, ReflectorFollowsChanges) {
   };
   EXPECT_TRUE(Eventually([&] { return snapshot().size() == 1; }));
   ASSERT_TRUE(client_->Create(kCms, ns_, Cm("r1", {{"app", "r"}})).ok());
-  ASSERT_TRUE(client_->Patch(kCms, ns_, "r0", PatchType::kMerge, {{"data", {{"k", "changed"}}}}).ok());
+  ASSERT_TRUE(
+      client_->Patch(kCms, ns_, "r0", PatchType::kMerge, {{"data", {{"k", "changed"}}}}).ok());
   ASSERT_TRUE(client_->Delete(kCms, ns_, "r1", {}).ok());
   ASSERT_TRUE(client_->Create(kCms, ns_, Cm("r2", {{"app", "r"}})).ok());
   EXPECT_TRUE(Eventually([&] {

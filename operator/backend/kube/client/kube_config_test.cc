@@ -18,7 +18,8 @@ std::string Config(const std::string& cluster_extra, const std::string& user_ext
                    const std::string& current = "dev") {
   return absl::StrCat(R"(apiVersion: v1
 kind: Config
-current-context: )", current, R"(
+current-context: )",
+                      current, R"(
 contexts:
 - name: dev
   context: {cluster: c1, user: u1, namespace: team-a}
@@ -28,13 +29,15 @@ clusters:
 - name: c1
   cluster:
     server: https://10.0.0.1:6443/
-)", cluster_extra, R"(
+)",
+                      cluster_extra, R"(
 - name: c2
   cluster: {server: "https://other:443", insecure-skip-tls-verify: true}
 users:
 - name: u1
   user:
-)", user_extra, R"(
+)",
+                      user_extra, R"(
 - name: u2
   user: {token: abc}
 )");
@@ -67,9 +70,10 @@ TEST(KubeConfigTest, NamedContextTokenAndInsecure) {
 TEST(KubeConfigTest, RelativeFilesResolveAgainstTheKubeconfigDir) {
   std::string dir = ::testing::TempDir() + "/kc";
   ::mkdir(dir.c_str(), 0700);
-  std::ofstream(dir + "/config") << Config("    certificate-authority: pki/ca.crt",
-                                           "    client-certificate: /abs/cert.pem\n    client-key: key.pem\n"
-                                           "    tokenFile: tok");
+  std::ofstream(dir + "/config") << Config(
+      "    certificate-authority: pki/ca.crt",
+      "    client-certificate: /abs/cert.pem\n    client-key: key.pem\n"
+      "    tokenFile: tok");
   auto c = LoadKubeConfigFile(dir + "/config");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->ca_file, dir + "/pki/ca.crt");
@@ -87,19 +91,25 @@ void ExpectError(const absl::StatusOr<KubeConfig>& c, const std::string& field) 
 }
 
 TEST(KubeConfigTest, BadFieldsAreNamed) {
-  ExpectError(ParseKubeConfig(Config("    certificate-authority-data: '%%%not base64'", "    token: t")),
-              "clusters[0].cluster.certificate-authority-data: invalid base64");
+  ExpectError(
+      ParseKubeConfig(Config("    certificate-authority-data: '%%%not base64'", "    token: t")),
+      "clusters[0].cluster.certificate-authority-data: invalid base64");
   ExpectError(ParseKubeConfig(Config("", absl::StrCat("    client-certificate-data: ", B64("C")))),
               "users[0].user.client-key");
-  ExpectError(ParseKubeConfig(Config("", "    client-key-data: '!!'\n    client-certificate-data: 'QQ=='")),
-              "users[0].user.client-key-data: invalid base64");
-  ExpectError(ParseKubeConfig(Config("", "    token: t"), "missing"), "no contexts entry named \"missing\"");
+  ExpectError(
+      ParseKubeConfig(Config("", "    client-key-data: '!!'\n    client-certificate-data: 'QQ=='")),
+      "users[0].user.client-key-data: invalid base64");
+  ExpectError(ParseKubeConfig(Config("", "    token: t"), "missing"),
+              "no contexts entry named \"missing\"");
   ExpectError(ParseKubeConfig(Config("", "    token: t", "\"\"")), "current-context");
   ExpectError(ParseKubeConfig(Config("    insecure-skip-tls-verify: \"yes\"", "    token: t")),
               "clusters[0].cluster.insecure-skip-tls-verify: must be true or false");
-  ExpectError(ParseKubeConfig(Config("    insecure-skip-tls-verify: true\n    certificate-authority: x", "    token: t")),
-              "clusters[0].cluster.insecure-skip-tls-verify");
-  ExpectError(ParseKubeConfig(Config("", "    exec: {command: aws}")), "users[0].user.exec: not supported");
+  ExpectError(
+      ParseKubeConfig(Config("    insecure-skip-tls-verify: true\n    certificate-authority: x",
+                             "    token: t")),
+      "clusters[0].cluster.insecure-skip-tls-verify");
+  ExpectError(ParseKubeConfig(Config("", "    exec: {command: aws}")),
+              "users[0].user.exec: not supported");
   ExpectError(ParseKubeConfig(R"(current-context: a
 contexts: [{name: a, context: {cluster: nope, user: u}}]
 clusters: []
@@ -116,7 +126,8 @@ clusters: [{name: c, cluster: {certificate-authority: x}}]
 )"),
               "clusters[0].cluster.server: required");
   ExpectError(ParseKubeConfig("clusters: [unterminated"), "kubeconfig");
-  ExpectError(ParseKubeConfig("current-context: a\ncontexts: {a: b}\n"), "contexts: must be a list");
+  ExpectError(ParseKubeConfig("current-context: a\ncontexts: {a: b}\n"),
+              "contexts: must be a list");
 }
 
 TEST(InClusterConfigTest, ReadsTheServiceAccount) {

@@ -8,8 +8,8 @@
 
 namespace coach::kubeclient {
 
-Reflector::Reflector(KubeClient* client, ResourceDescriptor resource, std::string ns, ReflectorOptions options,
-                     ReflectorHandlers handlers)
+Reflector::Reflector(KubeClient* client, ResourceDescriptor resource, std::string ns,
+                     ReflectorOptions options, ReflectorHandlers handlers)
     : client_(client),
       resource_(std::move(resource)),
       ns_(std::move(ns)),

@@ -34,7 +34,8 @@ struct ReflectorOptions {
 
 struct ReflectorHandlers {
   // The whole current state after a (re-)list; replaces whatever the caller held.
-  std::function<void(const std::vector<nlohmann::json>& items, const std::string& resource_version)> on_replace;
+  std::function<void(const std::vector<nlohmann::json>& items, const std::string& resource_version)>
+      on_replace;
   // ADDED, MODIFIED, DELETED (never BOOKMARK or ERROR).
   std::function<void(const WatchEvent& event)> on_event;
   // Every failed list or watch (for logs and metrics); optional.
@@ -43,8 +44,8 @@ struct ReflectorHandlers {
 
 class Reflector {
  public:
-  Reflector(KubeClient* client, ResourceDescriptor resource, std::string ns, ReflectorOptions options,
-            ReflectorHandlers handlers);
+  Reflector(KubeClient* client, ResourceDescriptor resource, std::string ns,
+            ReflectorOptions options, ReflectorHandlers handlers);
 
   // Blocks until Stop(). Call once.
   void Run();

@@ -64,7 +64,8 @@ bool Eventually(F f, absl::Duration timeout = absl::Seconds(5)) {
 TEST(ReflectorTest, ListsPagesThenWatchesAndRelistsOnGone) {
   FakeKubeClient fake;
   auto cms = resources::ConfigMaps();
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(fake.Create(cms, "ns", Cm("cm" + std::to_string(i))).ok());
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(fake.Create(cms, "ns", Cm("cm" + std::to_string(i))).ok());
   ASSERT_TRUE(fake.Create(cms, "other", Cm("elsewhere")).ok());
   Cache cache;
   ReflectorOptions o;
@@ -79,13 +80,15 @@ TEST(ReflectorTest, ListsPagesThenWatchesAndRelistsOnGone) {
   ASSERT_TRUE(fake.Create(cms, "ns", Cm("new")).ok());
   ASSERT_TRUE(fake.Patch(cms, "ns", "cm0", PatchType::kMerge, {{"data", {{"v", "2"}}}}).ok());
   ASSERT_TRUE(fake.Delete(cms, "ns", "cm1", {}).ok());
-  ASSERT_TRUE(Eventually([&] { return cache.Snapshot().size() == 5 && cache.Snapshot()["cm0"] == "2"; }));
+  ASSERT_TRUE(
+      Eventually([&] { return cache.Snapshot().size() == 5 && cache.Snapshot()["cm0"] == "2"; }));
   EXPECT_EQ(cache.events, (std::vector<std::string>{"ADDED new", "MODIFIED cm0", "DELETED cm1"}));
 
   // A bookmark moves the resourceVersion on without an event.
   ASSERT_TRUE(fake.Create(cms, "other", Cm("unwatched")).ok());
   fake.SendBookmark(cms);
-  ASSERT_TRUE(Eventually([&] { return r.last_resource_version() == fake.CurrentResourceVersion(); }));
+  ASSERT_TRUE(
+      Eventually([&] { return r.last_resource_version() == fake.CurrentResourceVersion(); }));
   EXPECT_EQ(cache.events.size(), 3u);
 
   // The server closes the watch: it resumes from the last resourceVersion without a list.

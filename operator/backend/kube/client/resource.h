@@ -52,17 +52,21 @@ inline bool operator==(const ResourceDescriptor& a, const ResourceDescriptor& b)
 namespace resources {
 inline ResourceDescriptor Pods() { return {"", "v1", "pods", "Pod", true, true}; }
 inline ResourceDescriptor Services() { return {"", "v1", "services", "Service", true, true}; }
-inline ResourceDescriptor ConfigMaps() { return {"", "v1", "configmaps", "ConfigMap", true, false}; }
+inline ResourceDescriptor ConfigMaps() {
+  return {"", "v1", "configmaps", "ConfigMap", true, false};
+}
 inline ResourceDescriptor Secrets() { return {"", "v1", "secrets", "Secret", true, false}; }
 inline ResourceDescriptor Events() { return {"", "v1", "events", "Event", true, false}; }
-inline ResourceDescriptor Namespaces() { return {"", "v1", "namespaces", "Namespace", false, true}; }
+inline ResourceDescriptor Namespaces() {
+  return {"", "v1", "namespaces", "Namespace", false, true};
+}
 inline ResourceDescriptor Nodes() { return {"", "v1", "nodes", "Node", false, true}; }
 inline ResourceDescriptor Leases() {
   return {"coordination.k8s.io", "v1", "leases", "Lease", true, false};
 }
 inline ResourceDescriptor CustomResourceDefinitions() {
-  return {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
-          false, true};
+  return {"apiextensions.k8s.io",     "v1",  "customresourcedefinitions",
+          "CustomResourceDefinition", false, true};
 }
 inline ResourceDescriptor PodGroups() {
   return {"scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", true, true};

@@ -18,7 +18,8 @@ absl::StatusOr<std::vector<std::string>> SplitTop(const std::string& text) {
   for (char c : text) {
     if (c == '(') ++depth;
     if (c == ')') --depth;
-    if (depth < 0) return absl::InvalidArgumentError(absl::StrCat("selector \"", text, "\": unbalanced ')'"));
+    if (depth < 0)
+      return absl::InvalidArgumentError(absl::StrCat("selector \"", text, "\": unbalanced ')'"));
     if (c == ',' && depth == 0) {
       out.push_back(cur);
       cur.clear();
@@ -26,7 +27,8 @@ absl::StatusOr<std::vector<std::string>> SplitTop(const std::string& text) {
       cur.push_back(c);
     }
   }
-  if (depth != 0) return absl::InvalidArgumentError(absl::StrCat("selector \"", text, "\": unbalanced '('"));
+  if (depth != 0)
+    return absl::InvalidArgumentError(absl::StrCat("selector \"", text, "\": unbalanced '('"));
   out.push_back(cur);
   return out;
 }
@@ -34,7 +36,8 @@ absl::StatusOr<std::vector<std::string>> SplitTop(const std::string& text) {
 bool ValidKey(absl::string_view k) {
   if (k.empty() || k.size() > 317) return false;
   for (char c : k) {
-    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '/')) {
+    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+          c == '/')) {
       return false;
     }
   }
@@ -44,7 +47,8 @@ bool ValidKey(absl::string_view k) {
 bool ValidValue(absl::string_view v) {
   if (v.size() > 63) return false;
   for (char c : v) {
-    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+      return false;
   }
   return true;
 }
@@ -70,7 +74,8 @@ absl::StatusOr<Selector> Selector::ParseLabels(const std::string& text) {
   for (const std::string& raw : *parts) {
     std::string p(absl::StripAsciiWhitespace(raw));
     auto bad = [&](const std::string& why) {
-      return absl::InvalidArgumentError(absl::StrCat("labelSelector \"", text, "\": \"", p, "\": ", why));
+      return absl::InvalidArgumentError(
+          absl::StrCat("labelSelector \"", text, "\": \"", p, "\": ", why));
     };
     if (p.empty()) return bad("empty requirement");
     Requirement r;
@@ -93,14 +98,17 @@ absl::StatusOr<Selector> Selector::ParseLabels(const std::string& text) {
     } else if (p.find('(') != std::string::npos) {
       size_t open = p.find('(');
       if (p.back() != ')') return bad("expected ')' at the end");
-      std::vector<std::string> head = absl::StrSplit(p.substr(0, open), ' ', absl::SkipWhitespace());
-      if (head.size() != 2 || (head[1] != "in" && head[1] != "notin")) return bad("expected `key in (...)` or `key notin (...)`");
+      std::vector<std::string> head =
+          absl::StrSplit(p.substr(0, open), ' ', absl::SkipWhitespace());
+      if (head.size() != 2 || (head[1] != "in" && head[1] != "notin"))
+        return bad("expected `key in (...)` or `key notin (...)`");
       r.key = head[0];
       r.op = head[1] == "in" ? Op::kIn : Op::kNotIn;
       for (absl::string_view v : absl::StrSplit(p.substr(open + 1, p.size() - open - 2), ',')) {
         r.values.emplace_back(absl::StripAsciiWhitespace(v));
       }
-      if (r.values.empty() || (r.values.size() == 1 && r.values[0].empty())) return bad("empty value set");
+      if (r.values.empty() || (r.values.size() == 1 && r.values[0].empty()))
+        return bad("empty value set");
     } else {
       r.key = p;
       r.op = Op::kExists;
@@ -136,10 +144,11 @@ absl::StatusOr<Selector> Selector::ParseFields(const std::string& text) {
       r.key = p.substr(0, pos);
       r.values = {p.substr(pos + 1)};
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("fieldSelector \"", text, "\": \"", p, "\": expected path=value or path!=value"));
+      return absl::InvalidArgumentError(absl::StrCat("fieldSelector \"", text, "\": \"", p,
+                                                     "\": expected path=value or path!=value"));
     }
-    if (r.key.empty()) return absl::InvalidArgumentError(absl::StrCat("fieldSelector \"", text, "\": empty field"));
+    if (r.key.empty())
+      return absl::InvalidArgumentError(absl::StrCat("fieldSelector \"", text, "\": empty field"));
     s.requirements_.push_back(std::move(r));
   }
   return s;

@@ -8,11 +8,11 @@
 // also match objects without the label. Field selector: `path=v`, `path==v`, `path!=v`
 // separated by commas, where path is a dotted JSON path (metadata.name, status.phase).
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include <nlohmann/json.hpp>
 
 namespace coach::kubeclient {
 

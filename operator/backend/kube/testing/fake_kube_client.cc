@@ -17,7 +17,9 @@ using nlohmann::json;
 
 namespace {
 
-std::string Now3339() { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()); }
+std::string Now3339() {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
+}
 
 bool ValidName(const std::string& n) {
   if (n.empty() || n.size() > 253) return false;
@@ -32,20 +34,20 @@ bool ValidName(const std::string& n) {
 
 absl::Status Invalid(const ResourceDescriptor& r, const std::string& name, const std::string& field,
                      const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat(r.kind, " \"", name, "\" is invalid: ", field, ": ", what,
-                                                 " [fields: ", field, "]"));
+  return absl::InvalidArgumentError(absl::StrCat(r.kind, " \"", name, "\" is invalid: ", field,
+                                                 ": ", what, " [fields: ", field, "]"));
 }
 
 absl::Status Conflict(const ResourceDescriptor& r, const std::string& name) {
-  return absl::AbortedError(absl::StrCat("Operation cannot be fulfilled on ", r.GroupResource(), " \"", name,
-                                         "\": the object has been modified; please apply your changes to the "
-                                         "latest version and try again"));
+  return absl::AbortedError(
+      absl::StrCat("Operation cannot be fulfilled on ", r.GroupResource(), " \"", name,
+                   "\": the object has been modified; please apply your changes to the "
+                   "latest version and try again"));
 }
 
 absl::Status NotFound(const ResourceDescriptor& r, const std::string& name) {
   return absl::NotFoundError(absl::StrCat(r.GroupResource(), " \"", name, "\" not found"));
 }
-
 
 }  // namespace
 
@@ -70,12 +72,13 @@ absl::Status FakeKubeClient::Begin(FakeCall call) {
   return absl::OkStatus();
 }
 
-std::string FakeKubeClient::Key(const ResourceDescriptor& r, const std::string& ns, const std::string& name) const {
+std::string FakeKubeClient::Key(const ResourceDescriptor& r, const std::string& ns,
+                                const std::string& name) const {
   return absl::StrCat(r.GroupResource(), "|", r.namespaced ? ns : "", "|", name);
 }
 
-void FakeKubeClient::EmitLocked(const ResourceDescriptor& r, const std::string& ns, WatchEventType type,
-                                const json& object) {
+void FakeKubeClient::EmitLocked(const ResourceDescriptor& r, const std::string& ns,
+                                WatchEventType type, const json& object) {
   history_.push_back(Event{rv_, r.GroupResource(), r.namespaced ? ns : "", type, object});
   while (history_.size() > options_.history_limit) {
     oldest_rv_ = history_.front().rv + 1;
@@ -84,10 +87,12 @@ void FakeKubeClient::EmitLocked(const ResourceDescriptor& r, const std::string& 
   cv_.notify_all();
 }
 
-absl::StatusOr<json> FakeKubeClient::Create(const ResourceDescriptor& r, const std::string& ns, const json& object) {
+absl::StatusOr<json> FakeKubeClient::Create(const ResourceDescriptor& r, const std::string& ns,
+                                            const json& object) {
   absl::Status b = Begin({"Create", r.GroupResource(), ns, NameOf(object), object});
   if (!b.ok()) return b;
-  if (!object.is_object()) return absl::InvalidArgumentError("Create: the object is not a JSON object");
+  if (!object.is_object())
+    return absl::InvalidArgumentError("Create: the object is not a JSON object");
   json o = object;
   if (!o.contains("metadata") || !o["metadata"].is_object()) o["metadata"] = json::object();
   json& m = o["metadata"];
@@ -100,10 +105,12 @@ absl::StatusOr<json> FakeKubeClient::Create(const ResourceDescriptor& r, const s
     for (int i = 0; i < 5; ++i, x /= 27) name.push_back(kAlnum[x % 27]);
     m["name"] = name;
   }
-  if (name.empty()) return Invalid(r, name, "metadata.name", "Required value: name or generateName is required");
+  if (name.empty())
+    return Invalid(r, name, "metadata.name", "Required value: name or generateName is required");
   if (!ValidName(name)) {
     return Invalid(r, name, "metadata.name",
-                   absl::StrCat("Invalid value: \"", name, "\": a lowercase RFC 1123 subdomain must consist of "
+                   absl::StrCat("Invalid value: \"", name,
+                                "\": a lowercase RFC 1123 subdomain must consist of "
                                 "lower case alphanumeric characters, '-' or '.'"));
   }
   if (r.namespaced) {
@@ -120,12 +127,14 @@ absl::StatusOr<json> FakeKubeClient::Create(const ResourceDescriptor& r, const s
   } else {
     m.erase("namespace");
   }
-  if (m.contains("resourceVersion") && !m["resourceVersion"].is_null() && m["resourceVersion"] != "") {
+  if (m.contains("resourceVersion") && !m["resourceVersion"].is_null() &&
+      m["resourceVersion"] != "") {
     return absl::InvalidArgumentError("resourceVersion should not be set on objects to be created");
   }
   std::string key = Key(r, ns, name);
   if (objects_.count(key)) {
-    return absl::AlreadyExistsError(absl::StrCat(r.GroupResource(), " \"", name, "\" already exists"));
+    return absl::AlreadyExistsError(
+        absl::StrCat(r.GroupResource(), " \"", name, "\" already exists"));
   }
   ++rv_;
   ++uid_counter_;
@@ -142,7 +151,8 @@ absl::StatusOr<json> FakeKubeClient::Create(const ResourceDescriptor& r, const s
   return o;
 }
 
-absl::StatusOr<json> FakeKubeClient::Get(const ResourceDescriptor& r, const std::string& ns, const std::string& name) {
+absl::StatusOr<json> FakeKubeClient::Get(const ResourceDescriptor& r, const std::string& ns,
+                                         const std::string& name) {
   absl::Status b = Begin({"Get", r.GroupResource(), ns, name, nullptr});
   if (!b.ok()) return b;
   std::lock_guard<std::mutex> l(mu_);
@@ -160,10 +170,12 @@ absl::StatusOr<ListResult> FakeKubeClient::List(const ResourceDescriptor& r, con
   auto fields = Selector::ParseFields(options.field_selector);
   if (!fields.ok()) return fields.status();
   std::lock_guard<std::mutex> l(mu_);
-  std::string prefix = absl::StrCat(r.GroupResource(), "|", r.namespaced && !ns.empty() ? ns + "|" : "");
+  std::string prefix =
+      absl::StrCat(r.GroupResource(), "|", r.namespaced && !ns.empty() ? ns + "|" : "");
   auto it = objects_.lower_bound(prefix);
   if (!options.continue_token.empty()) {
-    std::vector<std::string> parts = absl::StrSplit(options.continue_token, absl::MaxSplits(':', 1));
+    std::vector<std::string> parts =
+        absl::StrSplit(options.continue_token, absl::MaxSplits(':', 1));
     int64_t token_rv = 0;
     if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &token_rv)) {
       return absl::InvalidArgumentError("continue key is not valid");
@@ -185,8 +197,8 @@ absl::StatusOr<ListResult> FakeKubeClient::List(const ResourceDescriptor& r, con
   return out;
 }
 
-absl::Status FakeKubeClient::Watch(const ResourceDescriptor& r, const std::string& ns, const WatchOptions& options,
-                                   const WatchHandler& handler) {
+absl::Status FakeKubeClient::Watch(const ResourceDescriptor& r, const std::string& ns,
+                                   const WatchOptions& options, const WatchHandler& handler) {
   absl::Status b = Begin({"Watch", r.GroupResource(), ns, "", nullptr});
   if (!b.ok()) return b;
   auto labels = Selector::ParseLabels(options.label_selector);
@@ -196,10 +208,12 @@ absl::Status FakeKubeClient::Watch(const ResourceDescriptor& r, const std::strin
   const std::string res = r.GroupResource();
   const std::string want_ns = r.namespaced ? ns : "";
   auto matches = [&](const std::string& e_res, const std::string& e_ns, const json& o) {
-    return e_res == res && (want_ns.empty() || e_ns == want_ns) && labels->Matches(o) && fields->Matches(o);
+    return e_res == res && (want_ns.empty() || e_ns == want_ns) && labels->Matches(o) &&
+           fields->Matches(o);
   };
-  const absl::Time deadline =
-      options.timeout_seconds > 0 ? absl::Now() + absl::Seconds(options.timeout_seconds) : absl::InfiniteFuture();
+  const absl::Time deadline = options.timeout_seconds > 0
+                                  ? absl::Now() + absl::Seconds(options.timeout_seconds)
+                                  : absl::InfiniteFuture();
 
   std::unique_lock<std::mutex> l(mu_);
   ++open_watches_;
@@ -216,15 +230,18 @@ absl::Status FakeKubeClient::Watch(const ResourceDescriptor& r, const std::strin
     for (auto it = objects_.lower_bound(prefix);
          it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
       if (!labels->Matches(it->second) || !fields->Matches(it->second)) continue;
-      batch.push_back(WatchEvent{WatchEventType::kAdded, it->second, ResourceVersionOf(it->second)});
+      batch.push_back(
+          WatchEvent{WatchEventType::kAdded, it->second, ResourceVersionOf(it->second)});
     }
   } else if (!absl::SimpleAtoi(options.resource_version, &cursor)) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid resource version \"", options.resource_version, "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid resource version \"", options.resource_version, "\""));
   }
   int64_t bookmarks_seen = bookmark_seq_;
   while (true) {
     if (cursor < oldest_rv_ - 1) {
-      return GoneError(absl::StrCat("too old resource version: ", cursor, " (", oldest_rv_ - 1, ")"));
+      return GoneError(
+          absl::StrCat("too old resource version: ", cursor, " (", oldest_rv_ - 1, ")"));
     }
     for (const Event& e : history_) {
       if (e.rv <= cursor) continue;
@@ -237,7 +254,8 @@ absl::Status FakeKubeClient::Watch(const ResourceDescriptor& r, const std::strin
       bookmarks_seen = bookmark_seq_;
       if (options.allow_bookmarks && bookmark_resources_.count(res)) {
         cursor = std::max(cursor, rv_);
-        json bm = {{"kind", r.kind}, {"apiVersion", r.ApiVersion()},
+        json bm = {{"kind", r.kind},
+                   {"apiVersion", r.ApiVersion()},
                    {"metadata", {{"resourceVersion", absl::StrCat(rv_)}}}};
         batch.push_back(WatchEvent{WatchEventType::kBookmark, bm, absl::StrCat(rv_)});
       }
@@ -260,33 +278,39 @@ absl::Status FakeKubeClient::Watch(const ResourceDescriptor& r, const std::strin
       l.lock();
       continue;
     }
-    if (options.stop != nullptr && options.stop->load()) return absl::CancelledError("watch stopped");
+    if (options.stop != nullptr && options.stop->load())
+      return absl::CancelledError("watch stopped");
     if (close_epoch_ != epoch || absl::Now() >= deadline) return absl::OkStatus();
     cv_.wait_for(l, std::chrono::milliseconds(20));
   }
 }
 
 absl::StatusOr<json> FakeKubeClient::WriteLocked(const ResourceDescriptor& r, const std::string& ns,
-                                                 const std::string& name, json desired, bool status_only,
+                                                 const std::string& name, json desired,
+                                                 bool status_only,
                                                  const std::string& precondition_rv) {
   auto it = objects_.find(Key(r, ns, name));
   if (it == objects_.end()) return NotFound(r, name);
   const json& cur = it->second;
-  if (!precondition_rv.empty() && precondition_rv != ResourceVersionOf(cur)) return Conflict(r, name);
+  if (!precondition_rv.empty() && precondition_rv != ResourceVersionOf(cur))
+    return Conflict(r, name);
   if (!desired.is_object()) return absl::InvalidArgumentError("the object is not a JSON object");
   std::string desired_uid = UidOf(desired);
   if (!desired_uid.empty() && desired_uid != UidOf(cur)) {
-    return absl::AbortedError(absl::StrCat("Precondition failed: UID in precondition: ", desired_uid,
-                                           ", UID in object meta: ", UidOf(cur)));
+    return absl::AbortedError(absl::StrCat("Precondition failed: UID in precondition: ",
+                                           desired_uid, ", UID in object meta: ", UidOf(cur)));
   }
   json next;
   if (status_only) {
     next = cur;
-    if (desired.contains("status")) next["status"] = desired["status"];
-    else next.erase("status");
+    if (desired.contains("status"))
+      next["status"] = desired["status"];
+    else
+      next.erase("status");
   } else {
     next = desired;
-    if (!next.contains("metadata") || !next["metadata"].is_object()) next["metadata"] = json::object();
+    if (!next.contains("metadata") || !next["metadata"].is_object())
+      next["metadata"] = json::object();
     json& m = next["metadata"];
     const json& cm = cur["metadata"];
     std::string desired_ns = m.value("namespace", "");
@@ -295,17 +319,23 @@ absl::StatusOr<json> FakeKubeClient::WriteLocked(const ResourceDescriptor& r, co
           "the namespace of the provided object does not match the namespace sent on the request");
     }
     if (m.value("name", "") != name) {
-      return absl::InvalidArgumentError("the name of the object does not match the name on the URL");
+      return absl::InvalidArgumentError(
+          "the name of the object does not match the name on the URL");
     }
-    for (const char* k : {"uid", "creationTimestamp", "namespace", "deletionTimestamp", "generation"}) {
-      if (cm.contains(k)) m[k] = cm[k];
-      else m.erase(k);
+    for (const char* k :
+         {"uid", "creationTimestamp", "namespace", "deletionTimestamp", "generation"}) {
+      if (cm.contains(k))
+        m[k] = cm[k];
+      else
+        m.erase(k);
     }
     next["apiVersion"] = cur.value("apiVersion", r.ApiVersion());
     if (cur.contains("kind")) next["kind"] = cur["kind"];
     if (r.has_status) {
-      if (cur.contains("status")) next["status"] = cur["status"];
-      else next.erase("status");
+      if (cur.contains("status"))
+        next["status"] = cur["status"];
+      else
+        next.erase("status");
     }
     if (cm.contains("generation") && next.value("spec", json()) != cur.value("spec", json())) {
       m["generation"] = cm["generation"].get<int64_t>() + 1;
@@ -316,7 +346,8 @@ absl::StatusOr<json> FakeKubeClient::WriteLocked(const ResourceDescriptor& r, co
   ++rv_;
   next["metadata"]["resourceVersion"] = absl::StrCat(rv_);
   const json& nm = next["metadata"];
-  bool finalizers = nm.contains("finalizers") && nm["finalizers"].is_array() && !nm["finalizers"].empty();
+  bool finalizers =
+      nm.contains("finalizers") && nm["finalizers"].is_array() && !nm["finalizers"].empty();
   if (nm.contains("deletionTimestamp") && !finalizers) {
     objects_.erase(it);
     EmitLocked(r, ns, WatchEventType::kDeleted, next);
@@ -327,7 +358,8 @@ absl::StatusOr<json> FakeKubeClient::WriteLocked(const ResourceDescriptor& r, co
   return next;
 }
 
-absl::StatusOr<json> FakeKubeClient::Update(const ResourceDescriptor& r, const std::string& ns, const json& object) {
+absl::StatusOr<json> FakeKubeClient::Update(const ResourceDescriptor& r, const std::string& ns,
+                                            const json& object) {
   absl::Status b = Begin({"Update", r.GroupResource(), ns, NameOf(object), object});
   if (!b.ok()) return b;
   std::string name = NameOf(object);
@@ -336,24 +368,27 @@ absl::StatusOr<json> FakeKubeClient::Update(const ResourceDescriptor& r, const s
   return WriteLocked(r, ns, name, object, false, ResourceVersionOf(object));
 }
 
-absl::StatusOr<json> FakeKubeClient::UpdateStatus(const ResourceDescriptor& r, const std::string& ns,
-                                                  const json& object) {
+absl::StatusOr<json> FakeKubeClient::UpdateStatus(const ResourceDescriptor& r,
+                                                  const std::string& ns, const json& object) {
   absl::Status b = Begin({"UpdateStatus", r.GroupResource(), ns, NameOf(object), object});
   if (!b.ok()) return b;
-  if (!r.has_status) return absl::NotFoundError(absl::StrCat(r.GroupResource(), " has no status subresource"));
+  if (!r.has_status)
+    return absl::NotFoundError(absl::StrCat(r.GroupResource(), " has no status subresource"));
   std::string name = NameOf(object);
   if (name.empty()) return absl::InvalidArgumentError("UpdateStatus: metadata.name is empty");
   std::lock_guard<std::mutex> l(mu_);
   return WriteLocked(r, ns, name, object, true, ResourceVersionOf(object));
 }
 
-absl::StatusOr<json> FakeKubeClient::ApplyPatch(const json& current, PatchType type, const json& patch) const {
+absl::StatusOr<json> FakeKubeClient::ApplyPatch(const json& current, PatchType type,
+                                                const json& patch) const {
   try {
     if (type == PatchType::kJson) {
       if (!patch.is_array()) return absl::InvalidArgumentError("a JSON patch must be an array");
       return current.patch(patch);
     }
-    if (!patch.is_object()) return absl::InvalidArgumentError("a merge patch must be a JSON object");
+    if (!patch.is_object())
+      return absl::InvalidArgumentError("a merge patch must be a JSON object");
     json out = current;
     out.merge_patch(patch);
     return out;
@@ -363,7 +398,8 @@ absl::StatusOr<json> FakeKubeClient::ApplyPatch(const json& current, PatchType t
 }
 
 absl::StatusOr<json> FakeKubeClient::Patch(const ResourceDescriptor& r, const std::string& ns,
-                                           const std::string& name, PatchType type, const json& patch) {
+                                           const std::string& name, PatchType type,
+                                           const json& patch) {
   absl::Status b = Begin({"Patch", r.GroupResource(), ns, name, patch});
   if (!b.ok()) return b;
   std::lock_guard<std::mutex> l(mu_);
@@ -379,10 +415,12 @@ absl::StatusOr<json> FakeKubeClient::Patch(const ResourceDescriptor& r, const st
 }
 
 absl::StatusOr<json> FakeKubeClient::PatchStatus(const ResourceDescriptor& r, const std::string& ns,
-                                                 const std::string& name, PatchType type, const json& patch) {
+                                                 const std::string& name, PatchType type,
+                                                 const json& patch) {
   absl::Status b = Begin({"PatchStatus", r.GroupResource(), ns, name, patch});
   if (!b.ok()) return b;
-  if (!r.has_status) return absl::NotFoundError(absl::StrCat(r.GroupResource(), " has no status subresource"));
+  if (!r.has_status)
+    return absl::NotFoundError(absl::StrCat(r.GroupResource(), " has no status subresource"));
   std::lock_guard<std::mutex> l(mu_);
   auto it = objects_.find(Key(r, ns, name));
   if (it == objects_.end()) return NotFound(r, name);
@@ -396,15 +434,16 @@ absl::StatusOr<json> FakeKubeClient::GetStatus(const ResourceDescriptor& r, cons
                                                const std::string& name) {
   absl::Status b = Begin({"GetStatus", r.GroupResource(), ns, name, nullptr});
   if (!b.ok()) return b;
-  if (!r.has_status) return absl::NotFoundError(absl::StrCat(r.GroupResource(), " has no status subresource"));
+  if (!r.has_status)
+    return absl::NotFoundError(absl::StrCat(r.GroupResource(), " has no status subresource"));
   std::lock_guard<std::mutex> l(mu_);
   auto it = objects_.find(Key(r, ns, name));
   if (it == objects_.end()) return NotFound(r, name);
   return it->second;
 }
 
-absl::Status FakeKubeClient::Delete(const ResourceDescriptor& r, const std::string& ns, const std::string& name,
-                                    const DeleteOptions& options) {
+absl::Status FakeKubeClient::Delete(const ResourceDescriptor& r, const std::string& ns,
+                                    const std::string& name, const DeleteOptions& options) {
   absl::Status b = Begin({"Delete", r.GroupResource(), ns, name, nullptr});
   if (!b.ok()) return b;
   std::lock_guard<std::mutex> l(mu_);
@@ -412,17 +451,20 @@ absl::Status FakeKubeClient::Delete(const ResourceDescriptor& r, const std::stri
   if (it == objects_.end()) return NotFound(r, name);
   json& o = it->second;
   if (options.precondition_uid.has_value() && *options.precondition_uid != UidOf(o)) {
-    return absl::AbortedError(absl::StrCat("Precondition failed: UID in precondition: ", *options.precondition_uid,
-                                           ", UID in object meta: ", UidOf(o)));
+    return absl::AbortedError(
+        absl::StrCat("Precondition failed: UID in precondition: ", *options.precondition_uid,
+                     ", UID in object meta: ", UidOf(o)));
   }
   if (options.precondition_resource_version.has_value() &&
       *options.precondition_resource_version != ResourceVersionOf(o)) {
-    return absl::AbortedError(absl::StrCat("Precondition failed: ResourceVersion in precondition: ",
-                                           *options.precondition_resource_version,
-                                           ", ResourceVersion in object meta: ", ResourceVersionOf(o)));
+    return absl::AbortedError(
+        absl::StrCat("Precondition failed: ResourceVersion in precondition: ",
+                     *options.precondition_resource_version,
+                     ", ResourceVersion in object meta: ", ResourceVersionOf(o)));
   }
   const json& m = o["metadata"];
-  bool finalizers = m.contains("finalizers") && m["finalizers"].is_array() && !m["finalizers"].empty();
+  bool finalizers =
+      m.contains("finalizers") && m["finalizers"].is_array() && !m["finalizers"].empty();
   ++rv_;
   if (finalizers) {
     if (!m.contains("deletionTimestamp")) o["metadata"]["deletionTimestamp"] = Now3339();
@@ -437,8 +479,8 @@ absl::Status FakeKubeClient::Delete(const ResourceDescriptor& r, const std::stri
   return absl::OkStatus();
 }
 
-absl::Status FakeKubeClient::StreamLogs(const std::string& ns, const std::string& pod, const LogOptions& options,
-                                        const LogHandler& handler) {
+absl::Status FakeKubeClient::StreamLogs(const std::string& ns, const std::string& pod,
+                                        const LogOptions& options, const LogHandler& handler) {
   absl::Status b = Begin({"StreamLogs", "pods", ns, pod, nullptr});
   if (!b.ok()) return b;
   std::unique_lock<std::mutex> l(mu_);
@@ -453,11 +495,13 @@ absl::Status FakeKubeClient::StreamLogs(const std::string& ns, const std::string
   std::string container = options.container;
   if (container.empty()) {
     if (containers.size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("a container name must be specified for pod ", pod));
+      return absl::InvalidArgumentError(
+          absl::StrCat("a container name must be specified for pod ", pod));
     }
     container = containers[0];
   } else if (std::find(containers.begin(), containers.end(), container) == containers.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("container ", container, " is not valid for pod ", pod));
+    return absl::InvalidArgumentError(
+        absl::StrCat("container ", container, " is not valid for pod ", pod));
   }
   std::string log_key = absl::StrCat(ns, "/", pod, "/", container);
   std::string text = logs_[log_key];
@@ -485,7 +529,8 @@ absl::Status FakeKubeClient::StreamLogs(const std::string& ns, const std::string
   if (!options.follow) return absl::OkStatus();
   l.lock();
   while (true) {
-    if (options.stop != nullptr && options.stop->load()) return absl::CancelledError("log stream stopped");
+    if (options.stop != nullptr && options.stop->load())
+      return absl::CancelledError("log stream stopped");
     if (close_epoch_ != epoch || !objects_.count(key)) return absl::OkStatus();
     const std::string& all = logs_[log_key];
     if (all.size() > sent) {
@@ -549,15 +594,15 @@ void FakeKubeClient::CloseWatches() {
   cv_.notify_all();
 }
 
-void FakeKubeClient::SetLogs(const std::string& ns, const std::string& pod, const std::string& container,
-                             const std::string& text) {
+void FakeKubeClient::SetLogs(const std::string& ns, const std::string& pod,
+                             const std::string& container, const std::string& text) {
   std::lock_guard<std::mutex> l(mu_);
   logs_[absl::StrCat(ns, "/", pod, "/", container)] = text;
   cv_.notify_all();
 }
 
-void FakeKubeClient::AppendLogs(const std::string& ns, const std::string& pod, const std::string& container,
-                                const std::string& text) {
+void FakeKubeClient::AppendLogs(const std::string& ns, const std::string& pod,
+                                const std::string& container, const std::string& text) {
   std::lock_guard<std::mutex> l(mu_);
   logs_[absl::StrCat(ns, "/", pod, "/", container)] += text;
   cv_.notify_all();

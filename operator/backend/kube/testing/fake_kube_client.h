@@ -37,13 +37,14 @@ struct FakeCall {
                          // "GetStatus", "UpdateStatus", "PatchStatus", "StreamLogs"
   std::string resource;  // GroupResource(): "pods", "pytorchjobs.kubeflow.org"
   std::string ns;
-  std::string name;      // "" for List/Watch
-  nlohmann::json body;   // the object or patch written, when any
+  std::string name;     // "" for List/Watch
+  nlohmann::json body;  // the object or patch written, when any
 };
 
 struct FakeKubeClientOptions {
   size_t history_limit = 1000;
-  bool require_namespaces = false;  // Create in a namespace that is not a Namespace object: NotFound
+  bool require_namespaces =
+      false;  // Create in a namespace that is not a Namespace object: NotFound
 };
 
 class FakeKubeClient : public KubeClient {
@@ -57,22 +58,23 @@ class FakeKubeClient : public KubeClient {
                                      const std::string& name) override;
   absl::StatusOr<ListResult> List(const ResourceDescriptor& resource, const std::string& ns,
                                   const ListOptions& options) override;
-  absl::Status Watch(const ResourceDescriptor& resource, const std::string& ns, const WatchOptions& options,
-                     const WatchHandler& handler) override;
+  absl::Status Watch(const ResourceDescriptor& resource, const std::string& ns,
+                     const WatchOptions& options, const WatchHandler& handler) override;
   absl::StatusOr<nlohmann::json> Update(const ResourceDescriptor& resource, const std::string& ns,
                                         const nlohmann::json& object) override;
   absl::StatusOr<nlohmann::json> Patch(const ResourceDescriptor& resource, const std::string& ns,
                                        const std::string& name, PatchType type,
                                        const nlohmann::json& patch) override;
-  absl::Status Delete(const ResourceDescriptor& resource, const std::string& ns, const std::string& name,
-                      const DeleteOptions& options) override;
-  absl::StatusOr<nlohmann::json> GetStatus(const ResourceDescriptor& resource, const std::string& ns,
-                                           const std::string& name) override;
-  absl::StatusOr<nlohmann::json> UpdateStatus(const ResourceDescriptor& resource, const std::string& ns,
+  absl::Status Delete(const ResourceDescriptor& resource, const std::string& ns,
+                      const std::string& name, const DeleteOptions& options) override;
+  absl::StatusOr<nlohmann::json> GetStatus(const ResourceDescriptor& resource,
+                                           const std::string& ns, const std::string& name) override;
+  absl::StatusOr<nlohmann::json> UpdateStatus(const ResourceDescriptor& resource,
+                                              const std::string& ns,
                                               const nlohmann::json& object) override;
-  absl::StatusOr<nlohmann::json> PatchStatus(const ResourceDescriptor& resource, const std::string& ns,
-                                             const std::string& name, PatchType type,
-                                             const nlohmann::json& patch) override;
+  absl::StatusOr<nlohmann::json> PatchStatus(const ResourceDescriptor& resource,
+                                             const std::string& ns, const std::string& name,
+                                             PatchType type, const nlohmann::json& patch) override;
   absl::Status StreamLogs(const std::string& ns, const std::string& pod, const LogOptions& options,
                           const LogHandler& handler) override;
 
@@ -92,8 +94,10 @@ class FakeKubeClient : public KubeClient {
   // Ends every open watch (as the apiserver does at its timeout): they return OK.
   void CloseWatches();
   // Pod logs (StreamLogs reads them; AppendLogs wakes followers). container "" = the only one.
-  void SetLogs(const std::string& ns, const std::string& pod, const std::string& container, const std::string& text);
-  void AppendLogs(const std::string& ns, const std::string& pod, const std::string& container, const std::string& text);
+  void SetLogs(const std::string& ns, const std::string& pod, const std::string& container,
+               const std::string& text);
+  void AppendLogs(const std::string& ns, const std::string& pod, const std::string& container,
+                  const std::string& text);
   // The current cluster resourceVersion.
   std::string CurrentResourceVersion() const;
   // Number of watches currently open.
@@ -109,7 +113,8 @@ class FakeKubeClient : public KubeClient {
   };
 
   absl::Status Begin(FakeCall call);  // records, applies injected errors
-  std::string Key(const ResourceDescriptor& r, const std::string& ns, const std::string& name) const;
+  std::string Key(const ResourceDescriptor& r, const std::string& ns,
+                  const std::string& name) const;
   absl::StatusOr<nlohmann::json> WriteLocked(const ResourceDescriptor& r, const std::string& ns,
                                              const std::string& name, nlohmann::json desired,
                                              bool status_only, const std::string& precondition_rv);
@@ -133,7 +138,7 @@ class FakeKubeClient : public KubeClient {
   std::vector<FakeCall> calls_;
   int64_t bookmark_seq_ = 0;
   std::set<std::string> bookmark_resources_;  // resources of the pending bookmark
-  std::map<std::string, std::string> logs_;  // "ns/pod/container" -> text
+  std::map<std::string, std::string> logs_;   // "ns/pod/container" -> text
 };
 
 }  // namespace coach::kubeclient::testing

@@ -28,8 +28,10 @@ std::string Env(const char* name) {
 std::string Quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) {
-    if (c == '\'') q += "'\\''";
-    else q += c;
+    if (c == '\'')
+      q += "'\\''";
+    else
+      q += c;
   }
   return q + "'";
 }
@@ -68,7 +70,8 @@ absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
   std::unique_ptr<TestEnv> env(new TestEnv());
   std::string given = Env("COACH_TESTENV_KUBECONFIG");
   std::string root = WorkspaceRoot();
-  if (root.empty()) return absl::NotFoundError("cannot find the workspace (runfiles of testenv.cc)");
+  if (root.empty())
+    return absl::NotFoundError("cannot find the workspace (runfiles of testenv.cc)");
   env->script_ = root + "tools/testenv/testenv";
   struct stat st;
   if (::stat(env->script_.c_str(), &st) != 0) {
@@ -84,23 +87,26 @@ absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
     env->kubectl_ = absl::StrCat(bin, "/kubectl --kubeconfig ", Quote(given));
     return env;
   }
-  if (::stat((bin + "/kube-apiserver").c_str(), &st) != 0 || ::stat((bin + "/kwok").c_str(), &st) != 0) {
-    return absl::NotFoundError(
-        absl::StrCat("testenv binaries are not built in ", bin, ": run tools/testenv/testenv build"));
+  if (::stat((bin + "/kube-apiserver").c_str(), &st) != 0 ||
+      ::stat((bin + "/kwok").c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat("testenv binaries are not built in ", bin,
+                                            ": run tools/testenv/testenv build"));
   }
   char tmpl[] = "/tmp/coach-kube-contract-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
   env->dir_ = tmpl;
   std::string out;
   std::string log = env->dir_ + ".up.log";
-  int rc = RunShell(absl::StrCat(Quote(env->script_), " up --dir ", Quote(env->dir_), " 2>", Quote(log)), &out);
+  int rc = RunShell(
+      absl::StrCat(Quote(env->script_), " up --dir ", Quote(env->dir_), " 2>", Quote(log)), &out);
   if (rc != 0) {
     std::ifstream in(log);
     std::stringstream ss;
     ss << in.rdbuf();
     std::string text = ss.str();
     if (text.size() > 4000) text = text.substr(text.size() - 4000);
-    return absl::UnavailableError(absl::StrCat("testenv up --dir ", env->dir_, " exited ", rc, ":\n", text));
+    return absl::UnavailableError(
+        absl::StrCat("testenv up --dir ", env->dir_, " exited ", rc, ":\n", text));
   }
   ::unlink(log.c_str());
   env->kubeconfig_ = env->dir_ + "/kubeconfig";
@@ -108,7 +114,8 @@ absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
   return env;
 }
 
-absl::StatusOr<std::unique_ptr<RestKubeClient>> TestEnv::NewClient(RestKubeClientOptions options) const {
+absl::StatusOr<std::unique_ptr<RestKubeClient>> TestEnv::NewClient(
+    RestKubeClientOptions options) const {
   absl::StatusOr<KubeConfig> config = LoadKubeConfigFile(kubeconfig_);
   if (!config.ok()) return config.status();
   return RestKubeClient::Create(*config, std::move(options));
@@ -117,8 +124,10 @@ absl::StatusOr<std::unique_ptr<RestKubeClient>> TestEnv::NewClient(RestKubeClien
 absl::Status TestEnv::ApplyCoachCrds() const {
   std::string out;
   const std::string crds = WorkspaceRoot() + "charts/coach/crds";
-  if (int rc = RunShell(absl::StrCat(kubectl_, " apply -f ", Quote(crds), " 2>&1"), &out); rc != 0) {
-    return absl::InternalError(absl::StrCat("kubectl apply -f charts/coach/crds: exit ", rc, ": ", out));
+  if (int rc = RunShell(absl::StrCat(kubectl_, " apply -f ", Quote(crds), " 2>&1"), &out);
+      rc != 0) {
+    return absl::InternalError(
+        absl::StrCat("kubectl apply -f charts/coach/crds: exit ", rc, ": ", out));
   }
   out.clear();
   if (int rc = RunShell(absl::StrCat(kubectl_,

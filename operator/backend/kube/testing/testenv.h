@@ -44,7 +44,8 @@ class TestEnv {
   const std::string& kubectl() const { return kubectl_; }
 
   // A client of this control plane (its kubeconfig read afresh); tests pass their own limits.
-  absl::StatusOr<std::unique_ptr<RestKubeClient>> NewClient(RestKubeClientOptions options = {}) const;
+  absl::StatusOr<std::unique_ptr<RestKubeClient>> NewClient(
+      RestKubeClientOptions options = {}) const;
 
   // Applies the checkout's charts/coach/crds and waits until all six are established.
   absl::Status ApplyCoachCrds() const;

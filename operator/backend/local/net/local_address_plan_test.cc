@@ -6,9 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -166,7 +165,8 @@ TEST_F(LocalAddressPlanTest, PyTorchMasterAddrAndPortAreLocalAndJobsNeverShare) 
 }
 
 TEST_F(LocalAddressPlanTest, DeterministicAcrossBackendRestartsAndAdmitIsIdempotent) {
-  model::Job job = Admit(reconcile::testing::MakePyTorchJob("ns", "p").Master(1).Workers(1).Build());
+  model::Job job =
+      Admit(reconcile::testing::MakePyTorchJob("ns", "p").Master(1).Workers(1).Build());
   auto before = Render(job);
   ASSERT_TRUE(backend_->Admit(job).ok());
   backend_ = NewBackend();
@@ -177,14 +177,14 @@ TEST_F(LocalAddressPlanTest, DeterministicAcrossBackendRestartsAndAdmitIsIdempot
 }
 
 TEST_F(LocalAddressPlanTest, ElasticRendezvousAndDeclaredExtraPorts) {
-  model::Job job = Admit(
-      reconcile::testing::MakePyTorchJob("ns", "e")
-          .Workers(2)
-          .Elastic(1, 2)
-          .Template("Worker", R"({"spec":{"containers":[{"name":"pytorch","image":"x",
+  model::Job job =
+      Admit(reconcile::testing::MakePyTorchJob("ns", "e")
+                .Workers(2)
+                .Elastic(1, 2)
+                .Template("Worker", R"({"spec":{"containers":[{"name":"pytorch","image":"x",
               "ports":[{"name":"pytorchjob-port","containerPort":23456},
                        {"name":"metrics","containerPort":9090}]}]}})")
-          .Build());
+                .Build());
   auto env = Render(job);
   ASSERT_EQ(env.size(), 2u);
   auto plan = backend_->AddressPlanFor(job);
@@ -201,7 +201,8 @@ TEST_F(LocalAddressPlanTest, ElasticRendezvousAndDeclaredExtraPorts) {
 }
 
 TEST_F(LocalAddressPlanTest, PaddleRootUsesHostAndPortNotPodIP) {
-  model::Job job = Admit(reconcile::testing::MakePaddleJob("ns", "pd").Master(1).Workers(1).Build());
+  model::Job job =
+      Admit(reconcile::testing::MakePaddleJob("ns", "pd").Master(1).Workers(1).Build());
   auto env = Render(job);
   ASSERT_EQ(env.size(), 2u);
   for (const auto& [pod, vars] : env) {

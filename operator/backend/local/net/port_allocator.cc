@@ -71,8 +71,8 @@ absl::StatusOr<std::map<std::string, int>> PortAllocator::Allocate(
     for (const std::string& name : names) {
       while (true) {
         if (++attempts > options_.max_attempts) {
-          return absl::ResourceExhaustedError(absl::StrCat(
-              "no free TCP port on 127.0.0.1 after ", options_.max_attempts, " attempts"));
+          return absl::ResourceExhaustedError(absl::StrCat("no free TCP port on 127.0.0.1 after ",
+                                                           options_.max_attempts, " attempts"));
         }
         ASSIGN_OR_RETURN(int port, options_.candidate());
         if (taken.count(port) > 0 || !IsPortBindable(port)) continue;

@@ -35,8 +35,7 @@ class PortAllocator {
   // One port per name, distinct, all reserved for (job, replica) in one transaction.
   // Errors: NotFound (no such job), ResourceExhausted (no free port found in
   // max_attempts), Internal (socket errors), Unavailable (store busy).
-  absl::StatusOr<std::map<std::string, int>> Allocate(const JobKey& job,
-                                                      const std::string& replica,
+  absl::StatusOr<std::map<std::string, int>> Allocate(const JobKey& job, const std::string& replica,
                                                       const std::vector<std::string>& names);
 
   // Releases every port of the job. Errors: storage only.

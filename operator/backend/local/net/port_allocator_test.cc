@@ -6,9 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <deque>
-#include <atomic>
 #include <set>
 #include <thread>
 
@@ -41,9 +41,9 @@ class PortAllocatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* tmp = getenv("TEST_TMPDIR");
-    auto store = SqliteJobStore::Open(absl::StrCat(
-        tmp ? tmp : "/tmp", "/ports-",
-        ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    auto store = SqliteJobStore::Open(
+        absl::StrCat(tmp ? tmp : "/tmp", "/ports-",
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name()));
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
     for (const char* name : {"a", "b"}) {

@@ -11,8 +11,8 @@ std::string ExitRecordToJson(const ExitRecord& record) {
   nlohmann::json j = {
       {"exit_code", record.exit_code},
       {"signal", record.signal},
-      {"finished_at", absl::FormatTime(absl::RFC3339_full, record.finished_at,
-                                       absl::UTCTimeZone())},
+      {"finished_at",
+       absl::FormatTime(absl::RFC3339_full, record.finished_at, absl::UTCTimeZone())},
       {"message", record.message},
   };
   return j.dump();
@@ -26,11 +26,12 @@ absl::StatusOr<ExitRecord> ExitRecordFromJson(const std::string& json) {
   ExitRecord r;
   r.exit_code = j["exit_code"].get<int>();
   if (j.contains("signal") && j["signal"].is_number_integer()) r.signal = j["signal"].get<int>();
-  if (j.contains("message") && j["message"].is_string()) r.message = j["message"].get<std::string>();
+  if (j.contains("message") && j["message"].is_string())
+    r.message = j["message"].get<std::string>();
   if (j.contains("finished_at") && j["finished_at"].is_string()) {
     std::string err;
-    if (!absl::ParseTime(absl::RFC3339_full, j["finished_at"].get<std::string>(),
-                         &r.finished_at, &err)) {
+    if (!absl::ParseTime(absl::RFC3339_full, j["finished_at"].get<std::string>(), &r.finished_at,
+                         &err)) {
       return absl::InvalidArgumentError(absl::StrCat("exit file finished_at: ", err));
     }
   }
@@ -38,8 +39,7 @@ absl::StatusOr<ExitRecord> ExitRecordFromJson(const std::string& json) {
 }
 
 absl::Status WriteExitRecord(const std::string& replica_dir, const ExitRecord& record) {
-  return WriteFileAtomic(absl::StrCat(replica_dir, "/", kExitFileName),
-                         ExitRecordToJson(record));
+  return WriteFileAtomic(absl::StrCat(replica_dir, "/", kExitFileName), ExitRecordToJson(record));
 }
 
 absl::StatusOr<ExitRecord> ReadExitRecord(const std::string& replica_dir) {
@@ -54,8 +54,7 @@ absl::Status WriteProcessFile(const std::string& replica_dir, const ProcessFile&
 }
 
 absl::StatusOr<ProcessFile> ReadProcessFile(const std::string& replica_dir) {
-  absl::StatusOr<std::string> text =
-      ReadFile(absl::StrCat(replica_dir, "/", kProcessFileName));
+  absl::StatusOr<std::string> text = ReadFile(absl::StrCat(replica_dir, "/", kProcessFileName));
   if (!text.ok()) return text.status();
   nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("pid") || !j["pid"].is_number_integer() ||

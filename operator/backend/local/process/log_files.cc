@@ -46,9 +46,8 @@ int64_t SizeOrZero(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<std::string> ReplicaLogPath(const std::string& state_dir,
-                                           const std::string& ns, const std::string& job,
-                                           const std::string& replica) {
+absl::StatusOr<std::string> ReplicaLogPath(const std::string& state_dir, const std::string& ns,
+                                           const std::string& job, const std::string& replica) {
   for (const std::string* part : {&ns, &job, &replica}) {
     if (!IsSafePathComponent(*part)) {
       return absl::InvalidArgumentError(
@@ -101,8 +100,7 @@ absl::StatusOr<std::string> TailLines(const std::string& path, int lines) {
   return text;
 }
 
-absl::StatusOr<FollowChunk> Follow(const std::string& path, int64_t offset,
-                                   int64_t max_bytes) {
+absl::StatusOr<FollowChunk> Follow(const std::string& path, int64_t offset, int64_t max_bytes) {
   FollowChunk chunk;
   int64_t size = SizeOrZero(path);
   if (offset < 0) offset = 0;

@@ -13,9 +13,8 @@
 namespace coach::backend::local {
 
 // Errors: InvalidArgument (a name is not a safe single path component).
-absl::StatusOr<std::string> ReplicaLogPath(const std::string& state_dir,
-                                           const std::string& ns, const std::string& job,
-                                           const std::string& replica);
+absl::StatusOr<std::string> ReplicaLogPath(const std::string& state_dir, const std::string& ns,
+                                           const std::string& job, const std::string& replica);
 
 // When `path` is larger than `max_bytes`, copies it to `<path>.1` (replacing an older
 // one, atomically) and truncates `path` to zero. Returns whether it rotated. Bytes the

@@ -37,8 +37,8 @@ std::optional<std::string> Subscript(const std::string& path, const std::string&
   return path.substr(open.size(), path.size() - open.size() - 2);
 }
 
-absl::StatusOr<std::string> FieldRef(const Json& pod, const PodHost& host,
-                                     const std::string& var, const std::string& path) {
+absl::StatusOr<std::string> FieldRef(const Json& pod, const PodHost& host, const std::string& var,
+                                     const std::string& path) {
   const Json& meta = pod.contains("metadata") ? pod["metadata"] : Json::object();
   if (path == "metadata.name") return Str(meta, "name");
   if (path == "metadata.namespace") return Str(meta, "namespace");
@@ -106,7 +106,8 @@ absl::Status BuildEnv(const Json& pod, const Json& c, const PodHost& host, PodPr
         if (from.contains("fieldRef")) {
           absl::StatusOr<std::string> v =
               FieldRef(pod, host, name, Str(from["fieldRef"], "fieldPath"));
-          if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", v.status().message()));
+          if (!v.ok())
+            return absl::InvalidArgumentError(absl::StrCat(where, ": ", v.status().message()));
           Set(out.env, name, *std::move(v));
           continue;
         }
@@ -128,7 +129,8 @@ absl::Status BuildEnv(const Json& pod, const Json& c, const PodHost& host, PodPr
       }
       const std::string raw = Str(e, "value");
       // Kubernetes expands from the entries before this one only.
-      Set(out.env, name, ExpandKubeVars(raw, [&](const std::string& n) { return Lookup(out.env, n); }));
+      Set(out.env, name,
+          ExpandKubeVars(raw, [&](const std::string& n) { return Lookup(out.env, n); }));
     }
   }
   auto meta = pod.contains("metadata") ? pod["metadata"] : Json::object();
@@ -165,9 +167,9 @@ absl::StatusOr<int> ContainerGpus(const Json& c) {
       n = -1;
     }
     if (n < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "container ", Str(c, "name"), ": resources.", section, "[\"", kGpuResource,
-          "\"] must be a non-negative integer, got ", q.dump()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("container ", Str(c, "name"), ": resources.", section, "[\"", kGpuResource,
+                       "\"] must be a non-negative integer, got ", q.dump()));
     }
     return n;
   }
@@ -226,8 +228,8 @@ absl::StatusOr<PodProcess> PodToProcess(const Json& pod, const api::v1::KindInfo
   }
   out.working_dir = Str(c, "workingDir");
   if (!out.working_dir.empty() && out.working_dir[0] != '/') {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "container ", out.container, ": workingDir \"", out.working_dir, "\" must be absolute"));
+    return absl::InvalidArgumentError(absl::StrCat("container ", out.container, ": workingDir \"",
+                                                   out.working_dir, "\" must be absolute"));
   }
   absl::StatusOr<int> gpus = ContainerGpus(c);
   if (!gpus.ok()) return gpus.status();

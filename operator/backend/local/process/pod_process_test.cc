@@ -70,9 +70,9 @@ TEST(PodProcessTest, EnvAndArgvAsKubernetesBuildsThem) {
   EXPECT_EQ(p->argv, (std::vector<std::string>{"python", "train-3.py", "--rank=4", "$(RANK)"}));
   EXPECT_EQ(p->working_dir, "/tmp");
   std::vector<std::pair<std::string, std::string>> want = {
-      {"RANK", "4"},       {"SCRIPT", "train-3.py"}, {"LATER", "$(NEXT)"},
-      {"NEXT", "n"},       {"POD", "j-worker-0"},    {"NS", "ns"},
-      {"IP", "127.0.0.1"}, {"NODE", "node1"},        {"APP", "x"},
+      {"RANK", "4"},        {"SCRIPT", "train-3.py"},   {"LATER", "$(NEXT)"},
+      {"NEXT", "n"},        {"POD", "j-worker-0"},      {"NS", "ns"},
+      {"IP", "127.0.0.1"},  {"NODE", "node1"},          {"APP", "x"},
       {"PATH", "/opt/bin"}, {"HOSTNAME", "j-worker-0"}, {"HOME", "/home/op"}};
   EXPECT_EQ(p->env, want);
   EXPECT_EQ(p->gpus, 0);

@@ -22,8 +22,7 @@ absl::StatusOr<ProcStat> ParseProcStat(const std::string& line) {
   if (!absl::SimpleAtoi(line.substr(0, open - 1), &st.pid)) {
     return absl::InvalidArgumentError("malformed pid in /proc stat line");
   }
-  std::vector<std::string> f =
-      absl::StrSplit(line.substr(close + 2), ' ', absl::SkipEmpty());
+  std::vector<std::string> f = absl::StrSplit(line.substr(close + 2), ' ', absl::SkipEmpty());
   // f[0] is field 3 (state); field N is f[N - 3].
   if (f.size() < 20 || f[0].empty()) {
     return absl::InvalidArgumentError("short /proc stat line");
@@ -44,8 +43,8 @@ absl::StatusOr<ProcStat> ReadProcStat(pid_t pid) {
       return absl::NotFoundError(absl::StrCat("no process ", pid));
     }
     // ESRCH shows up as a read error when the process exits mid-read.
-    return absl::NotFoundError(absl::StrCat("process ", pid, " unreadable: ",
-                                            line.status().message()));
+    return absl::NotFoundError(
+        absl::StrCat("process ", pid, " unreadable: ", line.status().message()));
   }
   absl::StatusOr<ProcStat> st = ParseProcStat(*line);
   if (!st.ok()) return absl::InternalError(st.status().message());

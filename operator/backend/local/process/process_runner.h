@@ -75,8 +75,7 @@ class ProcessRunner {
   // Stopping a replica that already ended is not an error; leftovers of a vanished
   // replica's group (same group and session) are killed too.
   // Errors: Internal, DeadlineExceeded (still alive after SIGKILL: unkillable D state).
-  virtual absl::StatusOr<PollResult> Stop(const ProcessHandle& handle,
-                                          absl::Duration grace) = 0;
+  virtual absl::StatusOr<PollResult> Stop(const ProcessHandle& handle, absl::Duration grace) = 0;
 
   // The handle of the replica whose files are in `replica_dir`, from the shim's
   // `process` file: re-adoption after an operator crash between Start and persisting

@@ -214,9 +214,8 @@ int main(int argc, char** argv) {
   if (got == static_cast<ssize_t>(sizeof(tag_errno))) {
     int e = tag_errno[1];
     start_error_code = e == ENOENT || e == ENOTDIR ? 127 : 126;
-    start_error = tag_errno[0] == 1
-                      ? absl::StrCat("chdir ", args.cwd, ": ", strerror(e))
-                      : absl::StrCat("exec ", args.command[0], ": ", strerror(e));
+    start_error = tag_errno[0] == 1 ? absl::StrCat("chdir ", args.cwd, ": ", strerror(e))
+                                    : absl::StrCat("exec ", args.command[0], ": ", strerror(e));
   }
 
   coach::backend::local::ProcessFile pf;
@@ -258,8 +257,8 @@ int main(int argc, char** argv) {
   } else if (WIFSIGNALED(status)) {
     record.signal = WTERMSIG(status);
     record.exit_code = 128 + record.signal;
-    record.message = absl::StrCat("killed by signal ", record.signal, " (",
-                                  strsignal(record.signal), ")");
+    record.message =
+        absl::StrCat("killed by signal ", record.signal, " (", strsignal(record.signal), ")");
   }
   if (!coach::backend::local::WriteExitRecord(args.replica_dir, record).ok()) return 1;
   return 0;

@@ -16,8 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "operator/backend/local/process/exit_record.h"
 #include "operator/backend/local/fs_util.h"
+#include "operator/backend/local/process/exit_record.h"
 #include "operator/backend/local/process/proc_stat.h"
 
 namespace coach::backend::local {
@@ -156,8 +156,8 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
   sigfillset(&all);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   // The three descriptors are at 3 or above (0-2 are the operator's own), and are copied
@@ -184,22 +184,22 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
     errno = fork_errno;
     return Errno(absl::StrCat("starting the replica shim ", shim_path_));
   }
-  absl::StatusOr<std::string> line =
-      ReadStatusLine(status_pipe[0], options_.clock->Now() + options_.start_timeout, options_.clock);
+  absl::StatusOr<std::string> line = ReadStatusLine(
+      status_pipe[0], options_.clock->Now() + options_.start_timeout, options_.clock);
   close(status_pipe[0]);
   if (!line.ok() || !absl::StartsWith(*line, "pgid ")) {
     // Do not leave a half-started replica behind.
     kill(-pid, SIGKILL);
     waitpid(pid, nullptr, 0);
     if (!line.ok()) return line.status();
-    return absl::InternalError(absl::StrCat("replica shim failed to start: ",
-                                            line->empty() ? "no report" : *line));
+    return absl::InternalError(
+        absl::StrCat("replica shim failed to start: ", line->empty() ? "no report" : *line));
   }
   absl::StatusOr<ProcessFile> pf = ReadProcessFile(spec.replica_dir);
   if (!pf.ok()) return absl::InternalError(absl::StrCat("replica shim: ", pf.status().message()));
   if (pf->pid != pid) {
-    return absl::InternalError(absl::StrCat("replica shim reported pid ", pf->pid,
-                                            ", started ", pid));
+    return absl::InternalError(
+        absl::StrCat("replica shim reported pid ", pf->pid, ", started ", pid));
   }
   ProcessHandle handle;
   handle.pid = pid;
@@ -211,13 +211,11 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
 
 absl::Status ShimProcessRunner::Signal(const ProcessHandle& handle, int sig) {
   if (!IsSameLiveProcess(handle.pid, handle.start_time)) {
-    return absl::NotFoundError(
-        absl::StrCat("replica supervisor ", handle.pid, " is not running"));
+    return absl::NotFoundError(absl::StrCat("replica supervisor ", handle.pid, " is not running"));
   }
   if (kill(-handle.pgid, sig) != 0) {
     if (errno == ESRCH) {
-      return absl::NotFoundError(
-          absl::StrCat("replica process group ", handle.pgid, " is gone"));
+      return absl::NotFoundError(absl::StrCat("replica process group ", handle.pgid, " is gone"));
     }
     return Errno(absl::StrCat("kill -", handle.pgid));
   }
@@ -278,8 +276,7 @@ absl::StatusOr<PollResult> ShimProcessRunner::Stop(const ProcessHandle& handle,
     kill(handle.pid, SIGKILL);
     ASSIGN_OR_RETURN(p, WaitEnded(handle, options_.kill_timeout));
     if (p.state == ProcessState::kRunning) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("replica ", handle.pid, " survived SIGKILL"));
+      return absl::DeadlineExceededError(absl::StrCat("replica ", handle.pid, " survived SIGKILL"));
     }
     SignalLeftovers(handle, SIGKILL);
     return p;

@@ -28,18 +28,16 @@ class ShimProcessRunner : public ProcessRunner {
 
   // `shim_path`: the coach-replica-shim executable.
   // Errors: InvalidArgument (not an absolute path), NotFound (not an executable file).
-  static absl::StatusOr<std::unique_ptr<ShimProcessRunner>> Create(
-      const std::string& shim_path, Options options);
-  static absl::StatusOr<std::unique_ptr<ShimProcessRunner>> Create(
-      const std::string& shim_path) {
+  static absl::StatusOr<std::unique_ptr<ShimProcessRunner>> Create(const std::string& shim_path,
+                                                                   Options options);
+  static absl::StatusOr<std::unique_ptr<ShimProcessRunner>> Create(const std::string& shim_path) {
     return Create(shim_path, Options());
   }
 
   absl::StatusOr<ProcessHandle> Start(const ProcessSpec& spec) override;
   absl::Status Signal(const ProcessHandle& handle, int sig) override;
   absl::StatusOr<PollResult> Poll(const ProcessHandle& handle) override;
-  absl::StatusOr<PollResult> Stop(const ProcessHandle& handle,
-                                  absl::Duration grace) override;
+  absl::StatusOr<PollResult> Stop(const ProcessHandle& handle, absl::Duration grace) override;
   absl::StatusOr<ProcessHandle> Recover(const std::string& replica_dir) override;
 
  private:

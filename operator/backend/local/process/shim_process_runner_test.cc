@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "operator/backend/local/process/exit_record.h"
 #include "operator/backend/local/fs_util.h"
+#include "operator/backend/local/process/exit_record.h"
 #include "operator/backend/local/process/log_files.h"
 #include "operator/backend/local/process/proc_stat.h"
 
@@ -106,8 +106,9 @@ TEST_F(ShimProcessRunnerTest, StartRejectsBadSpecs) {
 
 TEST_F(ShimProcessRunnerTest, RunsCommandWithExactEnvAndLogs) {
   setenv("COACH_OPERATOR_SECRET", "leak", 1);
-  ProcessSpec spec = Spec({"sh", "-c", "echo out=$GREETING; echo err >&2; "
-                                       "echo secret=${COACH_OPERATOR_SECRET:-none}; pwd"});
+  ProcessSpec spec = Spec({"sh", "-c",
+                           "echo out=$GREETING; echo err >&2; "
+                           "echo secret=${COACH_OPERATOR_SECRET:-none}; pwd"});
   auto h = runner_->Start(spec);
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_GT(h->pid, 0);
@@ -175,8 +176,8 @@ TEST_F(ShimProcessRunnerTest, PathLookupUsesSpecEnvPath) {
 TEST_F(ShimProcessRunnerTest, StopEscalatesToSigkillAfterGrace) {
   std::string ready = dir_ + "/ready";
   auto h = runner_->Start(
-      Spec({"sh", "-c", absl::StrCat("trap '' TERM; echo $$ > ", ready,
-                                     "; while true; do sleep 0.05; done")}));
+      Spec({"sh", "-c",
+            absl::StrCat("trap '' TERM; echo $$ > ", ready, "; while true; do sleep 0.05; done")}));
   ASSERT_TRUE(h.ok()) << h.status();
   ReadPidFile(ready);
   absl::Time start = absl::Now();
@@ -189,9 +190,9 @@ TEST_F(ShimProcessRunnerTest, StopEscalatesToSigkillAfterGrace) {
 
 TEST_F(ShimProcessRunnerTest, StopWithGraceLetsTermHandlerFinish) {
   std::string ready = dir_ + "/ready";
-  auto h = runner_->Start(Spec(
-      {"sh", "-c", absl::StrCat("trap 'echo bye; exit 7' TERM; echo $$ > ", ready,
-                                "; while true; do sleep 0.05; done")}));
+  auto h = runner_->Start(Spec({"sh", "-c",
+                                absl::StrCat("trap 'echo bye; exit 7' TERM; echo $$ > ", ready,
+                                             "; while true; do sleep 0.05; done")}));
   ASSERT_TRUE(h.ok()) << h.status();
   ReadPidFile(ready);
   auto p = runner_->Stop(*h, absl::Seconds(10));
@@ -202,8 +203,8 @@ TEST_F(ShimProcessRunnerTest, StopWithGraceLetsTermHandlerFinish) {
 
 TEST_F(ShimProcessRunnerTest, StopKillsTheWholeGroup) {
   std::string child_file = dir_ + "/child";
-  auto h = runner_->Start(Spec(
-      {"sh", "-c", absl::StrCat("sleep 1000 & echo $! > ", child_file, "; wait")}));
+  auto h = runner_->Start(
+      Spec({"sh", "-c", absl::StrCat("sleep 1000 & echo $! > ", child_file, "; wait")}));
   ASSERT_TRUE(h.ok()) << h.status();
   pid_t child = ReadPidFile(child_file);
   ASSERT_GT(child, 0);
@@ -229,9 +230,9 @@ TEST_F(ShimProcessRunnerTest, LeftoversDieWhenMainCommandExits) {
 
 TEST_F(ShimProcessRunnerTest, SignalReachesTheGroup) {
   std::string ready = dir_ + "/ready";
-  auto h = runner_->Start(Spec(
-      {"sh", "-c", absl::StrCat("trap 'exit 9' USR2; echo $$ > ", ready,
-                                "; while true; do sleep 0.05; done")}));
+  auto h = runner_->Start(Spec({"sh", "-c",
+                                absl::StrCat("trap 'exit 9' USR2; echo $$ > ", ready,
+                                             "; while true; do sleep 0.05; done")}));
   ASSERT_TRUE(h.ok()) << h.status();
   ReadPidFile(ready);
   ASSERT_TRUE(runner_->Signal(*h, SIGUSR2).ok());
@@ -241,8 +242,8 @@ TEST_F(ShimProcessRunnerTest, SignalReachesTheGroup) {
 
 TEST_F(ShimProcessRunnerTest, ReadoptedByANewRunnerAfterOperatorDeath) {
   std::string go = dir_ + "/go";
-  ProcessSpec spec = Spec({"sh", "-c", absl::StrCat("while [ ! -e ", go,
-                                                    " ]; do sleep 0.02; done; exit 4")});
+  ProcessSpec spec =
+      Spec({"sh", "-c", absl::StrCat("while [ ! -e ", go, " ]; do sleep 0.02; done; exit 4")});
   auto h = runner_->Start(spec);
   ASSERT_TRUE(h.ok()) << h.status();
   ProcessHandle saved = *h;
@@ -268,8 +269,8 @@ TEST_F(ShimProcessRunnerTest, ExitStatusSurvivesWhenNotOurChild) {
   // waitpid it, and its exit code still comes through the shim's exit file.
   std::string handle_file = dir_ + "/handle";
   std::string go = dir_ + "/go";
-  ProcessSpec spec = Spec({"sh", "-c", absl::StrCat("while [ ! -e ", go,
-                                                    " ]; do sleep 0.02; done; exit 6")});
+  ProcessSpec spec =
+      Spec({"sh", "-c", absl::StrCat("while [ ! -e ", go, " ]; do sleep 0.02; done; exit 6")});
   pid_t op = fork();
   ASSERT_GE(op, 0);
   if (op == 0) {
@@ -313,8 +314,8 @@ TEST_F(ShimProcessRunnerTest, RecycledPidIsNotMistakenForTheReplica) {
 
 TEST_F(ShimProcessRunnerTest, KilledShimIsVanishedAndStopReapsItsGroup) {
   std::string child_file = dir_ + "/child";
-  auto h = runner_->Start(Spec(
-      {"sh", "-c", absl::StrCat("sleep 1000 & echo $! > ", child_file, "; wait")}));
+  auto h = runner_->Start(
+      Spec({"sh", "-c", absl::StrCat("sleep 1000 & echo $! > ", child_file, "; wait")}));
   ASSERT_TRUE(h.ok()) << h.status();
   pid_t child = ReadPidFile(child_file);
   ASSERT_EQ(kill(h->pid, SIGKILL), 0);

@@ -40,7 +40,7 @@ struct ReplicaRecord {
   std::string name;          // Pod name, unique within the job's namespace.
   std::string replica_type;  // "Worker", "Master", ...
   int index = 0;
-  ProcessHandle process;     // pid 0 while not started.
+  ProcessHandle process;  // pid 0 while not started.
   std::string log_path;
   model::PodPhase phase = model::PodPhase::kPending;
   std::optional<int> exit_code;

@@ -1,8 +1,8 @@
 #include "operator/backend/local/store/sqlite_job_store.h"
 
+#include <google/protobuf/util/message_differencer.h>
 #include <sqlite3.h>
 
-#include <google/protobuf/util/message_differencer.h>
 #include <nlohmann/json.hpp>
 
 #include "absl/random/random.h"
@@ -178,10 +178,10 @@ std::string NewUuidV4() {
     hi = absl::Uniform<uint64_t>(*gen);
     lo = absl::Uniform<uint64_t>(*gen);
   }
-  hi = (hi & ~0xF000ull) | 0x4000ull;                           // version 4
-  lo = (lo & ~(0xC0ull << 56)) | (0x80ull << 56);               // variant 10
-  return absl::StrFormat("%08x-%04x-%04x-%04x-%012x", hi >> 32, (hi >> 16) & 0xFFFF,
-                         hi & 0xFFFF, lo >> 48, lo & 0xFFFFFFFFFFFFull);
+  hi = (hi & ~0xF000ull) | 0x4000ull;              // version 4
+  lo = (lo & ~(0xC0ull << 56)) | (0x80ull << 56);  // variant 10
+  return absl::StrFormat("%08x-%04x-%04x-%04x-%012x", hi >> 32, (hi >> 16) & 0xFFFF, hi & 0xFFFF,
+                         lo >> 48, lo & 0xFFFFFFFFFFFFull);
 }
 
 std::string PageToken(const JobKey& key) {
@@ -191,8 +191,8 @@ std::string PageToken(const JobKey& key) {
 absl::StatusOr<JobKey> ParsePageToken(const std::string& token) {
   std::string raw;
   size_t zero;
-  if (!absl::WebSafeBase64Unescape(token, &raw) ||
-      (zero = raw.find('\0')) == std::string::npos || raw.find('\0', zero + 1) != std::string::npos) {
+  if (!absl::WebSafeBase64Unescape(token, &raw) || (zero = raw.find('\0')) == std::string::npos ||
+      raw.find('\0', zero + 1) != std::string::npos) {
     return absl::InvalidArgumentError("page_token: not a token this store returned");
   }
   return JobKey{raw.substr(0, zero), raw.substr(zero + 1)};
@@ -209,9 +209,9 @@ absl::StatusOr<int64_t> ParseVersion(const TrainingJob& job) {
 }
 
 absl::Status Conflict(const JobKey& key, const std::string& given, int64_t stored) {
-  return absl::AbortedError(absl::StrCat(
-      "job ", key.namespace_, "/", key.name, " was modified: resourceVersion ", given,
-      " is stale (now ", stored, "); re-read and retry"));
+  return absl::AbortedError(absl::StrCat("job ", key.namespace_, "/", key.name,
+                                         " was modified: resourceVersion ", given,
+                                         " is stale (now ", stored, "); re-read and retry"));
 }
 
 absl::Status NoJob(const JobKey& key) {
@@ -269,14 +269,14 @@ SqliteJobStore::~SqliteJobStore() {
   sqlite3_close_v2(db_);
 }
 
-absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(
-    const std::string& state_dir, Options options) {
+absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::string& state_dir,
+                                                                     Options options) {
   RETURN_IF_ERROR(MakeDirs(state_dir));
   const std::string path = state_dir + "/coach.db";
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     absl::Status s = absl::InternalError(
         absl::StrCat("open ", path, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
@@ -285,8 +285,8 @@ absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(
   }
   std::unique_ptr<SqliteJobStore> store(new SqliteJobStore(db, std::move(options)));
   absl::MutexLock lock(&store->mu_);
-  sqlite3_busy_timeout(db, static_cast<int>(absl::ToInt64Milliseconds(
-                               store->options_.busy_timeout)));
+  sqlite3_busy_timeout(db,
+                       static_cast<int>(absl::ToInt64Milliseconds(store->options_.busy_timeout)));
   {
     ASSIGN_OR_RETURN(Stmt wal, Stmt::Prepare(db, "PRAGMA journal_mode=WAL"));
     ASSIGN_OR_RETURN(bool row, wal.Step());
@@ -319,14 +319,13 @@ absl::Status SqliteJobStore::Migrate() {
       ASSIGN_OR_RETURN(bool row, q.Step());
       int64_t current = row && !q.IsNull(0) ? q.Int(0) : 0;
       if (current > kSchemaVersion) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "coach.db has schema version ", current, "; this coach knows up to ",
-            kSchemaVersion, " (written by a newer coach?)"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("coach.db has schema version ", current, "; this coach knows up to ",
+                         kSchemaVersion, " (written by a newer coach?)"));
       }
       if (current >= version) return absl::OkStatus();
       RETURN_IF_ERROR(Exec(db_, kMigrations[version - 1]));
-      ASSIGN_OR_RETURN(Stmt ins, Stmt::Prepare(db_,
-                                               "INSERT INTO schema_migrations VALUES (?, ?)"));
+      ASSIGN_OR_RETURN(Stmt ins, Stmt::Prepare(db_, "INSERT INTO schema_migrations VALUES (?, ?)"));
       ins.Bind(1, int64_t{version}).Bind(2, absl::ToUnixMicros(Now()));
       return ins.Run();
     }));
@@ -350,13 +349,13 @@ absl::Status SqliteJobStore::WriteJobLocked(const TrainingJob& job, bool insert)
   (void)absl::SimpleAtoi(job.metadata().resource_version(), &rv);
   absl::Time created = absl::FromUnixSeconds(job.metadata().creation_timestamp().seconds()) +
                        absl::Nanoseconds(job.metadata().creation_timestamp().nanos());
-  ASSIGN_OR_RETURN(
-      Stmt s, Stmt::Prepare(db_, insert ? "INSERT INTO jobs (uid, kind, resource_version, "
-                                          "generation, created_us, labels_json, job, "
-                                          "namespace, name) VALUES (?,?,?,?,?,?,?,?,?)"
-                                        : "UPDATE jobs SET uid=?, kind=?, resource_version=?, "
-                                          "generation=?, created_us=?, labels_json=?, job=? "
-                                          "WHERE namespace=? AND name=?"));
+  ASSIGN_OR_RETURN(Stmt s,
+                   Stmt::Prepare(db_, insert ? "INSERT INTO jobs (uid, kind, resource_version, "
+                                               "generation, created_us, labels_json, job, "
+                                               "namespace, name) VALUES (?,?,?,?,?,?,?,?,?)"
+                                             : "UPDATE jobs SET uid=?, kind=?, resource_version=?, "
+                                               "generation=?, created_us=?, labels_json=?, job=? "
+                                               "WHERE namespace=? AND name=?"));
   s.Bind(1, job.metadata().uid())
       .Bind(2, int64_t{job.kind()})
       .Bind(3, rv)
@@ -368,8 +367,8 @@ absl::Status SqliteJobStore::WriteJobLocked(const TrainingJob& job, bool insert)
       .Bind(9, job.metadata().name());
   absl::Status st = s.Run();
   if (absl::IsAlreadyExists(st)) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "job ", job.metadata().namespace_(), "/", job.metadata().name(), " already exists"));
+    return absl::AlreadyExistsError(absl::StrCat("job ", job.metadata().namespace_(), "/",
+                                                 job.metadata().name(), " already exists"));
   }
   return st;
 }
@@ -385,8 +384,8 @@ absl::StatusOr<TrainingJob> SqliteJobStore::Create(const TrainingJob& input) {
   absl::Time now = Now();
   auto* ts = job.mutable_metadata()->mutable_creation_timestamp();
   ts->set_seconds(absl::ToUnixSeconds(now));
-  ts->set_nanos(static_cast<int32_t>(
-      (now - absl::FromUnixSeconds(absl::ToUnixSeconds(now))) / absl::Nanoseconds(1)));
+  ts->set_nanos(static_cast<int32_t>((now - absl::FromUnixSeconds(absl::ToUnixSeconds(now))) /
+                                     absl::Nanoseconds(1)));
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(InTransaction([&] { return WriteJobLocked(job, /*insert=*/true); }));
   return job;
@@ -465,9 +464,9 @@ absl::StatusOr<TrainingJob> SqliteJobStore::Update(const TrainingJob& input) {
     md->set_uid(stored.metadata().uid());
     *md->mutable_creation_timestamp() = stored.metadata().creation_timestamp();
     md->set_resource_version(absl::StrCat(current + 1));
-    bool spec_changed = !google::protobuf::util::MessageDifferencer::Equals(stored.spec(),
-                                                                           input.spec()) ||
-                        stored.kind() != input.kind();
+    bool spec_changed =
+        !google::protobuf::util::MessageDifferencer::Equals(stored.spec(), input.spec()) ||
+        stored.kind() != input.kind();
     md->set_generation(stored.metadata().generation() + (spec_changed ? 1 : 0));
     return WriteJobLocked(result, /*insert=*/false);
   }));
@@ -496,8 +495,7 @@ absl::Status SqliteJobStore::Delete(const JobKey& key,
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::Status {
     ASSIGN_OR_RETURN(TrainingJob stored, GetLocked(key));
-    if (resource_version.has_value() &&
-        *resource_version != stored.metadata().resource_version()) {
+    if (resource_version.has_value() && *resource_version != stored.metadata().resource_version()) {
       int64_t current = 0;
       (void)absl::SimpleAtoi(stored.metadata().resource_version(), &current);
       return Conflict(key, *resource_version, current);
@@ -522,10 +520,10 @@ absl::Status SqliteJobStore::PutReplica(const ReplicaRecord& r) {
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::Status {
     RETURN_IF_ERROR(JobExistsLocked(r.job));
-    ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, absl::StrCat(
-                                                    "INSERT OR REPLACE INTO replicas (",
-                                                    kReplicaColumns,
-                                                    ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")));
+    ASSIGN_OR_RETURN(
+        Stmt s,
+        Stmt::Prepare(db_, absl::StrCat("INSERT OR REPLACE INTO replicas (", kReplicaColumns,
+                                        ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")));
     s.Bind(1, r.job.namespace_)
         .Bind(2, r.job.name)
         .Bind(3, r.name)
@@ -575,8 +573,9 @@ absl::StatusOr<std::vector<ReplicaRecord>> SqliteJobStore::ListAllReplicas() {
 absl::Status SqliteJobStore::DeleteReplica(const JobKey& job, const std::string& name) {
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::Status {
-    ASSIGN_OR_RETURN(Stmt d, Stmt::Prepare(db_, "DELETE FROM replicas WHERE namespace=? AND "
-                                                "job_name=? AND name=?"));
+    ASSIGN_OR_RETURN(Stmt d, Stmt::Prepare(db_,
+                                           "DELETE FROM replicas WHERE namespace=? AND "
+                                           "job_name=? AND name=?"));
     d.Bind(1, job.namespace_).Bind(2, job.name).Bind(3, name);
     RETURN_IF_ERROR(d.Run());
     if (sqlite3_changes(db_) == 0) {
@@ -596,9 +595,10 @@ absl::Status SqliteJobStore::AppendEvents(const JobKey& job, const std::vector<J
   return InTransaction([&]() -> absl::Status {
     RETURN_IF_ERROR(JobExistsLocked(job));
     for (const JobEvent& e : events) {
-      ASSIGN_OR_RETURN(Stmt ins, Stmt::Prepare(db_, "INSERT INTO events (namespace, job_name, "
-                                                    "type, reason, message, time_us) "
-                                                    "VALUES (?,?,?,?,?,?)"));
+      ASSIGN_OR_RETURN(Stmt ins, Stmt::Prepare(db_,
+                                               "INSERT INTO events (namespace, job_name, "
+                                               "type, reason, message, time_us) "
+                                               "VALUES (?,?,?,?,?,?)"));
       ins.Bind(1, job.namespace_)
           .Bind(2, job.name)
           .Bind(3, e.type)
@@ -619,9 +619,10 @@ absl::Status SqliteJobStore::AppendEvents(const JobKey& job, const std::vector<J
 
 absl::StatusOr<std::vector<JobEvent>> SqliteJobStore::ListEvents(const JobKey& job) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Stmt q, Stmt::Prepare(db_, "SELECT type, reason, message, time_us FROM "
-                                              "events WHERE namespace=? AND job_name=? "
-                                              "ORDER BY id"));
+  ASSIGN_OR_RETURN(Stmt q, Stmt::Prepare(db_,
+                                         "SELECT type, reason, message, time_us FROM "
+                                         "events WHERE namespace=? AND job_name=? "
+                                         "ORDER BY id"));
   q.Bind(1, job.namespace_).Bind(2, job.name);
   std::vector<JobEvent> out;
   while (true) {
@@ -636,9 +637,10 @@ absl::Status SqliteJobStore::ReservePorts(const std::vector<PortReservation>& po
   return InTransaction([&]() -> absl::Status {
     for (const PortReservation& p : ports) {
       RETURN_IF_ERROR(JobExistsLocked(p.job));
-      ASSIGN_OR_RETURN(Stmt ins, Stmt::Prepare(db_, "INSERT INTO ports (port, namespace, "
-                                                    "job_name, replica, port_name) "
-                                                    "VALUES (?,?,?,?,?)"));
+      ASSIGN_OR_RETURN(Stmt ins, Stmt::Prepare(db_,
+                                               "INSERT INTO ports (port, namespace, "
+                                               "job_name, replica, port_name) "
+                                               "VALUES (?,?,?,?,?)"));
       ins.Bind(1, int64_t{p.port})
           .Bind(2, p.job.namespace_)
           .Bind(3, p.job.name)
@@ -656,22 +658,24 @@ absl::Status SqliteJobStore::ReservePorts(const std::vector<PortReservation>& po
 
 absl::StatusOr<std::vector<PortReservation>> SqliteJobStore::ListPortReservations() {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Stmt q, Stmt::Prepare(db_, "SELECT port, namespace, job_name, replica, "
-                                              "port_name FROM ports ORDER BY port"));
+  ASSIGN_OR_RETURN(Stmt q, Stmt::Prepare(db_,
+                                         "SELECT port, namespace, job_name, replica, "
+                                         "port_name FROM ports ORDER BY port"));
   std::vector<PortReservation> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return out;
-    out.push_back(PortReservation{static_cast<int>(q.Int(0)), {q.Text(1), q.Text(2)},
-                                  q.Text(3), q.Text(4)});
+    out.push_back(
+        PortReservation{static_cast<int>(q.Int(0)), {q.Text(1), q.Text(2)}, q.Text(3), q.Text(4)});
   }
 }
 
 absl::Status SqliteJobStore::ReleasePorts(const JobKey& job) {
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::Status {
-    ASSIGN_OR_RETURN(Stmt d, Stmt::Prepare(db_, "DELETE FROM ports WHERE namespace=? AND "
-                                                "job_name=?"));
+    ASSIGN_OR_RETURN(Stmt d, Stmt::Prepare(db_,
+                                           "DELETE FROM ports WHERE namespace=? AND "
+                                           "job_name=?"));
     d.Bind(1, job.namespace_).Bind(2, job.name);
     return d.Run();
   });

@@ -1,9 +1,9 @@
 #pragma once
 
 // The local backend's store on sqlite, both the job store (store::JobStore) and the
-// backend's replica records and port reservations (ReplicaStore): <state-dir>/coach.db in WAL mode with synchronous=FULL (a
-// committed transaction survives power loss), foreign keys on (deleting a job cascades
-// to its replicas, events and ports), a busy timeout so several operator processes (or
+// backend's replica records and port reservations (ReplicaStore): <state-dir>/coach.db in WAL mode
+// with synchronous=FULL (a committed transaction survives power loss), foreign keys on (deleting a
+// job cascades to its replicas, events and ports), a busy timeout so several operator processes (or
 // tools) can share the file, and a versioned schema: schema_migrations records each
 // applied migration; Open applies the missing ones, each in its own transaction, and
 // refuses a database written by a newer coach.
@@ -45,7 +45,7 @@ class SqliteJobStore : public store::JobStore, public ReplicaStore {
   // schema newer than kSchemaVersion, or WAL cannot be enabled), Unavailable (locked
   // beyond the busy timeout).
   static absl::StatusOr<std::unique_ptr<SqliteJobStore>> Open(const std::string& state_dir,
-                                                               Options options);
+                                                              Options options);
   static absl::StatusOr<std::unique_ptr<SqliteJobStore>> Open(const std::string& state_dir) {
     return Open(state_dir, Options());
   }

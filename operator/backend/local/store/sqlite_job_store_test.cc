@@ -124,9 +124,9 @@ TEST_F(SqliteJobStoreTest, RefusesNewerSchema) {
   ASSERT_TRUE(SqliteJobStore::Open(dir_).ok());
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ + "/coach.db").c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "INSERT INTO schema_migrations VALUES (99, 0)", nullptr, nullptr,
-                         nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db, "INSERT INTO schema_migrations VALUES (99, 0)", nullptr, nullptr, nullptr),
+      SQLITE_OK);
   sqlite3_close(db);
   EXPECT_EQ(SqliteJobStore::Open(dir_).status().code(), absl::StatusCode::kFailedPrecondition);
 }
@@ -237,8 +237,7 @@ TEST_F(SqliteReplicaStoreTest, ReplicaRecordsRoundTrip) {
 
   EXPECT_EQ(store_->ListAllReplicas()->size(), 3u);
   ASSERT_TRUE(store_->DeleteReplica({"ns", "a"}, "a-worker-0").ok());
-  EXPECT_EQ(store_->DeleteReplica({"ns", "a"}, "a-worker-0").code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->DeleteReplica({"ns", "a"}, "a-worker-0").code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store_->ListReplicas({"ns", "a"})->size(), 1u);
 
   ReplicaRecord orphan;
@@ -250,12 +249,14 @@ TEST_F(SqliteReplicaStoreTest, ReplicaRecordsRoundTrip) {
 TEST_F(SqliteReplicaStoreTest, PortReservationsAreExclusiveAndAtomic) {
   ASSERT_TRUE(store_->Create(MakeJob("ns", "a")).ok());
   ASSERT_TRUE(store_->Create(MakeJob("ns", "b")).ok());
-  ASSERT_TRUE(store_->ReservePorts({{41000, {"ns", "a"}, "a-0", "master"},
-                                    {41001, {"ns", "a"}, "a-0", "rdzv"}})
+  ASSERT_TRUE(store_
+                  ->ReservePorts(
+                      {{41000, {"ns", "a"}, "a-0", "master"}, {41001, {"ns", "a"}, "a-0", "rdzv"}})
                   .ok());
   // 41002 is free but 41001 is taken: nothing is reserved.
-  EXPECT_EQ(store_->ReservePorts({{41002, {"ns", "b"}, "b-0", "master"},
-                                  {41001, {"ns", "b"}, "b-0", "rdzv"}})
+  EXPECT_EQ(store_
+                ->ReservePorts(
+                    {{41002, {"ns", "b"}, "b-0", "master"}, {41001, {"ns", "b"}, "b-0", "rdzv"}})
                 .code(),
             absl::StatusCode::kAlreadyExists);
   auto all = store_->ListPortReservations();
