@@ -224,7 +224,9 @@ def suite_apiserver(args):
 
 
 def suite_proxy(args):
-    n = env_int("COACH_CHAOS_JOBS", 200)
+    # Smaller than the others by default: every stalled call holds one of the operator's two
+    # reconcile workers for its 30 s request timeout, so 200 jobs take about 15 min here (README).
+    n = env_int("COACH_CHAOS_PROXY_JOBS", 30)
     rate = env_float("COACH_CHAOS_FAULT_RATE", 0.10)
     stall = env_float("COACH_CHAOS_STALL_SECONDS", 35)
     run = Run(args, "proxy")
@@ -291,7 +293,8 @@ def suite_proxy(args):
             ("fault rate", rate),
             ("operator API requests (at the proxy)",
              f"{total_requests} {json.dumps(stats['requests'], sort_keys=True)}"),
-            ("faults injected", f"{total_faults} ({100.0 * total_faults / max(1, total_requests):.1f}%)"),
+            ("faults injected",
+             f"{total_faults} ({100.0 * total_faults / max(1, total_requests):.1f}%)"),
         ] + [(f"  faults {k}", v) for k, v in faults.items()] + [
             ("  faults by kind and verb", json.dumps(stats["faults_by_verb"], sort_keys=True)),
             ("retries seen at the proxy (same call again after a fault)", stats["retries"]),

@@ -4,15 +4,15 @@ from its own spec (never from a control run), and the checks of a finished run.
 Every replica of a job carries the same coach.test/* annotations (tools/testenv's kwok stages), so
 the end state does not depend on which pod exits first:
 
-| scenario          | restartPolicy | pods do                                    | expected end state     |
-|-------------------|---------------|--------------------------------------------|------------------------|
-| succeed           | Never/ExitCode| exit 0 after 2..10 s                       | Succeeded              |
-| fail-never        | Never         | exit 2                                     | Failed (a replica)     |
-| fail-exitcode     | ExitCode      | exit 1 (permanent)                         | Failed (a replica)     |
-| recover           | OnFailure     | exit 1, exit 0 once restartCount >= 2      | Succeeded, restarts 2  |
-| backoff           | OnFailure     | exit 1 every second, backoffLimit 2        | Failed (backoff limit) |
-| recreate-deadline | ExitCode      | exit 137 every 3 s (recreated each time),  | Failed (deadline)      |
-|                   |               | activeDeadlineSeconds 20                   |                        |
+| scenario          | restartPolicy  | pods do                               | expected end state  |
+|-------------------|----------------|---------------------------------------|---------------------|
+| succeed           | Never/ExitCode | exit 0 after 2..10 s                  | Succeeded           |
+| fail-never        | Never          | exit 2                                | Failed (a replica)  |
+| fail-exitcode     | ExitCode       | exit 1 (permanent)                    | Failed (a replica)  |
+| recover           | OnFailure      | exit 1, exit 0 once restartCount >= 2 | Succeeded           |
+| backoff           | OnFailure      | exit 1 every second, backoffLimit 2   | Failed (backoff)    |
+| recreate-deadline | ExitCode       | exit 137 every 3 s (each re-created), | Failed (deadline)   |
+|                   |                | activeDeadlineSeconds 20              |                     |
 """
 
 import random
