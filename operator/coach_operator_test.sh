@@ -39,6 +39,10 @@ expect_usage "--leader-elect-renew-deadline" \
   --backend=kube --leader-elect=true --leader-elect-renew-deadline=2s --leader-elect-retry-period=2s
 expect_usage "--leader-elect-namespace" --backend=kube --leader-elect=true --leader-elect-namespace=Bad_NS
 expect_usage "--backend" --backend=slurm
+expect_usage "--karpenter-zone-policy" --karpenter --karpenter-zone-policy=strict
+expect_usage "--karpenter-gpu-taint" --karpenter-gpu-taint=nvidia.com/gpu=true:Never
+expect_usage "--karpenter-gpu-nodepool" --karpenter-gpu-nodepool="not a pool"
+expect_usage "--karpenter-cpu-nodepool: must differ" --karpenter-cpu-nodepool=gpu-workloads
 expect_usage "--token-file" --token-file="$TMP/missing-token"
 expect_usage "--tls-cert and --tls-key" --tls-cert="$TMP/cert.pem"
 echo "x" > "$TMP/key.pem"

@@ -165,6 +165,13 @@ wait_scheduled() {
   return 1
 }
 
+# ---- a bad coach.dev/ annotation is refused at admission, naming it.
+job bad 0 0 0 1 | sed 's/^metadata: {name: bad, namespace: default}$/metadata: {name: bad, namespace: default, annotations: {coach.dev\/capacity-type: spto}}/' >"$WORK/bad.yaml"
+grep -q 'coach.dev/capacity-type' "$WORK/bad.yaml" || fail "the bad job's manifest lacks its annotation"
+if out=$(COACH submit -f "$WORK/bad.yaml" 2>&1); then fail "a job with coach.dev/capacity-type: spto was accepted"; fi
+grep -qF 'metadata.annotations[coach.dev/capacity-type]' <<<"$out" || fail "the refusal does not name the annotation: $out"
+say "refused at admission: $(tail -n 1 <<<"$out")"
+
 # ---- the seed's GPU job
 job seed 1 1 2 15 >"$WORK/seed.yaml"
 t_submit=$(now)
