@@ -185,30 +185,34 @@ void Controller::RecordObserved(const JobKey& key, const model::ObservedState* o
                                 const model::JobStatus* status) {
   if (metrics_ == nullptr) return;
   absl::MutexLock lock(&mu_);
-  if (observed == nullptr) {
-    phases_.erase(key);
-    states_.erase(key);
-  } else {
+  // The totals are kept as running sums, changed by this job's old and new counts: a pass
+  // costs what its job holds, not what the store holds (summing every job here was
+  // O(jobs) per pass).
+  if (auto it = phases_.find(key); it != phases_.end()) {
+    for (const auto& [phase, n] : it->second) phase_totals_[phase] -= n;
+    phases_.erase(it);
+  }
+  if (auto it = states_.find(key); it != states_.end()) {
+    --state_totals_[it->second];
+    states_.erase(it);
+  }
+  if (observed != nullptr) {
     std::map<std::string, int>& counts = phases_[key];
-    counts.clear();
     for (const model::ObservedPod& pod : observed->pods) ++counts[model::PodPhaseName(pod.phase)];
-    states_[key] = JobState(*status);
+    for (const auto& [phase, n] : counts) phase_totals_[phase] += n;
+    const std::string state = JobState(*status);
+    ++state_totals_[state];
+    states_[key] = state;
   }
-  std::map<std::string, int> phase_totals;
   for (const char* phase : {"Pending", "Running", "Succeeded", "Failed", "Unknown"}) {
-    phase_totals[phase] = 0;
+    phase_totals_.try_emplace(phase, 0);
   }
-  for (const auto& [job, counts] : phases_) {
-    for (const auto& [phase, n] : counts) phase_totals[phase] += n;
-  }
-  for (const auto& [phase, n] : phase_totals) metrics_->replicas->Set({phase}, n);
-  std::map<std::string, int> state_totals;
+  for (const auto& [phase, n] : phase_totals_) metrics_->replicas->Set({phase}, n);
   for (const char* state : {api::v1::kJobCreated, api::v1::kJobRunning, api::v1::kJobRestarting,
                             api::v1::kJobSuspended, api::v1::kJobSucceeded, api::v1::kJobFailed}) {
-    state_totals[state] = 0;
+    state_totals_.try_emplace(state, 0);
   }
-  for (const auto& [job, state] : states_) ++state_totals[state];
-  for (const auto& [state, n] : state_totals) metrics_->jobs->Set({state}, n);
+  for (const auto& [state, n] : state_totals_) metrics_->jobs->Set({state}, n);
 }
 
 void Controller::CountTransitions(const model::Job& job, const model::JobStatus& before,

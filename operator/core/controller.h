@@ -125,6 +125,9 @@ class Controller {
   // Per job: replica count by phase and the job's state, for the gauges.
   std::map<JobKey, std::map<std::string, int>> phases_ ABSL_GUARDED_BY(mu_);
   std::map<JobKey, std::string> states_ ABSL_GUARDED_BY(mu_);
+  // Sums of phases_ and counts of states_, kept as they change.
+  std::map<std::string, int> phase_totals_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int> state_totals_ ABSL_GUARDED_BY(mu_);
   // RefusalOf's memory per key: the generation last checked and what the check said, and the
   // API server's refusal of an object (kept until the job is gone).
   struct SpecCheck {

@@ -236,7 +236,7 @@ void LocalBackend::PollLoop() {
     ChangeCallback callback;
     {
       absl::MutexLock lock(&mu_);
-      absl::StatusOr<std::vector<ReplicaRecord>> records = options_.store->ListAllReplicas();
+      absl::StatusOr<std::vector<ReplicaRecord>> records = options_.store->ListRunningReplicas();
       if (!records.ok()) {
         spdlog::warn("local backend: listing replicas: {}", records.status().ToString());
         continue;
@@ -302,37 +302,45 @@ absl::Status LocalBackend::Admit(const model::Job& job) {
           " nvidia.com/gpu but this host has ", gpus_->total(), "; the job can never run here"));
     }
   }
-  return EnsurePorts(job);
+  ASSIGN_OR_RETURN(std::vector<PortReservation> have,
+                   options_.store->ListPortReservationsOf(KeyOf(job)));
+  return EnsurePorts(job, have).status();
 }
 
-absl::Status LocalBackend::EnsurePorts(const model::Job& job) {
-  const JobKey key = KeyOf(job);
-  ASSIGN_OR_RETURN(std::vector<PortReservation> all, options_.store->ListPortReservations());
-  std::map<std::string, std::set<std::string>> have;
-  for (const PortReservation& r : all) {
-    if (r.job == key) have[r.replica].insert(r.port_name);
-  }
+absl::StatusOr<bool> LocalBackend::EnsurePorts(const model::Job& job,
+                                               const std::vector<PortReservation>& have) {
+  std::map<std::string, std::set<std::string>> held;
+  for (const PortReservation& r : have) held[r.replica].insert(r.port_name);
+  std::map<std::string, std::vector<std::string>> missing;
   for (const auto& [pod, names] : PortNamesFor(job)) {
-    std::vector<std::string> missing;
     for (const std::string& n : names) {
-      if (have[pod].count(n) == 0) missing.push_back(n);
+      if (held[pod].count(n) == 0) missing[pod].push_back(n);
     }
-    if (missing.empty()) continue;
-    absl::StatusOr<std::map<std::string, int>> got = ports_.Allocate(key, pod, missing);
-    if (!got.ok()) return got.status();
   }
-  return absl::OkStatus();
+  if (missing.empty()) return false;
+  // Every pod's ports in one transaction.
+  RETURN_IF_ERROR(ports_.AllocateAll(KeyOf(job), missing).status());
+  return true;
 }
 
 std::shared_ptr<const model::AddressPlan> LocalBackend::AddressPlanFor(const model::Job& job) {
-  absl::Status s = EnsurePorts(job);
-  if (!s.ok()) spdlog::warn("local backend: ports of {}: {}", job.metadata().name(), s.ToString());
-  absl::StatusOr<std::vector<PortReservation>> all = options_.store->ListPortReservations();
-  if (!all.ok()) {
-    spdlog::warn("local backend: listing ports: {}", all.status().ToString());
+  const JobKey key = KeyOf(job);
+  // The job's reservations only: listing every job's made each pass cost what the store holds.
+  absl::StatusOr<std::vector<PortReservation>> have = options_.store->ListPortReservationsOf(key);
+  if (have.ok()) {
+    absl::StatusOr<bool> added = EnsurePorts(job, *have);
+    if (!added.ok()) {
+      spdlog::warn("local backend: ports of {}: {}", job.metadata().name(),
+                   added.status().ToString());
+    } else if (*added) {
+      have = options_.store->ListPortReservationsOf(key);
+    }
+  }
+  if (!have.ok()) {
+    spdlog::warn("local backend: listing ports: {}", have.status().ToString());
     return std::make_shared<LocalAddressPlan>(LocalAddressPlan::PortMap{});
   }
-  return std::make_shared<LocalAddressPlan>(LocalAddressPlan::FromReservations(KeyOf(job), *all));
+  return std::make_shared<LocalAddressPlan>(LocalAddressPlan::FromReservations(key, *have));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -420,9 +428,9 @@ absl::Status LocalBackend::CreatePod(const model::Job& job, const model::KubeObj
   absl::SimpleAtoi(Label(pod.body, reconcile::kLabelReplicaIndex), &record.index);
   ASSIGN_OR_RETURN(record.log_path,
                    ReplicaLogPath(options_.state_dir, key.namespace_, key.name, pod.name));
-  ASSIGN_OR_RETURN(std::vector<PortReservation> all, options_.store->ListPortReservations());
+  ASSIGN_OR_RETURN(std::vector<PortReservation> all, options_.store->ListPortReservationsOf(key));
   for (const PortReservation& r : all) {
-    if (r.job == key && r.replica == pod.name) record.ports[r.port_name] = r.port;
+    if (r.replica == pod.name) record.ports[r.port_name] = r.port;
   }
 
   const std::string owner = GpuOwner(key, pod.name);

@@ -153,7 +153,8 @@ class LocalBackend : public Backend {
   LocalBackend(LocalBackendOptions options, std::unique_ptr<ProcessRunner> owned_runner,
                std::unique_ptr<GpuAllocator> gpus);
 
-  absl::Status EnsurePorts(const model::Job& job);
+  // Reserves the ports of the job that `have` (its reservations) lacks; whether it did.
+  absl::StatusOr<bool> EnsurePorts(const model::Job& job, const std::vector<PortReservation>& have);
   absl::Status CreatePod(const model::Job& job, const model::KubeObject& pod);
   // Runs the shim for a stored Pending record; see "Starting is asynchronous".
   void FinishStart(ReplicaRecord record, ProcessSpec spec);

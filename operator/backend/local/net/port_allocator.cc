@@ -59,32 +59,42 @@ PortAllocator::PortAllocator(ReplicaStore* store, Options options)
 
 absl::StatusOr<std::map<std::string, int>> PortAllocator::Allocate(
     const JobKey& job, const std::string& replica, const std::vector<std::string>& names) {
-  std::map<std::string, int> result;
-  if (names.empty()) return result;
+  ASSIGN_OR_RETURN(auto all, AllocateAll(job, {{replica, names}}));
+  return std::move(all[replica]);
+}
+
+absl::StatusOr<std::map<std::string, std::map<std::string, int>>> PortAllocator::AllocateAll(
+    const JobKey& job, const std::map<std::string, std::vector<std::string>>& names) {
+  std::map<std::string, std::map<std::string, int>> result;
   int attempts = 0;
   // A reservation race with another allocator (AlreadyExists) restarts the whole set.
   while (true) {
-    ASSIGN_OR_RETURN(std::vector<PortReservation> reserved, store_->ListPortReservations());
+    // Each candidate is looked up on its own: listing every reservation here made each
+    // job's admission cost what the store holds.
     std::set<int> taken;
-    for (const PortReservation& r : reserved) taken.insert(r.port);
     std::vector<PortReservation> want;
-    for (const std::string& name : names) {
-      while (true) {
-        if (++attempts > options_.max_attempts) {
-          return absl::ResourceExhaustedError(absl::StrCat("no free TCP port on 127.0.0.1 after ",
-                                                           options_.max_attempts, " attempts"));
+    for (const auto& [replica, port_names] : names) {
+      for (const std::string& name : port_names) {
+        while (true) {
+          if (++attempts > options_.max_attempts) {
+            return absl::ResourceExhaustedError(absl::StrCat("no free TCP port on 127.0.0.1 after ",
+                                                             options_.max_attempts, " attempts"));
+          }
+          ASSIGN_OR_RETURN(int port, options_.candidate());
+          if (taken.count(port) > 0) continue;
+          ASSIGN_OR_RETURN(bool reserved, store_->IsPortReserved(port));
+          if (reserved || !IsPortBindable(port)) continue;
+          taken.insert(port);
+          want.push_back(PortReservation{port, job, replica, name});
+          break;
         }
-        ASSIGN_OR_RETURN(int port, options_.candidate());
-        if (taken.count(port) > 0 || !IsPortBindable(port)) continue;
-        taken.insert(port);
-        want.push_back(PortReservation{port, job, replica, name});
-        break;
       }
     }
+    if (want.empty()) return result;
     absl::Status s = store_->ReservePorts(want);
     if (absl::IsAlreadyExists(s)) continue;
     RETURN_IF_ERROR(s);
-    for (const PortReservation& r : want) result[r.port_name] = r.port;
+    for (const PortReservation& r : want) result[r.replica][r.port_name] = r.port;
     return result;
   }
 }

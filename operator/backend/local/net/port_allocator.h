@@ -38,6 +38,10 @@ class PortAllocator {
   absl::StatusOr<std::map<std::string, int>> Allocate(const JobKey& job, const std::string& replica,
                                                       const std::vector<std::string>& names);
 
+  // The same for several replicas at once (replica -> port names), in one transaction.
+  absl::StatusOr<std::map<std::string, std::map<std::string, int>>> AllocateAll(
+      const JobKey& job, const std::map<std::string, std::vector<std::string>>& names);
+
   // Releases every port of the job. Errors: storage only.
   absl::Status Release(const JobKey& job);
 

@@ -7,7 +7,8 @@
 // transaction; it does not stop processes (the caller stops them first, from the records).
 //
 // Every method is one transaction: after it returns OK the change survives a kill -9 of
-// the operator (and a power cut).
+// the operator. A power cut may lose the changes made since the last write that says it
+// is synced (PutReplica of a record without a process); see the implementation's header.
 
 #include <map>
 #include <optional>
@@ -63,12 +64,16 @@ class ReplicaStore {
  public:
   virtual ~ReplicaStore() = default;
 
-  // Inserts or replaces the record (job, name). Errors: NotFound (no such job).
+  // Inserts or replaces the record (job, name). A record without a process (pid 0) is
+  // synced, power cuts included, before this returns. Errors: NotFound (no such job).
   virtual absl::Status PutReplica(const ReplicaRecord& replica) = 0;
   // Ordered by name. Errors: none beyond storage (an unknown job has no replicas).
   virtual absl::StatusOr<std::vector<ReplicaRecord>> ListReplicas(const JobKey& job) = 0;
   // Every job's replicas, ordered by (namespace, job, name): re-adoption at startup.
   virtual absl::StatusOr<std::vector<ReplicaRecord>> ListAllReplicas() = 0;
+  // The records in phase Running, every job's, in the same order: what the poller watches.
+  // Costs what runs, not what the store holds.
+  virtual absl::StatusOr<std::vector<ReplicaRecord>> ListRunningReplicas() = 0;
   // Errors: NotFound (no such record).
   virtual absl::Status DeleteReplica(const JobKey& job, const std::string& name) = 0;
 
@@ -77,6 +82,11 @@ class ReplicaStore {
   virtual absl::Status ReservePorts(const std::vector<PortReservation>& ports) = 0;
   // Every reservation, ordered by port.
   virtual absl::StatusOr<std::vector<PortReservation>> ListPortReservations() = 0;
+  // The job's reservations, ordered by port; costs what the job holds.
+  virtual absl::StatusOr<std::vector<PortReservation>> ListPortReservationsOf(
+      const JobKey& job) = 0;
+  // Whether any job holds `port`.
+  virtual absl::StatusOr<bool> IsPortReserved(int port) = 0;
   // Releases every port of the job (also done when the job is deleted).
   virtual absl::Status ReleasePorts(const JobKey& job) = 0;
 };

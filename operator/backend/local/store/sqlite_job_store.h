@@ -2,15 +2,29 @@
 
 // The local backend's store on sqlite, both the job store (store::JobStore) and the
 // backend's replica records and port reservations (ReplicaStore): <state-dir>/coach.db in WAL mode
-// with synchronous=FULL (a committed transaction survives power loss), foreign keys on (deleting a
+// (every committed transaction survives a kill of the operator), foreign keys on (deleting a
 // job cascades to its replicas, events and ports), a busy timeout so several operator processes (or
 // tools) can share the file, and a versioned schema: schema_migrations records each
 // applied migration; Open applies the missing ones, each in its own transaction, and
 // refuses a database written by a newer coach.
 //
+// Power cuts: the writes whose acknowledgement is a promise are synced before they return
+// (synchronous=FULL): a job's Create, Update and Delete, a replica record without a process
+// (the intent written before its process starts), and the migrations. The rest (status,
+// events, a replica's handle and exit, port reservations, deletions of replica records) is
+// committed without a sync of its own and becomes power-cut durable with the next synced
+// commit or checkpoint; a power cut may lose those committed after the last synced one,
+// never one before it (the log is replayed as a prefix), and what they said is derived again:
+// status and a replica's exit from the replica's process and exit files (which the shim syncs),
+// ports reserved again at the job's first pass. One synced commit per job and one per replica,
+// where every commit used to sync (about nine per one-replica job).
+//
+// Statements are prepared once per connection and reused.
+//
 // Thread-safe: one connection, calls serialized by a mutex.
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -22,6 +36,7 @@
 #include "operator/store/job_store.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace coach::backend::local {
 
@@ -38,7 +53,7 @@ class SqliteJobStore : public store::JobStore, public ReplicaStore {
   };
 
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Creates `state_dir` when missing and opens (or creates) coach.db in it.
   // Errors: Internal (cannot create/open), FailedPrecondition (the database has a
@@ -65,6 +80,7 @@ class SqliteJobStore : public store::JobStore, public ReplicaStore {
   absl::Status PutReplica(const ReplicaRecord& replica) override;
   absl::StatusOr<std::vector<ReplicaRecord>> ListReplicas(const JobKey& job) override;
   absl::StatusOr<std::vector<ReplicaRecord>> ListAllReplicas() override;
+  absl::StatusOr<std::vector<ReplicaRecord>> ListRunningReplicas() override;
   absl::Status DeleteReplica(const JobKey& job, const std::string& name) override;
 
   absl::Status AppendEvent(const JobKey& job, const JobEvent& event) override;
@@ -74,25 +90,38 @@ class SqliteJobStore : public store::JobStore, public ReplicaStore {
 
   absl::Status ReservePorts(const std::vector<PortReservation>& ports) override;
   absl::StatusOr<std::vector<PortReservation>> ListPortReservations() override;
+  absl::StatusOr<std::vector<PortReservation>> ListPortReservationsOf(const JobKey& job) override;
+  absl::StatusOr<bool> IsPortReserved(int port) override;
+
+  // Prepared statements by their SQL (internal; public for the .cc's statement helper).
+  using StatementCache = std::map<std::string, sqlite3_stmt*>;
   absl::Status ReleasePorts(const JobKey& job) override;
 
  private:
   SqliteJobStore(sqlite3* db, Options options);
 
+  // kSynced: the commit fdatasyncs the log before it returns; kBuffered: it does not (see
+  // "Power cuts" above).
+  enum class Commit { kSynced, kBuffered };
+
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `body` inside BEGIN IMMEDIATE ... COMMIT, rolling back when it fails.
-  absl::Status InTransaction(const std::function<absl::Status()>& body)
+  absl::Status InTransaction(Commit commit, const std::function<absl::Status()>& body)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs one cached statement that returns no rows.
+  absl::Status Run(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<api::v1::TrainingJob> GetLocked(const JobKey& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status JobExistsLocked(const JobKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteJobLocked(const api::v1::TrainingJob& job, bool insert)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::vector<ReplicaRecord>> QueryReplicas(const JobKey* job);
+  absl::StatusOr<std::vector<ReplicaRecord>> QueryReplicas(const JobKey* job, bool running_only);
   absl::Time Now() const { return options_.clock->Now(); }
 
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
+  StatementCache statements_ ABSL_GUARDED_BY(mu_);
+  Commit commit_mode_ ABSL_GUARDED_BY(mu_) = Commit::kSynced;  // as Open sets it
   Options options_;
 };
 

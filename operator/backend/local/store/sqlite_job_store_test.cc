@@ -272,5 +272,47 @@ TEST_F(SqliteReplicaStoreTest, PortReservationsAreExclusiveAndAtomic) {
   EXPECT_TRUE(store_->ReservePorts({{41001, {"ns", "b"}, "b-0", "rdzv"}}).ok());
 }
 
+// The per-job and per-port looks the backend makes on every pass and admission, and the
+// poller's list of running replicas: answers limited to what they ask about.
+TEST_F(SqliteReplicaStoreTest, NarrowLookups) {
+  ASSERT_TRUE(store_->Create(MakeJob("ns", "a")).ok());
+  ASSERT_TRUE(store_->Create(MakeJob("ns", "b")).ok());
+  ASSERT_TRUE(store_
+                  ->ReservePorts({{42000, {"ns", "a"}, "a-0", "master"},
+                                  {42001, {"ns", "b"}, "b-0", "master"},
+                                  {42002, {"ns", "b"}, "b-1", "master"}})
+                  .ok());
+  auto of_b = store_->ListPortReservationsOf({"ns", "b"});
+  ASSERT_TRUE(of_b.ok());
+  ASSERT_EQ(of_b->size(), 2u);
+  EXPECT_EQ((*of_b)[0].port, 42001);
+  EXPECT_EQ((*of_b)[1].replica, "b-1");
+  EXPECT_TRUE(store_->ListPortReservationsOf({"ns", "none"})->empty());
+  EXPECT_TRUE(*store_->IsPortReserved(42002));
+  EXPECT_FALSE(*store_->IsPortReserved(42003));
+
+  ReplicaRecord r;
+  r.job = {"ns", "a"};
+  for (auto [name, phase] :
+       {std::pair{"a-0", model::PodPhase::kPending}, std::pair{"a-1", model::PodPhase::kRunning},
+        std::pair{"a-2", model::PodPhase::kSucceeded}}) {
+    r.name = name;
+    r.phase = phase;
+    ASSERT_TRUE(store_->PutReplica(r).ok());
+  }
+  r.job = {"ns", "b"};
+  r.name = "b-0";
+  r.phase = model::PodPhase::kRunning;
+  r.process.pid = 99;  // a record with a process: committed without a sync of its own
+  ASSERT_TRUE(store_->PutReplica(r).ok());
+  auto running = store_->ListRunningReplicas();
+  ASSERT_TRUE(running.ok());
+  ASSERT_EQ(running->size(), 2u);
+  EXPECT_EQ((*running)[0].name, "a-1");
+  EXPECT_EQ((*running)[1].name, "b-0");
+  EXPECT_EQ((*running)[1].process.pid, 99);
+  EXPECT_EQ(store_->ListAllReplicas()->size(), 4u);
+}
+
 }  // namespace
 }  // namespace coach::backend::local
