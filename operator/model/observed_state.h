@@ -31,6 +31,9 @@ struct ObservedPod {
   bool deleting = false;
   absl::Time created = absl::InfinitePast();
   std::string message;  // why, when the backend knows (OOMKilled, spawn failure, ...)
+  // The instance's UID where the backend has one (Kubernetes); a delete of this pod names it,
+  // so that it can never remove a newer pod of the same name.
+  std::string uid;
 };
 
 struct ObservedObject {

@@ -64,7 +64,7 @@ struct ReconcileConfig {
 struct Action {
   enum class Type {
     kCreate,     // create `object` (body complete)
-    kDelete,     // delete object.kind/object.name (body empty)
+    kDelete,     // delete object.kind/object.name (body empty, or metadata.uid: only that instance)
     kDeleteJob,  // TTL expired: delete the job itself (objects cascade)
   };
   Type type = Type::kCreate;

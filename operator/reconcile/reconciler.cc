@@ -71,13 +71,17 @@ class Pass {
           absl::StrCat("Created ", absl::AsciiStrToLower(obj.kind), ": ", obj.name));
     result_.actions.push_back({Action::Type::kCreate, std::move(obj)});
   }
-  void Delete(const std::string& kind, const std::string& obj_name) {
+  // `uid`, when known, limits the delete to the instance this pass observed: a delete that
+  // arrives late (a retried request, a pass on an older view) cannot take a newer pod that a
+  // restart created under the same name.
+  void Delete(const std::string& kind, const std::string& obj_name, const std::string& uid = "") {
     if (!deleted_.insert({kind, obj_name}).second) return;
     KubeObject obj;
     obj.api_version = kind == "PodGroup" ? PodGroupApiVersion() : "v1";
     obj.kind = kind;
     obj.name = obj_name;
     obj.namespace_ = job_.metadata().namespace_();
+    if (!uid.empty()) obj.body = {{"metadata", {{"uid", uid}}}};
     Event("Normal", "SuccessfulDelete" + kind,
           absl::StrCat("Deleted ", absl::AsciiStrToLower(kind), ": ", obj_name));
     result_.actions.push_back({Action::Type::kDelete, std::move(obj)});
@@ -88,7 +92,7 @@ class Pass {
                : "scheduling.volcano.sh/v1beta1";
   }
   void DeletePodAndService(const ObservedPod& pod) {
-    Delete("Pod", pod.name);
+    Delete("Pod", pod.name, pod.uid);
     if (Exists("Service", pod.name)) Delete("Service", pod.name);
   }
   void DeletePodGroup() {
@@ -247,7 +251,7 @@ void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
         }
         if (RecreatesFailedPod(policy, exit_code)) {
           // The Service stays: the recreated pod has the same name and labels.
-          Delete("Pod", pod->name);
+          Delete("Pod", pod->name, pod->uid);
         } else if (IsPermanentFailure(policy, exit_code)) {
           nonretryable[type] = true;
         }

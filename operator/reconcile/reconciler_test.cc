@@ -292,6 +292,24 @@ TEST(ReconcileTest, ExitCodeRetryableRestartsNonRetryableFails) {
   EXPECT_THAT(Conds(back.status), ElementsAre("Created=True", "Running=True"));
 }
 
+TEST(ReconcileTest, DeletesNameTheObservedInstance) {
+  // A delete carries the UID of the pod the pass saw, so that a late one cannot remove the
+  // newer pod a restart creates under the same name; without a UID (local) it names the pod.
+  model::Job job =
+      MakePyTorchJob("ns", "uid").Master(1).Workers(1).RestartPolicy("ExitCode").Build();
+  model::ObservedState observed =
+      ObservedBuilder(job).Running("Master", 0).Failed("Worker", 0, 137).Build();
+  for (model::ObservedPod& pod : observed.pods) pod.uid = "uid-of-" + pod.name;
+  auto r = Reconcile(job, observed, kT0, {});
+  ASSERT_THAT(Acts(r), ElementsAre("delete Pod/uid-worker-0"));
+  EXPECT_EQ(r.actions[0].object.body["metadata"]["uid"], "uid-of-uid-worker-0");
+
+  observed.pods[1].uid.clear();
+  auto no_uid = Reconcile(job, observed, kT0, {});
+  ASSERT_THAT(Acts(no_uid), ElementsAre("delete Pod/uid-worker-0"));
+  EXPECT_TRUE(no_uid.actions[0].object.body.is_null());
+}
+
 TEST(ReconcileTest, RestartPoliciesOnFailedPod) {
   struct Case {
     std::string policy;

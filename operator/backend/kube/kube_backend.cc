@@ -464,11 +464,23 @@ absl::Status KubeBackend::ApplyOne(const model::Job& job, const model::Action& a
   Raise(job_key, object_key, Expectation{false, Now(), json()});
   coach::kubeclient::DeleteOptions options;
   options.propagation = coach::kubeclient::PropagationPolicy::kBackground;
+  if (object.body.is_object() && object.body.contains("metadata") &&
+      object.body["metadata"].is_object()) {
+    std::string uid = object.body["metadata"].value("uid", "");
+    if (!uid.empty()) options.precondition_uid = std::move(uid);
+  }
   if (options_.request_hook) options_.request_hook(action, true);
   absl::Status deleted = options_.client->Delete(resource, ns, object.name, options);
   if (options_.request_hook) options_.request_hook(action, false);
   if (deleted.ok()) return absl::OkStatus();
   Lower(job_key, object_key);
+  // Aborted: the UID precondition failed, so the instance the reconciler meant is gone
+  // already and the name belongs to a newer one, which stays.
+  if (absl::IsAborted(deleted) && options.precondition_uid) {
+    spdlog::debug("kube backend: {} {}/{} is another instance now; not deleted", object.kind, ns,
+                  object.name);
+    return absl::OkStatus();
+  }
   return absl::IsNotFound(deleted) ? absl::OkStatus() : deleted;
 }
 

@@ -317,6 +317,23 @@ TEST_F(KubeBackendTest, AlreadyExistsIsSuccessAndObserved) {
   ASSERT_TRUE(WaitFor([&] { return backend_->PendingExpectations("ns", "j").empty(); }));
 }
 
+TEST_F(KubeBackendTest, DeleteNamingAnInstanceLeavesANewerPodOfTheSameName) {
+  StartBackend();
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Build();
+  // The pod a restart created under the name of the instance a late delete was meant for.
+  absl::StatusOr<json> current =
+      fake_.Create(resources::Pods(), "ns", MakePod("ns", "j", "master", 0));
+  ASSERT_TRUE(current.ok());
+  const std::string uid = (*current)["metadata"]["uid"];
+  model::KubeObject stale{"v1", "Pod", "j-master-0", "ns", {{"metadata", {{"uid", "gone-uid"}}}}};
+  EXPECT_TRUE(backend_->Apply(job, {model::Action::Type::kDelete, stale}).ok());
+  EXPECT_TRUE(fake_.Get(resources::Pods(), "ns", "j-master-0").ok());
+  // The instance it names: deleted.
+  model::KubeObject same{"v1", "Pod", "j-master-0", "ns", {{"metadata", {{"uid", uid}}}}};
+  EXPECT_TRUE(backend_->Apply(job, {model::Action::Type::kDelete, same}).ok());
+  EXPECT_TRUE(absl::IsNotFound(fake_.Get(resources::Pods(), "ns", "j-master-0").status()));
+}
+
 TEST_F(KubeBackendTest, ExpectationTimesOut) {
   ::coach::FakeClock clock(absl::Now());
   KubeBackendOptions o;

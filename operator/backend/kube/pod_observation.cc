@@ -86,6 +86,7 @@ model::ObservedPod ToObservedPod(const model::Job& job, const json& pod,
   model::ObservedPod p;
   const json& meta = Field(pod, "metadata");
   p.name = StringField(meta, "name");
+  p.uid = StringField(meta, "uid");
   p.replica_type = CamelType(job, Label(pod, reconcile::kLabelReplicaType));
   int index = 0;
   if (absl::SimpleAtoi(Label(pod, reconcile::kLabelReplicaIndex), &index)) p.index = index;
