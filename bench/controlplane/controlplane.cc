@@ -18,10 +18,6 @@
 //   labels (created before the operator starts), (c) owning --unrelated pods' worth of jobs
 //   itself (U/R jobs of R replicas: U pods + U services).
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -55,6 +51,7 @@
 #include "absl/time/time.h"
 #include "bench/local/bench_util.h"
 #include "common/http/curl_transport.h"
+#include "e2e/common/child_process.h"
 #include "e2e/common/loopback_operator.h"
 #include "operator/backend/kube/client/kube_client.h"
 #include "operator/backend/kube/client/kube_config.h"
@@ -161,82 +158,43 @@ double MetricSum(const std::string& text, const std::string& name) {
   return sum;
 }
 
+// The operator under test: e2e's LoopbackOperator on the binary given (a -c opt build), with
+// a state directory of its own, removed on Stop.
 class Operator {
  public:
   static absl::StatusOr<std::unique_ptr<Operator>> Start(const std::string& path,
                                                          const std::string& kubeconfig,
                                                          const std::vector<std::string>& extra,
-                                                         const std::string& log_path) {
-    auto op = std::unique_ptr<Operator>(new Operator());
-    op->http_port_ = coach::e2e::FreePort();
+                                                         const std::string& log_dir,
+                                                         const std::string& label) {
     char tmpl[] = "/tmp/coach-bench-cp-state.XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp");
-    op->state_dir_ = tmpl;
-    std::vector<std::string> args = {path,
-                                     "--backend=kube",
-                                     "--kubeconfig=" + kubeconfig,
-                                     absl::StrCat("--listen=127.0.0.1:", coach::e2e::FreePort()),
-                                     absl::StrCat("--http-listen=127.0.0.1:", op->http_port_),
-                                     "--state-dir=" + op->state_dir_,
-                                     "--log-level=warn"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    op->started_ = NowS();
-    int rc = posix_spawn(&op->pid_, path.c_str(), &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) return absl::InternalError(absl::StrCat("posix_spawn ", path, ": ", strerror(rc)));
-    for (int i = 0; i < 1200; ++i) {
-      if (HttpGet(op->http_port_, "/readyz").first == 200) {
-        op->ready_after_ = NowS() - op->started_;
-        return op;
-      }
-      int st;
-      if (waitpid(op->pid_, &st, WNOHANG) == op->pid_) {
-        op->pid_ = -1;
-        return absl::InternalError(absl::StrCat("coach-operator exited; see ", log_path));
-      }
-      usleep(100 * 1000);
+    std::vector<std::string> flags = {"--backend=kube", "--kubeconfig=" + kubeconfig,
+                                      std::string("--state-dir=") + tmpl, "--log-level=warn"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    auto op = std::unique_ptr<Operator>(new Operator(tmpl));
+    op->process_ = std::make_unique<coach::e2e::LoopbackOperator>(
+        "coach-bench-cp-" + label, log_dir, std::move(flags), coach::e2e::ChildEnv({}, {}));
+    op->process_->set_binary(path);
+    if (absl::Status started = op->process_->Start(absl::Seconds(120)); !started.ok()) {
+      return started;
     }
-    return absl::DeadlineExceededError(
-        absl::StrCat("coach-operator not ready in 120 s; see ", log_path));
+    return op;
   }
   ~Operator() { Stop(); }
   void Stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    for (int i = 0; i < 100; ++i) {
-      int st;
-      if (waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      usleep(100 * 1000);
-    }
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-    }
+    if (process_ != nullptr && process_->running()) process_->Stop().IgnoreError();
     std::error_code ec;
     std::filesystem::remove_all(state_dir_, ec);
   }
-  pid_t pid() const { return pid_; }
-  double ready_after() const { return ready_after_; }
-  std::string Metrics() const { return HttpGet(http_port_, "/metrics").second; }
+  pid_t pid() const { return process_->pid(); }
+  double ready_after() const { return absl::ToDoubleSeconds(process_->ready_after()); }
+  std::string Metrics() const { return HttpGet(process_->http_port(), "/metrics").second; }
 
  private:
-  Operator() = default;
-  pid_t pid_ = -1;
-  int http_port_ = 0;
-  double started_ = 0;
-  double ready_after_ = 0;
+  explicit Operator(std::string state_dir) : state_dir_(std::move(state_dir)) {}
   std::string state_dir_;
+  std::unique_ptr<coach::e2e::LoopbackOperator> process_;
 };
 
 // Counts the distinct objects a watch on one namespace has seen (ADDED or MODIFIED; with
@@ -589,8 +547,7 @@ SpeedResult RunCoach(const Flags& f, k8s::RestKubeClient* client, const std::str
     std::cerr << "namespace " << ns << ": " << s << "\n";
     return r;
   }
-  const std::string log = absl::StrCat(f.log_dir, "/coach-bench-cp-", label, ".operator.log");
-  auto op = Operator::Start(f.operator_path, f.kubeconfig, extra, log);
+  auto op = Operator::Start(f.operator_path, f.kubeconfig, extra, f.log_dir, label);
   if (!op.ok()) {
     std::cerr << op.status() << "\n";
     return r;

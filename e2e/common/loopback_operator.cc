@@ -105,15 +105,16 @@ absl::Status LoopbackOperator::StartOnce(absl::Duration timeout) {
   ++starts_;
   const std::string log = absl::StrCat(log_dir_, "/", name_, "-", starts_, ".log");
   std::vector<std::string> argv = {
-      Runfile("operator/coach-operator"),
+      binary_.empty() ? Runfile("operator/coach-operator") : binary_,
       absl::StrCat("--listen=127.0.0.1:", grpc_port_),
       absl::StrCat("--http-listen=127.0.0.1:", http_port_),
   };
   argv.insert(argv.end(), flags_.begin(), flags_.end());
+  const absl::Time spawned = absl::Now();
   pid_ = Spawn(argv, env_, "", log, log, /*die_with_parent=*/true);
   if (pid_ < 0) return absl::InternalError("fork failed");
 
-  const absl::Time end = absl::Now() + timeout;
+  const absl::Time end = spawned + timeout;
   while (!HttpReady(http_port_)) {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -127,6 +128,7 @@ absl::Status LoopbackOperator::StartOnce(absl::Duration timeout) {
     }
     absl::SleepFor(absl::Milliseconds(50));
   }
+  ready_after_ = absl::Now() - spawned;
   return absl::OkStatus();
 }
 

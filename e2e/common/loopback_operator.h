@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -53,9 +54,16 @@ class LoopbackOperator {
   // Whether the process is still alive (reaps it when it exited).
   bool Alive();
 
+  // The binary to run instead of the runfile operator/coach-operator (a bench runs the
+  // -c opt build it was given). Before Start.
+  void set_binary(std::string path) { binary_ = std::move(path); }
+
   pid_t pid() const { return pid_; }
   std::string server() const;  // "127.0.0.1:<grpc port>" of the latest start
-  std::string Log() const;     // every start's output, each under a "--- <name> start n ---"
+  int http_port() const { return http_port_; }
+  // From spawn to /readyz answering, for the latest successful start.
+  absl::Duration ready_after() const { return ready_after_; }
+  std::string Log() const;  // every start's output, each under a "--- <name> start n ---"
   const std::string& name() const { return name_; }
 
  private:
@@ -65,7 +73,9 @@ class LoopbackOperator {
   const std::string log_dir_;
   const std::vector<std::string> flags_;
   const std::vector<std::string> env_;
+  std::string binary_;
   pid_t pid_ = -1;
+  absl::Duration ready_after_ = absl::ZeroDuration();
   int starts_ = 0;
   int grpc_port_ = 0;
   int http_port_ = 0;
