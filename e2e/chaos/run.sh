@@ -5,8 +5,7 @@
 # (defaults: the issue's 200 jobs and 20 kills, 10% faults on 30 jobs: see the README for why the
 # proxy suite is smaller and for the full figures). COACH_CHAOS_SUITES picks suites
 # (default "kills apiserver proxy"). Outside CI a machine without the testenv binaries skips.
-# Not part of `make test` yet: kills and apiserver find duplicate pods on the ExitCode re-creation
-# path near a job's activeDeadlineSeconds (an open defect, see e2e/chaos/README.md).
+# make test runs it as tools/suites/chaos_kube.sh.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
