@@ -28,6 +28,12 @@ namespace {
 constexpr char kPodGroupVolcano[] = "scheduling.volcano.sh/v1beta1";
 constexpr char kPodGroupSchedulerPlugins[] = "scheduling.x-k8s.io/v1alpha1";
 
+void SortByName(std::vector<model::ObservedPod>& pods) {
+  std::sort(pods.begin(), pods.end(), [](const model::ObservedPod& a, const model::ObservedPod& b) {
+    return a.name < b.name;
+  });
+}
+
 std::string JobKeyOf(const model::Job& job) {
   return absl::StrCat(job.metadata().namespace_(), "/", job.metadata().name());
 }
@@ -378,33 +384,37 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
       }
     }
   }
-  std::sort(
-      observed.pods.begin(), observed.pods.end(),
-      [](const model::ObservedPod& a, const model::ObservedPod& b) { return a.name < b.name; });
+  SortByName(observed.pods);
   return observed;
 }
 
-absl::StatusOr<model::ObservedState> KubeBackend::ObserveFromServer(const model::Job& job) {
-  const std::string& ns = job.metadata().namespace_();
+absl::StatusOr<std::vector<json>> KubeBackend::ListJobPods(const std::string& ns,
+                                                           const std::string& job_name,
+                                                           const std::string& pod_name) {
   coach::kubeclient::ListOptions list;
-  list.label_selector = absl::StrCat(reconcile::kLabelJobName, "=", job.metadata().name());
+  list.label_selector = absl::StrCat(reconcile::kLabelJobName, "=", job_name);
+  if (!pod_name.empty()) list.field_selector = absl::StrCat("metadata.name=", pod_name);
   ASSIGN_OR_RETURN(coach::kubeclient::ListResult listed,
                    options_.client->List(coach::kubeclient::resources::Pods(), ns, list));
+  return std::move(listed.items);
+}
+
+absl::StatusOr<model::ObservedState> KubeBackend::ObserveFromServer(const model::Job& job) {
+  ASSIGN_OR_RETURN(std::vector<json> pods,
+                   ListJobPods(job.metadata().namespace_(), job.metadata().name(), ""));
   const std::string default_container = DefaultContainerName(job);
+  const std::string& uid = job.metadata().uid();
   model::ObservedState observed;
-  for (const json& pod : listed.items) {
+  for (const json& pod : pods) {
     // A job of another kind may share the name (and so the label): keep this job's own pods.
-    bool owned = job.metadata().uid().empty();
-    if (pod.contains("metadata") && pod["metadata"].contains("ownerReferences")) {
-      for (const json& ref : pod["metadata"]["ownerReferences"]) {
-        if (ref.is_object() && ref.value("uid", "") == job.metadata().uid()) owned = true;
-      }
+    bool owned = uid.empty();
+    const json& refs = Field(Field(pod, "metadata"), "ownerReferences");
+    if (refs.is_array()) {
+      for (const json& ref : refs) owned = owned || StringField(ref, "uid") == uid;
     }
     if (owned) observed.pods.push_back(ToObservedPod(job, pod, default_container));
   }
-  std::sort(
-      observed.pods.begin(), observed.pods.end(),
-      [](const model::ObservedPod& a, const model::ObservedPod& b) { return a.name < b.name; });
+  SortByName(observed.pods);
   return observed;
 }
 
@@ -464,10 +474,8 @@ absl::Status KubeBackend::ApplyOne(const model::Job& job, const model::Action& a
   Raise(job_key, object_key, Expectation{false, Now(), json()});
   coach::kubeclient::DeleteOptions options;
   options.propagation = coach::kubeclient::PropagationPolicy::kBackground;
-  if (object.body.is_object() && object.body.contains("metadata") &&
-      object.body["metadata"].is_object()) {
-    std::string uid = object.body["metadata"].value("uid", "");
-    if (!uid.empty()) options.precondition_uid = std::move(uid);
+  if (std::string uid = StringField(Field(object.body, "metadata"), "uid"); !uid.empty()) {
+    options.precondition_uid = std::move(uid);
   }
   if (options_.request_hook) options_.request_hook(action, true);
   absl::Status deleted = options_.client->Delete(resource, ns, object.name, options);
@@ -622,12 +630,7 @@ absl::Status KubeBackend::StreamLogs(const model::Job& job, const LogOptions& op
     }
   }
   if (!cached) {
-    coach::kubeclient::ListOptions list;
-    list.label_selector = absl::StrCat(reconcile::kLabelJobName, "=", job_name);
-    if (!wanted.empty()) list.field_selector = absl::StrCat("metadata.name=", wanted);
-    ASSIGN_OR_RETURN(coach::kubeclient::ListResult listed,
-                     options_.client->List(coach::kubeclient::resources::Pods(), ns, list));
-    pods = std::move(listed.items);
+    ASSIGN_OR_RETURN(pods, ListJobPods(ns, job_name, wanted));
   }
   return StreamPodLogs(options_.client, ns, job_name, default_container, pods, wanted, options,
                        sink, cancelled);

@@ -154,6 +154,11 @@ class KubeBackend : public Backend {
   const KindState* StateFor(const std::string& kind) const;
   // Observe before the caches start: one List of the job's pods.
   absl::StatusOr<model::ObservedState> ObserveFromServer(const model::Job& job);
+  // The pods labelled with the job's name (only `pod_name` when given), from the API server:
+  // what a replica without started caches serves describe and logs from.
+  absl::StatusOr<std::vector<nlohmann::json>> ListJobPods(const std::string& ns,
+                                                          const std::string& job_name,
+                                                          const std::string& pod_name);
 
   // Reflector handlers (one reflector thread per kind and namespace).
   void OnReplace(KindState* state, const std::string& ns, const std::vector<nlohmann::json>& items);

@@ -288,6 +288,17 @@ absl::StatusOr<ReplicaRecord> ReadReplica(const Stmt& s) {
   return r;
 }
 
+// Every row of a query selecting port, namespace, job_name, replica, port_name.
+absl::StatusOr<std::vector<PortReservation>> PortRows(Stmt& q) {
+  std::vector<PortReservation> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return out;
+    out.push_back(
+        PortReservation{static_cast<int>(q.Int(0)), {q.Text(1), q.Text(2)}, q.Text(3), q.Text(4)});
+  }
+}
+
 }  // namespace
 
 SqliteJobStore::SqliteJobStore(sqlite3* db, Options options)
@@ -724,13 +735,7 @@ absl::StatusOr<std::vector<PortReservation>> SqliteJobStore::ListPortReservation
   ASSIGN_OR_RETURN(Stmt q, Stmt::Cached(db_, statements_,
                                         "SELECT port, namespace, job_name, replica, "
                                         "port_name FROM ports ORDER BY port"));
-  std::vector<PortReservation> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return out;
-    out.push_back(
-        PortReservation{static_cast<int>(q.Int(0)), {q.Text(1), q.Text(2)}, q.Text(3), q.Text(4)});
-  }
+  return PortRows(q);
 }
 
 absl::StatusOr<std::vector<PortReservation>> SqliteJobStore::ListPortReservationsOf(
@@ -741,13 +746,7 @@ absl::StatusOr<std::vector<PortReservation>> SqliteJobStore::ListPortReservation
                                         "FROM ports WHERE namespace=? AND job_name=? "
                                         "ORDER BY port"));
   q.Bind(1, job.namespace_).Bind(2, job.name);
-  std::vector<PortReservation> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return out;
-    out.push_back(
-        PortReservation{static_cast<int>(q.Int(0)), {q.Text(1), q.Text(2)}, q.Text(3), q.Text(4)});
-  }
+  return PortRows(q);
 }
 
 absl::StatusOr<bool> SqliteJobStore::IsPortReserved(int port) {
