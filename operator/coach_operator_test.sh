@@ -44,6 +44,11 @@ expect_usage "--karpenter-gpu-taint" --karpenter-gpu-taint=nvidia.com/gpu=true:N
 expect_usage "--karpenter-gpu-nodepool" --karpenter-gpu-nodepool="not a pool"
 expect_usage "--karpenter-cpu-nodepool: must differ" --karpenter-cpu-nodepool=gpu-workloads
 expect_usage "--token-file" --token-file="$TMP/missing-token"
+expect_usage "--api-auth: must be none, token or kubernetes" --api-auth=basic
+expect_usage "--api-auth=kubernetes: needs --backend=kube" --api-auth=kubernetes
+expect_usage "--api-auth=token: needs --token-file" --api-auth=token
+echo "s3cret" > "$TMP/token"
+expect_usage "--token-file: not used with --api-auth=none" --api-auth=none --token-file="$TMP/token"
 expect_usage "--tls-cert and --tls-key" --tls-cert="$TMP/cert.pem"
 echo "x" > "$TMP/key.pem"
 expect_usage "--tls-cert" --tls-cert="$TMP/missing.pem" --tls-key="$TMP/key.pem"

@@ -23,6 +23,7 @@
 #include "integrations/mlflow/rest_tracking_client.h"
 #include "operator/backend/kube/cr_job_store.h"
 #include "operator/backend/kube/leader_election.h"
+#include "operator/cmd/api_auth_wiring.h"
 #include "operator/cmd/flags.h"
 #include "operator/cmd/settings.h"
 #include "operator/cmd/tracker_hooks.h"
@@ -69,7 +70,6 @@ int main(int argc, char** argv) {
   const bool kube = settings.kube;
   const coach::model::ReconcileConfig& config = settings.config;
   coach::backend::kube::LeaderElectionConfig& election = settings.election;
-  const std::string& token = settings.token;
 
   // Signals are taken by sigwait() below; block them before any thread starts.
   sigset_t signals;
@@ -232,7 +232,14 @@ int main(int argc, char** argv) {
       return kExitFailure;
     }
   }
-  coach::server::TrainingServiceImpl service(&jobs, coach::server::TokenAuth(token));
+  auto api_auth = coach::cmd::MakeApiAuth(settings, wiring.kube_client.get(), clock);
+  if (!api_auth.ok()) {
+    spdlog::error("{}", std::string(api_auth.status().message()));
+    controller.Stop();
+    return kExitFailure;
+  }
+  const std::string auth_mode = (*api_auth)->Mode();
+  coach::server::TrainingServiceImpl service(&jobs, *std::move(api_auth));
   auto grpc = coach::server::GrpcServer::Start(&service, settings.grpc_options);
   if (!grpc.ok()) {
     spdlog::error("--listen: {}", grpc.status().ToString());
@@ -240,9 +247,8 @@ int main(int argc, char** argv) {
     return kExitFailure;
   }
   serving = true;
-  spdlog::info("coach-operator: API on {} ({}{}), HTTP on {}, state in {}, backend {}",
-               flags.listen, (*grpc)->tls() ? "TLS" : "plaintext",
-               token.empty() ? "" : ", token required", flags.http_listen,
+  spdlog::info("coach-operator: API on {} ({}, auth {}), HTTP on {}, state in {}, backend {}",
+               flags.listen, (*grpc)->tls() ? "TLS" : "plaintext", auth_mode, flags.http_listen,
                kube ? "the API server" : flags.state_dir, backend_ptr->Name());
 
   int signal_number = 0;

@@ -38,6 +38,11 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
   app->add_option("--token-file", flags->token_file,
                   "File holding the bearer token every API call must present")
       ->envname("COACH_TOKEN_FILE");
+  app->add_option("--api-auth", flags->api_auth,
+                  "Who may call the API: none | token (--token-file) | kubernetes (the "
+                  "caller's own Kubernetes token, TokenReview + SubjectAccessReview; "
+                  "--backend=kube). Default: token with --token-file, else none")
+      ->envname("COACH_API_AUTH");
   app->add_option("--workers", flags->workers, "Reconcile workers")
       ->envname("COACH_WORKERS")
       ->capture_default_str();

@@ -19,6 +19,7 @@ struct Flags {
   std::string tls_key;
   std::string tls_client_ca;
   std::string token_file;
+  std::string api_auth;  // none | token | kubernetes; empty: token with --token-file, else none
   int workers = 2;
   std::string gang_scheduler = "none";
   std::string log_level = "info";

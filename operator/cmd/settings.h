@@ -22,6 +22,8 @@ struct Settings {
   coach::model::ReconcileConfig config;
   coach::server::GrpcServerOptions grpc_options;
   std::string token;  // --token-file's content; empty: none required
+  // --api-auth resolved: "none", "token" (the shared token) or "kubernetes".
+  std::string api_auth = "none";
   // --backend=kube only.
   std::vector<std::string> namespaces;                  // empty: all
   coach::backend::kube::LeaderElectionConfig election;  // with --leader-elect

@@ -73,6 +73,28 @@ std::string DefaultShimPath() {
   return (self.parent_path() / "coach-replica-shim").string();
 }
 
+// --api-auth and --token-file together. Without --api-auth the token file decides, as
+// before the flag existed; a mode that would silently ignore a given token is refused.
+absl::Status ValidateApiAuth(const Flags& flags, bool kube, Settings* settings) {
+  const bool has_token = !settings->token.empty();
+  std::string mode = flags.api_auth.empty() ? (has_token ? "token" : "none") : flags.api_auth;
+  if (mode != "none" && mode != "token" && mode != "kubernetes") {
+    return UsageError(
+        absl::StrCat("--api-auth: must be none, token or kubernetes, got \"", mode, "\""));
+  }
+  if (mode == "token" && !has_token) return UsageError("--api-auth=token: needs --token-file");
+  if (mode != "token" && has_token) {
+    return UsageError(absl::StrCat("--token-file: not used with --api-auth=", mode));
+  }
+  if (mode == "kubernetes" && !kube) {
+    return UsageError(
+        "--api-auth=kubernetes: needs --backend=kube (the local backend has no Kubernetes "
+        "users; use --api-auth=token)");
+  }
+  settings->api_auth = mode;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status UsageError(absl::string_view message) { return absl::InvalidArgumentError(message); }
@@ -210,13 +232,14 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
     if (!read.ok()) return UsageError(absl::StrCat("--token-file: ", read.status().message()));
     token = *read;
   }
+  if (absl::Status s = ValidateApiAuth(flags, kube, settings); !s.ok()) return s;
   if (!kube && flags.shim.empty()) flags.shim = DefaultShimPath();
   if (!kube && access(flags.shim.c_str(), X_OK) != 0) {
     return UsageError(absl::StrCat("--shim: ", flags.shim, " is not an executable file"));
   }
-  if (!IsLoopback(flags.listen) && (token.empty() || flags.tls_cert.empty())) {
+  if (!IsLoopback(flags.listen) && (settings->api_auth == "none" || flags.tls_cert.empty())) {
     spdlog::warn("--listen {} is not loopback and the API has {}{}", flags.listen,
-                 token.empty() ? "no token" : "a token",
+                 settings->api_auth == "none" ? "no authentication" : "authentication",
                  flags.tls_cert.empty() ? " but no TLS" : "");
   }
   std::error_code ec;

@@ -29,8 +29,7 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   return token;
 }
 
-absl::Status TokenAuth::Check(const std::string* authorization_header) const {
-  if (!enabled()) return absl::OkStatus();
+absl::StatusOr<std::string> BearerToken(const std::string* authorization_header) {
   if (authorization_header == nullptr) {
     return absl::UnauthenticatedError("missing authorization metadata (Bearer token)");
   }
@@ -38,8 +37,16 @@ absl::Status TokenAuth::Check(const std::string* authorization_header) const {
   if (!absl::StartsWithIgnoreCase(*authorization_header, kPrefix)) {
     return absl::UnauthenticatedError("authorization metadata is not a Bearer token");
   }
-  const std::string presented = authorization_header->substr(sizeof(kPrefix) - 1);
-  if (!ConstantTimeEquals(presented, token_)) {
+  std::string token = authorization_header->substr(sizeof(kPrefix) - 1);
+  if (token.empty()) return absl::UnauthenticatedError("the Bearer token is empty");
+  return token;
+}
+
+absl::Status TokenAuth::Check(const std::string* authorization_header) const {
+  if (!enabled()) return absl::OkStatus();
+  absl::StatusOr<std::string> presented = BearerToken(authorization_header);
+  if (!presented.ok()) return presented.status();
+  if (!ConstantTimeEquals(*presented, token_)) {
     return absl::UnauthenticatedError("invalid token");
   }
   return absl::OkStatus();

@@ -18,6 +18,10 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b);
 // Errors: NotFound / PermissionDenied (unreadable), InvalidArgument (empty).
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
+// The token of an `authorization: Bearer <token>` metadata value (nullptr: absent).
+// Unauthenticated (missing, not Bearer, empty), with a message that never contains it.
+absl::StatusOr<std::string> BearerToken(const std::string* authorization_header);
+
 class TokenAuth {
  public:
   // An empty token disables the check.

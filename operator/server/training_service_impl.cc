@@ -35,38 +35,62 @@ api::v1::JobEvent::Type EventType(core::WatchEventType type) {
 
 }  // namespace
 
-grpc::Status TrainingServiceImpl::Authorize(grpc::ServerContext* context) const {
-  if (!auth_.enabled()) return grpc::Status::OK;
+grpc::Status TrainingServiceImpl::Authenticate(grpc::ServerContext* context, UserInfo* user) {
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("authorization");
   std::string value;
   if (it != metadata.end()) value.assign(it->second.data(), it->second.size());
-  return ToGrpcStatus(auth_.Check(it == metadata.end() ? nullptr : &value));
+  absl::StatusOr<UserInfo> who = calls_.Authenticate(it == metadata.end() ? nullptr : &value);
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  *user = *std::move(who);
+  return grpc::Status::OK;
+}
+
+grpc::Status TrainingServiceImpl::AuthorizeJobCall(grpc::ServerContext* context, ApiCall call,
+                                                   const std::string& ns, const std::string& name) {
+  UserInfo user;
+  if (grpc::Status s = Authenticate(context, &user); !s.ok()) return s;
+  return ToGrpcStatus(calls_.ForJob(user, call, ns, name));
 }
 
 grpc::Status TrainingServiceImpl::CreateJob(grpc::ServerContext* context,
                                             const api::v1::CreateJobRequest* request,
                                             api::v1::TrainingJob* response) {
-  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  UserInfo user;
+  if (grpc::Status s = Authenticate(context, &user); !s.ok()) return s;
   core::CreateRequest create;
   if (request->has_job()) create.job = request->job();
   create.manifest = request->manifest();
   create.namespace_ = request->namespace_();
   create.dry_run = request->dry_run();
+  if (auth_->Authorizes()) {
+    // The kind and namespace to authorize are the admitted job's (after defaulting).
+    absl::StatusOr<api::v1::TrainingJob> admitted = jobs_->Admission(create);
+    if (!admitted.ok()) return ToGrpcStatus(admitted.status());
+    if (absl::Status s = calls_.ForNewJob(user, *admitted); !s.ok()) return ToGrpcStatus(s);
+  }
   return Reply(jobs_->Create(create), response);
 }
 
 grpc::Status TrainingServiceImpl::GetJob(grpc::ServerContext* context,
                                          const api::v1::GetJobRequest* request,
                                          api::v1::TrainingJob* response) {
-  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  if (grpc::Status s =
+          AuthorizeJobCall(context, ApiCall::kGetJob, request->namespace_(), request->name());
+      !s.ok()) {
+    return s;
+  }
   return Reply(jobs_->Get(request->namespace_(), request->name()), response);
 }
 
 grpc::Status TrainingServiceImpl::ListJobs(grpc::ServerContext* context,
                                            const api::v1::ListJobsRequest* request,
                                            api::v1::ListJobsResponse* response) {
-  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  UserInfo user;
+  if (grpc::Status s = Authenticate(context, &user); !s.ok()) return s;
+  absl::StatusOr<KindFilter> kinds =
+      calls_.ForCollection(user, ApiCall::kListJobs, request->namespace_());
+  if (!kinds.ok()) return ToGrpcStatus(kinds.status());
   core::ListRequest list;
   list.namespace_ = request->namespace_();
   list.label_selector = request->label_selector();
@@ -74,7 +98,11 @@ grpc::Status TrainingServiceImpl::ListJobs(grpc::ServerContext* context,
   list.page_token = request->page_token();
   absl::StatusOr<core::ListResponse> result = jobs_->List(list);
   if (!result.ok()) return ToGrpcStatus(result.status());
-  for (auto& job : result->jobs) *response->add_jobs() = std::move(job);
+  // A page may hold fewer jobs than page_size once other kinds are filtered out; the
+  // page token stays valid (as with a label selector the store cannot apply).
+  for (auto& job : result->jobs) {
+    if (kinds->Allows(job)) *response->add_jobs() = std::move(job);
+  }
   response->set_next_page_token(result->next_page_token);
   return grpc::Status::OK;
 }
@@ -82,28 +110,44 @@ grpc::Status TrainingServiceImpl::ListJobs(grpc::ServerContext* context,
 grpc::Status TrainingServiceImpl::DeleteJob(grpc::ServerContext* context,
                                             const api::v1::DeleteJobRequest* request,
                                             api::v1::DeleteJobResponse*) {
-  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  if (grpc::Status s =
+          AuthorizeJobCall(context, ApiCall::kDeleteJob, request->namespace_(), request->name());
+      !s.ok()) {
+    return s;
+  }
   return ToGrpcStatus(jobs_->Delete(request->namespace_(), request->name()));
 }
 
 grpc::Status TrainingServiceImpl::SuspendJob(grpc::ServerContext* context,
                                              const api::v1::SuspendJobRequest* request,
                                              api::v1::TrainingJob* response) {
-  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  if (grpc::Status s =
+          AuthorizeJobCall(context, ApiCall::kSuspendJob, request->namespace_(), request->name());
+      !s.ok()) {
+    return s;
+  }
   return Reply(jobs_->Suspend(request->namespace_(), request->name()), response);
 }
 
 grpc::Status TrainingServiceImpl::ResumeJob(grpc::ServerContext* context,
                                             const api::v1::ResumeJobRequest* request,
                                             api::v1::TrainingJob* response) {
-  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  if (grpc::Status s =
+          AuthorizeJobCall(context, ApiCall::kResumeJob, request->namespace_(), request->name());
+      !s.ok()) {
+    return s;
+  }
   return Reply(jobs_->Resume(request->namespace_(), request->name()), response);
 }
 
 grpc::Status TrainingServiceImpl::DescribeJob(grpc::ServerContext* context,
                                               const api::v1::DescribeJobRequest* request,
                                               api::v1::DescribeJobResponse* response) {
-  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  if (grpc::Status s =
+          AuthorizeJobCall(context, ApiCall::kDescribeJob, request->namespace_(), request->name());
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<core::JobDescription> d = jobs_->Describe(request->namespace_(), request->name());
   if (!d.ok()) return ToGrpcStatus(d.status());
   *response->mutable_job() = d->job;
@@ -130,7 +174,11 @@ grpc::Status TrainingServiceImpl::DescribeJob(grpc::ServerContext* context,
 grpc::Status TrainingServiceImpl::WatchJobs(grpc::ServerContext* context,
                                             const api::v1::WatchJobsRequest* request,
                                             grpc::ServerWriter<api::v1::JobEvent>* writer) {
-  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  UserInfo user;
+  if (grpc::Status s = Authenticate(context, &user); !s.ok()) return s;
+  absl::StatusOr<KindFilter> kinds =
+      calls_.ForCollection(user, ApiCall::kWatchJobs, request->namespace_(), request->name());
+  if (!kinds.ok()) return ToGrpcStatus(kinds.status());
   absl::StatusOr<std::shared_ptr<core::Subscription>> sub =
       jobs_->Watch(request->namespace_(), request->name(), request->label_selector());
   if (!sub.ok()) return ToGrpcStatus(sub.status());
@@ -146,7 +194,7 @@ grpc::Status TrainingServiceImpl::WatchJobs(grpc::ServerContext* context,
       }
       return ToGrpcStatus(ev.status());
     }
-    if (!ev->has_value()) continue;
+    if (!ev->has_value() || !kinds->Allows((*ev)->job)) continue;
     api::v1::JobEvent out;
     out.set_type(EventType((*ev)->type));
     *out.mutable_job() = std::move((*ev)->job);
@@ -157,7 +205,11 @@ grpc::Status TrainingServiceImpl::WatchJobs(grpc::ServerContext* context,
 grpc::Status TrainingServiceImpl::GetJobLogs(grpc::ServerContext* context,
                                              const api::v1::GetJobLogsRequest* request,
                                              grpc::ServerWriter<api::v1::LogChunk>* writer) {
-  if (grpc::Status s = Authorize(context); !s.ok()) return s;
+  if (grpc::Status s =
+          AuthorizeJobCall(context, ApiCall::kGetJobLogs, request->namespace_(), request->name());
+      !s.ok()) {
+    return s;
+  }
   backend::LogOptions options;
   options.replica = request->replica();
   options.follow = request->follow();

@@ -1,23 +1,31 @@
 #pragma once
 
 // The gRPC TrainingService: adapts requests to core::JobService and absl codes to gRPC
-// codes, nothing else. Every call is authenticated first (when a token is configured).
+// codes, nothing else. Every call is authenticated first and then authorized for what it
+// does (call_authorizer.h: with --api-auth=kubernetes, Kubernetes RBAC decides).
 // Streaming calls end when the client cancels, the stream breaks, or BeginShutdown().
 
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <memory>
 
 #include "api/v1/training_service.grpc.pb.h"
 #include "operator/core/job_service.h"
+#include "operator/server/api_auth.h"
+#include "operator/server/call_authorizer.h"
 #include "operator/server/token_auth.h"
 
 namespace coach::server {
 
 class TrainingServiceImpl final : public api::v1::TrainingService::Service {
  public:
+  // `auth` decides who may call and what they may do.
+  TrainingServiceImpl(core::JobService* jobs, std::unique_ptr<ApiAuth> auth)
+      : jobs_(jobs), auth_(std::move(auth)), calls_(auth_.get(), jobs) {}
+  // The shared token (none when empty): everybody who presents it may do everything.
   TrainingServiceImpl(core::JobService* jobs, TokenAuth auth)
-      : jobs_(jobs), auth_(std::move(auth)) {}
+      : TrainingServiceImpl(jobs, std::make_unique<SharedTokenAuth>(std::move(auth))) {}
 
   // Ends every open WatchJobs/GetJobLogs stream with UNAVAILABLE soon.
   void BeginShutdown() { shutting_down_ = true; }
@@ -42,10 +50,15 @@ class TrainingServiceImpl final : public api::v1::TrainingService::Service {
                            api::v1::DescribeJobResponse* response) override;
 
  private:
-  grpc::Status Authorize(grpc::ServerContext* context) const;
+  // The caller, from the `authorization` metadata.
+  grpc::Status Authenticate(grpc::ServerContext* context, UserInfo* user);
+  // Authenticate, then ForJob: the start of every call that names one job.
+  grpc::Status AuthorizeJobCall(grpc::ServerContext* context, ApiCall call, const std::string& ns,
+                                const std::string& name);
 
   core::JobService* const jobs_;
-  const TokenAuth auth_;
+  const std::unique_ptr<ApiAuth> auth_;
+  CallAuthorizer calls_;
   std::atomic<bool> shutting_down_{false};
 };
 
