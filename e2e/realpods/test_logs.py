@@ -75,11 +75,26 @@ def free_port():
     return port
 
 
-def test_coach_logs_follow_a_running_replica(ns):
+def reader_token(ns, tmp):
+    """A token file for a ServiceAccount that may read jobs and pods' logs in `ns` only: the
+    chart's default auth.mode=kubernetes has coach check the caller's own RBAC."""
+    kube.kubectl("create", "serviceaccount", "log-reader", "-n", ns)
+    kube.kubectl("create", "role", "log-reader", "-n", ns, "--verb=get",
+                 "--resource=pytorchjobs.kubeflow.org,pods/log")
+    kube.kubectl("create", "rolebinding", "log-reader", "-n", ns, "--role=log-reader",
+                 "--serviceaccount=%s:log-reader" % ns)
+    path = os.path.join(tmp, "token")
+    with open(path, "w") as f:
+        f.write(kube.kubectl("create", "token", "log-reader", "-n", ns).stdout.strip())
+    return path
+
+
+def test_coach_logs_follow_a_running_replica(ns, tmp_path):
     cli = os.environ.get("COACH_E2E_COACH_CLI", "")
     assert cli and os.access(cli, os.X_OK), "COACH_E2E_COACH_CLI must name the coach binary"
     service = os.environ.get("COACH_E2E_OPERATOR_SERVICE", "coach")
     kube.apply(ticker_job("cticker"), ns)
+    token = reader_token(ns, str(tmp_path))
     kube.wait_for(lambda: running(ns, "cticker-master-0"), 120, "the replica Running")
     port = free_port()
     forward = subprocess.Popen([kube.KUBECTL, "port-forward", "-n", kube.OPERATOR_NS,
@@ -88,7 +103,8 @@ def test_coach_logs_follow_a_running_replica(ns):
     try:
         kube.wait_for(lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0, 30,
                       "the port-forward")
-        out, err = follow([cli, "--server", "127.0.0.1:%d" % port, "logs", "cticker", "-n", ns,
+        out, err = follow([cli, "--server", "127.0.0.1:%d" % port, "--token-file", token,
+                           "logs", "cticker", "-n", ns,
                            "--replica", "master-0", "-f"], 5)
         lines = [l for l in out if "tick " in l]
     finally:

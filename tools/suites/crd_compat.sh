@@ -84,7 +84,14 @@ done
 grep -q -- '--backend=kube' "$WORK/tmpl-default.yaml" || fail "no --backend=kube"
 grep -q -- '--leader-elect' "$WORK/tmpl-default.yaml" && fail "leader election on with 1 replica"
 grep -q -- '--leader-elect=true' "$WORK/tmpl-ha.yaml" || fail "no leader election with 3 replicas"
-grep -q -- 'kind: ClusterRole$' "$WORK/tmpl-namespaced.yaml" && fail "namespaced mode renders a ClusterRole"
+# Namespaced mode: the one ClusterRole is auth.mode=kubernetes's token/access reviews (cluster-scoped).
+grep -A2 'kind: ClusterRole$' "$WORK/tmpl-namespaced.yaml" | grep 'name:' | grep -qv 'coach-auth-delegator$' &&
+  fail "namespaced mode renders a ClusterRole other than the auth delegator"
+grep -q -- '--api-auth=kubernetes' "$WORK/tmpl-default.yaml" || fail "default: no --api-auth=kubernetes"
+grep -A12 'name: coach-auth-delegator$' "$WORK/tmpl-default.yaml" | grep -q 'resources: \[subjectaccessreviews\]' ||
+  fail "default: the auth delegator ClusterRole does not grant subjectaccessreviews"
+grep -q -- '--api-auth=token' "$WORK/tmpl-secure.yaml" || fail "auth.token.enabled: no --api-auth=token"
+grep -q 'coach-auth-delegator' "$WORK/tmpl-secure.yaml" && fail "auth.mode=token grants token reviews"
 [[ $(grep -c '^kind: Role$' "$WORK/tmpl-namespaced.yaml") == 2 ]] || fail "namespaced mode: want 2 Roles"
 grep -q 'scheduling.volcano.sh' "$WORK/tmpl-volcano.yaml" || fail "volcano PodGroups not granted"
 grep -q 'scheduling.x-k8s.io' "$WORK/tmpl-volcano.yaml" && fail "volcano mode grants scheduler-plugins PodGroups"
@@ -94,13 +101,14 @@ grep -q -- '--token-file=' "$WORK/tmpl-secure.yaml" && grep -q -- '--tls-client-
 grep -nE '"\*"|\[\*\]|- \*$|: \*$' "$WORK"/tmpl-*.yaml && fail "a wildcard in rendered RBAC"
 for bad in "--set replicas=2 --set leaderElection.enabled=false" "--set operator.gangScheduler=kueue" \
   "--set rbac.scope=everything" "--set auth.token.enabled=true" "--set tls.enabled=true" \
-  "--set operator.workers=0"; do
+  "--set operator.workers=0" "--set auth.mode=basic" \
+  "--set auth.mode=kubernetes --set auth.token.enabled=true --set auth.token.value=x"; do
   # shellcheck disable=SC2086
   if "$HELM" template coach "$CHART" $bad >/dev/null 2>&1; then fail "helm template accepted: $bad"; fi
 done
 [[ $("$HELM" template coach "$CHART" --include-crds | grep -c '^kind: CustomResourceDefinition') == 6 ]] ||
   fail "helm template --include-crds does not render the 6 CRDs"
-say "helm lint/template: ${#VALUESETS[@]} value sets render, 6 bad ones are refused"
+say "helm lint/template: ${#VALUESETS[@]} value sets render, 8 bad ones are refused"
 
 # ---- 3. the corpus under both CRD sets -------------------------------------------------------
 kubeconfig=$("$TESTENV" up --dir "$DIR") || fail "testenv up failed"
@@ -216,7 +224,8 @@ for check in "create pytorchjobs.kubeflow.org -n compat" "update mpijobs.kubeflo
   "create services -n compat" "update configmaps -n compat" "create serviceaccounts -n compat" \
   "create roles.rbac.authorization.k8s.io -n compat" "create rolebindings.rbac.authorization.k8s.io -n compat" \
   "create events -n compat" "list events -n compat" "update leases.coordination.k8s.io/coach-operator -n coach" \
-  "update tfjobs.kubeflow.org --subresource=finalizers -n compat"; do
+  "update tfjobs.kubeflow.org --subresource=finalizers -n compat" \
+  "create tokenreviews.authentication.k8s.io" "create subjectaccessreviews.authorization.k8s.io"; do
   # shellcheck disable=SC2086
   can $check || fail "the operator's ServiceAccount cannot: $check"
 done
@@ -237,7 +246,7 @@ rules:
 - {apiGroups: [""], resources: [pods/exec], verbs: [create]}
 YAML
 "$HELM" --kubeconfig "$kubeconfig" uninstall coach --namespace coach >/dev/null || fail "helm uninstall"
-say "helm install (2 replicas, leader election) ok; RBAC allows the backend's 13 checks and refuses 7"
+say "helm install (2 replicas, leader election) ok; RBAC allows the backend's 15 checks and refuses 7"
 
 "$TESTENV" down --dir "$DIR" >/dev/null || fail "testenv down"
 say "PASS in $((SECONDS - started)) s"

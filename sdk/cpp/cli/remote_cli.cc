@@ -4,6 +4,8 @@
 
 #include <iostream>
 
+#include "sdk/cpp/cli/exit_codes.h"
+#include "sdk/cpp/cli/kube_token.h"
 #include "sdk/cpp/cli/manifest_input.h"
 
 namespace coach::cli {
@@ -15,6 +17,11 @@ void RegisterRemoteCommands(CLI::App& app, RemoteCli* cli) {
                  "coach-operator address (env COACH_SERVER; default 127.0.0.1:7450)");
   app.add_option("--token-file", c.token_file,
                  "file holding the bearer token (env COACH_TOKEN, COACH_TOKEN_FILE)");
+  app.add_option("--kubeconfig", cli->kubeconfig,
+                 "present this kubeconfig's user token (operator --api-auth=kubernetes; env "
+                 "COACH_KUBECONFIG)")
+      ->envname("COACH_KUBECONFIG");
+  app.add_option("--context", cli->context, "with --kubeconfig: this context, not the current");
   app.add_option("--tls-ca", c.tls_ca, "CA bundle (PEM); enables TLS (env COACH_TLS_CA)");
   app.add_option("--tls-cert", c.tls_cert,
                  "client certificate for mutual TLS (env COACH_TLS_CERT)");
@@ -92,7 +99,13 @@ std::optional<int> RunRemoteCommand(const RemoteCli& cli, std::ostream& out, std
   env.read_input = ReadInput;
   env.load_jobs = LoadJobs;
   env.make_client = sdk::TrainingClient::Create;
-  const RemoteOptions& o = cli.options;
+  RemoteOptions o = cli.options;
+  if (!cli.kubeconfig.empty()) {
+    if (absl::Status s = UseKubeconfigToken(cli.kubeconfig, cli.context, &o.connection); !s.ok()) {
+      err << "error: " << s.message() << "\n";
+      return kExitInvalid;
+    }
+  }
   if (cli.submit->parsed()) return RunSubmit(o, env);
   if (cli.get->parsed()) return RunGet(o, env);
   if (cli.list->parsed()) return RunList(o, env);

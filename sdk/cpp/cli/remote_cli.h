@@ -5,7 +5,8 @@
 //
 // Global flags (before or after the subcommand): --server, --token-file, --tls-ca,
 // --tls-cert, --tls-key, --tls-server-name; each falls back to its COACH_* variable
-// (sdk/cpp/connection.h).
+// (sdk/cpp/connection.h). --kubeconfig/--context present a kubeconfig user's token instead
+// of --token-file (kube_token.h).
 
 #include <CLI/CLI.hpp>
 #include <optional>
@@ -18,6 +19,8 @@ namespace coach::cli {
 
 struct RemoteCli {
   RemoteOptions options;
+  std::string kubeconfig;  // --kubeconfig: present this kubeconfig user's token (kube_token.h)
+  std::string context;     // --context: its context instead of current-context
   CLI::App* submit = nullptr;
   CLI::App* get = nullptr;
   CLI::App* list = nullptr;
