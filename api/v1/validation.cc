@@ -137,6 +137,10 @@ class Validator {
   explicit Validator(const TrainingJob& job) : job_(job) {}
 
   std::vector<FieldError> Run() {
+    if (const size_t bytes = job_.ByteSizeLong(); bytes > kMaxJobBytes) {
+      Error("", absl::StrCat("the job is ", bytes, " bytes, more than the ", kMaxJobBytes,
+                             " a Kubernetes object may have (etcd's request limit)"));
+    }
     ValidateMetadata();
     info_ = FindKind(job_.kind());
     if (info_ == nullptr) {

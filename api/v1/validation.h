@@ -5,6 +5,7 @@
 // Meant for defaulted jobs (SetDefaults first, as upstream's mutating webhook runs before
 // its validating one); unset replicas count as their default.
 
+#include <cstddef>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -28,8 +29,14 @@ namespace coach::api::v1 {
 // schedulingPolicy minAvailable in 1..total replicas and quantities well formed;
 // nprocPerNode auto|cpu|gpu|positive integer; elastic min/max >= 1 and min <= max,
 // rdzvBackend c10d|etcd|etcd-v2, rdzvPort in 1..65535, a Worker spec, nProcPerNode not
-// together with nprocPerNode; successPolicy "" or AllWorkers.
+// together with nprocPerNode; successPolicy "" or AllWorkers; the whole job (its protobuf
+// encoding) at most kMaxJobBytes (an error with an empty path).
 std::vector<FieldError> Validate(const TrainingJob& job);
+
+// No job larger than Kubernetes can store: etcd refuses a request over 1.5 MiB (its
+// default --max-request-bytes), so such a manifest never works upstream, and the local
+// backend holds no larger one either. (gRPC's 4 MiB receive limit is the outer bound.)
+inline constexpr size_t kMaxJobBytes = 1536 * 1024;
 
 // FieldErrorsToStatus(Validate(job)): OK or one InvalidArgument listing every problem.
 absl::Status ValidateJob(const TrainingJob& job);

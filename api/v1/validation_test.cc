@@ -101,6 +101,24 @@ TEST(ValidationTest, ReportsEveryProblemWithPaths) {
             std::string::npos);
 }
 
+// A 3.5 MiB manifest passed gRPC's 4 MiB limit and was stored (e2e/local:grpc_abuse_test);
+// Kubernetes stores nothing over 1.5 MiB.
+TEST(ValidationTest, JobLargerThanKubernetesStoresIsRefused) {
+  TrainingJob job = ValidPyTorch();
+  std::string& tmpl =
+      *(*job.mutable_spec()->mutable_replica_specs())["Worker"].mutable_template_json();
+  const std::string small = tmpl;
+  tmpl.insert(tmpl.size() - 1, ",\"x\":\"" + std::string(kMaxJobBytes, 'x') + "\"");
+  std::vector<FieldError> errors = Validate(job);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].path, "");
+  EXPECT_NE(errors[0].message.find("more than the 1572864"), std::string::npos)
+      << errors[0].message;
+  tmpl = small;
+  tmpl.insert(tmpl.size() - 1, ",\"x\":\"" + std::string(kMaxJobBytes - 1024, 'x') + "\"");
+  EXPECT_TRUE(Validate(job).empty());
+}
+
 TEST(ValidationTest, UnknownKindAndReplicaTypeFromCode) {
   TrainingJob job = ValidPyTorch();
   (*job.mutable_spec()->mutable_replica_specs())["Chief"];

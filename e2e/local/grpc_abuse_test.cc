@@ -1,0 +1,454 @@
+// Chaos (issue 13, item 3): abuse of the gRPC API of a running coach-operator (local backend)
+// with a bearer token, over plaintext and over TLS. Each abuse must get the code gRPC defines
+// for it, the operator must stay alive and answer, what was accepted before must still be there,
+// and neither token may appear in the operator's log.
+//
+//   no token, a wrong token                  UNAUTHENTICATED
+//   a request above the 4 MiB receive limit  RESOURCE_EXHAUSTED
+//   bytes that are no protobuf (raw call)    INTERNAL (the server cannot parse the request)
+//   invalid field values                     INVALID_ARGUMENT naming the field
+//   manifests nested 100000 deep             INVALID_ARGUMENT
+//   a 2 MiB manifest (under gRPC's limit)    INVALID_ARGUMENT: over the 1.5 MiB Kubernetes stores
+//   COACH_ABUSE_STREAMS (default 500)        every stream served or refused with
+//   concurrent WatchJobs streams             RESOURCE_EXHAUSTED/UNAVAILABLE; a unary call
+//                                            meanwhile answers within 5 s
+//
+// Prints a table of what each abuse got.
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+#include "api/v1/training_service.grpc.pb.h"
+#include "e2e/local/operator_fixture.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "sdk/cpp/job_status.h"
+
+namespace coach::e2e {
+namespace {
+
+using api::v1::TrainingJob;
+using api::v1::TrainingService;
+
+constexpr char kNs[] = "default";
+constexpr char kToken[] = "abuse-t0ken-8f2c1e7d";
+constexpr char kWrongToken[] = "wrong-t0ken-4b9a0c33";
+
+constexpr char kGoodManifest[] = R"(apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: NAME
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: busybox:1.36
+            command: ["/bin/sh", "-c", "sleep 1"]
+)";
+
+std::string Manifest(const std::string& name) {
+  std::string m = kGoodManifest;
+  m.replace(m.find("NAME"), 4, name);
+  return m;
+}
+
+const char* CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::OK:
+      return "OK";
+    case grpc::CANCELLED:
+      return "CANCELLED";
+    case grpc::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::INTERNAL:
+      return "INTERNAL";
+    case grpc::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    case grpc::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    default:
+      return "OTHER";
+  }
+}
+
+// A self-signed certificate for 127.0.0.1 (openssl req), in `dir`/tls.crt and tls.key.
+bool MakeCertificate(const std::string& dir) {
+  CommandResult r =
+      RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                  "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+                  dir + "/tls.key", "-out", dir + "/tls.crt"},
+                 ChildEnv({}, {}), "", dir + "/openssl", absl::Seconds(60));
+  if (r.exit_code != 0) ADD_FAILURE() << "openssl: " << r.err;
+  return r.exit_code == 0;
+}
+
+class GrpcAbuseTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    OperatorOptions options;
+    options.token = kToken;
+    if (tls()) {
+      absl::StatusOr<std::string> dir = MakeTempDir(TestTmpDir() + "/abuse-cert-");
+      ASSERT_TRUE(dir.ok()) << dir.status();
+      ASSERT_TRUE(MakeCertificate(*dir));
+      ca_pem_ = ReadFileOrEmpty(*dir + "/tls.crt");
+      options.extra_args = {"--tls-cert=" + *dir + "/tls.crt", "--tls-key=" + *dir + "/tls.key"};
+    }
+    op_ = std::make_unique<OperatorFixture>(tls() ? "abuse-tls" : "abuse-plain", options);
+    ASSERT_TRUE(op_->Start().ok()) << op_->OperatorLog();
+  }
+  void TearDown() override {
+    if (HasFailure() && op_ != nullptr) std::fprintf(stderr, "%s\n", op_->OperatorLog().c_str());
+  }
+
+  bool tls() const { return GetParam(); }
+
+  std::shared_ptr<grpc::Channel> Channel(bool use_tls) const {
+    grpc::ChannelArguments args;
+    args.SetMaxSendMessageSize(-1);
+    args.SetMaxReceiveMessageSize(-1);
+    if (!use_tls) {
+      return grpc::CreateCustomChannel(op_->server(), grpc::InsecureChannelCredentials(), args);
+    }
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ca_pem_;
+    return grpc::CreateCustomChannel(op_->server(), grpc::SslCredentials(ssl), args);
+  }
+  std::shared_ptr<grpc::Channel> Channel() const { return Channel(tls()); }
+
+  void Authorize(grpc::ClientContext* ctx, const std::string& token, int seconds = 30) const {
+    if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+  }
+
+  grpc::Status Create(const std::string& manifest, const std::string& token,
+                      TrainingJob* out = nullptr) {
+    auto stub = TrainingService::NewStub(Channel());
+    grpc::ClientContext ctx;
+    Authorize(&ctx, token);
+    api::v1::CreateJobRequest req;
+    req.set_manifest(manifest);
+    req.set_namespace_(kNs);
+    TrainingJob job;
+    grpc::Status s = stub->CreateJob(&ctx, req, &job);
+    if (out != nullptr) *out = job;
+    return s;
+  }
+
+  grpc::Status CreateJobProto(const TrainingJob& job, const std::string& token) {
+    auto stub = TrainingService::NewStub(Channel());
+    grpc::ClientContext ctx;
+    Authorize(&ctx, token);
+    api::v1::CreateJobRequest req;
+    *req.mutable_job() = job;
+    req.set_namespace_(kNs);
+    TrainingJob out;
+    return stub->CreateJob(&ctx, req, &out);
+  }
+
+  // ListJobs with the right token: the operator is alive and answers.
+  grpc::Status List(api::v1::ListJobsResponse* out, int seconds = 30) {
+    auto stub = TrainingService::NewStub(Channel());
+    grpc::ClientContext ctx;
+    Authorize(&ctx, kToken, seconds);
+    api::v1::ListJobsRequest req;
+    req.set_namespace_(kNs);
+    return stub->ListJobs(&ctx, req, out);
+  }
+
+  // Records one abuse's outcome for the table and checks its code.
+  void Expect(const std::string& what, const grpc::Status& got,
+              std::vector<grpc::StatusCode> allowed, const std::string& must_name = "") {
+    bool ok = false;
+    for (grpc::StatusCode c : allowed) ok = ok || got.error_code() == c;
+    std::string message = got.error_message().substr(0, 90);
+    for (char& ch : message) {
+      if (ch == '|' || static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+    }
+    rows_.push_back(
+        absl::StrCat("| ", what, " | ", CodeName(got.error_code()), " | ", message, " |"));
+    EXPECT_TRUE(ok) << what << ": " << CodeName(got.error_code()) << " " << got.error_message();
+    if (!must_name.empty()) {
+      EXPECT_TRUE(absl::StrContains(got.error_message(), must_name))
+          << what << ": the message does not name " << must_name << ": " << got.error_message();
+    }
+    EXPECT_FALSE(absl::StrContains(got.error_message(), kToken)) << what;
+  }
+
+  std::unique_ptr<OperatorFixture> op_;
+  std::string ca_pem_;
+  std::vector<std::string> rows_;
+};
+
+TEST_P(GrpcAbuseTest, EachAbuseGetsItsCodeAndNothingAcceptedIsLost) {
+  // Accepted before the abuse.
+  for (int i = 0; i < 5; ++i) {
+    grpc::Status s = Create(Manifest(absl::StrCat("kept-", i)), kToken);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+
+  // Authentication.
+  Expect("no token", Create(Manifest("anon"), ""), {grpc::UNAUTHENTICATED});
+  Expect("wrong token", Create(Manifest("wrong"), kWrongToken), {grpc::UNAUTHENTICATED});
+  {
+    auto stub = TrainingService::NewStub(Channel());
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", std::string("Basic ") + kToken);
+    api::v1::ListJobsResponse out;
+    Expect("right token, wrong scheme (Basic)", stub->ListJobs(&ctx, {}, &out),
+           {grpc::UNAUTHENTICATED});
+  }
+  if (tls()) {
+    auto stub = TrainingService::NewStub(Channel(/*use_tls=*/false));
+    grpc::ClientContext ctx;
+    Authorize(&ctx, kToken, 10);
+    api::v1::ListJobsResponse out;
+    Expect("plaintext client on the TLS port", stub->ListJobs(&ctx, {}, &out), {grpc::UNAVAILABLE});
+  }
+
+  // Size: 5 MiB, above gRPC's default 4 MiB receive limit, which the server keeps.
+  Expect("5 MiB request", Create(Manifest("big") + "# " + std::string(5 << 20, 'x') + "\n", kToken),
+         {grpc::RESOURCE_EXHAUSTED});
+  Expect("5 MiB request, no token",
+         Create(Manifest("big2") + "# " + std::string(5 << 20, 'x') + "\n", ""),
+         {grpc::RESOURCE_EXHAUSTED, grpc::UNAUTHENTICATED});
+
+  // Bytes that are no protobuf, through a generic call to CreateJob.
+  for (const std::string& bytes : {std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 10),
+                                   std::string("\x0a\xff\xff\xff\x0f", 5),
+                                   std::string("\x12\x05"
+                                               "ab",
+                                               4)}) {
+    grpc::GenericStub generic(Channel());
+    grpc::ClientContext ctx;
+    Authorize(&ctx, kToken);
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer request(&slice, 1), response;
+    grpc::Status got;
+    bool done = false;
+    std::mutex mu;
+    std::condition_variable cv;
+    generic.UnaryCall(&ctx, "/coach.api.v1.TrainingService/CreateJob", grpc::StubOptions(),
+                      &request, &response, [&](grpc::Status s) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        got = std::move(s);
+                        done = true;
+                        cv.notify_one();
+                      });
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+    Expect(absl::StrCat("malformed protobuf (", bytes.size(), " bytes)"), got, {grpc::INTERNAL});
+  }
+
+  // Invalid field values.
+  Expect(
+      "manifest: bad name, negative replicas",
+      Create(absl::StrReplaceAll(Manifest("Bad_Name"), {{"replicas: 1", "replicas: -3"}}), kToken),
+      {grpc::INVALID_ARGUMENT}, "metadata.name");
+  {
+    TrainingJob job;
+    job.mutable_metadata()->set_name(std::string(300, 'a'));
+    Expect("proto job: 300-char name, no spec", CreateJobProto(job, kToken),
+           {grpc::INVALID_ARGUMENT}, "metadata.name");
+  }
+  {
+    auto stub = TrainingService::NewStub(Channel());
+    grpc::ClientContext ctx;
+    Authorize(&ctx, kToken);
+    api::v1::ListJobsRequest req;
+    req.set_page_size(-7);
+    api::v1::ListJobsResponse out;
+    Expect("ListJobs page_size -7", stub->ListJobs(&ctx, req, &out), {grpc::INVALID_ARGUMENT},
+           "page_size");
+  }
+  {
+    auto stub = TrainingService::NewStub(Channel());
+    grpc::ClientContext ctx;
+    Authorize(&ctx, kToken);
+    api::v1::GetJobRequest req;
+    req.set_namespace_("Not A Namespace");
+    req.set_name(std::string("x\0y", 3));
+    TrainingJob out;
+    Expect("GetJob bad namespace and name", stub->GetJob(&ctx, req, &out),
+           {grpc::INVALID_ARGUMENT, grpc::NOT_FOUND});
+  }
+
+  // Deep and huge manifests.
+  constexpr int kDepth = 100000;
+  Expect("YAML nested 100000 deep (flow)",
+         Create(std::string(kDepth, '[') + std::string(kDepth, ']'), kToken),
+         {grpc::INVALID_ARGUMENT});
+  {
+    std::string deep =
+        "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: deep\n"
+        "  labels: ";
+    for (int i = 0; i < kDepth; ++i) deep += "{a: ";
+    deep += "1" + std::string(kDepth, '}') + "\n";
+    Expect("YAML labels nested 100000 deep", Create(deep, kToken), {grpc::INVALID_ARGUMENT});
+  }
+  {
+    std::string deep;
+    for (int i = 0; i < kDepth; ++i) deep += "{\"a\":";
+    deep += "1" + std::string(kDepth, '}');
+    Expect("JSON nested 100000 deep", Create(deep, kToken), {grpc::INVALID_ARGUMENT});
+  }
+  {
+    // 2 MiB of environment: under gRPC's receive limit, over what Kubernetes stores.
+    std::string env = "            env:\n";
+    for (int i = 0; i < 2000; ++i) {
+      absl::StrAppend(&env, "            - name: V", i, "\n              value: \"",
+                      std::string(1000, 'v'), "\"\n");
+    }
+    Expect("2 MiB manifest (2000 env vars)", Create(Manifest("huge") + env, kToken),
+           {grpc::INVALID_ARGUMENT}, "more than the 1572864");
+  }
+  {
+    api::v1::ListJobsResponse out;
+    grpc::Status alive = List(&out);
+    ASSERT_TRUE(alive.ok()) << "the operator stopped answering: " << alive.error_message();
+  }
+
+  // A flood of concurrent server streams.
+  int streams = 500;
+  if (const std::string n = EnvOrEmpty("COACH_ABUSE_STREAMS"); !n.empty()) {
+    ASSERT_TRUE(absl::SimpleAtoi(n, &streams) && streams > 0) << "COACH_ABUSE_STREAMS: " << n;
+  }
+  {
+    auto channel = Channel();
+    auto stub = TrainingService::NewStub(channel);
+    grpc::CompletionQueue cq;
+    std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+    std::vector<std::unique_ptr<grpc::ClientAsyncReader<api::v1::JobEvent>>> readers;
+    std::vector<api::v1::JobEvent> first(streams);
+    std::vector<grpc::Status> finished(streams);
+    for (int i = 0; i < streams; ++i) {
+      contexts.push_back(std::make_unique<grpc::ClientContext>());
+      Authorize(contexts.back().get(), kToken, 120);
+      api::v1::WatchJobsRequest req;
+      req.set_namespace_(kNs);
+      readers.push_back(stub->AsyncWatchJobs(contexts.back().get(), req, &cq,
+                                             reinterpret_cast<void*>(static_cast<intptr_t>(i))));
+    }
+    // Every stream started (or failed): then read one event from each.
+    int started = 0, start_failed = 0;
+    for (int i = 0; i < streams; ++i) {
+      void* tag = nullptr;
+      bool ok = false;
+      if (!cq.Next(&tag, &ok)) break;
+      ok ? ++started : ++start_failed;
+    }
+    const absl::Time t0 = absl::Now();
+    api::v1::ListJobsResponse out;
+    grpc::Status during = List(&out, 5);
+    const double list_s = absl::ToDoubleSeconds(absl::Now() - t0);
+    for (int i = 0; i < streams; ++i) {
+      readers[i]->Read(&first[i], reinterpret_cast<void*>(static_cast<intptr_t>(streams + i)));
+    }
+    int events = 0, read_failed = 0;
+    for (int i = 0; i < streams; ++i) {
+      void* tag = nullptr;
+      bool ok = false;
+      if (!cq.Next(&tag, &ok)) break;
+      ok ? ++events : ++read_failed;
+    }
+    for (int i = 0; i < streams; ++i) contexts[i]->TryCancel();
+    for (int i = 0; i < streams; ++i) {
+      readers[i]->Finish(&finished[i],
+                         reinterpret_cast<void*>(static_cast<intptr_t>(2 * streams + i)));
+    }
+    for (int i = 0; i < streams; ++i) {
+      void* tag = nullptr;
+      bool ok = false;
+      if (!cq.Next(&tag, &ok)) break;
+    }
+    std::map<std::string, int> codes;
+    int refused_wrongly = 0;
+    for (int i = 0; i < streams; ++i) {
+      const grpc::StatusCode c = finished[i].error_code();
+      ++codes[CodeName(c)];
+      if (c != grpc::CANCELLED && c != grpc::OK && c != grpc::RESOURCE_EXHAUSTED &&
+          c != grpc::UNAVAILABLE) {
+        ++refused_wrongly;
+      }
+    }
+    cq.Shutdown();
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq.Next(&tag, &ok)) {
+    }
+    std::string code_list;
+    for (const auto& [c, n] : codes) absl::StrAppend(&code_list, c, " ", n, " ");
+    rows_.push_back(absl::StrCat("| ", streams, " concurrent WatchJobs streams | ", code_list,
+                                 "| started ", started, ", first event on ", events,
+                                 ", ListJobs meanwhile ", CodeName(during.error_code()), " in ",
+                                 absl::StrFormat("%.2f", list_s), " s |"));
+    EXPECT_TRUE(during.ok()) << "ListJobs during the flood: " << during.error_message();
+    EXPECT_LT(list_s, 5.0);
+    EXPECT_EQ(refused_wrongly, 0) << code_list;
+    EXPECT_EQ(started + start_failed, streams);
+  }
+
+  // Alive, nothing accepted lost, nothing refused stored, no secret logged.
+  api::v1::ListJobsResponse out;
+  grpc::Status after = List(&out);
+  ASSERT_TRUE(after.ok()) << after.error_message();
+  std::vector<std::string> names;
+  for (const TrainingJob& j : out.jobs()) names.push_back(j.metadata().name());
+  int kept = 0;
+  for (int i = 0; i < 5; ++i) {
+    kept += std::count(names.begin(), names.end(), absl::StrCat("kept-", i));
+  }
+  EXPECT_EQ(kept, 5) << absl::StrJoin(names, " ");
+  EXPECT_EQ(names.size(), 5u) << "stored: " << absl::StrJoin(names, " ");
+  EXPECT_TRUE(op_->running());
+  const absl::Status stopped = op_->Stop();
+  EXPECT_TRUE(stopped.ok()) << "the operator did not stop cleanly: " << stopped;
+  const std::string log = op_->OperatorLog();
+  EXPECT_FALSE(absl::StrContains(log, kToken)) << "the token is in the operator's log";
+  EXPECT_FALSE(absl::StrContains(log, kWrongToken)) << "the wrong token is in the operator's log";
+
+  std::printf(
+      "\ngRPC abuse (%s, token auth): accepted before %d, kept %d, stored after %zu, "
+      "operator alive and stopped cleanly: %s\n",
+      tls() ? "TLS" : "plaintext", 5, kept, names.size(), stopped.ok() ? "yes" : "no");
+  std::printf("| abuse | code | message (first 90 chars) |\n|---|---|---|\n");
+  for (const std::string& row : rows_) std::printf("%s\n", row.c_str());
+  std::fflush(stdout);
+}
+
+INSTANTIATE_TEST_SUITE_P(PlainAndTls, GrpcAbuseTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Tls" : "Plaintext";
+                         });
+
+}  // namespace
+}  // namespace coach::e2e
