@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
@@ -49,10 +50,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/controlplane/installation.h"
+#include "bench/controlplane/operator_under_test.h"
 #include "bench/local/bench_util.h"
-#include "common/http/curl_transport.h"
-#include "e2e/common/child_process.h"
-#include "e2e/common/loopback_operator.h"
 #include "operator/backend/kube/client/kube_client.h"
 #include "operator/backend/kube/client/kube_config.h"
 #include "operator/backend/kube/client/rest_kube_client.h"
@@ -63,7 +63,11 @@ using json = nlohmann::json;
 namespace k8s = coach::kubeclient;
 namespace res = coach::kubeclient::resources;
 namespace bench = coach::bench;
+using bench::Installation;
 using bench::LoadAverage;
+using bench::OperatorConfig;
+using bench::OperatorKind;
+using bench::StartOperator;
 
 double NowS() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -132,70 +136,21 @@ bench::ProcUsage ReadUsage(pid_t pid) {
   return bench::ReadProcUsage(pid).value_or(bench::ProcUsage{});
 }
 
-// GET http://127.0.0.1:<port><path>: the status (0 when nothing answered) and the body.
-std::pair<long, std::string> HttpGet(int port, const std::string& path) {
-  static coach::http::Transport* const transport =
-      coach::http::CurlTransport::Create().value().release();
-  coach::http::Request req;
-  req.url = absl::StrCat("http://127.0.0.1:", port, path);
-  req.timeout = absl::Seconds(10);
-  coach::http::Result r = transport->Send(req);
-  if (!r.answered()) return {0, ""};
-  return {r.response.status, std::move(r.response.body)};
-}
-
-// Sum of every series of a Prometheus metric (name exactly, labels ignored).
-double MetricSum(const std::string& text, const std::string& name) {
+// Sum of every series of a Prometheus metric (name exactly) whose labels contain `series`
+// ("": every series).
+double MetricSum(const std::string& text, const std::string& name, const std::string& series = "") {
   double sum = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     if (!absl::StartsWith(line, name)) continue;
     const absl::string_view rest = line.substr(name.size());
     if (rest.empty() || (rest[0] != ' ' && rest[0] != '{')) continue;
+    if (!series.empty() && !absl::StrContains(rest.substr(0, rest.rfind(' ')), series)) continue;
     const size_t space = line.rfind(' ');
     double v = 0;
     if (space != absl::string_view::npos && absl::SimpleAtod(line.substr(space + 1), &v)) sum += v;
   }
   return sum;
 }
-
-// The operator under test: e2e's LoopbackOperator on the binary given (a -c opt build), with
-// a state directory of its own, removed on Stop.
-class Operator {
- public:
-  static absl::StatusOr<std::unique_ptr<Operator>> Start(const std::string& path,
-                                                         const std::string& kubeconfig,
-                                                         const std::vector<std::string>& extra,
-                                                         const std::string& log_dir,
-                                                         const std::string& label) {
-    char tmpl[] = "/tmp/coach-bench-cp-state.XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp");
-    std::vector<std::string> flags = {"--backend=kube", "--kubeconfig=" + kubeconfig,
-                                      std::string("--state-dir=") + tmpl, "--log-level=warn"};
-    flags.insert(flags.end(), extra.begin(), extra.end());
-    auto op = std::unique_ptr<Operator>(new Operator(tmpl));
-    op->process_ = std::make_unique<coach::e2e::LoopbackOperator>(
-        "coach-bench-cp-" + label, log_dir, std::move(flags), coach::e2e::ChildEnv({}, {}));
-    op->process_->set_binary(path);
-    if (absl::Status started = op->process_->Start(absl::Seconds(120)); !started.ok()) {
-      return started;
-    }
-    return op;
-  }
-  ~Operator() { Stop(); }
-  void Stop() {
-    if (process_ != nullptr && process_->running()) process_->Stop().IgnoreError();
-    std::error_code ec;
-    std::filesystem::remove_all(state_dir_, ec);
-  }
-  pid_t pid() const { return process_->pid(); }
-  double ready_after() const { return absl::ToDoubleSeconds(process_->ready_after()); }
-  std::string Metrics() const { return HttpGet(process_->http_port(), "/metrics").second; }
-
- private:
-  explicit Operator(std::string state_dir) : state_dir_(std::move(state_dir)) {}
-  std::string state_dir_;
-  std::unique_ptr<coach::e2e::LoopbackOperator> process_;
-};
 
 // Counts the distinct objects a watch on one namespace has seen (ADDED or MODIFIED; with
 // `counts`, only in a state it accepts), and when the count first reached `target`.
@@ -483,6 +438,7 @@ struct SpeedResult {
   std::string requests;  // apiserver requests during the run (all clients), by verb/resource
   double passes = 0;     // the operator's reconcile passes until every object was seen
   double pass_mean_ms = 0;
+  bool webhook_refused = false;  // upstream: its webhook refused the probe job at create
 };
 
 struct Flags {
@@ -501,6 +457,18 @@ struct Flags {
   double settle_s = 5;
   std::string only;
   std::string log_dir = "/tmp";
+  // --only upstream (bench/upstream/run.sh passes these):
+  std::string upstream_path;                    // training-operator binary
+  std::string upstream_crds;                    // its module's CRDs
+  std::string coach_crds;                       // charts/coach/crds
+  std::string kubectl;                          // applies either set of CRDs
+  std::string upstream_webhook;                 // its ValidatingWebhookConfiguration, JSON
+  int upstream_webhook_port = 0;                // the port that configuration's URLs name
+  int upstream_raised_qps = 1000;               // "limits raised": --kube-api-qps
+  int upstream_raised_burst = 2000;             // and --kube-api-burst
+  std::string unrelated_pods = "0,2000,10000";  // memory: unrelated pods in the cluster
+  bool skip_speed = false;
+  bool skip_memory = false;
 };
 
 std::string TestenvDir(const Flags& f) {
@@ -539,20 +507,61 @@ void Milestones(Counter& pods, Counter& svcs, double t0, SpeedResult* r) {
       pods.half_at() > 0 && svcs.half_at() > 0 ? std::max(pods.half_at(), svcs.half_at()) - t0 : 0;
 }
 
-SpeedResult RunCoach(const Flags& f, k8s::RestKubeClient* client, const std::string& ns,
-                     const std::vector<std::string>& extra, const std::string& label, int jobs,
-                     std::vector<Item>* captured) {
+// The operator under test (`kind`, with `extra` flags) owning `jobs` jobs submitted into ns by
+// the harness, timed as described at the top. With an `installation` (the upstream
+// comparison), the operator's own CRDs are installed first, and for upstream its validating
+// webhook, checked to refuse a job it must refuse before anything is measured, and removed
+// once it has stopped.
+SpeedResult RunOperator(const Flags& f, k8s::RestKubeClient* client, Installation* installation,
+                        OperatorKind kind, const std::string& ns,
+                        const std::vector<std::string>& extra, const std::string& label, int jobs,
+                        std::vector<Item>* captured) {
   SpeedResult r;
+  if (installation != nullptr) {
+    if (auto s = installation->UseCrds(kind); !s.ok()) {
+      std::cerr << "CRDs for " << label << ": " << s << "\n";
+      return r;
+    }
+    if (kind == OperatorKind::kUpstream) {
+      if (auto s = installation->InstallWebhook(); !s.ok()) {
+        std::cerr << "upstream's webhook configuration: " << s << "\n";
+        return r;
+      }
+    }
+  }
+  absl::Cleanup remove_webhook = [&] {
+    if (installation != nullptr && kind == OperatorKind::kUpstream) {
+      if (auto s = installation->RemoveWebhook(); !s.ok()) std::cerr << "webhook: " << s << "\n";
+    }
+  };
   if (auto s = CreateNamespace(client, ns); !s.ok()) {
     std::cerr << "namespace " << ns << ": " << s << "\n";
     return r;
   }
-  auto op = Operator::Start(f.operator_path, f.kubeconfig, extra, f.log_dir, label);
+  OperatorConfig config;
+  config.kind = kind;
+  config.binary = kind == OperatorKind::kCoach ? f.operator_path : f.upstream_path;
+  config.kubeconfig = f.kubeconfig;
+  config.extra = extra;
+  config.log_dir = f.log_dir;
+  config.label = label;
+  config.webhook_port = f.upstream_webhook_port;
+  auto op = StartOperator(config, 120);
   if (!op.ok()) {
     std::cerr << op.status() << "\n";
+    DeleteNamespace(client, ns);
     return r;
   }
   r.ready_after = (*op)->ready_after();
+  if (installation != nullptr && kind == OperatorKind::kUpstream) {
+    if (auto s = installation->ProbeWebhook(ns); !s.ok()) {
+      std::cerr << "upstream's webhook: " << s << "\n";
+      (*op)->Stop();
+      DeleteNamespace(client, ns);
+      return r;
+    }
+    r.webhook_refused = true;
+  }
   const size_t target = static_cast<size_t>(jobs) * f.replicas;
   {
     Counter pods(client, res::Pods(), ns, target), svcs(client, res::Services(), ns, target);
@@ -575,9 +584,11 @@ SpeedResult RunCoach(const Flags& f, k8s::RestKubeClient* client, const std::str
     EndState(pods, svcs, statuses, t0, &r);
     const bench::ProcUsage at = ReadUsage((*op)->pid());
     const std::string metrics = (*op)->Metrics();
-    r.passes = MetricSum(metrics, "coach_reconcile_duration_seconds_count");
-    if (r.passes > 0)
-      r.pass_mean_ms = 1000 * MetricSum(metrics, "coach_reconcile_duration_seconds_sum") / r.passes;
+    r.passes = MetricSum(metrics, (*op)->PassesMetric(), (*op)->PassesSeries());
+    if (r.passes > 0) {
+      r.pass_mean_ms =
+          1000 * MetricSum(metrics, (*op)->PassSecondsMetric(), (*op)->PassesSeries()) / r.passes;
+    }
     r.control_plane = ReadControlPlaneCpu(TestenvDir(f)) - cp_before;
     r.requests = RequestDelta(requests_before, ApiRequests(client));
     r.wall_s = std::max(pods.reached_at(), svcs.reached_at()) - t0;
@@ -595,8 +606,15 @@ SpeedResult RunCoach(const Flags& f, k8s::RestKubeClient* client, const std::str
   }
   if (captured != nullptr) *captured = Capture(client, ns);
   (*op)->Stop();
+  std::move(remove_webhook).Invoke();
   DeleteNamespace(client, ns);
   return r;
+}
+
+SpeedResult RunCoach(const Flags& f, k8s::RestKubeClient* client, const std::string& ns,
+                     const std::vector<std::string>& extra, const std::string& label, int jobs,
+                     std::vector<Item>* captured) {
+  return RunOperator(f, client, nullptr, OperatorKind::kCoach, ns, extra, label, jobs, captured);
 }
 
 // The tight parallel client. With `with_jobs`, the end state coach reaches (Events aside): the
@@ -739,6 +757,226 @@ void CreateUnrelated(const Flags& f, k8s::RestKubeClient* client, const std::str
   CreateAll(client, ns, items, f.client_threads);
 }
 
+// Unscheduled Pods without any operator's labels, named pod-<from>..pod-<to-1>, in ns.
+void CreateUnrelatedPods(const Flags& f, k8s::RestKubeClient* client, const std::string& ns,
+                         int from, int to) {
+  std::vector<Item> items;
+  for (int i = from; i < to; ++i) {
+    json spec = {{"schedulerName", kNoScheduler}, {"containers", {Container()}}};
+    items.push_back(
+        {res::Pods(),
+         {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", absl::StrFormat("pod-%05d", i)}, {"labels", {{"app", "unrelated"}}}}},
+          {"spec", spec}}});
+  }
+  if (const int failed = CreateAll(client, ns, items, f.client_threads); failed > 0) {
+    std::cerr << failed << " unrelated pods were not created\n";
+  }
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// The figures of `runs` whose wall time is the median one (the lower middle for an even count):
+// its requests and load are printed next to the medians.
+const SpeedResult* MedianRun(const std::vector<SpeedResult>& runs) {
+  std::vector<const SpeedResult*> ok;
+  for (const SpeedResult& r : runs) {
+    if (r.ok) ok.push_back(&r);
+  }
+  if (ok.empty()) return nullptr;
+  std::sort(ok.begin(), ok.end(),
+            [](const SpeedResult* a, const SpeedResult* b) { return a->wall_s < b->wall_s; });
+  return ok[(ok.size() - 1) / 2];
+}
+
+// "0,2000,10000" -> {0, 2000, 10000}: ascending, each >= 0.
+absl::StatusOr<std::vector<int>> ParseLevels(const std::string& text) {
+  std::vector<int> out;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    int n = 0;
+    if (!absl::SimpleAtoi(part, &n) || n < 0 || (!out.empty() && n < out.back())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--unrelated-pods: \"", text, "\" is not an ascending list of pod counts (0,2000,...)"));
+    }
+    out.push_back(n);
+  }
+  if (out.empty()) return absl::InvalidArgumentError("--unrelated-pods is empty");
+  return out;
+}
+
+// --only upstream: coach and the upstream training-operator, one at a time on this control
+// plane, in alternating rounds, with the same creating client and measurements; then the
+// memory of both with more and more unrelated pods in the cluster.
+int CompareWithUpstream(const Flags& f, k8s::RestKubeClient* client, const std::string& run_id) {
+  for (const auto& [name, value] :
+       {std::pair<const char*, const std::string*>{"--upstream", &f.upstream_path},
+        {"--upstream-crds", &f.upstream_crds},
+        {"--coach-crds", &f.coach_crds},
+        {"--kubectl", &f.kubectl},
+        {"--upstream-webhook", &f.upstream_webhook}}) {
+    if (value->empty()) {
+      std::cerr << name << " is required with --only upstream (bench/upstream/run.sh passes it)\n";
+      return 2;
+    }
+  }
+  if (f.upstream_webhook_port <= 0 || f.upstream_webhook_port > 65535) {
+    std::cerr << "--upstream-webhook-port: " << f.upstream_webhook_port << " is not a TCP port\n";
+    return 2;
+  }
+  auto levels = ParseLevels(f.unrelated_pods);
+  if (!levels.ok()) {
+    std::cerr << levels.status().message() << "\n";
+    return 2;
+  }
+  auto installation = Installation::Create(
+      client,
+      {f.kubectl, f.kubeconfig, f.coach_crds, f.upstream_crds, f.upstream_webhook, f.log_dir});
+  if (!installation.ok()) {
+    std::cerr << installation.status() << "\n";
+    return 2;
+  }
+  Installation* inst = installation->get();
+  int rc = 0;
+
+  struct Row {
+    std::string name;
+    OperatorKind kind;
+    std::vector<std::string> extra;
+    std::vector<SpeedResult> runs;
+  };
+  std::vector<Row> rows = {
+      {"coach (defaults)", OperatorKind::kCoach, {}, {}},
+      {"upstream (defaults: qps 20, burst 30)", OperatorKind::kUpstream, {}, {}},
+      {absl::StrFormat("upstream (qps %d, burst %d)", f.upstream_raised_qps,
+                       f.upstream_raised_burst),
+       OperatorKind::kUpstream,
+       {absl::StrCat("--kube-api-qps=", f.upstream_raised_qps),
+        absl::StrCat("--kube-api-burst=", f.upstream_raised_burst)},
+       {}},
+  };
+  if (!f.skip_speed) {
+    std::cout << absl::StrFormat(
+        "speed: %d jobs x %d replicas = %d pods + %d services, submitted by the harness's %d "
+        "threads; each operator with its own CRDs, upstream with its validating webhook\n",
+        f.jobs, f.replicas, f.jobs * f.replicas, f.jobs * f.replicas, f.client_threads);
+    for (int round = 1; round <= f.rounds; ++round) {
+      std::cout << absl::StrFormat("round %d of %d", round, f.rounds)
+                << "                          wall       objects/s   (first POST -> every pod and "
+                   "service seen)\n";
+      double coach_wall = 0;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const std::string ns = absl::StrCat("cp-up", i, "-", run_id, "-", round);
+        SpeedResult r = RunOperator(f, client, inst, rows[i].kind, ns, rows[i].extra,
+                                    absl::StrCat("cmp", i, "-", round), f.jobs, nullptr);
+        if (i == 0 && r.ok) coach_wall = r.wall_s;
+        PrintSpeed(rows[i].name, r, i == 0 ? 0 : coach_wall);
+        if (r.webhook_refused) {
+          std::cout << "      upstream's webhook refused a PyTorchJob with 2 Masters at create "
+                       "(checked before the run)\n";
+        }
+        if (!r.ok) rc = 1;
+        rows[i].runs.push_back(std::move(r));
+      }
+    }
+    std::cout << absl::StrFormat(
+        "\nside by side, median of %d round(s) (ratio: to coach's median), %d jobs x %d "
+        "replicas, pods %s\n",
+        f.rounds, f.jobs, f.replicas,
+        f.schedule ? "scheduled and run by kwok" : "left unscheduled");
+    std::cout << absl::StrFormat("%-38s %13s %7s %12s %10s %7s  %s\n", "operator", "all pods+svcs",
+                                 "ratio", "operator CPU", "peak RSS", "passes",
+                                 "load average (median round)");
+    double coach_median = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::vector<double> wall, cpu, hwm, passes;
+      for (const SpeedResult& r : rows[i].runs) {
+        if (!r.ok) continue;
+        wall.push_back(r.wall_s);
+        cpu.push_back(r.cpu_s);
+        hwm.push_back(r.hwm_kb / 1024.0);
+        passes.push_back(r.passes);
+      }
+      const SpeedResult* mid = MedianRun(rows[i].runs);
+      if (mid == nullptr) {
+        std::cout << absl::StrFormat("%-38s   no successful run\n", rows[i].name);
+        continue;
+      }
+      const double m = Median(wall);
+      if (i == 0) coach_median = m;
+      std::cout << absl::StrFormat(
+          "%-38s %11.2f s %7s %10.2f s %6.1f MiB %7.0f  %s  [%zu/%zu runs]\n", rows[i].name, m,
+          coach_median > 0 ? absl::StrFormat("x%.1f", m / coach_median) : "-", Median(cpu),
+          Median(hwm), Median(passes), mid->load, wall.size(), rows[i].runs.size());
+    }
+    std::cout << "API server requests during the median round (apiserver_request_total deltas of "
+                 "every client, watches left out: POST pytorchjobs is the harness's submission, "
+                 "endpoints and endpointslices the controller-manager's):\n";
+    for (const Row& row : rows) {
+      if (const SpeedResult* mid = MedianRun(row.runs)) {
+        std::cout << "  " << row.name << ": " << mid->requests << "\n";
+      }
+    }
+  }
+
+  if (!f.skip_memory) {
+    std::cout << absl::StrFormat(
+        "\nmemory: peak RSS (VmHWM) of a fresh operator at its defaults owning %d jobs x %d, "
+        "%.0f s after its last object, with unrelated Pods (unscheduled, no operator's labels) "
+        "in the cluster\n",
+        f.memory_jobs, f.replicas, f.settle_s);
+    const std::string unrelated_ns = "cp-unrelated-" + run_id;
+    if (auto s = CreateNamespace(client, unrelated_ns); !s.ok()) {
+      std::cerr << "namespace " << unrelated_ns << ": " << s << "\n";
+      return 1;
+    }
+    struct MemoryRow {
+      int pods;
+      SpeedResult coach, upstream;
+    };
+    std::vector<MemoryRow> memory;
+    int have = 0;
+    for (const int level : *levels) {
+      const double t0 = NowS();
+      CreateUnrelatedPods(f, client, unrelated_ns, have, level);
+      if (level > have) {
+        std::cout << absl::StrFormat("  %d unrelated pods created in %.1f s (now %d) [load %s]\n",
+                                     level - have, NowS() - t0, level, LoadAverage());
+      }
+      have = level;
+      MemoryRow row{level, {}, {}};
+      for (const OperatorKind kind : {OperatorKind::kCoach, OperatorKind::kUpstream}) {
+        const bool coach = kind == OperatorKind::kCoach;
+        SpeedResult r = RunOperator(
+            f, client, inst, kind, absl::StrCat("cp-mem", coach ? "c" : "u", level, "-", run_id),
+            {}, absl::StrCat("mem-", coach ? "coach-" : "up-", level), f.memory_jobs, nullptr);
+        std::cout << absl::StrFormat(
+            "  %-8s %6d unrelated pods  %s peak RSS %6.1f MiB  RSS %6.1f MiB  cpu %5.2f s  ready "
+            "%.2f s  [%zu pods, %zu svcs; load %s]\n",
+            coach ? "coach" : "upstream", level, r.ok ? "  " : "!!", r.hwm_kb / 1024.0,
+            r.rss_kb / 1024.0, r.cpu_settled_s, r.ready_after, r.pods, r.services, r.load);
+        if (!r.ok) rc = 1;
+        (coach ? row.coach : row.upstream) = std::move(r);
+      }
+      memory.push_back(std::move(row));
+    }
+    std::cout << absl::StrFormat("\n%-16s %-40s %-40s\n", "unrelated pods", "coach peak RSS [load]",
+                                 "upstream peak RSS [load]");
+    for (const MemoryRow& m : memory) {
+      std::cout << absl::StrFormat(
+          "%-16d %-40s %-40s\n", m.pods,
+          absl::StrFormat("%.1f MiB [%s]", m.coach.hwm_kb / 1024.0, m.coach.load),
+          absl::StrFormat("%.1f MiB [%s]", m.upstream.hwm_kb / 1024.0, m.upstream.load));
+    }
+  }
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -777,7 +1015,30 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--settle", f.settle_s, "seconds after the last object before RSS is read")
       ->capture_default_str();
-  app.add_option("--only", f.only, "speed | memory");
+  app.add_option("--only", f.only,
+                 "speed | memory | upstream (coach side by side with the upstream operator; "
+                 "bench/upstream/run.sh)");
+  app.add_option("--upstream", f.upstream_path, "upstream: the training-operator binary");
+  app.add_option("--upstream-crds", f.upstream_crds, "upstream: folder of its CRDs");
+  app.add_option("--coach-crds", f.coach_crds, "upstream: folder of coach's CRDs");
+  app.add_option("--kubectl", f.kubectl, "upstream: kubectl, to apply either set of CRDs");
+  app.add_option("--upstream-webhook", f.upstream_webhook,
+                 "upstream: its ValidatingWebhookConfiguration (JSON, URLs on loopback)");
+  app.add_option("--upstream-webhook-port", f.upstream_webhook_port,
+                 "upstream: the port its webhook server listens on (the configuration's URLs)");
+  app.add_option("--upstream-raised-qps", f.upstream_raised_qps,
+                 "upstream: --kube-api-qps of the \"limits raised\" row")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--upstream-raised-burst", f.upstream_raised_burst,
+                 "upstream: --kube-api-burst of the \"limits raised\" row")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--unrelated-pods", f.unrelated_pods,
+                 "upstream: memory with these many unrelated pods in the cluster, ascending")
+      ->capture_default_str();
+  app.add_flag("--skip-speed", f.skip_speed, "upstream: only the memory part");
+  app.add_flag("--skip-memory", f.skip_memory, "upstream: only the speed part");
   app.add_option("--log-dir", f.log_dir, "where the operators' logs go")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -814,6 +1075,12 @@ int main(int argc, char** argv) {
     std::cout << absl::StrFormat(
         "custom resources warmed up in %.2f s (first PyTorchJob POST on this server)\n",
         NowS() - t0);
+  }
+
+  if (f.only == "upstream") return CompareWithUpstream(f, client, run_id);
+  if (!f.only.empty() && f.only != "speed" && f.only != "memory") {
+    std::cerr << "--only: \"" << f.only << "\" is not speed, memory or upstream\n";
+    return 2;
   }
 
   if (f.only.empty() || f.only == "speed") {
