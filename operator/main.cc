@@ -22,6 +22,7 @@
 #include "common/version/version.h"
 #include "integrations/mlflow/rest_tracking_client.h"
 #include "operator/backend/kube/cr_job_store.h"
+#include "operator/backend/kube/kube_backend.h"
 #include "operator/backend/kube/leader_election.h"
 #include "operator/cmd/api_auth_wiring.h"
 #include "operator/cmd/flags.h"
@@ -94,6 +95,10 @@ int main(int argc, char** argv) {
   coach::metrics::Registry registry;
   coach::metrics::OperatorMetrics metrics(&registry);
   if (cr_store != nullptr) cr_store->ExportEventMetrics(&registry);
+  // coach_replica_schedule_seconds{nodepool} (kube backend).
+  if (auto* kube_backend = dynamic_cast<coach::backend::kube::KubeBackend*>(backend_ptr)) {
+    kube_backend->ExportMetrics(&registry);
+  }
   coach::Clock* const clock = coach::Clock::Real();  // the one clock the binary reads
   coach::core::WatchBroadcaster watchers;
   watchers.SetObservers([&](size_t n) { metrics.watchers->Set({}, static_cast<double>(n)); },

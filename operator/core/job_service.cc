@@ -15,6 +15,7 @@
 #include "operator/reconcile/launcher_wrap.h"
 #include "operator/reconcile/master_wait.h"
 #include "operator/reconcile/mlflow_env.h"
+#include "operator/reconcile/pending.h"
 
 namespace coach::core {
 
@@ -242,7 +243,8 @@ absl::StatusOr<JobDescription> JobService::Describe(const std::string& ns,
     info.phase = model::PodPhaseName(pod.phase);
     info.restarts = pod.restart_count;
     info.exit_code = pod.exit_code;
-    info.message = pod.message;
+    // A Pending replica without a message of its own says why it waits (pending.h).
+    info.message = pod.message.empty() ? reconcile::WaitingText(pod.waiting) : pod.message;
     description.replicas.push_back(std::move(info));
   }
   std::sort(description.replicas.begin(), description.replicas.end(),

@@ -34,6 +34,19 @@ struct ObservedPod {
   // The instance's UID where the backend has one (Kubernetes); a delete of this pod names it,
   // so that it can never remove a newer pod of the same name.
   std::string uid;
+  // Why a Pending replica that is not bound to a node waits (kube backend; empty `state`:
+  // nothing known, or bound). Facts only: the reconciler words them for the job's events and
+  // its Created condition (operator/reconcile/pending.h).
+  struct Waiting {
+    // "provisioning": Karpenter nominated a NodeClaim for it; "unschedulable": Karpenter
+    // (source "karpenter") or kube-scheduler (source "scheduler") found nowhere to put it.
+    std::string state;
+    std::string source;
+    std::string nodepool;   // the pod's karpenter.sh/nodepool selector, or the NodeClaim's
+    std::string nodeclaim;  // provisioning: the nominated NodeClaim
+    std::string message;    // provisioning: the NodeClaim's progress; else the reason, short
+  };
+  Waiting waiting;
 };
 
 struct ObservedObject {

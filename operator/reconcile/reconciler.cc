@@ -17,6 +17,7 @@
 #include "operator/reconcile/desired_objects.h"
 #include "operator/reconcile/gang.h"
 #include "operator/reconcile/mpi_objects.h"
+#include "operator/reconcile/pending.h"
 #include "operator/reconcile/replicas.h"
 #include "operator/reconcile/restart_rule.h"
 #include "operator/reconcile/success_rule.h"
@@ -122,6 +123,7 @@ class Pass {
   void ApplyTtl();
   void ReconcileReplicas(std::map<std::string, bool>& nonretryable);
   void UpdateConditions(const std::map<std::string, bool>& nonretryable);
+  void ExplainPending();
   model::ReconcileResult Done();
 
   const model::Job& job_;
@@ -322,6 +324,33 @@ void Pass::UpdateConditions(const std::map<std::string, bool>& nonretryable) {
   }
 }
 
+// Until the job runs, the Created condition's message says why its replicas wait (and the
+// default once nothing waits); each new message is also a job event, so the same facts on
+// every pass are recorded once.
+void Pass::ExplainPending() {
+  api::v1::JobCondition* created = nullptr;
+  for (api::v1::JobCondition& c : *status().mutable_conditions()) {
+    if (c.type() == api::v1::kJobCreated && c.status() == api::v1::kConditionTrue) created = &c;
+  }
+  if (created == nullptr) return;
+  std::optional<PendingReport> report;
+  if (!IsFinished(status()) && !HasTrueCondition(status(), kJobRunning)) {
+    report = ReportPending(observed_.pods, config_.karpenter.enabled);
+  }
+  // Without a report, only a message this rule wrote goes back to the default (a condition
+  // updated after its transition): a Created condition as another writer left it stays.
+  if (!report && google::protobuf::util::MessageDifferencer::Equals(
+                     created->last_update_time(), created->last_transition_time())) {
+    return;
+  }
+  const std::string want =
+      report ? report->message : absl::StrCat(kind_name_, " ", name(), " is created.");
+  if (created->message() == want) return;
+  created->set_message(want);
+  *created->mutable_last_update_time() = ToTimestamp(now_);
+  if (report) Event(report->type, report->reason, report->message);
+}
+
 model::ReconcileResult Pass::Done() {
   model::JobStatus before = job_.status();
   model::JobStatus after = status();
@@ -427,6 +456,7 @@ model::ReconcileResult Pass::Run() {
   std::map<std::string, bool> nonretryable;
   ReconcileReplicas(nonretryable);
   UpdateConditions(nonretryable);
+  ExplainPending();
   if (IsFinished(status())) {
     // Nothing new starts for a finished job; what ran is cleaned up per policy.
     result_.actions.erase(

@@ -96,6 +96,41 @@ TEST(ReconcileTest, FreshJobCreatesEverythingOnce) {
                           "create Service/pytorch-mnist-worker-1"));
 }
 
+// Pending explained: the Created condition's message and one event per new explanation; the
+// default message once the job runs.
+TEST(ReconcileTest, WaitingReplicasAreExplainedOnce) {
+  model::Job job = SeedPyTorchJob();
+  model::ReconcileConfig config;
+  config.karpenter.enabled = true;
+  model::Job seen = WithStatus(job, Reconcile(job, {}, kT0, config).status);
+  model::ObservedState observed = ObservedBuilder(job).All(PodPhase::kPending).Build();
+  for (model::ObservedPod& p : observed.pods) {
+    p.waiting = {"provisioning", "karpenter", "gpu-workloads", "gpu-workloads-x", "launching"};
+  }
+  observed.pods[2].waiting = {"unschedulable", "karpenter", "gpu-workloads", "",
+                              "no instance type has enough resources"};
+  auto r = Reconcile(seen, observed, kT0 + absl::Seconds(1), config);
+  const std::string want =
+      "Master-0, Worker-0: NodeClaim gpu-workloads-x launching (NodePool gpu-workloads); "
+      "Worker-1: Karpenter: no instance type has enough resources (NodePool gpu-workloads)";
+  EXPECT_TRUE(r.status_changed);
+  EXPECT_EQ(Cond(r.status, "Created")->message(), want);
+  ASSERT_EQ(r.events.size(), 1u);
+  EXPECT_EQ(r.events[0].type, "Warning");
+  EXPECT_EQ(r.events[0].reason, "Unschedulable");
+  EXPECT_EQ(r.events[0].message, want);
+  // The same facts again: no event, no status write.
+  seen = WithStatus(job, r.status);
+  auto again = Reconcile(seen, observed, kT0 + absl::Seconds(2), config);
+  EXPECT_THAT(again.events, IsEmpty());
+  EXPECT_FALSE(again.status_changed);
+  // Everything runs: the default message comes back, without an event.
+  auto running = Reconcile(seen, ObservedBuilder(job).All(PodPhase::kRunning).Build(),
+                           kT0 + absl::Seconds(3), config);
+  EXPECT_EQ(Cond(running.status, "Created")->message(), "PyTorchJob pytorch-mnist is created.");
+  EXPECT_THAT(running.events, IsEmpty());
+}
+
 TEST(ReconcileTest, IdempotentForEveryKind) {
   const std::vector<model::Job> jobs = {
       SeedPyTorchJob(),

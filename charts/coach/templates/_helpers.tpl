@@ -104,7 +104,7 @@ README.md says why each is there. No wildcards.
   verbs: [get, list, watch, create, update, patch, delete]
 - apiGroups: [""]
   resources: [events]
-  verbs: [create, patch, list]
+  verbs: [create, patch, list, watch]
 {{- if eq .Values.operator.gangScheduler "volcano" }}
 - apiGroups: [scheduling.volcano.sh]
   resources: [podgroups]

@@ -14,6 +14,7 @@
 #include "operator/backend/kube/object_fields.h"
 #include "operator/backend/kube/pod_logs.h"
 #include "operator/backend/kube/pod_observation.h"
+#include "operator/backend/kube/scheduling_facts.h"
 #include "operator/reconcile/replicas.h"
 
 namespace coach::backend::kube {
@@ -37,6 +38,8 @@ void SortByName(std::vector<model::ObservedPod>& pods) {
 std::string JobKeyOf(const model::Job& job) {
   return absl::StrCat(job.metadata().namespace_(), "/", job.metadata().name());
 }
+
+std::string ns_of(const json& meta) { return StringField(meta, "namespace"); }
 
 std::string ObjectKey(const std::string& kind, const std::string& name) {
   return absl::StrCat(kind, "/", name);
@@ -211,6 +214,7 @@ absl::Status KubeBackend::Start() {
       threads_.emplace_back([raw] { raw->Run(); });
     }
   }
+  StartSchedulingWatches(namespaces);
   const size_t want = namespaces.size();
   auto all_synced = [this, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const auto& s : kinds_) {
@@ -283,6 +287,7 @@ void KubeBackend::OnEvent(KindState* state, const WatchEvent& event) {
     if (event.type == WatchEventType::kDeleted) {
       state->Erase(key, &jobs);
     } else {
+      if (state->kind == "Pod") ObserveScheduled(state->Find(ns_of(meta), name), event.object);
       state->Upsert(event.object, &jobs);
     }
     if (!job_key.empty()) {
@@ -304,6 +309,103 @@ void KubeBackend::Notify(const std::set<std::string>& job_keys) {
   for (const std::string& key : job_keys) {
     const size_t slash = key.find('/');
     callback(key.substr(0, slash), key.substr(slash + 1));
+  }
+}
+
+void KubeBackend::ExportMetrics(coach::metrics::Registry* registry) {
+  schedule_seconds_.store(registry->Histogram(
+      "coach_replica_schedule_seconds",
+      "Replica pod creation to PodScheduled=True (API server times), by the pod's "
+      "karpenter.sh/nodepool selector",
+      {0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800}, {"nodepool"}));
+}
+
+void KubeBackend::ObserveScheduled(const json* before, const json& after) {
+  coach::metrics::Family* family = schedule_seconds_.load();
+  if (family == nullptr) return;
+  if (before != nullptr && ScheduledAt(*before).has_value()) return;
+  const std::optional<absl::Time> at = ScheduledAt(after);
+  if (!at.has_value()) return;
+  const absl::Time created = ParseTime(StringField(Field(after, "metadata"), "creationTimestamp"));
+  if (created == absl::InfinitePast() || *at < created) return;
+  family->Observe({PodNodePool(after)}, absl::ToDoubleSeconds(*at - created));
+}
+
+std::set<std::string> KubeBackend::JobsOfPodsLocked(const std::set<std::string>& pod_keys) const {
+  std::set<std::string> jobs;
+  const KindState* pods = StateFor("Pod");
+  if (pods == nullptr) return jobs;
+  for (const std::string& key : pod_keys) {
+    auto it = pods->objects.find(key);
+    if (it == pods->objects.end()) continue;
+    const std::string job = pods->JobKeyOfObject(it->second);
+    if (!job.empty()) jobs.insert(job);
+  }
+  return jobs;
+}
+
+void KubeBackend::StartSchedulingWatches(const std::vector<std::string>& namespaces) {
+  namespace r = coach::kubeclient::resources;
+  struct Watch {
+    ResourceDescriptor resource;
+    std::vector<std::string> namespaces;
+    std::string field_selector;
+    bool nodeclaims;
+  };
+  const std::vector<Watch> watches = {
+      {r::Events(), namespaces, kKarpenterPodEventSelector, false},
+      {{"karpenter.sh", "v1", "nodeclaims", "NodeClaim", false, true}, {""}, "", true},
+  };
+  for (const Watch& w : watches) {
+    // A probe: a cluster without Karpenter's CRDs, or RBAC without list on them, gets one line
+    // in the log and no watch (a reflector would retry and log for ever).
+    coach::kubeclient::ListOptions probe;
+    probe.limit = 1;
+    probe.field_selector = w.field_selector;
+    absl::StatusOr<coach::kubeclient::ListResult> listed =
+        options_.client->List(w.resource, w.namespaces[0], probe);
+    if (absl::IsNotFound(listed.status()) || absl::IsPermissionDenied(listed.status())) {
+      spdlog::info("kube backend: not watching {} ({}): Pending replicas are explained without {}",
+                   w.resource.GroupResource(), listed.status().ToString(),
+                   w.nodeclaims ? "NodeClaim progress" : "Karpenter's pod events");
+      continue;
+    }
+    for (const std::string& ns : w.namespaces) {
+      coach::kubeclient::ReflectorOptions ro = options_.reflector;
+      ro.label_selector = "";
+      ro.field_selector = w.field_selector;
+      coach::kubeclient::ReflectorHandlers handlers;
+      const bool nodeclaims = w.nodeclaims;
+      handlers.on_replace = [this, ns, nodeclaims](const std::vector<json>& items,
+                                                   const std::string&) {
+        std::set<std::string> jobs;
+        {
+          absl::MutexLock lock(&mu_);
+          jobs = JobsOfPodsLocked(nodeclaims ? facts_.ReplaceNodeClaims(items)
+                                             : facts_.ReplaceEvents(ns, items));
+        }
+        Notify(jobs);
+      };
+      handlers.on_event = [this, nodeclaims](const WatchEvent& event) {
+        const bool deleted = event.type == WatchEventType::kDeleted;
+        std::set<std::string> jobs;
+        {
+          absl::MutexLock lock(&mu_);
+          jobs = JobsOfPodsLocked(nodeclaims ? facts_.OnNodeClaim(event.object, deleted)
+                                             : facts_.OnEvent(event.object, deleted));
+        }
+        Notify(jobs);
+      };
+      const std::string what = w.resource.GroupResource();
+      handlers.on_error = [what](const absl::Status& status) {
+        spdlog::warn("kube backend: {} watch: {}", what, status.ToString());
+      };
+      auto reflector = std::make_unique<coach::kubeclient::Reflector>(options_.client, w.resource,
+                                                                      ns, ro, std::move(handlers));
+      coach::kubeclient::Reflector* raw = reflector.get();
+      reflectors_.push_back(std::move(reflector));
+      threads_.emplace_back([raw] { raw->Run(); });
+    }
   }
 }
 
@@ -359,6 +461,7 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
         seen.insert(name);
         if (state->kind == "Pod") {
           model::ObservedPod pod = ToObservedPod(job, *object, default_container);
+          pod.waiting = facts_.Explain(*object);
           auto e = expected.find(ObjectKey("Pod", name));
           if (e != expected.end() && !e->second.create) pod.deleting = true;
           observed.pods.push_back(std::move(pod));
@@ -412,7 +515,13 @@ absl::StatusOr<model::ObservedState> KubeBackend::ObserveFromServer(const model:
     if (refs.is_array()) {
       for (const json& ref : refs) owned = owned || StringField(ref, "uid") == uid;
     }
-    if (owned) observed.pods.push_back(ToObservedPod(job, pod, default_container));
+    if (!owned) continue;
+    model::ObservedPod p = ToObservedPod(job, pod, default_container);
+    {
+      absl::MutexLock lock(&mu_);
+      p.waiting = facts_.Explain(pod);
+    }
+    observed.pods.push_back(std::move(p));
   }
   SortByName(observed.pods);
   return observed;

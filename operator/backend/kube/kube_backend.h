@@ -19,6 +19,16 @@
 // scheduling.x-k8s.io/v1alpha1); when their CRD is absent Start() logs a warning, skips that
 // cache, and creating a PodGroup fails with FailedPrecondition naming the missing CRD.
 //
+// Why Pending pods wait (scheduling_facts.h), beside the caches and never holding up Start():
+// a watch on Karpenter's events about Pods (field selector source=karpenter, per watched
+// namespace) and one on nodeclaims.karpenter.sh. Either is skipped, with one log line, when
+// the API server does not serve it (no Karpenter CRDs) or RBAC forbids it; the pods' own
+// PodScheduled condition (kube-scheduler's Unschedulable) is read from the pod cache anyway.
+// Observe fills ObservedPod::waiting from them; a change notifies the pod's job.
+// Metric (ExportMetrics): coach_replica_schedule_seconds{nodepool}, pod creation to
+// PodScheduled=True, both the API server's times, observed when the pod watch shows the
+// transition.
+//
 // Expectations (the guarantee that a lagging cache never creates an object twice).
 //   raise   Apply raises an expectation (job -> kind/name -> create|delete) before its request;
 //   lower   the watch lowers it when the cache sees the object (create) or sees it gone or
@@ -64,6 +74,8 @@
 #include "operator/backend/kube/client/kube_client.h"
 #include "operator/backend/kube/client/reflector.h"
 #include "operator/backend/kube/expectations.h"
+#include "operator/backend/kube/scheduling_facts.h"
+#include "operator/metrics/registry.h"
 
 namespace coach::backend::kube {
 
@@ -131,6 +143,10 @@ class KubeBackend : public Backend {
   absl::Status StreamLogs(const model::Job& job, const LogOptions& options, const LogSink& sink,
                           const std::atomic<bool>& cancelled) override;
 
+  // Registers coach_replica_schedule_seconds{nodepool} in `registry` (which outlives the
+  // backend) and observes into it from then on.
+  void ExportMetrics(coach::metrics::Registry* registry);
+
   // --- introspection (tests, metrics) ---
   // Pending expectations of the job (kind/name -> "create"|"delete"), after lowering those
   // the cache satisfies (as Observe does).
@@ -164,6 +180,13 @@ class KubeBackend : public Backend {
   void OnReplace(KindState* state, const std::string& ns, const std::vector<nlohmann::json>& items);
   void OnEvent(KindState* state, const coach::kubeclient::WatchEvent& event);
   void Notify(const std::set<std::string>& job_keys);
+  // The events and NodeClaim watches (see the file comment); called by Start().
+  void StartSchedulingWatches(const std::vector<std::string>& namespaces);
+  // The jobs owning the cached pods `pod_keys` ("ns/name"). Requires mu_.
+  std::set<std::string> JobsOfPodsLocked(const std::set<std::string>& pod_keys) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Observes the schedule time of a pod whose watch event shows PodScheduled turning True.
+  void ObserveScheduled(const nlohmann::json* before, const nlohmann::json& after);
 
   void Raise(const std::string& job_key, const std::string& object_key, Expectation e);
   void Lower(const std::string& job_key, const std::string& object_key);
@@ -180,6 +203,8 @@ class KubeBackend : public Backend {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   // job key "ns/name" -> object key "Kind/name" -> expectation.
   Expectations expectations_ ABSL_GUARDED_BY(mu_);
+  SchedulingFacts facts_ ABSL_GUARDED_BY(mu_);
+  std::atomic<coach::metrics::Family*> schedule_seconds_{nullptr};
 
   absl::Mutex run_mu_;  // serialises Start/Stop
   std::vector<std::unique_ptr<coach::kubeclient::Reflector>> reflectors_;

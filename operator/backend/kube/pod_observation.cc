@@ -3,6 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "operator/backend/kube/object_fields.h"
+#include "operator/backend/kube/scheduling_facts.h"
 #include "operator/reconcile/replicas.h"
 
 namespace coach::backend::kube {
@@ -55,8 +56,25 @@ json Trim(const json& o, bool pod) {
     for (const json& c : containers) names.push_back({{"name", StringField(c, "name")}});
   }
   t["spec"] = {{"containers", std::move(names)}};
+  // What says where and why a pod waits (scheduling_facts.h): its node, its NodePool
+  // selector and its PodScheduled condition.
+  const std::string node = StringField(Field(o, "spec"), "nodeName");
+  if (!node.empty()) t["spec"]["nodeName"] = node;
+  const std::string pool = PodNodePool(o);
+  if (!pool.empty()) t["spec"]["nodeSelector"] = {{"karpenter.sh/nodepool", pool}};
   json status = json::object();
   const json& s = Field(o, "status");
+  const json& conditions = Field(s, "conditions");
+  if (conditions.is_array()) {
+    for (const json& c : conditions) {
+      if (StringField(c, "type") != "PodScheduled") continue;
+      json kept = json::object();
+      for (const char* key : {"type", "status", "reason", "message", "lastTransitionTime"}) {
+        if (!Field(c, key).is_null()) kept[key] = Field(c, key);
+      }
+      status["conditions"] = json::array({std::move(kept)});
+    }
+  }
   for (const char* key : {"phase", "message", "reason"}) {
     if (!Field(s, key).is_null()) status[key] = Field(s, key);
   }

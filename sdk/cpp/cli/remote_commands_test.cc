@@ -116,8 +116,8 @@ TEST_F(RemoteCommandsTest, ListPrintsATable) {
   server_.service().AddJob(Job("other", "x", {}));
   EXPECT_EQ(RunList(options_, env_), kExitOk);
   EXPECT_EQ(out_.str(),
-            "NAME    KIND         STATE     REPLICAS   AGE\n"
-            "bert    PyTorchJob   Created   2/2        2h\n"
+            "NAME    KIND         STATE     REPLICAS   AGE   MESSAGE\n"
+            "bert    PyTorchJob   Created   2/2        2h    boom\n"
             "mnist   PyTorchJob   Running   2/2        5m\n");
   EXPECT_EQ(server_.service().list_requests()[0].namespace_(), "default");
 }

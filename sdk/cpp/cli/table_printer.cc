@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "api/v1/kinds.h"
 #include "sdk/cpp/job_status.h"
@@ -22,12 +23,14 @@ void TablePrinter::Print(std::ostream& out, const std::string& indent) const {
     for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
   }
   auto print_row = [&](const std::vector<std::string>& row) {
-    out << indent;
+    std::string line = indent;
     for (size_t i = 0; i < row.size(); ++i) {
-      out << row[i];
-      if (i + 1 < row.size()) out << std::string(widths[i] - row[i].size() + 3, ' ');
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 3, ' ');
     }
-    out << "\n";
+    // Empty trailing cells (a MESSAGE with nothing to say) leave no trailing blanks.
+    line.erase(line.find_last_not_of(' ') + 1);
+    out << line << "\n";
   };
   print_row(headers_);
   for (const auto& row : rows_) print_row(row);
@@ -68,8 +71,18 @@ std::string ReplicaSummary(const api::v1::TrainingJob& job) {
   return absl::StrCat(active, "/", total);
 }
 
+std::string StateMessage(const api::v1::TrainingJob& job) {
+  const std::string state = sdk::JobState(job);
+  if (state == "Failed" || state == "Restarting") return sdk::ConditionMessage(job, state);
+  if (state != "Created") return "";
+  // A waiting job's Created condition says why it waits (operator/reconcile/pending.h); its
+  // first words ("PyTorchJob x is created.") say nothing the row does not.
+  const std::string message = sdk::ConditionMessage(job, state);
+  return absl::EndsWith(message, " is created.") ? "" : message;
+}
+
 std::vector<std::string> JobTableHeaders(bool with_namespace) {
-  std::vector<std::string> headers = {"NAME", "KIND", "STATE", "REPLICAS", "AGE"};
+  std::vector<std::string> headers = {"NAME", "KIND", "STATE", "REPLICAS", "AGE", "MESSAGE"};
   if (with_namespace) headers.insert(headers.begin(), "NAMESPACE");
   return headers;
 }
@@ -77,9 +90,12 @@ std::vector<std::string> JobTableHeaders(bool with_namespace) {
 std::vector<std::string> JobTableRow(const api::v1::TrainingJob& job, absl::Time now,
                                      bool with_namespace) {
   std::string state = sdk::JobState(job);
-  std::vector<std::string> row = {job.metadata().name(), KindName(job),
-                                  state.empty() ? "Pending" : state, ReplicaSummary(job),
-                                  FormatAgeSince(job.metadata().creation_timestamp(), now)};
+  std::vector<std::string> row = {job.metadata().name(),
+                                  KindName(job),
+                                  state.empty() ? "Pending" : state,
+                                  ReplicaSummary(job),
+                                  FormatAgeSince(job.metadata().creation_timestamp(), now),
+                                  StateMessage(job)};
   if (with_namespace) row.insert(row.begin(), job.metadata().namespace_());
   return row;
 }

@@ -39,8 +39,13 @@ std::string KindName(const api::v1::TrainingJob& job);
 // counts as 1, upstream's default).
 std::string ReplicaSummary(const api::v1::TrainingJob& job);
 
-// The columns of `coach list`: NAME, KIND, STATE, REPLICAS, AGE (NAMESPACE first when
-// with_namespace).
+// What a job's row says besides its state: while it waits (Created), why, as the operator
+// wrote it into the Created condition (its replicas waiting for a node: which NodePool,
+// NodeClaim or Karpenter's reason); Failed or Restarting: that condition's message; else "".
+std::string StateMessage(const api::v1::TrainingJob& job);
+
+// The columns of `coach list`/`coach get`: NAME, KIND, STATE, REPLICAS, AGE, MESSAGE
+// (NAMESPACE first when with_namespace).
 std::vector<std::string> JobTableHeaders(bool with_namespace);
 std::vector<std::string> JobTableRow(const api::v1::TrainingJob& job, absl::Time now,
                                      bool with_namespace);

@@ -38,7 +38,7 @@ TEST(TablePrinterTest, AlignsColumnsWithoutTrailingSpaces) {
   EXPECT_EQ(out.str(),
             "NAME                 KIND         AGE\n"
             "mnist                PyTorchJob   5s\n"
-            "a-much-longer-name   TFJob        \n");
+            "a-much-longer-name   TFJob\n");
 }
 
 TEST(TablePrinterTest, Indent) {
@@ -71,11 +71,37 @@ TEST(JobTableTest, RowCells) {
   api::v1::TrainingJob job = RunningJob();
   EXPECT_EQ(ReplicaSummary(job), "2/3");
   std::vector<std::string> row = JobTableRow(job, absl::FromUnixSeconds(1000 + 300), false);
-  EXPECT_EQ(row, (std::vector<std::string>{"mnist", "PyTorchJob", "Running", "2/3", "5m"}));
+  EXPECT_EQ(row, (std::vector<std::string>{"mnist", "PyTorchJob", "Running", "2/3", "5m", ""}));
   std::vector<std::string> with_ns = JobTableRow(job, absl::FromUnixSeconds(1045), true);
   EXPECT_EQ(with_ns[0], "ml");
   EXPECT_EQ(with_ns[5], "45s");
   EXPECT_EQ(JobTableHeaders(true)[0], "NAMESPACE");
+}
+
+TEST(JobTableTest, MessageSaysWhyAJobWaits) {
+  api::v1::TrainingJob job;
+  job.set_kind(api::v1::PYTORCH_JOB);
+  api::v1::JobCondition* created = job.mutable_status()->add_conditions();
+  created->set_type("Created");
+  created->set_status("True");
+  created->set_message("PyTorchJob mnist is created.");
+  EXPECT_EQ(StateMessage(job), "");
+  created->set_message("Worker-0: Karpenter: no instance type has enough resources");
+  EXPECT_EQ(JobTableRow(job, absl::Now(), false).back(),
+            "Worker-0: Karpenter: no instance type has enough resources");
+  api::v1::JobCondition* running = job.mutable_status()->add_conditions();
+  running->set_type("Running");
+  running->set_status("True");
+  running->set_message("PyTorchJob mnist is running.");
+  EXPECT_EQ(StateMessage(job), "");
+}
+
+TEST(JobTableTest, NoTrailingBlanks) {
+  TablePrinter table({"A", "B"});
+  table.AddRow({"x", ""});
+  std::ostringstream out;
+  table.Print(out);
+  EXPECT_EQ(out.str(), "A   B\nx\n");
 }
 
 TEST(JobTableTest, UnsetReplicaCountIsOneAndNoConditionIsPending) {
