@@ -29,9 +29,11 @@ std::string ReadFile(const std::string& path) {
 }
 
 struct ServerEnv {
-  explicit ServerEnv(const std::string& token = "", GrpcServerOptions options = {}) {
+  explicit ServerEnv(const std::string& token = "", GrpcServerOptions options = {})
+      : ServerEnv(std::make_unique<SharedTokenAuth>(TokenAuth(token)), std::move(options)) {}
+  ServerEnv(std::unique_ptr<ApiAuth> auth, GrpcServerOptions options) {
     env.StartController(2);
-    service = std::make_unique<TrainingServiceImpl>(env.service.get(), TokenAuth(token));
+    service = std::make_unique<TrainingServiceImpl>(env.service.get(), std::move(auth));
     options.listen = "127.0.0.1:0";
     auto started = GrpcServer::Start(service.get(), options);
     EXPECT_TRUE(started.ok()) << started.status();
@@ -119,6 +121,65 @@ TEST(ServerTest, LifecycleAndErrorCodesThroughTheSdk) {
   EXPECT_EQ(all->size(), 1u);
   ASSERT_TRUE(client->DeleteJob("team-a", "sdk").ok());
   EXPECT_EQ(client->DeleteJob("team-a", "sdk").code(), absl::StatusCode::kNotFound);
+}
+
+// Lets the caller with token "t" create anything and get/list/watch TFJobs only.
+class TfReaderAuth : public ApiAuth {
+ public:
+  absl::StatusOr<UserInfo> Authenticate(const std::string* header) override {
+    if (header == nullptr || *header != "Bearer t") return absl::UnauthenticatedError("who?");
+    UserInfo u;
+    u.username = "tf-reader";
+    return u;
+  }
+  absl::Status Authorize(const UserInfo& user, const ResourceAttributes& a) override {
+    if (a.verb == "create" || a.resource == "tfjobs") return absl::OkStatus();
+    return absl::PermissionDeniedError(ForbiddenMessage(user.username, a));
+  }
+  bool Authorizes() const override { return true; }
+  std::string Mode() const override { return "test"; }
+};
+
+constexpr char kTfManifest[] =
+    "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: tf1\nspec:\n"
+    "  tfReplicaSpecs:\n    Worker:\n      replicas: 1\n      template:\n        spec:\n"
+    "          containers:\n          - name: tensorflow\n            image: busybox\n"
+    "            command: [\"true\"]\n";
+
+// The service asks ApiAuth before every call and answers with its codes; ListJobs and
+// WatchJobs leave out the kinds the caller may not see.
+TEST(ServerTest, AuthorizationCodesAndKindFiltering) {
+  ServerEnv s(std::make_unique<TfReaderAuth>(), {});
+  sdk::ConnectionOptions with_token;
+  with_token.token = "t";
+  auto client = s.Client(with_token);
+  EXPECT_EQ(s.Client()->ListAllJobs().status().code(), absl::StatusCode::kUnauthenticated);
+  ASSERT_TRUE(client->CreateJobFromManifest(PyTorchManifest("pt1")).ok());
+  ASSERT_TRUE(client->CreateJobFromManifest(kTfManifest).ok());
+
+  EXPECT_TRUE(client->GetJob("default", "tf1").ok());
+  absl::StatusOr<api::v1::TrainingJob> pt = client->GetJob("default", "pt1");
+  EXPECT_EQ(pt.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(std::string(pt.status().message()).find("cannot get resource \"pytorchjobs\""),
+            std::string::npos)
+      << pt.status();
+  EXPECT_EQ(client->DeleteJob("default", "pt1").code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(s.env.service->Get("default", "pt1").ok());  // still there
+
+  auto listed = client->ListAllJobs();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].metadata().name(), "tf1");
+
+  std::vector<std::string> watched;
+  sdk::WatchOptions options;
+  options.timeout = absl::Seconds(2);
+  absl::Status status = client->Watch(options, [&](const api::v1::JobEvent& ev) {
+    watched.push_back(ev.job().metadata().name());
+    return true;
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_EQ(watched, std::vector<std::string>{"tf1"});
 }
 
 TEST(ServerTest, WatchStreamsAndHonoursCancel) {
