@@ -7,6 +7,7 @@
 // nothing.
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,11 +32,19 @@ struct PendingReport {
   // "Worker-0, Worker-1: NodeClaim gpu-workloads-abcde launching (NodePool gpu-workloads)".
   // At most 1000 characters.
   std::string message;
+  // The distinct texts (WaitingText) of the waiting replicas, whichever replicas they name.
+  std::set<std::string> texts;
 };
 
 // The report on `pods`' waiting replicas (Pending, not deleting, with facts); nullopt when none
 // waits. `karpenter`: the operator places replicas for Karpenter.
 std::optional<PendingReport> ReportPending(const std::vector<model::ObservedPod>& pods,
                                            bool karpenter);
+
+// The texts of a message ReportPending wrote (its clauses without the replica names); empty for
+// any other message. The reconciler records an event only for a report with a new text, not
+// when one more replica reaches a state that others are already reported in (replicas of one
+// job move through the same states a moment apart).
+std::set<std::string> PendingTexts(const std::string& message);
 
 }  // namespace coach::reconcile

@@ -74,6 +74,19 @@ TEST(PendingTest, DeletingAndBoundPodsDoNotCount) {
   EXPECT_FALSE(ReportPending({deleting, running}, false).has_value());
 }
 
+TEST(PendingTest, TextsRoundTrip) {
+  auto r = ReportPending(
+      {Waiting("Master", 0, "provisioning", "karpenter", "gpu-workloads-x", "launching"),
+       Waiting("Worker", 0, "unschedulable", "karpenter", "", "a; b, c: d"),
+       Waiting("Worker", 1, "provisioning", "karpenter", "gpu-workloads-x", "launching")},
+      true);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->texts.size(), 2u);
+  EXPECT_EQ(PendingTexts(r->message), r->texts);
+  EXPECT_TRUE(PendingTexts("PyTorchJob x is created.").empty());
+  EXPECT_TRUE(PendingTexts("").empty());
+}
+
 TEST(PendingTest, MessageIsBounded) {
   std::vector<ObservedPod> pods;
   for (int i = 0; i < 50; ++i) {

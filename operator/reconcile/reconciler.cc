@@ -325,8 +325,9 @@ void Pass::UpdateConditions(const std::map<std::string, bool>& nonretryable) {
 }
 
 // Until the job runs, the Created condition's message says why its replicas wait (and the
-// default once nothing waits); each new message is also a job event, so the same facts on
-// every pass are recorded once.
+// default once nothing waits); a message with a text the condition did not have is also a job
+// event, so the same facts on every pass, one more replica in a state already reported, or a
+// state no replica is in any more, add no event.
 void Pass::ExplainPending() {
   api::v1::JobCondition* created = nullptr;
   for (api::v1::JobCondition& c : *status().mutable_conditions()) {
@@ -346,9 +347,14 @@ void Pass::ExplainPending() {
   const std::string want =
       report ? report->message : absl::StrCat(kind_name_, " ", name(), " is created.");
   if (created->message() == want) return;
+  bool news = false;
+  if (report) {
+    const std::set<std::string> before = PendingTexts(created->message());
+    for (const std::string& text : report->texts) news = news || before.count(text) == 0;
+  }
   created->set_message(want);
   *created->mutable_last_update_time() = ToTimestamp(now_);
-  if (report) Event(report->type, report->reason, report->message);
+  if (news) Event(report->type, report->reason, report->message);
 }
 
 model::ReconcileResult Pass::Done() {

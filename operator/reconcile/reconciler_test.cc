@@ -124,6 +124,13 @@ TEST(ReconcileTest, WaitingReplicasAreExplainedOnce) {
   auto again = Reconcile(seen, observed, kT0 + absl::Seconds(2), config);
   EXPECT_THAT(again.events, IsEmpty());
   EXPECT_FALSE(again.status_changed);
+  // One more replica in a state already reported: the message follows, no new event.
+  observed.pods[2].waiting = observed.pods[0].waiting;
+  auto joined = Reconcile(seen, observed, kT0 + absl::Seconds(2), config);
+  EXPECT_EQ(Cond(joined.status, "Created")->message(),
+            "Master-0, Worker-0, Worker-1: NodeClaim gpu-workloads-x launching (NodePool "
+            "gpu-workloads)");
+  EXPECT_THAT(joined.events, IsEmpty());
   // Everything runs: the default message comes back, without an event.
   auto running = Reconcile(seen, ObservedBuilder(job).All(PodPhase::kRunning).Build(),
                            kT0 + absl::Seconds(3), config);

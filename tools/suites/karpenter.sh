@@ -11,6 +11,10 @@
 #     placed it (nodeSelector and toleration of their own) keeps that placement;
 #   - do-not-disrupt: a protected replica's underused node is not consolidated (DisruptionBlocked
 #     names the pod) where a control opting out with "false" is;
+#   - Pending explained: a replica asking for 16 GPUs (more than any instance type) makes
+#     `coach describe`, `coach get` and a Warning Unschedulable event name Karpenter's reason
+#     (the time is printed); the seed's events say which NodeClaim was launching;
+#     coach_replica_schedule_seconds{nodepool="gpu-workloads"} counts the seed's replicas;
 #   - the chart's optional NodePools and EC2NodeClass pass the API server's validation against
 #     Karpenter's CRDs (server-side dry run).
 # Prints the figures: submit -> all replicas scheduled and Running, the same pods created directly
@@ -70,10 +74,9 @@ BIN=$("$TESTENV" bin)
 say "builds: $((SECONDS - t0)) s"
 
 t0=$SECONDS
-# testenv up makes at least one kwok node (0 fails its apply); the one it makes goes at once.
-kubeconfig=$(COACH_TESTENV_NODES=1 "$TESTENV" up --dir "$DIR") || fail "testenv up"
+# No kwok node of the testenv's own: every node is Karpenter's.
+kubeconfig=$(COACH_TESTENV_NODES=0 "$TESTENV" up --dir "$DIR") || fail "testenv up"
 K() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
-K delete nodes --all >/dev/null || fail "deleting the testenv's own node"
 "$KARPENTER" up --dir "$DIR" || fail "karpenter up"
 K apply --server-side -f charts/coach/crds >/dev/null || fail "coach's CRDs"
 K wait --for=condition=Established --timeout=60s crd --all >/dev/null || fail "CRDs established"
@@ -172,6 +175,32 @@ if out=$(COACH submit -f "$WORK/bad.yaml" 2>&1); then fail "a job with coach.dev
 grep -qF 'metadata.annotations[coach.dev/capacity-type]' <<<"$out" || fail "the refusal does not name the annotation: $out"
 say "refused at admission: $(tail -n 1 <<<"$out")"
 
+# ---- Pending explained: a replica asking for more GPUs than any instance type has (16; the
+# largest in karpenter.d/instance-types.json has 8). `coach describe` (the Created condition
+# and the replica's row), `coach get` (MESSAGE) and the job's events name Karpenter's reason.
+job huge 16 0 0 600 >"$WORK/huge.yaml"
+t_submit=$(now)
+COACH submit -f "$WORK/huge.yaml" >/dev/null || fail "coach submit huge"
+want_reason='Karpenter: no instance type has enough resources'
+for ((i = 0; i < 300; i++)); do
+  described=$(COACH describe huge 2>&1)
+  [[ $(grep -cF "$want_reason" <<<"$described") -ge 3 ]] && break  # condition, replica, event
+  sleep 0.1
+done
+t_explained=$(now)
+[[ $(grep -cF "$want_reason" <<<"$described") -ge 3 ]] ||
+  { echo "$described" >&2; fail "coach describe huge does not name Karpenter's reason within 30 s"; }
+grep -E '^ +Warning +Unschedulable ' <<<"$described" | grep -qF "$want_reason" ||
+  { echo "$described" >&2; fail "no Warning Unschedulable event names Karpenter's reason"; }
+grep -qF '"nvidia.com/gpu":"16"' <<<"$described" ||
+  { echo "$described" >&2; fail "the reason does not say what did not fit"; }
+listed=$(COACH get huge 2>&1)
+grep -qF "$want_reason" <<<"$listed" || { echo "$listed" >&2; fail "coach get huge has no MESSAGE"; }
+say "unsatisfiable (16 GPUs): submit -> coach describe names Karpenter's reason in $(elapsed "$t_submit" "$t_explained") s; coach get and describe:"
+sed 's/^/    /' <<<"$listed"
+sed 's/^/    /' <<<"$described"
+COACH delete huge >/dev/null || fail "coach delete huge"
+
 # ---- the seed's GPU job
 job seed 1 1 2 15 >"$WORK/seed.yaml"
 t_submit=$(now)
@@ -205,6 +234,20 @@ for pod in seed-master-0 seed-worker-0 seed-worker-1; do
     fail "$pod does not tolerate nvidia.com/gpu"
   say "  $pod on $node ($itype, pool $pool, allocatable nvidia.com/gpu $gpus)"
 done
+
+# While they waited, the job said so: one event per new explanation (the NodeClaim's progress).
+waited=$(COACH describe seed | grep -E '^ +Normal +WaitingForCapacity ')
+grep -qE 'NodeClaim gpu-workloads-[a-z0-9]+ .*\(NodePool gpu-workloads\)' <<<"$waited" ||
+  { COACH describe seed >&2; fail "no WaitingForCapacity event names the seed's NodeClaim"; }
+say "seed's WaitingForCapacity events ($(grep -c . <<<"$waited")):"
+sed 's/^ */    /' <<<"$waited"
+# coach_replica_schedule_seconds{nodepool}: the 3 GPU replicas, from zero nodes.
+metrics=$(curl -fsS "http://127.0.0.1:$http_port/metrics") || fail "GET /metrics"
+count=$(sed -nE 's/^coach_replica_schedule_seconds_count\{nodepool="gpu-workloads"\} ([0-9]+)$/\1/p' <<<"$metrics")
+sum=$(sed -nE 's/^coach_replica_schedule_seconds_sum\{nodepool="gpu-workloads"\} ([0-9.e+-]+)$/\1/p' <<<"$metrics")
+((${count:-0} >= 3)) ||
+  { grep coach_replica_schedule <<<"$metrics" >&2; fail "coach_replica_schedule_seconds{nodepool=\"gpu-workloads\"} count '${count}', want >= 3"; }
+say "coach_replica_schedule_seconds{nodepool=\"gpu-workloads\"}: count $count, sum $sum s (mean $(/usr/bin/python3 -c "print(f'{$sum / $count:.1f}')") s)"
 
 COACH wait seed --for Succeeded --timeout 3m >/dev/null || fail "seed did not succeed"
 t_done=$(now)
