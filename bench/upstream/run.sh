@@ -83,7 +83,10 @@ echo "== $(date -u +%FT%TZ) $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/
      "git $(git rev-parse --short HEAD)$(git diff --quiet -- operator bench || echo '+local changes')," \
      "testenv $(basename "$(tools/testenv/testenv bin | xargs dirname)")," \
      "upstream training-operator $(cat "$upstream/VERSION")"
-"$bin/bench/controlplane/controlplane" --kubeconfig "$kubeconfig" \
+# Three rounds unless --rounds is given (the harness takes each flag once).
+rounds=(--rounds 3)
+for a in "$@"; do [[ $a == --rounds || $a == --rounds=* ]] && rounds=(); done
+"$bin/bench/controlplane/controlplane" "${rounds[@]}" --kubeconfig "$kubeconfig" \
   --operator "$PWD/$bin/operator/coach-operator" --log-dir "$(dirname "$dir")" --only upstream \
   --upstream "$upstream/training-operator" --upstream-crds "$upstream/crds" \
   --coach-crds "$PWD/charts/coach/crds" --kubectl "$kubectl" \
