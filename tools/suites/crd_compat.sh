@@ -88,8 +88,9 @@ grep -q -- '--leader-elect=true' "$WORK/tmpl-ha.yaml" || fail "no leader electio
 grep -A2 'kind: ClusterRole$' "$WORK/tmpl-namespaced.yaml" | grep 'name:' | grep -qv 'coach-auth-delegator$' &&
   fail "namespaced mode renders a ClusterRole other than the auth delegator"
 grep -q -- '--api-auth=kubernetes' "$WORK/tmpl-default.yaml" || fail "default: no --api-auth=kubernetes"
-grep -A12 'name: coach-auth-delegator$' "$WORK/tmpl-default.yaml" | grep -q 'resources: \[subjectaccessreviews\]' ||
-  fail "default: the auth delegator ClusterRole does not grant subjectaccessreviews"
+delegator=$(grep -A16 'name: coach-auth-delegator$' "$WORK/tmpl-default.yaml")
+[[ $delegator == *'resources: [tokenreviews]'* && $delegator == *'resources: [subjectaccessreviews]'* ]] ||
+  fail "default: the auth delegator ClusterRole does not grant token and access reviews"
 grep -q -- '--api-auth=token' "$WORK/tmpl-secure.yaml" || fail "auth.token.enabled: no --api-auth=token"
 grep -q 'coach-auth-delegator' "$WORK/tmpl-secure.yaml" && fail "auth.mode=token grants token reviews"
 [[ $(grep -c '^kind: Role$' "$WORK/tmpl-namespaced.yaml") == 2 ]] || fail "namespaced mode: want 2 Roles"
