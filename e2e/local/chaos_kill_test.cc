@@ -2,8 +2,8 @@
 // SIGKILL while real-process jobs run, restarted each time on the same --state-dir. Prints a table
 // of counts; a wrong count fails. Sizes (the defaults are the figures and take about a
 // minute here):
-//   COACH_LOCAL_CHAOS_JOBS (default 200), COACH_LOCAL_CHAOS_KILLS (10), COACH_LOCAL_CHAOS_SEED (13),
-//   COACH_LOCAL_CHAOS_TIMEOUT (seconds for every job to finish after the last kill; 300).
+//   COACH_LOCAL_CHAOS_JOBS (default 200), COACH_LOCAL_CHAOS_KILLS (10), COACH_LOCAL_CHAOS_SEED
+//   (13), COACH_LOCAL_CHAOS_TIMEOUT (seconds for every job to finish after the last kill; 300).
 // Pass them with --test_env (e2e/local/README.md).
 //
 // What is counted:
