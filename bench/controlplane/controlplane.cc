@@ -843,6 +843,7 @@ int CompareWithUpstream(const Flags& f, k8s::RestKubeClient* client, const std::
   }
   Installation* inst = installation->get();
   int rc = 0;
+  std::vector<std::string> summaries;
 
   struct Row {
     std::string name;
@@ -909,6 +910,12 @@ int CompareWithUpstream(const Flags& f, k8s::RestKubeClient* client, const std::
       }
       const double m = Median(wall);
       if (i == 0) coach_median = m;
+      // One line per row for bench/report.sh (bench/report_lib.py's parse_generic).
+      summaries.push_back(absl::StrFormat(
+          "UPSTREAM-SUMMARY %s: every pod and service %.2f s (x%.2f coach), CPU %.2f s, peak RSS "
+          "%.1f MiB, %d x %d, median of %zu round(s), load %s",
+          rows[i].name, m, coach_median > 0 ? m / coach_median : 0, Median(cpu), Median(hwm),
+          f.jobs, f.replicas, wall.size(), mid->load));
       std::cout << absl::StrFormat(
           "%-38s %11.2f s %7s %10.2f s %6.1f MiB %7.0f  %s  [%zu/%zu runs]\n", rows[i].name, m,
           coach_median > 0 ? absl::StrFormat("x%.1f", m / coach_median) : "-", Median(cpu),
@@ -968,12 +975,19 @@ int CompareWithUpstream(const Flags& f, k8s::RestKubeClient* client, const std::
     std::cout << absl::StrFormat("\n%-16s %-40s %-40s\n", "unrelated pods", "coach peak RSS [load]",
                                  "upstream peak RSS [load]");
     for (const MemoryRow& m : memory) {
+      summaries.push_back(absl::StrFormat(
+          "UPSTREAM-SUMMARY memory with %d unrelated pods: coach %.1f MiB (load %s), upstream "
+          "%.1f MiB (load %s)",
+          m.pods, m.coach.hwm_kb / 1024.0, m.coach.load, m.upstream.hwm_kb / 1024.0,
+          m.upstream.load));
       std::cout << absl::StrFormat(
           "%-16d %-40s %-40s\n", m.pods,
           absl::StrFormat("%.1f MiB [%s]", m.coach.hwm_kb / 1024.0, m.coach.load),
           absl::StrFormat("%.1f MiB [%s]", m.upstream.hwm_kb / 1024.0, m.upstream.load));
     }
   }
+  std::cout << "\n";
+  for (const std::string& line : summaries) std::cout << line << "\n";
   return rc;
 }
 

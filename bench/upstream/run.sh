@@ -43,30 +43,21 @@ kubectl="$(tools/testenv/testenv bin)/kubectl"
 k() { "$kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
 # Upstream's namespace (its default, "kubeflow") and the Secret its cert-controller keeps the
-# CA and serving certificate in. The rotator keeps a valid certificate it finds there (signed by
-# the CA in the Secret, naming training-operator.kubeflow.svc, valid past its 90-day lookahead)
-# and writes it to its cert dir; ours also names IP 127.0.0.1, the address the API server calls.
+# CA and serving certificate in (made once by `upstream-operator certs`, which says why).
+certs=$(bench/upstream/upstream-operator certs)
 k create namespace kubeflow >/dev/null
-(
-  cd "$work"
-  openssl genrsa -traditional -out ca.key 2048 2>/dev/null
-  openssl req -x509 -new -key ca.key -days 3650 -subj "/O=training-operator/CN=training-operator-ca" \
-    -addext "subjectAltName=DNS:training-operator-ca" -out ca.crt 2>/dev/null
-  openssl genrsa -traditional -out tls.key 2048 2>/dev/null
-  openssl req -new -key tls.key -subj "/CN=training-operator.kubeflow.svc" -out tls.csr 2>/dev/null
-  printf '%s\n' "subjectAltName=DNS:training-operator.kubeflow.svc,IP:127.0.0.1" \
-    "extendedKeyUsage=serverAuth" >tls.ext
-  openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
-    -extfile tls.ext -out tls.crt 2>/dev/null
-)
-k -n kubeflow create secret generic training-operator-webhook-cert --from-file=ca.crt="$work/ca.crt" \
-  --from-file=ca.key="$work/ca.key" --from-file=tls.crt="$work/tls.crt" \
-  --from-file=tls.key="$work/tls.key" >/dev/null
+k -n kubeflow create secret generic training-operator-webhook-cert --from-file=ca.crt="$certs/ca.crt" \
+  --from-file=ca.key="$certs/ca.key" --from-file=tls.crt="$certs/tls.crt" \
+  --from-file=tls.key="$certs/tls.key" >/dev/null
 # Its Deployment mounts that Secret at this fixed path (pkg/cert's certDir; the rotator waits for
 # tls.crt there and the webhook server serves it): put the same files there.
 certdir=/tmp/k8s-webhook-server/serving-certs
 mkdir -p "$certdir"
-install -m 0600 "$work/tls.crt" "$work/tls.key" "$certdir/"
+# The same files in every run, so a run beside this one cannot change what this one serves.
+cmp -s "$certs/tls.crt" "$certdir/tls.crt" || install -m 0600 "$certs/tls.crt" "$certdir/tls.crt.new"
+cmp -s "$certs/tls.key" "$certdir/tls.key" || install -m 0600 "$certs/tls.key" "$certdir/tls.key.new"
+[[ -f $certdir/tls.key.new ]] && mv -f "$certdir/tls.key.new" "$certdir/tls.key"
+[[ -f $certdir/tls.crt.new ]] && mv -f "$certdir/tls.crt.new" "$certdir/tls.crt"
 
 # The module's ValidatingWebhookConfiguration with its kustomize patch (the name), each webhook's
 # service reference turned into https://127.0.0.1:<port><its path>, the CA as caBundle. The
@@ -74,7 +65,7 @@ install -m 0600 "$work/tls.crt" "$work/tls.key" "$certdir/"
 # would refuse coach's jobs while upstream is down).
 webhook_port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 /usr/bin/python3 bench/upstream/webhook_config.py "$upstream/webhook.yaml" \
-  "$upstream/webhook-patch.yaml" "$work/ca.crt" "$webhook_port" >"$work/webhook.json"
+  "$upstream/webhook-patch.yaml" "$certs/ca.crt" "$webhook_port" >"$work/webhook.json"
 
 k apply --server-side --field-manager=coach-bench --force-conflicts -f charts/coach/crds/ >/dev/null
 k wait --for condition=established --timeout=60s -f charts/coach/crds/ >/dev/null
