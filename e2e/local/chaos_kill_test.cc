@@ -92,12 +92,13 @@ struct JobPlan {
   std::string create_error;        // anything else
 };
 
-// The replica's script: the start record and lock first, then the scenario.
+// The replica's script: the start record and lock first, then the scenario. "$$$$" is the
+// shell's "$$" (the pid) through Kubernetes' $(VAR) expansion, where "$$" means "$".
 std::string ReplicaScript(const std::string& dir, const JobPlan& plan, std::mt19937* rng) {
   const std::string head =
       absl::StrCat("exec 9>>", dir, "/locks/$HOSTNAME; n=$(grep -c \"^start $HOSTNAME \" ", dir,
-                   "/starts.log); if ! flock -n 9; then echo \"dup $HOSTNAME $n $$\" >> ", dir,
-                   "/starts.log; fi; echo \"start $HOSTNAME $n $$\" >> ", dir, "/starts.log; ");
+                   "/starts.log); if ! flock -n 9; then echo \"dup $HOSTNAME $n $$$$\" >> ", dir,
+                   "/starts.log; fi; echo \"start $HOSTNAME $n $$$$\" >> ", dir, "/starts.log; ");
   const int tenths = std::uniform_int_distribution<int>(10, 40)(*rng);
   const std::string sleep = absl::StrCat("sleep ", tenths / 10, ".", tenths % 10, "; ");
   switch (plan.scenario) {

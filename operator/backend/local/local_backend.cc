@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <utility>
@@ -15,6 +17,7 @@
 #include "common/status_macros.h"
 #include "operator/backend/local/fs_util.h"
 #include "operator/backend/local/net/local_address_plan.h"
+#include "operator/backend/local/process/exit_record.h"
 #include "operator/backend/local/process/log_files.h"
 #include "operator/backend/local/process/pod_process.h"
 #include "operator/backend/local/process/shim_process_runner.h"
@@ -167,6 +170,17 @@ std::string LocalBackend::ReplicaDir(const JobKey& job, const std::string& pod) 
 
 std::string LocalBackend::RestartCountPath(const JobKey& job, const std::string& pod) const {
   return absl::StrCat(ReplicaDir(job, pod), "/restart_count");
+}
+
+absl::Status LocalBackend::RemoveEndedAttemptFiles(const JobKey& job,
+                                                   const std::string& pod) const {
+  for (const char* f : {kExitFileName, kProcessFileName}) {
+    const std::string path = absl::StrCat(ReplicaDir(job, pod), "/", f);
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return absl::InternalError(absl::StrCat("unlink ", path, ": ", strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string LocalBackend::GpuOwner(const JobKey& job, const std::string& pod) {
@@ -455,6 +469,8 @@ absl::Status LocalBackend::CreatePod(const model::Job& job, const model::KubeObj
     absl::StatusOr<std::string> carried = ReadFile(RestartCountPath(key, pod.name));
     if (carried.ok()) absl::SimpleAtoi(*carried, &record.restart_count);
   }
+  // Before the record below: Start() adopts a pid-0 record through the replica dir.
+  RETURN_IF_ERROR(RemoveEndedAttemptFiles(key, pod.name));
 
   ProcessSpec spec;
   spec.argv = proc.argv;
@@ -553,6 +569,7 @@ absl::Status LocalBackend::DeletePod(const model::Job& job, const std::string& n
   const int restarts = record->restart_count + (record->phase == PodPhase::kFailed ? 1 : 0);
   RETURN_IF_ERROR(MakeDirs(ReplicaDir(key, name)));
   RETURN_IF_ERROR(WriteFileAtomic(RestartCountPath(key, name), std::to_string(restarts)));
+  RETURN_IF_ERROR(RemoveEndedAttemptFiles(key, name));
   absl::MutexLock lock(&mu_);
   gpus_->Release(GpuOwner(key, name));
   absl::Status s = options_.store->DeleteReplica(key, name);

@@ -172,6 +172,13 @@ class LocalBackend : public Backend {
   absl::Time Now() const { return options_.clock->Now(); }
   std::string ReplicaDir(const JobKey& job, const std::string& pod) const;
   // Restarts carried over to the next pod of the same name (see DeletePod).
+  // Removes the process and exit files of the pod's ended attempt from its replica dir,
+  // which outlives attempts (it holds restart_count). Left there, a crash after the next
+  // attempt's record is written but before its process starts would let Start() adopt
+  // the ended attempt as the new one and count its exit as one more failure (found by
+  // e2e/local:chaos_kill_test: a job failed for backoffLimit with every replica restarted
+  // once). Internal when a file cannot be removed.
+  absl::Status RemoveEndedAttemptFiles(const JobKey& job, const std::string& pod) const;
   std::string RestartCountPath(const JobKey& job, const std::string& pod) const;
   static std::string GpuOwner(const JobKey& job, const std::string& pod);
 

@@ -201,6 +201,33 @@ TEST_F(LocalBackendTest, RecordWrittenBeforeACrashIsResolvedAtStart) {
   backend_->Stop();
 }
 
+// The replica dir outlives an attempt. A crash after the next attempt's record (pid 0) is
+// written and before its process starts must not adopt the ended attempt through its
+// process file: that counted its exit twice and failed an OnFailure job for backoffLimit
+// with every replica restarted once (e2e/local:chaos_kill_test, seed 21, 20 kills).
+TEST_F(LocalBackendTest, CrashBeforeARestartedPodStartsDoesNotAdoptTheEndedAttempt) {
+  model::Job job = MakeJob("redo", {{"command", Argv("exit 1")}});
+  ASSERT_TRUE(Create(job, Pod(job)).ok());
+  EXPECT_EQ(WaitPod(job, PodPhase::kFailed).exit_code, 1);
+  ASSERT_TRUE(Delete(job, "Pod", "redo-worker-0").ok());
+  // What CreatePod stores before the process starts, then the operator dies.
+  ReplicaRecord pending;
+  pending.job = KeyOf(job);
+  pending.name = "redo-worker-0";
+  pending.replica_type = "Worker";
+  pending.restart_count = 1;
+  ASSERT_TRUE(store_->PutReplica(pending).ok());
+  backend_ = NewBackend();
+  ASSERT_TRUE(backend_->Start().ok());
+  auto seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  EXPECT_TRUE(seen->pods.empty()) << "never started: dropped, so the reconciler recreates it; "
+                                     "got "
+                                  << model::PodPhaseName(seen->pods[0].phase) << " exit "
+                                  << seen->pods[0].exit_code.value_or(-1);
+  backend_->Stop();
+}
+
 TEST_F(LocalBackendTest, EnvironmentIsExactlyThePods) {
   model::Job job = MakeJob("env", {{"command", Json::array({"env"})}, {"env", Json::parse(R"J([
                  {"name":"A","value":"1"},
