@@ -71,18 +71,20 @@ def parse_store(text):
     first = stages[0]
     rows = []
     for s in stages:
+        what = ("%s jobs stored, operator restarted" % s[:-1]) if s.endswith("r") else (
+            "%s jobs stored" % s)
         vs = "" if s == first else " (x%s / x%s of %s stored)" % (
             _ratio(f.get("s%s_started_p50" % s), f.get("s%s_started_p50" % first)),
             _ratio(f.get("s%s_started_p99" % s), f.get("s%s_started_p99" % first)), first)
-        rows.append(("%s jobs stored: submit to 4 started p50 / p99" % s,
+        rows.append(("%s: submit to 4 started p50 / p99" % what,
                      "%s / %s ms%s" % (f.get("s%s_started_p50" % s), f.get("s%s_started_p99" % s),
                                        vs), "load %s" % f.get("s%s_load" % s, "?")))
-        rows.append(("%s jobs stored: CreateJob p50 / p99" % s,
+        rows.append(("%s: CreateJob p50 / p99" % what,
                      "%s / %s ms" % (f.get("s%s_create_p50" % s), f.get("s%s_create_p99" % s)),
                      ""))
         vs = "" if s == first else " (x%s)" % _ratio(f.get("s%s_rss_mib" % s),
                                                      f.get("s%s_rss_mib" % first))
-        rows.append(("%s jobs stored: operator RSS" % s, "%s MiB%s" % (f.get("s%s_rss_mib" % s),
+        rows.append(("%s: operator RSS" % what, "%s MiB%s" % (f.get("s%s_rss_mib" % s),
                                                                        vs), ""))
     return rows
 
@@ -174,13 +176,26 @@ def parse_mlflow(text):
 
 
 def parse_generic(text):
-    """Any `NAME-SUMMARY k=v ...` line (e.g. bench/upstream's), one row per line."""
+    """Any `NAME-SUMMARY ...` line (e.g. bench/upstream's), one row each: `NAME-SUMMARY what: value`
+    splits at the first ": " outside parentheses, other lines go whole into the value."""
     rows = []
     for line in text.splitlines():
         m = re.match(r"([A-Z][A-Z0-9-]*-SUMMARY) (.*)", line)
         if m and m.group(1) not in ("SCALE-SUMMARY", "STORE-SUMMARY"):
-            rows.append((m.group(1).lower(), m.group(2), ""))
+            cut = _top_level_colon(m.group(2))
+            rows.append((m.group(2)[:cut], m.group(2)[cut + 2:], "") if cut >= 0 else
+                        (m.group(1).lower(), m.group(2), ""))
     return rows
+
+
+def _top_level_colon(text):
+    """Index of the first ": " outside parentheses, -1 when none."""
+    depth = 0
+    for i, c in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        if depth == 0 and text.startswith(": ", i):
+            return i
+    return -1
 
 
 PARSERS = {"local": parse_local, "store": parse_store, "controlplane": parse_controlplane,

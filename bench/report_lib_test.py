@@ -85,6 +85,15 @@ class ReportLibTest(unittest.TestCase):
         mlflow = "coach (4 senders) / python:    61.2x   (goal >= 50x)\n"
         self.assertEqual(report_lib.parse_mlflow(mlflow)[0][1], "x61.2")
 
+    def test_generic_summary_lines(self):
+        rows = report_lib.parse_generic(
+            "UPSTREAM-SUMMARY memory with 0 unrelated pods: coach 34.4 MiB, upstream 56.4 MiB\n"
+            "UPSTREAM-SUMMARY upstream (defaults: qps 20): every pod 7.24 s\n"
+            "OTHER-SUMMARY k=1 v=2\nSCALE-SUMMARY jobs=1\n")
+        self.assertEqual(rows, [("memory with 0 unrelated pods", "coach 34.4 MiB, upstream 56.4 MiB",
+                                 ""), ("upstream (defaults: qps 20)", "every pod 7.24 s", ""),
+                                ("other-summary", "k=1 v=2", "")])
+
     def test_render_and_replace_between_markers(self):
         block = report_lib.render(["run: x"], [("b", "cmd", "ok", "1.0", [("f|g", "v", "")]),
                                                ("c", "cmd2", "exit 1", "2.0", [])])

@@ -4,7 +4,9 @@
 # time; for each stage (default 0, 1000, 5000 finished jobs in its store) the store is first
 # filled up to the stage with one-replica /bin/true jobs (`throughput`, left Succeeded in the
 # store), then `submit_latency` measures submit-to-running of a 1 Master + 3 Workers job and the
-# operator's RSS is read. The last lines print each stage's figures over the first stage's.
+# operator's RSS is read (before the latency run: what the store and the earlier runs left).
+# Then the operator is restarted on the last store and measured again ("5000r"): a fresh
+# process tells what the store itself costs. The last lines print each stage over the first.
 #
 # Usage: bench/local/store_scale.sh [--stages "0 1000 5000"] [--iterations 30] [--operator PATH]
 # Environment: COACH_BENCH_NO_BUILD=1 uses the binaries already in bazel-out/k8-opt.
@@ -19,7 +21,7 @@ while (($#)); do
     --stages) stages=$2; shift 2 ;;
     --iterations) iterations=$2; shift 2 ;;
     --operator) operator=$(realpath "$2"); shift 2 ;;
-    -h|--help) sed -n 2,10p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
     *) echo "store_scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -47,20 +49,24 @@ state=$(mktemp -d /tmp/coach-bench-store.XXXXXX)
 grpc=$(free_port)
 http=$(free_port)
 log="$state.operator.log"
-"$operator" --backend=local "--listen=127.0.0.1:$grpc" "--http-listen=127.0.0.1:$http" \
-  "--state-dir=$state" "--shim=$shim" --log-level=warn >"$log" 2>&1 &
-op=$!
+op=0
+start_operator() {
+  "$operator" --backend=local "--listen=127.0.0.1:$grpc" "--http-listen=127.0.0.1:$http" \
+    "--state-dir=$state" "--shim=$shim" --log-level=warn >>"$log" 2>&1 &
+  op=$!
+  for _ in $(seq 600); do
+    curl -fsS "http://127.0.0.1:$http/readyz" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  curl -fsS "http://127.0.0.1:$http/readyz" >/dev/null || { echo "operator not ready; log $log" >&2; exit 1; }
+  server=(--server "127.0.0.1:$grpc" --operator-pid "$op")
+}
 cleanup() {
   kill "$op" 2>/dev/null && wait "$op" 2>/dev/null
   rm -rf "$state"
 }
 trap cleanup EXIT
-for _ in $(seq 300); do
-  curl -fsS "http://127.0.0.1:$http/readyz" >/dev/null 2>&1 && break
-  sleep 0.1
-done
-curl -fsS "http://127.0.0.1:$http/readyz" >/dev/null || { echo "operator not ready; log $log" >&2; exit 1; }
-server=(--server "127.0.0.1:$grpc" --operator-pid "$op")
+start_operator
 rss_mib() { awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$op/status"; }
 hwm_mib() { awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$op/status"; }
 # p50 and p99 of a submit_latency row: the label, then n p50 p90 p99 min max.
@@ -69,9 +75,27 @@ row() { awk -v l="$1" 'index($0, l) == 1 {print $(NF-4), $(NF-2)}' "$2"; }
 echo "== $(date -u +%FT%TZ) $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
      "git $(git rev-parse --short HEAD)$(git diff --quiet -- operator || echo '+local changes')," \
      "operator pid $op, state $state"
-stored=0
 results=()
 rc=0
+measure() {  # measure LABEL: submit latency and RSS now, one line and one entry of results
+  local out acc50 acc99 all50 all99 view50 view99 base50 load rss_before
+  sleep 3  # let the last jobs' passes and syncs finish before measuring
+  rss_before=$(rss_mib)
+  out=$(mktemp)
+  "$bin/bench/local/submit_latency" "${server[@]}" --iterations "$iterations" --warmup 3 \
+    --namespace "lat-$1" --probe "$bin/bench/local/replica_probe" >"$out" 2>&1 || { cat "$out"; rc=1; }
+  read -r acc50 acc99 < <(row "CreateJob returned" "$out")
+  read -r all50 all99 < <(row "all 4 replica processes started" "$out")
+  read -r view50 view99 < <(row "operator view" "$out")
+  read -r base50 _ < <(row "baseline: posix_spawn" "$out")
+  rm -f "$out"
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  printf '%-6s stored: CreateJob p50 %6s p99 %6s ms | all 4 started p50 %6s p99 %6s ms | operator view p50 %6s p99 %6s ms | floor p50 %5s ms | RSS %6s MiB (before %s, peak %s) | load %s\n' \
+    "$1" "$acc50" "$acc99" "$all50" "$all99" "$view50" "$view99" "$base50" "$(rss_mib)" \
+    "$rss_before" "$(hwm_mib)" "$load"
+  results+=("$1 $acc50 $acc99 $all50 $all99 $view50 $view99 $rss_before $load")
+}
+stored=0
 for s in $stages; do
   if ((s > stored)); then
     out=$(mktemp)
@@ -81,22 +105,14 @@ for s in $stages; do
     rm -f "$out"
     stored=$s
   fi
-  sleep 3  # let the last jobs' passes and syncs finish before measuring
-  rss_before=$(rss_mib)
-  out=$(mktemp)
-  "$bin/bench/local/submit_latency" "${server[@]}" --iterations "$iterations" --warmup 3 \
-    --namespace "lat-$s" --probe "$bin/bench/local/replica_probe" >"$out" 2>&1 || { cat "$out"; rc=1; }
-  read -r acc50 acc99 < <(row "CreateJob returned" "$out")
-  read -r all50 all99 < <(row "all 4 replica processes started" "$out")
-  read -r view50 view99 < <(row "operator view" "$out")
-  read -r base50 _ < <(row "baseline: posix_spawn" "$out")
-  rm -f "$out"
-  load=$(cut -d' ' -f1 /proc/loadavg)
-  printf '%-6s stored: CreateJob p50 %6s p99 %6s ms | all 4 started p50 %6s p99 %6s ms | operator view p50 %6s p99 %6s ms | floor p50 %5s ms | RSS %6s MiB (before %s, peak %s) | load %s\n' \
-    "$s" "$acc50" "$acc99" "$all50" "$all99" "$view50" "$view99" "$base50" "$(rss_mib)" \
-    "$rss_before" "$(hwm_mib)" "$load"
-  results+=("$s $acc50 $acc99 $all50 $all99 $view50 $view99 $(rss_mib) $load")
+  measure "$s"
 done
+# The same store read by a fresh operator: what it holds because of the store, not because of
+# the jobs it ran (the allocator keeps what the runs above freed).
+kill "$op" && wait "$op" 2>/dev/null
+start_operator
+echo "restarted on the same store (pid $op): RSS when ready $(rss_mib) MiB"
+measure "${stored}r"
 
 # Each stage over the first (same operator, same run).
 read -r s0 a50 a99 l50 l99 v50 v99 r0 _ <<<"${results[0]}"
@@ -110,5 +126,6 @@ for r in "${results[@]}"; do
   summary+=" s${s}_create_p50=$acc50 s${s}_create_p99=$acc99 s${s}_started_p50=$all50 s${s}_started_p99=$all99"
   summary+=" s${s}_view_p50=$view50 s${s}_view_p99=$view99 s${s}_rss_mib=$rss s${s}_load=$load"
 done
-echo "$summary stages=$(tr ' ' , <<<"$stages")"
+labels=$(for r in "${results[@]}"; do echo "${r%% *}"; done | paste -sd,)
+echo "$summary stages=$labels"
 exit $rc

@@ -27,6 +27,7 @@ import http.client
 import json
 import os
 import queue
+import signal
 import socket
 import ssl
 import subprocess
@@ -247,6 +248,8 @@ def loadavg():
 
 
 def main():
+    # A SIGTERM (run.sh stopped) still stops the operator: `finally` below runs on SystemExit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--env", required=True, help="the testenv's DIR/env")
     p.add_argument("--operator", required=True, help="coach-operator binary")
