@@ -26,7 +26,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
@@ -193,7 +193,9 @@ TEST(LocalChaosTest, OperatorSigkillsWhileJobsRun) {
   OperatorFixture op("local-chaos");
   ASSERT_TRUE(op.Start().ok()) << op.OperatorLog();
   const std::string dir = op.root() + "/chaos";
-  ASSERT_EQ(system(absl::StrCat("mkdir -p ", dir, "/locks").c_str()), 0);
+  std::error_code made;
+  std::filesystem::create_directories(dir + "/locks", made);
+  ASSERT_FALSE(made) << dir << "/locks: " << made.message();
   WriteFileOrDie(dir + "/starts.log", "");
 
   std::vector<JobPlan> jobs = DrawJobs(job_count, seed);
