@@ -369,17 +369,34 @@ json Recreatable(const json& obj) {
   return out;
 }
 
+// Every item of `r` in `ns`, read 500 at a time: one unpaged answer for 16,000 pods is larger
+// than the REST client accepts (64 MiB).
+absl::StatusOr<std::vector<json>> ListAllPages(k8s::KubeClient* client,
+                                               const k8s::ResourceDescriptor& r,
+                                               const std::string& ns) {
+  std::vector<json> items;
+  k8s::ListOptions options;
+  options.limit = 500;
+  while (true) {
+    auto page = client->List(r, ns, options);
+    if (!page.ok()) return page.status();
+    for (auto& o : page->items) items.push_back(std::move(o));
+    if (page->continue_token.empty()) return items;
+    options.continue_token = page->continue_token;
+  }
+}
+
 // The pods and services of a namespace as create bodies, and its PyTorchJobs' statuses (items
 // of resource pytorchjobs whose body is {metadata.name, status}).
 std::vector<Item> Capture(k8s::KubeClient* client, const std::string& ns) {
   std::vector<Item> items;
   for (const auto& r : {res::Pods(), res::Services()}) {
-    auto list = client->List(r, ns, {});
+    auto list = ListAllPages(client, r, ns);
     if (!list.ok()) {
       std::cerr << "list " << r.plural << ": " << list.status() << "\n";
       continue;
     }
-    for (const auto& o : list->items) {
+    for (const auto& o : *list) {
       json copy = o;
       copy["apiVersion"] = "v1";
       copy["kind"] = r.kind;
@@ -397,9 +414,9 @@ std::vector<Item> Capture(k8s::KubeClient* client, const std::string& ns) {
   std::stable_sort(items.begin(), items.end(),
                    [&](const Item& a, const Item& b) { return job_of(a) < job_of(b); });
   const auto jobs = res::Kubeflow("pytorchjobs", "PyTorchJob");
-  auto list = client->List(jobs, ns, {});
+  auto list = ListAllPages(client, jobs, ns);
   if (list.ok()) {
-    for (const auto& o : list->items) {
+    for (const auto& o : *list) {
       if (o.contains("status"))
         items.push_back(
             {jobs, {{"metadata", {{"name", o["metadata"]["name"]}}}, {"status", o["status"]}}});

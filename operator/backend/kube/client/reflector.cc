@@ -35,14 +35,18 @@ absl::Status Reflector::ListAll() {
   lo.field_selector = options_.field_selector;
   lo.limit = options_.page_size;
   std::string rv;
+  int paged_restarts = 0;
   while (true) {
     auto page = client_->List(resource_, ns_, lo);
     if (!page.ok()) {
-      // An expired continue token: start over with a full list.
+      // An expired continue token (the list took longer than etcd's compaction window): start
+      // over. Paged again first, since one unpaged answer for a large cluster can be bigger than
+      // the client accepts (RestKubeClient cuts bodies at 64 MiB, about 12,000 pods); only when
+      // fresh paged lists keep expiring, one unpaged list, as client-go's pager does at once.
       if (IsGone(page.status()) && !lo.continue_token.empty()) {
         items.clear();
         lo.continue_token.clear();
-        lo.limit = 0;
+        if (++paged_restarts > kMaxPagedRestarts) lo.limit = 0;
         continue;
       }
       return page.status();

@@ -57,6 +57,9 @@ class Reflector {
   int64_t watch_count() const { return watches_.load(); }
 
  private:
+  // Fresh paged lists tried after a continue token expired, before one unpaged list.
+  static constexpr int kMaxPagedRestarts = 3;
+
   absl::Status ListAll();
   void Sleep(absl::Duration d);
 

@@ -1,5 +1,6 @@
 #include "operator/backend/kube/client/reflector.h"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -13,6 +14,7 @@ namespace coach::kubeclient {
 namespace {
 
 using nlohmann::json;
+using testing::FakeCall;
 using testing::FakeKubeClient;
 
 json Cm(const std::string& name, const std::string& v = "1") {
@@ -114,6 +116,41 @@ TEST(ReflectorTest, ListsPagesThenWatchesAndRelistsOnGone) {
   r.Stop();
   t.join();
   EXPECT_LT(absl::Now() - stop_at, absl::Seconds(1));
+}
+
+// A continue token that expires mid-list restarts a paged list (an unpaged answer for a large
+// cluster can exceed the client's body cap); only repeated expiry falls back to one unpaged list.
+TEST(ReflectorTest, ExpiredContinueTokenRestartsPagedThenUnpaged) {
+  for (bool keeps_expiring : {false, true}) {
+    SCOPED_TRACE(keeps_expiring ? "every continuation expires" : "one continuation expires");
+    FakeKubeClient fake;
+    auto cms = resources::ConfigMaps();
+    for (int i = 0; i < 5; ++i)
+      ASSERT_TRUE(fake.Create(cms, "ns", Cm("cm" + std::to_string(i))).ok());
+    std::atomic<int> lists{0};
+    // With page_size 2, the even-numbered List calls are continuations.
+    fake.SetErrorHook([&](const FakeCall& call) -> absl::Status {
+      if (call.method != "List") return absl::OkStatus();
+      int n = ++lists;
+      bool fail = keeps_expiring ? (n % 2 == 0 && n <= 8) : n == 2;
+      return fail ? GoneError("continue token expired") : absl::OkStatus();
+    });
+    Cache cache;
+    ReflectorOptions o;
+    o.page_size = 2;
+    o.initial_backoff = absl::Milliseconds(10);
+    Reflector r(&fake, cms, "ns", o, cache.Handlers());
+    std::thread t([&] { r.Run(); });
+    ASSERT_TRUE(
+        Eventually([&] { return cache.Snapshot().size() == 5 && fake.open_watches() == 1; }));
+    // One expiry: 1 page, the expired one, then 3 fresh pages (2 + 2 + 1). Every continuation
+    // expiring: 4 attempts of 2 calls each, then 1 unpaged list of all 5.
+    EXPECT_EQ(lists.load(), keeps_expiring ? 9 : 5);
+    EXPECT_EQ(r.list_count(), 1);
+    EXPECT_EQ(cache.replaces, 1);
+    r.Stop();
+    t.join();
+  }
 }
 
 TEST(ReflectorTest, ListErrorsRetryAndStopWhileBackingOff) {
