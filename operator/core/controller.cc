@@ -28,6 +28,21 @@ const char* ActionName(model::Action::Type type) {
   return "unknown";
 }
 
+// The gauge's states, in the order GaugeEntry::state indexes them.
+constexpr std::array<const char*, 6> kStates = {api::v1::kJobCreated,    api::v1::kJobRunning,
+                                                api::v1::kJobRestarting, api::v1::kJobSuspended,
+                                                api::v1::kJobSucceeded,  api::v1::kJobFailed};
+constexpr std::array<model::PodPhase, 5> kPhases = {
+    model::PodPhase::kPending, model::PodPhase::kRunning, model::PodPhase::kSucceeded,
+    model::PodPhase::kFailed, model::PodPhase::kUnknown};
+
+uint8_t StateIndex(const std::string& state) {
+  for (size_t i = 0; i < kStates.size(); ++i) {
+    if (state == kStates[i]) return static_cast<uint8_t>(i);
+  }
+  return 0;  // JobState returns one of kStates
+}
+
 }  // namespace
 
 std::string JobState(const model::JobStatus& status) {
@@ -122,6 +137,11 @@ bool Controller::running() const {
   return running_;
 }
 
+size_t Controller::AdmittedJobs() const {
+  absl::MutexLock lock(&mu_);
+  return admitted_.size();
+}
+
 void Controller::Enqueue(const JobKey& key) {
   if (key.kind.empty()) {
     // Every kind of that name. None known: the job has not been told of yet, and its first
@@ -188,30 +208,34 @@ void Controller::RecordObserved(const JobKey& key, const model::ObservedState* o
   // The totals are kept as running sums, changed by this job's old and new counts: a pass
   // costs what its job holds, not what the store holds (summing every job here was
   // O(jobs) per pass).
-  if (auto it = phases_.find(key); it != phases_.end()) {
-    for (const auto& [phase, n] : it->second) phase_totals_[phase] -= n;
-    phases_.erase(it);
+  auto it = gauges_.find(key);
+  if (it != gauges_.end()) {
+    for (size_t p = 0; p < kPhases.size(); ++p) {
+      phase_totals_[model::PodPhaseName(kPhases[p])] -= it->second.phases[p];
+    }
+    --state_totals_[kStates[it->second.state]];
   }
-  if (auto it = states_.find(key); it != states_.end()) {
-    --state_totals_[it->second];
-    states_.erase(it);
+  if (observed == nullptr) {
+    if (it != gauges_.end()) gauges_.erase(it);
+  } else {
+    GaugeEntry entry;
+    for (const model::ObservedPod& pod : observed->pods) {
+      ++entry.phases[static_cast<size_t>(pod.phase)];
+    }
+    for (size_t p = 0; p < kPhases.size(); ++p) {
+      phase_totals_[model::PodPhaseName(kPhases[p])] += entry.phases[p];
+    }
+    entry.state = StateIndex(JobState(*status));
+    ++state_totals_[kStates[entry.state]];
+    if (it != gauges_.end()) {
+      it->second = entry;
+    } else {
+      gauges_.emplace(key, entry);
+    }
   }
-  if (observed != nullptr) {
-    std::map<std::string, int>& counts = phases_[key];
-    for (const model::ObservedPod& pod : observed->pods) ++counts[model::PodPhaseName(pod.phase)];
-    for (const auto& [phase, n] : counts) phase_totals_[phase] += n;
-    const std::string state = JobState(*status);
-    ++state_totals_[state];
-    states_[key] = state;
-  }
-  for (const char* phase : {"Pending", "Running", "Succeeded", "Failed", "Unknown"}) {
-    phase_totals_.try_emplace(phase, 0);
-  }
+  for (model::PodPhase phase : kPhases) phase_totals_.try_emplace(model::PodPhaseName(phase), 0);
   for (const auto& [phase, n] : phase_totals_) metrics_->replicas->Set({phase}, n);
-  for (const char* state : {api::v1::kJobCreated, api::v1::kJobRunning, api::v1::kJobRestarting,
-                            api::v1::kJobSuspended, api::v1::kJobSucceeded, api::v1::kJobFailed}) {
-    state_totals_.try_emplace(state, 0);
-  }
+  for (const char* state : kStates) state_totals_.try_emplace(state, 0);
   for (const auto& [state, n] : state_totals_) metrics_->jobs->Set({state}, n);
 }
 
@@ -299,20 +323,24 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
   RememberKey(key);
 
   const std::string refusal = reconcile::IsFinished(job.status()) ? "" : RefusalOf(key, job);
-  bool admitted;
-  {
+  if (reconcile::IsFinished(job.status())) {
+    // A finished job needs nothing prepared, and is not remembered as admitted: a store of
+    // thousands of finished jobs would otherwise hold an entry for each (issue 13).
     absl::MutexLock l(&mu_);
-    admitted = admitted_.count(key) > 0;
-  }
-  if (!admitted) {
-    // The first pass in this process: after a restart the backend re-prepares the job
-    // (Admit is idempotent). A finished job needs nothing prepared, nor one that is about
-    // to fail as refused.
-    if (!reconcile::IsFinished(job.status()) && refusal.empty()) {
-      RETURN_IF_ERROR(backend_->Admit(job));
+    admitted_.erase(key);
+  } else {
+    bool admitted;
+    {
+      absl::MutexLock l(&mu_);
+      admitted = admitted_.count(key) > 0;
     }
-    absl::MutexLock l(&mu_);
-    admitted_.insert(key);
+    if (!admitted) {
+      // The first pass in this process: after a restart the backend re-prepares the job
+      // (Admit is idempotent). Nor one that is about to fail as refused.
+      if (refusal.empty()) RETURN_IF_ERROR(backend_->Admit(job));
+      absl::MutexLock l(&mu_);
+      admitted_.insert(key);
+    }
   }
 
   model::ReconcileConfig config = options_.config;

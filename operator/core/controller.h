@@ -29,6 +29,8 @@
 //
 // Thread-safe.
 
+#include <array>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
@@ -86,6 +88,9 @@ class Controller {
 
   BasicWorkQueue<JobKey>& queue() { return queue_; }
 
+  // What the controller holds per job (tests of what a store of finished jobs costs).
+  size_t AdmittedJobs() const;
+
  private:
   // The index of kinds by name (see the header comment).
   void RememberKey(const JobKey& key);
@@ -119,12 +124,18 @@ class Controller {
   mutable absl::Mutex mu_;
   bool running_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // Unfinished jobs admitted in this process (a finished one needs nothing admitted: not kept).
   std::set<JobKey> admitted_ ABSL_GUARDED_BY(mu_);
   // {namespace, name} -> the kinds of that name the controller was told of.
   std::map<JobKey, std::set<std::string>> kinds_ ABSL_GUARDED_BY(mu_);
-  // Per job: replica count by phase and the job's state, for the gauges.
-  std::map<JobKey, std::map<std::string, int>> phases_ ABSL_GUARDED_BY(mu_);
-  std::map<JobKey, std::string> states_ ABSL_GUARDED_BY(mu_);
+  // Per job, for the gauges: its replica count by phase (indexed by model::PodPhase) and its
+  // state (an index into JobStates()). One small entry per stored job, finished ones included:
+  // maps of strings here cost ~400 bytes a job, most of a store's per-job memory (issue 13).
+  struct GaugeEntry {
+    std::array<int32_t, 5> phases{};
+    uint8_t state = 0;
+  };
+  std::map<JobKey, GaugeEntry> gauges_ ABSL_GUARDED_BY(mu_);
   // Sums of phases_ and counts of states_, kept as they change.
   std::map<std::string, int> phase_totals_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> state_totals_ ABSL_GUARDED_BY(mu_);

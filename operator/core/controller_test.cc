@@ -209,6 +209,25 @@ TEST(ControllerTest, WatchSeesControllerChanges) {
   EXPECT_EQ((*ev)->type, WatchEventType::kModified);  // the Created condition
 }
 
+// A store of finished jobs must not cost the controller an admission entry per job (issue 13);
+// the gauges still count a finished job's replicas and state.
+TEST(ControllerTest, FinishedJobsAreNotKeptAsAdmittedButStillCounted) {
+  CoreEnv env;
+  env.StartController();
+  ASSERT_TRUE(env.Create(PyTorchManifest("fin", 2)).ok());
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "fin").size() == 3; }));
+  EXPECT_EQ(env.controller->AdmittedJobs(), 1u);
+  env.backend.SetAllPods("default", "fin", PodPhase::kSucceeded, 0);
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "fin", "Succeeded"); }));
+  Churn(env, "fin");
+  EXPECT_EQ(env.controller->AdmittedJobs(), 0u);
+  EXPECT_EQ(env.metrics.replicas->Value({"Succeeded"}), 3);
+  EXPECT_EQ(env.metrics.replicas->Value({"Running"}), 0);
+  EXPECT_EQ(env.metrics.jobs->Value({"Succeeded"}), 1);
+  EXPECT_EQ(env.metrics.jobs->Value({"Running"}), 0);
+  EXPECT_EQ(env.backend.CreateCount("default", "fin"), 3) << "nothing created again";
+}
+
 TEST(ControllerTest, GaugesFollowTheJobs) {
   CoreEnv env;
   env.StartController();

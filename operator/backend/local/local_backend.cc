@@ -21,6 +21,7 @@
 #include "operator/backend/local/process/log_files.h"
 #include "operator/backend/local/process/pod_process.h"
 #include "operator/backend/local/process/shim_process_runner.h"
+#include "operator/reconcile/conditions.h"
 #include "operator/reconcile/replicas.h"
 
 extern char** environ;
@@ -380,7 +381,11 @@ absl::StatusOr<model::ObservedState> LocalBackend::Observe(const model::Job& job
       out.pods.push_back(std::move(pod));
     }
   }
-  ASSIGN_OR_RETURN(out.objects, objects_.List(key));
+  // A finished job's objects are read from its file rather than kept: a store of finished
+  // jobs would otherwise hold every one's set (issue 13, bench/local/store_scale.sh).
+  ASSIGN_OR_RETURN(out.objects, objects_.List(key, reconcile::IsFinished(job.status())
+                                                       ? ObjectTable::Retain::kDrop
+                                                       : ObjectTable::Retain::kCache));
   return out;
 }
 

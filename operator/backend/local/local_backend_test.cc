@@ -20,6 +20,7 @@
 #include "operator/backend/local/fs_util.h"
 #include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/backend/local/testing/fake_gpu_discovery.h"
+#include "operator/reconcile/conditions.h"
 #include "operator/reconcile/desired_objects.h"
 #include "operator/reconcile/testing/job_builder.h"
 
@@ -496,6 +497,35 @@ TEST_F(LocalBackendTest, OtherObjectsAreRecordedDurablyAndForgetCleansUp) {
   EXPECT_TRUE(seen->pods.empty());
   EXPECT_TRUE(seen->objects.empty());
   EXPECT_TRUE(absl::IsNotFound(ReadFile(dir_ + "/state/logs/ns/objs/objs-worker-0.log").status()));
+}
+
+// A store of finished jobs must not cost memory per job (issue 13): Observe of a finished job
+// reads its objects from the file and keeps nothing, and a later change still sees them all.
+TEST_F(LocalBackendTest, FinishedJobsObjectsAreReadFromTheFileNotKept) {
+  model::Job job = MakeJob("done", {{"command", Argv("true")}});
+  model::KubeObject svc;
+  svc.kind = "Service";
+  svc.name = "done-worker-0";
+  ASSERT_TRUE(Create(job, svc).ok());
+  auto seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  EXPECT_EQ(backend_->CachedObjectSets(), 1u) << "a running job's set is kept for its next pass";
+
+  job.mutable_status()->add_conditions()->set_type("Succeeded");
+  job.mutable_status()->mutable_conditions(0)->set_status("True");
+  ASSERT_TRUE(reconcile::IsFinished(job.status()));
+  seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  ASSERT_EQ(seen->objects.size(), 1u);
+  EXPECT_EQ(seen->objects[0].name, "done-worker-0");
+  EXPECT_EQ(backend_->CachedObjectSets(), 0u) << "a finished job's set is not kept";
+
+  svc.name = "done-extra";
+  ASSERT_TRUE(Create(job, svc).ok());
+  seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  EXPECT_EQ(seen->objects.size(), 2u) << "the file, not the dropped cache, is the truth";
+  EXPECT_EQ(backend_->CachedObjectSets(), 0u);
 }
 
 }  // namespace

@@ -69,13 +69,21 @@ absl::Status ObjectTable::Remove(const JobKey& job, const std::string& kind,
   return s;
 }
 
-absl::StatusOr<std::vector<model::ObservedObject>> ObjectTable::List(const JobKey& job) {
+absl::StatusOr<std::vector<model::ObservedObject>> ObjectTable::List(const JobKey& job,
+                                                                     Retain retain) {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Set*> set = Load(job);
   if (!set.ok()) return set.status();
   std::vector<model::ObservedObject> out;
   for (const auto& [kind, name] : **set) out.push_back({kind, name});
+  // Every change was saved before it reached the cache, so dropping the entry loses nothing.
+  if (retain == Retain::kDrop) cache_.erase(job);
   return out;
+}
+
+size_t ObjectTable::CachedJobs() {
+  absl::MutexLock lock(&mu_);
+  return cache_.size();
 }
 
 absl::Status ObjectTable::Forget(const JobKey& job) {

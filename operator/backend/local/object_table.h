@@ -4,7 +4,10 @@
 // RoleBinding, PodGroup). They have no effect on this host, but the reconciler must
 // observe them as existing once created, or it would create them again forever; so the
 // backend records them, durably: one small JSON file per job under
-// <dir>/<namespace>/<job>.json, replaced atomically on every change. Thread-safe.
+// <dir>/<namespace>/<job>.json, replaced atomically on every change. The file is the truth; a
+// job's set is cached in memory for its next pass, except when the caller says it will not
+// be asked again soon (a finished job's pass, List with kDrop): a store of thousands of
+// finished jobs would otherwise keep every one's set for the life of the process. Thread-safe.
 
 #include <map>
 #include <set>
@@ -27,10 +30,16 @@ class ObjectTable {
   // Idempotent. Errors: InvalidArgument (unsafe names), Internal (I/O).
   absl::Status Add(const JobKey& job, const std::string& kind, const std::string& name);
   absl::Status Remove(const JobKey& job, const std::string& kind, const std::string& name);
+  // kCache keeps the job's set in memory after the call; kDrop leaves it out (a finished job,
+  // read again only when something changes it: read from its file then).
+  enum class Retain { kCache, kDrop };
   // Ordered by (kind, name). Errors: InvalidArgument, Internal (unreadable file).
-  absl::StatusOr<std::vector<model::ObservedObject>> List(const JobKey& job);
+  absl::StatusOr<std::vector<model::ObservedObject>> List(const JobKey& job,
+                                                          Retain retain = Retain::kCache);
   // Drops every object of the job and its file. Idempotent.
   absl::Status Forget(const JobKey& job);
+  // How many jobs' sets are held in memory (tests, measurements).
+  size_t CachedJobs();
 
  private:
   using Set = std::set<std::pair<std::string, std::string>>;
