@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
 # Builds the manifest-codec fuzzer with clang (libFuzzer + ASan + UBSan) against the
-# system libraries, outside Bazel, and runs it for 30 seconds seeded with api/v1/testdata.
-# Exits non-zero when the build fails or the fuzzer finds a crash.
+# system libraries, outside Bazel, and runs it seeded with api/v1/testdata and the corpus kept
+# in the tree (api/v1/codec/fuzz/corpus). Exits non-zero when the build fails or the fuzzer
+# finds a crash.
+#
+#   tools/suites/fuzz_codec.sh                       # make test: 30 seconds
+#   FUZZ_RUNS=10000000 FUZZ_FAST=1 FUZZ_MERGE=1 tools/suites/fuzz_codec.sh   # the long mode
+#   FUZZ_SECONDS=600 FUZZ_MERGE=1 tools/suites/fuzz_codec.sh
+#
+# FUZZ_FAST=1 explores without sanitizers (several times faster) and then replays every input
+# it kept under ASan/UBSan. FUZZ_MERGE=1 merges what the run found into api/v1/codec/fuzz/corpus (libFuzzer's -merge keeps
+# only inputs that add coverage), so the next run starts where this one stopped.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 seconds="${FUZZ_SECONDS:-30}"
+runs="${FUZZ_RUNS:-}"
+kept_corpus=api/v1/codec/fuzz/corpus
 work="$(mktemp -d)"
 trap '[[ -n "${FUZZ_KEEP:-}" ]] || rm -rf "$work"' EXIT
 
@@ -21,19 +32,33 @@ fi
 codec_srcs=()
 for f in api/v1/codec/*.cc; do [[ $f == *_test.cc ]] || codec_srcs+=("$f"); done
 
-clang++-14 -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -Wno-deprecated-declarations -I. -I"$work/gen" \
-  api/v1/codec/fuzz/codec_fuzzer.cc "${codec_srcs[@]}" \
-  api/v1/kinds.cc api/v1/field_error.cc api/v1/defaults.cc api/v1/validation.cc \
-  "$work/gen/api/v1/training_job.pb.cc" \
-  -lyaml $(pkg-config --libs protobuf) $absl_libs -lpthread \
-  -o "$work/codec_fuzzer"
+build_fuzzer() {  # build_fuzzer OUTPUT CLANG-FLAGS...
+  local out=$1
+  shift
+  clang++-14 -std=c++17 "$@" -Wno-deprecated-declarations -I. -I"$work/gen" \
+    api/v1/codec/fuzz/codec_fuzzer.cc "${codec_srcs[@]}" \
+    api/v1/kinds.cc api/v1/field_error.cc api/v1/defaults.cc api/v1/validation.cc \
+    "$work/gen/api/v1/training_job.pb.cc" \
+    -lyaml $(pkg-config --libs protobuf) $absl_libs -lpthread \
+    -o "$out"
+}
+sanitized=(-O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
+if [[ "${FUZZ_FAST:-}" == 1 ]]; then
+  # The long mode's speed: no sanitizers while exploring (crashes and the fuzzer's own checks
+  # still abort), then every input it kept is replayed under ASan and UBSan below.
+  build_fuzzer "$work/codec_fuzzer" -O2 -g -fsanitize=fuzzer
+else
+  build_fuzzer "$work/codec_fuzzer" "${sanitized[@]}"
+fi
 
 find api/v1/testdata -name '*.yaml' -exec cp {} "$work/corpus/" \;
+if [[ -d "$kept_corpus" ]]; then cp "$kept_corpus"/* "$work/corpus/" 2>/dev/null || true; fi
+limit=(-max_total_time="$seconds")
+[[ -n "$runs" ]] && limit=(-runs="$runs")
 # A stack big enough for the parser's own depth guard under ASan.
 ulimit -s 65536 || true
 status=0
-"$work/codec_fuzzer" -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
+"$work/codec_fuzzer" "${limit[@]}" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" >"$work/fuzz.log" 2>&1 || status=$?
 # The fuzzer's own report (what failed and why), without its progress lines.
 grep -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|INITED|DONE|RELOAD)' "$work/fuzz.log" >"$work/report.log" || true
@@ -48,4 +73,22 @@ if ((status != 0)); then
   echo "fuzz_codec: the fuzzer failed (status $status)"
   exit 1
 fi
-echo "fuzz_codec: no crash in ${seconds}s"
+if [[ "${FUZZ_FAST:-}" == 1 ]]; then
+  build_fuzzer "$work/codec_fuzzer_asan" "${sanitized[@]}"
+  replayed=$(ls "$work/corpus" | wc -l)
+  if ! "$work/codec_fuzzer_asan" -runs=0 -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix="$work/" "$work/corpus" >"$work/replay.log" 2>&1; then
+    tail -n 60 "$work/replay.log"
+    echo "fuzz_codec: an input the fast run kept fails under ASan/UBSan"
+    exit 1
+  fi
+  echo "fuzz_codec: the ${replayed} inputs of the corpus replayed under ASan/UBSan without a finding"
+fi
+execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.log")
+rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/fuzz.log")
+if [[ "${FUZZ_MERGE:-}" == 1 ]]; then
+  mkdir -p "$kept_corpus"
+  "$work/codec_fuzzer" -merge=1 -max_len=16384 "$kept_corpus" "$work/corpus" >"$work/merge.log" 2>&1
+  echo "fuzz_codec: corpus in $kept_corpus: $(ls "$kept_corpus" | wc -l) inputs"
+fi
+echo "fuzz_codec: no crash in ${execs:-?} executions (${rate:-?}/s)"
