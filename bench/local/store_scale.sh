@@ -116,6 +116,8 @@ measure "${stored}r"
 
 # Each stage over the first (same operator, same run).
 read -r s0 a50 a99 l50 l99 v50 v99 r0 _ <<<"${results[0]}"
+pn=$s0
+prss=$r0
 summary="STORE-SUMMARY"
 for r in "${results[@]}"; do
   read -r s acc50 acc99 all50 all99 view50 view99 rss load <<<"$r"
@@ -123,6 +125,18 @@ for r in "${results[@]}"; do
   echo "ratio ${s}/${s0} stored: CreateJob p50 x$(ratio "$acc50" "$a50") p99 x$(ratio "$acc99" "$a99")," \
        "all started p50 x$(ratio "$all50" "$l50") p99 x$(ratio "$all99" "$l99")," \
        "operator view p50 x$(ratio "$view50" "$v50") p99 x$(ratio "$view99" "$v99"), RSS x$(ratio "$rss" "$r0")"
+  # RSS per stored job (the store's cost, issue 13) over the first stage and, for a stage of
+  # the same process, over the one before: sqlite's page cache fills within the first 1,000
+  # jobs, so the second is the slope that goes on.
+  n=${s%r}
+  if ((n > s0)); then
+    slope() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "%.2f", (a - b) * 1024 / n }'; }
+    line="slope ${s}/${s0} stored: RSS $(slope "$rss" "$r0" $((n - s0))) KiB per stored job"
+    [[ "$s" == "$n" && "$pn" -gt "$s0" ]] &&
+      line+=", over ${pn} stored: $(slope "$rss" "$prss" $((n - pn))) KiB per stored job"
+    echo "$line"
+  fi
+  [[ "$s" == "$n" ]] && { pn=$n; prss=$rss; }
   summary+=" s${s}_create_p50=$acc50 s${s}_create_p99=$acc99 s${s}_started_p50=$all50 s${s}_started_p99=$all99"
   summary+=" s${s}_view_p50=$view50 s${s}_view_p99=$view99 s${s}_rss_mib=$rss s${s}_load=$load"
 done
