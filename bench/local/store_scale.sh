@@ -6,7 +6,8 @@
 # store), then `submit_latency` measures submit-to-running of a 1 Master + 3 Workers job and the
 # operator's RSS is read (before the latency run: what the store and the earlier runs left).
 # Then the operator is restarted on the last store and measured again ("5000r"): a fresh
-# process tells what the store itself costs. The last lines print each stage over the first.
+# process tells what the store itself costs. The last lines print each stage over the first,
+# and its RSS per stored job ("slope", over the first stage and over the one before).
 #
 # Usage: bench/local/store_scale.sh [--stages "0 1000 5000"] [--iterations 30] [--operator PATH]
 # Environment: COACH_BENCH_NO_BUILD=1 uses the binaries already in bazel-out/k8-opt.
@@ -21,7 +22,7 @@ while (($#)); do
     --stages) stages=$2; shift 2 ;;
     --iterations) iterations=$2; shift 2 ;;
     --operator) operator=$(realpath "$2"); shift 2 ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
     *) echo "store_scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
