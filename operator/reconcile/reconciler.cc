@@ -92,8 +92,11 @@ class Pass {
                ? "scheduling.x-k8s.io/v1alpha1"
                : "scheduling.volcano.sh/v1beta1";
   }
+  // A pod that is already going away (deletionTimestamp set, e.g. within its grace period) is
+  // not deleted again: a pass that acts is followed by another pass, so a repeated delete would
+  // spin, with an API call and an event each time, until the pod is gone.
   void DeletePodAndService(const ObservedPod& pod) {
-    Delete("Pod", pod.name, pod.uid);
+    if (!pod.deleting) Delete("Pod", pod.name, pod.uid);
     if (Exists("Service", pod.name)) Delete("Service", pod.name);
   }
   void DeletePodGroup() {

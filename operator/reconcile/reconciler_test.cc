@@ -484,6 +484,54 @@ TEST(ReconcileTest, CleanPodPolicyAfterFinish) {
   }
 }
 
+// A pod in its grace period (deletionTimestamp set) is not deleted again by cleanPodPolicy,
+// suspension or scale-down: every pass that acts is followed by another, so a repeated delete
+// would spin until the pod is gone (seen on a real node: ~200 deletes a second for 30 s).
+TEST(ReconcileTest, PodsBeingDeletedAreNotDeletedAgain) {
+  model::Job cleaned =
+      MakePyTorchJob("ns", "c").Master(1).Workers(1).CleanPodPolicy("Running").Build();
+  model::Job suspended = MakePyTorchJob("ns", "c")
+                             .Master(1)
+                             .Workers(1)
+                             .StartTime(kT0)
+                             .Condition("Created", "True")
+                             .Condition("Running", "True")
+                             .Build();
+  suspended.mutable_spec()->mutable_run_policy()->set_suspend(true);
+  model::Job scaled = MakePyTorchJob("ns", "c").Master(1).Workers(1).Build();
+  struct Case {
+    const char* scenario;
+    model::Job job;
+    model::ObservedState observed;
+  };
+  const Case cases[] = {
+      {"cleanPodPolicy", cleaned,
+       ObservedBuilder(cleaned).Succeeded("Master", 0).Terminating("Worker", 0).Build()},
+      {"suspend", suspended,
+       ObservedBuilder(suspended).Terminating("Master", 0).Terminating("Worker", 0).Build()},
+      {"scale-down", scaled,
+       ObservedBuilder(scaled)
+           .Running("Master", 0)
+           .Running("Worker", 0)
+           .Terminating("Worker", 1)
+           .Build()},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.scenario);
+    auto r = Reconcile(c.job, c.observed, kT0, {});
+    for (const std::string& act : Acts(r))
+      EXPECT_EQ(act.find("delete Pod/"), std::string::npos) << act;
+    // Their Services are still removed once; with those gone, the terminating pods cause no
+    // action at all.
+    model::ObservedState without_services = c.observed;
+    without_services.objects.clear();
+    auto again = Reconcile(WithStatus(c.job, r.status), without_services, kT0, {});
+    for (const std::string& act : Acts(again)) {
+      EXPECT_EQ(act.find("delete"), std::string::npos) << act;
+    }
+  }
+}
+
 TEST(ReconcileTest, RefusedJobFailsWithTheReasonAndCreatesNothing) {
   struct Case {
     const char* scenario;
