@@ -207,11 +207,7 @@ absl::Status KubeBackend::Start() {
         absl::MutexLock lock(&mu_);
         state->last_error = status.ToString();
       };
-      auto reflector = std::make_unique<coach::kubeclient::Reflector>(
-          options_.client, state->resource, ns, ro, std::move(handlers));
-      coach::kubeclient::Reflector* raw = reflector.get();
-      reflectors_.push_back(std::move(reflector));
-      threads_.emplace_back([raw] { raw->Run(); });
+      StartReflector(state->resource, ns, ro, std::move(handlers));
     }
   }
   StartSchedulingWatches(namespaces);
@@ -400,13 +396,20 @@ void KubeBackend::StartSchedulingWatches(const std::vector<std::string>& namespa
       handlers.on_error = [what](const absl::Status& status) {
         spdlog::warn("kube backend: {} watch: {}", what, status.ToString());
       };
-      auto reflector = std::make_unique<coach::kubeclient::Reflector>(options_.client, w.resource,
-                                                                      ns, ro, std::move(handlers));
-      coach::kubeclient::Reflector* raw = reflector.get();
-      reflectors_.push_back(std::move(reflector));
-      threads_.emplace_back([raw] { raw->Run(); });
+      StartReflector(w.resource, ns, ro, std::move(handlers));
     }
   }
+}
+
+void KubeBackend::StartReflector(const coach::kubeclient::ResourceDescriptor& resource,
+                                 const std::string& ns,
+                                 const coach::kubeclient::ReflectorOptions& options,
+                                 coach::kubeclient::ReflectorHandlers handlers) {
+  auto reflector = std::make_unique<coach::kubeclient::Reflector>(options_.client, resource, ns,
+                                                                  options, std::move(handlers));
+  coach::kubeclient::Reflector* raw = reflector.get();
+  reflectors_.push_back(std::move(reflector));
+  threads_.emplace_back([raw] { raw->Run(); });
 }
 
 void KubeBackend::Raise(const std::string& job_key, const std::string& object_key, Expectation e) {

@@ -182,6 +182,10 @@ class KubeBackend : public Backend {
   void Notify(const std::set<std::string>& job_keys);
   // The events and NodeClaim watches (see the file comment); called by Start().
   void StartSchedulingWatches(const std::vector<std::string>& namespaces);
+  // Runs a reflector on `resource` in `ns` on its own thread until Stop().
+  void StartReflector(const coach::kubeclient::ResourceDescriptor& resource, const std::string& ns,
+                      const coach::kubeclient::ReflectorOptions& options,
+                      coach::kubeclient::ReflectorHandlers handlers);
   // The jobs owning the cached pods `pod_keys` ("ns/name"). Requires mu_.
   std::set<std::string> JobsOfPodsLocked(const std::set<std::string>& pod_keys) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
