@@ -37,7 +37,8 @@ absl::Status MakeDirs(const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::Status WriteFileAtomic(const std::string& path, const std::string& contents) {
+absl::Status WriteFileAtomic(const std::string& path, const std::string& contents,
+                             Durability durability) {
   const std::string tmp = path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Errno("open", tmp);
@@ -52,13 +53,14 @@ absl::Status WriteFileAtomic(const std::string& path, const std::string& content
     }
     done += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0) {
+  if (durability == Durability::kSynced && fsync(fd) != 0) {
     absl::Status s = Errno("fsync", tmp);
     close(fd);
     return s;
   }
   close(fd);
   if (rename(tmp.c_str(), path.c_str()) != 0) return Errno("rename", tmp);
+  if (durability == Durability::kCrashSafe) return absl::OkStatus();
   const std::string dir = DirName(path);
   int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {

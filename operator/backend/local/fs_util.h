@@ -15,10 +15,18 @@ namespace coach::backend::local {
 // Errors: InvalidArgument (empty path), Internal (mkdir failed, message has errno text).
 absl::Status MakeDirs(const std::string& path);
 
-// Writes `contents` to `path` atomically: write `<path>.tmp`, fsync, rename, fsync the
-// directory. Readers see either the old file or the whole new one, never a torn write.
+// kSynced: the file survives a power cut once the call returns. kCrashSafe: it survives a
+// kill of any process (the kernel has it) but not a power cut; for files whose loss in a
+// power cut is harmless because what they say is derived again or no longer true (a
+// process file names a process that the power cut ended), it saves two fsyncs a write.
+enum class Durability { kSynced, kCrashSafe };
+
+// Writes `contents` to `path` atomically: write `<path>.tmp`, rename (kSynced: fsync the
+// file before the rename and the directory after it). Readers see either the old file or
+// the whole new one, never a torn write.
 // Errors: Internal (any syscall failed).
-absl::Status WriteFileAtomic(const std::string& path, const std::string& contents);
+absl::Status WriteFileAtomic(const std::string& path, const std::string& contents,
+                             Durability durability = Durability::kSynced);
 
 // Whole file. Errors: NotFound (no such file), Internal (other read errors).
 absl::StatusOr<std::string> ReadFile(const std::string& path);

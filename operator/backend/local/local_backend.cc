@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,6 +47,18 @@ std::string HostName() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
   return buf;
+}
+
+// Every running replica holds one descriptor here (its end watch), and the soft limit is
+// 1024 by default: raise it to the hard limit, as the Go runtime does for every program.
+void RaiseOpenFileLimit() {
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    spdlog::debug("local backend: open file limit {} -> {}", before, limit.rlim_cur);
+  }
 }
 
 // Replica shims started at once; the replicas of one job start in parallel up to this.
@@ -104,16 +117,20 @@ absl::StatusOr<std::unique_ptr<LocalBackend>> LocalBackend::Create(LocalBackendO
   ASSIGN_OR_RETURN(std::unique_ptr<GpuAllocator> gpus, GpuAllocator::Create(*discovery));
   if (options.node_name.empty()) options.node_name = HostName();
   if (options.base_env.empty()) options.base_env = OwnEnvironment();
-  return std::unique_ptr<LocalBackend>(
-      new LocalBackend(std::move(options), std::move(owned), std::move(gpus)));
+  ASSIGN_OR_RETURN(std::unique_ptr<EndWatcher> end_watcher, EndWatcher::Create());
+  RaiseOpenFileLimit();
+  return std::unique_ptr<LocalBackend>(new LocalBackend(std::move(options), std::move(owned),
+                                                        std::move(gpus), std::move(end_watcher)));
 }
 
 LocalBackend::LocalBackend(LocalBackendOptions options, std::unique_ptr<ProcessRunner> owned_runner,
-                           std::unique_ptr<GpuAllocator> gpus)
+                           std::unique_ptr<GpuAllocator> gpus,
+                           std::unique_ptr<EndWatcher> end_watcher)
     : options_(std::move(options)),
       owned_runner_(std::move(owned_runner)),
       runner_(options_.runner != nullptr ? options_.runner : owned_runner_.get()),
       gpus_(std::move(gpus)),
+      end_watcher_(std::move(end_watcher)),
       ports_(options_.store),
       objects_(absl::StrCat(options_.state_dir, "/objects")) {
   for (int i = 0; i < kStarterThreads; ++i) starters_.emplace_back([this] { StarterLoop(); });
@@ -232,6 +249,7 @@ void LocalBackend::Stop() {
     stopping_ = true;
     t = std::move(poller_);
   }
+  end_watcher_->Wake();
   if (t.joinable()) t.join();
   // Starts in flight call the change callback when they end: let them, before the
   // caller tears down what the callback reaches.
@@ -241,26 +259,33 @@ void LocalBackend::Stop() {
 }
 
 void LocalBackend::PollLoop() {
+  // Real time, like the waits: the cadence of polling is not logic time.
+  absl::Time next_poll = absl::Now() + options_.poll_interval;
   for (;;) {
+    std::set<JobKey> changed;
+    for (JobKey& job : end_watcher_->Wait(next_poll - absl::Now())) changed.insert(std::move(job));
     {
       absl::MutexLock lock(&poll_mu_);
-      auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(poll_mu_) { return stopping_; };
-      if (poll_mu_.AwaitWithTimeout(absl::Condition(&stop), options_.poll_interval)) return;
+      if (stopping_) return;
     }
-    std::set<JobKey> changed;
     ChangeCallback callback;
-    {
+    if (absl::Now() >= next_poll) {
+      next_poll = absl::Now() + options_.poll_interval;
       absl::MutexLock lock(&mu_);
       absl::StatusOr<std::vector<ReplicaRecord>> records = options_.store->ListRunningReplicas();
       if (!records.ok()) {
         spdlog::warn("local backend: listing replicas: {}", records.status().ToString());
-        continue;
+      } else {
+        for (ReplicaRecord& r : *records) {
+          if (r.phase == PodPhase::kRunning && Refresh(r)) changed.insert(r.job);
+        }
       }
-      for (ReplicaRecord& r : *records) {
-        if (r.phase == PodPhase::kRunning && Refresh(r)) changed.insert(r.job);
-      }
+    }
+    {
+      absl::MutexLock lock(&mu_);
       callback = callback_;
     }
+    // A job whose replica ended is only woken: its pass's Observe records the exit.
     if (!callback) continue;
     for (const JobKey& k : changed) callback(k.namespace_, k.name);
   }
@@ -409,7 +434,98 @@ absl::Status LocalBackend::Apply(const model::Job& job, const model::Action& act
   return absl::InvalidArgumentError("kDeleteJob is handled by the controller");
 }
 
+absl::Status LocalBackend::ApplyAll(const model::Job& job,
+                                    const std::vector<model::Action>& actions,
+                                    std::vector<absl::Status>* results) {
+  for (const model::Action& a : actions) {
+    // Stopping a pod waits for its process; keep such a pass in the reconciler's order.
+    if (a.type == model::Action::Type::kDelete && a.object.kind == "Pod") {
+      return Backend::ApplyAll(job, actions, results);
+    }
+  }
+  std::vector<absl::Status> statuses(
+      actions.size(), absl::CancelledError("not attempted: an earlier action failed"));
+  const JobKey key = KeyOf(job);
+  // The pods' records are written in one synced transaction, then the pods are started: one
+  // sync per pass instead of one per pod. Services are recorded after that (nothing on this
+  // host reads them, so the starts do not wait for their writes); everything else
+  // (ConfigMaps the replicas read, RBAC, PodGroups) is applied in order before.
+  std::vector<PreparedStart> prepared;
+  std::vector<size_t> prepared_at;
+  std::vector<size_t> services_at;
+  std::optional<PassReads> reads;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const model::Action& a = actions[i];
+    if (a.type == model::Action::Type::kCreate && a.object.kind == "Service") {
+      services_at.push_back(i);
+      continue;
+    }
+    if (a.type == model::Action::Type::kCreate && a.object.kind == "Pod") {
+      if (!reads.has_value()) {
+        absl::StatusOr<PassReads> read = ReadForPass(key);
+        if (!read.ok()) {
+          statuses[i] = read.status();
+          break;
+        }
+        reads = std::move(read).value();
+      }
+      absl::StatusOr<std::optional<PreparedStart>> p = PreparePod(job, a.object, *reads);
+      statuses[i] = p.status();
+      if (!p.ok()) break;
+      if (p->has_value()) {
+        prepared.push_back(std::move(**p));
+        prepared_at.push_back(i);
+      }
+      continue;
+    }
+    statuses[i] = Apply(job, a);
+    if (!statuses[i].ok()) break;
+  }
+  const absl::Status started = StartPrepared(key, std::move(prepared));
+  if (!started.ok()) {
+    for (size_t i : prepared_at) statuses[i] = started;
+  }
+  // A Service is recorded unless an action before it in the reconciler's order failed.
+  for (size_t i : services_at) {
+    bool earlier_failed = false;
+    for (size_t j = 0; j < i; ++j)
+      earlier_failed |= !statuses[j].ok() && !absl::IsCancelled(statuses[j]);
+    if (earlier_failed) break;
+    statuses[i] = Apply(job, actions[i]);
+  }
+  if (results != nullptr) *results = statuses;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (!statuses[i].ok() && !absl::IsCancelled(statuses[i])) {
+      return AnnotateAction(actions[i], statuses[i]);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LocalBackend::PassReads> LocalBackend::ReadForPass(const JobKey& key) {
+  PassReads reads;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(std::vector<ReplicaRecord> records, options_.store->ListReplicas(key));
+    for (const ReplicaRecord& r : records) reads.existing.insert(r.name);
+  }
+  ASSIGN_OR_RETURN(std::vector<PortReservation> ports, options_.store->ListPortReservationsOf(key));
+  for (const PortReservation& r : ports) reads.ports[r.replica][r.port_name] = r.port;
+  return reads;
+}
+
 absl::Status LocalBackend::CreatePod(const model::Job& job, const model::KubeObject& pod) {
+  const JobKey key = KeyOf(job);
+  ASSIGN_OR_RETURN(PassReads reads, ReadForPass(key));
+  ASSIGN_OR_RETURN(std::optional<PreparedStart> prepared, PreparePod(job, pod, reads));
+  if (!prepared.has_value()) return absl::OkStatus();  // exists: idempotent
+  std::vector<PreparedStart> one;
+  one.push_back(std::move(*prepared));
+  return StartPrepared(key, std::move(one));
+}
+
+absl::StatusOr<std::optional<LocalBackend::PreparedStart>> LocalBackend::PreparePod(
+    const model::Job& job, const model::KubeObject& pod, const PassReads& reads) {
   const JobKey key = KeyOf(job);
   const api::v1::KindInfo* kind = api::v1::FindKind(job.kind());
   if (kind == nullptr) return absl::InvalidArgumentError("job kind is not set");
@@ -427,19 +543,14 @@ absl::Status LocalBackend::CreatePod(const model::Job& job, const model::KubeObj
       return s;
     }
   }
-  {
-    absl::MutexLock lock(&mu_);
-    ASSIGN_OR_RETURN(std::vector<ReplicaRecord> records, options_.store->ListReplicas(key));
-    for (const ReplicaRecord& r : records) {
-      if (r.name == pod.name) return absl::OkStatus();  // exists: idempotent
-    }
-  }
+  if (reads.existing.count(pod.name) > 0) return std::nullopt;  // exists: idempotent
   PodHost host;
   host.node_name = options_.node_name;
   host.base_env = options_.base_env;
   ASSIGN_OR_RETURN(PodProcess proc, PodToProcess(pod.body, *kind, host));
 
-  ReplicaRecord record;
+  PreparedStart out;
+  ReplicaRecord& record = out.record;
   record.job = key;
   record.name = pod.name;
   record.replica_type =
@@ -447,9 +558,8 @@ absl::Status LocalBackend::CreatePod(const model::Job& job, const model::KubeObj
   absl::SimpleAtoi(Label(pod.body, reconcile::kLabelReplicaIndex), &record.index);
   ASSIGN_OR_RETURN(record.log_path,
                    ReplicaLogPath(options_.state_dir, key.namespace_, key.name, pod.name));
-  ASSIGN_OR_RETURN(std::vector<PortReservation> all, options_.store->ListPortReservationsOf(key));
-  for (const PortReservation& r : all) {
-    if (r.replica == pod.name) record.ports[r.port_name] = r.port;
+  if (auto ports = reads.ports.find(pod.name); ports != reads.ports.end()) {
+    record.ports = ports->second;
   }
 
   const std::string owner = GpuOwner(key, pod.name);
@@ -474,46 +584,60 @@ absl::Status LocalBackend::CreatePod(const model::Job& job, const model::KubeObj
     absl::StatusOr<std::string> carried = ReadFile(RestartCountPath(key, pod.name));
     if (carried.ok()) absl::SimpleAtoi(*carried, &record.restart_count);
   }
-  // Before the record below: Start() adopts a pid-0 record through the replica dir.
-  RETURN_IF_ERROR(RemoveEndedAttemptFiles(key, pod.name));
+  // Before the record: Start() adopts a pid-0 record through the replica dir.
+  if (absl::Status s = RemoveEndedAttemptFiles(key, pod.name); !s.ok()) {
+    gpus_->Release(owner);
+    return s;
+  }
 
-  ProcessSpec spec;
+  ProcessSpec& spec = out.spec;
   spec.argv = proc.argv;
   spec.env = EnvEntries(proc.env);
   spec.working_dir = proc.working_dir.empty() ? options_.default_working_dir : proc.working_dir;
   spec.log_path = record.log_path;
   spec.max_log_bytes = options_.max_log_bytes;
   spec.replica_dir = ReplicaDir(key, pod.name);
+  out.container = proc.container;
+  out.ignored_containers = proc.ignored_containers;
+  return out;
+}
 
-  // The record first (pid 0): a crash after Start leaves a record that Start() re-adopts
+absl::Status LocalBackend::StartPrepared(const JobKey& key, std::vector<PreparedStart> prepared) {
+  if (prepared.empty()) return absl::OkStatus();
+  // The records first (pid 0): a crash after a start leaves a record that Start() re-adopts
   // through the replica dir, never an unknown process that would be started twice.
   {
+    std::vector<ReplicaRecord> records;
+    for (const PreparedStart& p : prepared) records.push_back(p.record);
     absl::MutexLock lock(&mu_);
-    absl::Status s = options_.store->PutReplica(record);
+    absl::Status s = options_.store->PutReplicas(records);
     if (!s.ok()) {
-      gpus_->Release(owner);
+      for (const PreparedStart& p : prepared) gpus_->Release(GpuOwner(key, p.record.name));
       return s;
     }
   }
-  for (const std::string& c : proc.ignored_containers) {
-    (void)options_.jobs->AppendEvent(
-        key, JobEvent{"Warning", "ContainerIgnored",
-                      absl::StrCat("pod ", pod.name, ": container ", c,
-                                   " is not run by the local backend (only ", proc.container, ")"),
-                      Now()});
+  for (PreparedStart& p : prepared) {
+    for (const std::string& c : p.ignored_containers) {
+      (void)options_.jobs->AppendEvent(
+          key, JobEvent{"Warning", "ContainerIgnored",
+                        absl::StrCat("pod ", p.record.name, ": container ", c,
+                                     " is not run by the local backend (only ", p.container, ")"),
+                        Now()});
+    }
+    // The log exists from now on, so that logs of a starting pod read as empty.
+    if (absl::Status s = MakeDirs(DirName(p.record.log_path)); s.ok()) {
+      const int fd =
+          open(p.record.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (fd >= 0) close(fd);
+    }
+    {
+      absl::MutexLock lock(&start_mu_);
+      ++starting_[key];
+    }
+    RunAsync([this, record = std::move(p.record), spec = std::move(p.spec)]() mutable {
+      FinishStart(std::move(record), std::move(spec));
+    });
   }
-  // The log exists from now on, so that logs of a starting pod read as empty.
-  if (absl::Status s = MakeDirs(DirName(record.log_path)); s.ok()) {
-    const int fd = open(record.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0) close(fd);
-  }
-  {
-    absl::MutexLock lock(&start_mu_);
-    ++starting_[key];
-  }
-  RunAsync([this, record = std::move(record), spec = std::move(spec)]() mutable {
-    FinishStart(std::move(record), std::move(spec));
-  });
   return absl::OkStatus();
 }
 
@@ -546,6 +670,13 @@ void LocalBackend::FinishStart(ReplicaRecord record, ProcessSpec spec) {
   if (!handle.ok()) {
     absl::MutexLock lock(&start_mu_);
     start_errors_[{key, record.name}] = handle.status();
+  } else if (const int end_fd = runner_->TakeEndFd(*handle); end_fd >= 0) {
+    // After the Running record: the pass that the end wakes finds the process to poll.
+    absl::Status watched = end_watcher_->Watch(end_fd, key);
+    if (!watched.ok()) {
+      spdlog::warn("local backend: {}/{}: its end is found by polling: {}", key.namespace_,
+                   record.name, watched.ToString());
+    }
   }
   // Before the start counts as ended, so that Stop() returns only after the callback.
   if (callback) callback(key.namespace_, key.name);

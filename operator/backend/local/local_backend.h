@@ -45,6 +45,10 @@
 // Apply(kCreate) of that pod, so the controller retries it with its backoff. DeletePod and
 // Forget wait for the job's starts in flight; the destructor waits for all of them.
 //
+// Ends: the poller learns of a started replica's end at once from its shim's end-of-file
+// descriptor (end_watcher.h) and wakes the job; every poll_interval it also polls every
+// running record (replicas adopted after a restart have no descriptor).
+//
 // Thread-safety: thread-safe; the controller calls it from several workers (never two at
 // once for one job), and a poller thread watches processes between Start() and Stop().
 
@@ -53,6 +57,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -64,6 +70,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "operator/backend/backend.h"
+#include "operator/backend/local/end_watcher.h"
 #include "operator/backend/local/gpu_allocator.h"
 #include "operator/backend/local/net/port_allocator.h"
 #include "operator/backend/local/object_table.h"
@@ -139,6 +146,12 @@ class LocalBackend : public Backend {
   // kDelete Pod: stops the process group (SIGTERM, grace, SIGKILL), frees its GPUs,
   // drops the record. Other kinds: recorded / dropped.
   absl::Status Apply(const model::Job& job, const model::Action& action) override;
+  // As Backend::ApplyAll, except that the records of the pass's new pods are written in
+  // one synced transaction (one sync per pass, not per pod) before their starts; a pass
+  // that deletes a pod is applied one action after another.
+  absl::Status ApplyAll(const model::Job& job, const std::vector<model::Action>& actions,
+                        std::vector<absl::Status>* results) override;
+  using Backend::ApplyAll;
   // Stops every replica of the job in parallel (with grace), releases ports and GPUs,
   // drops records, objects, ConfigMap files, replica dirs and logs. Idempotent.
   absl::Status Forget(const model::Job& job) override;
@@ -155,11 +168,31 @@ class LocalBackend : public Backend {
 
  private:
   LocalBackend(LocalBackendOptions options, std::unique_ptr<ProcessRunner> owned_runner,
-               std::unique_ptr<GpuAllocator> gpus);
+               std::unique_ptr<GpuAllocator> gpus, std::unique_ptr<EndWatcher> end_watcher);
 
   // Reserves the ports of the job that `have` (its reservations) lacks; whether it did.
   absl::StatusOr<bool> EnsurePorts(const model::Job& job, const std::vector<PortReservation>& have);
+  // What a pass reads once for all its pod creates: the job's replica names and ports.
+  struct PassReads {
+    std::set<std::string> existing;
+    std::map<std::string, std::map<std::string, int>> ports;  // pod -> port name -> port
+  };
+  // A pod ready to start: its record (pid 0) not yet written, its GPUs allocated.
+  struct PreparedStart {
+    ReplicaRecord record;
+    ProcessSpec spec;
+    std::string container;
+    std::vector<std::string> ignored_containers;
+  };
+  absl::StatusOr<PassReads> ReadForPass(const JobKey& key);
   absl::Status CreatePod(const model::Job& job, const model::KubeObject& pod);
+  // nullopt: the pod exists. Errors as Apply; nothing is held after an error.
+  absl::StatusOr<std::optional<PreparedStart>> PreparePod(const model::Job& job,
+                                                          const model::KubeObject& pod,
+                                                          const PassReads& reads);
+  // Writes the records in one synced transaction, then queues the starts. On error nothing
+  // was written and the pods' GPUs are released.
+  absl::Status StartPrepared(const JobKey& key, std::vector<PreparedStart> prepared);
   // Runs the shim for a stored Pending record; see "Starting is asynchronous".
   void FinishStart(ReplicaRecord record, ProcessSpec spec);
   // Queues `task` on the starter pool.
@@ -190,6 +223,7 @@ class LocalBackend : public Backend {
   std::unique_ptr<ProcessRunner> owned_runner_;
   ProcessRunner* const runner_;
   std::unique_ptr<GpuAllocator> gpus_;
+  std::unique_ptr<EndWatcher> end_watcher_;
   PortAllocator ports_;
   ObjectTable objects_;
 

@@ -56,13 +56,13 @@ class LocalBackendTest : public ::testing::Test {
     for (const model::Job& j : jobs_) EXPECT_TRUE(backend_->Forget(j).ok());
   }
 
-  std::unique_ptr<LocalBackend> NewBackend() {
+  std::unique_ptr<LocalBackend> NewBackend(absl::Duration poll_interval = absl::Milliseconds(20)) {
     LocalBackendOptions o;
     o.state_dir = dir_ + "/state";
     o.store = store_.get();
     o.jobs = store_.get();
     o.shim_path = ShimPath();
-    o.poll_interval = absl::Milliseconds(20);
+    o.poll_interval = poll_interval;
     o.grace_period = absl::Seconds(2);
     o.gpus = &gpus_;
     o.node_name = "testnode";
@@ -177,6 +177,74 @@ TEST_F(LocalBackendTest, SuccessAndSignal) {
   model::Job sig = MakeJob("sig", {{"command", Argv("kill -9 $$$$")}});
   ASSERT_TRUE(Create(sig, Pod(sig)).ok());
   EXPECT_EQ(WaitPod(sig, PodPhase::kFailed).exit_code, 128 + 9);
+}
+
+// The poller learns of an end from the shim's end-of-file descriptor, not at its next
+// poll: with an hour between polls the job is still woken, and sees the exit, at once.
+TEST_F(LocalBackendTest, AnEndWakesTheJobWithoutWaitingForAPoll) {
+  backend_ = NewBackend(absl::Hours(1));
+  absl::Mutex mu;
+  int calls = 0;
+  backend_->SetChangeCallback([&](const std::string&, const std::string&) {
+    absl::MutexLock lock(&mu);
+    ++calls;
+  });
+  ASSERT_TRUE(backend_->Start().ok());
+  model::Job job = MakeJob("woken", {{"command", Argv("exit 4")}});
+  ASSERT_TRUE(Create(job, Pod(job)).ok());
+  {
+    // One call when the start ended, one when the replica did.
+    absl::MutexLock lock(&mu);
+    auto two = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu) { return calls >= 2; };
+    EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(&two), absl::Seconds(10)))
+        << "calls: " << calls;
+  }
+  auto seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  ASSERT_EQ(seen->pods.size(), 1u);
+  EXPECT_EQ(seen->pods[0].phase, PodPhase::kFailed);
+  EXPECT_EQ(seen->pods[0].exit_code, 4);
+  backend_->Stop();
+}
+
+// A pass's pods are recorded together and then started; the results say what happened to
+// each action, and the first failure is returned, named.
+TEST_F(LocalBackendTest, ApplyAllStartsThePodsBeforeAFailureAndReportsEachAction) {
+  model::Job job = MakeJob("batch", {{"command", Argv("exit 0")}});
+  model::KubeObject good = Pod(job);
+  model::KubeObject service;
+  service.kind = "Service";
+  service.name = "batch-worker-0";
+  model::KubeObject bad = good;
+  bad.name = "batch/../escape";
+  model::KubeObject after = service;
+  after.name = "batch-after";
+  using Type = model::Action::Type;
+  const std::vector<model::Action> actions = {{Type::kCreate, good},
+                                              {Type::kCreate, service},
+                                              {Type::kCreate, bad},
+                                              {Type::kCreate, after}};
+  std::vector<absl::Status> results;
+  absl::Status applied = backend_->ApplyAll(job, actions, &results);
+  EXPECT_EQ(applied.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(applied.message().find("create Pod batch/../escape"), std::string::npos) << applied;
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_TRUE(results[0].ok()) << results[0];
+  EXPECT_TRUE(results[1].ok()) << results[1];
+  EXPECT_EQ(results[2].code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(results[3].code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(WaitPod(job, PodPhase::kSucceeded).name, "batch-worker-0");
+  auto seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  ASSERT_EQ(seen->objects.size(), 1u);
+  EXPECT_EQ(seen->objects[0].name, "batch-worker-0");
+  // Again, without the bad pod: everything exists, nothing is started twice.
+  results.clear();
+  EXPECT_TRUE(backend_->ApplyAll(job, {actions[0], actions[1], actions[3]}, &results).ok());
+  seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->pods.size(), 1u);
+  EXPECT_EQ(seen->objects.size(), 2u);
 }
 
 TEST_F(LocalBackendTest, RecreatedFailedPodCarriesItsRestartCount) {

@@ -45,7 +45,10 @@ absl::Status ObjectTable::Save(const JobKey& job, const Set& set) {
   if (absl::Status s = MakeDirs(DirName(*path)); !s.ok()) return s;
   nlohmann::json j = nlohmann::json::array();
   for (const auto& [kind, name] : set) j.push_back({kind, name});
-  return WriteFileAtomic(*path, j.dump());
+  // Not synced: a Service or ConfigMap record lost in a power cut is only a name the next
+  // reconcile pass finds missing and records again (the local backend's objects are
+  // bookkeeping; no process depends on them). Syncing it cost two fsyncs per Service.
+  return WriteFileAtomic(*path, j.dump(), Durability::kCrashSafe);
 }
 
 absl::Status ObjectTable::Add(const JobKey& job, const std::string& kind, const std::string& name) {

@@ -3,8 +3,9 @@
 // The non-pod objects of local jobs (Service, ConfigMap, ServiceAccount, Role,
 // RoleBinding, PodGroup). They have no effect on this host, but the reconciler must
 // observe them as existing once created, or it would create them again forever; so the
-// backend records them, durably: one small JSON file per job under
-// <dir>/<namespace>/<job>.json, replaced atomically on every change. The file is the truth; a
+// backend records them: one small JSON file per job under <dir>/<namespace>/<job>.json,
+// replaced atomically on every change (it survives a kill of the operator; a power cut may
+// lose the last changes, which the next pass then makes again). The file is the truth; a
 // job's set is cached in memory for its next pass, except when the caller says it will not
 // be asked again soon (a finished job's pass, List with kDrop): a store of thousands of
 // finished jobs would otherwise keep every one's set for the life of the process. Thread-safe.

@@ -15,6 +15,9 @@ std::string ExitRecordToJson(const ExitRecord& record) {
        absl::FormatTime(absl::RFC3339_full, record.finished_at, absl::UTCTimeZone())},
       {"message", record.message},
   };
+  if (record.pid != 0) {
+    j["process"] = {{"pid", record.pid}, {"pgid", record.pgid}, {"start_time", record.start_time}};
+  }
   return j.dump();
 }
 
@@ -28,6 +31,16 @@ absl::StatusOr<ExitRecord> ExitRecordFromJson(const std::string& json) {
   if (j.contains("signal") && j["signal"].is_number_integer()) r.signal = j["signal"].get<int>();
   if (j.contains("message") && j["message"].is_string())
     r.message = j["message"].get<std::string>();
+  if (j.contains("process") && j["process"].is_object()) {
+    const nlohmann::json& p = j["process"];
+    if (p.contains("pid") && p["pid"].is_number_integer() && p.contains("pgid") &&
+        p["pgid"].is_number_integer() && p.contains("start_time") &&
+        p["start_time"].is_number_unsigned()) {
+      r.pid = p["pid"].get<pid_t>();
+      r.pgid = p["pgid"].get<pid_t>();
+      r.start_time = p["start_time"].get<uint64_t>();
+    }
+  }
   if (j.contains("finished_at") && j["finished_at"].is_string()) {
     std::string err;
     if (!absl::ParseTime(absl::RFC3339_full, j["finished_at"].get<std::string>(), &r.finished_at,
@@ -50,7 +63,10 @@ absl::StatusOr<ExitRecord> ReadExitRecord(const std::string& replica_dir) {
 
 absl::Status WriteProcessFile(const std::string& replica_dir, const ProcessFile& file) {
   nlohmann::json j = {{"pid", file.pid}, {"pgid", file.pgid}, {"start_time", file.start_time}};
-  return WriteFileAtomic(absl::StrCat(replica_dir, "/", kProcessFileName), j.dump());
+  // Not synced: after a power cut the process it names is gone anyway, and a missing
+  // process file reads as "never started" or "vanished", which is then the truth.
+  return WriteFileAtomic(absl::StrCat(replica_dir, "/", kProcessFileName), j.dump(),
+                         Durability::kCrashSafe);
 }
 
 absl::StatusOr<ProcessFile> ReadProcessFile(const std::string& replica_dir) {

@@ -3,8 +3,11 @@
 // The files the replica shim leaves in a replica directory, read back by the runner
 // even after an operator restart (when the replica is no longer the operator's child):
 //   <replica-dir>/process  {"pid","pgid","start_time"}   written once the command started
-//   <replica-dir>/exit     {"exit_code","signal","finished_at","message"}  written last
-// Both are written atomically (tmp + rename), so a reader sees all of a file or none.
+//   <replica-dir>/exit     {"exit_code","signal","finished_at","message",
+//                           "process": {"pid","pgid","start_time"}}  written last
+// Both are written atomically (tmp + rename), so a reader sees all of a file or none. Only
+// the exit file is synced: it also names the process, so that an ended replica is still
+// recognised when a power cut lost its process file.
 
 #include <sys/types.h>
 
@@ -26,6 +29,10 @@ struct ExitRecord {
   int signal = 0;  // 0 unless a signal killed the command.
   absl::Time finished_at = absl::UnixEpoch();
   std::string message;  // Why, when known ("exec foo: No such file or directory").
+  // The shim that wrote it (ProcessFile's fields); pid 0 in files of older shims.
+  pid_t pid = 0;
+  pid_t pgid = 0;
+  uint64_t start_time = 0;
 };
 
 // The shim's own process (pid, start_time) and the process group of the command.

@@ -81,6 +81,15 @@ class ProcessRunner {
   // `process` file: re-adoption after an operator crash between Start and persisting
   // the handle. Errors: NotFound (never started there), InvalidArgument (corrupt).
   virtual absl::StatusOr<ProcessHandle> Recover(const std::string& replica_dir) = 0;
+
+  // For a replica this runner started: a descriptor (close-on-exec, non-blocking) that
+  // reads end of file once the replica's supervisor has ended, its exit recorded, so the
+  // caller learns of the end at once instead of at its next Poll. -1 when there is none
+  // (adopted replicas, runners without one). Handed out once; the caller closes it.
+  virtual int TakeEndFd(const ProcessHandle& handle) {
+    (void)handle;
+    return -1;
+  }
 };
 
 }  // namespace coach::backend::local

@@ -186,8 +186,8 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
   }
   absl::StatusOr<std::string> line = ReadStatusLine(
       status_pipe[0], options_.clock->Now() + options_.start_timeout, options_.clock);
-  close(status_pipe[0]);
   if (!line.ok() || !absl::StartsWith(*line, "pgid ")) {
+    close(status_pipe[0]);
     // Do not leave a half-started replica behind.
     kill(-pid, SIGKILL);
     waitpid(pid, nullptr, 0);
@@ -196,10 +196,23 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
         absl::StrCat("replica shim failed to start: ", line->empty() ? "no report" : *line));
   }
   absl::StatusOr<ProcessFile> pf = ReadProcessFile(spec.replica_dir);
-  if (!pf.ok()) return absl::InternalError(absl::StrCat("replica shim: ", pf.status().message()));
-  if (pf->pid != pid) {
+  if (!pf.ok() || pf->pid != pid) {
+    close(status_pipe[0]);
+    if (!pf.ok()) {
+      return absl::InternalError(absl::StrCat("replica shim: ", pf.status().message()));
+    }
     return absl::InternalError(
         absl::StrCat("replica shim reported pid ", pf->pid, ", started ", pid));
+  }
+  // Kept for TakeEndFd: nothing more is written on it; its end of file is the shim's end.
+  fcntl(status_pipe[0], F_SETFL, O_NONBLOCK);
+  {
+    absl::MutexLock lock(&end_fds_mu_);
+    auto [it, inserted] = end_fds_.emplace(pid, status_pipe[0]);
+    if (!inserted) {  // a recycled pid whose descriptor was never taken
+      close(it->second);
+      it->second = status_pipe[0];
+    }
   }
   ProcessHandle handle;
   handle.pid = pid;
@@ -207,6 +220,20 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
   handle.start_time = pf->start_time;
   handle.replica_dir = spec.replica_dir;
   return handle;
+}
+
+ShimProcessRunner::~ShimProcessRunner() {
+  absl::MutexLock lock(&end_fds_mu_);
+  for (const auto& [pid, fd] : end_fds_) close(fd);
+}
+
+int ShimProcessRunner::TakeEndFd(const ProcessHandle& handle) {
+  absl::MutexLock lock(&end_fds_mu_);
+  auto it = end_fds_.find(handle.pid);
+  if (it == end_fds_.end()) return -1;
+  const int fd = it->second;
+  end_fds_.erase(it);
+  return fd;
 }
 
 absl::Status ShimProcessRunner::Signal(const ProcessHandle& handle, int sig) {
@@ -301,7 +328,15 @@ absl::StatusOr<PollResult> ShimProcessRunner::Stop(const ProcessHandle& handle,
 }
 
 absl::StatusOr<ProcessHandle> ShimProcessRunner::Recover(const std::string& replica_dir) {
-  ASSIGN_OR_RETURN(ProcessFile pf, ReadProcessFile(replica_dir));
+  absl::StatusOr<ProcessFile> read = ReadProcessFile(replica_dir);
+  if (absl::IsNotFound(read.status())) {
+    // The process file is not synced; the exit file is and names the same process: a
+    // replica that ended before a power cut is adopted with its exit, not started again.
+    absl::StatusOr<ExitRecord> exit = ReadExitRecord(replica_dir);
+    if (exit.ok() && exit->pid != 0) read = ProcessFile{exit->pid, exit->pgid, exit->start_time};
+  }
+  if (!read.ok()) return read.status();
+  const ProcessFile& pf = *read;
   ProcessHandle handle;
   handle.pid = pf.pid;
   handle.pgid = pf.pgid;

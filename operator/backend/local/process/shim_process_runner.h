@@ -5,10 +5,13 @@
 // group, and leaves the exit status in <replica-dir>/exit, so that a later operator
 // process can still learn how a replica it did not start ended.
 
+#include <map>
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "operator/backend/local/process/process_runner.h"
@@ -39,6 +42,10 @@ class ShimProcessRunner : public ProcessRunner {
   absl::StatusOr<PollResult> Poll(const ProcessHandle& handle) override;
   absl::StatusOr<PollResult> Stop(const ProcessHandle& handle, absl::Duration grace) override;
   absl::StatusOr<ProcessHandle> Recover(const std::string& replica_dir) override;
+  // The read end of the shim's status pipe: the shim holds the write end until it exits.
+  int TakeEndFd(const ProcessHandle& handle) override;
+
+  ~ShimProcessRunner() override;
 
  private:
   ShimProcessRunner(std::string shim_path, Options options)
@@ -52,6 +59,8 @@ class ShimProcessRunner : public ProcessRunner {
 
   std::string shim_path_;
   Options options_;
+  absl::Mutex end_fds_mu_;
+  std::map<pid_t, int> end_fds_ ABSL_GUARDED_BY(end_fds_mu_);  // shim pid -> status pipe
 };
 
 }  // namespace coach::backend::local

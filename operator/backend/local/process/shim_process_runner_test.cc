@@ -2,6 +2,7 @@
 #include "operator/backend/local/process/shim_process_runner.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -133,6 +134,33 @@ TEST_F(ShimProcessRunnerTest, ExitCodeIsRecorded) {
   EXPECT_GT(p.finished_at, absl::Now() - absl::Minutes(1));
 }
 
+// The end-of-file descriptor: quiet while the replica runs, at its end once the exit file is
+// written, handed out once.
+TEST_F(ShimProcessRunnerTest, EndFdReadsEndOfFileOnceTheExitIsRecorded) {
+  const std::string go = absl::StrCat(dir_, "/go");
+  auto h = runner_->Start(Spec(
+      {"/bin/sh", "-c", absl::StrCat("while [ ! -e ", go, " ]; do sleep 0.01; done; exit 5")}));
+  ASSERT_TRUE(h.ok()) << h.status();
+  const int fd = runner_->TakeEndFd(*h);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(runner_->TakeEndFd(*h), -1);
+  struct pollfd pfd = {fd, POLLIN, 0};
+  EXPECT_EQ(poll(&pfd, 1, 100), 0) << "readable while the replica runs";
+  std::ofstream(go) << "x";
+  pfd.revents = 0;
+  ASSERT_EQ(poll(&pfd, 1, 20000), 1);
+  char c;
+  EXPECT_EQ(read(fd, &c, 1), 0);  // end of file, nothing written
+  close(fd);
+  auto exit = ReadExitRecord(h->replica_dir);
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->exit_code, 5);
+  // An adopted replica has none.
+  auto other = ShimProcessRunner::Create(ShimPath());
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ((*other)->TakeEndFd(*h), -1);
+}
+
 TEST_F(ShimProcessRunnerTest, KilledBySignalIsRecorded) {
   auto h = runner_->Start(Spec({"sh", "-c", "kill -USR1 $$; sleep 5"}));
   ASSERT_TRUE(h.ok()) << h.status();
@@ -262,6 +290,26 @@ TEST_F(ShimProcessRunnerTest, ReadoptedByANewRunnerAfterOperatorDeath) {
   PollResult done = WaitExit(saved);
   EXPECT_EQ(done.state, ProcessState::kExited);
   EXPECT_EQ(done.exit_code, 4);
+}
+
+// The process file is not synced; a power cut may lose it. An ended replica is still
+// recognised from its exit file, which names the same process.
+TEST_F(ShimProcessRunnerTest, RecoverFallsBackToTheExitFileWithoutAProcessFile) {
+  ProcessSpec spec = Spec({"sh", "-c", "exit 6"});
+  auto h = runner_->Start(spec);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(WaitExit(*h).exit_code, 6);
+  ASSERT_EQ(unlink(absl::StrCat(spec.replica_dir, "/", kProcessFileName).c_str()), 0);
+  auto recovered = runner_->Recover(spec.replica_dir);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(*recovered, *h);
+  auto p = runner_->Poll(*recovered);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->state, ProcessState::kExited);
+  EXPECT_EQ(p->exit_code, 6);
+  // Neither file: never started.
+  ASSERT_EQ(unlink(absl::StrCat(spec.replica_dir, "/", kExitFileName).c_str()), 0);
+  EXPECT_EQ(runner_->Recover(spec.replica_dir).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(ShimProcessRunnerTest, ExitStatusSurvivesWhenNotOurChild) {

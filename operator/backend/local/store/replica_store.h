@@ -67,6 +67,9 @@ class ReplicaStore {
   // Inserts or replaces the record (job, name). A record without a process (pid 0) is
   // synced, power cuts included, before this returns. Errors: NotFound (no such job).
   virtual absl::Status PutReplica(const ReplicaRecord& replica) = 0;
+  // PutReplica of each, in one transaction (all or none): one sync for the records of a
+  // pass's pods. Errors: as PutReplica.
+  virtual absl::Status PutReplicas(const std::vector<ReplicaRecord>& replicas) = 0;
   // Ordered by name. Errors: none beyond storage (an unknown job has no replicas).
   virtual absl::StatusOr<std::vector<ReplicaRecord>> ListReplicas(const JobKey& job) = 0;
   // Every job's replicas, ordered by (namespace, job, name): re-adoption at startup.

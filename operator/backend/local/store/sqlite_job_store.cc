@@ -575,41 +575,56 @@ absl::Status SqliteJobStore::JobExistsLocked(const JobKey& key) {
 }
 
 absl::Status SqliteJobStore::PutReplica(const ReplicaRecord& r) {
-  nlohmann::json ports = nlohmann::json::object();
-  for (const auto& [k, v] : r.ports) ports[k] = v;
-  nlohmann::json gpus = r.gpus;
   // A record without a process is the intent written before the process starts: synced,
   // so that no crash, power cuts included, leaves a replica this store does not know of
   // (and would start again). What follows (the handle, the exit) is re-read from the
   // shim's process and exit files when a power cut loses it.
   const Commit commit = r.process.pid == 0 ? Commit::kSynced : Commit::kBuffered;
   absl::MutexLock lock(&mu_);
+  return InTransaction(commit, [&] { return PutReplicaLocked(r); });
+}
+
+absl::Status SqliteJobStore::PutReplicas(const std::vector<ReplicaRecord>& replicas) {
+  if (replicas.empty()) return absl::OkStatus();
+  Commit commit = Commit::kBuffered;
+  for (const ReplicaRecord& r : replicas) {
+    if (r.process.pid == 0) commit = Commit::kSynced;  // as PutReplica
+  }
+  absl::MutexLock lock(&mu_);
   return InTransaction(commit, [&]() -> absl::Status {
-    RETURN_IF_ERROR(JobExistsLocked(r.job));
-    ASSIGN_OR_RETURN(Stmt s,
-                     Stmt::Cached(db_, statements_,
-                                  absl::StrCat("INSERT OR REPLACE INTO replicas (", kReplicaColumns,
-                                               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")));
-    s.Bind(1, r.job.namespace_)
-        .Bind(2, r.job.name)
-        .Bind(3, r.name)
-        .Bind(4, r.replica_type)
-        .Bind(5, int64_t{r.index})
-        .Bind(6, int64_t{r.process.pid})
-        .Bind(7, int64_t{r.process.pgid})
-        .Bind(8, static_cast<int64_t>(r.process.start_time))
-        .Bind(9, r.process.replica_dir)
-        .Bind(10, r.log_path)
-        .Bind(11, static_cast<int64_t>(r.phase))
-        .Bind(13, int64_t{r.restart_count})
-        .Bind(14, ports.dump())
-        .Bind(15, gpus.dump())
-        .BindTime(16, r.started_at)
-        .BindTime(17, r.finished_at)
-        .Bind(18, r.message);
-    if (r.exit_code.has_value()) s.Bind(12, int64_t{*r.exit_code});
-    return s.Run();
+    for (const ReplicaRecord& r : replicas) RETURN_IF_ERROR(PutReplicaLocked(r));
+    return absl::OkStatus();
   });
+}
+
+absl::Status SqliteJobStore::PutReplicaLocked(const ReplicaRecord& r) {
+  nlohmann::json ports = nlohmann::json::object();
+  for (const auto& [k, v] : r.ports) ports[k] = v;
+  nlohmann::json gpus = r.gpus;
+  RETURN_IF_ERROR(JobExistsLocked(r.job));
+  ASSIGN_OR_RETURN(Stmt s,
+                   Stmt::Cached(db_, statements_,
+                                absl::StrCat("INSERT OR REPLACE INTO replicas (", kReplicaColumns,
+                                             ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")));
+  s.Bind(1, r.job.namespace_)
+      .Bind(2, r.job.name)
+      .Bind(3, r.name)
+      .Bind(4, r.replica_type)
+      .Bind(5, int64_t{r.index})
+      .Bind(6, int64_t{r.process.pid})
+      .Bind(7, int64_t{r.process.pgid})
+      .Bind(8, static_cast<int64_t>(r.process.start_time))
+      .Bind(9, r.process.replica_dir)
+      .Bind(10, r.log_path)
+      .Bind(11, static_cast<int64_t>(r.phase))
+      .Bind(13, int64_t{r.restart_count})
+      .Bind(14, ports.dump())
+      .Bind(15, gpus.dump())
+      .BindTime(16, r.started_at)
+      .BindTime(17, r.finished_at)
+      .Bind(18, r.message);
+  if (r.exit_code.has_value()) s.Bind(12, int64_t{*r.exit_code});
+  return s.Run();
 }
 
 absl::StatusOr<std::vector<ReplicaRecord>> SqliteJobStore::QueryReplicas(const JobKey* job,

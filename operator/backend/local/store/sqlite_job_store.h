@@ -78,6 +78,7 @@ class SqliteJobStore : public store::JobStore, public ReplicaStore {
   absl::Status Delete(const JobKey& key, std::optional<std::string> resource_version) override;
 
   absl::Status PutReplica(const ReplicaRecord& replica) override;
+  absl::Status PutReplicas(const std::vector<ReplicaRecord>& replicas) override;
   absl::StatusOr<std::vector<ReplicaRecord>> ListReplicas(const JobKey& job) override;
   absl::StatusOr<std::vector<ReplicaRecord>> ListAllReplicas() override;
   absl::StatusOr<std::vector<ReplicaRecord>> ListRunningReplicas() override;
@@ -106,6 +107,8 @@ class SqliteJobStore : public store::JobStore, public ReplicaStore {
 
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `body` inside BEGIN IMMEDIATE ... COMMIT, rolling back when it fails.
+  // The INSERT OR REPLACE of one replica record, inside a transaction.
+  absl::Status PutReplicaLocked(const ReplicaRecord& replica) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status InTransaction(Commit commit, const std::function<absl::Status()>& body)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs one cached statement that returns no rows.

@@ -178,6 +178,25 @@ TEST_F(SqliteReplicaStoreTest, DeleteCascadesAndChecksVersion) {
   EXPECT_TRUE(store_->ListReplicas({"ns", "a"})->empty());
 }
 
+TEST_F(SqliteReplicaStoreTest, PutReplicasWritesAllOrNone) {
+  ASSERT_TRUE(store_->Create(MakeJob("ns", "a")).ok());
+  ReplicaRecord m, w, stray;
+  m.job = w.job = {"ns", "a"};
+  m.name = "a-master-0";
+  w.name = "a-worker-0";
+  stray.job = {"ns", "gone"};  // no such job: the whole batch is refused
+  stray.name = "gone-worker-0";
+  EXPECT_EQ(store_->PutReplicas({m, w, stray}).code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(store_->ListReplicas({"ns", "a"})->empty());
+  ASSERT_TRUE(store_->PutReplicas({m, w}).ok());
+  auto list = store_->ListReplicas({"ns", "a"});
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].name, "a-master-0");
+  EXPECT_EQ((*list)[1].name, "a-worker-0");
+  EXPECT_TRUE(store_->PutReplicas({}).ok());
+}
+
 TEST_F(SqliteReplicaStoreTest, ReplicaRecordsRoundTrip) {
   ASSERT_TRUE(store_->Create(MakeJob("ns", "a")).ok());
   ASSERT_TRUE(store_->Create(MakeJob("ns", "b")).ok());
