@@ -19,15 +19,19 @@ absl::Status Errno(const std::string& what, const std::string& path) {
 
 absl::Status MakeDirs(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("MakeDirs: empty path");
-  std::string partial;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    partial = path.substr(0, pos);
-    if (partial.empty()) continue;
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Errno("mkdir", partial);
+  // The whole path first: it usually exists or lacks only its last component, and walking
+  // every component cost a mkdir call each (several per replica start).
+  if (mkdir(path.c_str(), 0755) != 0) {
+    if (errno == ENOENT) {
+      const std::string parent = DirName(path);
+      if (parent == path) return Errno("mkdir", path);
+      if (absl::Status s = MakeDirs(parent); !s.ok()) return s;
+      if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return Errno("mkdir", path);
+    } else if (errno != EEXIST) {
+      return Errno("mkdir", path);
     }
+  } else {
+    return absl::OkStatus();
   }
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return Errno("stat", path);

@@ -485,13 +485,22 @@ absl::Status LocalBackend::ApplyAll(const model::Job& job,
   if (!started.ok()) {
     for (size_t i : prepared_at) statuses[i] = started;
   }
-  // A Service is recorded unless an action before it in the reconciler's order failed.
+  // A Service is recorded unless an action before it in the reconciler's order failed; all
+  // of them with one write of the job's object file.
+  std::vector<size_t> recorded_at;
+  std::vector<std::pair<std::string, std::string>> services;
   for (size_t i : services_at) {
     bool earlier_failed = false;
-    for (size_t j = 0; j < i; ++j)
+    for (size_t j = 0; j < i; ++j) {
       earlier_failed |= !statuses[j].ok() && !absl::IsCancelled(statuses[j]);
+    }
     if (earlier_failed) break;
-    statuses[i] = Apply(job, actions[i]);
+    recorded_at.push_back(i);
+    services.emplace_back(actions[i].object.kind, actions[i].object.name);
+  }
+  if (!services.empty()) {
+    const absl::Status recorded = objects_.AddAll(key, services);
+    for (size_t i : recorded_at) statuses[i] = recorded;
   }
   if (results != nullptr) *results = statuses;
   for (size_t i = 0; i < actions.size(); ++i) {

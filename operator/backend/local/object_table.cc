@@ -52,12 +52,23 @@ absl::Status ObjectTable::Save(const JobKey& job, const Set& set) {
 }
 
 absl::Status ObjectTable::Add(const JobKey& job, const std::string& kind, const std::string& name) {
+  return AddAll(job, {{kind, name}});
+}
+
+absl::Status ObjectTable::AddAll(const JobKey& job,
+                                 const std::vector<std::pair<std::string, std::string>>& objects) {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Set*> set = Load(job);
   if (!set.ok()) return set.status();
-  if (!(*set)->emplace(kind, name).second) return absl::OkStatus();
+  std::vector<std::pair<std::string, std::string>> added;
+  for (const auto& object : objects) {
+    if ((*set)->insert(object).second) added.push_back(object);
+  }
+  if (added.empty()) return absl::OkStatus();
   absl::Status s = Save(job, **set);
-  if (!s.ok()) (*set)->erase({kind, name});
+  if (!s.ok()) {
+    for (const auto& object : added) (*set)->erase(object);
+  }
   return s;
 }
 

@@ -30,6 +30,9 @@ class ObjectTable {
 
   // Idempotent. Errors: InvalidArgument (unsafe names), Internal (I/O).
   absl::Status Add(const JobKey& job, const std::string& kind, const std::string& name);
+  // Add of each (kind, name), with one write of the file for all of them.
+  absl::Status AddAll(const JobKey& job,
+                      const std::vector<std::pair<std::string, std::string>>& objects);
   absl::Status Remove(const JobKey& job, const std::string& kind, const std::string& name);
   // kCache keeps the job's set in memory after the call; kDrop leaves it out (a finished job,
   // read again only when something changes it: read from its file then).

@@ -329,6 +329,12 @@ absl::StatusOr<PollResult> ShimProcessRunner::Stop(const ProcessHandle& handle,
 
 absl::StatusOr<ProcessHandle> ShimProcessRunner::Recover(const std::string& replica_dir) {
   absl::StatusOr<ProcessFile> read = ReadProcessFile(replica_dir);
+  // Written in place: a shim may be writing it right now. A second look a moment later
+  // tells that from a file left half written by a shim killed while writing.
+  for (int i = 0; i < 50 && absl::IsInvalidArgument(read.status()); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+    read = ReadProcessFile(replica_dir);
+  }
   if (absl::IsNotFound(read.status())) {
     // The process file is not synced; the exit file is and names the same process: a
     // replica that ended before a power cut is adopted with its exit, not started again.
