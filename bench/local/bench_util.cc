@@ -64,7 +64,11 @@ bool CanConnect(int port) {
 }
 
 absl::StatusOr<std::string> MakeTempDir(const std::string& prefix) {
-  std::string tmpl = absl::StrCat("/tmp/", prefix, ".XXXXXX");
+  // $TMPDIR as everywhere else: `TMPDIR=/dev/shm` puts the operator's state (its sqlite
+  // store, replica and log files) on tmpfs, to tell the disk's part from the operator's.
+  const char* tmpdir = getenv("TMPDIR");
+  std::string tmpl =
+      absl::StrCat(tmpdir != nullptr && tmpdir[0] == '/' ? tmpdir : "/tmp", "/", prefix, ".XXXXXX");
   if (mkdtemp(tmpl.data()) == nullptr) return Errno("mkdtemp");
   return tmpl;
 }

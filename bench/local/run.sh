@@ -45,6 +45,8 @@ fi
 
 echo "== $(date -u +%FT%TZ) $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
      "git $(git rev-parse --short HEAD)$(git diff --quiet -- operator || echo '+local changes')"
+state_parent=${TMPDIR:-/tmp}
+echo "operator state under $state_parent ($(stat -f -c %T "$state_parent") filesystem; TMPDIR=/dev/shm for tmpfs)"
 rc=0
 if [[ -z "$only" || "$only" == latency ]]; then
   echo

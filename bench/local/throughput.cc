@@ -258,9 +258,11 @@ int Main(int argc, char** argv) {
     std::cout << absl::StrFormat("%-44s %10.1f /s      (%.2f s for all)\n",
                                  absl::StrCat("baseline: posix_spawn+wait ", flags.command),
                                  flags.jobs / baseline_s, baseline_s);
+    const double ratio =
+        (flags.jobs / baseline_s) / std::max(static_cast<double>(done) / total_s, 1e-9);
     std::cout << absl::StrFormat(
-        "ratio baseline/coach completion rate: %.1fx\n",
-        (flags.jobs / baseline_s) / std::max(static_cast<double>(done) / total_s, 1e-9));
+        "ratio baseline/coach completion rate: %.1fx (goal within 5x: %s)\n", ratio,
+        ratio <= 5 ? "met" : "NOT met");
   }
   (*session)->StopOperator();
   return done >= static_cast<size_t>(accepted) && rejected.load() == 0 ? 0 : 1;
