@@ -473,6 +473,7 @@ absl::Status LocalBackend::ApplyAll(const model::Job& job,
       statuses[i] = p.status();
       if (!p.ok()) break;
       if (p->has_value()) {
+        reads->existing.insert(a.object.name);  // a second create of it in this pass: exists
         prepared.push_back(std::move(**p));
         prepared_at.push_back(i);
       }

@@ -247,6 +247,20 @@ TEST_F(LocalBackendTest, ApplyAllStartsThePodsBeforeAFailureAndReportsEachAction
   EXPECT_EQ(seen->objects.size(), 2u);
 }
 
+TEST_F(LocalBackendTest, ApplyAllStartsAPodNamedTwiceInOnePassOnce) {
+  model::Job job = MakeJob("twice", {{"command", Argv("echo once")}});
+  model::KubeObject pod = Pod(job);
+  using Type = model::Action::Type;
+  std::vector<absl::Status> results;
+  ASSERT_TRUE(backend_->ApplyAll(job, {{Type::kCreate, pod}, {Type::kCreate, pod}}, &results).ok());
+  EXPECT_TRUE(results[0].ok() && results[1].ok());
+  WaitPod(job, PodPhase::kSucceeded);
+  auto seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->pods.size(), 1u);
+  EXPECT_EQ(Logs(job), "once\n");
+}
+
 TEST_F(LocalBackendTest, RecreatedFailedPodCarriesItsRestartCount) {
   model::Job job = MakeJob("again", {{"command", Argv("exit 1")}});
   for (int round = 0; round < 3; ++round) {
