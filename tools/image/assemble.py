@@ -18,6 +18,7 @@ import json
 import os
 import re
 import stat
+import struct
 import subprocess
 import sys
 import tarfile
@@ -130,8 +131,25 @@ class Rootfs:
         return buf.getvalue()
 
 
+def is_static(binary):
+    """Whether `binary` is an ELF64 executable without a program interpreter (PT_INTERP): linked
+    statically, it loads no shared object (coach-replica-shim is, for its start-up time)."""
+    with open(binary, "rb") as f:
+        head = f.read(64)
+        if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+            die(f"{binary}: not a little-endian ELF64 file")
+        phoff, = struct.unpack_from("<Q", head, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    return all(struct.unpack_from("<I", table, i * phentsize)[0] != 3 for i in range(phnum))
+
+
 def shared_objects(binary):
-    """The loader and every shared object `ldd` resolves for `binary`, by the path ldd names."""
+    """The loader and every shared object `ldd` resolves for `binary`, by the path ldd names;
+    none for a static executable."""
+    if is_static(binary):
+        return []
     out = subprocess.run(["ldd", binary], capture_output=True, text=True)
     if out.returncode != 0:
         die(f"ldd {binary}: {out.stderr.strip() or out.stdout.strip()}")

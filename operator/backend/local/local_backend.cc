@@ -259,18 +259,20 @@ void LocalBackend::Stop() {
 }
 
 void LocalBackend::PollLoop() {
-  // Real time, like the waits: the cadence of polling is not logic time.
-  absl::Time next_poll = absl::Now() + options_.poll_interval;
+  // Wall time, like the waits themselves (epoll): the cadence of polling is not logic time,
+  // and an injected test clock that stands still must not stop the polls.
+  Clock* const wall = Clock::Real();
+  absl::Time next_poll = wall->Now() + options_.poll_interval;
   for (;;) {
     std::set<JobKey> changed;
-    for (JobKey& job : end_watcher_->Wait(next_poll - absl::Now())) changed.insert(std::move(job));
+    for (JobKey& job : end_watcher_->Wait(next_poll - wall->Now())) changed.insert(std::move(job));
     {
       absl::MutexLock lock(&poll_mu_);
       if (stopping_) return;
     }
     ChangeCallback callback;
-    if (absl::Now() >= next_poll) {
-      next_poll = absl::Now() + options_.poll_interval;
+    if (wall->Now() >= next_poll) {
+      next_poll = wall->Now() + options_.poll_interval;
       absl::MutexLock lock(&mu_);
       absl::StatusOr<std::vector<ReplicaRecord>> records = options_.store->ListRunningReplicas();
       if (!records.ok()) {
