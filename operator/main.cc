@@ -3,6 +3,7 @@
 // store and backend (wiring.h), the controller, the gRPC API and the HTTP endpoint; graceful
 // shutdown on SIGTERM/SIGINT.
 
+#include <malloc.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "operator/backend/kube/cr_job_store.h"
 #include "operator/backend/kube/kube_backend.h"
 #include "operator/backend/kube/leader_election.h"
+#include "operator/cmd/allocator_trim.h"
 #include "operator/cmd/api_auth_wiring.h"
 #include "operator/cmd/flags.h"
 #include "operator/cmd/settings.h"
@@ -108,6 +110,10 @@ int main(int argc, char** argv) {
   coach::core::Controller::Options controller_options;
   controller_options.workers = flags.workers;
   controller_options.config = config;
+  // Finished jobs keep no per-job entries (issue 13) where the store allows it (controller.h):
+  // the local one keeps names unique across kinds, and nothing but this operator writes a job's
+  // status or deletes a job. On Kubernetes kubectl does both.
+  controller_options.forget_finished_jobs = !kube;
 
   // MLflow: one run per tracked job, off the reconcile path (operator/tracking).
   coach::core::Controller* controller_ptr = nullptr;
@@ -128,6 +134,9 @@ int main(int argc, char** argv) {
                                      kube ? &controller_only : &watchers, &job_locks, clock,
                                      &metrics, controller_options);
   controller_ptr = &controller;
+  // glibc keeps what a burst of passes freed (the start-up pass over every stored job, a
+  // thousand jobs at once) in its arenas: given back once the burst is over (issue 13).
+  coach::cmd::BurstTrimmer trimmer([&] { return controller.passes(); }, [] { malloc_trim(0); });
   // The tracker's workers call into the controller: they stop first on every way out.
   struct StopTracker {
     coach::tracking::MlflowTracker* tracker;
@@ -251,6 +260,7 @@ int main(int argc, char** argv) {
     controller.Stop();
     return kExitFailure;
   }
+  trimmer.Start();
   serving = true;
   spdlog::info("coach-operator: API on {} ({}, auth {}), HTTP on {}, state in {}, backend {}",
                flags.listen, (*grpc)->tls() ? "TLS" : "plaintext", auth_mode, flags.http_listen,
@@ -272,6 +282,7 @@ int main(int argc, char** argv) {
     }
     lead_thread.join();
   }
+  trimmer.Stop();
   controller.Stop();
   // Release the lease only once this controller has stopped: never two at once.
   if (elector != nullptr) elector->Stop();

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -43,7 +44,27 @@ uint8_t StateIndex(const std::string& state) {
   return 0;  // JobState returns one of kStates
 }
 
+constexpr size_t PhaseIndex(model::PodPhase phase) { return static_cast<size_t>(phase); }
+
 }  // namespace
+
+JobGauge ObservedGauge(const model::ObservedState& observed, const model::JobStatus& status) {
+  JobGauge gauge;
+  for (const model::ObservedPod& pod : observed.pods) ++gauge.phases[PhaseIndex(pod.phase)];
+  gauge.state = StateIndex(JobState(status));
+  return gauge;
+}
+
+JobGauge StoredGauge(const model::JobStatus& status) {
+  JobGauge gauge;
+  for (const auto& [type, replicas] : status.replica_statuses()) {
+    gauge.phases[PhaseIndex(model::PodPhase::kRunning)] += replicas.active();
+    gauge.phases[PhaseIndex(model::PodPhase::kSucceeded)] += replicas.succeeded();
+    gauge.phases[PhaseIndex(model::PodPhase::kFailed)] += replicas.failed();
+  }
+  gauge.state = StateIndex(JobState(status));
+  return gauge;
+}
 
 std::string JobState(const model::JobStatus& status) {
   for (const char* state : {api::v1::kJobSucceeded, api::v1::kJobFailed, api::v1::kJobSuspended,
@@ -66,11 +87,13 @@ Controller::Controller(JobStore* store, backend::Backend* backend, JobService* j
       options_(std::move(options)),
       queue_(clock, options_.queue) {
   jobs_->SetEnqueue([this](const JobKey& key) { Enqueue(key); });
+  jobs_->SetDeleted([this](const model::Job& job) { JobDeleted(job); });
 }
 
 Controller::~Controller() {
   Stop();
   jobs_->SetEnqueue(nullptr);
+  jobs_->SetDeleted(nullptr);
 }
 
 absl::Status Controller::Start() {
@@ -92,12 +115,25 @@ absl::Status Controller::Start() {
     }
     for (const auto& job : page->jobs) {
       const JobKey key = store::KeyOf(job);
-      RememberKey(key);
+      if (options_.forget_finished_jobs && reconcile::IsFinished(job.status())) {
+        // Counted as its stored status says, as every finished job without an entry is (its
+        // pass below finds no entry and takes that back off); its kind is not indexed.
+        if (metrics_ != nullptr) {
+          absl::MutexLock lock(&mu_);
+          AddToTotals(StoredGauge(job.status()), 1);
+        }
+      } else {
+        RememberKey(key);
+      }
       queue_.Add(key);
       ++resumed;
     }
     options.page_token = page->next_page_token;
   } while (!options.page_token.empty());
+  if (metrics_ != nullptr) {
+    absl::MutexLock lock(&mu_);
+    PublishTotals();
+  }
   spdlog::info("controller: {} stored job(s) to resume, {} worker(s), backend {}", resumed,
                options_.workers, backend_->Name());
   {
@@ -137,15 +173,24 @@ bool Controller::running() const {
   return running_;
 }
 
-size_t Controller::AdmittedJobs() const {
+Controller::PerJobEntries Controller::Entries() const {
   absl::MutexLock lock(&mu_);
-  return admitted_.size();
+  PerJobEntries entries;
+  entries.admitted = admitted_.size();
+  entries.kinds = kinds_.size();
+  entries.gauges = gauges_.size();
+  entries.spec_checks = spec_checks_.size();
+  entries.refused = refused_.size();
+  return entries;
 }
+
+int64_t Controller::passes() const { return passes_.load(std::memory_order_relaxed); }
 
 void Controller::Enqueue(const JobKey& key) {
   if (key.kind.empty()) {
     // Every kind of that name. None known: the job has not been told of yet, and its first
-    // pass observes everything anyway.
+    // pass observes everything anyway; or, with forget_finished_jobs, it may be a finished
+    // job, which is not indexed: the store (names unique across kinds there) says its kind.
     std::set<std::string> kinds;
     {
       absl::MutexLock lock(&mu_);
@@ -153,6 +198,15 @@ void Controller::Enqueue(const JobKey& key) {
       if (it != kinds_.end()) kinds = it->second;
     }
     for (const std::string& kind : kinds) queue_.Add({key.namespace_, key.name, kind});
+    if (kinds.empty() && options_.forget_finished_jobs) {
+      absl::StatusOr<model::Job> job = store_->GetCached(key);
+      if (job.ok()) {
+        queue_.Add(store::KeyOf(*job));
+      } else if (!absl::IsNotFound(job.status())) {
+        spdlog::warn("job {}: a change not reconciled (its kind not read: {})", KeyString(key),
+                     job.status().ToString());
+      }
+    }
   } else {
     RememberKey(key);
     queue_.Add(key);
@@ -201,42 +255,76 @@ void Controller::Worker() {
   }
 }
 
-void Controller::RecordObserved(const JobKey& key, const model::ObservedState* observed,
-                                const model::JobStatus* status) {
+void Controller::AddToTotals(const JobGauge& gauge, int sign) {
+  for (size_t p = 0; p < gauge.phases.size(); ++p) phase_totals_[p] += sign * gauge.phases[p];
+  state_totals_[gauge.state] += sign;
+}
+
+void Controller::PublishTotals() {
+  for (model::PodPhase phase : kPhases) {
+    metrics_->replicas->Set({model::PodPhaseName(phase)},
+                            static_cast<double>(phase_totals_[PhaseIndex(phase)]));
+  }
+  for (size_t s = 0; s < kStates.size(); ++s) {
+    metrics_->jobs->Set({kStates[s]}, static_cast<double>(state_totals_[s]));
+  }
+}
+
+void Controller::RecordObserved(const JobKey& key, const JobGauge* counted_as,
+                                const model::ObservedState* observed,
+                                const model::JobStatus* after) {
   if (metrics_ == nullptr) return;
   absl::MutexLock lock(&mu_);
   // The totals are kept as running sums, changed by this job's old and new counts: a pass
   // costs what its job holds, not what the store holds (summing every job here was
-  // O(jobs) per pass).
+  // O(jobs) per pass). The old counts: the job's entry, or for a finished job without one,
+  // what its status as the pass read it says (forget_finished_jobs; header comment).
   auto it = gauges_.find(key);
   if (it != gauges_.end()) {
-    for (size_t p = 0; p < kPhases.size(); ++p) {
-      phase_totals_[model::PodPhaseName(kPhases[p])] -= it->second.phases[p];
-    }
-    --state_totals_[kStates[it->second.state]];
+    AddToTotals(it->second, -1);
+  } else if (counted_as != nullptr) {
+    AddToTotals(*counted_as, -1);
   }
   if (observed == nullptr) {
     if (it != gauges_.end()) gauges_.erase(it);
   } else {
-    GaugeEntry entry;
-    for (const model::ObservedPod& pod : observed->pods) {
-      ++entry.phases[static_cast<size_t>(pod.phase)];
-    }
-    for (size_t p = 0; p < kPhases.size(); ++p) {
-      phase_totals_[model::PodPhaseName(kPhases[p])] += entry.phases[p];
-    }
-    entry.state = StateIndex(JobState(*status));
-    ++state_totals_[kStates[entry.state]];
-    if (it != gauges_.end()) {
-      it->second = entry;
+    const JobGauge gauge = ObservedGauge(*observed, *after);
+    AddToTotals(gauge, 1);
+    if (options_.forget_finished_jobs && reconcile::IsFinished(*after) &&
+        gauge == StoredGauge(*after)) {
+      // From now on counted as its stored status says: no entry.
+      if (it != gauges_.end()) gauges_.erase(it);
+    } else if (it != gauges_.end()) {
+      it->second = gauge;
     } else {
-      gauges_.emplace(key, entry);
+      gauges_.emplace(key, gauge);
     }
   }
-  for (model::PodPhase phase : kPhases) phase_totals_.try_emplace(model::PodPhaseName(phase), 0);
-  for (const auto& [phase, n] : phase_totals_) metrics_->replicas->Set({phase}, n);
-  for (const char* state : kStates) state_totals_.try_emplace(state, 0);
-  for (const auto& [state, n] : state_totals_) metrics_->jobs->Set({state}, n);
+  PublishTotals();
+}
+
+void Controller::JobDeleted(const model::Job& job) {
+  if (metrics_ == nullptr) return;
+  const JobKey key = store::KeyOf(job);
+  absl::MutexLock lock(&mu_);
+  // Taken off here, where the job as last stored is known: the pass that then finds it gone
+  // could not say what a finished job without an entry was counted as.
+  auto it = gauges_.find(key);
+  if (it != gauges_.end()) {
+    AddToTotals(it->second, -1);
+    gauges_.erase(it);
+  } else if (options_.forget_finished_jobs && reconcile::IsFinished(job.status())) {
+    AddToTotals(StoredGauge(job.status()), -1);
+  } else {
+    return;
+  }
+  PublishTotals();
+}
+
+void Controller::ForgetChecks(const JobKey& key) {
+  admitted_.erase(key);
+  spec_checks_.erase(key);
+  refused_.erase(key);
 }
 
 void Controller::CountTransitions(const model::Job& job, const model::JobStatus& before,
@@ -306,28 +394,34 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
   KeyLock lock(job_locks_, KeyString(key));
   const JobKey& job_key = key;
   absl::StatusOr<model::Job> got = store_->GetCached(job_key);
+  passes_.fetch_add(1, std::memory_order_relaxed);
   if (absl::IsNotFound(got.status())) {
     {
       absl::MutexLock l(&mu_);
-      admitted_.erase(key);
-      spec_checks_.erase(key);
-      refused_.erase(key);
+      ForgetChecks(key);
     }
     ForgetKey(key);
-    RecordObserved(key, nullptr, nullptr);
+    RecordObserved(key, nullptr, nullptr, nullptr);
     return absl::OkStatus();
   }
   if (!got.ok()) return got.status();
   model::Job job = std::move(got).value();
+  const bool finished = reconcile::IsFinished(job.status());
   // Again here: a pass that found the job gone may have forgotten a key enqueued meanwhile.
-  RememberKey(key);
+  // Not a finished job's with forget_finished_jobs: the index keeps unfinished jobs only.
+  if (!finished || !options_.forget_finished_jobs) RememberKey(key);
+  // What the gauges count this job as while it has no entry (RecordObserved).
+  const std::optional<JobGauge> counted_as = finished && options_.forget_finished_jobs
+                                                 ? std::optional(StoredGauge(job.status()))
+                                                 : std::nullopt;
 
-  const std::string refusal = reconcile::IsFinished(job.status()) ? "" : RefusalOf(key, job);
-  if (reconcile::IsFinished(job.status())) {
-    // A finished job needs nothing prepared, and is not remembered as admitted: a store of
-    // thousands of finished jobs would otherwise hold an entry for each (issue 13).
+  const std::string refusal = finished ? "" : RefusalOf(key, job);
+  if (finished) {
+    // A finished job needs nothing prepared or checked (RefusalOf is for unfinished jobs), and
+    // is not remembered as admitted: a store of thousands of finished jobs would otherwise
+    // hold entries for each (issue 13).
     absl::MutexLock l(&mu_);
-    admitted_.erase(key);
+    ForgetChecks(key);
   } else {
     bool admitted;
     {
@@ -407,12 +501,11 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
     spdlog::info("job {}: ttlSecondsAfterFinished expired, deleted", KeyString(key));
     {
       absl::MutexLock l(&mu_);
-      admitted_.erase(key);
-      spec_checks_.erase(key);
-      refused_.erase(key);
+      ForgetChecks(key);
     }
     ForgetKey(key);
-    RecordObserved(key, nullptr, nullptr);
+    // DeleteLocked told JobDeleted, which took the job off the gauges.
+    RecordObserved(key, nullptr, nullptr, nullptr);
     return absl::OkStatus();
   }
 
@@ -427,6 +520,12 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
     }
     if (!written.ok()) return written.status();
     CountTransitions(job, job.status(), written->status());
+    if (!reconcile::IsFinished(job.status()) && reconcile::IsFinished(written->status())) {
+      // One more pass, which observes the job finished: on Kubernetes this write's watch event
+      // brings one anyway; without it the local backend would keep what it caches for an
+      // unfinished job's next pass (its object set, ~250 bytes) for as long as the process runs.
+      queue_.Add(key);
+    }
     watchers_->Publish(WatchEventType::kModified, *written);
     job = std::move(written).value();
   }
@@ -440,7 +539,15 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
     spdlog::warn("job {}: {} event(s) not stored: {}", KeyString(key), events.size(),
                  appended.ToString());
   }
-  RecordObserved(key, &observed, &job.status());
+  if (reconcile::IsFinished(job.status())) {
+    // Finished in this pass: what RefusalOf kept for it is not needed any more.
+    {
+      absl::MutexLock l(&mu_);
+      ForgetChecks(key);
+    }
+    if (options_.forget_finished_jobs) ForgetKey(key);
+  }
+  RecordObserved(key, counted_as ? &*counted_as : nullptr, &observed, &job.status());
   if (options_.observer != nullptr) options_.observer->JobSeen(job);
   if (applied_any) queue_.Add(key);
   if (result.requeue_at.has_value()) queue_.AddAt(key, *result.requeue_at);

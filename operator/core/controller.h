@@ -27,9 +27,21 @@
 // that knows a name only are served by one rule. Every job is told of before it has replicas
 // (Create, Start's resume, the change feed), so no wake-up is lost.
 //
+// Finished jobs (Options::forget_finished_jobs, the local backend): a store of thousands of
+// finished jobs must not cost an entry each (issue 13). A finished job whose replicas its
+// stored status accounts for (StoredGauge) keeps nothing here: its gauges stay in the totals,
+// and the next time a pass or a deletion meets it, what it was counted as is read again from
+// the job as stored (Start counts every stored finished job that way before any pass). Its
+// kind is not indexed either: a name-only wake-up for a name the index does not know reads the
+// job of that name from the store (the local store keeps names unique across kinds). That
+// takes a store whose jobs' status only the controller writes and whose jobs are deleted only
+// through JobService or the controller (which tell it, JobService::SetDeleted); on Kubernetes
+// kubectl does both, so there every job keeps its entries.
+//
 // Thread-safe.
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -54,6 +66,15 @@
 
 namespace coach::core {
 
+// What the gauges count for one job: its replicas by phase (indexed by model::PodPhase) and its
+// state (an index into JobState's values, in controller.cc's kStates order). Small on purpose:
+// one is kept per job (maps of strings here cost ~400 bytes a job; issue 13).
+struct JobGauge {
+  std::array<int32_t, 5> phases{};
+  uint8_t state = 0;
+  bool operator==(const JobGauge& o) const { return phases == o.phases && state == o.state; }
+};
+
 class Controller {
  public:
   struct Options {
@@ -63,6 +84,9 @@ class Controller {
     // Not owned; may be null. Told about every job after each pass (job_observer.h), and
     // asked before a job's first replica starts whether to hold it back a moment.
     JobObserver* observer = nullptr;
+    // Keep no per-job entry for a finished job whose replicas its stored status accounts for
+    // (see the header comment): true for the local backend's store only.
+    bool forget_finished_jobs = false;
   };
 
   // Nothing is owned; everything must outlive the controller. `metrics` may be null.
@@ -88,8 +112,19 @@ class Controller {
 
   BasicWorkQueue<JobKey>& queue() { return queue_; }
 
-  // What the controller holds per job (tests of what a store of finished jobs costs).
-  size_t AdmittedJobs() const;
+  // How many entries the controller holds per kind of per-job state (tests of what a store of
+  // finished jobs costs: issue 13).
+  struct PerJobEntries {
+    size_t admitted = 0;
+    size_t kinds = 0;
+    size_t gauges = 0;
+    size_t spec_checks = 0;
+    size_t refused = 0;
+    size_t total() const { return admitted + kinds + gauges + spec_checks + refused; }
+  };
+  PerJobEntries Entries() const;
+  // Passes completed since Start (the allocator trim in main.cc runs after a burst of them).
+  int64_t passes() const;
 
  private:
   // The index of kinds by name (see the header comment).
@@ -97,8 +132,20 @@ class Controller {
   void ForgetKey(const JobKey& key);
   void Worker();
   void UpdateQueueGauges();
-  void RecordObserved(const JobKey& key, const model::ObservedState* observed,
-                      const model::JobStatus* status);
+  // What the gauges count for a job after a pass: `observed` and its status after the pass;
+  // null: the job is gone and counts no more. `counted_as`: what the totals hold for it while
+  // it has no entry (a finished job with forget_finished_jobs: StoredGauge of its status as the
+  // pass read it), else null.
+  void RecordObserved(const JobKey& key, const JobGauge* counted_as,
+                      const model::ObservedState* observed, const model::JobStatus* after);
+  // A job JobService deleted (SetDeleted), as last stored.
+  void JobDeleted(const model::Job& job);
+  // Adds (sign 1) or takes (-1) `gauge` to or from the totals.
+  void AddToTotals(const JobGauge& gauge, int sign) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the replicas and jobs gauges to the totals.
+  void PublishTotals() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops what RefusalOf and admission keep for `key`.
+  void ForgetChecks(const JobKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CountTransitions(const model::Job& job, const model::JobStatus& before,
                         const model::JobStatus& after);
   // Why `job` cannot run as written ("" when it can): CheckJobSpec, once per generation,
@@ -126,21 +173,19 @@ class Controller {
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   // Unfinished jobs admitted in this process (a finished one needs nothing admitted: not kept).
   std::set<JobKey> admitted_ ABSL_GUARDED_BY(mu_);
-  // {namespace, name} -> the kinds of that name the controller was told of.
+  // {namespace, name} -> the kinds of that name the controller was told of (with
+  // forget_finished_jobs: of its unfinished jobs only).
   std::map<JobKey, std::set<std::string>> kinds_ ABSL_GUARDED_BY(mu_);
-  // Per job, for the gauges: its replica count by phase (indexed by model::PodPhase) and its
-  // state (an index into JobStates()). One small entry per stored job, finished ones included:
-  // maps of strings here cost ~400 bytes a job, most of a store's per-job memory (issue 13).
-  struct GaugeEntry {
-    std::array<int32_t, 5> phases{};
-    uint8_t state = 0;
-  };
-  std::map<JobKey, GaugeEntry> gauges_ ABSL_GUARDED_BY(mu_);
-  // Sums of phases_ and counts of states_, kept as they change.
-  std::map<std::string, int> phase_totals_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, int> state_totals_ ABSL_GUARDED_BY(mu_);
+  // Per job, for the gauges. Kept for every job told of, except a finished one whose stored
+  // status says the same (forget_finished_jobs; header comment).
+  std::map<JobKey, JobGauge> gauges_ ABSL_GUARDED_BY(mu_);
+  // Sums of every job's phases and counts of their states, kept as they change: those of the
+  // entries above plus, with forget_finished_jobs, StoredGauge of each finished job without one.
+  std::array<int64_t, 5> phase_totals_ ABSL_GUARDED_BY(mu_){};
+  std::array<int64_t, 6> state_totals_ ABSL_GUARDED_BY(mu_){};
+  std::atomic<int64_t> passes_{0};
   // RefusalOf's memory per key: the generation last checked and what the check said, and the
-  // API server's refusal of an object (kept until the job is gone).
+  // API server's refusal of an object (kept until the job is finished or gone).
   struct SpecCheck {
     int64_t generation = -1;
     std::string problem;
@@ -152,5 +197,13 @@ class Controller {
 
 // "Succeeded", "Failed", "Suspended", "Restarting", "Running" or "Created".
 std::string JobState(const model::JobStatus& status);
+
+// What the gauges count for a job: its observed replicas by phase and its state.
+JobGauge ObservedGauge(const model::ObservedState& observed, const model::JobStatus& status);
+// What the gauges count for a finished job that has no entry (forget_finished_jobs), from its
+// stored status alone: its replica counts (active as Running, succeeded, failed) and its state.
+// A job whose observed replicas differ (one the status does not count: Pending, Unknown, or one
+// deleted under cleanPodPolicy All or Running) keeps its entry.
+JobGauge StoredGauge(const model::JobStatus& status);
 
 }  // namespace coach::core

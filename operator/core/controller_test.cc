@@ -216,16 +216,30 @@ TEST(ControllerTest, FinishedJobsAreNotKeptAsAdmittedButStillCounted) {
   env.StartController();
   ASSERT_TRUE(env.Create(PyTorchManifest("fin", 2)).ok());
   ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "fin").size() == 3; }));
-  EXPECT_EQ(env.controller->AdmittedJobs(), 1u);
+  EXPECT_EQ(env.controller->Entries().admitted, 1u);
   env.backend.SetAllPods("default", "fin", PodPhase::kSucceeded, 0);
   ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "fin", "Succeeded"); }));
   Churn(env, "fin");
-  EXPECT_EQ(env.controller->AdmittedJobs(), 0u);
+  EXPECT_EQ(env.controller->Entries().admitted, 0u);
   EXPECT_EQ(env.metrics.replicas->Value({"Succeeded"}), 3);
   EXPECT_EQ(env.metrics.replicas->Value({"Running"}), 0);
   EXPECT_EQ(env.metrics.jobs->Value({"Succeeded"}), 1);
   EXPECT_EQ(env.metrics.jobs->Value({"Running"}), 0);
   EXPECT_EQ(env.backend.CreateCount("default", "fin"), 3) << "nothing created again";
+}
+
+// The pass that finishes a job is followed by one that observes it finished (what a backend keeps
+// for an unfinished job's next pass can go then), with no change of the job needed for it.
+TEST(ControllerTest, APassThatFinishesAJobIsFollowedByOneThatSeesItFinished) {
+  CoreEnv env;
+  env.StartController();
+  ASSERT_TRUE(env.Create(PyTorchManifest("last", 0)).ok());
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "last", "Created"); }));
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.controller->queue().Depth() == 0; }));
+  env.backend.SetAllPods("default", "last", PodPhase::kSucceeded, 0);
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "last", "Succeeded"); }));
+  EXPECT_TRUE(
+      CoreEnv::WaitFor([&] { return env.backend.ObservedFinished("default", "last") >= 1; }));
 }
 
 TEST(ControllerTest, GaugesFollowTheJobs) {
@@ -241,6 +255,186 @@ TEST(ControllerTest, GaugesFollowTheJobs) {
   EXPECT_NE(text.find("coach_reconcile_duration_seconds_count"), std::string::npos);
   ASSERT_TRUE(env.service->Delete("default", "g").ok());
   ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.metrics.replicas->Value({"Running"}) == 0; }));
+}
+
+double Replicas(CoreEnv& env, const std::string& phase) {
+  return env.metrics.replicas->Value({phase});
+}
+double Jobs(CoreEnv& env, const std::string& state) { return env.metrics.jobs->Value({state}); }
+
+// With forget_finished_jobs (the local backend) a finished job whose status counts its replicas
+// keeps no entry at all: no kind index, no gauge entry, no spec check (issue 13: memory must
+// not grow with a store of finished jobs). It is still counted, and its name still wakes it
+// (Churn enqueues by name: the store says the kind).
+TEST(ControllerTest, AFinishedJobKeepsNoEntryAndStaysCounted) {
+  CoreEnv env;
+  ASSERT_TRUE(env.forget_finished_jobs);
+  env.StartController();
+  ASSERT_TRUE(env.Create(PyTorchManifest("done", 2)).ok());
+  ASSERT_TRUE(env.Create(PyTorchManifest("live", 1)).ok());
+  ASSERT_TRUE(
+      CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "done").size() == 3; }));
+  ASSERT_TRUE(
+      CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "live").size() == 2; }));
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.controller->Entries().gauges == 2; }));
+  Controller::PerJobEntries entries = env.controller->Entries();
+  EXPECT_EQ(entries.kinds, 2u);
+  EXPECT_EQ(entries.spec_checks, 2u);
+  EXPECT_EQ(entries.admitted, 2u);
+
+  env.backend.SetAllPods("default", "done", PodPhase::kSucceeded, 0);
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "done", "Succeeded"); }));
+  Churn(env, "done");
+  entries = env.controller->Entries();
+  EXPECT_EQ(entries.kinds, 1u) << "the unfinished job's only";
+  EXPECT_EQ(entries.gauges, 1u);
+  EXPECT_EQ(entries.spec_checks, 1u);
+  EXPECT_EQ(entries.admitted, 1u);
+  EXPECT_EQ(Replicas(env, "Succeeded"), 3);
+  EXPECT_EQ(Jobs(env, "Succeeded"), 1);
+  EXPECT_EQ(Jobs(env, "Created"), 1);
+  EXPECT_EQ(env.metrics.reconcile_total->Value({"error"}), 0);
+}
+
+// Without it (Kubernetes: kubectl may delete a job or change its status behind the controller's
+// back), a finished job keeps its kind and gauge entries; what RefusalOf and admission keep is
+// dropped in both modes.
+TEST(ControllerTest, WithoutForgetFinishedJobsAFinishedJobKeepsItsIndexAndGauge) {
+  CoreEnv env;
+  env.forget_finished_jobs = false;
+  env.StartController();
+  ASSERT_TRUE(env.Create(PyTorchManifest("kept", 1)).ok());
+  ASSERT_TRUE(
+      CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "kept").size() == 2; }));
+  env.backend.SetAllPods("default", "kept", PodPhase::kSucceeded, 0);
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "kept", "Succeeded"); }));
+  Churn(env, "kept");
+  const Controller::PerJobEntries entries = env.controller->Entries();
+  EXPECT_EQ(entries.kinds, 1u);
+  EXPECT_EQ(entries.gauges, 1u);
+  EXPECT_EQ(entries.spec_checks, 0u);
+  EXPECT_EQ(entries.admitted, 0u);
+  EXPECT_EQ(Replicas(env, "Succeeded"), 2);
+}
+
+// The totals stay exact for finished jobs without entries: after a restart (Start counts each
+// stored finished job from its status before any pass), a Delete (JobService tells the
+// controller the job as last stored) and a TTL deletion.
+TEST(ControllerTest, FinishedJobsWithoutEntriesAreCountedAcrossRestartDeleteAndTtl) {
+  CoreEnv env;
+  env.StartController();
+  ASSERT_TRUE(env.Create(PyTorchManifest("ok", 1)).ok());
+  ASSERT_TRUE(env.Create(PyTorchManifest("bad", 1, "Never")).ok());
+  ASSERT_TRUE(
+      env.Create(PyTorchManifest("ttl", 1, "OnFailure", "    ttlSecondsAfterFinished: 60\n")).ok());
+  for (const char* name : {"ok", "bad", "ttl"}) {
+    ASSERT_TRUE(
+        CoreEnv::WaitFor([&] { return env.backend.PodNames("default", name).size() == 2; }));
+  }
+  env.backend.SetAllPods("default", "ok", PodPhase::kSucceeded, 0);
+  env.backend.SetAllPods("default", "bad", PodPhase::kFailed, 1);
+  env.backend.SetAllPods("default", "ttl", PodPhase::kSucceeded, 0);
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "ok", "Succeeded"); }));
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "bad", "Failed"); }));
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "ttl", "Succeeded"); }));
+  for (const char* name : {"ok", "bad", "ttl"}) Churn(env, name);
+  auto expect_totals = [&](double succeeded_pods, double failed_pods, double succeeded_jobs,
+                           double failed_jobs) {
+    EXPECT_TRUE(CoreEnv::WaitFor([&] {
+      return Replicas(env, "Succeeded") == succeeded_pods &&
+             Replicas(env, "Failed") == failed_pods && Jobs(env, "Succeeded") == succeeded_jobs &&
+             Jobs(env, "Failed") == failed_jobs;
+    })) << "replicas Succeeded "
+        << Replicas(env, "Succeeded") << " Failed " << Replicas(env, "Failed")
+        << ", jobs Succeeded " << Jobs(env, "Succeeded") << " Failed " << Jobs(env, "Failed");
+    for (const char* other : {"Pending", "Running", "Unknown"}) {
+      EXPECT_EQ(Replicas(env, other), 0) << other;
+    }
+    for (const char* other : {"Created", "Running", "Restarting", "Suspended"}) {
+      EXPECT_EQ(Jobs(env, other), 0) << other;
+    }
+  };
+  expect_totals(4, 2, 2, 1);
+  EXPECT_EQ(env.controller->Entries().total(), 0u);
+
+  // A restarted operator: counted from the store at Start, then by each job's start-up pass.
+  env.StopController();
+  env.metrics.replicas->Set({"Succeeded"}, -1);
+  env.metrics.jobs->Set({"Succeeded"}, -1);
+  env.StartController();
+  expect_totals(4, 2, 2, 1);
+  for (const char* name : {"ok", "bad", "ttl"}) Churn(env, name);
+  expect_totals(4, 2, 2, 1);
+  EXPECT_EQ(env.controller->Entries().total(), 0u);
+
+  ASSERT_TRUE(env.service->Delete("default", "ok").ok());
+  expect_totals(2, 2, 1, 1);
+  env.clock.Advance(absl::Seconds(61));
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return !env.store->Get({"default", "ttl"}).ok(); }));
+  expect_totals(0, 2, 0, 1);
+  ASSERT_TRUE(env.service->Delete("default", "bad").ok());
+  expect_totals(0, 0, 0, 0);
+  EXPECT_TRUE(CoreEnv::WaitFor([&] { return env.controller->Entries().total() == 0; }));
+}
+
+// A backend's name-only wake-up for a finished job, which the kind index does not hold, still
+// reaches it (the store says its kind); replicas its status no longer counts give it an entry
+// again, and the totals follow.
+TEST(ControllerTest, AWakeUpByNameReachesAFinishedJobWithoutAnEntry) {
+  CoreEnv env;
+  env.StartController();
+  ASSERT_TRUE(env.Create(PyTorchManifest("solo", 0)).ok());
+  ASSERT_TRUE(
+      CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "solo").size() == 1; }));
+  env.backend.SetAllPods("default", "solo", PodPhase::kSucceeded, 0);
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "solo", "Succeeded"); }));
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.controller->Entries().total() == 0; }));
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.controller->queue().Depth() == 0; }));
+  EXPECT_EQ(Replicas(env, "Succeeded"), 1);
+
+  // Through the backend's change callback, which knows the job's name only.
+  env.backend.SetPodPhase("default", "solo", "solo-master-0", PodPhase::kFailed, 1);
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return Replicas(env, "Failed") == 1; }));
+  EXPECT_EQ(Replicas(env, "Succeeded"), 0);
+  EXPECT_EQ(Jobs(env, "Succeeded"), 1);
+  EXPECT_EQ(env.controller->Entries().gauges, 1u) << "its status counts a Succeeded replica";
+
+  ASSERT_TRUE(env.service->Delete("default", "solo").ok());
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return Replicas(env, "Failed") == 0; }));
+  EXPECT_EQ(Jobs(env, "Succeeded"), 0);
+  // Delete enqueues the job with its kind (indexed until its pass finds it gone).
+  EXPECT_TRUE(CoreEnv::WaitFor([&] { return env.controller->Entries().total() == 0; }));
+}
+
+// A job whose workers still run when it succeeds (PyTorch: the Master's success is the job's)
+// is counted right while they run, once its status folds them into succeeded, and when they
+// then end otherwise: an entry while the status does not count its replicas, exact totals
+// throughout.
+TEST(ControllerTest, AFinishedJobWithRunningWorkersIsCountedAsItsReplicasEnd) {
+  CoreEnv env;
+  env.StartController();
+  ASSERT_TRUE(env.Create(PyTorchManifest("tail", 2)).ok());
+  ASSERT_TRUE(
+      CoreEnv::WaitFor([&] { return env.backend.PodNames("default", "tail").size() == 3; }));
+  env.backend.SetAllPods("default", "tail", PodPhase::kRunning);
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "tail", "Running"); }));
+  env.backend.SetPodPhase("default", "tail", "tail-master-0", PodPhase::kSucceeded, 0);
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "tail", "Succeeded"); }));
+  Churn(env, "tail");
+  EXPECT_EQ(Replicas(env, "Running"), 2);
+  EXPECT_EQ(Replicas(env, "Succeeded"), 1);
+  EXPECT_EQ(Jobs(env, "Succeeded"), 1);
+  EXPECT_EQ(Jobs(env, "Running"), 0);
+  env.backend.SetPodPhase("default", "tail", "tail-worker-0", PodPhase::kSucceeded, 0);
+  env.backend.SetPodPhase("default", "tail", "tail-worker-1", PodPhase::kFailed, 137);
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return Replicas(env, "Running") == 0; }));
+  EXPECT_EQ(Replicas(env, "Succeeded"), 2);
+  EXPECT_EQ(Replicas(env, "Failed"), 1);
+  ASSERT_TRUE(env.service->Delete("default", "tail").ok());
+  ASSERT_TRUE(CoreEnv::WaitFor([&] { return Replicas(env, "Succeeded") == 0; }));
+  EXPECT_EQ(Replicas(env, "Failed"), 0);
+  EXPECT_EQ(Jobs(env, "Succeeded"), 0);
+  EXPECT_TRUE(CoreEnv::WaitFor([&] { return env.controller->Entries().total() == 0; }));
 }
 
 // A store with CrJobStore's kind rule over one SqliteJobStore per kind: a name is unique per

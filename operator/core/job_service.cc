@@ -46,6 +46,10 @@ void JobService::SetEnqueue(std::function<void(const JobKey&)> enqueue) {
   enqueue_ = std::move(enqueue);
 }
 
+void JobService::SetDeleted(std::function<void(const api::v1::TrainingJob&)> deleted) {
+  deleted_ = std::move(deleted);
+}
+
 void JobService::Enqueue(const JobKey& key) {
   if (enqueue_) enqueue_(key);
 }
@@ -172,6 +176,7 @@ absl::Status JobService::DeleteLocked(const api::v1::TrainingJob& job) {
   // The job's own key: on the kube backend a plain name taken by two kinds names neither.
   absl::Status deleted = store_->Delete(store::KeyOf(job), std::nullopt);
   if (!deleted.ok()) return deleted;
+  if (deleted_) deleted_(job);
   if (metrics_ != nullptr) {
     metrics_->jobs_deleted->Add({job.metadata().namespace_(), FrameworkOf(job)});
   }

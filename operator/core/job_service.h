@@ -103,6 +103,11 @@ class JobService {
   // Called with every job that changed through the API (the controller's Enqueue), with
   // store::KeyOf the job (its kind included). KeyString of that key is the job's KeyLock.
   void SetEnqueue(std::function<void(const JobKey&)> enqueue);
+  // Called with every job deleted (Delete, and the controller's TTL deletion through
+  // DeleteLocked), as it was last stored, right after the store deleted it and under its
+  // KeyLock: the controller takes what it counted for the job from that (a finished job may have
+  // no entry of its own there; controller.h).
+  void SetDeleted(std::function<void(const api::v1::TrainingJob&)> deleted);
   // Told before a job is deleted (job_observer.h). Not owned; null to remove. Set before
   // serving.
   void SetObserver(JobObserver* observer) { observer_ = observer; }
@@ -147,6 +152,7 @@ class JobService {
   metrics::OperatorMetrics* const metrics_;
   const Options options_;
   std::function<void(const JobKey&)> enqueue_;
+  std::function<void(const api::v1::TrainingJob&)> deleted_;
   JobObserver* observer_ = nullptr;
 };
 

@@ -185,6 +185,23 @@ TEST(JobServiceTest, DeleteForgetsThenDeletes) {
   EXPECT_EQ(env.metrics.jobs_deleted->Value({"default", "pytorch"}), 1);
 }
 
+// The deleted hook (the controller's, which takes the job off its gauges) gets the job as it was
+// last stored, once, and only when the store deleted it.
+TEST(JobServiceTest, DeleteTellsTheDeletedHookTheJobAsStored) {
+  CoreEnv env;
+  std::vector<api::v1::TrainingJob> deleted;
+  env.service->SetDeleted([&](const api::v1::TrainingJob& job) { deleted.push_back(job); });
+  auto created = env.Create(PyTorchManifest("h"));
+  ASSERT_TRUE(created.ok());
+  ASSERT_TRUE(env.service->Delete("default", "h").ok());
+  ASSERT_EQ(deleted.size(), 1u);
+  EXPECT_EQ(deleted[0].metadata().uid(), created->metadata().uid());
+  EXPECT_EQ(deleted[0].metadata().resource_version(), created->metadata().resource_version());
+  EXPECT_EQ(env.service->Delete("default", "h").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(deleted.size(), 1u);
+  env.service->SetDeleted(nullptr);
+}
+
 TEST(JobServiceTest, SuspendResumeAndFinishedJobs) {
   CoreEnv env;
   ASSERT_TRUE(env.Create(PyTorchManifest("s")).ok());

@@ -61,6 +61,7 @@ void CoreEnv::StartController(int workers) {
   options.queue.poll_interval = absl::Milliseconds(5);
   options.queue.backoff_base = absl::Milliseconds(5);
   options.queue.backoff_cap = absl::Milliseconds(50);
+  options.forget_finished_jobs = forget_finished_jobs;
   controller = std::make_unique<Controller>(store.get(), &backend, service.get(), &watchers,
                                             &job_locks, &clock, &metrics, options);
   absl::Status started = controller->Start();

@@ -35,6 +35,9 @@ struct CoreEnv {
 
   // Builds (or rebuilds, as after an operator restart) the controller and starts it.
   void StartController(int workers = 2);
+  // Controller::Options::forget_finished_jobs of the next StartController: true, as the
+  // operator runs the local backend (this store).
+  bool forget_finished_jobs = true;
   void StopController();
 
   // Polls `pred` every 5 ms up to `timeout` (real time).
