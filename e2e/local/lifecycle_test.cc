@@ -40,14 +40,14 @@ class LifecycleTest : public ::testing::Test {
 
 TEST_F(LifecycleTest, ShellJobSucceeds) {
   // The Master ends the job (PyTorchJob: the job Succeeds when the Master does), so it
-  // waits until the shims recorded both Workers' exits (replicas/<ns>/<job>/<pod>/exit,
+  // waits until the shims recorded both Workers' exits (replicas/<ns>/<job>/<pod>.exit,
   // local_backend.h): replicaStatuses then count every replica, not a Worker that was
   // still starting (upstream counts only Running/Succeeded/Failed pods).
   const std::string replicas_dir = op_->state_dir() + "/replicas/default/hello";
   const std::string script = absl::StrCat(
       "echo \"ok from $HOSTNAME rank $RANK\"; [ \"$RANK\" != 0 ] && exit 0; n=0; ", "while [ ! -e ",
-      replicas_dir, "/hello-worker-0/exit ] || [ ! -e ", replicas_dir,
-      "/hello-worker-1/exit ]; do [ $n -gt 1200 ] && exit 3; sleep 0.1; n=$((n+1)); done");
+      replicas_dir, "/hello-worker-0.exit ] || [ ! -e ", replicas_dir,
+      "/hello-worker-1.exit ]; do [ $n -gt 1200 ] && exit 3; sleep 0.1; n=$((n+1)); done");
   const TrainingJob job =
       BuildOrDie(ShellJob("hello", script).Masters(1).Workers(2).RestartPolicy("Never"));
   ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());

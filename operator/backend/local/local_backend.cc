@@ -132,7 +132,7 @@ LocalBackend::LocalBackend(LocalBackendOptions options, std::unique_ptr<ProcessR
       gpus_(std::move(gpus)),
       end_watcher_(std::move(end_watcher)),
       ports_(options_.store),
-      objects_(absl::StrCat(options_.state_dir, "/objects")) {
+      objects_(options_.store, absl::StrCat(options_.state_dir, "/objects")) {
   for (int i = 0; i < kStarterThreads; ++i) starters_.emplace_back([this] { StarterLoop(); });
 }
 
@@ -182,20 +182,28 @@ void LocalBackend::SetChangeCallback(ChangeCallback callback) {
   callback_ = std::move(callback);
 }
 
-std::string LocalBackend::ReplicaDir(const JobKey& job, const std::string& pod) const {
+std::string LocalBackend::ReplicaFiles(const JobKey& job, const std::string& pod) const {
+  return absl::StrCat(options_.state_dir, "/replicas/", job.namespace_, "/", job.name, "/", pod,
+                      ".");
+}
+
+std::string LocalBackend::LegacyReplicaDir(const JobKey& job, const std::string& pod) const {
   return absl::StrCat(options_.state_dir, "/replicas/", job.namespace_, "/", job.name, "/", pod);
 }
 
 std::string LocalBackend::RestartCountPath(const JobKey& job, const std::string& pod) const {
-  return absl::StrCat(ReplicaDir(job, pod), "/restart_count");
+  return ReplicaFile(ReplicaFiles(job, pod), "restart_count");
 }
 
 absl::Status LocalBackend::RemoveEndedAttemptFiles(const JobKey& job,
                                                    const std::string& pod) const {
-  for (const char* f : {kExitFileName, kProcessFileName}) {
-    const std::string path = absl::StrCat(ReplicaDir(job, pod), "/", f);
-    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return absl::InternalError(absl::StrCat("unlink ", path, ": ", strerror(errno)));
+  // Both layouts: an attempt an older operator started left its files in the pod's directory.
+  for (const std::string& files : {ReplicaFiles(job, pod), LegacyReplicaDir(job, pod)}) {
+    for (const char* f : {kExitFileName, kProcessFileName}) {
+      const std::string path = ReplicaFile(files, f);
+      if (unlink(path.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR) {
+        return absl::InternalError(absl::StrCat("unlink ", path, ": ", strerror(errno)));
+      }
     }
   }
   return absl::OkStatus();
@@ -209,13 +217,26 @@ std::string LocalBackend::GpuOwner(const JobKey& job, const std::string& pod) {
 // Start / Stop / polling
 
 absl::Status LocalBackend::Start() {
+  // Objects an older operator recorded in files (object_table.h): into the store first, so
+  // that the first passes observe them.
+  absl::StatusOr<int> imported = objects_.ImportFiles();
+  if (!imported.ok()) {
+    spdlog::warn("local backend: recorded objects of older operators: {}",
+                 imported.status().ToString());
+  } else if (*imported > 0) {
+    spdlog::info("local backend: moved the recorded objects of {} job(s) into the store",
+                 *imported);
+  }
   {
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(std::vector<ReplicaRecord> records, options_.store->ListAllReplicas());
     for (ReplicaRecord& r : records) {
       if (r.process.pid == 0 && !Terminal(r.phase)) {
         // Killed between writing the record and persisting the handle.
-        absl::StatusOr<ProcessHandle> h = runner_->Recover(ReplicaDir(r.job, r.name));
+        absl::StatusOr<ProcessHandle> h = runner_->Recover(ReplicaFiles(r.job, r.name));
+        if (absl::IsNotFound(h.status())) {
+          h = runner_->Recover(LegacyReplicaDir(r.job, r.name));  // an older operator's start
+        }
         if (!h.ok()) {
           spdlog::info("local backend: {}/{} never started; dropping its record", r.job.namespace_,
                        r.name);
@@ -489,7 +510,7 @@ absl::Status LocalBackend::ApplyAll(const model::Job& job,
     for (size_t i : prepared_at) statuses[i] = started;
   }
   // A Service is recorded unless an action before it in the reconciler's order failed; all
-  // of them with one write of the job's object file.
+  // of them in one transaction of the store.
   std::vector<size_t> recorded_at;
   std::vector<std::pair<std::string, std::string>> services;
   for (size_t i : services_at) {
@@ -594,9 +615,13 @@ absl::StatusOr<std::optional<LocalBackend::PreparedStart>> LocalBackend::Prepare
 
   {
     absl::StatusOr<std::string> carried = ReadFile(RestartCountPath(key, pod.name));
+    if (absl::IsNotFound(carried.status())) {
+      // Carried over by an older operator, into the pod's directory.
+      carried = ReadFile(ReplicaFile(LegacyReplicaDir(key, pod.name), "restart_count"));
+    }
     if (carried.ok()) absl::SimpleAtoi(*carried, &record.restart_count);
   }
-  // Before the record: Start() adopts a pid-0 record through the replica dir.
+  // Before the record: Start() adopts a pid-0 record through the shim's process file.
   if (absl::Status s = RemoveEndedAttemptFiles(key, pod.name); !s.ok()) {
     gpus_->Release(owner);
     return s;
@@ -608,7 +633,7 @@ absl::StatusOr<std::optional<LocalBackend::PreparedStart>> LocalBackend::Prepare
   spec.working_dir = proc.working_dir.empty() ? options_.default_working_dir : proc.working_dir;
   spec.log_path = record.log_path;
   spec.max_log_bytes = options_.max_log_bytes;
-  spec.replica_dir = ReplicaDir(key, pod.name);
+  spec.replica_files = ReplicaFiles(key, pod.name);
   out.container = proc.container;
   out.ignored_containers = proc.ignored_containers;
   return out;
@@ -715,7 +740,7 @@ absl::Status LocalBackend::DeletePod(const model::Job& job, const std::string& n
   // The reconciler replaces a failed pod by deleting and recreating it where a kubelet
   // would restart its container; carrying the count over keeps backoffLimit working.
   const int restarts = record->restart_count + (record->phase == PodPhase::kFailed ? 1 : 0);
-  RETURN_IF_ERROR(MakeDirs(ReplicaDir(key, name)));
+  RETURN_IF_ERROR(MakeDirs(ReplicaFilesDir(ReplicaFiles(key, name))));
   RETURN_IF_ERROR(WriteFileAtomic(RestartCountPath(key, name), std::to_string(restarts)));
   RETURN_IF_ERROR(RemoveEndedAttemptFiles(key, name));
   absl::MutexLock lock(&mu_);
@@ -785,6 +810,7 @@ absl::Status LocalBackend::Forget(const model::Job& job) {
   if (!IsSafePathComponent(key.namespace_) || !IsSafePathComponent(key.name)) {
     return absl::OkStatus();
   }
+  // logs/: where operators before one directory per job wrote the logs.
   for (const char* sub : {"replicas", "configmaps", "logs"}) {
     RETURN_IF_ERROR(
         RemoveTree(absl::StrCat(options_.state_dir, "/", sub, "/", key.namespace_, "/", key.name)));

@@ -24,17 +24,22 @@
 // is observed Succeeded/Failed and the reconciler decides (delete + create). In-place
 // restarts of OnFailure/Always pods, as a kubelet does them, are not done here; instead
 // deleting a Failed pod carries restart_count + 1 over to the next pod of the same name
-// (<replica dir>/restart_count), so the pod's restart_count, which backoffLimit counts,
+// (replicas/<ns>/<job>/<pod>.restart_count), so the pod's restart_count, which backoffLimit counts,
 // grows as a kubelet's would.
 //
-// State on disk under state_dir:
-//   logs/<ns>/<job>/<pod>.log       (log_files.h; rotated by the shim over max_log_bytes)
-//   replicas/<ns>/<job>/<pod>/      (the shim's process and exit files, restart_count)
-//   objects/<ns>/<job>.json         (recorded non-pod objects)
-//   configmaps/<ns>/<job>/<name>/   (ConfigMap data)
-// Replica records, port reservations: the ReplicaStore. The record of a pod is written
-// (pid 0, Pending) before its process starts, so an operator killed in between finds it
-// at Start() and recovers the handle from the replica dir (or drops the record when the
+// State on disk under state_dir, one directory per job (a directory costs an inode
+// allocation, the dearest file-system call of a start: bench/README.md):
+//   replicas/<ns>/<job>/<pod>.log       (log_files.h; rotated by the shim over max_log_bytes)
+//   replicas/<ns>/<job>/<pod>.process   (the shim's process and exit files, exit_record.h)
+//   replicas/<ns>/<job>/<pod>.exit
+//   replicas/<ns>/<job>/<pod>.restart_count
+//   configmaps/<ns>/<job>/<name>/       (ConfigMap data)
+// Replicas that an older operator started keep their files where it put them
+// (logs/<ns>/<job>/<pod>.log, replicas/<ns>/<job>/<pod>/exit): records name the log and the
+// shim's files, and the few paths derived from a pod's name fall back to that layout.
+// Replica records, port reservations, recorded non-pod objects: the ReplicaStore. The record of a
+// pod is written (pid 0, Pending) before its process starts, so an operator killed in between finds
+// it at Start() and recovers the handle from the shim's process file (or drops the record when the
 // process never started), and a pod is never run twice.
 //
 // Starting is asynchronous, as on a kubelet: Apply(kCreate Pod) returns once the Pending
@@ -106,7 +111,7 @@ struct LocalBackendOptions {
   // The environment PATH/HOME/LANG are copied from; empty: the operator's own.
   std::map<std::string, std::string> base_env;
   // Working directory of replicas whose container sets no workingDir (absolute). Empty:
-  // the replica's own directory under state_dir. The operator passes its own working
+  // its job's directory under state_dir. The operator passes its own working
   // directory, so that relative paths in commands mean what they mean in a shell there.
   std::string default_working_dir;
 };
@@ -207,10 +212,13 @@ class LocalBackend : public Backend {
   bool Refresh(ReplicaRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PollLoop();
   absl::Time Now() const { return options_.clock->Now(); }
-  std::string ReplicaDir(const JobKey& job, const std::string& pod) const;
+  // What names the pod's shim files (ProcessSpec::replica_files): "<job dir>/<pod>.".
+  std::string ReplicaFiles(const JobKey& job, const std::string& pod) const;
+  // The pod's own directory of the layout before one directory per job (see the top).
+  std::string LegacyReplicaDir(const JobKey& job, const std::string& pod) const;
   // Restarts carried over to the next pod of the same name (see DeletePod).
-  // Removes the process and exit files of the pod's ended attempt from its replica dir,
-  // which outlives attempts (it holds restart_count). Left there, a crash after the next
+  // Removes the process and exit files of the pod's ended attempt, which its job's
+  // directory outlives (restart_count stays). Left there, a crash after the next
   // attempt's record is written but before its process starts would let Start() adopt
   // the ended attempt as the new one and count its exit as one more failure (found by
   // e2e/local:chaos_kill_test: a job failed for backoffLimit with every replica restarted

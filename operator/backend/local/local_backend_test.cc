@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -557,6 +558,9 @@ TEST_F(LocalBackendTest, OtherObjectsAreRecordedDurablyAndForgetCleansUp) {
   ASSERT_TRUE(Create(job, svc).ok());
   ASSERT_TRUE(Create(job, Pod(job)).ok());
   WaitPod(job, PodPhase::kSucceeded);
+  // One directory per job holds its pods' files (local_backend.h).
+  EXPECT_EQ(ReadFile(dir_ + "/state/replicas/ns/objs/objs-worker-0.log").value_or(""), "x\n");
+  EXPECT_TRUE(ReadFile(dir_ + "/state/replicas/ns/objs/objs-worker-0.exit").ok());
   auto hostfile = ReadFile(dir_ + "/state/configmaps/ns/objs/objs-config/hostfile");
   ASSERT_TRUE(hostfile.ok()) << hostfile.status();
   EXPECT_EQ(*hostfile, "127.0.0.1 slots=1\n");
@@ -578,12 +582,45 @@ TEST_F(LocalBackendTest, OtherObjectsAreRecordedDurablyAndForgetCleansUp) {
   ASSERT_TRUE(seen.ok());
   EXPECT_TRUE(seen->pods.empty());
   EXPECT_TRUE(seen->objects.empty());
-  EXPECT_TRUE(absl::IsNotFound(ReadFile(dir_ + "/state/logs/ns/objs/objs-worker-0.log").status()));
+  EXPECT_TRUE(
+      absl::IsNotFound(ReadFile(dir_ + "/state/replicas/ns/objs/objs-worker-0.log").status()));
+  struct stat st;
+  EXPECT_NE(stat((dir_ + "/state/replicas/ns/objs").c_str(), &st), 0) << "the job's directory";
+}
+
+// Older operators recorded a job's objects in a file of its own (objects/<ns>/<job>.json):
+// Start moves them into the store, and drops the file of a job that is gone.
+TEST_F(LocalBackendTest, StartMovesObjectFilesOfOlderOperatorsIntoTheStore) {
+  model::Job job = MakeJob("old", {{"command", Argv("true")}});
+  ASSERT_TRUE(MakeDirs(dir_ + "/state/objects/ns").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/state/objects/ns/old.json",
+                              R"([["Service","old-worker-0"],["ConfigMap","old-c"]])")
+                  .ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(dir_ + "/state/objects/ns/gone.json", R"([["Service","gone-worker-0"]])")
+          .ok());
+  ASSERT_TRUE(backend_->Start().ok());
+  auto seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  ASSERT_EQ(seen->objects.size(), 2u);
+  EXPECT_EQ(seen->objects[0].kind, "ConfigMap");
+  EXPECT_EQ(seen->objects[0].name, "old-c");
+  EXPECT_EQ(seen->objects[1].kind, "Service");
+  EXPECT_EQ(seen->objects[1].name, "old-worker-0");
+  EXPECT_TRUE(absl::IsNotFound(ReadFile(dir_ + "/state/objects/ns/old.json").status()));
+  EXPECT_TRUE(absl::IsNotFound(ReadFile(dir_ + "/state/objects/ns/gone.json").status()));
+  backend_->Stop();
+  // In the store now: a backend started afresh sees them without the file.
+  backend_ = NewBackend();
+  ASSERT_NE(backend_, nullptr);
+  seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->objects.size(), 2u);
 }
 
 // A store of finished jobs must not cost memory per job (issue 13): Observe of a finished job
-// reads its objects from the file and keeps nothing, and a later change still sees them all.
-TEST_F(LocalBackendTest, FinishedJobsObjectsAreReadFromTheFileNotKept) {
+// reads its objects from the store and keeps nothing, and a later change still sees them all.
+TEST_F(LocalBackendTest, FinishedJobsObjectsAreReadFromTheStoreNotKept) {
   model::Job job = MakeJob("done", {{"command", Argv("true")}});
   model::KubeObject svc;
   svc.kind = "Service";
@@ -606,7 +643,7 @@ TEST_F(LocalBackendTest, FinishedJobsObjectsAreReadFromTheFileNotKept) {
   ASSERT_TRUE(Create(job, svc).ok());
   seen = backend_->Observe(job);
   ASSERT_TRUE(seen.ok()) << seen.status();
-  EXPECT_EQ(seen->objects.size(), 2u) << "the file, not the dropped cache, is the truth";
+  EXPECT_EQ(seen->objects.size(), 2u) << "the store, not the dropped cache, is the truth";
   EXPECT_EQ(backend_->CachedObjectSets(), 0u);
 }
 

@@ -1,54 +1,95 @@
 #include "operator/backend/local/object_table.h"
 
+#include <dirent.h>
+#include <unistd.h>
+
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "operator/backend/local/fs_util.h"
 
 namespace coach::backend::local {
 
-absl::StatusOr<std::string> ObjectTable::PathOf(const JobKey& job) const {
-  if (!IsSafePathComponent(job.namespace_) || !IsSafePathComponent(job.name)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("job ", job.namespace_, "/", job.name, ": not a safe name"));
+namespace {
+
+// The names in `dir` (not . and ..); empty when it does not exist.
+absl::StatusOr<std::vector<std::string>> DirEntries(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) {
+    if (errno == ENOENT) return names;
+    return absl::InternalError(absl::StrCat("opendir ", dir, ": ", std::strerror(errno)));
   }
-  return absl::StrCat(dir_, "/", job.namespace_, "/", job.name, ".json");
+  while (struct dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  closedir(d);
+  return names;
+}
+
+}  // namespace
+
+absl::StatusOr<int> ObjectTable::ImportFiles() {
+  absl::StatusOr<std::vector<std::string>> namespaces = DirEntries(legacy_dir_);
+  if (!namespaces.ok()) return namespaces.status();
+  int taken = 0;
+  absl::Status first_error;
+  for (const std::string& ns : *namespaces) {
+    const std::string ns_dir = absl::StrCat(legacy_dir_, "/", ns);
+    absl::StatusOr<std::vector<std::string>> files = DirEntries(ns_dir);
+    if (!files.ok()) {
+      first_error.Update(files.status());
+      continue;
+    }
+    for (const std::string& file : *files) {
+      const std::string path = absl::StrCat(ns_dir, "/", file);
+      if (!absl::EndsWith(file, ".json")) continue;  // a .tmp of an interrupted write
+      const JobKey job{ns, file.substr(0, file.size() - 5), ""};
+      absl::StatusOr<std::string> text = ReadFile(path);
+      if (!text.ok()) {
+        first_error.Update(text.status());
+        continue;
+      }
+      nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+      std::vector<std::pair<std::string, std::string>> objects;
+      if (j.is_array()) {
+        for (const auto& o : j) {
+          if (o.is_array() && o.size() == 2 && o[0].is_string() && o[1].is_string()) {
+            objects.emplace_back(o[0].get<std::string>(), o[1].get<std::string>());
+          }
+        }
+      }
+      // A corrupt file is dropped like a lost one: the next pass records its objects again.
+      absl::Status added = objects.empty() ? absl::OkStatus() : store_->AddObjects(job, objects);
+      if (!added.ok() && !absl::IsNotFound(added)) {
+        first_error.Update(added);
+        continue;
+      }
+      if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+        first_error.Update(
+            absl::InternalError(absl::StrCat("unlink ", path, ": ", std::strerror(errno))));
+        continue;
+      }
+      ++taken;
+    }
+    rmdir(ns_dir.c_str());  // best effort: empty once every file was taken
+  }
+  rmdir(legacy_dir_.c_str());
+  if (!first_error.ok()) return first_error;
+  return taken;
 }
 
 absl::StatusOr<ObjectTable::Set*> ObjectTable::Load(const JobKey& job) {
   auto it = cache_.find(job);
   if (it != cache_.end()) return &it->second;
-  absl::StatusOr<std::string> path = PathOf(job);
-  if (!path.ok()) return path.status();
-  Set set;
-  absl::StatusOr<std::string> text = ReadFile(*path);
-  if (text.ok()) {
-    nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_array()) return absl::InternalError(absl::StrCat(*path, ": corrupt"));
-    for (const auto& o : j) {
-      if (o.is_array() && o.size() == 2 && o[0].is_string() && o[1].is_string()) {
-        set.emplace(o[0].get<std::string>(), o[1].get<std::string>());
-      }
-    }
-  } else if (!absl::IsNotFound(text.status())) {
-    return text.status();
-  }
+  absl::StatusOr<std::vector<ReplicaStore::ObjectName>> listed = store_->ListObjects(job);
+  if (!listed.ok()) return listed.status();
+  Set set(listed->begin(), listed->end());
   return &cache_.emplace(job, std::move(set)).first->second;
-}
-
-absl::Status ObjectTable::Save(const JobKey& job, const Set& set) {
-  absl::StatusOr<std::string> path = PathOf(job);
-  if (!path.ok()) return path.status();
-  if (absl::Status s = MakeDirs(DirName(*path)); !s.ok()) return s;
-  nlohmann::json j = nlohmann::json::array();
-  for (const auto& [kind, name] : set) j.push_back({kind, name});
-  // Not synced: a Service or ConfigMap record lost in a power cut is only a name the next
-  // reconcile pass finds missing and records again (the local backend's objects are
-  // bookkeeping; no process depends on them). Syncing it cost two fsyncs per Service.
-  return WriteFileAtomic(*path, j.dump(), Durability::kCrashSafe);
 }
 
 absl::Status ObjectTable::Add(const JobKey& job, const std::string& kind, const std::string& name) {
@@ -62,14 +103,13 @@ absl::Status ObjectTable::AddAll(const JobKey& job,
   if (!set.ok()) return set.status();
   std::vector<std::pair<std::string, std::string>> added;
   for (const auto& object : objects) {
-    if ((*set)->insert(object).second) added.push_back(object);
+    if ((*set)->count(object) == 0) added.push_back(object);
   }
   if (added.empty()) return absl::OkStatus();
-  absl::Status s = Save(job, **set);
-  if (!s.ok()) {
-    for (const auto& object : added) (*set)->erase(object);
-  }
-  return s;
+  // The store first: the cache holds only what was stored.
+  if (absl::Status s = store_->AddObjects(job, added); !s.ok()) return s;
+  (*set)->insert(added.begin(), added.end());
+  return absl::OkStatus();
 }
 
 absl::Status ObjectTable::Remove(const JobKey& job, const std::string& kind,
@@ -77,10 +117,10 @@ absl::Status ObjectTable::Remove(const JobKey& job, const std::string& kind,
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Set*> set = Load(job);
   if (!set.ok()) return set.status();
-  if ((*set)->erase({kind, name}) == 0) return absl::OkStatus();
-  absl::Status s = Save(job, **set);
-  if (!s.ok()) (*set)->emplace(kind, name);
-  return s;
+  if ((*set)->count({kind, name}) == 0) return absl::OkStatus();
+  if (absl::Status s = store_->RemoveObject(job, {kind, name}); !s.ok()) return s;
+  (*set)->erase({kind, name});
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<model::ObservedObject>> ObjectTable::List(const JobKey& job,
@@ -90,7 +130,7 @@ absl::StatusOr<std::vector<model::ObservedObject>> ObjectTable::List(const JobKe
   if (!set.ok()) return set.status();
   std::vector<model::ObservedObject> out;
   for (const auto& [kind, name] : **set) out.push_back({kind, name});
-  // Every change was saved before it reached the cache, so dropping the entry loses nothing.
+  // Every change was stored before it reached the cache, so dropping the entry loses nothing.
   if (retain == Retain::kDrop) cache_.erase(job);
   return out;
 }
@@ -102,13 +142,8 @@ size_t ObjectTable::CachedJobs() {
 
 absl::Status ObjectTable::Forget(const JobKey& job) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<std::string> path = PathOf(job);
-  if (!path.ok()) return path.status();
   cache_.erase(job);
-  if (std::remove(path->c_str()) != 0 && errno != ENOENT) {
-    return absl::InternalError(absl::StrCat("remove ", *path, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  return store_->RemoveObjects(job);
 }
 
 }  // namespace coach::backend::local

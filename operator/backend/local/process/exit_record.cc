@@ -56,24 +56,35 @@ absl::StatusOr<ExitRecord> ExitRecordFromJson(const std::string& json) {
   return r;
 }
 
-absl::Status WriteExitRecord(const std::string& replica_dir, const ExitRecord& record) {
-  return WriteFileAtomic(absl::StrCat(replica_dir, "/", kExitFileName), ExitRecordToJson(record));
+std::string ReplicaFile(const std::string& replica_files, const char* name) {
+  if (!replica_files.empty() && replica_files.back() == '.')
+    return absl::StrCat(replica_files, name);
+  return absl::StrCat(replica_files, "/", name);
 }
 
-absl::StatusOr<ExitRecord> ReadExitRecord(const std::string& replica_dir) {
-  absl::StatusOr<std::string> text = ReadFile(absl::StrCat(replica_dir, "/", kExitFileName));
+std::string ReplicaFilesDir(const std::string& replica_files) {
+  if (!replica_files.empty() && replica_files.back() == '.') return DirName(replica_files);
+  return replica_files;
+}
+
+absl::Status WriteExitRecord(const std::string& replica_files, const ExitRecord& record) {
+  return WriteFileAtomic(ReplicaFile(replica_files, kExitFileName), ExitRecordToJson(record));
+}
+
+absl::StatusOr<ExitRecord> ReadExitRecord(const std::string& replica_files) {
+  absl::StatusOr<std::string> text = ReadFile(ReplicaFile(replica_files, kExitFileName));
   if (!text.ok()) return text.status();
   return ExitRecordFromJson(*text);
 }
 
-absl::Status WriteProcessFile(const std::string& replica_dir, const ProcessFile& file) {
+absl::Status WriteProcessFile(const std::string& replica_files, const ProcessFile& file) {
   nlohmann::json j = {{"pid", file.pid}, {"pgid", file.pgid}, {"start_time", file.start_time}};
   // Written in place, neither synced nor renamed: a power cut ends the process it names (a
   // missing file then reads as "never started", or the exit file names the process), and
   // the runner reads it only after the shim reported its start, so no reader sees it half
   // written (Recover retries one that is). A temporary file and a rename cost an inode
   // allocation per replica start, the shim's largest single cost (bench/README.md).
-  const std::string path = absl::StrCat(replica_dir, "/", kProcessFileName);
+  const std::string path = ReplicaFile(replica_files, kProcessFileName);
   const std::string text = j.dump();
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return absl::InternalError(absl::StrCat("open ", path, ": ", strerror(errno)));
@@ -87,8 +98,8 @@ absl::Status WriteProcessFile(const std::string& replica_dir, const ProcessFile&
   return absl::OkStatus();
 }
 
-absl::StatusOr<ProcessFile> ReadProcessFile(const std::string& replica_dir) {
-  absl::StatusOr<std::string> text = ReadFile(absl::StrCat(replica_dir, "/", kProcessFileName));
+absl::StatusOr<ProcessFile> ReadProcessFile(const std::string& replica_files) {
+  absl::StatusOr<std::string> text = ReadFile(ReplicaFile(replica_files, kProcessFileName));
   if (!text.ok()) return text.status();
   nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("pid") || !j["pid"].is_number_integer() ||

@@ -1,10 +1,11 @@
 #pragma once
 
-// The files the replica shim leaves in a replica directory, read back by the runner
-// even after an operator restart (when the replica is no longer the operator's child):
-//   <replica-dir>/process  {"pid","pgid","start_time"}   written once the command started
-//   <replica-dir>/exit     {"exit_code","signal","finished_at","message",
-//                           "process": {"pid","pgid","start_time"}}  written last
+// The files the replica shim leaves for a replica, read back by the runner even after an
+// operator restart (when the replica is no longer the operator's child). `replica_files`
+// names them (ReplicaFile):
+//   process  {"pid","pgid","start_time"}   written once the command started
+//   exit     {"exit_code","signal","finished_at","message",
+//             "process": {"pid","pgid","start_time"}}  written last
 // Both are written atomically (tmp + rename), so a reader sees all of a file or none. Only
 // the exit file is synced: it also names the process, so that an ended replica is still
 // recognised when a power cut lost its process file.
@@ -21,6 +22,15 @@ namespace coach::backend::local {
 
 inline constexpr char kExitFileName[] = "exit";
 inline constexpr char kProcessFileName[] = "process";
+
+// The path of the replica's file `name`. A `replica_files` that ends in '.' is a prefix
+// (<job dir>/<pod>.exit: one directory per job, as the local backend lays replicas out now; a
+// directory costs an inode allocation, the dearest file-system call of a start on ext4).
+// Any other is a directory of the replica's own (<dir>/exit): the layout before, kept so that
+// replicas an older operator started are still found.
+std::string ReplicaFile(const std::string& replica_files, const char* name);
+// The directory that holds the replica's files.
+std::string ReplicaFilesDir(const std::string& replica_files);
 
 struct ExitRecord {
   // The command's exit status; 128 + signal when a signal killed it; 127 when the
@@ -47,12 +57,12 @@ std::string ExitRecordToJson(const ExitRecord& record);
 absl::StatusOr<ExitRecord> ExitRecordFromJson(const std::string& json);
 
 // Errors: Internal (I/O).
-absl::Status WriteExitRecord(const std::string& replica_dir, const ExitRecord& record);
+absl::Status WriteExitRecord(const std::string& replica_files, const ExitRecord& record);
 // Errors: NotFound (no exit file yet), InvalidArgument (corrupt), Internal (I/O).
-absl::StatusOr<ExitRecord> ReadExitRecord(const std::string& replica_dir);
+absl::StatusOr<ExitRecord> ReadExitRecord(const std::string& replica_files);
 
-absl::Status WriteProcessFile(const std::string& replica_dir, const ProcessFile& file);
+absl::Status WriteProcessFile(const std::string& replica_files, const ProcessFile& file);
 // Errors: NotFound, InvalidArgument, Internal.
-absl::StatusOr<ProcessFile> ReadProcessFile(const std::string& replica_dir);
+absl::StatusOr<ProcessFile> ReadProcessFile(const std::string& replica_files);
 
 }  // namespace coach::backend::local

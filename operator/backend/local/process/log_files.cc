@@ -54,7 +54,7 @@ absl::StatusOr<std::string> ReplicaLogPath(const std::string& state_dir, const s
           absl::StrCat("name '", *part, "' cannot be used in a log path"));
     }
   }
-  return absl::StrCat(state_dir, "/logs/", ns, "/", job, "/", replica, ".log");
+  return absl::StrCat(state_dir, "/replicas/", ns, "/", job, "/", replica, ".log");
 }
 
 absl::StatusOr<bool> RotateIfOver(const std::string& path, int64_t max_bytes) {

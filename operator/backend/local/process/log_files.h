@@ -1,6 +1,7 @@
 #pragma once
 
-// Per-replica log files: <state-dir>/logs/<ns>/<job>/<replica>.log, bounded by
+// Per-replica log files: <state-dir>/replicas/<ns>/<job>/<replica>.log, next to the shim's
+// files in the job's one directory (older operators wrote logs/<ns>/<job>/), bounded by
 // copytruncate rotation (copy to <file>.1, truncate the live file in place so the
 // writer's O_APPEND descriptor keeps working), plus readers for "tail N lines" and
 // "follow from an offset" that cope with a truncation between two reads.

@@ -19,12 +19,12 @@ struct ProcessHandle {
   // The shim's /proc/<pid>/stat start time: (pid, start_time) is the identity, so a
   // recycled pid is never mistaken for the replica.
   uint64_t start_time = 0;
-  // Where the shim writes its `process` and `exit` files.
-  std::string replica_dir;
+  // Names the shim's `process` and `exit` files (ReplicaFile in exit_record.h).
+  std::string replica_files;
 
   bool operator==(const ProcessHandle& o) const {
     return pid == o.pid && pgid == o.pgid && start_time == o.start_time &&
-           replica_dir == o.replica_dir;
+           replica_files == o.replica_files;
   }
 };
 

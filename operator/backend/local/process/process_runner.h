@@ -20,15 +20,16 @@ struct ProcessSpec {
   std::vector<std::string> argv;
   // The exact environment, "NAME=value" entries; nothing is inherited from the operator.
   std::vector<std::string> env;
-  // Absolute; empty means the replica directory.
+  // Absolute; empty means the directory of the replica's files.
   std::string working_dir;
   // Absolute; stdout and stderr are appended here. Parent directories are created.
   std::string log_path;
   // Rotation threshold for log_path (copytruncate to <log>.1); <= 0 means unbounded.
   int64_t max_log_bytes = 0;
-  // Absolute; created when missing. Holds the shim's `process` and `exit` files; a
-  // stale `exit` from an earlier run of the same replica is removed by Start.
-  std::string replica_dir;
+  // Absolute; names the shim's `process` and `exit` files (ReplicaFile in exit_record.h:
+  // "<dir>/<pod>." for <dir>/<pod>.exit). Their directory is created when missing; a stale
+  // `exit` from an earlier run of the same replica is removed by Start.
+  std::string replica_files;
 };
 
 enum class ProcessState {
@@ -77,10 +78,10 @@ class ProcessRunner {
   // Errors: Internal, DeadlineExceeded (still alive after SIGKILL: unkillable D state).
   virtual absl::StatusOr<PollResult> Stop(const ProcessHandle& handle, absl::Duration grace) = 0;
 
-  // The handle of the replica whose files are in `replica_dir`, from the shim's
+  // The handle of the replica whose files `replica_files` names, from the shim's
   // `process` file: re-adoption after an operator crash between Start and persisting
   // the handle. Errors: NotFound (never started there), InvalidArgument (corrupt).
-  virtual absl::StatusOr<ProcessHandle> Recover(const std::string& replica_dir) = 0;
+  virtual absl::StatusOr<ProcessHandle> Recover(const std::string& replica_files) = 0;
 
   // For a replica this runner started: a descriptor (close-on-exec, non-blocking) that
   // reads end of file once the replica's supervisor has ended, its exit recorded, so the

@@ -2,18 +2,19 @@
 // status survives the operator (after an operator kill -9 the replica is no longer the
 // operator's child and waitpid cannot report it).
 //
-//   coach-replica-shim --replica-dir=D --log=L [--max-log-bytes=N] [--cwd=W]
+//   coach-replica-shim --replica-files=B --log=L [--max-log-bytes=N] [--cwd=W]
 //                      [--status-fd=F] -- COMMAND ARGS...
 //
 // The shim's environment is passed to COMMAND unchanged (the runner execs the shim with
 // exactly the replica's environment). The shim leads its own session; COMMAND runs in
 // its own process group inside it, with stdin from /dev/null and stdout+stderr appended
-// to L. Once COMMAND started (or failed to), the shim writes D/process and then
-// "pgid <n>\n" on F, and keeps F open until it exits, so that the runner learns of the end
+// to L. B names the shim's files (ReplicaFile in exit_record.h: B=<dir>/<pod>. for
+// <dir>/<pod>.process). Once COMMAND started (or failed to), the shim writes B's process file and
+// then "pgid <n>\n" on F, and keeps F open until it exits, so that the runner learns of the end
 // from the end of file at once rather than by polling. When COMMAND ends (SIGCHLD) it kills
-// what is left of its group, writes D/exit and exits 0. SIGTERM/SIGINT/SIGHUP sent to the shim are
-// forwarded to COMMAND's group. While COMMAND runs, L is rotated (copytruncate) whenever it exceeds
-// N bytes.
+// what is left of its group, writes B's exit file and exits 0. SIGTERM/SIGINT/SIGHUP sent to the
+// shim are forwarded to COMMAND's group. While COMMAND runs, L is rotated (copytruncate) whenever
+// it exceeds N bytes.
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,7 +53,7 @@ void Forward(int sig) {
 }
 
 struct Args {
-  std::string replica_dir;
+  std::string replica_files;
   std::string log;
   std::string cwd;
   int64_t max_log_bytes = 0;
@@ -69,8 +70,8 @@ bool ParseArgs(int argc, char** argv, Args* args) {
       break;
     }
     auto value = [&a](const char* flag) { return a.substr(strlen(flag)); };
-    if (absl::StartsWith(a, "--replica-dir=")) {
-      args->replica_dir = value("--replica-dir=");
+    if (absl::StartsWith(a, "--replica-files=")) {
+      args->replica_files = value("--replica-files=");
     } else if (absl::StartsWith(a, "--log=")) {
       args->log = value("--log=");
     } else if (absl::StartsWith(a, "--cwd=")) {
@@ -84,7 +85,7 @@ bool ParseArgs(int argc, char** argv, Args* args) {
     }
   }
   for (; i < argc; ++i) args->command.push_back(argv[i]);
-  return !args->replica_dir.empty() && !args->log.empty() && !args->command.empty();
+  return !args->replica_files.empty() && !args->log.empty() && !args->command.empty();
 }
 
 // execvpe's lookup, but against the PATH of the environment we pass on, computed before
@@ -117,7 +118,7 @@ int Fail(const Args& args, const std::string& message) {
   r.exit_code = 127;
   r.finished_at = coach::Clock::Real()->Now();
   r.message = message;
-  (void)coach::backend::local::WriteExitRecord(args.replica_dir, r);
+  (void)coach::backend::local::WriteExitRecord(args.replica_files, r);
   WriteStatus(args.status_fd, absl::StrCat("error ", message, "\n"));
   return 1;  // exiting closes the status fd
 }
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
   Args args;
   if (!ParseArgs(argc, argv, &args)) {
     fprintf(stderr,
-            "usage: coach-replica-shim --replica-dir=D --log=L [--max-log-bytes=N] "
+            "usage: coach-replica-shim --replica-files=B --log=L [--max-log-bytes=N] "
             "[--cwd=W] [--status-fd=F] -- COMMAND ARGS...\n");
     return 2;
   }
@@ -230,7 +231,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<coach::backend::local::ProcStat> self =
       coach::backend::local::ReadProcStat(getpid());
   if (self.ok()) pf.start_time = self->start_time;
-  (void)coach::backend::local::WriteProcessFile(args.replica_dir, pf);
+  (void)coach::backend::local::WriteProcessFile(args.replica_files, pf);
   WriteStatus(args.status_fd, absl::StrCat("pgid ", child, "\n"));
 
   int status = 0;
@@ -274,6 +275,6 @@ int main(int argc, char** argv) {
     record.message =
         absl::StrCat("killed by signal ", record.signal, " (", strsignal(record.signal), ")");
   }
-  if (!coach::backend::local::WriteExitRecord(args.replica_dir, record).ok()) return 1;
+  if (!coach::backend::local::WriteExitRecord(args.replica_files, record).ok()) return 1;
   return 0;
 }

@@ -38,8 +38,8 @@ absl::Status Validate(const ProcessSpec& spec) {
   if (!IsAbsolute(spec.log_path)) {
     return absl::InvalidArgumentError("spec.log_path: must be an absolute path");
   }
-  if (!IsAbsolute(spec.replica_dir)) {
-    return absl::InvalidArgumentError("spec.replica_dir: must be an absolute path");
+  if (!IsAbsolute(spec.replica_files)) {
+    return absl::InvalidArgumentError("spec.replica_files: must be an absolute path");
   }
   if (!spec.working_dir.empty() && !IsAbsolute(spec.working_dir)) {
     return absl::InvalidArgumentError("spec.working_dir: must be an absolute path");
@@ -105,10 +105,13 @@ absl::StatusOr<std::unique_ptr<ShimProcessRunner>> ShimProcessRunner::Create(
 
 absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) {
   RETURN_IF_ERROR(Validate(spec));
-  RETURN_IF_ERROR(MakeDirs(spec.replica_dir));
-  RETURN_IF_ERROR(MakeDirs(DirName(spec.log_path)));
+  const std::string files_dir = ReplicaFilesDir(spec.replica_files);
+  RETURN_IF_ERROR(MakeDirs(files_dir));
+  if (const std::string log_dir = DirName(spec.log_path); log_dir != files_dir) {
+    RETURN_IF_ERROR(MakeDirs(log_dir));
+  }
   for (const char* f : {kExitFileName, kProcessFileName}) {
-    std::string p = absl::StrCat(spec.replica_dir, "/", f);
+    std::string p = ReplicaFile(spec.replica_files, f);
     if (unlink(p.c_str()) != 0 && errno != ENOENT) return Errno(absl::StrCat("unlink ", p));
   }
 
@@ -116,10 +119,10 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
   // process only async-signal-safe calls are allowed.
   std::vector<std::string> args = {
       shim_path_,
-      absl::StrCat("--replica-dir=", spec.replica_dir),
+      absl::StrCat("--replica-files=", spec.replica_files),
       absl::StrCat("--log=", spec.log_path),
       absl::StrCat("--max-log-bytes=", spec.max_log_bytes),
-      absl::StrCat("--cwd=", spec.working_dir.empty() ? spec.replica_dir : spec.working_dir),
+      absl::StrCat("--cwd=", spec.working_dir.empty() ? files_dir : spec.working_dir),
       absl::StrCat("--status-fd=", kStatusFd),
       "--"};
   args.insert(args.end(), spec.argv.begin(), spec.argv.end());
@@ -195,7 +198,7 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
     return absl::InternalError(
         absl::StrCat("replica shim failed to start: ", line->empty() ? "no report" : *line));
   }
-  absl::StatusOr<ProcessFile> pf = ReadProcessFile(spec.replica_dir);
+  absl::StatusOr<ProcessFile> pf = ReadProcessFile(spec.replica_files);
   if (!pf.ok() || pf->pid != pid) {
     close(status_pipe[0]);
     if (!pf.ok()) {
@@ -218,7 +221,7 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
   handle.pid = pid;
   handle.pgid = pf->pgid;
   handle.start_time = pf->start_time;
-  handle.replica_dir = spec.replica_dir;
+  handle.replica_files = spec.replica_files;
   return handle;
 }
 
@@ -253,12 +256,12 @@ absl::StatusOr<PollResult> ShimProcessRunner::Poll(const ProcessHandle& handle) 
   // Reap the shim when it is our child (started by this process); for adopted
   // replicas this is ECHILD and harmless.
   if (handle.pid > 0) waitpid(handle.pid, nullptr, WNOHANG);
-  absl::StatusOr<ExitRecord> exit = ReadExitRecord(handle.replica_dir);
+  absl::StatusOr<ExitRecord> exit = ReadExitRecord(handle.replica_files);
   if (exit.ok()) return FromExit(*exit);
   if (!absl::IsNotFound(exit.status())) return exit.status();
   if (IsSameLiveProcess(handle.pid, handle.start_time)) return PollResult();
   // The shim may have written its exit file between the two looks.
-  exit = ReadExitRecord(handle.replica_dir);
+  exit = ReadExitRecord(handle.replica_files);
   if (exit.ok()) return FromExit(*exit);
   if (!absl::IsNotFound(exit.status())) return exit.status();
   PollResult vanished;
@@ -327,18 +330,18 @@ absl::StatusOr<PollResult> ShimProcessRunner::Stop(const ProcessHandle& handle,
   return Poll(handle);
 }
 
-absl::StatusOr<ProcessHandle> ShimProcessRunner::Recover(const std::string& replica_dir) {
-  absl::StatusOr<ProcessFile> read = ReadProcessFile(replica_dir);
+absl::StatusOr<ProcessHandle> ShimProcessRunner::Recover(const std::string& replica_files) {
+  absl::StatusOr<ProcessFile> read = ReadProcessFile(replica_files);
   // Written in place: a shim may be writing it right now. A second look a moment later
   // tells that from a file left half written by a shim killed while writing.
   for (int i = 0; i < 50 && absl::IsInvalidArgument(read.status()); ++i) {
     absl::SleepFor(absl::Milliseconds(10));
-    read = ReadProcessFile(replica_dir);
+    read = ReadProcessFile(replica_files);
   }
   if (absl::IsNotFound(read.status())) {
     // The process file is not synced; the exit file is and names the same process: a
     // replica that ended before a power cut is adopted with its exit, not started again.
-    absl::StatusOr<ExitRecord> exit = ReadExitRecord(replica_dir);
+    absl::StatusOr<ExitRecord> exit = ReadExitRecord(replica_files);
     if (exit.ok() && exit->pid != 0) read = ProcessFile{exit->pid, exit->pgid, exit->start_time};
   }
   if (!read.ok()) return read.status();
@@ -347,7 +350,7 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Recover(const std::string& repl
   handle.pid = pf.pid;
   handle.pgid = pf.pgid;
   handle.start_time = pf.start_time;
-  handle.replica_dir = replica_dir;
+  handle.replica_files = replica_files;
   return handle;
 }
 

@@ -2,8 +2,8 @@
 
 // The real ProcessRunner: every replica runs under coach-replica-shim (see
 // replica_shim.cc), which leads its own session, runs the command in its own process
-// group, and leaves the exit status in <replica-dir>/exit, so that a later operator
-// process can still learn how a replica it did not start ended.
+// group, and leaves the exit status in the replica's exit file (exit_record.h), so that a later
+// operator process can still learn how a replica it did not start ended.
 
 #include <map>
 #include <memory>
@@ -41,7 +41,7 @@ class ShimProcessRunner : public ProcessRunner {
   absl::Status Signal(const ProcessHandle& handle, int sig) override;
   absl::StatusOr<PollResult> Poll(const ProcessHandle& handle) override;
   absl::StatusOr<PollResult> Stop(const ProcessHandle& handle, absl::Duration grace) override;
-  absl::StatusOr<ProcessHandle> Recover(const std::string& replica_dir) override;
+  absl::StatusOr<ProcessHandle> Recover(const std::string& replica_files) override;
   // The read end of the shim's status pipe: the shim holds the write end until it exits.
   int TakeEndFd(const ProcessHandle& handle) override;
 

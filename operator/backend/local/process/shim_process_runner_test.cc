@@ -46,8 +46,9 @@ class ShimProcessRunnerTest : public ::testing::Test {
     ProcessSpec spec;
     spec.argv = std::move(argv);
     spec.env = {"PATH=/usr/bin:/bin", "GREETING=hello"};
-    spec.replica_dir = absl::StrCat(dir_, "/replicas/", name);
-    spec.log_path = absl::StrCat(dir_, "/logs/", name, ".log");
+    // One directory for every replica's files, as the local backend lays a job out.
+    spec.replica_files = absl::StrCat(dir_, "/replicas/job/", name, ".");
+    spec.log_path = absl::StrCat(dir_, "/replicas/job/", name, ".log");
     return spec;
   }
 
@@ -121,7 +122,7 @@ TEST_F(ShimProcessRunnerTest, RunsCommandWithExactEnvAndLogs) {
   EXPECT_EQ(p.signal, 0);
   auto log = ReadFile(spec.log_path);
   ASSERT_TRUE(log.ok());
-  EXPECT_EQ(*log, absl::StrCat("out=hello\nerr\nsecret=none\n", spec.replica_dir, "\n"));
+  EXPECT_EQ(*log, absl::StrCat("out=hello\nerr\nsecret=none\n", dir_, "/replicas/job\n"));
 }
 
 TEST_F(ShimProcessRunnerTest, ExitCodeIsRecorded) {
@@ -152,7 +153,7 @@ TEST_F(ShimProcessRunnerTest, EndFdReadsEndOfFileOnceTheExitIsRecorded) {
   char c;
   EXPECT_EQ(read(fd, &c, 1), 0);  // end of file, nothing written
   close(fd);
-  auto exit = ReadExitRecord(h->replica_dir);
+  auto exit = ReadExitRecord(h->replica_files);
   ASSERT_TRUE(exit.ok()) << exit.status();
   EXPECT_EQ(exit->exit_code, 5);
   // An adopted replica has none.
@@ -280,7 +281,7 @@ TEST_F(ShimProcessRunnerTest, ReadoptedByANewRunnerAfterOperatorDeath) {
   auto fresh = ShimProcessRunner::Create(ShimPath());
   ASSERT_TRUE(fresh.ok());
   runner_ = std::move(*fresh);
-  auto recovered = runner_->Recover(spec.replica_dir);
+  auto recovered = runner_->Recover(spec.replica_files);
   ASSERT_TRUE(recovered.ok()) << recovered.status();
   EXPECT_EQ(*recovered, saved);
   auto p = runner_->Poll(saved);
@@ -299,8 +300,8 @@ TEST_F(ShimProcessRunnerTest, RecoverFallsBackToTheExitFileWithoutAProcessFile) 
   auto h = runner_->Start(spec);
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ(WaitExit(*h).exit_code, 6);
-  ASSERT_EQ(unlink(absl::StrCat(spec.replica_dir, "/", kProcessFileName).c_str()), 0);
-  auto recovered = runner_->Recover(spec.replica_dir);
+  ASSERT_EQ(unlink(ReplicaFile(spec.replica_files, kProcessFileName).c_str()), 0);
+  auto recovered = runner_->Recover(spec.replica_files);
   ASSERT_TRUE(recovered.ok()) << recovered.status();
   EXPECT_EQ(*recovered, *h);
   auto p = runner_->Poll(*recovered);
@@ -308,8 +309,23 @@ TEST_F(ShimProcessRunnerTest, RecoverFallsBackToTheExitFileWithoutAProcessFile) 
   EXPECT_EQ(p->state, ProcessState::kExited);
   EXPECT_EQ(p->exit_code, 6);
   // Neither file: never started.
-  ASSERT_EQ(unlink(absl::StrCat(spec.replica_dir, "/", kExitFileName).c_str()), 0);
-  EXPECT_EQ(runner_->Recover(spec.replica_dir).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_EQ(unlink(ReplicaFile(spec.replica_files, kExitFileName).c_str()), 0);
+  EXPECT_EQ(runner_->Recover(spec.replica_files).status().code(), absl::StatusCode::kNotFound);
+}
+
+// Replicas an older operator started keep their files in a directory of their own
+// (<dir>/exit): a base that does not end in '.' still means that directory.
+TEST_F(ShimProcessRunnerTest, ADirectoryOfItsOwnStillHoldsTheFiles) {
+  ProcessSpec spec = Spec({"sh", "-c", "exit 7"});
+  spec.replica_files = absl::StrCat(dir_, "/replicas/old/r0");
+  auto h = runner_->Start(spec);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(WaitExit(*h).exit_code, 7);
+  EXPECT_TRUE(ReadFile(absl::StrCat(spec.replica_files, "/", kExitFileName)).ok());
+  EXPECT_TRUE(ReadFile(absl::StrCat(spec.replica_files, "/", kProcessFileName)).ok());
+  auto recovered = runner_->Recover(spec.replica_files);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(*recovered, *h);
 }
 
 TEST_F(ShimProcessRunnerTest, ExitStatusSurvivesWhenNotOurChild) {
@@ -329,7 +345,7 @@ TEST_F(ShimProcessRunnerTest, ExitStatusSurvivesWhenNotOurChild) {
   int st = 0;
   ASSERT_EQ(waitpid(op, &st, 0), op);
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  auto h = runner_->Recover(spec.replica_dir);
+  auto h = runner_->Recover(spec.replica_files);
   ASSERT_TRUE(h.ok()) << h.status();
   auto p = runner_->Poll(*h);
   ASSERT_TRUE(p.ok());
@@ -347,8 +363,7 @@ TEST_F(ShimProcessRunnerTest, RecycledPidIsNotMistakenForTheReplica) {
   auto self = ReadProcStat(getpid());
   ASSERT_TRUE(self.ok());
   fake.start_time = self->start_time + 1;
-  fake.replica_dir = dir_ + "/recycled";
-  ASSERT_TRUE(MakeDirs(fake.replica_dir).ok());
+  fake.replica_files = dir_ + "/recycled.";
   auto p = runner_->Poll(fake);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->state, ProcessState::kVanished);

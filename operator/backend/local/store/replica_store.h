@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -92,6 +93,19 @@ class ReplicaStore {
   virtual absl::StatusOr<bool> IsPortReserved(int port) = 0;
   // Releases every port of the job (also done when the job is deleted).
   virtual absl::Status ReleasePorts(const JobKey& job) = 0;
+
+  // The job's recorded non-pod objects (object_table.h), as (kind, name). Not synced: a
+  // power cut may lose the last ones added or removed (each is only a name the next pass
+  // records again). Deleting the job deletes them.
+  using ObjectName = std::pair<std::string, std::string>;
+  // Adds those not recorded yet, all in one transaction. Errors: NotFound (no such job).
+  virtual absl::Status AddObjects(const JobKey& job, const std::vector<ObjectName>& objects) = 0;
+  // Idempotent.
+  virtual absl::Status RemoveObject(const JobKey& job, const ObjectName& object) = 0;
+  // Ordered by (kind, name); costs what the job holds.
+  virtual absl::StatusOr<std::vector<ObjectName>> ListObjects(const JobKey& job) = 0;
+  // Idempotent.
+  virtual absl::Status RemoveObjects(const JobKey& job) = 0;
 };
 
 }  // namespace coach::backend::local

@@ -86,6 +86,18 @@ CREATE INDEX ports_by_job ON ports (namespace, job_name);
     R"sql(
 CREATE INDEX replicas_by_phase ON replicas (phase);
 )sql",
+    // 3: a job's recorded non-pod objects (object_table.h), which were a file per job: a
+    // file costs an inode allocation, the dearest file-system call of a start on ext4.
+    R"sql(
+CREATE TABLE objects (
+  namespace TEXT NOT NULL,
+  job_name TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  PRIMARY KEY (namespace, job_name, kind, name),
+  FOREIGN KEY (namespace, job_name) REFERENCES jobs (namespace, name) ON DELETE CASCADE
+) WITHOUT ROWID;
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteJobStore::kSchemaVersion,
               "one migration per schema version");
@@ -270,7 +282,7 @@ absl::StatusOr<ReplicaRecord> ReadReplica(const Stmt& s) {
   r.process.pid = static_cast<pid_t>(s.Int(5));
   r.process.pgid = static_cast<pid_t>(s.Int(6));
   r.process.start_time = static_cast<uint64_t>(s.Int(7));
-  r.process.replica_dir = s.Text(8);
+  r.process.replica_files = s.Text(8);
   r.log_path = s.Text(9);
   r.phase = static_cast<model::PodPhase>(s.Int(10));
   if (!s.IsNull(11)) r.exit_code = static_cast<int>(s.Int(11));
@@ -614,7 +626,7 @@ absl::Status SqliteJobStore::PutReplicaLocked(const ReplicaRecord& r) {
       .Bind(6, int64_t{r.process.pid})
       .Bind(7, int64_t{r.process.pgid})
       .Bind(8, static_cast<int64_t>(r.process.start_time))
-      .Bind(9, r.process.replica_dir)
+      .Bind(9, r.process.replica_files)
       .Bind(10, r.log_path)
       .Bind(11, static_cast<int64_t>(r.phase))
       .Bind(13, int64_t{r.restart_count})
@@ -777,6 +789,57 @@ absl::Status SqliteJobStore::ReleasePorts(const JobKey& job) {
     ASSIGN_OR_RETURN(Stmt d, Stmt::Cached(db_, statements_,
                                           "DELETE FROM ports WHERE namespace=? AND "
                                           "job_name=?"));
+    d.Bind(1, job.namespace_).Bind(2, job.name);
+    return d.Run();
+  });
+}
+
+absl::Status SqliteJobStore::AddObjects(const JobKey& job, const std::vector<ObjectName>& objects) {
+  absl::MutexLock lock(&mu_);
+  return InTransaction(Commit::kBuffered, [&]() -> absl::Status {
+    RETURN_IF_ERROR(JobExistsLocked(job));
+    for (const auto& [kind, name] : objects) {
+      ASSIGN_OR_RETURN(Stmt ins, Stmt::Cached(db_, statements_,
+                                              "INSERT OR IGNORE INTO objects (namespace, "
+                                              "job_name, kind, name) VALUES (?,?,?,?)"));
+      ins.Bind(1, job.namespace_).Bind(2, job.name).Bind(3, kind).Bind(4, name);
+      RETURN_IF_ERROR(ins.Run());
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status SqliteJobStore::RemoveObject(const JobKey& job, const ObjectName& object) {
+  absl::MutexLock lock(&mu_);
+  return InTransaction(Commit::kBuffered, [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(Stmt d, Stmt::Cached(db_, statements_,
+                                          "DELETE FROM objects WHERE namespace=? AND "
+                                          "job_name=? AND kind=? AND name=?"));
+    d.Bind(1, job.namespace_).Bind(2, job.name).Bind(3, object.first).Bind(4, object.second);
+    return d.Run();
+  });
+}
+
+absl::StatusOr<std::vector<ReplicaStore::ObjectName>> SqliteJobStore::ListObjects(
+    const JobKey& job) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Stmt q, Stmt::Cached(db_, statements_,
+                                        "SELECT kind, name FROM objects WHERE namespace=? AND "
+                                        "job_name=? ORDER BY kind, name"));
+  q.Bind(1, job.namespace_).Bind(2, job.name);
+  std::vector<ObjectName> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return out;
+    out.emplace_back(q.Text(0), q.Text(1));
+  }
+}
+
+absl::Status SqliteJobStore::RemoveObjects(const JobKey& job) {
+  absl::MutexLock lock(&mu_);
+  return InTransaction(Commit::kBuffered, [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(Stmt d, Stmt::Cached(db_, statements_,
+                                          "DELETE FROM objects WHERE namespace=? AND job_name=?"));
     d.Bind(1, job.namespace_).Bind(2, job.name);
     return d.Run();
   });

@@ -53,7 +53,7 @@ class SqliteJobStore : public store::JobStore, public ReplicaStore {
   };
 
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Creates `state_dir` when missing and opens (or creates) coach.db in it.
   // Errors: Internal (cannot create/open), FailedPrecondition (the database has a
@@ -94,9 +94,15 @@ class SqliteJobStore : public store::JobStore, public ReplicaStore {
   absl::StatusOr<std::vector<PortReservation>> ListPortReservationsOf(const JobKey& job) override;
   absl::StatusOr<bool> IsPortReserved(int port) override;
 
+  absl::Status ReleasePorts(const JobKey& job) override;
+
+  absl::Status AddObjects(const JobKey& job, const std::vector<ObjectName>& objects) override;
+  absl::Status RemoveObject(const JobKey& job, const ObjectName& object) override;
+  absl::StatusOr<std::vector<ObjectName>> ListObjects(const JobKey& job) override;
+  absl::Status RemoveObjects(const JobKey& job) override;
+
   // Prepared statements by their SQL (internal; public for the .cc's statement helper).
   using StatementCache = std::map<std::string, sqlite3_stmt*>;
-  absl::Status ReleasePorts(const JobKey& job) override;
 
  private:
   SqliteJobStore(sqlite3* db, Options options);

@@ -131,6 +131,28 @@ TEST_F(SqliteJobStoreTest, RefusesNewerSchema) {
   EXPECT_EQ(SqliteJobStore::Open(dir_).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// A database of schema 2 (before the objects table) is brought up to date on open, its jobs
+// kept.
+TEST_F(SqliteJobStoreTest, MigratesASchema2Database) {
+  {
+    auto store = SqliteJobStore::Open(dir_);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Create(MakeJob("ns", "a")).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ + "/coach.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE objects; DELETE FROM schema_migrations WHERE version > 2",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto store = SqliteJobStore::Open(dir_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->SchemaVersion(), 3);
+  EXPECT_TRUE((*store)->Get({"ns", "a"}).ok());
+  ASSERT_TRUE((*store)->AddObjects({"ns", "a"}, {{"Service", "a-worker-0"}}).ok());
+  EXPECT_EQ((*store)->ListObjects({"ns", "a"})->size(), 1u);
+}
+
 TEST_F(SqliteJobStoreTest, InjectedClockSetsCreationTimestamp) {
   SqliteJobStore::Options options;
   FakeClock clock(absl::FromUnixSeconds(1700000000) + absl::Milliseconds(250));
@@ -176,6 +198,28 @@ TEST_F(SqliteReplicaStoreTest, DeleteCascadesAndChecksVersion) {
   ASSERT_TRUE(again.ok());
   EXPECT_NE(again->metadata().uid(), job->metadata().uid());
   EXPECT_TRUE(store_->ListReplicas({"ns", "a"})->empty());
+}
+
+TEST_F(SqliteReplicaStoreTest, ObjectsAreKeptPerJobAndGoWithIt) {
+  ASSERT_TRUE(store_->Create(MakeJob("ns", "a")).ok());
+  ASSERT_TRUE(store_->Create(MakeJob("ns", "b")).ok());
+  EXPECT_EQ(store_->AddObjects({"ns", "gone"}, {{"Service", "x"}}).code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(
+      store_->AddObjects({"ns", "a"}, {{"Service", "a-worker-0"}, {"ConfigMap", "a-c"}}).ok());
+  ASSERT_TRUE(store_->AddObjects({"ns", "a"}, {{"Service", "a-worker-0"}}).ok()) << "idempotent";
+  ASSERT_TRUE(store_->AddObjects({"ns", "b"}, {{"Service", "b-worker-0"}}).ok());
+  using Objects = std::vector<ReplicaStore::ObjectName>;
+  EXPECT_EQ(*store_->ListObjects({"ns", "a"}),
+            (Objects{{"ConfigMap", "a-c"}, {"Service", "a-worker-0"}}));
+  ASSERT_TRUE(store_->RemoveObject({"ns", "a"}, {"ConfigMap", "a-c"}).ok());
+  ASSERT_TRUE(store_->RemoveObject({"ns", "a"}, {"ConfigMap", "a-c"}).ok()) << "idempotent";
+  EXPECT_EQ(*store_->ListObjects({"ns", "a"}), (Objects{{"Service", "a-worker-0"}}));
+  ASSERT_TRUE(store_->Delete({"ns", "a"}, std::nullopt).ok());
+  EXPECT_TRUE(store_->ListObjects({"ns", "a"})->empty()) << "deleted with the job";
+  EXPECT_EQ(*store_->ListObjects({"ns", "b"}), (Objects{{"Service", "b-worker-0"}}));
+  ASSERT_TRUE(store_->RemoveObjects({"ns", "b"}).ok());
+  EXPECT_TRUE(store_->ListObjects({"ns", "b"})->empty());
 }
 
 TEST_F(SqliteReplicaStoreTest, PutReplicasWritesAllOrNone) {
