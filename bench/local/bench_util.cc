@@ -63,6 +63,8 @@ bool CanConnect(int port) {
   return ok;
 }
 
+}  // namespace
+
 absl::StatusOr<std::string> MakeTempDir(const std::string& prefix) {
   // $TMPDIR as everywhere else: `TMPDIR=/dev/shm` puts the operator's state (its sqlite
   // store, replica and log files) on tmpfs, to tell the disk's part from the operator's.
@@ -72,8 +74,6 @@ absl::StatusOr<std::string> MakeTempDir(const std::string& prefix) {
   if (mkdtemp(tmpl.data()) == nullptr) return Errno("mkdtemp");
   return tmpl;
 }
-
-}  // namespace
 
 int64_t MonoNs() {
   timespec ts;

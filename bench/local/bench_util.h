@@ -43,6 +43,10 @@ struct ProcUsage {
 };
 absl::StatusOr<ProcUsage> ReadProcUsage(pid_t pid);
 
+// A new directory <$TMPDIR or /tmp>/<prefix>.XXXXXX: where the benches keep the operator's
+// state (TMPDIR=/dev/shm puts it on tmpfs).
+absl::StatusOr<std::string> MakeTempDir(const std::string& prefix);
+
 // A coach-operator child on the local backend with its own temporary state directory,
 // loopback ports picked free, stopped with SIGTERM (then SIGKILL) on destruction.
 class OperatorProcess {

@@ -2,14 +2,19 @@
 // few client threads as fast as the API accepts them, waits for all to reach Succeeded,
 // and prints the submission rate, the completion rate, the operator's CPU seconds and peak
 // RSS, and a baseline: posix_spawn + waitpid of N /bin/true from the same number of
-// threads. Prints figures; it is not a test. See bench/README.md.
+// threads, and what the file system where the operator keeps its state charges per mkdir and
+// per file created (a job allocates four inodes). Prints figures; it is not a test. See
+// bench/README.md.
 //
 // CPU is utime+stime of the operator process (/proc/<pid>/stat) from just before the first
 // CreateJob to the last Succeeded; it does not include the replica shims (separate
 // processes). Peak RSS is the operator's VmHWM at the end, since it started.
 
+#include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -134,6 +139,35 @@ double Baseline(const std::string& command, int n, int threads) {
   return MsBetween(t0, MonoNs()) / 1000;
 }
 
+// What the file system charges for the inodes a job costs: microseconds per mkdir and per
+// creation of an empty file, `n` of each, in a fresh directory where the operator's state
+// is (MakeTempDir). On ext4 without a journal each allocation scans for an inode not
+// recently freed, and costs far more than on tmpfs (bench/README.md).
+struct FsCost {
+  double mkdir_us = -1;
+  double create_us = -1;
+};
+FsCost MeasureFsCost(int n) {
+  FsCost cost;
+  absl::StatusOr<std::string> dir = MakeTempDir("coach-bench-fs");
+  if (!dir.ok()) return cost;
+  int64_t t0 = MonoNs();
+  for (int i = 0; i < n; ++i) mkdir(absl::StrCat(*dir, "/d", i).c_str(), 0755);
+  cost.mkdir_us = MsBetween(t0, MonoNs()) * 1000 / n;
+  t0 = MonoNs();
+  for (int i = 0; i < n; ++i) {
+    const int fd = open(absl::StrCat(*dir, "/f", i).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) close(fd);
+  }
+  cost.create_us = MsBetween(t0, MonoNs()) * 1000 / n;
+  for (int i = 0; i < n; ++i) {
+    unlink(absl::StrCat(*dir, "/f", i).c_str());
+    rmdir(absl::StrCat(*dir, "/d", i).c_str());
+  }
+  rmdir(dir->c_str());
+  return cost;
+}
+
 int Main(int argc, char** argv) {
   Flags flags;
   CLI::App app{"throughput of tiny jobs on the local backend"};
@@ -223,7 +257,11 @@ int Main(int argc, char** argv) {
   const std::string load_mid = LoadAverage();
 
   double baseline_s = -1;
-  if (!flags.skip_baseline) baseline_s = Baseline(flags.command, flags.jobs, flags.clients);
+  FsCost fs;
+  if (!flags.skip_baseline) {
+    baseline_s = Baseline(flags.command, flags.jobs, flags.clients);
+    fs = MeasureFsCost(500);
+  }
   const std::string load_after = LoadAverage();
 
   const double submit_s = MsBetween(t0, t_submitted) / 1000;
@@ -263,6 +301,10 @@ int Main(int argc, char** argv) {
     std::cout << absl::StrFormat(
         "ratio baseline/coach completion rate: %.1fx (goal within 5x: %s)\n", ratio,
         ratio <= 5 ? "met" : "NOT met");
+    // A job allocates 4 inodes: its directory, its log, the shim's process and exit files.
+    std::cout << absl::StrFormat(
+        "%-44s %10.1f us per mkdir, %.1f us per file created (a job: 1 + 3)\n",
+        "file system where the state is", fs.mkdir_us, fs.create_us);
   }
   (*session)->StopOperator();
   return done >= static_cast<size_t>(accepted) && rejected.load() == 0 ? 0 : 1;
