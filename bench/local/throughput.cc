@@ -143,6 +143,7 @@ double Baseline(const std::string& command, int n, int threads) {
 // creation of an empty file, `n` of each, in a fresh directory where the operator's state
 // is (MakeTempDir). On ext4 without a journal each allocation scans for an inode not
 // recently freed, and costs far more than on tmpfs (bench/README.md).
+// -1 for a figure whose calls failed (printed as such, never as a time).
 struct FsCost {
   double mkdir_us = -1;
   double create_us = -1;
@@ -151,15 +152,18 @@ FsCost MeasureFsCost(int n) {
   FsCost cost;
   absl::StatusOr<std::string> dir = MakeTempDir("coach-bench-fs");
   if (!dir.ok()) return cost;
+  bool failed = false;
   int64_t t0 = MonoNs();
-  for (int i = 0; i < n; ++i) mkdir(absl::StrCat(*dir, "/d", i).c_str(), 0755);
-  cost.mkdir_us = MsBetween(t0, MonoNs()) * 1000 / n;
+  for (int i = 0; i < n; ++i) failed |= mkdir(absl::StrCat(*dir, "/d", i).c_str(), 0755) != 0;
+  if (!failed) cost.mkdir_us = MsBetween(t0, MonoNs()) * 1000 / n;
+  failed = false;
   t0 = MonoNs();
   for (int i = 0; i < n; ++i) {
     const int fd = open(absl::StrCat(*dir, "/f", i).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    failed |= fd < 0;
     if (fd >= 0) close(fd);
   }
-  cost.create_us = MsBetween(t0, MonoNs()) * 1000 / n;
+  if (!failed) cost.create_us = MsBetween(t0, MonoNs()) * 1000 / n;
   for (int i = 0; i < n; ++i) {
     unlink(absl::StrCat(*dir, "/f", i).c_str());
     rmdir(absl::StrCat(*dir, "/d", i).c_str());

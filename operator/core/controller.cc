@@ -520,12 +520,6 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
     }
     if (!written.ok()) return written.status();
     CountTransitions(job, job.status(), written->status());
-    if (!reconcile::IsFinished(job.status()) && reconcile::IsFinished(written->status())) {
-      // One more pass, which observes the job finished: on Kubernetes this write's watch event
-      // brings one anyway; without it the local backend would keep what it caches for an
-      // unfinished job's next pass (its object set, ~250 bytes) for as long as the process runs.
-      queue_.Add(key);
-    }
     watchers_->Publish(WatchEventType::kModified, *written);
     job = std::move(written).value();
   }

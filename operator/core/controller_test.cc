@@ -228,20 +228,6 @@ TEST(ControllerTest, FinishedJobsAreNotKeptAsAdmittedButStillCounted) {
   EXPECT_EQ(env.backend.CreateCount("default", "fin"), 3) << "nothing created again";
 }
 
-// The pass that finishes a job is followed by one that observes it finished (what a backend keeps
-// for an unfinished job's next pass can go then), with no change of the job needed for it.
-TEST(ControllerTest, APassThatFinishesAJobIsFollowedByOneThatSeesItFinished) {
-  CoreEnv env;
-  env.StartController();
-  ASSERT_TRUE(env.Create(PyTorchManifest("last", 0)).ok());
-  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "last", "Created"); }));
-  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.controller->queue().Depth() == 0; }));
-  env.backend.SetAllPods("default", "last", PodPhase::kSucceeded, 0);
-  ASSERT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "last", "Succeeded"); }));
-  EXPECT_TRUE(
-      CoreEnv::WaitFor([&] { return env.backend.ObservedFinished("default", "last") >= 1; }));
-}
-
 TEST(ControllerTest, GaugesFollowTheJobs) {
   CoreEnv env;
   env.StartController();

@@ -22,7 +22,6 @@
 #include "operator/backend/local/process/log_files.h"
 #include "operator/backend/local/process/pod_process.h"
 #include "operator/backend/local/process/shim_process_runner.h"
-#include "operator/reconcile/conditions.h"
 #include "operator/reconcile/replicas.h"
 
 extern char** environ;
@@ -183,12 +182,13 @@ void LocalBackend::SetChangeCallback(ChangeCallback callback) {
 }
 
 std::string LocalBackend::ReplicaFiles(const JobKey& job, const std::string& pod) const {
-  return absl::StrCat(options_.state_dir, "/replicas/", job.namespace_, "/", job.name, "/", pod,
-                      ".");
+  return ReplicaFilesBase(options_.state_dir, job.namespace_, job.name, pod);
 }
 
 std::string LocalBackend::LegacyReplicaDir(const JobKey& job, const std::string& pod) const {
-  return absl::StrCat(options_.state_dir, "/replicas/", job.namespace_, "/", job.name, "/", pod);
+  std::string dir = ReplicaFiles(job, pod);
+  dir.pop_back();  // the base's '.': the pod's own directory, where the base is now a prefix
+  return dir;
 }
 
 std::string LocalBackend::RestartCountPath(const JobKey& job, const std::string& pod) const {
@@ -429,11 +429,7 @@ absl::StatusOr<model::ObservedState> LocalBackend::Observe(const model::Job& job
       out.pods.push_back(std::move(pod));
     }
   }
-  // A finished job's objects are read from its file rather than kept: a store of finished
-  // jobs would otherwise hold every one's set (issue 13, bench/local/store_scale.sh).
-  ASSIGN_OR_RETURN(out.objects, objects_.List(key, reconcile::IsFinished(job.status())
-                                                       ? ObjectTable::Retain::kDrop
-                                                       : ObjectTable::Retain::kCache));
+  ASSIGN_OR_RETURN(out.objects, objects_.List(key));
   return out;
 }
 

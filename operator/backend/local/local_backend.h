@@ -167,10 +167,6 @@ class LocalBackend : public Backend {
   absl::Status StreamLogs(const model::Job& job, const LogOptions& options, const LogSink& sink,
                           const std::atomic<bool>& cancelled) override;
 
-  // Jobs whose non-pod objects are held in memory: not the finished ones that Observe saw
-  // (tests of what a store of finished jobs costs).
-  size_t CachedObjectSets() { return objects_.CachedJobs(); }
-
  private:
   LocalBackend(LocalBackendOptions options, std::unique_ptr<ProcessRunner> owned_runner,
                std::unique_ptr<GpuAllocator> gpus, std::unique_ptr<EndWatcher> end_watcher);

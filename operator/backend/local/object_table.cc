@@ -47,7 +47,10 @@ absl::StatusOr<int> ObjectTable::ImportFiles() {
     }
     for (const std::string& file : *files) {
       const std::string path = absl::StrCat(ns_dir, "/", file);
-      if (!absl::EndsWith(file, ".json")) continue;  // a .tmp of an interrupted write
+      if (!absl::EndsWith(file, ".json")) {
+        unlink(path.c_str());  // the .tmp of an interrupted write: nothing to take
+        continue;
+      }
       const JobKey job{ns, file.substr(0, file.size() - 5), ""};
       absl::StatusOr<std::string> text = ReadFile(path);
       if (!text.ok()) {
@@ -83,67 +86,30 @@ absl::StatusOr<int> ObjectTable::ImportFiles() {
   return taken;
 }
 
-absl::StatusOr<ObjectTable::Set*> ObjectTable::Load(const JobKey& job) {
-  auto it = cache_.find(job);
-  if (it != cache_.end()) return &it->second;
-  absl::StatusOr<std::vector<ReplicaStore::ObjectName>> listed = store_->ListObjects(job);
-  if (!listed.ok()) return listed.status();
-  Set set(listed->begin(), listed->end());
-  return &cache_.emplace(job, std::move(set)).first->second;
-}
-
 absl::Status ObjectTable::Add(const JobKey& job, const std::string& kind, const std::string& name) {
   return AddAll(job, {{kind, name}});
 }
 
 absl::Status ObjectTable::AddAll(const JobKey& job,
                                  const std::vector<std::pair<std::string, std::string>>& objects) {
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<Set*> set = Load(job);
-  if (!set.ok()) return set.status();
-  std::vector<std::pair<std::string, std::string>> added;
-  for (const auto& object : objects) {
-    if ((*set)->count(object) == 0) added.push_back(object);
-  }
-  if (added.empty()) return absl::OkStatus();
-  // The store first: the cache holds only what was stored.
-  if (absl::Status s = store_->AddObjects(job, added); !s.ok()) return s;
-  (*set)->insert(added.begin(), added.end());
-  return absl::OkStatus();
+  if (objects.empty()) return absl::OkStatus();
+  return store_->AddObjects(job, objects);
 }
 
 absl::Status ObjectTable::Remove(const JobKey& job, const std::string& kind,
                                  const std::string& name) {
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<Set*> set = Load(job);
-  if (!set.ok()) return set.status();
-  if ((*set)->count({kind, name}) == 0) return absl::OkStatus();
-  if (absl::Status s = store_->RemoveObject(job, {kind, name}); !s.ok()) return s;
-  (*set)->erase({kind, name});
-  return absl::OkStatus();
+  return store_->RemoveObject(job, {kind, name});
 }
 
-absl::StatusOr<std::vector<model::ObservedObject>> ObjectTable::List(const JobKey& job,
-                                                                     Retain retain) {
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<Set*> set = Load(job);
-  if (!set.ok()) return set.status();
+absl::StatusOr<std::vector<model::ObservedObject>> ObjectTable::List(const JobKey& job) {
+  absl::StatusOr<std::vector<ReplicaStore::ObjectName>> listed = store_->ListObjects(job);
+  if (!listed.ok()) return listed.status();
   std::vector<model::ObservedObject> out;
-  for (const auto& [kind, name] : **set) out.push_back({kind, name});
-  // Every change was stored before it reached the cache, so dropping the entry loses nothing.
-  if (retain == Retain::kDrop) cache_.erase(job);
+  out.reserve(listed->size());
+  for (auto& [kind, name] : *listed) out.push_back({std::move(kind), std::move(name)});
   return out;
 }
 
-size_t ObjectTable::CachedJobs() {
-  absl::MutexLock lock(&mu_);
-  return cache_.size();
-}
-
-absl::Status ObjectTable::Forget(const JobKey& job) {
-  absl::MutexLock lock(&mu_);
-  cache_.erase(job);
-  return store_->RemoveObjects(job);
-}
+absl::Status ObjectTable::Forget(const JobKey& job) { return store_->RemoveObjects(job); }
 
 }  // namespace coach::backend::local

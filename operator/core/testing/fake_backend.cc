@@ -4,8 +4,6 @@
 #include <string>
 #include <utility>
 
-#include "operator/reconcile/conditions.h"
-
 namespace coach::core::testing {
 
 void FakeBackend::SetChangeCallback(backend::ChangeCallback callback) {
@@ -38,9 +36,6 @@ std::shared_ptr<const model::AddressPlan> FakeBackend::AddressPlanFor(const mode
 absl::StatusOr<model::ObservedState> FakeBackend::Observe(const model::Job& job) {
   absl::MutexLock lock(&mu_);
   if (!observe_error_.ok()) return observe_error_;
-  if (reconcile::IsFinished(job.status())) {
-    ++observed_finished_[Key(job.metadata().namespace_(), job.metadata().name())];
-  }
   model::ObservedState state;
   auto it = jobs_.find(Key(job.metadata().namespace_(), job.metadata().name()));
   if (it == jobs_.end()) return state;
@@ -193,11 +188,6 @@ std::vector<std::string> FakeBackend::PodNames(const std::string& ns,
   return out;
 }
 
-int FakeBackend::ObservedFinished(const std::string& ns, const std::string& job) const {
-  absl::MutexLock lock(&mu_);
-  auto it = observed_finished_.find(Key(ns, job));
-  return it == observed_finished_.end() ? 0 : it->second;
-}
 std::vector<std::string> FakeBackend::forgotten() const {
   absl::MutexLock lock(&mu_);
   return forgotten_;

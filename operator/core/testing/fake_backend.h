@@ -61,8 +61,6 @@ class FakeBackend : public backend::Backend {
   int CreateCount(const std::string& ns, const std::string& job) const;
   std::vector<std::string> PodNames(const std::string& ns, const std::string& job) const;
   std::vector<std::string> forgotten() const;
-  // How many times the job was observed with a finished status.
-  int ObservedFinished(const std::string& ns, const std::string& job) const;
   std::vector<std::string> admitted() const;
   bool started() const;
   bool stopped() const;
@@ -80,7 +78,6 @@ class FakeBackend : public backend::Backend {
   std::map<std::string, JobState> jobs_ ABSL_GUARDED_BY(mu_);
   std::vector<AppliedAction> applied_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> forgotten_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, int> observed_finished_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> admitted_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> logs_ ABSL_GUARDED_BY(mu_);
   absl::Status admit_error_ ABSL_GUARDED_BY(mu_);

@@ -46,6 +46,11 @@ int64_t SizeOrZero(const std::string& path) {
 
 }  // namespace
 
+std::string ReplicaFilesBase(const std::string& state_dir, const std::string& ns,
+                             const std::string& job, const std::string& replica) {
+  return absl::StrCat(state_dir, "/replicas/", ns, "/", job, "/", replica, ".");
+}
+
 absl::StatusOr<std::string> ReplicaLogPath(const std::string& state_dir, const std::string& ns,
                                            const std::string& job, const std::string& replica) {
   for (const std::string* part : {&ns, &job, &replica}) {
@@ -54,7 +59,7 @@ absl::StatusOr<std::string> ReplicaLogPath(const std::string& state_dir, const s
           absl::StrCat("name '", *part, "' cannot be used in a log path"));
     }
   }
-  return absl::StrCat(state_dir, "/replicas/", ns, "/", job, "/", replica, ".log");
+  return absl::StrCat(ReplicaFilesBase(state_dir, ns, job, replica), "log");
 }
 
 absl::StatusOr<bool> RotateIfOver(const std::string& path, int64_t max_bytes) {

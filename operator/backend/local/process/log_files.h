@@ -13,7 +13,13 @@
 
 namespace coach::backend::local {
 
-// Errors: InvalidArgument (a name is not a safe single path component).
+// Where the local backend keeps a replica's files, its log among them: the base
+// "<state-dir>/replicas/<ns>/<job>/<replica>." that names them (ReplicaFile in exit_record.h).
+// The names must be safe path components (ReplicaLogPath checks them).
+std::string ReplicaFilesBase(const std::string& state_dir, const std::string& ns,
+                             const std::string& job, const std::string& replica);
+
+// ReplicaFilesBase + "log". Errors: InvalidArgument (a name is not a safe single path component).
 absl::StatusOr<std::string> ReplicaLogPath(const std::string& state_dir, const std::string& ns,
                                            const std::string& job, const std::string& replica);
 
