@@ -14,14 +14,33 @@
 #                                          the real-pod suite uses the testenv's bridge address).
 #   tools/mlflow_env.sh stop DIR           stop that server (its whole process group); fine when not running.
 #
-# The venv: ${COACH_MLFLOW_VENV:-$HOME/.cache/coach/mlflow-venv}, made with --system-site-packages from
-# /usr/bin/python3 so that Debian's PyTorch stays importable next to MLflow.
+# Two release lines, chosen by COACH_MLFLOW_LINE: 2 (default, 2.22.5) and 3 (3.17.2). Each has its own
+# venv, ${COACH_MLFLOW_VENV:-$HOME/.cache/coach/mlflow-venv} (line 2) or .../mlflow3-venv (line 3), made
+# with --system-site-packages from /usr/bin/python3 so that Debian's PyTorch stays importable next to
+# MLflow. `install` installs the chosen line; COACH_MLFLOW_LINE=all installs both.
 set -euo pipefail
 
-MLFLOW_VERSION="2.22.5"
-# Constraints MLflow 2.22 needs but does not declare (SQLAlchemy 2.1 removed a pool class it imports).
-CONSTRAINTS=("sqlalchemy>=2.0,<2.1")
-VENV="${COACH_MLFLOW_VENV:-${HOME:?HOME must be set}/.cache/coach/mlflow-venv}"
+LINE="${COACH_MLFLOW_LINE:-2}"
+if [[ "${1:-}" == install && "$LINE" == all ]]; then
+  COACH_MLFLOW_LINE=2 "$0" install && COACH_MLFLOW_LINE=3 "$0" install
+  exit
+fi
+case "$LINE" in
+  2)
+    MLFLOW_VERSION="2.22.5"
+    # Constraints MLflow 2.22 needs but does not declare (SQLAlchemy 2.1 removed a pool class it imports).
+    CONSTRAINTS=("sqlalchemy>=2.0,<2.1")
+    CHECK="import flask_wtf; from sqlalchemy.pool import FallbackAsyncAdaptedQueuePool"
+    VENV="${COACH_MLFLOW_VENV:-${HOME:?HOME must be set}/.cache/coach/mlflow-venv}"
+    ;;
+  3)
+    MLFLOW_VERSION="3.17.2"
+    CONSTRAINTS=()
+    CHECK="import flask_wtf"
+    VENV="${COACH_MLFLOW_VENV:-${HOME:?HOME must be set}/.cache/coach/mlflow3-venv}"
+    ;;
+  *) echo "mlflow_env: COACH_MLFLOW_LINE must be 2, 3 or all (install), got '$LINE'" >&2; exit 2 ;;
+esac
 PY="$VENV/bin/python"
 
 installed_version() {
@@ -34,13 +53,13 @@ PY
 
 cmd_install() {
   if [[ "$(installed_version || true)" == "$MLFLOW_VERSION" ]] &&
-    "$PY" -c "import flask_wtf; from sqlalchemy.pool import FallbackAsyncAdaptedQueuePool" 2>/dev/null; then
+    "$PY" -c "$CHECK" 2>/dev/null; then
     return 0
   fi
   echo "mlflow_env: installing mlflow $MLFLOW_VERSION into $VENV" >&2
   mkdir -p "$(dirname "$VENV")"
   [[ -x "$PY" ]] || /usr/bin/python3 -m venv --system-site-packages "$VENV"
-  "$PY" -m pip install -q --disable-pip-version-check "mlflow[auth]==$MLFLOW_VERSION" "${CONSTRAINTS[@]}" requests >&2
+  "$PY" -m pip install -q --disable-pip-version-check "mlflow[auth]==$MLFLOW_VERSION" "${CONSTRAINTS[@]+"${CONSTRAINTS[@]}"}" requests >&2
   [[ "$(installed_version)" == "$MLFLOW_VERSION" ]]
 }
 
@@ -113,5 +132,5 @@ case "${1:-}" in
   python) cmd_python ;;
   start) shift; cmd_start "$@" ;;
   stop) shift; cmd_stop "$@" ;;
-  *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,21p' "$0" >&2; exit 2 ;;
 esac
