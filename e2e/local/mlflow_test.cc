@@ -170,10 +170,10 @@ TEST_F(MlflowE2eTest, SucceededJobHasOneFinishedRunWithTagsParamsLogsAndEnv) {
   EXPECT_EQ(run["tags"]["coach.backend"], "local");
   EXPECT_EQ(run["tags"]["coach.state"], "Succeeded");
   EXPECT_EQ(run["tags"]["coach.condition.Succeeded"], "True");
-  EXPECT_EQ(run["params"]["replicas.Master"], "1");
-  EXPECT_EQ(run["params"]["replicas.Worker"], "1");
-  EXPECT_EQ(run["params"]["world_size"], "2");
-  EXPECT_EQ(run["params"]["restart_policy.Master"], "Never");
+  EXPECT_EQ(run["params"]["coach.replicas.Master"], "1");
+  EXPECT_EQ(run["params"]["coach.replicas.Worker"], "1");
+  EXPECT_EQ(run["params"]["coach.world_size"], "2");
+  EXPECT_EQ(run["params"]["coach.restart_policy.Master"], "Never");
   ASSERT_TRUE(run["end_time"].is_number());
   EXPECT_EQ(run["end_time"].get<int64_t>(),
             absl::ToUnixMillis(reconcile::FromTimestamp(done.status().completion_time())));

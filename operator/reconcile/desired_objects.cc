@@ -38,7 +38,7 @@ absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& 
   } else {
     RETURN_IF_ERROR(SetClusterSpec(ref, tmpl));
   }
-  AddMlflowEnv(job, config.mlflow, tmpl);
+  AddMlflowEnv(job, config.mlflow, type, index, tmpl);
   WrapWithLauncher(job, config, tmpl);
   AddMasterWait(job, type, config, tmpl);
   const std::string policy = RestartPolicy(job, type);

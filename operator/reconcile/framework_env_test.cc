@@ -180,15 +180,21 @@ TEST(FrameworkEnvTest, Mlflow) {
     std::vector<std::pair<std::string, std::string>> forwarded;
     std::vector<std::string> env;
   };
+  const std::string kContext =
+      R"(MLFLOW_RUN_CONTEXT={"coach.job_name":"j","coach.job_uid":"uid-j","coach.kind":"JAXJob",)"
+      R"("coach.namespace":"ns","coach.replica":"worker-0","coach.replica_index":"0",)"
+      R"("coach.replica_type":"Worker"})";
+  const std::string kContextWithRun =
+      kContext.substr(0, kContext.size() - 1) + R"(,"mlflow.parentRunId":"r"})";
   // clang-format off
   const MlflowCase cases[] = {
       {"not tracked", {}, "", {}, {}},
-      {"operator-wide server", {}, "http://ml:5000", {}, {"MLFLOW_TRACKING_URI=http://ml:5000", "MLFLOW_EXPERIMENT_NAME=coach"}},
-      {"job's own server and experiment", {{"coach.dev/mlflow-tracking-uri", "http://j:1"}, {"coach.dev/mlflow-experiment", "exp"}}, "http://ml:5000", {}, {"MLFLOW_TRACKING_URI=http://j:1", "MLFLOW_EXPERIMENT_NAME=exp"}},
+      {"operator-wide server", {}, "http://ml:5000", {}, {"MLFLOW_TRACKING_URI=http://ml:5000", "MLFLOW_EXPERIMENT_NAME=coach", kContext}},
+      {"job's own server and experiment", {{"coach.dev/mlflow-tracking-uri", "http://j:1"}, {"coach.dev/mlflow-experiment", "exp"}}, "http://ml:5000", {}, {"MLFLOW_TRACKING_URI=http://j:1", "MLFLOW_EXPERIMENT_NAME=exp", kContext}},
       {"opted out", {{"coach.dev/mlflow", "false"}}, "http://ml:5000", {}, {}},
       {"opted in without a server", {{"coach.dev/mlflow", "true"}}, "", {}, {}},
-      {"run exists", {{"coach.dev/mlflow-run-id", "r"}, {"coach.dev/mlflow-experiment-id", "7"}}, "http://ml:5000", {}, {"MLFLOW_TRACKING_URI=http://ml:5000", "MLFLOW_EXPERIMENT_NAME=coach", "MLFLOW_EXPERIMENT_ID=7", "MLFLOW_RUN_ID=r"}},
-      {"forwarded credentials", {}, "http://ml:5000", {{"MLFLOW_TRACKING_TOKEN", "t"}}, {"MLFLOW_TRACKING_URI=http://ml:5000", "MLFLOW_EXPERIMENT_NAME=coach", "MLFLOW_TRACKING_TOKEN=t"}},
+      {"run exists", {{"coach.dev/mlflow-run-id", "r"}, {"coach.dev/mlflow-experiment-id", "7"}}, "http://ml:5000", {}, {"MLFLOW_TRACKING_URI=http://ml:5000", "MLFLOW_EXPERIMENT_NAME=coach", kContextWithRun, "COACH_MLFLOW_RUN_ID=r", "COACH_MLFLOW_EXPERIMENT_ID=7", "COACH_MLFLOW_TRACKING_URI=http://ml:5000", "COACH_MLFLOW_REPLICA=worker-0", "COACH_MLFLOW_RESUME=1"}},
+      {"forwarded credentials", {}, "http://ml:5000", {{"MLFLOW_TRACKING_TOKEN", "t"}}, {"MLFLOW_TRACKING_URI=http://ml:5000", "MLFLOW_EXPERIMENT_NAME=coach", kContext, "MLFLOW_TRACKING_TOKEN=t"}},
   };
   // clang-format on
   for (const MlflowCase& c : cases) {
@@ -200,7 +206,7 @@ TEST(FrameworkEnvTest, Mlflow) {
     config.tracking_uri = c.operator_uri;
     config.forwarded_env = c.forwarded;
     Json tmpl = *ParseTemplate(job, "Worker");
-    AddMlflowEnv(job, config, tmpl);
+    AddMlflowEnv(job, config, "Worker", 0, tmpl);
     EXPECT_THAT(EnvOf(tmpl["spec"]["containers"][0]), ElementsAreArray(c.env));
   }
   // A variable the container sets itself is left alone.
@@ -212,10 +218,12 @@ TEST(FrameworkEnvTest, Mlflow) {
   model::MlflowConfig config;
   config.tracking_uri = "http://ml:5000";
   Json tmpl = *ParseTemplate(job, "Worker");
-  AddMlflowEnv(job, config, tmpl);
-  EXPECT_THAT(
-      EnvOf(tmpl["spec"]["containers"][0]),
-      ElementsAreArray({"MLFLOW_EXPERIMENT_NAME=mine", "MLFLOW_TRACKING_URI=http://ml:5000"}));
+  AddMlflowEnv(job, config, "Worker", 0, tmpl);
+  const std::vector<std::string> env = EnvOf(tmpl["spec"]["containers"][0]);
+  ASSERT_EQ(env.size(), 3u);
+  EXPECT_EQ(env[0], "MLFLOW_EXPERIMENT_NAME=mine");
+  EXPECT_EQ(env[1], "MLFLOW_TRACKING_URI=http://ml:5000");
+  EXPECT_EQ(env[2].rfind("MLFLOW_RUN_CONTEXT=", 0), 0u);
 }
 
 }  // namespace

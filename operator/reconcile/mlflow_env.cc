@@ -1,5 +1,7 @@
 #include "operator/reconcile/mlflow_env.h"
 
+#include "api/v1/kinds.h"
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -10,6 +12,58 @@ namespace {
 
 absl::Status Bad(const char* key, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("metadata.annotations[", key, "]: ", why));
+}
+
+// "" when `name` is a usable experiment name, else why not.
+std::string ExperimentNameProblem(const std::string& name) {
+  if (name.empty()) return "must not be empty";
+  if (name.size() > 500) return "longer than 500 characters";
+  for (char c : name) {
+    if (absl::ascii_iscntrl(static_cast<unsigned char>(c))) {
+      return "must not contain control characters";
+    }
+  }
+  return "";
+}
+
+const Json* EnvEntry(const Json& container, std::string_view name) {
+  if (!container.contains("env") || !container["env"].is_array()) return nullptr;
+  for (const Json& e : container["env"]) {
+    if (e.is_object() && e.value("name", "") == name) return &e;
+  }
+  return nullptr;
+}
+
+// The experiment a default container names with a literal MLFLOW_EXPERIMENT_NAME, searched in
+// the kind's replica order; "" when none does.
+std::string ContainerExperiment(const model::Job& job) {
+  absl::StatusOr<const api::v1::KindInfo*> kind = KindOf(job);
+  if (!kind.ok()) return "";
+  for (const std::string& type : ReplicaTypes(job)) {
+    absl::StatusOr<Json> tmpl = ParseTemplate(job, type);
+    if (!tmpl.ok()) continue;
+    std::optional<size_t> index = DefaultContainerIndex(*tmpl, **kind);
+    if (!index.has_value()) continue;
+    const Json* e = EnvEntry((*tmpl)["spec"]["containers"][*index], "MLFLOW_EXPERIMENT_NAME");
+    if (e == nullptr || !e->contains("value") || !(*e)["value"].is_string()) continue;
+    const std::string name = (*e)["value"].get<std::string>();
+    if (ExperimentNameProblem(name).empty()) return name;
+  }
+  return "";
+}
+
+std::string RunContext(const model::Job& job, std::string_view type, int index,
+                       const MlflowTarget& target) {
+  const api::v1::KindInfo* kind = api::v1::FindKind(job.kind());
+  Json tags = {{"coach.job_uid", job.metadata().uid()},
+               {"coach.namespace", job.metadata().namespace_()},
+               {"coach.job_name", job.metadata().name()},
+               {"coach.kind", kind == nullptr ? std::string() : std::string(kind->name)},
+               {"coach.replica", absl::StrCat(Lower(type), "-", index)},
+               {"coach.replica_type", std::string(type)},
+               {"coach.replica_index", absl::StrCat(index)}};
+  if (!target.run_id.empty()) tags["mlflow.parentRunId"] = target.run_id;
+  return tags.dump();
 }
 
 }  // namespace
@@ -54,12 +108,8 @@ absl::Status ValidateMlflowAnnotations(const model::Job& job) {
     }
   }
   if (const std::string* v = AnnotationOf(job, kAnnotationMlflowExperiment)) {
-    if (v->empty()) return Bad(kAnnotationMlflowExperiment, "must not be empty");
-    if (v->size() > 500) return Bad(kAnnotationMlflowExperiment, "longer than 500 characters");
-    for (char c : *v) {
-      if (absl::ascii_iscntrl(static_cast<unsigned char>(c))) {
-        return Bad(kAnnotationMlflowExperiment, "must not contain control characters");
-      }
+    if (std::string problem = ExperimentNameProblem(*v); !problem.empty()) {
+      return Bad(kAnnotationMlflowExperiment, problem);
     }
   }
   return absl::OkStatus();
@@ -82,10 +132,13 @@ std::optional<MlflowTarget> MlflowTargetFor(const model::Job& job,
     target.tracking_uri = config.tracking_uri;
   }
   if (target.tracking_uri.empty()) return std::nullopt;
-  const std::string* experiment = AnnotationOf(job, kAnnotationMlflowExperiment);
-  target.experiment = experiment != nullptr       ? *experiment
-                      : config.experiment.empty() ? std::string("coach")
-                                                  : config.experiment;
+  if (const std::string* experiment = AnnotationOf(job, kAnnotationMlflowExperiment)) {
+    target.experiment = *experiment;
+  } else if (std::string own = ContainerExperiment(job); !own.empty()) {
+    target.experiment = own;
+  } else {
+    target.experiment = config.experiment.empty() ? std::string("coach") : config.experiment;
+  }
   if (const std::string* run = AnnotationOf(job, kAnnotationMlflowRunId)) target.run_id = *run;
   if (const std::string* exp = AnnotationOf(job, kAnnotationMlflowExperimentId)) {
     target.experiment_id = *exp;
@@ -94,27 +147,40 @@ std::optional<MlflowTarget> MlflowTargetFor(const model::Job& job,
 }
 
 std::vector<std::pair<std::string, std::string>> MlflowEnv(const model::Job& job,
-                                                           const model::MlflowConfig& config) {
+                                                           const model::MlflowConfig& config,
+                                                           std::string_view type, int index) {
   std::vector<std::pair<std::string, std::string>> env;
   std::optional<MlflowTarget> target = MlflowTargetFor(job, config);
   if (!target.has_value()) return env;
   env.emplace_back("MLFLOW_TRACKING_URI", target->tracking_uri);
   env.emplace_back("MLFLOW_EXPERIMENT_NAME", target->experiment);
-  if (!target->experiment_id.empty())
-    env.emplace_back("MLFLOW_EXPERIMENT_ID", target->experiment_id);
-  if (!target->run_id.empty()) env.emplace_back("MLFLOW_RUN_ID", target->run_id);
+  env.emplace_back("MLFLOW_RUN_CONTEXT", RunContext(job, type, index, *target));
+  if (!target->run_id.empty() && !target->experiment_id.empty()) {
+    env.emplace_back("COACH_MLFLOW_RUN_ID", target->run_id);
+    env.emplace_back("COACH_MLFLOW_EXPERIMENT_ID", target->experiment_id);
+    env.emplace_back("COACH_MLFLOW_TRACKING_URI", target->tracking_uri);
+    env.emplace_back("COACH_MLFLOW_REPLICA", absl::StrCat(Lower(type), "-", index));
+    if (IsMasterRole(job, type, index)) env.emplace_back("COACH_MLFLOW_RESUME", "1");
+  }
   for (const auto& kv : config.forwarded_env) env.push_back(kv);
   return env;
 }
 
-void AddMlflowEnv(const model::Job& job, const model::MlflowConfig& config, Json& pod_template) {
-  const std::vector<std::pair<std::string, std::string>> env = MlflowEnv(job, config);
+void AddMlflowEnv(const model::Job& job, const model::MlflowConfig& config,
+                  std::string_view type, int index, Json& pod_template) {
+  const std::vector<std::pair<std::string, std::string>> env =
+      MlflowEnv(job, config, type, index);
   if (env.empty()) return;
   Json* containers = MutableContainers(pod_template);
   if (containers == nullptr) return;
   for (Json& container : *containers) {
     if (!container.is_object()) continue;
+    // A container that names its experiment keeps it: MLflow raises when MLFLOW_EXPERIMENT_NAME
+    // and MLFLOW_EXPERIMENT_ID name different experiments.
+    const bool names_experiment =
+        HasEnv(container, "MLFLOW_EXPERIMENT_NAME") || HasEnv(container, "MLFLOW_EXPERIMENT_ID");
     for (const auto& [name, value] : env) {
+      if (name == "MLFLOW_EXPERIMENT_NAME" && names_experiment) continue;
       if (!HasEnv(container, name)) AppendEnv(container, name, value);
     }
   }

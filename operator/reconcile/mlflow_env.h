@@ -12,12 +12,27 @@
 //   coach.dev/mlflow-run-id          the job's run
 //   coach.dev/mlflow-experiment-id   its experiment
 //
-// Replicas of a tracked job get MLFLOW_TRACKING_URI, MLFLOW_EXPERIMENT_NAME and, once the run
-// exists, MLFLOW_EXPERIMENT_ID and MLFLOW_RUN_ID (so `mlflow.start_run()` resumes the job's run),
-// plus MlflowConfig::forwarded_env. A variable the container already sets is left alone.
+// Replicas of a tracked job get only variables that MLflow's client reads and that cannot make it
+// raise, whatever the training code does (docs/mlflow.md has the table of cases):
+//   MLFLOW_TRACKING_URI       the job's server
+//   MLFLOW_EXPERIMENT_NAME    the job's experiment; not when the container names one itself
+//                             (MLFLOW_EXPERIMENT_NAME or MLFLOW_EXPERIMENT_ID)
+//   MLFLOW_RUN_CONTEXT        JSON tags every run MLflow's fluent API creates gets: coach.job_uid,
+//                             coach.namespace, coach.job_name, coach.kind, coach.replica,
+//                             coach.replica_type, coach.replica_index and, once the job's run exists,
+//                             mlflow.parentRunId (so the code's runs sit under the job's run)
+// and, once the job's run exists, coach's own (MLflow ignores them):
+//   COACH_MLFLOW_RUN_ID, COACH_MLFLOW_EXPERIMENT_ID, COACH_MLFLOW_TRACKING_URI  the job's run
+//   COACH_MLFLOW_REPLICA      "<type>-<index>"
+//   COACH_MLFLOW_RESUME=1     on the job's master replica only (IsMasterRole)
+// which coach-launch's metric lines and the in-process binding (integrations/mlflow/python) read.
+// MLFLOW_RUN_ID and MLFLOW_EXPERIMENT_ID are never set: MLflow resumes MLFLOW_RUN_ID whatever the
+// code does and raises when the code names another experiment or server.
+// Plus MlflowConfig::forwarded_env. A variable the container already sets is left alone.
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -56,11 +71,16 @@ void ClearOperatorMlflowAnnotations(model::Job* job);
 std::optional<MlflowTarget> MlflowTargetFor(const model::Job& job,
                                             const model::MlflowConfig& config);
 
-// The variables a replica of `job` gets (empty when untracked), in a stable order.
+// The variables replica (type, index) of `job` gets (empty when untracked), in a stable order.
+// MLFLOW_EXPERIMENT_NAME is among them; AddMlflowEnv leaves it out of a container that names its
+// own experiment.
 std::vector<std::pair<std::string, std::string>> MlflowEnv(const model::Job& job,
-                                                           const model::MlflowConfig& config);
+                                                           const model::MlflowConfig& config,
+                                                           std::string_view type, int index);
 
-// Adds MlflowEnv to every container of a pod template that does not set the variable already.
-void AddMlflowEnv(const model::Job& job, const model::MlflowConfig& config, Json& pod_template);
+// Adds MlflowEnv to every container of replica (type, index)'s pod template that does not set
+// the variable already.
+void AddMlflowEnv(const model::Job& job, const model::MlflowConfig& config,
+                  std::string_view type, int index, Json& pod_template);
 
 }  // namespace coach::reconcile

@@ -81,19 +81,39 @@ TEST(MlflowEnvTest, PodsGetRunVariablesWithoutOverridingTheUsers) {
   config.mlflow.forwarded_env = {{"MLFLOW_TRACKING_TOKEN", "tok"}};
   model::Job job =
       Annotated({{kAnnotationMlflowRunId, "r1"}, {kAnnotationMlflowExperimentId, "7"}});
+  job.mutable_metadata()->set_uid("u-1");
   auto pod = DesiredPod(job, "Worker", 0, config);
   ASSERT_TRUE(pod.ok()) << pod.status();
   EXPECT_EQ(EnvOf(*pod, "MLFLOW_TRACKING_URI"), "http://wide:5000");
-  EXPECT_EQ(EnvOf(*pod, "MLFLOW_EXPERIMENT_ID"), "7");
-  EXPECT_EQ(EnvOf(*pod, "MLFLOW_RUN_ID"), "r1");
   EXPECT_EQ(EnvOf(*pod, "MLFLOW_EXPERIMENT_NAME"), "coach");
   EXPECT_EQ(EnvOf(*pod, "MLFLOW_TRACKING_TOKEN"), "tok");
+  // MLflow resumes MLFLOW_RUN_ID whatever the code does next, and raises when the code names
+  // another experiment or server: the run reaches the replica under coach's own names only.
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_RUN_ID"), "<unset>");
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_EXPERIMENT_ID"), "<unset>");
+  EXPECT_EQ(EnvOf(*pod, "COACH_MLFLOW_RUN_ID"), "r1");
+  EXPECT_EQ(EnvOf(*pod, "COACH_MLFLOW_EXPERIMENT_ID"), "7");
+  EXPECT_EQ(EnvOf(*pod, "COACH_MLFLOW_TRACKING_URI"), "http://wide:5000");
+  EXPECT_EQ(EnvOf(*pod, "COACH_MLFLOW_REPLICA"), "worker-0");
+  EXPECT_EQ(EnvOf(*pod, "COACH_MLFLOW_RESUME"), "<unset>");
+  EXPECT_EQ(Json::parse(EnvOf(*pod, "MLFLOW_RUN_CONTEXT")),
+            Json::parse(R"({"coach.job_uid":"u-1","coach.namespace":"ns","coach.job_name":"j",
+                            "coach.kind":"PyTorchJob","coach.replica":"worker-0",
+                            "coach.replica_type":"Worker","coach.replica_index":"0",
+                            "mlflow.parentRunId":"r1"})"));
+  // Only the job's master resumes the job's run.
+  pod = DesiredPod(job, "Master", 0, config);
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ(EnvOf(*pod, "COACH_MLFLOW_RESUME"), "1");
+  EXPECT_EQ(EnvOf(*pod, "COACH_MLFLOW_REPLICA"), "master-0");
 
-  // Not yet created: no run id.
+  // Not yet created: no run id, no parent.
   pod = DesiredPod(Annotated({}), "Master", 0, config);
   ASSERT_TRUE(pod.ok());
   EXPECT_EQ(EnvOf(*pod, "MLFLOW_TRACKING_URI"), "http://wide:5000");
-  EXPECT_EQ(EnvOf(*pod, "MLFLOW_RUN_ID"), "<unset>");
+  EXPECT_EQ(EnvOf(*pod, "COACH_MLFLOW_RUN_ID"), "<unset>");
+  EXPECT_EQ(EnvOf(*pod, "COACH_MLFLOW_RESUME"), "<unset>");
+  EXPECT_FALSE(Json::parse(EnvOf(*pod, "MLFLOW_RUN_CONTEXT")).contains("mlflow.parentRunId"));
 
   // A container's own MLFLOW_TRACKING_URI wins.
   model::Job own =
@@ -112,6 +132,46 @@ TEST(MlflowEnvTest, PodsGetRunVariablesWithoutOverridingTheUsers) {
   pod = DesiredPod(Annotated({}), "Master", 0, model::ReconcileConfig{});
   ASSERT_TRUE(pod.ok());
   EXPECT_EQ(EnvOf(*pod, "MLFLOW_TRACKING_URI"), "<unset>");
+}
+
+TEST(MlflowEnvTest, TheExperimentFollowsTheContainers) {
+  model::ReconcileConfig config;
+  config.mlflow.tracking_uri = "http://wide:5000";
+  config.mlflow.experiment = "team";
+  const char* tmpl = R"({"spec":{"containers":[{"name":"pytorch","image":"x",
+      "env":[{"name":"MLFLOW_EXPERIMENT_NAME","value":"theirs"}]}]}})";
+  model::Job job = MakePyTorchJob("ns", "j").Master(1).Workers(1).Template("Worker", tmpl).Build();
+  // The job's run goes where the code's own runs go.
+  EXPECT_EQ(MlflowTargetFor(job, config.mlflow)->experiment, "theirs");
+  auto pod = DesiredPod(job, "Master", 0, config);
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_EXPERIMENT_NAME"), "theirs");
+  // The annotation still wins.
+  (*job.mutable_metadata()->mutable_annotations())[kAnnotationMlflowExperiment] = "named";
+  EXPECT_EQ(MlflowTargetFor(job, config.mlflow)->experiment, "named");
+
+  // A container naming its experiment by id gets no MLFLOW_EXPERIMENT_NAME beside it (MLflow
+  // raises when the two name different experiments).
+  model::Job by_id =
+      MakePyTorchJob("ns", "j")
+          .Master(1)
+          .Template("Master", R"({"spec":{"containers":[{"name":"pytorch","image":"x",
+              "ports":[{"name":"pytorchjob-port","containerPort":23456}],
+              "env":[{"name":"MLFLOW_EXPERIMENT_ID","value":"12"}]}]}})")
+          .Build();
+  pod = DesiredPod(by_id, "Master", 0, config);
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_EXPERIMENT_NAME"), "<unset>");
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_EXPERIMENT_ID"), "12");
+  EXPECT_EQ(MlflowTargetFor(by_id, config.mlflow)->experiment, "team");
+
+  // A name MLflow would refuse is not taken from a container.
+  model::Job bad = MakePyTorchJob("ns", "j")
+                       .Master(1)
+                       .Template("Master", R"({"spec":{"containers":[{"name":"pytorch","image":"x",
+                           "env":[{"name":"MLFLOW_EXPERIMENT_NAME","value":""}]}]}})")
+                       .Build();
+  EXPECT_EQ(MlflowTargetFor(bad, config.mlflow)->experiment, "team");
 }
 
 TEST(MlflowEnvTest, ClearOperatorAnnotations) {

@@ -52,29 +52,31 @@ bool ReplicasStarted(const model::JobStatus& status) {
   return false;
 }
 
+// Under coach.: the job's master logs into this run too, and MLflow refuses a second value for a
+// param (a training script's own "world_size" must not collide with ours).
 std::vector<Param> RunParams(const model::Job& job) {
   std::vector<Param> params;
   int total = 0;
   for (const std::string& type : reconcile::ReplicaTypes(job)) {
     const int n = reconcile::Replicas(job, type);
     total += n;
-    params.push_back({"replicas." + type, absl::StrCat(n)});
-    params.push_back({"restart_policy." + type, reconcile::RestartPolicy(job, type)});
+    params.push_back({"coach.replicas." + type, absl::StrCat(n)});
+    params.push_back({"coach.restart_policy." + type, reconcile::RestartPolicy(job, type)});
     absl::StatusOr<model::Json> tmpl = reconcile::ParseTemplate(job, type);
     if (tmpl.ok()) {
       const model::Json* containers = reconcile::MutableContainers(*tmpl);
       if (containers != nullptr && !containers->empty() && (*containers)[0].is_object()) {
         const std::string image = (*containers)[0].value("image", "");
-        if (!image.empty()) params.push_back({"image." + type, image.substr(0, 6000)});
+        if (!image.empty()) params.push_back({"coach.image." + type, image.substr(0, 6000)});
       }
     }
   }
   int nproc = 1;
   if (job.spec().has_nproc_per_node()) {
-    params.push_back({"nproc_per_node", job.spec().nproc_per_node()});
+    params.push_back({"coach.nproc_per_node", job.spec().nproc_per_node()});
     if (!absl::SimpleAtoi(job.spec().nproc_per_node(), &nproc) || nproc < 1) nproc = 1;
   }
-  params.push_back({"world_size", absl::StrCat(total * nproc)});
+  params.push_back({"coach.world_size", absl::StrCat(total * nproc)});
   return params;
 }
 

@@ -6,7 +6,8 @@
 // What lands in the run:
 //   name "<namespace>/<job>"; tags coach.job_uid, coach.kind, coach.namespace, coach.job_name,
 //   coach.backend, coach.version, mlflow.source.type=JOB, mlflow.source.name; params
-//   replicas.<Type>, restart_policy.<Type>, image.<Type>, nproc_per_node, world_size;
+//   coach.replicas.<Type>, coach.restart_policy.<Type>, coach.image.<Type>, coach.nproc_per_node,
+//   coach.world_size;
 //   tags coach.state and coach.condition.<Type> (True/False) as conditions change, and
 //   coach.message (the latest true condition's message); at the end the status FINISHED
 //   (Succeeded), FAILED (Failed) or KILLED (deleted before finishing) with the end time

@@ -205,11 +205,11 @@ TEST_F(MlflowTrackerTest, OneRunWithNameTagsParamsAndAnnotation) {
   EXPECT_EQ(run.tags["coach.version"], kCoachVersion);
   EXPECT_EQ(run.tags["coach.state"], "Running");
   EXPECT_EQ(run.tags["coach.condition.Running"], "True");
-  EXPECT_EQ(run.params["replicas.Master"], "1");
-  EXPECT_EQ(run.params["replicas.Worker"], "2");
-  EXPECT_EQ(run.params["world_size"], "3");
-  EXPECT_EQ(run.params["restart_policy.Worker"], "OnFailure");
-  EXPECT_EQ(run.params["image.Master"], "busybox");
+  EXPECT_EQ(run.params["coach.replicas.Master"], "1");
+  EXPECT_EQ(run.params["coach.replicas.Worker"], "2");
+  EXPECT_EQ(run.params["coach.world_size"], "3");
+  EXPECT_EQ(run.params["coach.restart_policy.Worker"], "OnFailure");
+  EXPECT_EQ(run.params["coach.image.Master"], "busybox");
   absl::MutexLock lock(&mu_);
   EXPECT_EQ(annotations_["uid-1"][reconcile::kAnnotationMlflowRunId], run.info.run_id);
   EXPECT_EQ(annotations_["uid-1"][reconcile::kAnnotationMlflowExperimentId],
@@ -360,7 +360,7 @@ TEST_F(MlflowTrackerTest, StepsRunInOrderAcrossTransientFailures) {
   ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
   mlflow::Run run = OnlyRun("uid-o");
   EXPECT_EQ(run.info.status, RunStatus::kFinished);
-  EXPECT_EQ(run.params["replicas.Worker"], "2");
+  EXPECT_EQ(run.params["coach.replicas.Worker"], "2");
   EXPECT_EQ(run.tags["coach.state"], "Succeeded");
   EXPECT_EQ(fake_.Calls(Method::kCreateRun), 1);
 }
@@ -593,8 +593,8 @@ TEST_F(MlflowTrackerTest, ParamsAndConditionTagsArePure) {
   model::Job job = MakePyTorchJob("ns", "p").Master(1).Workers(3).NprocPerNode("2").Build();
   std::map<std::string, std::string> params;
   for (const mlflow::Param& p : RunParams(job)) params[p.key] = p.value;
-  EXPECT_EQ(params["world_size"], "8");
-  EXPECT_EQ(params["nproc_per_node"], "2");
+  EXPECT_EQ(params["coach.world_size"], "8");
+  EXPECT_EQ(params["coach.nproc_per_node"], "2");
   std::map<std::string, std::string> tags = ConditionTags(model::JobStatus());
   EXPECT_EQ(tags["coach.state"], "Created");
   EXPECT_EQ(tags.size(), 1u);

@@ -106,8 +106,9 @@ class Job:
     def env(self, rank, binding=True):
         replica = "master-0" if rank == 0 else "worker-%d" % (rank - 1)
         context = {"coach.job_uid": self.uid, "coach.namespace": "default", "coach.job_name": self.name,
-                   "coach.kind": "PyTorchJob", "coach.replica": replica, "coach.rank": str(rank),
-                   "mlflow.parentRunId": self.run_id}
+                   "coach.kind": "PyTorchJob", "coach.replica": replica,
+                   "coach.replica_type": replica.split("-")[0].capitalize(),
+                   "coach.replica_index": replica.split("-")[1], "mlflow.parentRunId": self.run_id}
         env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
         env.update({"MLFLOW_TRACKING_URI": self.uri, "MLFLOW_RUN_CONTEXT": json.dumps(context),
                     "COACH_MLFLOW_RUN_ID": self.run_id, "COACH_MLFLOW_EXPERIMENT_ID": self.experiment_id,
@@ -132,9 +133,10 @@ class Job:
         return run_of(self.uri, self.run_id)
 
     def own_runs(self, experiment_ids=None):
-        """The runs the code made (tagged with the job), by rank."""
+        """The runs the code made (tagged with the job), by rank (the replica's, as run here)."""
         found = runs_of_job(self.uri, experiment_ids or [self.experiment_id], self.uid)
-        return {r["tags"].get("coach.rank"): r for r in found if r["id"] != self.run_id}
+        ranks = {"master-0": "0", "worker-0": "1", "worker-1": "2"}
+        return {ranks[r["tags"]["coach.replica"]]: r for r in found if r["id"] != self.run_id}
 
     def linked(self):
         return {k[len("coach.linked_run."):]: json.loads(v) for k, v in self.job_run()["tags"].items()
@@ -154,6 +156,7 @@ def test_code_naming_no_experiment_logs_rank0_into_the_jobs_run(server):
     assert own["1"]["metrics"] == {"loss": 2.0}
     assert own["1"]["tags"]["mlflow.parentRunId"] == job.run_id
     assert own["1"]["tags"]["coach.replica"] == "worker-0"
+    assert own["1"]["tags"]["coach.rank"] == "1"  # the binding adds the process's RANK
     assert list(job.linked()) == [own["1"]["id"]]
 
 
@@ -191,6 +194,7 @@ def test_the_snippet_without_the_binding(server):
     own = job.own_runs([experiment_id(job.uri, "distributed-training")])
     assert sorted(own) == ["0", "1"]
     assert all(r["metrics"] == {"loss": 0.25} for r in own.values())
+    assert all("coach.rank" not in r["tags"] for r in own.values())
 
 
 def test_no_experiment_without_the_binding_makes_child_runs(server):
@@ -288,7 +292,7 @@ def test_another_tracking_server(server, tmp_path):
         """ % other)
         default = experiment_id(other, "coach")
         found = runs_of_job(other, [default], job.uid)
-        assert sorted(r["tags"]["coach.rank"] for r in found) == ["0", "1"]
+        assert sorted(r["tags"]["coach.replica"] for r in found) == ["master-0", "worker-0"]
         assert all(v["tracking_uri"] == other for v in job.linked().values())
         assert len(job.linked()) == 2
     finally:

@@ -219,6 +219,25 @@ class _FluentFinder(importlib.abc.MetaPathFinder):
             return None
 
 
-if os.environ.get("COACH_MLFLOW_RUN_ID") and _FLUENT not in sys.modules:
-    sys.meta_path.insert(0, _FluentFinder())
+def _tag_rank():
+    """Adds this process's RANK to the tags MLflow gives the runs it creates (the operator's
+    context names the replica; a replica may run several ranks)."""
+    try:
+        import json
+
+        rank = os.environ.get("RANK")
+        context = json.loads(os.environ.get("MLFLOW_RUN_CONTEXT", ""))
+        if rank and isinstance(context, dict) and "coach.rank" not in context:
+            context["coach.rank"] = rank
+            os.environ["MLFLOW_RUN_CONTEXT"] = json.dumps(context, sort_keys=True)
+    except Exception:
+        pass
+
+
+# Once per process, however many copies of this file are on the path.
+if os.environ.get("COACH_MLFLOW_RUN_ID") and not getattr(sys, "_coach_mlflow_binding", False):
+    sys._coach_mlflow_binding = True
+    _tag_rank()
+    if _FLUENT not in sys.modules:
+        sys.meta_path.insert(0, _FluentFinder())
 _chain_next_sitecustomize()
