@@ -26,6 +26,7 @@
 #include "launcher/host_wait.h"
 #include "launcher/launch_config.h"
 #include "launcher/metrics_tee.h"
+#include "launcher/mlflow_binding_env.h"
 #include "launcher/output_forwarder.h"
 #include "launcher/peer_wait.h"
 #include "launcher/self_install.h"
@@ -63,7 +64,8 @@ Without PET_* variables or torch flags, runs PROGRAM once (single-process mode),
 waiting for the peers named by TF_CONFIG, COORDINATOR_ADDRESS, PADDLE_MASTER or MASTER_ADDR.
 Exit code: the first failing worker's (128+n if killed by signal n), 2 on bad configuration,
 1 when peers do not come up in time.
-With MLFLOW_TRACKING_URI and MLFLOW_RUN_ID set (the operator sets both for tracked jobs), lines
+With COACH_MLFLOW_TRACKING_URI and COACH_MLFLOW_RUN_ID set (the operator sets both for tracked
+jobs; else MLFLOW_TRACKING_URI and MLFLOW_RUN_ID), lines
   coach-metric name=<key> value=<number> [step=<int>] [timestamp=<ms>]
 that the workers print on stdout (copied to stdout unchanged) and that they append to
 $COACH_METRICS_FILE are logged to that run. At the end the launcher waits at most
@@ -112,13 +114,21 @@ struct MetricsPipeline {
 };
 
 std::unique_ptr<MetricsPipeline> StartMetrics(const EnvMap& env, OutputForwarder* out) {
-  const std::string run_id = Getenv(env, "MLFLOW_RUN_ID");
-  if (Getenv(env, "MLFLOW_TRACKING_URI").empty() || run_id.empty()) return nullptr;
+  // The job's run (operator/reconcile/mlflow_env.h), else one the container names itself.
+  const bool job_run = !Getenv(env, "COACH_MLFLOW_RUN_ID").empty();
+  const std::string run_id = Getenv(env, job_run ? "COACH_MLFLOW_RUN_ID" : "MLFLOW_RUN_ID");
+  const char* uri_var = job_run ? "COACH_MLFLOW_TRACKING_URI" : "MLFLOW_TRACKING_URI";
+  if (Getenv(env, uri_var).empty() || run_id.empty()) return nullptr;
   auto fail = [](const std::string& why) {
     std::fprintf(stderr, "coach-launch: metrics not logged to MLflow: %s\n", why.c_str());
     return nullptr;
   };
-  absl::StatusOr<mlflow::RestTrackingOptions> options = mlflow::RestTrackingOptions::FromEnv();
+  absl::StatusOr<mlflow::RestTrackingOptions> options =
+      mlflow::RestTrackingOptions::FromEnv([&env, uri_var](const char* name) -> const char* {
+        if (std::string(name) == "MLFLOW_TRACKING_URI") name = uri_var;
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      });
   if (!options.ok()) return fail(std::string(options.status().message()));
   // The logger retries by itself; one request never holds it long.
   options->retry.max_attempts = 2;
@@ -224,7 +234,9 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (IsHostWaitInvocation(args)) return WaitForHostsMain(args);
-  const EnvMap env = ProcessEnv();
+  std::string binding_warning;
+  const EnvMap env = WithMlflowBinding(ProcessEnv(), &binding_warning);
+  if (!binding_warning.empty()) std::fprintf(stderr, "coach-launch: %s\n", binding_warning.c_str());
   std::optional<std::string> visible;
   if (auto it = env.find("CUDA_VISIBLE_DEVICES"); it != env.end()) visible = it->second;
   DevNodeGpuDiscovery gpus("/dev", visible);
@@ -296,8 +308,12 @@ int Main(int argc, char** argv) {
   SupervisorOptions options;
   options.grace_period = config->grace_period;
   options.child_mask = &original_mask;
-  // The launcher's own lines go between the workers' lines, never inside one.
-  options.log = [&out](const std::string& line) { out.Write(STDERR_FILENO, line + "\n"); };
+  // The launcher's own lines go between the workers' lines, never inside one, and after what
+  // the workers wrote before them (an exit line after the worker's last lines).
+  options.log = [&out](const std::string& line) {
+    out.Sync(absl::Seconds(1));
+    out.Write(STDERR_FILENO, line + "\n");
+  };
   absl::StatusOr<SupervisionResult> result = Supervise(workers, options);
   out.Finish(absl::Seconds(2));
   if (metrics != nullptr) FinishMetrics(*metrics);

@@ -160,13 +160,27 @@ void OutputForwarder::Loop() {
       if (errno == EINTR) continue;
       break;
     }
+    uint64_t sync_target = 0;
+    if (fds[0].revents != 0) {
+      char bytes[64];
+      while (read(wake_read_, bytes, sizeof(bytes)) > 0) {
+      }
+      std::lock_guard<std::mutex> lock(done_mu_);
+      sync_target = sync_requested_;
+    }
     for (size_t i = 0; i < polled.size(); ++i) {
       Stream& s = *polled[i];
-      if (fds[i + 1].revents == 0 || s.read_fd < 0) continue;
+      // A Sync reads every pipe, ready or not: poll's answer predates the request.
+      if ((fds[i + 1].revents == 0 && sync_target == 0) || s.read_fd < 0) continue;
       if (!Drain(s, scratch, out) && s.read_fd >= 0) {
         Deliver(s, {}, /*eof=*/true, out);
         CloseStream(s);
       }
+    }
+    if (sync_target != 0) {
+      std::lock_guard<std::mutex> lock(done_mu_);
+      sync_served_ = std::max(sync_served_, sync_target);
+      done_cv_.notify_all();
     }
   }
   // Stopped (or all pipes ended): a last bounded look at what the pipes still hold.
@@ -185,6 +199,21 @@ void OutputForwarder::Loop() {
   std::lock_guard<std::mutex> lock(done_mu_);
   done_ = true;
   done_cv_.notify_all();
+}
+
+void OutputForwarder::Sync(absl::Duration timeout) {
+  if (!started_ || finished_) return;
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(done_mu_);
+    if (done_) return;
+    ticket = ++sync_requested_;
+  }
+  const char byte = 0;
+  (void)!write(wake_write_, &byte, 1);
+  std::unique_lock<std::mutex> lock(done_mu_);
+  done_cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                    [&] { return done_ || sync_served_ >= ticket; });
 }
 
 void OutputForwarder::Finish(absl::Duration timeout) {

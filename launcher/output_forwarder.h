@@ -64,6 +64,11 @@ class OutputForwarder {
   // own messages stay whole lines too. Blocks while `dest_fd` is not writable.
   void Write(int dest_fd, absl::string_view text);
 
+  // Returns once the thread has read and passed on what every pipe held when Sync was called,
+  // or after `timeout`: a worker that has exited has written all it will, so the launcher's
+  // line about its exit comes after the worker's last lines. No-op before Start, after Finish.
+  void Sync(absl::Duration timeout);
+
   // Closes the write ends and lets the thread drain every pipe to end of file for up to
   // `timeout` (a worker's own child may still hold a pipe open); then whatever the pipes hold
   // is read once more, unterminated tails are passed on, and the pipes are closed.
@@ -101,6 +106,8 @@ class OutputForwarder {
   std::mutex done_mu_;
   std::condition_variable done_cv_;
   bool done_ = false;  // guarded by done_mu_: every pipe reached end of file
+  uint64_t sync_requested_ = 0;  // guarded by done_mu_
+  uint64_t sync_served_ = 0;     // guarded by done_mu_
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> forwarded_bytes_{0};
   bool started_ = false;

@@ -50,6 +50,25 @@ void Write(int fd, const std::string& s) {
   ASSERT_EQ(write(fd, s.data(), s.size()), static_cast<ssize_t>(s.size()));
 }
 
+TEST(OutputForwarderTest, SyncDeliversWhatThePipesHoldBeforeTheLaunchersLine) {
+  Dest err("fwd_sync");
+  auto f = OutputForwarder::Create();
+  ASSERT_TRUE(f.ok());
+  absl::StatusOr<int> w = (*f)->AddPipe(err.fd(), "");
+  ASSERT_TRUE(w.ok());
+  (*f)->Start();
+  for (int round = 0; round < 50; ++round) {
+    const std::string line = "worker line " + std::to_string(round) + "\n";
+    Write(*w, line);
+    (*f)->Sync(absl::Seconds(5));
+    const std::string got = err.Read();
+    ASSERT_EQ(got.substr(got.size() - line.size()), line) << "round " << round;
+    (*f)->Write(err.fd(), "launcher line\n");
+  }
+  (*f)->Finish(absl::Seconds(1));
+  (*f)->Sync(absl::Seconds(5));  // after Finish: returns at once
+}
+
 TEST(OutputForwarderTest, PrefixesLinesPerStreamAndKeepsDestinationsApart) {
   Dest out("fwd_out"), err("fwd_err");
   auto f = OutputForwarder::Create();

@@ -1,5 +1,7 @@
 #include "operator/backend/local/local_backend.h"
 
+#include "integrations/mlflow/binding.h"
+
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -92,6 +94,23 @@ std::string ShortName(const JobKey& job, const std::string& pod) {
 
 }  // namespace
 
+void LocalBackend::AddMlflowBinding(PodProcess& proc) const {
+  if (mlflow_binding_dir_.empty()) return;
+  bool tracked = false;
+  std::string* python_path = nullptr;
+  for (auto& [name, value] : proc.env) {
+    if (name == "COACH_MLFLOW_RUN_ID") tracked = true;
+    if (name == "PYTHONPATH") python_path = &value;
+  }
+  if (!tracked) return;
+  if (python_path != nullptr) {
+    *python_path = mlflow::PythonPathWithBinding(mlflow_binding_dir_, *python_path);
+  } else {
+    proc.env.emplace_back("PYTHONPATH", mlflow_binding_dir_);
+  }
+  proc.env.emplace_back(mlflow::kBindingDirEnv, mlflow_binding_dir_);
+}
+
 absl::StatusOr<std::unique_ptr<LocalBackend>> LocalBackend::Create(LocalBackendOptions options) {
   if (options.store == nullptr) return absl::InvalidArgumentError("LocalBackend: no store");
   if (options.jobs == nullptr) return absl::InvalidArgumentError("LocalBackend: no job store");
@@ -118,8 +137,16 @@ absl::StatusOr<std::unique_ptr<LocalBackend>> LocalBackend::Create(LocalBackendO
   if (options.base_env.empty()) options.base_env = OwnEnvironment();
   ASSIGN_OR_RETURN(std::unique_ptr<EndWatcher> end_watcher, EndWatcher::Create());
   RaiseOpenFileLimit();
-  return std::unique_ptr<LocalBackend>(new LocalBackend(std::move(options), std::move(owned),
-                                                        std::move(gpus), std::move(end_watcher)));
+  std::string binding_dir = absl::StrCat(options.state_dir, "/mlflow-python");
+  if (absl::Status s = mlflow::WriteBinding(binding_dir); !s.ok()) {
+    // Tracked replicas then make runs of their own under the job's run, as on a plain pod.
+    spdlog::warn("local backend: MLflow binding not written: {}", s.ToString());
+    binding_dir.clear();
+  }
+  auto backend = std::unique_ptr<LocalBackend>(new LocalBackend(
+      std::move(options), std::move(owned), std::move(gpus), std::move(end_watcher)));
+  backend->mlflow_binding_dir_ = std::move(binding_dir);
+  return backend;
 }
 
 LocalBackend::LocalBackend(LocalBackendOptions options, std::unique_ptr<ProcessRunner> owned_runner,
@@ -577,6 +604,7 @@ absl::StatusOr<std::optional<LocalBackend::PreparedStart>> LocalBackend::Prepare
   host.node_name = options_.node_name;
   host.base_env = options_.base_env;
   ASSIGN_OR_RETURN(PodProcess proc, PodToProcess(pod.body, *kind, host));
+  AddMlflowBinding(proc);
 
   PreparedStart out;
   ReplicaRecord& record = out.record;

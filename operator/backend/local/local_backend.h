@@ -79,6 +79,7 @@
 #include "operator/backend/local/gpu_allocator.h"
 #include "operator/backend/local/net/port_allocator.h"
 #include "operator/backend/local/object_table.h"
+#include "operator/backend/local/process/pod_process.h"
 #include "operator/backend/local/process/process_runner.h"
 #include "operator/backend/local/store/replica_store.h"
 
@@ -188,6 +189,8 @@ class LocalBackend : public Backend {
   absl::StatusOr<PassReads> ReadForPass(const JobKey& key);
   absl::Status CreatePod(const model::Job& job, const model::KubeObject& pod);
   // nullopt: the pod exists. Errors as Apply; nothing is held after an error.
+  // A tracked replica's process gets the MLflow binding first on its PYTHONPATH.
+  void AddMlflowBinding(PodProcess& proc) const;
   absl::StatusOr<std::optional<PreparedStart>> PreparePod(const model::Job& job,
                                                           const model::KubeObject& pod,
                                                           const PassReads& reads);
@@ -224,6 +227,9 @@ class LocalBackend : public Backend {
   static std::string GpuOwner(const JobKey& job, const std::string& pod);
 
   const LocalBackendOptions options_;
+  // Where the MLflow binding was written ("" when it could not be): a tracked replica gets it
+  // first on its PYTHONPATH (integrations/mlflow/binding.h).
+  std::string mlflow_binding_dir_;
   std::unique_ptr<ProcessRunner> owned_runner_;
   ProcessRunner* const runner_;
   std::unique_ptr<GpuAllocator> gpus_;
