@@ -119,6 +119,7 @@ void ClearOperatorMlflowAnnotations(model::Job* job) {
   auto* annotations = job->mutable_metadata()->mutable_annotations();
   annotations->erase(kAnnotationMlflowRunId);
   annotations->erase(kAnnotationMlflowExperimentId);
+  annotations->erase(kAnnotationMlflowRuns);
 }
 
 std::optional<MlflowTarget> MlflowTargetFor(const model::Job& job,

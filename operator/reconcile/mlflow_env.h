@@ -11,6 +11,7 @@
 // Annotations the operator writes (a client's values are dropped at admission):
 //   coach.dev/mlflow-run-id          the job's run
 //   coach.dev/mlflow-experiment-id   its experiment
+//   coach.dev/mlflow-runs            the job's run and the training code's own runs
 //
 // Replicas of a tracked job get only variables that MLflow's client reads and that cannot make it
 // raise, whatever the training code does (docs/mlflow.md has the table of cases):
@@ -48,6 +49,8 @@ inline constexpr char kAnnotationMlflowTrackingUri[] = "coach.dev/mlflow-trackin
 inline constexpr char kAnnotationMlflowExperiment[] = "coach.dev/mlflow-experiment";
 inline constexpr char kAnnotationMlflowRunId[] = "coach.dev/mlflow-run-id";
 inline constexpr char kAnnotationMlflowExperimentId[] = "coach.dev/mlflow-experiment-id";
+// The job's MLflow runs, JSON [{"replica", "run_id", "url"}] (operator/tracking/linked_runs.h).
+inline constexpr char kAnnotationMlflowRuns[] = "coach.dev/mlflow-runs";
 
 struct MlflowTarget {
   std::string tracking_uri;

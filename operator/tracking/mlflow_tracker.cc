@@ -1,5 +1,7 @@
 #include "operator/tracking/mlflow_tracker.h"
 
+#include "operator/tracking/linked_runs.h"
+
 #include <spdlog/spdlog.h>
 
 #include <utility>
@@ -258,7 +260,7 @@ std::optional<absl::Time> MlflowTracker::HoldStartUntil(const model::Job& job) {
   // Recorded here, before the replicas exist (the controller records its own events on this
   // path too: a local write, or a queued one on Kubernetes).
   Event(job, "Warning", "MlflowRunNotReady",
-        absl::StrCat("replicas start without MLFLOW_RUN_ID: the MLflow run was not ready after "
+        absl::StrCat("replicas start without the job's run id: the MLflow run was not ready after "
                      "waiting ",
                      absl::FormatDuration(options_.run_wait), " (--mlflow-run-wait) for ",
                      target->tracking_uri,
@@ -266,7 +268,7 @@ std::optional<absl::Time> MlflowTracker::HoldStartUntil(const model::Job& job) {
                      "; a replica's mlflow.start_run() makes a run of its own; the job's run is "
                      "made when the server answers and tagged ",
                      kIncompleteTag, "=true"));
-  spdlog::warn("mlflow: job {}: replicas start without MLFLOW_RUN_ID: no run after {}", KeyOf(job),
+  spdlog::warn("mlflow: job {}: replicas start without the job's run id: no run after {}", KeyOf(job),
                absl::FormatDuration(options_.run_wait));
   return std::nullopt;
 }
@@ -324,6 +326,7 @@ void MlflowTracker::Save(const std::string& uid, const Tracked& t) {
   s.params_logged = t.params_logged;
   s.tags_sent = t.tags_sent;
   s.logs_uploaded = t.logs_uploaded;
+  s.runs_linked = t.runs_linked;
   s.terminated = t.terminated;
   s.incomplete_tagged = t.incomplete_tagged;
 }
@@ -331,7 +334,7 @@ void MlflowTracker::Save(const std::string& uid, const Tracked& t) {
 std::string MlflowTracker::IncompleteReason() const {
   return absl::StrCat("replicas started before this run existed (after waiting up to ",
                       absl::FormatDuration(options_.run_wait),
-                      " for the tracking server) and have no MLFLOW_RUN_ID: what they logged "
+                      " for the tracking server) and lack its id: what they logged "
                       "through mlflow.start_run() is in runs of their own");
 }
 
@@ -339,7 +342,7 @@ void MlflowTracker::IncompleteEvent(const model::Job& job, const std::string& ru
   Event(job, "Warning", "MlflowRunIncomplete",
         absl::StrCat("MLflow run ", run_id,
                      " was created after replicas started without "
-                     "MLFLOW_RUN_ID; it is tagged ",
+                     "its id; it is tagged ",
                      kIncompleteTag, "=true (replicas created from now on get its id)"));
 }
 
@@ -534,6 +537,35 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
         RETURN_IF_ERROR(up);
       }
       t.logs_uploaded = true;
+      Save(uid, t);
+    }
+    if (!t.runs_linked) {
+      *op = "link_runs";
+      ASSIGN_OR_RETURN(std::vector<LinkedRun> runs,
+                       FindLinkedRuns(*client, t.run_id, uid, t.experiment_id));
+      const std::vector<mlflow::Tag> tags = LinkTags(runs);
+      for (size_t i = 0; i < tags.size(); i += 100) {  // MLflow's bound on tags per batch
+        const size_t end = std::min(tags.size(), i + 100);
+        RETURN_IF_ERROR(client->LogBatch(
+            t.run_id, {}, {}, std::vector<mlflow::Tag>(tags.begin() + i, tags.begin() + end)));
+      }
+      if (!runs.empty()) {
+        if (!t.deleted && hooks_.annotate) {
+          absl::Status annotated = hooks_.annotate(
+              job, {{reconcile::kAnnotationMlflowRuns,
+                     RunsAnnotation(t.uri, t.experiment_id, t.run_id, runs)}});
+          if (!annotated.ok() && !absl::IsNotFound(annotated)) return annotated;
+        }
+        for (const LinkedRun& run : runs) {
+          Event(job, "Normal", "MlflowRunLinked",
+                absl::StrCat(run.replica.empty() ? "the training code" : run.replica,
+                             run.rank.empty() ? "" : absl::StrCat(" rank ", run.rank),
+                             " logged to MLflow run ",
+                             RunUrl(run.tracking_uri.empty() ? t.uri : run.tracking_uri,
+                                    run.experiment_id, run.run_id)));
+        }
+      }
+      t.runs_linked = true;
       Save(uid, t);
     }
     RunStatus status = RunStatus::kKilled;

@@ -189,6 +189,49 @@ class MlflowTrackerTest : public ::testing::Test {
   }
 };
 
+TEST_F(MlflowTrackerTest, TheCodesOwnRunsAreLinkedWhenTheJobEnds) {
+  auto tracker = NewTracker();
+  model::Job job = Job("l", "uid-l");
+  tracker->JobSeen(Running(job));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  const mlflow::Run job_run = OnlyRun("uid-l");
+  // A worker without the binding made a run tagged with the job (MLFLOW_RUN_CONTEXT); the
+  // master's binding recorded a run on another server.
+  mlflow::CreateRunRequest own;
+  own.experiment_id = job_run.info.experiment_id;
+  own.tags = {{"coach.job_uid", "uid-l"}, {"coach.replica", "worker-0"}};
+  absl::StatusOr<mlflow::RunInfo> worker_run = fake_.CreateRun(own);
+  ASSERT_TRUE(worker_run.ok());
+  ASSERT_TRUE(fake_
+                  .SetTag(job_run.info.run_id, "coach.linked_run.elsewhere",
+                          R"({"experiment_id":"9","tracking_uri":"http://other:5000",)"
+                          R"("replica":"master-0","rank":"0"})")
+                  .ok());
+  ASSERT_TRUE(fake_.SetTag(job_run.info.run_id, "coach.linked_run.junk", "not json").ok());
+  tracker->JobSeen(WithRunId(Finished(job, true), job_run.info.run_id));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+
+  absl::StatusOr<mlflow::Run> after = fake_.GetRun(job_run.info.run_id);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->tags["coach.linked_run." + worker_run->run_id],
+            absl::StrCat(R"({"experiment_id":")", job_run.info.experiment_id,
+                         R"(","replica":"worker-0"})"));
+  std::vector<RecordedEvent> linked = EventsWith("MlflowRunLinked");
+  ASSERT_EQ(linked.size(), 2u);
+  EXPECT_EQ(linked[0].message,
+            "master-0 rank 0 logged to MLflow run http://other:5000/#/experiments/9/runs/elsewhere");
+  EXPECT_EQ(linked[1].message,
+            absl::StrCat("worker-0 logged to MLflow run http://mlflow.test:5000/#/experiments/",
+                         job_run.info.experiment_id, "/runs/", worker_run->run_id));
+  absl::MutexLock lock(&mu_);
+  const model::Json runs = model::Json::parse(annotations_["uid-l"][reconcile::kAnnotationMlflowRuns]);
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0]["replica"], "job");
+  EXPECT_EQ(runs[0]["run_id"], job_run.info.run_id);
+  EXPECT_EQ(runs[1]["replica"], "master-0 rank 0");
+  EXPECT_EQ(runs[2]["url"], linked[1].message.substr(linked[1].message.find("http")));
+}
+
 TEST_F(MlflowTrackerTest, OneRunWithNameTagsParamsAndAnnotation) {
   auto tracker = NewTracker();
   model::Job job = Job("j", "uid-1");
@@ -300,7 +343,8 @@ TEST_F(MlflowTrackerTest, RestartFindsTheRunByTagOrAnnotation) {
   }
   second->Stop(absl::ZeroDuration());
 
-  // A third start with the annotation on the job does not even search.
+  // A third start with the annotation on the job does not search for the job's run (the one
+  // search is for the training code's own runs, linked as the job ends).
   model::Job annotated = Finished(Job("r", "uid-r"), true);
   (*annotated.mutable_metadata()->mutable_annotations())[reconcile::kAnnotationMlflowRunId] =
       run_id;
@@ -310,7 +354,7 @@ TEST_F(MlflowTrackerTest, RestartFindsTheRunByTagOrAnnotation) {
   auto third = NewTracker();
   third->JobSeen(annotated);
   ASSERT_TRUE(third->WaitIdle(absl::Seconds(10)));
-  EXPECT_EQ(fake_.Calls(Method::kSearchRuns), searches);
+  EXPECT_EQ(fake_.Calls(Method::kSearchRuns), searches + 1);
   EXPECT_EQ(fake_.Calls(Method::kCreateRun), 1);
   EXPECT_EQ(OnlyRun("uid-r").info.status, RunStatus::kFinished);
 
@@ -508,7 +552,7 @@ TEST_F(MlflowTrackerTest, BoundHitStartsReplicasWithAWarningAndTheLateRunIsTagge
   ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
   mlflow::Run run = OnlyRun("uid-late");
   EXPECT_EQ(run.tags["coach.run_incomplete"], "true");
-  EXPECT_NE(run.tags["coach.run_incomplete_reason"].find("MLFLOW_RUN_ID"), std::string::npos);
+  EXPECT_NE(run.tags["coach.run_incomplete_reason"].find("lack its id"), std::string::npos);
   std::vector<RecordedEvent> incomplete = EventsWith("MlflowRunIncomplete");
   ASSERT_EQ(incomplete.size(), 1u);
   EXPECT_NE(incomplete[0].message.find(run_id), std::string::npos);
