@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "api/v1/codec/job_codec.h"
+#include "nlohmann/json.hpp"
 #include "sdk/cpp/cli/exit_codes.h"
 #include "sdk/cpp/cli/progress.h"
 #include "sdk/cpp/cli/table_printer.h"
@@ -205,6 +206,25 @@ int RunList(const RemoteOptions& options, RemoteEnv& env) {
   return kExitOk;
 }
 
+// The job's MLflow runs from the operator's annotation coach.dev/mlflow-runs
+// (operator/tracking/linked_runs.h): (who, url) pairs; empty when there are none or the value is
+// not what the operator writes.
+std::vector<std::pair<std::string, std::string>> MlflowRuns(const TrainingJob& job) {
+  std::vector<std::pair<std::string, std::string>> runs;
+  auto it = job.metadata().annotations().find("coach.dev/mlflow-runs");
+  if (it == job.metadata().annotations().end()) return runs;
+  const nlohmann::json list = nlohmann::json::parse(it->second, nullptr, false);
+  if (!list.is_array()) return runs;
+  for (const nlohmann::json& run : list) {
+    if (!run.is_object() || !run.contains("replica") || !run["replica"].is_string() ||
+        !run.contains("url") || !run["url"].is_string()) {
+      continue;
+    }
+    runs.emplace_back(run["replica"].get<std::string>(), run["url"].get<std::string>());
+  }
+  return runs;
+}
+
 int RunDescribe(const RemoteOptions& options, RemoteEnv& env) {
   absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> client = Connect(options, env);
   if (!client.ok()) return Fail(client.status(), env);
@@ -253,6 +273,13 @@ int RunDescribe(const RemoteOptions& options, RemoteEnv& env) {
                        replica.message()});
     }
     replicas.Print(out, "  ");
+  }
+
+  if (std::vector<std::pair<std::string, std::string>> runs = MlflowRuns(job); !runs.empty()) {
+    out << "MLflow Runs:\n";
+    TablePrinter table({"WHO", "URL"});
+    for (const auto& [who, url] : runs) table.AddRow({who, url});
+    table.Print(out, "  ");
   }
 
   out << "Events:\n";

@@ -292,6 +292,21 @@ TEST_F(RemoteCommandsTest, DescribeShowsConditionsReplicasAndEvents) {
   EXPECT_THAT(text, HasSubstr("Warning   Restarting   30s   worker-0 exited 137"));
 }
 
+TEST_F(RemoteCommandsTest, DescribeListsTheJobsMlflowRuns) {
+  TrainingJob job = Job("default", "tracked", {"Created", "Succeeded"});
+  (*job.mutable_metadata()->mutable_annotations())["coach.dev/mlflow-runs"] =
+      R"([{"replica":"job","run_id":"a","url":"http://ml/#/experiments/1/runs/a"},)"
+      R"({"replica":"worker-0 rank 1","run_id":"b","url":"http://ml/#/experiments/2/runs/b"}])";
+  server_.service().AddJob(job);
+  server_.service().SetDescribe(api::v1::DescribeJobResponse());
+  options_.job = "tracked";
+  EXPECT_EQ(RunDescribe(options_, env_), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("MLflow Runs:\n"
+                                    "  WHO               URL\n"
+                                    "  job               http://ml/#/experiments/1/runs/a\n"
+                                    "  worker-0 rank 1   http://ml/#/experiments/2/runs/b\n"));
+}
+
 TEST_F(RemoteCommandsTest, LogsWriteTheBytes) {
   server_.service().AddJob(Job("default", "mnist", {}));
   server_.service().AddLogChunk("master-0", "step 1\n");
