@@ -3,6 +3,8 @@
 // MLflow Python client. Skips without MLflow (tools/mlflow_env.sh install); fails under CI=true.
 
 #include <cstdio>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -120,13 +122,13 @@ class MlflowE2eTest : public ::testing::Test {
   }
 
   // A script printing what its replica got, then (on the master) logging 5 points through
-  // mlflow.start_run(), which resumes MLFLOW_RUN_ID when set and makes a new run otherwise.
+  // mlflow.start_run(), which resumes the job's run there (coach's binding).
   std::string WriteTrainScript() {
     const std::string script = op_->root() + "/first.py";
     WriteFileOrDie(script, R"(import os
 import mlflow
 
-print("env run=" + os.environ.get("MLFLOW_RUN_ID", ""), flush=True)
+print("env run=" + os.environ.get("COACH_MLFLOW_RUN_ID", ""), flush=True)
 if os.environ.get("RANK") == "0":  # the master
     with mlflow.start_run() as run:
         print("script run=" + run.info.run_id, flush=True)
@@ -151,7 +153,7 @@ TEST_F(MlflowE2eTest, SucceededJobHasOneFinishedRunWithTagsParamsLogsAndEnv) {
   StartOperator(uri_);
   const TrainingJob created =
       Submit(ShellJob("ok",
-                      "echo \"hello from $HOSTNAME run=$MLFLOW_RUN_ID exp=$MLFLOW_EXPERIMENT_ID "
+                      "echo \"hello from $HOSTNAME run=$COACH_MLFLOW_RUN_ID exp=$COACH_MLFLOW_EXPERIMENT_ID "
                       "uri=$MLFLOW_TRACKING_URI\"; sleep 1")
                  .Masters(1)
                  .Workers(1)
@@ -177,7 +179,7 @@ TEST_F(MlflowE2eTest, SucceededJobHasOneFinishedRunWithTagsParamsLogsAndEnv) {
   ASSERT_TRUE(run["end_time"].is_number());
   EXPECT_EQ(run["end_time"].get<int64_t>(),
             absl::ToUnixMillis(reconcile::FromTimestamp(done.status().completion_time())));
-  // The replicas saw the run (MLFLOW_RUN_ID) and their logs are the run's artifacts.
+  // The replicas saw the run (COACH_MLFLOW_RUN_ID) and their logs are the run's artifacts.
   const std::string master_log = run["artifacts"]["logs/master-0.log"];
   EXPECT_TRUE(absl::StrContains(master_log, "run=" + run_id)) << master_log;
   EXPECT_TRUE(absl::StrContains(master_log, "uri=" + uri_)) << master_log;
@@ -252,8 +254,8 @@ torch.manual_seed(0)
 w = torch.zeros(3, requires_grad=True)
 x, y = torch.randn(32, 3), torch.randn(32)
 opt = torch.optim.SGD([w], lr=0.1)
-injected = os.environ["MLFLOW_RUN_ID"]  # mlflow.start_run() removes it from os.environ
-with mlflow.start_run() as run:  # resumes MLFLOW_RUN_ID
+injected = os.environ["COACH_MLFLOW_RUN_ID"]
+with mlflow.start_run() as run:  # the master resumes the job's run (coach's binding)
     assert run.info.run_id == injected, (run.info.run_id, injected)
     for step in range(5):
         loss = ((x @ w - y) ** 2).mean()
@@ -342,7 +344,7 @@ TEST_F(MlflowE2eTest, ServerDownMidJobNeitherSlowsNorLosesPoints) {
 }
 
 // Issue 9 (4): a freshly started operator and a server that is still starting. The first job's
-// replicas wait for its run: every one gets MLFLOW_RUN_ID, and a Python replica's
+// replicas wait for its run: every one gets its id, and a Python replica's
 // mlflow.start_run() + log_metric land in the job's run, the only run of the experiment.
 TEST_F(MlflowE2eTest, FirstJobOfAFreshOperatorAndAStartingServerLogsIntoItsOneRun) {
   absl::StatusOr<std::string> python = MlflowServer::Python();
@@ -384,7 +386,7 @@ TEST_F(MlflowE2eTest, SlowServerReplicasWaitAndStartWithTheRunId) {
   proxy.SetDelay(absl::Seconds(3));
   uri_ = server->uri();
   StartOperator(proxy.uri());
-  Submit(ShellJob("slow", "echo \"env run=$MLFLOW_RUN_ID\"")
+  Submit(ShellJob("slow", "echo \"env run=$COACH_MLFLOW_RUN_ID\"")
              .Masters(1)
              .Workers(1)
              .RestartPolicy("Never"));
@@ -405,7 +407,7 @@ TEST_F(MlflowE2eTest, SlowServerReplicasWaitAndStartWithTheRunId) {
 }
 
 // An unreachable server: the job waits the bound (--mlflow-run-wait=5 here), starts without
-// MLFLOW_RUN_ID with a Warning event naming the server and the wait, and runs to Succeeded.
+// the run's id with a Warning event naming the server and the wait, and runs to Succeeded.
 // When the server comes back the run is made, tagged coach.run_incomplete=true, and ended.
 TEST_F(MlflowE2eTest, UnreachableServerCostsTheBoundedWaitThenTheRunIsMarkedIncomplete) {
   absl::StatusOr<std::string> python = MlflowServer::Python();
@@ -415,7 +417,7 @@ TEST_F(MlflowE2eTest, UnreachableServerCostsTheBoundedWaitThenTheRunIsMarkedInco
   uri_ = absl::StrCat("http://127.0.0.1:", port);
   StartOperator(uri_, {"--mlflow-run-wait=5"});
   const TrainingJob created =
-      Submit(ShellJob("down", "echo \"env run=$MLFLOW_RUN_ID uri=$MLFLOW_TRACKING_URI\"")
+      Submit(ShellJob("down", "echo \"env run=$COACH_MLFLOW_RUN_ID uri=$MLFLOW_TRACKING_URI\"")
                  .Masters(1)
                  .RestartPolicy("Never"));
   const TrainingJob done = WaitFinished("down");
@@ -442,11 +444,131 @@ TEST_F(MlflowE2eTest, UnreachableServerCostsTheBoundedWaitThenTheRunIsMarkedInco
   Json run = WaitRunStatus(run_id, "FINISHED");
   EXPECT_EQ(run["tags"]["coach.run_incomplete"], "true");
   EXPECT_TRUE(absl::StrContains(std::string(run["tags"].value("coach.run_incomplete_reason", "")),
-                                "MLFLOW_RUN_ID"));
+                                "lack its id"));
   EXPECT_EQ(RunsTagged(created.metadata().uid()), 1);
   std::vector<api::v1::Event> incomplete = EventsOf("down", "MlflowRunIncomplete");
   ASSERT_EQ(incomplete.size(), 1u);
   EXPECT_TRUE(absl::StrContains(incomplete[0].message(), run_id)) << incomplete[0].message();
+}
+
+// The snippet most MLflow users write (its own server call, its own experiment), unchanged, as
+// the program of every rank of a 3-replica PyTorchJob: the job Succeeds, each rank's points are in
+// a run of its own in the code's experiment, tagged with the job, and the job lists them.
+TEST_F(MlflowE2eTest, TheCanonicalSnippetRunsOnEveryRankAndTheJobListsItsRuns) {
+  COACH_REQUIRE_MLFLOW(server, MlflowServer::Start());
+  uri_ = server->uri();
+  absl::StatusOr<std::string> python = MlflowServer::Python();
+  ASSERT_TRUE(python.ok()) << python.status();
+  StartOperator(uri_);
+  const std::string script = op_->root() + "/snippet.py";
+  WriteFileOrDie(script, absl::StrCat(R"(import os
+import mlflow
+
+world_size = int(os.environ["WORLD_SIZE"])
+loss = 1.0 / (1 + int(os.environ["RANK"]))
+
+mlflow.set_tracking_uri(")",
+                                      uri_, R"(")
+mlflow.set_experiment("distributed-training")
+with mlflow.start_run():
+    mlflow.log_param("world_size", world_size)
+    mlflow.log_metric("loss", loss)
+print("logged", flush=True)
+)"));
+  const TrainingJob created = Submit(ShellJob("snippet", absl::StrCat("exec ", *python, " ", script))
+                                         .Masters(1)
+                                         .Workers(2)
+                                         .RestartPolicy("Never"));
+  const TrainingJob done = WaitFinished("snippet", absl::Minutes(4));
+  ASSERT_TRUE(sdk::IsJobSucceeded(done)) << op_->Logs("snippet", "master-0").value_or("");
+  const std::string run_id = RunIdOf("snippet");
+  WaitRunStatus(run_id, "FINISHED");
+
+  absl::StatusOr<std::string> out = MlflowServer::RunPython(
+      "search_runs.py", {"distributed-training", "coach.job_uid", created.metadata().uid()},
+      {{"MLFLOW_TRACKING_URI", uri_}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Json found = Json::parse(*out);
+  std::map<std::string, Json> by_rank;
+  for (const Json& run : found["runs"]) by_rank[run["tags"]["coach.rank"].get<std::string>()] = run;
+  ASSERT_EQ(by_rank.size(), 3u) << *out << "\nmaster-0:\n"
+                                << op_->Logs("snippet", "master-0").value_or("");
+  for (const auto& [rank, run] : by_rank) {
+    SCOPED_TRACE("rank " + rank);
+    EXPECT_EQ(run["params"]["world_size"], "3");
+    EXPECT_DOUBLE_EQ(run["metrics"]["loss"].get<double>(), 1.0 / (1 + std::stoi(rank)));
+    EXPECT_EQ(run["tags"]["coach.job_name"], "snippet");
+    EXPECT_EQ(run["tags"]["coach.kind"], "PyTorchJob");
+    EXPECT_EQ(run["tags"]["mlflow.parentRunId"], run_id);
+  }
+  EXPECT_EQ(by_rank["0"]["tags"]["coach.replica"], "master-0");
+  EXPECT_EQ(by_rank["2"]["tags"]["coach.replica"], "worker-1");
+
+  // The job lists them: its annotation (what `coach describe` prints) and an Event each.
+  // (Workers may outlive the master that ends the job: the operator looks again after the end.)
+  absl::StatusOr<TrainingJob> listed = op_->WaitJob(
+      "snippet",
+      [](const TrainingJob& j) {
+        auto it = j.metadata().annotations().find("coach.dev/mlflow-runs");
+        return it != j.metadata().annotations().end() && Json::parse(it->second).size() == 4;
+      },
+      absl::Seconds(60));
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  const Json runs = Json::parse(listed->metadata().annotations().at("coach.dev/mlflow-runs"));
+  ASSERT_EQ(runs.size(), 4u) << runs.dump();
+  EXPECT_EQ(runs[0]["run_id"], run_id);
+  std::set<std::string> listed_ids;
+  for (const Json& r : runs) listed_ids.insert(r["run_id"]);
+  for (const auto& [rank, run] : by_rank) EXPECT_EQ(listed_ids.count(run["run_id"]), 1u) << rank;
+  std::vector<api::v1::Event> linked = EventsOf("snippet", "MlflowRunLinked");
+  ASSERT_EQ(linked.size(), 3u);
+  EXPECT_TRUE(absl::StrContains(linked[0].message(), uri_ + "/#/experiments/"))
+      << linked[0].message();
+}
+
+// Code that names no experiment: the master's points land in the job's run; a worker's in a run
+// of its own under the job's run; no rank fails on a param the others set differently.
+TEST_F(MlflowE2eTest, CodeNamingNoExperimentLogsTheMastersPointsIntoTheJobsRun) {
+  COACH_REQUIRE_MLFLOW(server, MlflowServer::Start());
+  uri_ = server->uri();
+  absl::StatusOr<std::string> python = MlflowServer::Python();
+  ASSERT_TRUE(python.ok()) << python.status();
+  StartOperator(uri_);
+  const std::string script = op_->root() + "/plain.py";
+  WriteFileOrDie(script, R"(import os
+import mlflow
+
+with mlflow.start_run():
+    mlflow.log_param("rank", os.environ["RANK"])
+    mlflow.log_param("world_size", os.environ["WORLD_SIZE"])
+    mlflow.log_metric("plain_loss", 0.5 + int(os.environ["RANK"]))
+)");
+  const TrainingJob created = Submit(ShellJob("plain", absl::StrCat("exec ", *python, " ", script))
+                                         .Masters(1)
+                                         .Workers(1)
+                                         .RestartPolicy("Never"));
+  const TrainingJob done = WaitFinished("plain", absl::Minutes(4));
+  ASSERT_TRUE(sdk::IsJobSucceeded(done)) << op_->Logs("plain", "worker-0").value_or("");
+  const std::string run_id = RunIdOf("plain");
+  Json run = WaitRunStatus(run_id, "FINISHED", {"--metric", "plain_loss"});
+  EXPECT_EQ(run["metrics"]["plain_loss"]["count"], 1);
+  EXPECT_EQ(run["params"]["rank"], "0");
+  EXPECT_EQ(run["params"]["coach.world_size"], "2");
+  absl::StatusOr<std::string> out = MlflowServer::RunPython(
+      "search_runs.py", {"e2e", "coach.job_uid", created.metadata().uid()},
+      {{"MLFLOW_TRACKING_URI", uri_}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  int workers = 0;
+  const Json found = Json::parse(*out);
+  for (const Json& r : found["runs"]) {
+    if (r["run_id"] == run_id) continue;
+    ++workers;
+    EXPECT_EQ(r["tags"]["coach.replica"], "worker-0");
+    EXPECT_EQ(r["tags"]["mlflow.parentRunId"], run_id);
+    EXPECT_EQ(r["params"]["rank"], "1");
+    EXPECT_DOUBLE_EQ(r["metrics"]["plain_loss"].get<double>(), 1.5);
+  }
+  EXPECT_EQ(workers, 1) << *out;
 }
 
 TEST_F(MlflowE2eTest, BadAnnotationIsRefusedAtAdmission) {

@@ -355,12 +355,63 @@ void MlflowTracker::Event(const model::Job& job, const std::string& type, const 
   }
 }
 
+absl::Status MlflowTracker::LinkRuns(const std::string& uid, Relink& relink,
+                                     mlflow::TrackingClient& client, bool second_look) {
+  ASSIGN_OR_RETURN(std::vector<LinkedRun> runs,
+                   FindLinkedRuns(client, relink.run_id, uid, relink.experiment_id));
+  const std::vector<mlflow::Tag> tags = LinkTags(runs);
+  for (size_t i = 0; i < tags.size(); i += 100) {  // MLflow's bound on tags per batch
+    const size_t end = std::min(tags.size(), i + 100);
+    RETURN_IF_ERROR(client.LogBatch(
+        relink.run_id, {}, {}, std::vector<mlflow::Tag>(tags.begin() + i, tags.begin() + end)));
+  }
+  std::vector<const LinkedRun*> fresh;
+  for (const LinkedRun& run : runs) {
+    if (relink.linked.insert(run.run_id).second) fresh.push_back(&run);
+  }
+  if (fresh.empty()) return absl::OkStatus();
+  if (!relink.deleted && hooks_.annotate) {
+    absl::Status annotated = hooks_.annotate(
+        relink.job,
+        {{reconcile::kAnnotationMlflowRuns,
+          RunsAnnotation(relink.uri, relink.experiment_id, relink.run_id, runs)}});
+    if (absl::IsNotFound(annotated)) {
+      relink.deleted = true;
+    } else if (!annotated.ok()) {
+      return annotated;
+    }
+  }
+  for (const LinkedRun* run : fresh) {
+    Event(relink.job, "Normal", "MlflowRunLinked",
+          absl::StrCat(run->replica.empty() ? "the training code" : run->replica,
+                       run->rank.empty() ? "" : absl::StrCat(" rank ", run->rank),
+                       " logged to MLflow run ",
+                       RunUrl(run->tracking_uri.empty() ? relink.uri : run->tracking_uri,
+                              run->experiment_id, run->run_id),
+                       second_look ? " (after the job ended)" : ""));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
   Tracked t;
   {
-    absl::MutexLock lock(&mu_);
+    absl::ReleasableMutexLock lock(&mu_);
     auto it = jobs_.find(uid);
-    if (it == jobs_.end()) return absl::OkStatus();
+    if (it == jobs_.end()) {
+      auto relink = relink_.find(uid);
+      if (relink == relink_.end()) return absl::OkStatus();
+      Relink r = std::move(relink->second);
+      relink_.erase(relink);
+      lock.Release();
+      // Best effort: a failure here is logged, not retried.
+      *op = "link_runs";
+      absl::StatusOr<mlflow::TrackingClient*> client = ClientFor(r.uri);
+      absl::Status s = client.ok() ? LinkRuns(uid, r, **client, /*second_look=*/true)
+                                   : client.status();
+      if (!s.ok()) spdlog::warn("mlflow: job {}: link_runs: {}", KeyOf(r.job), s.ToString());
+      return absl::OkStatus();
+    }
     t = it->second;
   }
   const model::Job& job = t.job;
@@ -541,32 +592,12 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
     }
     if (!t.runs_linked) {
       *op = "link_runs";
-      ASSIGN_OR_RETURN(std::vector<LinkedRun> runs,
-                       FindLinkedRuns(*client, t.run_id, uid, t.experiment_id));
-      const std::vector<mlflow::Tag> tags = LinkTags(runs);
-      for (size_t i = 0; i < tags.size(); i += 100) {  // MLflow's bound on tags per batch
-        const size_t end = std::min(tags.size(), i + 100);
-        RETURN_IF_ERROR(client->LogBatch(
-            t.run_id, {}, {}, std::vector<mlflow::Tag>(tags.begin() + i, tags.begin() + end)));
-      }
-      if (!runs.empty()) {
-        if (!t.deleted && hooks_.annotate) {
-          absl::Status annotated = hooks_.annotate(
-              job, {{reconcile::kAnnotationMlflowRuns,
-                     RunsAnnotation(t.uri, t.experiment_id, t.run_id, runs)}});
-          if (!annotated.ok() && !absl::IsNotFound(annotated)) return annotated;
-        }
-        for (const LinkedRun& run : runs) {
-          Event(job, "Normal", "MlflowRunLinked",
-                absl::StrCat(run.replica.empty() ? "the training code" : run.replica,
-                             run.rank.empty() ? "" : absl::StrCat(" rank ", run.rank),
-                             " logged to MLflow run ",
-                             RunUrl(run.tracking_uri.empty() ? t.uri : run.tracking_uri,
-                                    run.experiment_id, run.run_id)));
-        }
-      }
+      Relink relink{job, t.uri, t.experiment_id, t.run_id, {}, t.deleted};
+      RETURN_IF_ERROR(LinkRuns(uid, relink, *client, /*second_look=*/false));
       t.runs_linked = true;
       Save(uid, t);
+      absl::MutexLock lock(&mu_);
+      if (relink_.size() < options_.max_jobs) relink_[uid] = std::move(relink);
     }
     RunStatus status = RunStatus::kKilled;
     absl::Time end = clock_->Now();
@@ -583,6 +614,7 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
     t.terminated = true;
     Save(uid, t);
     if (ended_ != nullptr) ended_->Add({mlflow::RunStatusName(status)});
+    queue_.AddAt(uid, clock_->Now() + options_.relink_after);
     spdlog::info("mlflow: job {}: run {} {}", key, t.run_id, mlflow::RunStatusName(status));
     absl::MutexLock lock(&mu_);
     ++stats_.runs_ended;

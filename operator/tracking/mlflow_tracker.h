@@ -97,6 +97,9 @@ struct MlflowTrackerOptions {
   absl::Duration run_wait = absl::Seconds(120);
   // While a job's replicas are held, the longest wait between its retries.
   absl::Duration held_retry_cap = absl::Seconds(2);
+  // A job can finish while some replicas still run (a PyTorchJob ends with its master): the
+  // training code's runs are looked for once more this long after the job's run ended.
+  absl::Duration relink_after = absl::Seconds(15);
   // Per replica, the log's last bytes that are uploaded.
   int64_t max_log_bytes = 16 << 20;
 };
@@ -181,7 +184,21 @@ class MlflowTracker final : public core::JobObserver {
     int64_t synced = -1;  // `seen` as of the last successful Sync: pending while below seen
   };
 
+  // The second look for the training code's runs (options_.relink_after).
+  struct Relink {
+    model::Job job;
+    std::string uri;
+    std::string experiment_id;
+    std::string run_id;
+    std::set<std::string> linked;  // run ids already linked
+    bool deleted = false;
+  };
+
   void Worker();
+  // Links the code's runs of a job whose run has ended; `relink` says whether this is the second
+  // look (only new runs get Events then).
+  absl::Status LinkRuns(const std::string& uid, Relink& relink, mlflow::TrackingClient& client,
+                        bool second_look);
   // One attempt at everything the job still needs. `op` names the failing step.
   absl::Status Sync(const std::string& uid, std::string* op);
   absl::StatusOr<mlflow::TrackingClient*> ClientFor(const std::string& uri);
@@ -214,6 +231,7 @@ class MlflowTracker final : public core::JobObserver {
   std::set<std::string> done_ ABSL_GUARDED_BY(mu_);           // uids whose run has ended
   std::map<std::string, absl::Time> uri_failing_since_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> experiments_ ABSL_GUARDED_BY(mu_);  // uri\nname -> id
+  std::map<std::string, Relink> relink_ ABSL_GUARDED_BY(mu_);             // by uid
   std::map<std::string, std::unique_ptr<mlflow::TrackingClient>> clients_ ABSL_GUARDED_BY(mu_);
   Stats stats_ ABSL_GUARDED_BY(mu_);
   bool started_ ABSL_GUARDED_BY(mu_) = false;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 
+#include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "common/testing/fake_clock.h"
 #include "integrations/mlflow/testing/fake_tracking_client.h"
@@ -230,6 +231,30 @@ TEST_F(MlflowTrackerTest, TheCodesOwnRunsAreLinkedWhenTheJobEnds) {
   EXPECT_EQ(runs[0]["run_id"], job_run.info.run_id);
   EXPECT_EQ(runs[1]["replica"], "master-0 rank 0");
   EXPECT_EQ(runs[2]["url"], linked[1].message.substr(linked[1].message.find("http")));
+}
+
+TEST_F(MlflowTrackerTest, RunsMadeAfterTheJobEndedAreLinkedOnTheSecondLook) {
+  ::coach::FakeClock clock(absl::FromUnixSeconds(1000));
+  auto tracker = NewTracker(true, &clock);
+  model::Job job = Job("late", "uid-late-run");
+  tracker->JobSeen(Finished(job, true));
+  ASSERT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+  const mlflow::Run job_run = OnlyRun("uid-late-run");
+  EXPECT_TRUE(EventsWith("MlflowRunLinked").empty());
+  // A worker still running when the master ended the job makes its run now.
+  mlflow::CreateRunRequest own;
+  own.experiment_id = job_run.info.experiment_id;
+  own.tags = {{"coach.job_uid", "uid-late-run"}, {"coach.replica", "worker-1"}};
+  ASSERT_TRUE(fake_.CreateRun(own).ok());
+  clock.Advance(absl::Seconds(16));
+  for (int i = 0; i < 200 && EventsWith("MlflowRunLinked").empty(); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  std::vector<RecordedEvent> linked = EventsWith("MlflowRunLinked");
+  ASSERT_EQ(linked.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(linked[0].message, "worker-1 logged to MLflow run "))
+      << linked[0].message;
+  EXPECT_TRUE(absl::StrContains(linked[0].message, "(after the job ended)")) << linked[0].message;
 }
 
 TEST_F(MlflowTrackerTest, OneRunWithNameTagsParamsAndAnnotation) {

@@ -19,7 +19,9 @@ def main():
     runs = client.search_runs([exp.experiment_id],
                               filter_string="" if key == "-" else f"tags.`{key}` = '{value}'",
                               max_results=100)
-    print(json.dumps({"runs": [{"run_id": r.info.run_id, "status": r.info.status} for r in runs]}))
+    print(json.dumps({"runs": [{"run_id": r.info.run_id, "status": r.info.status,
+                                "tags": dict(r.data.tags), "params": dict(r.data.params),
+                                "metrics": dict(r.data.metrics)} for r in runs]}))
 
 
 if __name__ == "__main__":
