@@ -571,6 +571,38 @@ with mlflow.start_run():
   EXPECT_EQ(workers, 1) << *out;
 }
 
+// examples/mlflow/train_mlflow.py, real DDP training that logs as the snippet does, as a 3-replica
+// job: every rank's 20 loss points are in its run, tagged with the job.
+TEST_F(MlflowE2eTest, TheMlflowExampleTrainsAndEveryRankLogs) {
+  COACH_REQUIRE_MLFLOW(server, MlflowServer::Start());
+  uri_ = server->uri();
+  absl::StatusOr<std::string> python = MlflowServer::Python();
+  ASSERT_TRUE(python.ok()) << python.status();
+  StartOperator(uri_);
+  const std::string program = MlflowServer::Runfile("examples/mlflow/train_mlflow.py");
+  const TrainingJob created =
+      Submit(ShellJob("example", absl::StrCat("exec ", *python, " ", program, " --experiment ex"))
+                 .Masters(1)
+                 .Workers(2)
+                 .RestartPolicy("Never"));
+  const TrainingJob done = WaitFinished("example", absl::Minutes(4));
+  ASSERT_TRUE(sdk::IsJobSucceeded(done)) << op_->Logs("example", "master-0").value_or("");
+  EXPECT_TRUE(absl::StrContains(op_->Logs("example", "worker-1").value_or(""), "status=ok"));
+  absl::StatusOr<std::string> out =
+      MlflowServer::RunPython("search_runs.py", {"ex", "coach.job_uid", created.metadata().uid()},
+                              {{"MLFLOW_TRACKING_URI", uri_}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Json found = Json::parse(*out);
+  ASSERT_EQ(found["runs"].size(), 3u) << *out << "\n" << op_->Logs("example", "master-0").value_or("")
+                                      << op_->Logs("example", "worker-0").value_or("")
+                                      << op_->Logs("example", "worker-1").value_or("");
+  for (const Json& run : found["runs"]) {
+    EXPECT_EQ(run["params"]["world_size"], "3");
+    Json history = ReadRun(run["run_id"].get<std::string>(), {"--metric", "loss"});
+    EXPECT_EQ(history["metrics"]["loss"]["count"], 20) << history.dump();
+  }
+}
+
 TEST_F(MlflowE2eTest, BadAnnotationIsRefusedAtAdmission) {
   StartOperator("http://127.0.0.1:1");
   absl::StatusOr<TrainingJob> created = op_->client().CreateJob(

@@ -73,10 +73,10 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
       ->envname("COACH_MLFLOW_FORWARD_CREDENTIALS");
   app->add_option("--mlflow-run-wait", flags->mlflow_run_wait_s,
                   "Seconds a tracked job's first replicas wait at most for its MLflow run, so "
-                  "that they get MLFLOW_RUN_ID and mlflow.start_run() logs into the job's run. "
+                  "that they get its id and the master's mlflow.start_run() logs into the job's run. "
                   "The default leaves room for a server that is still starting (a fresh one "
                   "took 26 s to answer on a loaded host; a server pod pulling its image takes "
-                  "longer). Past it the replicas start without MLFLOW_RUN_ID, the job gets a "
+                  "longer). Past it the replicas start without the run's id, the job gets a "
                   "Warning event and the run, once made, the tag coach.run_incomplete=true. "
                   "0: never wait; at most 3600")
       ->envname("COACH_MLFLOW_RUN_WAIT")

@@ -135,7 +135,7 @@ class Job:
     def own_runs(self, experiment_ids=None):
         """The runs the code made (tagged with the job), by rank (the replica's, as run here)."""
         found = runs_of_job(self.uri, experiment_ids or [self.experiment_id], self.uid)
-        ranks = {"master-0": "0", "worker-0": "1", "worker-1": "2"}
+        ranks = {"master-0": "0", "worker-0": "1", "worker-1": "2", "worker-2": "3"}
         return {ranks[r["tags"]["coach.replica"]]: r for r in found if r["id"] != self.run_id}
 
     def linked(self):
@@ -186,6 +186,26 @@ def test_the_snippet_verbatim(server):
     assert job.job_run()["metrics"] == {}
     assert sorted(job.linked()) == sorted(r["id"] for r in own.values())
     assert all(v["experiment_id"] == theirs for v in job.linked().values())
+
+
+def test_ranks_racing_to_create_the_experiment_all_use_it(server):
+    job = Job(server)
+    name = "race-" + job.uid[:8]
+    code = textwrap.dedent("""
+        import mlflow
+        mlflow.set_experiment("%s")
+        with mlflow.start_run():
+            mlflow.log_metric("loss", 1.0)
+    """ % name)
+    ranks = range(4)
+    procs = [subprocess.Popen([job.python, "-c", code], env=job.env(rank), stderr=subprocess.PIPE,
+                              text=True) for rank in ranks]
+    for rank, proc in zip(ranks, procs):
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, "rank %d failed:\n%s" % (rank, err[-3000:])
+    theirs = experiment_id(job.uri, name)
+    found = runs_of_job(job.uri, [theirs], job.uid)
+    assert sorted(r["tags"]["coach.rank"] for r in found) == ["0", "1", "2", "3"]
 
 
 def test_the_snippet_without_the_binding(server):

@@ -15,6 +15,10 @@ MLFLOW_RUN_ID; this module does the one thing it was for, only where it is safe:
 Each run the process makes of its own is recorded on the job's run (tag coach.linked_run.<id>), in
 the background and bounded in time, so the operator can list it.
 
+It also mends one race of MLflow's own (2.x and 3.x) that every multi-rank job meets: ranks calling
+set_experiment("X") together race to create X, and the one whose create fails with
+RESOURCE_ALREADY_EXISTS returns X without making it active, so its runs go elsewhere.
+
 Nothing here may fail the program: each step is guarded, and on any error the call goes to MLflow
 as if this module were not there. It imports nothing from MLflow until the program does.
 """
@@ -190,6 +194,22 @@ def _bind(fluent):
         return active
 
     fluent.start_run = start_run
+
+    set_experiment = fluent.set_experiment
+
+    @functools.wraps(set_experiment)
+    def set_experiment_active(*args, **kwargs):
+        experiment = set_experiment(*args, **kwargs)
+        try:
+            if (experiment is not None and experiment.lifecycle_stage == "active"
+                    and fluent._active_experiment_id != experiment.experiment_id):
+                fluent._active_experiment_id = experiment.experiment_id
+                os.environ["MLFLOW_EXPERIMENT_ID"] = experiment.experiment_id
+        except Exception:
+            pass
+        return experiment
+
+    fluent.set_experiment = set_experiment_active
 
 
 class _FluentFinder(importlib.abc.MetaPathFinder):
