@@ -13,9 +13,10 @@ namespace {
 
 TEST(MlflowBindingEnvTest, TrackedReplicaGetsTheBindingFirst) {
   std::string warning;
-  EnvMap env = WithMlflowBinding(
-      {{"COACH_MLFLOW_RUN_ID", "r"}, {"PYTHONPATH", "/app"}, {"TMPDIR", std::getenv("TEST_TMPDIR")}},
-      &warning);
+  EnvMap env = WithMlflowBinding({{"COACH_MLFLOW_RUN_ID", "r"},
+                                  {"PYTHONPATH", "/app"},
+                                  {"TMPDIR", std::getenv("TEST_TMPDIR")}},
+                                 &warning);
   EXPECT_EQ(warning, "");
   const std::string dir = env[mlflow::kBindingDirEnv];
   ASSERT_EQ(dir.rfind(std::string(std::getenv("TEST_TMPDIR")) + "/coach-mlflow-", 0), 0u) << dir;
@@ -27,7 +28,8 @@ TEST(MlflowBindingEnvTest, UntouchedWhenUntrackedOrAlreadyBound) {
   std::string warning;
   EnvMap untracked = {{"PYTHONPATH", "/app"}};
   EXPECT_EQ(WithMlflowBinding(untracked, &warning), untracked);
-  EnvMap bound = {{"COACH_MLFLOW_RUN_ID", "r"}, {"COACH_MLFLOW_BINDING", "/op"}, {"PYTHONPATH", "/op"}};
+  EnvMap bound = {
+      {"COACH_MLFLOW_RUN_ID", "r"}, {"COACH_MLFLOW_BINDING", "/op"}, {"PYTHONPATH", "/op"}};
   EXPECT_EQ(WithMlflowBinding(bound, &warning), bound);
   EXPECT_EQ(warning, "");
 }

@@ -105,7 +105,7 @@ class OutputForwarder {
   std::vector<int> broken_dests_;  // guarded by out_mu_
   std::mutex done_mu_;
   std::condition_variable done_cv_;
-  bool done_ = false;  // guarded by done_mu_: every pipe reached end of file
+  bool done_ = false;            // guarded by done_mu_: every pipe reached end of file
   uint64_t sync_requested_ = 0;  // guarded by done_mu_
   uint64_t sync_served_ = 0;     // guarded by done_mu_
   std::atomic<bool> stop_{false};

@@ -151,13 +151,14 @@ TEST_F(MlflowE2eTest, SucceededJobHasOneFinishedRunWithTagsParamsLogsAndEnv) {
   COACH_REQUIRE_MLFLOW(server, MlflowServer::Start());
   uri_ = server->uri();
   StartOperator(uri_);
-  const TrainingJob created =
-      Submit(ShellJob("ok",
-                      "echo \"hello from $HOSTNAME run=$COACH_MLFLOW_RUN_ID exp=$COACH_MLFLOW_EXPERIMENT_ID "
-                      "uri=$MLFLOW_TRACKING_URI\"; sleep 1")
-                 .Masters(1)
-                 .Workers(1)
-                 .RestartPolicy("Never"));
+  const TrainingJob created = Submit(
+      ShellJob(
+          "ok",
+          "echo \"hello from $HOSTNAME run=$COACH_MLFLOW_RUN_ID exp=$COACH_MLFLOW_EXPERIMENT_ID "
+          "uri=$MLFLOW_TRACKING_URI\"; sleep 1")
+          .Masters(1)
+          .Workers(1)
+          .RestartPolicy("Never"));
   const TrainingJob done = WaitFinished("ok");
   ASSERT_TRUE(sdk::IsJobSucceeded(done)) << done.status().ShortDebugString();
   const std::string run_id = RunIdOf("ok");
@@ -475,10 +476,11 @@ with mlflow.start_run():
     mlflow.log_metric("loss", loss)
 print("logged", flush=True)
 )"));
-  const TrainingJob created = Submit(ShellJob("snippet", absl::StrCat("exec ", *python, " ", script))
-                                         .Masters(1)
-                                         .Workers(2)
-                                         .RestartPolicy("Never"));
+  const TrainingJob created =
+      Submit(ShellJob("snippet", absl::StrCat("exec ", *python, " ", script))
+                 .Masters(1)
+                 .Workers(2)
+                 .RestartPolicy("Never"));
   const TrainingJob done = WaitFinished("snippet", absl::Minutes(4));
   ASSERT_TRUE(sdk::IsJobSucceeded(done)) << op_->Logs("snippet", "master-0").value_or("");
   const std::string run_id = RunIdOf("snippet");
@@ -554,9 +556,9 @@ with mlflow.start_run():
   EXPECT_EQ(run["metrics"]["plain_loss"]["count"], 1);
   EXPECT_EQ(run["params"]["rank"], "0");
   EXPECT_EQ(run["params"]["coach.world_size"], "2");
-  absl::StatusOr<std::string> out = MlflowServer::RunPython(
-      "search_runs.py", {"e2e", "coach.job_uid", created.metadata().uid()},
-      {{"MLFLOW_TRACKING_URI", uri_}});
+  absl::StatusOr<std::string> out =
+      MlflowServer::RunPython("search_runs.py", {"e2e", "coach.job_uid", created.metadata().uid()},
+                              {{"MLFLOW_TRACKING_URI", uri_}});
   ASSERT_TRUE(out.ok()) << out.status();
   int workers = 0;
   const Json found = Json::parse(*out);
@@ -593,7 +595,8 @@ TEST_F(MlflowE2eTest, TheMlflowExampleTrainsAndEveryRankLogs) {
                               {{"MLFLOW_TRACKING_URI", uri_}});
   ASSERT_TRUE(out.ok()) << out.status();
   const Json found = Json::parse(*out);
-  ASSERT_EQ(found["runs"].size(), 3u) << *out << "\n" << op_->Logs("example", "master-0").value_or("")
+  ASSERT_EQ(found["runs"].size(), 3u) << *out << "\n"
+                                      << op_->Logs("example", "master-0").value_or("")
                                       << op_->Logs("example", "worker-0").value_or("")
                                       << op_->Logs("example", "worker-1").value_or("");
   for (const Json& run : found["runs"]) {

@@ -45,9 +45,7 @@ TEST(BindingTest, PythonPath) {
   EXPECT_EQ(PythonPathWithBinding("/b", "/app:/lib"), "/b:/app:/lib");
 }
 
-TEST(BindingTest, UnwritableDirectory) {
-  EXPECT_FALSE(WriteBinding("/proc/coach-binding").ok());
-}
+TEST(BindingTest, UnwritableDirectory) { EXPECT_FALSE(WriteBinding("/proc/coach-binding").ok()); }
 
 }  // namespace
 }  // namespace coach::mlflow

@@ -71,14 +71,15 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                 "Pass the operator's MLFLOW_TRACKING_USERNAME/PASSWORD/TOKEN and TLS variables "
                 "to tracked replicas (they are stored in the replicas' pod specs)")
       ->envname("COACH_MLFLOW_FORWARD_CREDENTIALS");
-  app->add_option("--mlflow-run-wait", flags->mlflow_run_wait_s,
-                  "Seconds a tracked job's first replicas wait at most for its MLflow run, so "
-                  "that they get its id and the master's mlflow.start_run() logs into the job's run. "
-                  "The default leaves room for a server that is still starting (a fresh one "
-                  "took 26 s to answer on a loaded host; a server pod pulling its image takes "
-                  "longer). Past it the replicas start without the run's id, the job gets a "
-                  "Warning event and the run, once made, the tag coach.run_incomplete=true. "
-                  "0: never wait; at most 3600")
+  app->add_option(
+         "--mlflow-run-wait", flags->mlflow_run_wait_s,
+         "Seconds a tracked job's first replicas wait at most for its MLflow run, so "
+         "that they get its id and the master's mlflow.start_run() logs into the job's run. "
+         "The default leaves room for a server that is still starting (a fresh one "
+         "took 26 s to answer on a loaded host; a server pod pulling its image takes "
+         "longer). Past it the replicas start without the run's id, the job gets a "
+         "Warning event and the run, once made, the tag coach.run_incomplete=true. "
+         "0: never wait; at most 3600")
       ->envname("COACH_MLFLOW_RUN_WAIT")
       ->capture_default_str();
   app->add_option("--mlflow-max-backoff", flags->mlflow_max_backoff_s,

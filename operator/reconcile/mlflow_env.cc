@@ -1,11 +1,10 @@
 #include "operator/reconcile/mlflow_env.h"
 
-#include "api/v1/kinds.h"
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "api/v1/kinds.h"
 
 namespace coach::reconcile {
 namespace {
@@ -167,10 +166,9 @@ std::vector<std::pair<std::string, std::string>> MlflowEnv(const model::Job& job
   return env;
 }
 
-void AddMlflowEnv(const model::Job& job, const model::MlflowConfig& config,
-                  std::string_view type, int index, Json& pod_template) {
-  const std::vector<std::pair<std::string, std::string>> env =
-      MlflowEnv(job, config, type, index);
+void AddMlflowEnv(const model::Job& job, const model::MlflowConfig& config, std::string_view type,
+                  int index, Json& pod_template) {
+  const std::vector<std::pair<std::string, std::string>> env = MlflowEnv(job, config, type, index);
   if (env.empty()) return;
   Json* containers = MutableContainers(pod_template);
   if (containers == nullptr) return;

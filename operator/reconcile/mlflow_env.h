@@ -20,8 +20,9 @@
 //                             (MLFLOW_EXPERIMENT_NAME or MLFLOW_EXPERIMENT_ID)
 //   MLFLOW_RUN_CONTEXT        JSON tags every run MLflow's fluent API creates gets: coach.job_uid,
 //                             coach.namespace, coach.job_name, coach.kind, coach.replica,
-//                             coach.replica_type, coach.replica_index and, once the job's run exists,
-//                             mlflow.parentRunId (so the code's runs sit under the job's run)
+//                             coach.replica_type, coach.replica_index and, once the job's run
+//                             exists, mlflow.parentRunId (so the code's runs sit under the job's
+//                             run)
 // and, once the job's run exists, coach's own (MLflow ignores them):
 //   COACH_MLFLOW_RUN_ID, COACH_MLFLOW_EXPERIMENT_ID, COACH_MLFLOW_TRACKING_URI  the job's run
 //   COACH_MLFLOW_REPLICA      "<type>-<index>"
@@ -83,7 +84,7 @@ std::vector<std::pair<std::string, std::string>> MlflowEnv(const model::Job& job
 
 // Adds MlflowEnv to every container of replica (type, index)'s pod template that does not set
 // the variable already.
-void AddMlflowEnv(const model::Job& job, const model::MlflowConfig& config,
-                  std::string_view type, int index, Json& pod_template);
+void AddMlflowEnv(const model::Job& job, const model::MlflowConfig& config, std::string_view type,
+                  int index, Json& pod_template);
 
 }  // namespace coach::reconcile

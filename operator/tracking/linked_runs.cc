@@ -103,11 +103,10 @@ std::string RunsAnnotation(const std::string& tracking_uri, const std::string& j
   for (const LinkedRun& run : runs) {
     std::string who = run.replica.empty() ? "code" : run.replica;
     if (!run.rank.empty()) absl::StrAppend(&who, " rank ", run.rank);
-    list.push_back(
-        {{"replica", who},
-         {"run_id", run.run_id},
-         {"url", RunUrl(run.tracking_uri.empty() ? tracking_uri : run.tracking_uri,
-                        run.experiment_id, run.run_id)}});
+    list.push_back({{"replica", who},
+                    {"run_id", run.run_id},
+                    {"url", RunUrl(run.tracking_uri.empty() ? tracking_uri : run.tracking_uri,
+                                   run.experiment_id, run.run_id)}});
   }
   return list.dump();
 }

@@ -1,7 +1,5 @@
 #include "operator/tracking/mlflow_tracker.h"
 
-#include "operator/tracking/linked_runs.h"
-
 #include <spdlog/spdlog.h>
 
 #include <utility>
@@ -13,6 +11,7 @@
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/mlflow_env.h"
 #include "operator/reconcile/replicas.h"
+#include "operator/tracking/linked_runs.h"
 
 namespace coach::tracking {
 namespace {
@@ -268,8 +267,8 @@ std::optional<absl::Time> MlflowTracker::HoldStartUntil(const model::Job& job) {
                      "; a replica's mlflow.start_run() makes a run of its own; the job's run is "
                      "made when the server answers and tagged ",
                      kIncompleteTag, "=true"));
-  spdlog::warn("mlflow: job {}: replicas start without the job's run id: no run after {}", KeyOf(job),
-               absl::FormatDuration(options_.run_wait));
+  spdlog::warn("mlflow: job {}: replicas start without the job's run id: no run after {}",
+               KeyOf(job), absl::FormatDuration(options_.run_wait));
   return std::nullopt;
 }
 
@@ -372,9 +371,8 @@ absl::Status MlflowTracker::LinkRuns(const std::string& uid, Relink& relink,
   if (fresh.empty()) return absl::OkStatus();
   if (!relink.deleted && hooks_.annotate) {
     absl::Status annotated = hooks_.annotate(
-        relink.job,
-        {{reconcile::kAnnotationMlflowRuns,
-          RunsAnnotation(relink.uri, relink.experiment_id, relink.run_id, runs)}});
+        relink.job, {{reconcile::kAnnotationMlflowRuns,
+                      RunsAnnotation(relink.uri, relink.experiment_id, relink.run_id, runs)}});
     if (absl::IsNotFound(annotated)) {
       relink.deleted = true;
     } else if (!annotated.ok()) {
@@ -407,8 +405,8 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
       // Best effort: a failure here is logged, not retried.
       *op = "link_runs";
       absl::StatusOr<mlflow::TrackingClient*> client = ClientFor(r.uri);
-      absl::Status s = client.ok() ? LinkRuns(uid, r, **client, /*second_look=*/true)
-                                   : client.status();
+      absl::Status s =
+          client.ok() ? LinkRuns(uid, r, **client, /*second_look=*/true) : client.status();
       if (!s.ok()) spdlog::warn("mlflow: job {}: link_runs: {}", KeyOf(r.job), s.ToString());
       return absl::OkStatus();
     }

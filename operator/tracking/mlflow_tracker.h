@@ -14,8 +14,8 @@
 //   (status.completionTime, or the deletion time), and every replica's log as the artifact
 //   logs/<replica>.log, the training code's own runs linked (linked_runs.h: coach.linked_run.*
 //   tags on the run, the annotation coach.dev/mlflow-runs on the job, an Event MlflowRunLinked
-//   per run with its address), then the tag coach.run_ended=<status>. Training code that ends the run
-//   itself (`with mlflow.start_run():`) is overridden by the job's outcome.
+//   per run with its address), then the tag coach.run_ended=<status>. Training code that ends the
+//   run itself (`with mlflow.start_run():`) is overridden by the job's outcome.
 //
 // Run id: created once, then written onto the job as annotations coach.dev/mlflow-run-id and
 // coach.dev/mlflow-experiment-id through Hooks::annotate (the store), so it survives operator
@@ -35,15 +35,16 @@
 // Replicas start with the run id (HoldStartUntil). A tracked job's first replicas are held
 // until the run exists and its id is on the job, so that every replica gets the run's id
 // (COACH_MLFLOW_RUN_ID) and the parent of its own runs, and the master's `mlflow.start_run()`
-// resumes the job's run instead of making a second one. The wait is bounded by run_wait, counted from the first time this process held the job
-// (a freshly started server answered its first call 26 s after start on a loaded 2-core host;
-// the default leaves room for a server pod that is still starting). A failing server does not
-// end the wait early: it may be a server that is coming up. While a job is held its retries
-// come at most held_retry_cap apart, so the replicas start soon after the server answers.
-// When the bound is hit the replicas start anyway, with MLFLOW_TRACKING_URI and
-// MLFLOW_EXPERIMENT_NAME but without the run's id (the environment is the reconciler's,
-// operator/reconcile/mlflow_env.h): their own `mlflow.start_run()` then makes a run of its own in
-// the same server and experiment, which is where the user looks, rather than in a local
+// resumes the job's run instead of making a second one. The wait is bounded by run_wait, counted
+// from the first time this process held the job (a freshly started server answered its first call
+// 26 s after start on a loaded 2-core host; the default leaves room for a server pod that is still
+// starting). A failing server does not end the wait early: it may be a server that is coming up.
+// While a job is held its retries come at most held_retry_cap apart, so the replicas start soon
+// after the server answers. When the bound is hit the replicas start anyway, with
+// MLFLOW_TRACKING_URI and MLFLOW_EXPERIMENT_NAME but without the run's id (the environment is the
+// reconciler's, operator/reconcile/mlflow_env.h): their own `mlflow.start_run()` then makes a run
+// of its own in the same server and experiment, which is where the user looks, rather than in a
+// local
 // ./mlruns lost with the container. The job gets a Warning event (reason MlflowRunNotReady)
 // naming the server, the wait and the last error; the tracker keeps trying, and the run it
 // creates later (or one created for a job whose replicas had already started, e.g. with
@@ -231,7 +232,7 @@ class MlflowTracker final : public core::JobObserver {
   std::set<std::string> done_ ABSL_GUARDED_BY(mu_);           // uids whose run has ended
   std::map<std::string, absl::Time> uri_failing_since_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> experiments_ ABSL_GUARDED_BY(mu_);  // uri\nname -> id
-  std::map<std::string, Relink> relink_ ABSL_GUARDED_BY(mu_);             // by uid
+  std::map<std::string, Relink> relink_ ABSL_GUARDED_BY(mu_);            // by uid
   std::map<std::string, std::unique_ptr<mlflow::TrackingClient>> clients_ ABSL_GUARDED_BY(mu_);
   Stats stats_ ABSL_GUARDED_BY(mu_);
   bool started_ ABSL_GUARDED_BY(mu_) = false;

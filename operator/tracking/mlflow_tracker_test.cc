@@ -219,13 +219,15 @@ TEST_F(MlflowTrackerTest, TheCodesOwnRunsAreLinkedWhenTheJobEnds) {
                          R"(","replica":"worker-0"})"));
   std::vector<RecordedEvent> linked = EventsWith("MlflowRunLinked");
   ASSERT_EQ(linked.size(), 2u);
-  EXPECT_EQ(linked[0].message,
-            "master-0 rank 0 logged to MLflow run http://other:5000/#/experiments/9/runs/elsewhere");
+  EXPECT_EQ(
+      linked[0].message,
+      "master-0 rank 0 logged to MLflow run http://other:5000/#/experiments/9/runs/elsewhere");
   EXPECT_EQ(linked[1].message,
             absl::StrCat("worker-0 logged to MLflow run http://mlflow.test:5000/#/experiments/",
                          job_run.info.experiment_id, "/runs/", worker_run->run_id));
   absl::MutexLock lock(&mu_);
-  const model::Json runs = model::Json::parse(annotations_["uid-l"][reconcile::kAnnotationMlflowRuns]);
+  const model::Json runs =
+      model::Json::parse(annotations_["uid-l"][reconcile::kAnnotationMlflowRuns]);
   ASSERT_EQ(runs.size(), 3u);
   EXPECT_EQ(runs[0]["replica"], "job");
   EXPECT_EQ(runs[0]["run_id"], job_run.info.run_id);

@@ -1,7 +1,5 @@
 #include "operator/backend/local/local_backend.h"
 
-#include "integrations/mlflow/binding.h"
-
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -18,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
+#include "integrations/mlflow/binding.h"
 #include "operator/backend/local/fs_util.h"
 #include "operator/backend/local/net/local_address_plan.h"
 #include "operator/backend/local/process/exit_record.h"
