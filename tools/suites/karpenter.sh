@@ -101,7 +101,7 @@ COACH() { "$WORK/coach" --server "127.0.0.1:$grpc_port" "$@"; }
 # dry run: the CRDs' schemas and CEL rules), in three shapes; named apart from the kwok
 # NodePools of the same default names, which a dry run would otherwise patch.
 K apply --server-side -f "$("$KARPENTER" bin)/crds-aws" >/dev/null || fail "the EC2NodeClass CRD"
-K wait --for=condition=Established --timeout=60s crd ec2nodeclasses.karpenter.k8s.aws >/dev/null ||
+K wait --for=condition=Established --timeout=300s crd ec2nodeclasses.karpenter.k8s.aws >/dev/null ||
   fail "the EC2NodeClass CRD is not established"
 chart_set=(--set karpenter.gpuNodePool=chart-gpu --set karpenter.cpuNodePool=chart-cpu
   --set karpenter.nodePools.create=true --set karpenter.ec2NodeClass.create=true
