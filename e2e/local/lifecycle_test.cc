@@ -134,6 +134,33 @@ TEST_F(LifecycleTest, ShellJobSucceeds) {
   EXPECT_TRUE(op_->WaitNoProcesses().empty());
 }
 
+// A 1 KB job whose env expands to a gigabyte ($(V6) -> 10 x $(V5) -> ... over a 100-byte V0)
+// fails with a message naming the variable; the operator stays up and runs the next job.
+TEST_F(LifecycleTest, EnvExpansionBombFailsTheJobNotTheOperator) {
+  sdk::JobBuilder bomb = ShellJob("bomb", "echo never").Masters(1).RestartPolicy("Never");
+  bomb.Env("V0", std::string(100, 'x'));
+  for (int i = 1; i < 8; ++i) {
+    std::string value;
+    for (int j = 0; j < 10; ++j) absl::StrAppend(&value, "$(V", i - 1, ")");
+    bomb.Env(absl::StrCat("V", i), value);
+  }
+  ASSERT_TRUE(op_->client().CreateJob(BuildOrDie(bomb), kNs).ok());
+  absl::StatusOr<TrainingJob> done =
+      op_->WaitJob("bomb", [](const TrainingJob& j) { return sdk::IsJobFinished(j); });
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_TRUE(sdk::IsJobFailed(*done)) << done->status().ShortDebugString();
+  bool named = false;
+  for (const api::v1::JobCondition& c : done->status().conditions()) {
+    if (c.type() == "Failed") named = absl::StrContains(c.message(), "env V4");
+  }
+  EXPECT_TRUE(named) << done->status().ShortDebugString();
+  ASSERT_TRUE(op_->client().CreateJob(BuildOrDie(ShellJob("after", "true").Masters(1)), kNs).ok());
+  absl::StatusOr<TrainingJob> after =
+      op_->WaitJob("after", [](const TrainingJob& j) { return sdk::IsJobFinished(j); });
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE(sdk::IsJobSucceeded(*after));
+}
+
 TEST_F(LifecycleTest, ExitOneWithNeverFails) {
   const TrainingJob job = BuildOrDie(
       ShellJob("broken", "echo failing; exit 1").Masters(1).Workers(1).RestartPolicy("Never"));

@@ -134,6 +134,13 @@ class JsonBuilder {
     std::string anchor;
     Mark key_mark;
     int64_t nodes = 1;
+    int64_t bytes = 0;
+  };
+
+  // What a value costs when it is copied (an alias): its values and its bytes.
+  struct Size {
+    int64_t nodes = 1;
+    int64_t bytes = 0;
   };
 
   void OnDocumentStart() {
@@ -150,7 +157,9 @@ class JsonBuilder {
       if (!it->second.first.is_string()) {
         throw ConversionError{mark, "mapping keys must be scalars"};
       }
-      SetKey(mark, it->second.first.get<std::string>());
+      const std::string& key = it->second.first.get_ref<const std::string&>();
+      Count(mark, {0, static_cast<int64_t>(key.size())});
+      SetKey(mark, key);
       return;
     }
     // Counted before the copy, so that an alias bomb stops before it allocates.
@@ -168,11 +177,12 @@ class JsonBuilder {
       std::string text = key.is_string() ? key.get<std::string>()
                          : key.is_null() ? std::string("null")
                                          : value;
+      Count(mark, {0, static_cast<int64_t>(text.size())});
       SetKey(mark, text);
-      if (!anchor.empty()) anchors_[anchor] = {json(text), 1};
+      if (!anchor.empty()) anchors_[anchor] = {json(text), {1, static_cast<int64_t>(text.size())}};
       return;
     }
-    Complete(mark, Resolve(mark, tag, value), anchor, 1);
+    Complete(mark, Resolve(mark, tag, value), anchor, {1, static_cast<int64_t>(value.size())});
   }
 
   void OnSequenceStart(const Mark& mark, const std::string& anchor) {
@@ -194,6 +204,7 @@ class JsonBuilder {
 
   void SetKey(const Mark& mark, const std::string& key) {
     Frame& top = stack_.back();
+    top.bytes += static_cast<int64_t>(key.size());
     if (top.value.contains(key)) {
       throw ConversionError{mark, absl::StrCat("duplicate mapping key \"", key, "\"")};
     }
@@ -201,11 +212,16 @@ class JsonBuilder {
     top.key_mark = mark;
   }
 
-  void Count(const Mark& mark, int64_t nodes) {
-    total_nodes_ += nodes;
+  void Count(const Mark& mark, Size size) {
+    total_nodes_ += size.nodes;
+    total_bytes_ += size.bytes;
     if (total_nodes_ > kMaxYamlNodes) {
       throw ConversionError{
           mark, absl::StrCat("document expands to more than ", kMaxYamlNodes, " values")};
+    }
+    if (total_bytes_ > kMaxYamlBytes) {
+      throw ConversionError{mark, absl::StrCat("document expands to more than ", kMaxYamlBytes,
+                                               " bytes of keys and scalars")};
     }
   }
 
@@ -215,7 +231,7 @@ class JsonBuilder {
       throw ConversionError{
           mark, absl::StrCat("document is nested deeper than ", kMaxYamlDepth, " levels")};
     }
-    Count(mark, 1);
+    Count(mark, {1, 0});
     Frame frame;
     frame.value = std::move(value);
     frame.is_map = is_map;
@@ -227,22 +243,23 @@ class JsonBuilder {
   void Close() {
     Frame frame = std::move(stack_.back());
     stack_.pop_back();
-    Attach(std::move(frame.value), frame.anchor, frame.nodes);
+    Attach(std::move(frame.value), frame.anchor, {frame.nodes, frame.bytes});
   }
 
-  void Complete(const Mark& mark, json value, const std::string& anchor, int64_t nodes) {
-    Count(mark, nodes);
-    Attach(std::move(value), anchor, nodes);
+  void Complete(const Mark& mark, json value, const std::string& anchor, Size size) {
+    Count(mark, size);
+    Attach(std::move(value), anchor, size);
   }
 
-  void Attach(json value, const std::string& anchor, int64_t nodes) {
-    if (!anchor.empty()) anchors_[anchor] = {value, nodes};
+  void Attach(json value, const std::string& anchor, Size size) {
+    if (!anchor.empty()) anchors_[anchor] = {value, size};
     if (stack_.empty()) {
       root_ = std::move(value);
       return;
     }
     Frame& top = stack_.back();
-    top.nodes += nodes;
+    top.nodes += size.nodes;
+    top.bytes += size.bytes;
     if (top.is_map) {
       top.value[*top.key] = std::move(value);
       top.key.reset();
@@ -275,8 +292,9 @@ class JsonBuilder {
 
   std::vector<Frame> stack_;
   std::optional<json> root_;
-  std::map<std::string, std::pair<json, int64_t>> anchors_;
+  std::map<std::string, std::pair<json, Size>> anchors_;
   int64_t total_nodes_ = 0;
+  int64_t total_bytes_ = 0;
 };
 
 std::string AtMark(const Mark& mark) {

@@ -9,6 +9,7 @@
 // Writing quotes every string that would re-read as something else, so that
 // ParseYamlDocuments(ToYaml(v)) gives back v.
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,14 +21,16 @@ namespace coach::api::v1::codec {
 // Documents nested deeper than this (maps and sequences) are rejected, so that hostile
 // input cannot exhaust the stack of anything that walks the value recursively.
 inline constexpr int kMaxYamlDepth = 100;
-// Upper bound on the number of values one text may expand to (alias bombs).
+// Upper bounds on what one document may expand to through aliases (alias bombs): values, and
+// bytes of scalars and keys (a few aliases of a long string multiply it without adding values).
 inline constexpr int kMaxYamlNodes = 1000000;
+inline constexpr int64_t kMaxYamlBytes = 16 << 20;
 
 // Every non-empty document of `text`, in order; documents that are empty or hold only
 // null (`---` alone) are skipped. Errors (InvalidArgument, message naming line and
 // column, 1-based): YAML syntax errors, non-scalar or duplicate mapping keys, unknown
 // aliases, non-finite floats, nesting deeper than kMaxYamlDepth, more than
-// kMaxYamlNodes values.
+// kMaxYamlNodes values or kMaxYamlBytes bytes of scalars and keys.
 absl::StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(const std::string& text);
 
 // Exactly one document: InvalidArgument when `text` holds none or several.

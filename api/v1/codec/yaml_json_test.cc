@@ -130,6 +130,33 @@ TEST(ParseYamlTest, AliasBombIsRejected) {
   EXPECT_NE(docs.status().message().find("more than"), std::string::npos) << docs.status();
 }
 
+// Few values, long strings: a 10 KB manifest whose aliases of a 1 KB string nest 10 wide and 5
+// deep would be 100 MB decoded (the values stay far under kMaxYamlNodes).
+TEST(ParseYamlTest, AliasesOfLongStringsAreBoundedInBytes) {
+  std::string text = "s0: &s0 \"" + std::string(1000, 'x') + "\"\n";
+  for (int i = 1; i <= 5; ++i) {
+    text += "s" + std::to_string(i) + ": &s" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) text += (j ? ", *s" : "*s") + std::to_string(i - 1);
+    text += "]\n";
+  }
+  ASSERT_LT(text.size(), 2000u);
+  auto docs = ParseYamlDocuments(text);
+  ASSERT_FALSE(docs.ok());
+  EXPECT_NE(docs.status().message().find("bytes of keys and scalars"), std::string::npos)
+      << docs.status();
+  // Aliased keys count too.
+  std::string keys = "k: &k \"" + std::string(1 << 20, 'k') + "\"\nm:\n";
+  for (int i = 0; i < 20; ++i) keys += "  - {*k : " + std::to_string(i) + "}\n";
+  docs = ParseYamlDocuments(keys);
+  ASSERT_FALSE(docs.ok());
+  EXPECT_NE(docs.status().message().find("bytes of keys and scalars"), std::string::npos)
+      << docs.status();
+  // Within the bound: aliases still expand.
+  auto fine = ParseYamlDocuments("a: &a \"" + std::string(1 << 20, 'a') + "\"\nb: [*a, *a, *a]\n");
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  EXPECT_EQ((*fine)[0]["b"][2].get<std::string>().size(), 1u << 20);
+}
+
 TEST(ParseYamlTest, DeepNestingIsRejected) {
   std::string text(kMaxYamlDepth + 5, '[');
   text += std::string(kMaxYamlDepth + 5, ']');

@@ -4,10 +4,12 @@ namespace coach::backend::local {
 
 // A line-by-line port of upstream's Expand/tryReadVariableName so that corner cases
 // ("$(" without ")", a trailing "$") come out exactly as on a kubelet.
-std::string ExpandKubeVars(const std::string& input, const VarLookup& lookup) {
+std::optional<std::string> ExpandKubeVars(const std::string& input, const VarLookup& lookup,
+                                          size_t max_size) {
   std::string out;
   size_t checkpoint = 0;
   for (size_t cursor = 0; cursor < input.size(); ++cursor) {
+    if (out.size() > max_size) return std::nullopt;
     if (input[cursor] != '$' || cursor + 1 >= input.size()) continue;
     out.append(input, checkpoint, cursor - checkpoint);
     const size_t start = cursor + 1;
@@ -22,6 +24,7 @@ std::string ExpandKubeVars(const std::string& input, const VarLookup& lookup) {
         const std::string name = input.substr(start + 1, close - start - 1);
         std::optional<std::string> value = lookup(name);
         if (value.has_value()) {
+          if (out.size() + value->size() > max_size) return std::nullopt;
           out.append(*value);
         } else {
           out.append("$(").append(name).append(")");
@@ -36,6 +39,7 @@ std::string ExpandKubeVars(const std::string& input, const VarLookup& lookup) {
     checkpoint = cursor + 1;
   }
   if (checkpoint < input.size()) out.append(input, checkpoint, std::string::npos);
+  if (out.size() > max_size) return std::nullopt;
   return out;
 }
 

@@ -129,8 +129,15 @@ absl::Status BuildEnv(const Json& pod, const Json& c, const PodHost& host, PodPr
       }
       const std::string raw = Str(e, "value");
       // Kubernetes expands from the entries before this one only.
-      Set(out.env, name,
-          ExpandKubeVars(raw, [&](const std::string& n) { return Lookup(out.env, n); }));
+      std::optional<std::string> value = ExpandKubeVars(
+          raw, [&](const std::string& n) { return Lookup(out.env, n); },
+          kMaxExecString - name.size() - 2);
+      if (!value.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": env ", name, ": the value (after $(VAR) expansion) is longer than ",
+            kMaxExecString, " bytes, more than a process's environment variable may hold"));
+      }
+      Set(out.env, name, *std::move(value));
     }
   }
   auto meta = pod.contains("metadata") ? pod["metadata"] : Json::object();
@@ -203,7 +210,8 @@ absl::StatusOr<PodProcess> PodToProcess(const Json& pod, const api::v1::KindInfo
   }
   if (absl::Status s = BuildEnv(pod, c, host, out); !s.ok()) return s;
   auto expand = [&](const std::string& s) {
-    return ExpandKubeVars(s, [&](const std::string& n) { return Lookup(out.env, n); });
+    return ExpandKubeVars(
+        s, [&](const std::string& n) { return Lookup(out.env, n); }, kMaxExecString - 1);
   };
   for (const char* field : {"command", "args"}) {
     if (!c.contains(field)) continue;
@@ -217,7 +225,15 @@ absl::StatusOr<PodProcess> PodToProcess(const Json& pod, const api::v1::KindInfo
         return absl::InvalidArgumentError(
             absl::StrCat("container ", out.container, ": ", field, " must be a list of strings"));
       }
-      out.argv.push_back(expand(a.get<std::string>()));
+      std::optional<std::string> arg = expand(a.get<std::string>());
+      if (!arg.has_value()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("container ", out.container, ": ", field, "[", out.argv.size(),
+                         "]: longer than ", kMaxExecString,
+                         " bytes (after $(VAR) expansion), more than a "
+                         "process's argument may hold"));
+      }
+      out.argv.push_back(*std::move(arg));
     }
   }
   if (out.argv.empty()) {
@@ -230,6 +246,16 @@ absl::StatusOr<PodProcess> PodToProcess(const Json& pod, const api::v1::KindInfo
   if (!out.working_dir.empty() && out.working_dir[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat("container ", out.container, ": workingDir \"",
                                                    out.working_dir, "\" must be absolute"));
+  }
+  size_t exec_bytes = 0;
+  for (const std::string& a : out.argv) exec_bytes += a.size() + 1 + sizeof(char*);
+  for (const auto& [name, value] : out.env) {
+    exec_bytes += name.size() + value.size() + 2 + sizeof(char*);
+  }
+  if (exec_bytes > kMaxExecBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "container ", out.container, ": command, args and env take ", exec_bytes,
+        " bytes together, more than the ", kMaxExecBytes, " a process may start with"));
   }
   absl::StatusOr<int> gpus = ContainerGpus(c);
   if (!gpus.ok()) return gpus.status();

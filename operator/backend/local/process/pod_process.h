@@ -31,6 +31,10 @@
 //  - workingDir: used verbatim (must be absolute, as Kubernetes requires).
 //  - GPUs: resources.limits["nvidia.com/gpu"] of the container (else requests), as an
 //    integer or an integer string; anything else is InvalidArgument.
+//  - What execve takes: a variable ("NAME=value") or an argument longer than
+//    kMaxExecString, or argv and env together over kMaxExecBytes, is InvalidArgument naming
+//    it (the job then fails with that message, as a kubelet's container fails to start),
+//    and `$(VAR)` expansion stops at that bound instead of building the whole string.
 
 #include <map>
 #include <string>
@@ -42,6 +46,12 @@
 #include "operator/model/kube_object.h"
 
 namespace coach::backend::local {
+
+// Linux's MAX_ARG_STRLEN: the longest single argument or "NAME=value" execve accepts.
+inline constexpr size_t kMaxExecString = 128 * 1024;
+// What argv and env may hold together (strings, their NULs and pointers): Linux's ARG_MAX
+// under the default 8 MiB stack limit.
+inline constexpr size_t kMaxExecBytes = 2 * 1024 * 1024;
 
 struct PodHost {
   std::string host_ip = "127.0.0.1";  // status.podIP and status.hostIP

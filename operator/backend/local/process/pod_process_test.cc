@@ -36,15 +36,15 @@ VarLookup Map(std::map<std::string, std::string> m) {
 
 TEST(KubeExpansionTest, MatchesKubeletCornerCases) {
   auto m = Map({{"A", "1"}, {"B", "two"}});
-  EXPECT_EQ(ExpandKubeVars("$(A)-$(B)", m), "1-two");
-  EXPECT_EQ(ExpandKubeVars("$(C)", m), "$(C)");
-  EXPECT_EQ(ExpandKubeVars("$$(A)", m), "$(A)");
-  EXPECT_EQ(ExpandKubeVars("$$$(A)", m), "$1");
-  EXPECT_EQ(ExpandKubeVars("a$", m), "a$");
-  EXPECT_EQ(ExpandKubeVars("$x$(A", m), "$x$(A");
-  EXPECT_EQ(ExpandKubeVars("${A} $A", m), "${A} $A");
-  EXPECT_EQ(ExpandKubeVars("", m), "");
-  EXPECT_EQ(ExpandKubeVars("$()", m), "$()");
+  EXPECT_EQ(ExpandKubeVars("$(A)-$(B)", m, 1000).value(), "1-two");
+  EXPECT_EQ(ExpandKubeVars("$(C)", m, 1000).value(), "$(C)");
+  EXPECT_EQ(ExpandKubeVars("$$(A)", m, 1000).value(), "$(A)");
+  EXPECT_EQ(ExpandKubeVars("$$$(A)", m, 1000).value(), "$1");
+  EXPECT_EQ(ExpandKubeVars("a$", m, 1000).value(), "a$");
+  EXPECT_EQ(ExpandKubeVars("$x$(A", m, 1000).value(), "$x$(A");
+  EXPECT_EQ(ExpandKubeVars("${A} $A", m, 1000).value(), "${A} $A");
+  EXPECT_EQ(ExpandKubeVars("", m, 1000).value(), "");
+  EXPECT_EQ(ExpandKubeVars("$()", m, 1000).value(), "$()");
 }
 
 TEST(PodProcessTest, EnvAndArgvAsKubernetesBuildsThem) {
@@ -76,6 +76,66 @@ TEST(PodProcessTest, EnvAndArgvAsKubernetesBuildsThem) {
       {"PATH", "/opt/bin"}, {"HOSTNAME", "j-worker-0"}, {"HOME", "/home/op"}};
   EXPECT_EQ(p->env, want);
   EXPECT_EQ(p->gpus, 0);
+}
+
+TEST(KubeExpansionTest, StopsAtTheBoundBeforeBuildingTheString) {
+  auto m = Map({{"A", std::string(100, 'a')}});
+  EXPECT_EQ(ExpandKubeVars("$(A)$(A)", m, 200).value().size(), 200u);
+  EXPECT_FALSE(ExpandKubeVars("$(A)$(A)x", m, 200).has_value());
+  EXPECT_FALSE(ExpandKubeVars(std::string(201, 'b'), m, 200).has_value());
+}
+
+// Seven variables, each ten references to the one before, over a 100-byte V0: a 1 KB manifest
+// asking for 1 GB. Refused, naming the variable, without building it.
+TEST(PodProcessTest, EnvExpansionBombIsRefusedNamingTheVariable) {
+  Json env = Json::array({{{"name", "V0"}, {"value", std::string(100, 'x')}}});
+  for (int i = 1; i < 8; ++i) {
+    std::string value;
+    for (int j = 0; j < 10; ++j) value += "$(V" + std::to_string(i - 1) + ")";
+    env.push_back({{"name", "V" + std::to_string(i)}, {"value", value}});
+  }
+  Json container = {{"name", "pytorch"}, {"command", {"x"}}, {"env", env}};
+  auto p = PodToProcess(Pod(Json::array({container}).dump()), PyTorch(), Host());
+  ASSERT_TRUE(absl::IsInvalidArgument(p.status())) << p.status();
+  EXPECT_NE(p.status().message().find("env V4: the value (after $(VAR) expansion) is longer than "
+                                      "131072 bytes"),
+            std::string::npos)
+      << p.status();
+
+  // The same through args.
+  container = {{"name", "pytorch"},
+               {"command", {"x"}},
+               {"args", {"$(V3)$(V3)$(V3)$(V3)$(V3)$(V3)$(V3)$(V3)$(V3)$(V3)$(V3)$(V3)$(V3)"}},
+               {"env", Json(env.begin(), env.begin() + 4)}};
+  p = PodToProcess(Pod(Json::array({container}).dump()), PyTorch(), Host());
+  ASSERT_TRUE(absl::IsInvalidArgument(p.status())) << p.status();
+  EXPECT_NE(p.status().message().find("args[1]: longer than 131072 bytes"), std::string::npos)
+      << p.status();
+}
+
+TEST(PodProcessTest, MoreThanExecveTakesIsRefused) {
+  // One value over what one variable may hold (a 1.4 MB value would never start).
+  Json container = {{"name", "pytorch"},
+                    {"command", {"x"}},
+                    {"env", {{{"name", "BIG"}, {"value", std::string(1400000, 'x')}}}}};
+  auto p = PodToProcess(Pod(Json::array({container}).dump()), PyTorch(), Host());
+  ASSERT_TRUE(absl::IsInvalidArgument(p.status())) << p.status();
+  EXPECT_NE(p.status().message().find("env BIG"), std::string::npos) << p.status();
+  // Many values each within the bound, over the total.
+  Json env = Json::array();
+  for (int i = 0; i < 20; ++i) {
+    env.push_back({{"name", "V" + std::to_string(i)}, {"value", std::string(120000, 'v')}});
+  }
+  container["env"] = env;
+  p = PodToProcess(Pod(Json::array({container}).dump()), PyTorch(), Host());
+  ASSERT_TRUE(absl::IsInvalidArgument(p.status())) << p.status();
+  EXPECT_NE(p.status().message().find("more than the 2097152 a process may start with"),
+            std::string::npos)
+      << p.status();
+  // Just within both: starts.
+  env.erase(env.begin() + 16, env.end());
+  container["env"] = env;
+  EXPECT_TRUE(PodToProcess(Pod(Json::array({container}).dump()), PyTorch(), Host()).ok());
 }
 
 TEST(PodProcessTest, NoCommandIsInvalid) {
