@@ -106,7 +106,10 @@ int main(int argc, char** argv) {
   watchers.SetObservers([&](size_t n) { metrics.watchers->Set({}, static_cast<double>(n)); },
                         [&] { metrics.watchers_dropped->Add({}); });
   coach::core::KeyedMutex job_locks;
-  coach::core::JobService jobs(job_store, backend_ptr, &watchers, &job_locks, &metrics);
+  coach::core::JobService::Options job_service_options;
+  job_service_options.mlflow = config.mlflow;
+  coach::core::JobService jobs(job_store, backend_ptr, &watchers, &job_locks, &metrics,
+                               job_service_options);
   coach::core::Controller::Options controller_options;
   controller_options.workers = flags.workers;
   controller_options.config = config;
@@ -122,8 +125,8 @@ int main(int argc, char** argv) {
   tracker_options.backend = backend_ptr->Name();
   tracker_options.run_wait = absl::Seconds(flags.mlflow_run_wait_s);
   tracker_options.backoff_cap = absl::Seconds(flags.mlflow_max_backoff_s);
-  coach::tracking::MlflowTrackerHooks tracker_hooks =
-      coach::cmd::MakeTrackerHooks(job_store, &watchers, &controller_ptr, backend_ptr);
+  coach::tracking::MlflowTrackerHooks tracker_hooks = coach::cmd::MakeTrackerHooks(
+      job_store, &watchers, &controller_ptr, backend_ptr, config.mlflow);
   coach::tracking::MlflowTracker tracker(tracker_options, tracker_hooks, clock, &registry);
   controller_options.observer = &tracker;
   jobs.SetObserver(&tracker);

@@ -3,6 +3,7 @@
 // MLflow Python client. Skips without MLflow (tools/mlflow_env.sh install); fails under CI=true.
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
@@ -604,6 +605,46 @@ TEST_F(MlflowE2eTest, TheMlflowExampleTrainsAndEveryRankLogs) {
     Json history = ReadRun(run["run_id"].get<std::string>(), {"--metric", "loss"});
     EXPECT_EQ(history["metrics"]["loss"]["count"], 20) << history.dump();
   }
+}
+
+// The operator's credentials go to its own server only: a job may name another server only from
+// the operator's allowlist, and the operator calls that one without them.
+TEST_F(MlflowE2eTest, AJobNamedServerIsAllowedOnlyByTheOperatorAndGetsNoCredentials) {
+  COACH_REQUIRE_MLFLOW(server, MlflowServer::Start());
+  uri_ = server->uri();
+  mlflow::testing::DelayProxy own(server->uri());
+  mlflow::testing::DelayProxy named(server->uri());
+  ::setenv("MLFLOW_TRACKING_TOKEN", "operators-secret", 1);
+  StartOperator(own.uri(), {"--mlflow-allowed-tracking-uris=" + named.uri()});
+  ::unsetenv("MLFLOW_TRACKING_TOKEN");
+  absl::StatusOr<TrainingJob> refused = op_->client().CreateJob(
+      BuildOrDie(ShellJob("elsewhere", "true")
+                     .Masters(1)
+                     .Annotation("coach.dev/mlflow-tracking-uri", "http://127.0.0.1:1")),
+      kNs);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "--mlflow-allowed-tracking-uris"))
+      << refused.status();
+  refused = op_->client().CreateJob(
+      BuildOrDie(ShellJob("metadata", "true")
+                     .Masters(1)
+                     .Annotation("coach.dev/mlflow-tracking-uri", "http://169.254.169.254")),
+      kNs);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+
+  Submit(ShellJob("mine", "true").Masters(1).RestartPolicy("Never"));
+  Submit(ShellJob("theirs", "true")
+             .Masters(1)
+             .RestartPolicy("Never")
+             .Annotation("coach.dev/mlflow-tracking-uri", named.uri()));
+  EXPECT_TRUE(sdk::IsJobSucceeded(WaitFinished("mine")));
+  EXPECT_TRUE(sdk::IsJobSucceeded(WaitFinished("theirs")));
+  WaitRunStatus(RunIdOf("mine"), "FINISHED");
+  WaitRunStatus(RunIdOf("theirs"), "FINISHED");
+  EXPECT_GT(own.authorized_requests(), 0);
+  EXPECT_GT(named.requests(), 0);
+  EXPECT_EQ(named.authorized_requests(), 0);
 }
 
 TEST_F(MlflowE2eTest, BadAnnotationIsRefusedAtAdmission) {

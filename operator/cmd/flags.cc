@@ -63,6 +63,13 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                   "Track every job in this MLflow server (default: $MLFLOW_TRACKING_URI; jobs "
                   "may also name one with the coach.dev/mlflow-tracking-uri annotation)")
       ->envname("COACH_MLFLOW_TRACKING_URI");
+  app->add_option("--mlflow-allowed-tracking-uris", flags->mlflow_allowed_tracking_uris,
+                  "Servers jobs may name in coach.dev/mlflow-tracking-uri besides the "
+                  "operator's own, comma-separated (default: none). The operator calls a "
+                  "job-named server without its credentials; link-local and metadata "
+                  "addresses are never allowed")
+      ->delimiter(',')
+      ->envname("COACH_MLFLOW_ALLOWED_TRACKING_URIS");
   app->add_option("--mlflow-experiment", flags->mlflow_experiment,
                   "Experiment of tracked jobs without coach.dev/mlflow-experiment (default: "
                   "$MLFLOW_EXPERIMENT_NAME, else coach)")

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "integrations/karpenter/config.h"
 
@@ -26,6 +27,7 @@ struct Flags {
   std::string shim;
   std::string workdir;
   std::string mlflow_tracking_uri;
+  std::vector<std::string> mlflow_allowed_tracking_uris;
   std::string mlflow_experiment;
   bool mlflow_forward_credentials = false;
   double mlflow_run_wait_s = 120;

@@ -9,10 +9,16 @@
 
 namespace coach::cmd {
 
-absl::StatusOr<coach::mlflow::RestTrackingOptions> MlflowOptionsFor(const std::string& uri) {
+absl::StatusOr<coach::mlflow::RestTrackingOptions> MlflowOptionsFor(const std::string& uri,
+                                                                    bool credentials) {
   absl::StatusOr<coach::mlflow::RestTrackingOptions> options =
       coach::mlflow::RestTrackingOptions::FromEnv([&](const char* name) -> const char* {
         if (std::string(name) == "MLFLOW_TRACKING_URI") return uri.c_str();
+        if (!credentials) {
+          for (const char* secret : kMlflowSecretVars) {
+            if (std::string(name) == secret) return nullptr;
+          }
+        }
         return std::getenv(name);
       });
   if (!options.ok()) return options.status();
@@ -26,8 +32,8 @@ absl::StatusOr<coach::mlflow::RestTrackingOptions> MlflowOptionsFor(const std::s
 }
 
 absl::StatusOr<std::unique_ptr<coach::mlflow::TrackingClient>> MakeMlflowClient(
-    const std::string& uri) {
-  absl::StatusOr<coach::mlflow::RestTrackingOptions> options = MlflowOptionsFor(uri);
+    const std::string& uri, bool credentials) {
+  absl::StatusOr<coach::mlflow::RestTrackingOptions> options = MlflowOptionsFor(uri, credentials);
   if (!options.ok()) return options.status();
   absl::StatusOr<std::unique_ptr<coach::mlflow::RestTrackingClient>> client =
       coach::mlflow::RestTrackingClient::Create(*std::move(options));

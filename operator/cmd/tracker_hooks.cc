@@ -6,15 +6,19 @@
 #include <string>
 
 #include "operator/cmd/mlflow_client.h"
+#include "operator/reconcile/mlflow_env.h"
 
 namespace coach::cmd {
 
 coach::tracking::MlflowTrackerHooks MakeTrackerHooks(coach::store::JobStore* job_store,
                                                      coach::core::WatchBroadcaster* watchers,
                                                      coach::core::Controller* const* controller,
-                                                     coach::backend::Backend* backend) {
+                                                     coach::backend::Backend* backend,
+                                                     const coach::model::MlflowConfig& mlflow) {
   coach::tracking::MlflowTrackerHooks hooks;
-  hooks.make_client = MakeMlflowClient;
+  hooks.make_client = [mlflow](const std::string& uri) {
+    return MakeMlflowClient(uri, coach::reconcile::IsOperatorsServer(uri, mlflow));
+  };
   hooks.annotate = [job_store, watchers, controller](
                        const coach::model::Job& job,
                        const std::map<std::string, std::string>& annotations) -> absl::Status {

@@ -13,9 +13,12 @@ namespace coach::cmd {
 
 // Nothing is owned; all must outlive the tracker's workers. `*controller` is read at each
 // call: the controller is made after the tracker (it observes it), null until then.
+// `mlflow`: the operator's MLflow settings; clients for any other server than its own carry
+// none of its credentials.
 coach::tracking::MlflowTrackerHooks MakeTrackerHooks(coach::store::JobStore* job_store,
                                                      coach::core::WatchBroadcaster* watchers,
                                                      coach::core::Controller* const* controller,
-                                                     coach::backend::Backend* backend);
+                                                     coach::backend::Backend* backend,
+                                                     const coach::model::MlflowConfig& mlflow);
 
 }  // namespace coach::cmd

@@ -152,6 +152,17 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
           absl::StrCat("--mlflow-tracking-uri (or MLFLOW_TRACKING_URI): ", s.message()));
     }
   }
+  for (const std::string& uri : flags.mlflow_allowed_tracking_uris) {
+    coach::model::MlflowConfig only;
+    only.allowed_tracking_uris = {uri};
+    absl::Status s = coach::reconcile::ValidateTrackingUri(uri);
+    if (s.ok()) {
+      const std::string problem = coach::reconcile::JobTrackingUriProblem(uri, only);
+      if (!problem.empty()) s = absl::InvalidArgumentError(problem);
+    }
+    if (!s.ok()) return UsageError(absl::StrCat("--mlflow-allowed-tracking-uris: ", s.message()));
+    config.mlflow.allowed_tracking_uris.push_back(uri);
+  }
   // Malformed MLFLOW_TRACKING_* variables are a configuration error now, not at the first job.
   if (absl::StatusOr<coach::mlflow::RestTrackingOptions> o = MlflowOptionsFor("http://localhost");
       !o.ok()) {

@@ -353,7 +353,7 @@ std::string Controller::RefusalOf(const JobKey& key, const model::Job& job) {
   // Once per generation: a pass over a job whose spec did not change re-validates nothing.
   api::v1::TrainingJob defaulted = job;
   api::v1::SetDefaults(&defaulted);
-  const absl::Status checked = CheckJobSpec(defaulted);
+  const absl::Status checked = CheckJobSpec(defaulted, options_.config.mlflow);
   std::string problem = checked.ok() ? "" : std::string(checked.message());
   if (!problem.empty()) spdlog::warn("job {}: refused: {}", KeyString(key), problem);
   absl::MutexLock l(&mu_);

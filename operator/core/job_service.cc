@@ -19,9 +19,10 @@
 
 namespace coach::core {
 
-absl::Status CheckJobSpec(const api::v1::TrainingJob& defaulted) {
+absl::Status CheckJobSpec(const api::v1::TrainingJob& defaulted,
+                          const model::MlflowConfig& mlflow) {
   RETURN_IF_ERROR(api::v1::ValidateJob(defaulted));
-  RETURN_IF_ERROR(reconcile::ValidateMlflowAnnotations(defaulted));
+  RETURN_IF_ERROR(reconcile::ValidateMlflowAnnotations(defaulted, mlflow));
   RETURN_IF_ERROR(reconcile::ValidateLauncherAnnotation(defaulted));
   RETURN_IF_ERROR(reconcile::ValidateWaitForMasterAnnotation(defaulted));
   RETURN_IF_ERROR(reconcile::ValidateKarpenterAnnotations(defaulted));
@@ -89,7 +90,7 @@ absl::StatusOr<api::v1::TrainingJob> JobService::Admission(const CreateRequest& 
   // The run and experiment ids are the operator's to write (mlflow_env.h).
   reconcile::ClearOperatorMlflowAnnotations(&job);
   api::v1::SetDefaults(&job);
-  RETURN_IF_ERROR(CheckJobSpec(job));
+  RETURN_IF_ERROR(CheckJobSpec(job, options_.mlflow));
   return job;
 }
 

@@ -29,6 +29,7 @@
 #include "operator/core/keyed_mutex.h"
 #include "operator/core/watch_broadcaster.h"
 #include "operator/metrics/operator_metrics.h"
+#include "operator/model/reconcile_types.h"
 #include "operator/store/job_store.h"
 
 namespace coach::core {
@@ -42,7 +43,8 @@ using store::KeyString;
 // every job created through the API; the controller to every job it finds in the store, so
 // one that arrived another way (kubectl apply) is held to the same rules.
 // InvalidArgument names every failing field.
-absl::Status CheckJobSpec(const api::v1::TrainingJob& defaulted);
+// `mlflow`: the operator's MLflow settings (the servers a job may name).
+absl::Status CheckJobSpec(const api::v1::TrainingJob& defaulted, const model::MlflowConfig& mlflow);
 
 struct CreateRequest {
   // Exactly one of `job` and `manifest` (YAML or JSON, one kubeflow.org/v1 job).
@@ -91,6 +93,8 @@ class JobService {
     int max_page_size = 1000;
     // Suspend/Resume retries on a resourceVersion conflict.
     int conflict_retries = 10;
+    // The operator's MLflow settings, for CheckJobSpec.
+    model::MlflowConfig mlflow;
   };
 
   // None of the pointers is owned; all must outlive the service. `metrics` may be null.

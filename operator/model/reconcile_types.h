@@ -30,6 +30,9 @@ struct MlflowConfig {
   // Variables (name, value) every tracked replica also gets: the MLFLOW_TRACKING_* auth/TLS
   // settings, only when the operator runs with --mlflow-forward-credentials.
   std::vector<std::pair<std::string, std::string>> forwarded_env;
+  // Servers a job may name in coach.dev/mlflow-tracking-uri besides tracking_uri (none by
+  // default): a job-named server is otherwise refused.
+  std::vector<std::string> allowed_tracking_uris;
 };
 
 // Operator-wide settings the reconciler needs. Defaults match upstream.

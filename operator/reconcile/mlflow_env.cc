@@ -93,7 +93,61 @@ absl::Status ValidateTrackingUri(absl::string_view uri) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateMlflowAnnotations(const model::Job& job) {
+namespace {
+
+absl::string_view WithoutTrailingSlash(absl::string_view uri) {
+  while (!uri.empty() && uri.back() == '/') uri.remove_suffix(1);
+  return uri;
+}
+
+// The host of an http(s) URI, lowercased, without brackets or port.
+std::string HostOf(absl::string_view uri) {
+  absl::ConsumePrefix(&uri, "http://") || absl::ConsumePrefix(&uri, "https://");
+  absl::string_view authority = uri.substr(0, uri.find_first_of("/?#"));
+  std::string host;
+  if (absl::StartsWith(authority, "[")) {
+    host = std::string(authority.substr(1, authority.find(']') - 1));
+  } else {
+    host = std::string(authority.substr(0, authority.rfind(':')));
+  }
+  return absl::AsciiStrToLower(host);
+}
+
+// Link-local (169.254.0.0/16, where clouds serve instance metadata and credentials; fe80::/10)
+// and the metadata names clouds resolve.
+bool IsMetadataHost(const std::string& host) {
+  if (absl::StartsWith(host, "169.254.") || absl::StartsWith(host, "fe8") ||
+      absl::StartsWith(host, "fe9") || absl::StartsWith(host, "fea") ||
+      absl::StartsWith(host, "feb")) {
+    return true;
+  }
+  for (const char* name : {"metadata", "metadata.google.internal", "instance-data",
+                           "metadata.azure.com", "fd00:ec2::254"}) {
+    if (host == name || absl::StartsWith(host, absl::StrCat(name, "."))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool IsOperatorsServer(absl::string_view uri, const model::MlflowConfig& config) {
+  return !config.tracking_uri.empty() &&
+         WithoutTrailingSlash(uri) == WithoutTrailingSlash(config.tracking_uri);
+}
+
+std::string JobTrackingUriProblem(absl::string_view uri, const model::MlflowConfig& config) {
+  if (IsOperatorsServer(uri, config)) return "";
+  if (IsMetadataHost(HostOf(uri))) {
+    return "names a link-local or cloud metadata address, never a tracking server";
+  }
+  for (const std::string& allowed : config.allowed_tracking_uris) {
+    if (WithoutTrailingSlash(uri) == WithoutTrailingSlash(allowed)) return "";
+  }
+  return "is not a server this operator lets jobs name (the operator's "
+         "--mlflow-allowed-tracking-uris; leave the annotation out to use the operator's own)";
+}
+
+absl::Status ValidateMlflowAnnotations(const model::Job& job, const model::MlflowConfig& config) {
   if (const std::string* v = AnnotationOf(job, kAnnotationMlflow)) {
     if (*v != "true" && *v != "false") {
       return Bad(kAnnotationMlflow,
@@ -104,6 +158,9 @@ absl::Status ValidateMlflowAnnotations(const model::Job& job) {
     if (absl::Status s = ValidateTrackingUri(*v); !s.ok()) {
       // The value is not echoed: it may hold a secret.
       return Bad(kAnnotationMlflowTrackingUri, s.message());
+    }
+    if (std::string problem = JobTrackingUriProblem(*v, config); !problem.empty()) {
+      return Bad(kAnnotationMlflowTrackingUri, problem);
     }
   }
   if (const std::string* v = AnnotationOf(job, kAnnotationMlflowExperiment)) {
@@ -162,7 +219,10 @@ std::vector<std::pair<std::string, std::string>> MlflowEnv(const model::Job& job
     env.emplace_back("COACH_MLFLOW_REPLICA", absl::StrCat(Lower(type), "-", index));
     if (IsMasterRole(job, type, index)) env.emplace_back("COACH_MLFLOW_RESUME", "1");
   }
-  for (const auto& kv : config.forwarded_env) env.push_back(kv);
+  // The operator's credentials go to its own server only.
+  if (IsOperatorsServer(target->tracking_uri, config)) {
+    for (const auto& kv : config.forwarded_env) env.push_back(kv);
+  }
   return env;
 }
 

@@ -65,8 +65,18 @@ struct MlflowTarget {
 absl::Status ValidateTrackingUri(absl::string_view uri);
 
 // InvalidArgument naming the annotation ("metadata.annotations[coach.dev/mlflow-tracking-uri]:
-// ...").
-absl::Status ValidateMlflowAnnotations(const model::Job& job);
+// ..."). A job may name only the operator's own server or one of config.allowed_tracking_uris
+// (compared without a trailing '/'), never a link-local or cloud metadata address: the operator
+// calls that server, and a job must not direct where the operator's calls go.
+absl::Status ValidateMlflowAnnotations(const model::Job& job, const model::MlflowConfig& config);
+
+// "" when the operator may call `uri` for a job, else why not (see ValidateMlflowAnnotations).
+std::string JobTrackingUriProblem(absl::string_view uri, const model::MlflowConfig& config);
+
+// Whether `uri` is the operator's own server (config.tracking_uri, trailing '/' aside): only
+// calls to it carry the operator's credentials, and only replicas tracked there get them
+// (forwarded_env).
+bool IsOperatorsServer(absl::string_view uri, const model::MlflowConfig& config);
 
 // Removes the annotations only the operator writes (run and experiment ids).
 void ClearOperatorMlflowAnnotations(model::Job* job);

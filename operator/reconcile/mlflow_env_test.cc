@@ -39,21 +39,68 @@ TEST(MlflowEnvTest, ValidateTrackingUri) {
 }
 
 TEST(MlflowEnvTest, ValidateAnnotationsNamesTheAnnotation) {
-  EXPECT_TRUE(ValidateMlflowAnnotations(Annotated({})).ok());
-  EXPECT_TRUE(ValidateMlflowAnnotations(Annotated({{kAnnotationMlflowTrackingUri, "http://h:1"},
+  model::MlflowConfig config;
+  config.allowed_tracking_uris = {"http://h:1"};
+  EXPECT_TRUE(ValidateMlflowAnnotations(Annotated({}), config).ok());
+  EXPECT_TRUE(ValidateMlflowAnnotations(Annotated({{kAnnotationMlflowTrackingUri, "http://h:1/"},
                                                    {kAnnotationMlflowExperiment, "e"},
-                                                   {kAnnotationMlflow, "true"}}))
+                                                   {kAnnotationMlflow, "true"}}),
+                                        config)
                   .ok());
   absl::Status bad =
-      ValidateMlflowAnnotations(Annotated({{kAnnotationMlflowTrackingUri, "ftp://x"}}));
+      ValidateMlflowAnnotations(Annotated({{kAnnotationMlflowTrackingUri, "ftp://x"}}), config);
   EXPECT_TRUE(absl::IsInvalidArgument(bad));
   EXPECT_NE(std::string(bad.message()).find("coach.dev/mlflow-tracking-uri"), std::string::npos)
       << bad;
-  bad = ValidateMlflowAnnotations(Annotated({{kAnnotationMlflow, "yes"}}));
+  bad = ValidateMlflowAnnotations(Annotated({{kAnnotationMlflow, "yes"}}), config);
   EXPECT_NE(std::string(bad.message()).find("metadata.annotations[coach.dev/mlflow]"),
             std::string::npos);
-  bad = ValidateMlflowAnnotations(Annotated({{kAnnotationMlflowExperiment, ""}}));
+  bad = ValidateMlflowAnnotations(Annotated({{kAnnotationMlflowExperiment, ""}}), config);
   EXPECT_NE(std::string(bad.message()).find("coach.dev/mlflow-experiment"), std::string::npos);
+}
+
+// A job must not direct the operator's calls (and its credentials) to a server of its choosing.
+TEST(MlflowEnvTest, AJobNamesOnlyTheOperatorsServerOrAnAllowedOne) {
+  model::MlflowConfig config;
+  config.tracking_uri = "http://ml:5000/";
+  auto check = [&](const char* uri) {
+    return ValidateMlflowAnnotations(Annotated({{kAnnotationMlflowTrackingUri, uri}}), config);
+  };
+  EXPECT_TRUE(check("http://ml:5000").ok());
+  absl::Status refused = check("http://127.0.0.1:8080");
+  EXPECT_TRUE(absl::IsInvalidArgument(refused));
+  EXPECT_NE(std::string(refused.message()).find("--mlflow-allowed-tracking-uris"),
+            std::string::npos)
+      << refused;
+  config.allowed_tracking_uris = {"http://127.0.0.1:8080", "http://169.254.169.254"};
+  EXPECT_TRUE(check("http://127.0.0.1:8080/").ok());
+  // Link-local and metadata addresses, allowed or not.
+  for (const char* uri :
+       {"http://169.254.169.254", "http://169.254.169.254/latest/meta-data", "http://[fe80::1]:80",
+        "http://metadata.google.internal", "http://METADATA.google.internal:80"}) {
+    SCOPED_TRACE(uri);
+    absl::Status s = check(uri);
+    EXPECT_TRUE(absl::IsInvalidArgument(s));
+    EXPECT_NE(std::string(s.message()).find("metadata"), std::string::npos) << s;
+  }
+  EXPECT_TRUE(IsOperatorsServer("http://ml:5000", config));
+  EXPECT_FALSE(IsOperatorsServer("http://127.0.0.1:8080", config));
+  EXPECT_FALSE(IsOperatorsServer("http://ml:5000", model::MlflowConfig{}));
+}
+
+TEST(MlflowEnvTest, CredentialsReachOnlyReplicasTrackedOnTheOperatorsServer) {
+  model::ReconcileConfig config;
+  config.mlflow.tracking_uri = "http://wide:5000";
+  config.mlflow.allowed_tracking_uris = {"http://team:5000"};
+  config.mlflow.forwarded_env = {{"MLFLOW_TRACKING_TOKEN", "operators-token"}};
+  auto pod = DesiredPod(Annotated({}), "Master", 0, config);
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_TRACKING_TOKEN"), "operators-token");
+  pod = DesiredPod(Annotated({{kAnnotationMlflowTrackingUri, "http://team:5000"}}), "Master", 0,
+                   config);
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_TRACKING_URI"), "http://team:5000");
+  EXPECT_EQ(EnvOf(*pod, "MLFLOW_TRACKING_TOKEN"), "<unset>");
 }
 
 TEST(MlflowEnvTest, TargetFromAnnotationsOrOperator) {

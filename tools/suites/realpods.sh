@@ -100,6 +100,7 @@ K apply --server-side -f charts/coach/crds >/dev/null || fail "CRDs"
   --set image.tag=e2e \
   --set image.pullPolicy=Never --set replicas=2 \
   --set operator.mpiKubectlDeliveryImage=ghcr.io/coach/coach-kubectl-delivery:e2e \
+  --set "mlflow.allowedTrackingUris[0]=$mlflow_uri" \
   --set-string 'nodeSelector.coach\.dev/real-node=true' \
   --set 'tolerations[0].key=coach.dev/real-node' --set 'tolerations[0].operator=Exists' \
   --set 'tolerations[0].effect=NoSchedule' >"$WORK/helm.log" 2>&1 ||

@@ -12,6 +12,7 @@ DelayProxy::DelayProxy(const std::string& upstream_uri) : server_(new httplib::S
   upstream_port_ = std::stoi(hostport.substr(hostport.find(':') + 1));
   auto handler = [this](const httplib::Request& req, httplib::Response& res) {
     ++requests_;
+    if (req.has_header("Authorization")) ++authorized_requests_;
     absl::Duration delay;
     {
       absl::MutexLock lock(&mu_);
