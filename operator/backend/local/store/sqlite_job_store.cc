@@ -1,8 +1,10 @@
 #include "operator/backend/local/store/sqlite_job_store.h"
 
+#include <dirent.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <sqlite3.h>
 
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "absl/random/random.h"
@@ -322,10 +324,45 @@ SqliteJobStore::~SqliteJobStore() {
   sqlite3_close_v2(db_);
 }
 
+namespace {
+
+// True when `dir` exists and holds at least one entry.
+bool HasEntries(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return false;
+  bool found = false;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      found = true;
+      break;
+    }
+  }
+  ::closedir(d);
+  return found;
+}
+
+}  // namespace
+
+absl::Status RefuseLostDatabase(const std::string& state_dir, const std::string& path) {
+  absl::StatusOr<int64_t> size = FileSize(path);
+  if (size.ok() && *size > 0) return absl::OkStatus();
+  if (!size.ok() && !absl::IsNotFound(size.status())) return size.status();
+  absl::StatusOr<int64_t> wal = FileSize(path + "-wal");
+  if (HasEntries(state_dir + "/replicas") || (wal.ok() && *wal > 0)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " is ", size.ok() ? "empty" : "missing", " but ", state_dir,
+        " holds replicas of an earlier run: refusing to start with an empty store, which would "
+        "orphan them and lose every job (restore the database, or move ",
+        state_dir, " away to start afresh)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::string& state_dir,
                                                                      Options options) {
   RETURN_IF_ERROR(MakeDirs(state_dir));
   const std::string path = state_dir + "/coach.db";
+  RETURN_IF_ERROR(RefuseLostDatabase(state_dir, path));
   sqlite3* db = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &db,

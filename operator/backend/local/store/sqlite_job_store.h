@@ -40,6 +40,11 @@ struct sqlite3_stmt;
 
 namespace coach::backend::local {
 
+// FailedPrecondition when `path` (the database) is missing or empty while `state_dir` holds
+// what only a database that existed leaves (replica directories, a write-ahead log): opening
+// it as a new, empty store would orphan those replicas and lose every job. OK otherwise.
+absl::Status RefuseLostDatabase(const std::string& state_dir, const std::string& path);
+
 // Resource versions count from "1", one higher per write. Events: the newest
 // max_events_per_job of a job are kept. Names are unique across kinds (a job of another kind
 // with a taken name is AlreadyExists), so a key's kind is not read.
@@ -57,8 +62,8 @@ class SqliteJobStore : public store::JobStore, public ReplicaStore {
 
   // Creates `state_dir` when missing and opens (or creates) coach.db in it.
   // Errors: Internal (cannot create/open), FailedPrecondition (the database has a
-  // schema newer than kSchemaVersion, or WAL cannot be enabled), Unavailable (locked
-  // beyond the busy timeout).
+  // schema newer than kSchemaVersion, or WAL cannot be enabled, or RefuseLostDatabase),
+  // Unavailable (locked beyond the busy timeout).
   static absl::StatusOr<std::unique_ptr<SqliteJobStore>> Open(const std::string& state_dir,
                                                               Options options);
   static absl::StatusOr<std::unique_ptr<SqliteJobStore>> Open(const std::string& state_dir) {

@@ -51,6 +51,30 @@ class SqliteJobStoreTest : public ::testing::Test {
   std::string dir_;
 };
 
+// A database truncated to 0 bytes (or deleted) beside replicas of an earlier run is refused, not
+// taken as an empty store (jobs would vanish and a resubmit would run twice).
+TEST_F(SqliteJobStoreTest, AnEmptyOrMissingDatabaseBesideExistingStateIsRefused) {
+  {
+    auto store = SqliteJobStore::Open(dir_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->Create(MakeJob("ns", "a")).ok());
+  }
+  ASSERT_TRUE(MakeDirs(dir_ + "/replicas/ns/a").ok());
+  ASSERT_EQ(::truncate((dir_ + "/coach.db").c_str(), 0), 0);
+  ::unlink((dir_ + "/coach.db-wal").c_str());
+  auto refused = SqliteJobStore::Open(dir_);
+  ASSERT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
+  EXPECT_NE(refused.status().message().find("is empty but"), std::string::npos) << refused.status();
+  ASSERT_EQ(::unlink((dir_ + "/coach.db").c_str()), 0);
+  refused = SqliteJobStore::Open(dir_);
+  ASSERT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
+  EXPECT_NE(refused.status().message().find("is missing but"), std::string::npos);
+  // A fresh state directory (no replicas) opens as an empty store.
+  ASSERT_EQ(::rmdir((dir_ + "/replicas/ns/a").c_str()), 0);
+  ASSERT_EQ(::rmdir((dir_ + "/replicas/ns").c_str()), 0);
+  EXPECT_TRUE(SqliteJobStore::Open(dir_).ok());
+}
+
 TEST_F(SqliteJobStoreTest, SurvivesReopen) {
   std::string uid;
   {
