@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -361,6 +363,10 @@ absl::Status RefuseLostDatabase(const std::string& state_dir, const std::string&
 absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(const std::string& state_dir,
                                                                      Options options) {
   RETURN_IF_ERROR(MakeDirs(state_dir));
+  // Jobs' env (secrets), logs and processes live here: the operator's user's alone.
+  if (::chmod(state_dir.c_str(), 0700) != 0) {
+    return absl::InternalError(absl::StrCat("chmod 0700 ", state_dir, ": ", std::strerror(errno)));
+  }
   const std::string path = state_dir + "/coach.db";
   RETURN_IF_ERROR(RefuseLostDatabase(state_dir, path));
   sqlite3* db = nullptr;

@@ -60,7 +60,8 @@ class SqliteJobStore : public store::JobStore, public ReplicaStore {
   // The schema version this build writes.
   static constexpr int kSchemaVersion = 3;
 
-  // Creates `state_dir` when missing and opens (or creates) coach.db in it.
+  // Creates `state_dir` when missing, makes it private to this user (0700: it holds jobs'
+  // environments, logs and processes) and opens (or creates) coach.db in it.
   // Errors: Internal (cannot create/open), FailedPrecondition (the database has a
   // schema newer than kSchemaVersion, or WAL cannot be enabled, or RefuseLostDatabase),
   // Unavailable (locked beyond the busy timeout).

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,6 +74,15 @@ TEST_F(SqliteJobStoreTest, AnEmptyOrMissingDatabaseBesideExistingStateIsRefused)
   ASSERT_EQ(::rmdir((dir_ + "/replicas/ns/a").c_str()), 0);
   ASSERT_EQ(::rmdir((dir_ + "/replicas/ns").c_str()), 0);
   EXPECT_TRUE(SqliteJobStore::Open(dir_).ok());
+}
+
+TEST_F(SqliteJobStoreTest, TheStateDirectoryIsPrivate) {
+  ASSERT_TRUE(MakeDirs(dir_).ok());
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+  ASSERT_TRUE(SqliteJobStore::Open(dir_).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
 }
 
 TEST_F(SqliteJobStoreTest, SurvivesReopen) {
