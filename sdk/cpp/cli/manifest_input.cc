@@ -1,5 +1,7 @@
 #include "sdk/cpp/cli/manifest_input.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -14,9 +16,30 @@
 
 namespace coach::cli {
 
+namespace {
+
+// At most kMaxManifestBytes of `in`; InvalidArgument naming `what` beyond it.
+absl::StatusOr<std::string> ReadBounded(std::istream& in, const std::string& what) {
+  std::string text;
+  char buffer[64 * 1024];
+  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxManifestBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": longer than ", kMaxManifestBytes,
+                                                     " bytes, more than a manifest may be"));
+    }
+  }
+  if (in.bad()) return absl::InternalError(absl::StrCat(what, ": read failed"));
+  return text;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> ReadInput(const std::string& path) {
-  if (path == "-") {
-    return std::string(std::istreambuf_iterator<char>(std::cin), {});
+  if (path == "-") return ReadBounded(std::cin, "standard input");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a manifest"));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -25,7 +48,7 @@ absl::StatusOr<std::string> ReadInput(const std::string& path) {
     if (err == EACCES) return absl::PermissionDeniedError(message);
     return absl::NotFoundError(message);
   }
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  return ReadBounded(in, path);
 }
 
 absl::StatusOr<std::vector<api::v1::TrainingJob>> LoadJobs(const std::string& text,
@@ -38,7 +61,8 @@ absl::StatusOr<std::vector<api::v1::TrainingJob>> LoadJobs(const std::string& te
   for (size_t i = 0; i < jobs->size(); ++i) {
     api::v1::TrainingJob& job = (*jobs)[i];
     // Several documents: say which one each error is about.
-    std::string prefix = jobs->size() > 1 ? absl::StrCat("document ", i, ": ") : "";
+    // 1-based, as the decoder counts them.
+    std::string prefix = jobs->size() > 1 ? absl::StrCat("document ", i + 1, ": ") : "";
     // As kubectl: the manifest's own namespace wins over the default; only a -n the user
     // typed that says otherwise is a conflict.
     const std::string& ns = job.metadata().namespace_();

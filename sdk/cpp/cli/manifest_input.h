@@ -11,7 +11,12 @@
 
 namespace coach::cli {
 
-// Reads `path` ("-" for stdin). NotFound / PermissionDenied name the path.
+// The largest manifest read: a few times what Kubernetes stores of one object (1.5 MiB), so that
+// `-f /dev/zero` or a wrong file ends with an error instead of reading without end.
+inline constexpr size_t kMaxManifestBytes = 8 << 20;
+
+// Reads `path` ("-" for stdin). NotFound / PermissionDenied name the path; InvalidArgument for
+// a directory or more than kMaxManifestBytes.
 absl::StatusOr<std::string> ReadInput(const std::string& path);
 
 // Parses every job in `text`, applies `namespace_override` (empty: "default") to jobs
