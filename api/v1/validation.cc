@@ -137,10 +137,6 @@ class Validator {
   explicit Validator(const TrainingJob& job) : job_(job) {}
 
   std::vector<FieldError> Run() {
-    if (const size_t bytes = job_.ByteSizeLong(); bytes > kMaxJobBytes) {
-      Error("", absl::StrCat("the job is ", bytes, " bytes, more than the ", kMaxJobBytes,
-                             " a Kubernetes object may have (etcd's request limit)"));
-    }
     ValidateMetadata();
     info_ = FindKind(job_.kind());
     if (info_ == nullptr) {
@@ -148,6 +144,12 @@ class Validator {
       return errors_;
     }
     replica_path_ = absl::StrCat("spec.", std::string(info_->replica_specs_key));
+    if (const size_t bytes = job_.ByteSizeLong(); bytes > kMaxJobBytes) {
+      Error(LargestPart(),
+            absl::StrCat("the job is ", bytes, " bytes, more than the ", kMaxJobBytes,
+                         " a Kubernetes object may have (etcd's request limit); "
+                         "this is its largest part"));
+    }
     ValidateReplicaSpecs();
     ValidateRunPolicy();
     ValidateKindSpecific();
@@ -155,6 +157,19 @@ class Validator {
   }
 
  private:
+  // The field that holds most of the job's bytes: metadata, or a replica type's template.
+  std::string LargestPart() const {
+    std::string part = "metadata";
+    size_t most = job_.metadata().ByteSizeLong();
+    for (const auto& [type, spec] : job_.spec().replica_specs()) {
+      if (spec.template_json().size() > most) {
+        most = spec.template_json().size();
+        part = absl::StrCat(replica_path_, "[", type, "].template");
+      }
+    }
+    return part;
+  }
+
   void Error(const std::string& path, std::string message) {
     errors_.push_back({path, std::move(message)});
   }
