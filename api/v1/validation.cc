@@ -164,7 +164,7 @@ class Validator {
     for (const auto& [type, spec] : job_.spec().replica_specs()) {
       if (spec.template_json().size() > most) {
         most = spec.template_json().size();
-        part = absl::StrCat(replica_path_, "[", type, "].template");
+        part = absl::StrCat(replica_path_, ".", type, ".template");
       }
     }
     return part;

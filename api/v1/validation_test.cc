@@ -111,7 +111,7 @@ TEST(ValidationTest, JobLargerThanKubernetesStoresIsRefused) {
   tmpl.insert(tmpl.size() - 1, ",\"x\":\"" + std::string(kMaxJobBytes, 'x') + "\"");
   std::vector<FieldError> errors = Validate(job);
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0].path, "spec.pytorchReplicaSpecs[Worker].template");
+  EXPECT_EQ(errors[0].path, "spec.pytorchReplicaSpecs.Worker.template");
   EXPECT_NE(errors[0].message.find("more than the 1572864"), std::string::npos)
       << errors[0].message;
   tmpl = small;
