@@ -161,6 +161,22 @@ TEST_F(LifecycleTest, EnvExpansionBombFailsTheJobNotTheOperator) {
   EXPECT_TRUE(sdk::IsJobSucceeded(*after));
 }
 
+// 80 replicas (more than the 64 candidate ports one allocation used to be allowed in all).
+TEST_F(LifecycleTest, AJobOfEightyReplicasRuns) {
+  ASSERT_TRUE(op_->client()
+                  .CreateJob(BuildOrDie(ShellJob("wide", "echo rank $RANK of $WORLD_SIZE")
+                                            .Masters(1)
+                                            .Workers(79)
+                                            .RestartPolicy("Never")),
+                             kNs)
+                  .ok());
+  absl::StatusOr<TrainingJob> done = op_->WaitJob(
+      "wide", [](const TrainingJob& j) { return sdk::IsJobFinished(j); }, absl::Minutes(3));
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_TRUE(sdk::IsJobSucceeded(*done)) << done->status().ShortDebugString();
+  EXPECT_TRUE(absl::StrContains(op_->Logs("wide", "master-0").value_or(""), "rank 0 of 80"));
+}
+
 TEST_F(LifecycleTest, ExitOneWithNeverFails) {
   const TrainingJob job = BuildOrDie(
       ShellJob("broken", "echo failing; exit 1").Masters(1).Workers(1).RestartPolicy("Never"));

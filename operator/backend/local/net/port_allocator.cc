@@ -66,7 +66,6 @@ absl::StatusOr<std::map<std::string, int>> PortAllocator::Allocate(
 absl::StatusOr<std::map<std::string, std::map<std::string, int>>> PortAllocator::AllocateAll(
     const JobKey& job, const std::map<std::string, std::vector<std::string>>& names) {
   std::map<std::string, std::map<std::string, int>> result;
-  int attempts = 0;
   // A reservation race with another allocator (AlreadyExists) restarts the whole set.
   while (true) {
     // Each candidate is looked up on its own: listing every reservation here made each
@@ -75,6 +74,8 @@ absl::StatusOr<std::map<std::string, std::map<std::string, int>>> PortAllocator:
     std::vector<PortReservation> want;
     for (const auto& [replica, port_names] : names) {
       for (const std::string& name : port_names) {
+        // Per port: a job of many replicas needs as many ports, each found in a few tries.
+        int attempts = 0;
         while (true) {
           if (++attempts > options_.max_attempts) {
             return absl::ResourceExhaustedError(absl::StrCat("no free TCP port on 127.0.0.1 after ",

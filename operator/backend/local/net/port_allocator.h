@@ -25,7 +25,7 @@ class PortAllocator {
     // Proposes a candidate port; by default the kernel's choice for a bind to port 0.
     // Tests inject a sequence. Candidates are still checked for bindability.
     std::function<absl::StatusOr<int>()> candidate;
-    int max_attempts = 64;
+    int max_attempts = 64;  // candidates tried for each port
   };
 
   // `store` must outlive the allocator.
@@ -33,7 +33,7 @@ class PortAllocator {
   explicit PortAllocator(ReplicaStore* store) : PortAllocator(store, Options()) {}
 
   // One port per name, distinct, all reserved for (job, replica) in one transaction.
-  // Errors: NotFound (no such job), ResourceExhausted (no free port found in
+  // Errors: NotFound (no such job), ResourceExhausted (no free port found for one of them in
   // max_attempts), Internal (socket errors), Unavailable (store busy).
   absl::StatusOr<std::map<std::string, int>> Allocate(const JobKey& job, const std::string& replica,
                                                       const std::vector<std::string>& names);

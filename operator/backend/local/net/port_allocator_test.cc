@@ -112,6 +112,20 @@ TEST_F(PortAllocatorTest, GivesUpWhenNothingIsFree) {
   EXPECT_TRUE(store_->ListPortReservations()->empty());
 }
 
+// A job of many replicas needs as many ports: the tries are counted per port, not per job
+// (a 64-replica job could not start).
+TEST_F(PortAllocatorTest, ManyReplicasEachGetTheirPort) {
+  std::map<std::string, std::vector<std::string>> names;
+  for (int i = 0; i < 200; ++i) names["r-" + std::to_string(i)] = {"master"};
+  PortAllocator alloc(store_.get());
+  absl::StatusOr<std::map<std::string, std::map<std::string, int>>> got =
+      alloc.AllocateAll({"ns", "a"}, names);
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::set<int> ports;
+  for (const auto& [replica, by_name] : *got) ports.insert(by_name.at("master"));
+  EXPECT_EQ(ports.size(), 200u);
+}
+
 TEST_F(PortAllocatorTest, ConcurrentAllocatorsNeverCollide) {
   // Two allocators (as two operator threads) draw from the same tiny candidate range.
   int base;
