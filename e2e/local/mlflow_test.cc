@@ -515,7 +515,7 @@ print("logged", flush=True)
         auto it = j.metadata().annotations().find("coach.dev/mlflow-runs");
         return it != j.metadata().annotations().end() && Json::parse(it->second).size() == 4;
       },
-      absl::Seconds(60));
+      absl::Seconds(90));
   ASSERT_TRUE(listed.ok()) << listed.status();
   const Json runs = Json::parse(listed->metadata().annotations().at("coach.dev/mlflow-runs"));
   ASSERT_EQ(runs.size(), 4u) << runs.dump();

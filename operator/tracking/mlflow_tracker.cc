@@ -408,6 +408,13 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
       absl::Status s =
           client.ok() ? LinkRuns(uid, r, **client, /*second_look=*/true) : client.status();
       if (!s.ok()) spdlog::warn("mlflow: job {}: link_runs: {}", KeyOf(r.job), s.ToString());
+      if (++r.looks < options_.relink_after.size()) {
+        const absl::Duration wait =
+            options_.relink_after[r.looks] - options_.relink_after[r.looks - 1];
+        absl::MutexLock again(&mu_);
+        relink_[uid] = std::move(r);
+        queue_.AddAt(uid, clock_->Now() + wait);
+      }
       return absl::OkStatus();
     }
     t = it->second;
@@ -595,7 +602,9 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
       t.runs_linked = true;
       Save(uid, t);
       absl::MutexLock lock(&mu_);
-      if (relink_.size() < options_.max_jobs) relink_[uid] = std::move(relink);
+      if (!options_.relink_after.empty() && relink_.size() < options_.max_jobs) {
+        relink_[uid] = std::move(relink);
+      }
     }
     RunStatus status = RunStatus::kKilled;
     absl::Time end = clock_->Now();
@@ -612,7 +621,9 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
     t.terminated = true;
     Save(uid, t);
     if (ended_ != nullptr) ended_->Add({mlflow::RunStatusName(status)});
-    queue_.AddAt(uid, clock_->Now() + options_.relink_after);
+    if (!options_.relink_after.empty()) {
+      queue_.AddAt(uid, clock_->Now() + options_.relink_after.front());
+    }
     spdlog::info("mlflow: job {}: run {} {}", key, t.run_id, mlflow::RunStatusName(status));
     absl::MutexLock lock(&mu_);
     ++stats_.runs_ended;

@@ -14,7 +14,8 @@
 //   (status.completionTime, or the deletion time), and every replica's log as the artifact
 //   logs/<replica>.log, the training code's own runs linked (linked_runs.h: coach.linked_run.*
 //   tags on the run, the annotation coach.dev/mlflow-runs on the job, an Event MlflowRunLinked
-//   per run with its address), then the tag coach.run_ended=<status>. Training code that ends the
+//   per run with its address; looked for again options.relink_after after the end, as replicas
+//   can outlive the job's end), then the tag coach.run_ended=<status>. Training code that ends the
 //   run itself (`with mlflow.start_run():`) is overridden by the job's outcome.
 //
 // Run id: created once, then written onto the job as annotations coach.dev/mlflow-run-id and
@@ -99,8 +100,9 @@ struct MlflowTrackerOptions {
   // While a job's replicas are held, the longest wait between its retries.
   absl::Duration held_retry_cap = absl::Seconds(2);
   // A job can finish while some replicas still run (a PyTorchJob ends with its master): the
-  // training code's runs are looked for once more this long after the job's run ended.
-  absl::Duration relink_after = absl::Seconds(15);
+  // training code's runs are looked for again these long after the job's run ended.
+  std::vector<absl::Duration> relink_after = {absl::Seconds(15), absl::Minutes(1),
+                                              absl::Minutes(5)};
   // Per replica, the log's last bytes that are uploaded.
   int64_t max_log_bytes = 16 << 20;
 };
@@ -185,7 +187,7 @@ class MlflowTracker final : public core::JobObserver {
     int64_t synced = -1;  // `seen` as of the last successful Sync: pending while below seen
   };
 
-  // The second look for the training code's runs (options_.relink_after).
+  // The later looks for the training code's runs (options_.relink_after).
   struct Relink {
     model::Job job;
     std::string uri;
@@ -193,6 +195,7 @@ class MlflowTracker final : public core::JobObserver {
     std::string run_id;
     std::set<std::string> linked;  // run ids already linked
     bool deleted = false;
+    size_t looks = 0;  // of options_.relink_after, done
   };
 
   void Worker();

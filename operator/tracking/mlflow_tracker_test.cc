@@ -257,6 +257,16 @@ TEST_F(MlflowTrackerTest, RunsMadeAfterTheJobEndedAreLinkedOnTheSecondLook) {
   EXPECT_TRUE(absl::StrContains(linked[0].message, "worker-1 logged to MLflow run "))
       << linked[0].message;
   EXPECT_TRUE(absl::StrContains(linked[0].message, "(after the job ended)")) << linked[0].message;
+  // A slower one still: found by the look a minute after the end.
+  own.tags = {{"coach.job_uid", "uid-late-run"}, {"coach.replica", "worker-2"}};
+  ASSERT_TRUE(fake_.CreateRun(own).ok());
+  clock.Advance(absl::Seconds(45));
+  for (int i = 0; i < 200 && EventsWith("MlflowRunLinked").size() < 2; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  linked = EventsWith("MlflowRunLinked");
+  ASSERT_EQ(linked.size(), 2u);
+  EXPECT_TRUE(absl::StrContains(linked[1].message, "worker-2 logged")) << linked[1].message;
 }
 
 TEST_F(MlflowTrackerTest, OneRunWithNameTagsParamsAndAnnotation) {
