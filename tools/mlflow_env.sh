@@ -4,6 +4,7 @@
 #
 #   tools/mlflow_env.sh install            idempotent: create the venv, pip install the pinned MLflow
 #   tools/mlflow_env.sh python             print the venv's python (exit 1 when not installed)
+#   tools/mlflow_env.sh version            print the pinned MLflow version of the line
 #   tools/mlflow_env.sh start DIR [PORT]   start a server whose state lives in DIR (store, artifacts, log,
 #                                          pid); PORT, else DIR/port from an earlier start, else a free port;
 #                                          waits until /health answers and prints the URL.
@@ -129,8 +130,9 @@ cmd_stop() {
 
 case "${1:-}" in
   install) cmd_install ;;
+  version) echo "$MLFLOW_VERSION" ;;
   python) cmd_python ;;
   start) shift; cmd_start "$@" ;;
   stop) shift; cmd_stop "$@" ;;
-  *) sed -n '2,21p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2 ;;
 esac

@@ -119,7 +119,7 @@ free_port() {
   /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-mlflow_version=$(sed -n 's/^MLFLOW_VERSION="\([^"]*\)"$/\1/p' tools/mlflow_env.sh)
+mlflow_version=$(COACH_MLFLOW_LINE=2 tools/mlflow_env.sh version)
 expect "imports as uid 1000" "^ok uid=1000 .* mlflow=$mlflow_version " python3 -c '
 import os, sys, torch, numpy, xgboost, mlflow, mpi4py, scipy
 print("ok uid=%d torch=%s numpy=%s xgboost=%s mlflow=%s mpi4py=%s python=%s home=%s cwd=%s" % (os.getuid(),
