@@ -21,6 +21,15 @@ with mlflow.start_run():
 print("logged", flush=True)
 """
 
+# As distributed code does, the ranks meet before and after (on Kubernetes a PyTorchJob's workers start
+# once the master answers, and a master that ended first would end the job before they ran at all).
+RENDEZVOUS = """
+import torch.distributed as dist
+dist.init_process_group("gloo")
+dist.barrier()
+"""
+SNIPPET_BETWEEN_BARRIERS = RENDEZVOUS + SNIPPET + "dist.barrier()\n"
+
 # Names no experiment: behind coach-launch the master resumes the job's run.
 PLAIN = """
 import os
@@ -95,7 +104,7 @@ def listed_runs(name, ns, count):
 def test_the_snippet_runs_on_every_rank_and_the_job_lists_its_runs(ns):
     uri = server()
     experiment = "realpods-" + ns
-    kube.apply(pytorch_job("snippet", SNIPPET % uri, uri, experiment, workers=2), ns)
+    kube.apply(pytorch_job("snippet", SNIPPET_BETWEEN_BARRIERS % uri, uri, experiment, workers=2), ns)
     done = kube.wait_finished("PyTorchJob", "snippet", ns, timeout=300)
     assert kube.condition(done, "Succeeded")["status"] == "True", done["status"]
     uid = done["metadata"]["uid"]
