@@ -260,6 +260,24 @@ absl::StatusOr<std::vector<RunInfo>> RestTrackingClient::SearchRuns(
   return out;
 }
 
+absl::StatusOr<std::vector<std::string>> RestTrackingClient::ListExperimentIds(int max_results) {
+  std::vector<std::string> out;
+  std::string page_token;
+  while (static_cast<int>(out.size()) < max_results) {
+    json j = {{"max_results", std::min(1000, max_results - static_cast<int>(out.size()))},
+              {"order_by", json::array({"last_update_time DESC"})}};
+    if (!page_token.empty()) j["page_token"] = page_token;
+    ASSIGN_OR_RETURN(std::string body, Post("experiments/search", j.dump()));
+    ASSIGN_OR_RETURN(json r, ParseJson(body, "experiments/search"));
+    for (const json& e : r.value("experiments", json::array())) {
+      if (std::string id = StringField(e, "experiment_id"); !id.empty()) out.push_back(id);
+    }
+    page_token = StringField(r, "next_page_token");
+    if (page_token.empty()) break;
+  }
+  return out;
+}
+
 absl::Status RestTrackingClient::LogBatch(absl::string_view run_id,
                                           const std::vector<Metric>& metrics,
                                           const std::vector<Param>& params,

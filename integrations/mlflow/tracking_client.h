@@ -135,6 +135,10 @@ class TrackingClient {
   // Runs matching the filter, newest first; follows page tokens up to max_results.
   virtual absl::StatusOr<std::vector<RunInfo>> SearchRuns(const SearchRunsRequest& request) = 0;
 
+  // Ids of active experiments, most recently updated first; follows page tokens up to
+  // max_results.
+  virtual absl::StatusOr<std::vector<std::string>> ListExperimentIds(int max_results) = 0;
+
   // Logs any number of metrics, params and tags: split into requests within the server's limits
   // (kMax*PerBatch, kMaxBatchJsonBytes). Params are write-once: the same key with the same value
   // again is fine; a different value is InvalidArgument (from the server, or locally when one call

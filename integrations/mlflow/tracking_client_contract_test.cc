@@ -1,6 +1,7 @@
 // One suite, two implementations: the in-memory fake and the REST client against a real MLflow
 // server (tools/mlflow_env.sh; skipped without MLflow unless CI=true). For the real server the
 // Python MLflow client reads back what coach wrote (testdata/read_run.py).
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <memory>
@@ -157,6 +158,10 @@ TEST_P(ContractTest, RunLifecycleWithParamsTagsMetricsStatusAndEndTime) {
   EXPECT_TRUE(std::isnan((*nan)[0].value));
 
   // A restarted operator finds the job's run by its tag instead of creating a second one.
+  absl::StatusOr<std::vector<std::string>> experiments = client_->ListExperimentIds(1000);
+  ASSERT_TRUE(experiments.ok()) << experiments.status();
+  EXPECT_NE(std::find(experiments->begin(), experiments->end(), run.experiment_id),
+            experiments->end());
   auto found = client_->SearchRuns({{run.experiment_id}, "tags.`coach.job_uid` = 'uid-1'", 10});
   ASSERT_TRUE(found.ok()) << found.status();
   ASSERT_EQ(found->size(), 1u);

@@ -50,16 +50,31 @@ absl::StatusOr<std::vector<LinkedRun>> FindLinkedRuns(mlflow::TrackingClient& cl
     run.replica = StringField(j, "replica");
     run.rank = StringField(j, "rank");
     run.tagged = true;
-    if (run.tracking_uri.empty() && !run.experiment_id.empty() && experiments.size() < 10) {
+    if (run.tracking_uri.empty() && !run.experiment_id.empty() &&
+        experiments.size() < kMaxSearchedExperiments) {
       experiments.insert(run.experiment_id);
     }
     runs.push_back(std::move(run));
   }
-  mlflow::SearchRunsRequest search;
-  search.experiment_ids.assign(experiments.begin(), experiments.end());
-  search.filter = absl::StrCat("tags.`coach.job_uid` = '", uid, "'");
-  search.max_results = static_cast<int>(kMaxLinkedRuns) + 1;
-  ASSIGN_OR_RETURN(std::vector<mlflow::RunInfo> found, client.SearchRuns(search));
+  // The code may name any experiment (set_experiment): the most recently updated ones are
+  // searched too, a bounded number, a batch of experiments a request.
+  ASSIGN_OR_RETURN(std::vector<std::string> recent,
+                   client.ListExperimentIds(kMaxSearchedExperiments));
+  for (std::string& id : recent) {
+    if (experiments.size() >= kMaxSearchedExperiments) break;
+    experiments.insert(std::move(id));
+  }
+  std::vector<mlflow::RunInfo> found;
+  const std::vector<std::string> ids(experiments.begin(), experiments.end());
+  for (size_t i = 0; i < ids.size() && found.size() <= kMaxLinkedRuns; i += kExperimentsPerSearch) {
+    mlflow::SearchRunsRequest search;
+    search.experiment_ids.assign(ids.begin() + i,
+                                 ids.begin() + std::min(ids.size(), i + kExperimentsPerSearch));
+    search.filter = absl::StrCat("tags.`coach.job_uid` = '", uid, "'");
+    search.max_results = static_cast<int>(kMaxLinkedRuns) + 1;
+    ASSIGN_OR_RETURN(std::vector<mlflow::RunInfo> batch, client.SearchRuns(search));
+    found.insert(found.end(), batch.begin(), batch.end());
+  }
   for (const mlflow::RunInfo& info : found) {
     if (!seen.insert(info.run_id).second) continue;
     LinkedRun run;

@@ -7,8 +7,9 @@
 // two ways: the in-process binding records each on the job's run as the tag
 // coach.linked_run.<run id> = {"experiment_id", "replica", "rank", "tracking_uri" (only when
 // another server)}; and every run MLflow creates carries the job's uid (MLFLOW_RUN_CONTEXT), so a
-// search of the job's experiment and of the experiments the tags name finds those a replica
-// without the binding made. Runs on other servers are known only from the tags.
+// search of the job's experiment, the experiments the tags name and the most recently updated
+// ones finds those a replica without the binding made. Runs on other servers are known only
+// from the tags.
 
 #include <string>
 #include <vector>
@@ -21,6 +22,10 @@ namespace coach::tracking {
 inline constexpr char kLinkedRunTagPrefix[] = "coach.linked_run.";
 // At most this many of the code's runs are linked (a job may make runs without bound).
 inline constexpr size_t kMaxLinkedRuns = 64;
+// The experiments searched for them (the job's, those the binding names, then the most recently
+// updated), and how many go in one runs/search request.
+inline constexpr size_t kMaxSearchedExperiments = 500;
+inline constexpr size_t kExperimentsPerSearch = 100;
 
 struct LinkedRun {
   std::string run_id;

@@ -40,6 +40,9 @@ class Forwarding : public mlflow::TrackingClient {
   absl::StatusOr<mlflow::RunInfo> UpdateRun(const mlflow::UpdateRunRequest& r) override {
     return f_->UpdateRun(r);
   }
+  absl::StatusOr<std::vector<std::string>> ListExperimentIds(int max_results) override {
+    return f_->ListExperimentIds(max_results);
+  }
   absl::StatusOr<std::vector<mlflow::RunInfo>> SearchRuns(
       const mlflow::SearchRunsRequest& r) override {
     return f_->SearchRuns(r);

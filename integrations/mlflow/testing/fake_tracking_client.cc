@@ -134,6 +134,18 @@ absl::StatusOr<RunInfo> FakeTrackingClient::UpdateRun(const UpdateRunRequest& re
   return info;
 }
 
+absl::StatusOr<std::vector<std::string>> FakeTrackingClient::ListExperimentIds(int max_results) {
+  RETURN_IF_ERROR(Enter(Method::kListExperimentIds));
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  // Newest first, as a server orders them by last update.
+  for (auto it = experiments_.rbegin(); it != experiments_.rend(); ++it) {
+    if (static_cast<int>(out.size()) >= max_results) break;
+    if (it->lifecycle_stage == "active") out.push_back(it->experiment_id);
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<RunInfo>> FakeTrackingClient::SearchRuns(
     const SearchRunsRequest& request) {
   RETURN_IF_ERROR(Enter(Method::kSearchRuns));

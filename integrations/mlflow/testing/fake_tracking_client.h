@@ -25,6 +25,7 @@ class FakeTrackingClient : public TrackingClient {
     kGetRun,
     kUpdateRun,
     kSearchRuns,
+    kListExperimentIds,
     kLogBatch,
     kGetMetricHistory,
     kUploadArtifact,
@@ -48,6 +49,7 @@ class FakeTrackingClient : public TrackingClient {
   absl::StatusOr<Run> GetRun(absl::string_view run_id) override;
   absl::StatusOr<RunInfo> UpdateRun(const UpdateRunRequest& request) override;
   absl::StatusOr<std::vector<RunInfo>> SearchRuns(const SearchRunsRequest& request) override;
+  absl::StatusOr<std::vector<std::string>> ListExperimentIds(int max_results) override;
   absl::Status LogBatch(absl::string_view run_id, const std::vector<Metric>& metrics,
                         const std::vector<Param>& params, const std::vector<Tag>& tags) override;
   absl::StatusOr<std::vector<Metric>> GetMetricHistory(absl::string_view run_id,
