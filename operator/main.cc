@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   coach::core::Controller::Options controller_options;
   controller_options.workers = flags.workers;
   controller_options.config = config;
-  // Finished jobs keep no per-job entries (issue 13) where the store allows it (controller.h):
+  // Finished jobs keep no per-job entries where the store allows it (controller.h):
   // the local one keeps names unique across kinds, and nothing but this operator writes a job's
   // status or deletes a job. On Kubernetes kubectl does both.
   controller_options.forget_finished_jobs = !kube;
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
                                      &metrics, controller_options);
   controller_ptr = &controller;
   // glibc keeps what a burst of passes freed (the start-up pass over every stored job, a
-  // thousand jobs at once) in its arenas: given back once the burst is over (issue 13).
+  // thousand jobs at once) in its arenas: given back once the burst is over.
   coach::cmd::BurstTrimmer trimmer([&] { return controller.passes(); }, [] { malloc_trim(0); });
   // The tracker's workers call into the controller: they stop first on every way out.
   struct StopTracker {

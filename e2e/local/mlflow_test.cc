@@ -345,7 +345,7 @@ TEST_F(MlflowE2eTest, ServerDownMidJobNeitherSlowsNorLosesPoints) {
   EXPECT_EQ(run["tags"]["coach.state"], "Succeeded");
 }
 
-// Issue 9 (4): a freshly started operator and a server that is still starting. The first job's
+// A freshly started operator and a server that is still starting. The first job's
 // replicas wait for its run: every one gets its id, and a Python replica's
 // mlflow.start_run() + log_metric land in the job's run, the only run of the experiment.
 TEST_F(MlflowE2eTest, FirstJobOfAFreshOperatorAndAStartingServerLogsIntoItsOneRun) {

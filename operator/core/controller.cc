@@ -419,7 +419,7 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
   if (finished) {
     // A finished job needs nothing prepared or checked (RefusalOf is for unfinished jobs), and
     // is not remembered as admitted: a store of thousands of finished jobs would otherwise
-    // hold entries for each (issue 13).
+    // hold entries for each.
     absl::MutexLock l(&mu_);
     ForgetChecks(key);
   } else {
