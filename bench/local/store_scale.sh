@@ -126,7 +126,7 @@ for r in "${results[@]}"; do
   echo "ratio ${s}/${s0} stored: CreateJob p50 x$(ratio "$acc50" "$a50") p99 x$(ratio "$acc99" "$a99")," \
        "all started p50 x$(ratio "$all50" "$l50") p99 x$(ratio "$all99" "$l99")," \
        "operator view p50 x$(ratio "$view50" "$v50") p99 x$(ratio "$view99" "$v99"), RSS x$(ratio "$rss" "$r0")"
-  # RSS per stored job (the store's cost, issue 13) over the first stage and, for a stage of
+  # RSS per stored job (the store's cost) over the first stage and, for a stage of
   # the same process, over the one before: sqlite's page cache fills within the first 1,000
   # jobs, so the second is the slope that goes on.
   n=${s%r}

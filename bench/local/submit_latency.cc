@@ -295,7 +295,7 @@ int Main(int argc, char** argv) {
         "ratio coach/baseline at p50: processes started %.1fx, operator view %.1fx\n",
         all.p50 / base.p50, opv.p50 / base.p50);
   }
-  // Issue 13's goal (it was 20 ms before).
+  // The goal.
   std::cout << absl::StrFormat(
       "goal p50 submit-to-running < 10 ms: processes %s, operator view %s\n",
       all.p50 < 10 ? "met" : "NOT met", opv.p50 < 10 ? "met" : "NOT met");

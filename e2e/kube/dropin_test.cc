@@ -1,4 +1,4 @@
-// What users of the upstream operator meet first, on a real control plane (issue 9):
+// What users of the upstream operator meet first, on a real control plane:
 //  - invalid jobs are refused at `kubectl apply` by the CRDs' schema and rules, naming the
 //    field as `coach validate` does, and nothing is stored;
 //  - a stored job that breaks a rule the CRDs cannot check, or whose objects the API server

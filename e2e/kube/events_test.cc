@@ -1,4 +1,4 @@
-// Job events of the whole operator on a real control plane (issue 9, items 6 and 8), read back
+// Job events of the whole operator on a real control plane, read back
 // with kubectl as `kubectl describe` would: one Event per created pod and service as upstream;
 // client-go's aggregation from the 10th similar event; every Created event written when the
 // operator is stopped (SIGTERM) right after creating many pods; a burst larger than the old

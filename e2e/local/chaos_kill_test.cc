@@ -1,4 +1,4 @@
-// Chaos on the local backend (issue 13, item 3): coach-operator --backend=local killed with
+// Chaos on the local backend: coach-operator --backend=local killed with
 // SIGKILL while real-process jobs run, restarted each time on the same --state-dir. Prints a table
 // of counts; a wrong count fails. Sizes (the defaults take about 75 s here: the issue's 200 jobs,
 // and twice its 10 kills, since 20 found a race that 10 missed on the default seed):

@@ -1,4 +1,4 @@
-// Chaos (issue 13, item 3): abuse of the gRPC API of a running coach-operator (local backend)
+// Chaos: abuse of the gRPC API of a running coach-operator (local backend)
 // with a bearer token, over plaintext and over TLS. Each abuse must get the code gRPC defines
 // for it, the operator must stay alive and answer, what was accepted before must still be there,
 // and neither token may appear in the operator's log.

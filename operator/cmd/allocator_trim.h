@@ -1,7 +1,7 @@
 #pragma once
 
 // BurstTrimmer: gives the allocator's free memory back to the system once a burst of work is
-// over (issue 13). glibc keeps what a burst of controller passes freed in the arenas of the
+// over. glibc keeps what a burst of controller passes freed in the arenas of the
 // threads that freed it (the start-up pass over every stored job, a thousand jobs submitted at
 // once): the process stays at its peak after the work is done. malloc_trim(0) returns every
 // arena's free pages; it takes each arena's lock while it runs (a few milliseconds for tens of

@@ -28,7 +28,7 @@
 // (Create, Start's resume, the change feed), so no wake-up is lost.
 //
 // Finished jobs (Options::forget_finished_jobs, the local backend): a store of thousands of
-// finished jobs must not cost an entry each (issue 13). A finished job whose replicas its
+// finished jobs must not cost an entry each. A finished job whose replicas its
 // stored status accounts for (StoredGauge) keeps nothing here: its gauges stay in the totals,
 // and the next time a pass or a deletion meets it, what it was counted as is read again from
 // the job as stored (Start counts every stored finished job that way before any pass). Its
@@ -68,7 +68,7 @@ namespace coach::core {
 
 // What the gauges count for one job: its replicas by phase (indexed by model::PodPhase) and its
 // state (an index into JobState's values, in controller.cc's kStates order). Small on purpose:
-// one is kept per job (maps of strings here cost ~400 bytes a job; issue 13).
+// one is kept per job (maps of strings here cost ~400 bytes a job).
 struct JobGauge {
   std::array<int32_t, 5> phases{};
   uint8_t state = 0;
@@ -113,7 +113,7 @@ class Controller {
   BasicWorkQueue<JobKey>& queue() { return queue_; }
 
   // How many entries the controller holds per kind of per-job state (tests of what a store of
-  // finished jobs costs: issue 13).
+  // finished jobs costs).
   struct PerJobEntries {
     size_t admitted = 0;
     size_t kinds = 0;

@@ -209,7 +209,7 @@ TEST(ControllerTest, WatchSeesControllerChanges) {
   EXPECT_EQ((*ev)->type, WatchEventType::kModified);  // the Created condition
 }
 
-// A store of finished jobs must not cost the controller an admission entry per job (issue 13);
+// A store of finished jobs must not cost the controller an admission entry per job;
 // the gauges still count a finished job's replicas and state.
 TEST(ControllerTest, FinishedJobsAreNotKeptAsAdmittedButStillCounted) {
   CoreEnv env;
@@ -249,7 +249,7 @@ double Replicas(CoreEnv& env, const std::string& phase) {
 double Jobs(CoreEnv& env, const std::string& state) { return env.metrics.jobs->Value({state}); }
 
 // With forget_finished_jobs (the local backend) a finished job whose status counts its replicas
-// keeps no entry at all: no kind index, no gauge entry, no spec check (issue 13: memory must
+// keeps no entry at all: no kind index, no gauge entry, no spec check (memory must
 // not grow with a store of finished jobs). It is still counted, and its name still wakes it
 // (Churn enqueues by name: the store says the kind).
 TEST(ControllerTest, AFinishedJobKeepsNoEntryAndStaysCounted) {

@@ -1,6 +1,6 @@
 #pragma once
 
-// coach-launch in a job's replicas, opt in per job (issue 4):
+// coach-launch in a job's replicas, opt in per job:
 //
 //   metadata.annotations["coach.dev/launcher"]: "true" | "false"   (validated at admission)
 //

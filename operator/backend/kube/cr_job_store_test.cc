@@ -459,7 +459,7 @@ TEST_P(CrJobStoreTest, RepeatedEventsAreOneEventWithACount) {
   EXPECT_EQ((*listed)[0].time, t0 + absl::Seconds(2));  // the last occurrence
 }
 
-// Issue 9: an ordinary job's Created events are one Event each, as upstream writes them.
+// An ordinary job's Created events are one Event each, as upstream writes them.
 TEST_P(CrJobStoreTest, AThreeReplicaJobGetsOneEventPerPodAndService) {
   ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "three")).ok());
   std::vector<JobEvent> events;
@@ -520,7 +520,7 @@ TEST_P(CrJobStoreTest, TwelveSimilarEventsAreCombinedFromTheTenth) {
   EXPECT_EQ(store_->EventCounts().patched, 2u);
 }
 
-// Issue 9: what is queued at shutdown is written (without the event budget), here 400
+// What is queued at shutdown is written (without the event budget), here 400
 // Created events held back by a budget of one per 1000 s.
 TEST_P(CrJobStoreTest, StopEventsWritesEverythingQueued) {
   store_.reset();

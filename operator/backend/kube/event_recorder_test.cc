@@ -77,7 +77,7 @@ TEST(EventRecorderTest, QuietClusterGetsOneEventPerOccurrence) {
   EXPECT_EQ(recorder->counts().combined, 0u);
 }
 
-// The regression of issue 9: waiting for a burst of creations combined a 3-replica job's
+// A regression: waiting for a burst of creations combined a 3-replica job's
 // events into one. Waiting only delays them.
 TEST(EventRecorderTest, EventsHeldWhileBusyAreWrittenOneByOne) {
   FakeKubeClient client;

@@ -619,7 +619,7 @@ TEST_F(LocalBackendTest, StartMovesObjectFilesOfOlderOperatorsIntoTheStore) {
 }
 
 // The store is the truth for a job's objects, finished or not (nothing is kept in memory: a
-// store of finished jobs must not cost memory per job, issue 13); a change after the job
+// store of finished jobs must not cost memory per job); a change after the job
 // finished is seen too.
 TEST_F(LocalBackendTest, FinishedJobsObjectsAreReadFromTheStore) {
   model::Job job = MakeJob("done", {{"command", Argv("true")}});

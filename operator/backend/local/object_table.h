@@ -6,7 +6,7 @@
 // backend records them in the ReplicaStore, next to the job (deleted with it; not synced:
 // a power cut may lose the last changes, which the next pass then makes again). Nothing is
 // kept in memory: a job's set is one indexed read of the store, where it was a file to parse
-// (that cache cost ~250 bytes a job and a pass after each finish to drop it; issue 13).
+// (that cache cost ~250 bytes a job and a pass after each finish to drop it).
 // Older operators kept a JSON file per job under <legacy_dir>/<namespace>/<job>.json;
 // ImportFiles moves those into the store. Thread-safe.
 
