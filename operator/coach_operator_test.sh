@@ -46,8 +46,15 @@ expect_usage "--karpenter-cpu-nodepool: must differ" --karpenter-cpu-nodepool=gp
 expect_usage "--token-file" --token-file="$TMP/missing-token"
 expect_usage "--api-auth: must be none, token or kubernetes" --api-auth=basic
 expect_usage "--api-auth=kubernetes: needs --backend=kube" --api-auth=kubernetes
-expect_usage "--api-auth=token: needs --token-file" --api-auth=token
-echo "s3cret" > "$TMP/token"
+expect_usage "--api-auth=token: needs --token-file" --backend=kube --api-auth=token
+echo "s3cret-0123456789abcdef" > "$TMP/token"
+chmod 644 "$TMP/token"
+expect_usage "--token-file: $TMP/token is readable by every user (mode 0644); chmod 600 it" \
+  --token-file="$TMP/token"
+chmod 600 "$TMP/token"
+echo "s3cret" > "$TMP/short-token"
+chmod 600 "$TMP/short-token"
+expect_usage "6 characters; use at least 16" --token-file="$TMP/short-token"
 expect_usage "--token-file: not used with --api-auth=none" --api-auth=none --token-file="$TMP/token"
 expect_usage "--tls-cert and --tls-key" --tls-cert="$TMP/cert.pem"
 echo "x" > "$TMP/key.pem"
@@ -79,6 +86,12 @@ done
 [[ "$(curl -s "http://127.0.0.1:$HTTP_PORT/healthz")" == "ok" ]] || fail "/healthz"
 curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | grep -q '^coach_backend_up 1' || fail "/metrics"
 [[ -f "$TMP/state/coach.db" ]] || fail "no database in the state dir"
+# The default authenticates: a token made on first start, private to the operator's user.
+[[ "$(stat -c %a "$TMP/state/api-token")" == 600 ]] || fail "api-token is not mode 600"
+[[ "$(tr -d '\n' <"$TMP/state/api-token" | wc -c)" == 64 ]] || fail "api-token is not 64 hex digits"
+grep -q "auth token" "$TMP/operator.log" || fail "the log does not say the API takes a token"
+grep -q "$TMP/state/api-token" "$TMP/operator.log" || fail "the log does not name the token file"
+grep -qF "$(cat "$TMP/state/api-token")" "$TMP/operator.log" && fail "the log holds the token"
 kill -TERM $PID
 for _ in $(seq 1 100); do kill -0 $PID 2>/dev/null || break; sleep 0.1; done
 kill -0 $PID 2>/dev/null && { kill -KILL $PID; fail "did not stop on SIGTERM"; }

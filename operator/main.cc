@@ -268,6 +268,10 @@ int main(int argc, char** argv) {
   spdlog::info("coach-operator: API on {} ({}, auth {}), HTTP on {}, state in {}, backend {}",
                flags.listen, (*grpc)->tls() ? "TLS" : "plaintext", auth_mode, flags.http_listen,
                kube ? "the API server" : flags.state_dir, backend_ptr->Name());
+  if (!settings.own_token_file.empty()) {
+    spdlog::info("coach-operator: callers present the token in {} (this user's coach CLI reads it)",
+                 settings.own_token_file);
+  }
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);

@@ -41,6 +41,10 @@ absl::StatusOr<std::unique_ptr<OperatorSession>> OperatorSession::Open(OperatorF
   session->flags_ = std::move(flags);
   sdk::ConnectionOptions conn;
   conn.server = server;
+  // An operator of this session authenticates callers with the token it made.
+  if (session->operator_ != nullptr) {
+    conn.token_file = session->operator_->state_dir() + "/api-token";
+  }
   absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> client = sdk::TrainingClient::Create(conn);
   if (!client.ok()) return client.status();
   session->client_ = std::move(client).value();

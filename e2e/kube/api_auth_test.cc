@@ -40,7 +40,7 @@ spec:
 class ApiAuthTest : public KubeTest {
  protected:
   static void SetUpTestSuite() {
-    OperatorArgs().push_back("--api-auth=kubernetes");
+    OperatorArgs().push_back(kOperatorDefaultApiAuth);  // kubernetes, unasked
     KubeTest::SetUpTestSuite();
   }
 
@@ -174,6 +174,9 @@ TEST_F(ApiAuthTest, EachTeamOnlyInItsOwnNamespace) {
 }
 
 TEST_F(ApiAuthTest, NoTokenOrABadTokenIsUnauthenticated) {
+  // The suite's operator was started without --api-auth: Kubernetes's rules are the default.
+  EXPECT_TRUE(absl::StrContains(OperatorLogTail(1 << 20), "auth kubernetes"))
+      << OperatorLogTail(4096);
   Team(ns_a_, "team-a", "get, list");
   for (const std::string& token : {std::string(), std::string("not-a-kubernetes-token")}) {
     auto client = Client(token);

@@ -165,7 +165,19 @@ std::vector<std::string> KubeOperatorFlags(const std::string& state, const std::
       "--state-dir=" + state,
       "--log-level=debug",
   };
-  flags.insert(flags.end(), extra_args.begin(), extra_args.end());
+  bool auth_given = false;
+  for (const std::string& arg : extra_args) {
+    if (arg == kOperatorDefaultApiAuth) {
+      auth_given = true;
+      continue;
+    }
+    auth_given =
+        auth_given || absl::StartsWith(arg, "--api-auth") || absl::StartsWith(arg, "--token-file");
+    flags.push_back(arg);
+  }
+  // Most suites call the API as nobody in particular; the default (kubernetes) is the
+  // subject of api_auth_test.
+  if (!auth_given) flags.push_back("--api-auth=none");
   return flags;
 }
 

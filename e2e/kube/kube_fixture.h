@@ -39,6 +39,10 @@ using CmdResult = CommandResult;
 
 using ::coach::kubeclient::testing::InCi;
 
+// In OperatorProcess's extra_args: start the operator with its default API authentication
+// (without this or an --api-auth/--token-file argument it gets --api-auth=none).
+inline constexpr char kOperatorDefaultApiAuth[] = "<default api auth>";
+
 // One coach-operator process (--backend=kube, --log-level=debug) with its own ports, state
 // directory <dir>/<name>-state (its HOME too) and log files <dir>/<name>-<n>.log.
 class OperatorProcess : public LoopbackOperator {

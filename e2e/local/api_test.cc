@@ -1,6 +1,8 @@
 // End to end on the local backend: bad manifests and bad requests get clear errors and
 // store nothing; bearer-token auth on and off, through the SDK and the CLI.
 
+#include <sys/stat.h>
+
 #include <string>
 #include <vector>
 
@@ -183,9 +185,54 @@ TEST(ApiTest, TokenRequiredWhenConfigured) {
   EXPECT_EQ(all->size(), 1u);
 }
 
-TEST(ApiTest, NoTokenNeededWhenNotConfigured) {
+TEST(ApiTest, DefaultAuthenticatesWithTheOperatorsOwnToken) {
   std::unique_ptr<OperatorFixture> op = StartOperator();
   ASSERT_TRUE(op->running());
+  // Made on first start, private to the operator's user.
+  struct stat st;
+  ASSERT_EQ(stat((op->state_dir() + "/api-token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  ASSERT_EQ(stat(op->state_dir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 077, 0u) << "state dir mode " << std::oct << (st.st_mode & 07777);
+  EXPECT_EQ(op->token().size(), 64u);
+  EXPECT_FALSE(absl::StrContains(op->OperatorLog(), op->token()));
+
+  // Anyone else (no token, or not this one) is refused, and nothing they sent is kept.
+  for (const char* token : {"", "0123456789abcdef-not-it"}) {
+    std::unique_ptr<sdk::TrainingClient> other = op->NewClient(token);
+    EXPECT_TRUE(absl::IsUnauthenticated(other->ListAllJobs().status())) << token;
+    EXPECT_FALSE(other->CreateJobFromManifest(kGoodManifest, kNs).ok()) << token;
+  }
+  CliResult no_token = op->Cli({"list"}, /*with_token=*/false);
+  EXPECT_EQ(no_token.exit_code, 7) << no_token.out << no_token.err;
+
+  // The operator's user: the CLI finds the token where the operator keeps it.
+  const std::string manifest = op->root() + "/good.yaml";
+  WriteFileOrDie(manifest, kGoodManifest);
+  CliResult submit = op->Cli({"submit", "-f", manifest, "-n", kNs});
+  ASSERT_EQ(submit.exit_code, 0) << submit.out << submit.err;
+  CliResult wait = op->Cli({"wait", "good", "--for", "Succeeded", "--timeout", "2m"});
+  EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  absl::StatusOr<std::vector<TrainingJob>> all = op->client().ListAllJobs();
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 1u);
+
+  // The same token after a restart: callers keep working.
+  const std::string before = op->token();
+  ASSERT_TRUE(op->Restart().ok());
+  EXPECT_EQ(op->token(), before);
+  CliResult list = op->Cli({"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.out << list.err;
+  EXPECT_TRUE(absl::StrContains(list.out, "good")) << list.out;
+}
+
+TEST(ApiTest, NoTokenNeededWithApiAuthNone) {
+  OperatorOptions options;
+  options.extra_args = {"--api-auth=none"};
+  std::unique_ptr<OperatorFixture> op = StartOperator(options);
+  ASSERT_TRUE(op->running());
+  EXPECT_TRUE(absl::StrContains(op->OperatorLog(), "--api-auth=none: anyone who can reach"))
+      << op->OperatorLog();
   std::unique_ptr<sdk::TrainingClient> anonymous = op->NewClient("");
   EXPECT_TRUE(anonymous->ListAllJobs().ok());
   absl::StatusOr<TrainingJob> created = anonymous->CreateJobFromManifest(kGoodManifest, kNs);

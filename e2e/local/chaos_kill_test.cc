@@ -220,7 +220,7 @@ TEST(LocalChaosTest, OperatorSigkillsWhileJobsRun) {
         {
           std::lock_guard<std::mutex> lock(mu);
           if (up && client_generation != generation) {
-            client = op.NewClient("");
+            client = op.NewClient(op.token());
             client_generation = generation;
           }
         }

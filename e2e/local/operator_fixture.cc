@@ -8,6 +8,7 @@
 
 #include <cstdio>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -41,6 +42,7 @@ OperatorFixture::OperatorFixture(const std::string& name, OperatorOptions option
   if (!options_.token.empty()) {
     token_file_ = root_ + "/token";
     WriteFileOrDie(token_file_, options_.token + "\n");
+    chmod(token_file_.c_str(), 0600);
   }
   std::vector<std::string> flags = {
       "--backend=local",
@@ -68,8 +70,13 @@ OperatorFixture::~OperatorFixture() {
 
 absl::Status OperatorFixture::Start(absl::Duration timeout) {
   absl::Status started = operator_->Start(timeout);
-  if (started.ok()) client_ = NewClient(options_.token);
+  if (started.ok()) client_ = NewClient(token());
   return started;
+}
+
+std::string OperatorFixture::token() const {
+  if (!options_.token.empty()) return options_.token;
+  return std::string(absl::StripAsciiWhitespace(ReadFileOrEmpty(state_dir_ + "/api-token")));
 }
 
 absl::Status OperatorFixture::Stop(absl::Duration timeout) {
@@ -116,6 +123,7 @@ CliResult OperatorFixture::Cli(const std::vector<std::string>& args, bool with_t
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> overrides = {"COACH_SERVER=" + server()};
   if (with_token && !token_file_.empty()) overrides.push_back("COACH_TOKEN_FILE=" + token_file_);
+  if (with_token && token_file_.empty()) overrides.push_back("COACH_STATE_DIR=" + state_dir_);
   return RunProcess(argv, ChildEnv(overrides, DroppedEnv()), "",
                     absl::StrCat(root_, "/cli-", calls), timeout);
 }

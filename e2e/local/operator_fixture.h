@@ -38,7 +38,9 @@
 namespace coach::e2e {
 
 struct OperatorOptions {
-  // Non-empty: the operator is started with --token-file holding this token.
+  // Non-empty: the operator is started with --token-file holding this token. Empty: the
+  // operator makes its own (<state>/api-token), which client() and Cli() present, unless
+  // extra_args turn authentication off (--api-auth=none).
   std::string token;
   // --workdir; empty: <root>/work.
   std::string workdir;
@@ -74,15 +76,16 @@ class OperatorFixture {
   absl::Status Restart(absl::Duration timeout = absl::Seconds(60));
   bool running() const { return operator_->running(); }
 
-  // An SDK client for the running operator, with the fixture's token (if any). Re-made
-  // on every Start (ports change).
+  // An SDK client for the running operator, with token() (if any). Re-made on every Start
+  // (ports change).
   sdk::TrainingClient& client() { return *client_; }
   // A client with another token ("" for none).
   std::unique_ptr<sdk::TrainingClient> NewClient(const std::string& token) const;
 
   // Runs the `coach` CLI against the operator (--server set through COACH_SERVER; no
-  // COACH_TOKEN* from the test's environment; with the fixture's token through
-  // COACH_TOKEN_FILE when `with_token`). Kills it after `timeout`.
+  // COACH_* from the test's environment; when `with_token`, the fixture's token through
+  // COACH_TOKEN_FILE, or the operator's own as the CLI finds it by default, through
+  // COACH_STATE_DIR). Kills it after `timeout`.
   CliResult Cli(const std::vector<std::string>& args, bool with_token = true,
                 absl::Duration timeout = absl::Seconds(120)) const;
 
@@ -108,6 +111,9 @@ class OperatorFixture {
   const std::string& state_dir() const { return state_dir_; }
   const std::string& home() const { return home_; }           // the operator's HOME
   std::string server() const { return operator_->server(); }  // "127.0.0.1:<grpc port>"
+  // The token callers present: options.token, else the operator's own once it started
+  // ("" with --api-auth=none).
+  std::string token() const;
   // The operator's log of every start so far, concatenated (for failure messages).
   std::string OperatorLog() const { return operator_->Log(); }
 

@@ -21,9 +21,12 @@ struct Settings {
   bool kube = false;  // --backend=kube (else local)
   coach::model::ReconcileConfig config;
   coach::server::GrpcServerOptions grpc_options;
-  std::string token;  // --token-file's content; empty: none required
+  std::string token;  // --token-file's content, or the own token's; empty: none required
   // --api-auth resolved: "none", "token" (the shared token) or "kubernetes".
   std::string api_auth = "none";
+  // Local backend, token mode without --token-file: <state-dir>/api-token, made on first
+  // start with mode 0600, which the CLI of the same user reads (sdk/cpp/connection.h).
+  std::string own_token_file;
   // --backend=kube only.
   std::vector<std::string> namespaces;                  // empty: all
   coach::backend::kube::LeaderElectionConfig election;  // with --leader-elect

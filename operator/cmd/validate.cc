@@ -73,16 +73,21 @@ std::string DefaultShimPath() {
   return (self.parent_path() / "coach-replica-shim").string();
 }
 
-// --api-auth and --token-file together. Without --api-auth the token file decides, as
-// before the flag existed; a mode that would silently ignore a given token is refused.
+// --api-auth and --token-file together. The default authenticates: on Kubernetes as the API
+// server does; on the local backend with a token only the operator's user can read, so that
+// another user of the host cannot run replicas as this one.
 absl::Status ValidateApiAuth(const Flags& flags, bool kube, Settings* settings) {
   const bool has_token = !settings->token.empty();
-  std::string mode = flags.api_auth.empty() ? (has_token ? "token" : "none") : flags.api_auth;
+  const std::string mode =
+      !flags.api_auth.empty() ? flags.api_auth : (kube && !has_token ? "kubernetes" : "token");
   if (mode != "none" && mode != "token" && mode != "kubernetes") {
     return UsageError(
         absl::StrCat("--api-auth: must be none, token or kubernetes, got \"", mode, "\""));
   }
-  if (mode == "token" && !has_token) return UsageError("--api-auth=token: needs --token-file");
+  if (mode == "token" && !has_token) {
+    if (kube) return UsageError("--api-auth=token: needs --token-file");
+    settings->own_token_file = flags.state_dir + "/api-token";
+  }
   if (mode != "token" && has_token) {
     return UsageError(absl::StrCat("--token-file: not used with --api-auth=", mode));
   }
@@ -90,6 +95,11 @@ absl::Status ValidateApiAuth(const Flags& flags, bool kube, Settings* settings) 
     return UsageError(
         "--api-auth=kubernetes: needs --backend=kube (the local backend has no Kubernetes "
         "users; use --api-auth=token)");
+  }
+  if (mode == "none") {
+    spdlog::warn("--api-auth=none: anyone who can reach {} may {}", flags.listen,
+                 kube ? "act with the operator's Kubernetes rights in every namespace it serves"
+                      : "run commands as this operator's user");
   }
   settings->api_auth = mode;
   return absl::OkStatus();
@@ -212,13 +222,6 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
   }
   spdlog::set_level(level);
 
-  // --backend=kube: API client, namespaces, leader election.
-  if (kube) {
-    if (absl::Status s = ValidateKubeFlags(flags, settings); !s.ok()) return s;
-  } else if (flags.leader_elect) {
-    return UsageError("--leader-elect: only with --backend=kube");
-  }
-
   coach::server::GrpcServerOptions& grpc_options = settings->grpc_options;
   grpc_options.listen = flags.listen;
   std::string error;
@@ -244,6 +247,12 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
     token = *read;
   }
   if (absl::Status s = ValidateApiAuth(flags, kube, settings); !s.ok()) return s;
+  // --backend=kube: API client, namespaces, leader election; the kubeconfig is read last.
+  if (kube) {
+    if (absl::Status s = ValidateKubeFlags(flags, settings); !s.ok()) return s;
+  } else if (flags.leader_elect) {
+    return UsageError("--leader-elect: only with --backend=kube");
+  }
   if (!kube && flags.shim.empty()) flags.shim = DefaultShimPath();
   if (!kube && access(flags.shim.c_str(), X_OK) != 0) {
     return UsageError(absl::StrCat("--shim: ", flags.shim, " is not an executable file"));
@@ -262,6 +271,12 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
     flags.workdir = std::filesystem::absolute(flags.workdir, ec).string();
     std::filesystem::create_directories(flags.state_dir, ec);
     flags.state_dir = std::filesystem::absolute(flags.state_dir, ec).string();
+    if (!settings->own_token_file.empty()) {
+      settings->own_token_file = flags.state_dir + "/api-token";
+      absl::StatusOr<std::string> own = coach::server::EnsureOwnTokenFile(settings->own_token_file);
+      if (!own.ok()) return UsageError(absl::StrCat("--api-auth=token: ", own.status().message()));
+      settings->token = *own;
+    }
   }
   return absl::OkStatus();
 }

@@ -14,9 +14,22 @@ namespace coach::server {
 // differ.
 bool ConstantTimeEquals(const std::string& a, const std::string& b);
 
+// Shortest token a file may hold: a guessable token is no authentication.
+inline constexpr size_t kMinTokenLength = 16;
+
 // Reads a token file: its content with surrounding whitespace removed.
-// Errors: NotFound / PermissionDenied (unreadable), InvalidArgument (empty).
+// Errors: NotFound (unreadable), InvalidArgument (empty, shorter than kMinTokenLength,
+// holding whitespace or control characters inside, or readable or writable by every user:
+// the message says which and how to fix it; it never contains the token). Group bits are
+// allowed: Kubernetes mounts a Secret group-readable for the pod's fsGroup.
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
+
+// The local operator's own token at `path`: read when the file exists (it must be owned by
+// this user and private to it, mode 0600 or stricter), else created with 256 random bits
+// (hex) and mode 0600, atomically, so two operators starting at once agree on one token.
+// Errors: InvalidArgument (a file another user owns or others may read, a bad token),
+// Internal (cannot create it).
+absl::StatusOr<std::string> EnsureOwnTokenFile(const std::string& path);
 
 // The token of an `authorization: Bearer <token>` metadata value (nullptr: absent).
 // Unauthenticated (missing, not Bearer, empty), with a message that never contains it.

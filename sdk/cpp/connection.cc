@@ -11,8 +11,10 @@
 #include <iterator>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 
 namespace coach::sdk {
@@ -67,6 +69,37 @@ absl::StatusOr<std::string> CleanToken(std::string token, const std::string& sou
   return token;
 }
 
+// An address on this host: the only kind the local operator's own token is sent to.
+bool IsLocalAddress(absl::string_view server) {
+  absl::ConsumePrefix(&server, "dns:///");
+  absl::ConsumePrefix(&server, "ipv4:");
+  absl::ConsumePrefix(&server, "ipv6:");
+  if (absl::StartsWith(server, "unix:")) return true;
+  for (absl::string_view host : {"127.0.0.1:", "localhost:", "[::1]:"}) {
+    if (absl::StartsWith(server, host)) return true;
+  }
+  return false;
+}
+
+// The local operator's own token (<state-dir>/api-token, mode 0600), where this user's
+// operator keeps it by default. Absent or unreadable (another user's): no token.
+absl::StatusOr<std::string> LocalOperatorToken(const EnvLookup& env) {
+  std::string state_dir;
+  if (std::optional<std::string> dir = env("COACH_STATE_DIR"); dir && !dir->empty()) {
+    state_dir = *dir;
+  } else if (std::optional<std::string> home = env("HOME"); home && !home->empty()) {
+    state_dir = *home + "/.local/state/coach";
+  } else {
+    return std::string();
+  }
+  const std::string path = state_dir + "/api-token";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::string();
+  std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (contents.empty()) return std::string();
+  return CleanToken(contents, path);
+}
+
 }  // namespace
 
 std::optional<std::string> ProcessEnv(const std::string& name) {
@@ -109,6 +142,8 @@ absl::StatusOr<ConnectionSettings> ResolveConnection(const ConnectionOptions& op
     if (!token_file.value.empty()) {
       ASSIGN_OR_RETURN(std::string contents, ReadNonEmptyFile(token_file));
       ASSIGN_OR_RETURN(settings.token, CleanToken(contents, token_file.source));
+    } else if (options.use_environment && IsLocalAddress(settings.server)) {
+      ASSIGN_OR_RETURN(settings.token, LocalOperatorToken(env));
     }
   }
 

@@ -7,6 +7,9 @@
 //   COACH_SERVER           address, default 127.0.0.1:7450 ("host:port", "dns:///...", "unix:...")
 //   COACH_TOKEN            bearer token, sent as `authorization: Bearer <token>`
 //   COACH_TOKEN_FILE       file holding the token (COACH_TOKEN wins when both are set)
+//   COACH_STATE_DIR, HOME  with neither token given and a server on this host (loopback or
+//                          unix:), the local operator's own token: COACH_STATE_DIR/api-token,
+//                          else $HOME/.local/state/coach/api-token, when this user can read it
 //   COACH_TLS_CA           CA bundle (PEM); setting it enables TLS
 //   COACH_TLS_CERT/KEY     client certificate and key (PEM) for mutual TLS; both or neither
 //   COACH_TLS_SERVER_NAME  overrides the name checked against the server's certificate

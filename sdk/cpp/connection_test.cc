@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <fstream>
@@ -60,6 +61,41 @@ TEST(ResolveConnectionTest, EnvironmentIgnoredWhenDisabled) {
   ASSERT_TRUE(settings.ok());
   EXPECT_EQ(settings->server, "127.0.0.1:7450");
   EXPECT_TRUE(settings->token.empty());
+}
+
+TEST(ResolveConnectionTest, LocalOperatorsOwnTokenIsReadForLocalServersOnly) {
+  const std::string state = std::string(::testing::TempDir()) + "/state";
+  mkdir(state.c_str(), 0700);
+  WriteTemp("state/api-token", "own-token-0123456789\n");
+  const std::string home = std::string(::testing::TempDir()) + "/home";
+  mkdir(home.c_str(), 0700);
+  mkdir((home + "/.local").c_str(), 0700);
+  mkdir((home + "/.local/state").c_str(), 0700);
+  mkdir((home + "/.local/state/coach").c_str(), 0700);
+  WriteTemp("home/.local/state/coach/api-token", "home-token-0123456789\n");
+
+  auto token_for = [](std::map<std::string, std::string> env) {
+    absl::StatusOr<ConnectionSettings> settings = ResolveConnection({}, FakeEnv(env));
+    return settings.ok() ? settings->token : settings.status().ToString();
+  };
+  EXPECT_EQ(token_for({{"COACH_STATE_DIR", state}}), "own-token-0123456789");
+  EXPECT_EQ(token_for({{"HOME", home}}), "home-token-0123456789");
+  EXPECT_EQ(token_for({{"HOME", home}, {"COACH_SERVER", "localhost:9"}}), "home-token-0123456789");
+  EXPECT_EQ(token_for({{"HOME", home}, {"COACH_SERVER", "unix:/run/coach.sock"}}),
+            "home-token-0123456789");
+  // Never sent to another host, nor when a token is given.
+  EXPECT_EQ(token_for({{"HOME", home}, {"COACH_SERVER", "coach.example:7450"}}), "");
+  EXPECT_EQ(token_for({{"HOME", home}, {"COACH_SERVER", "10.0.0.1:7450"}}), "");
+  EXPECT_EQ(token_for({{"HOME", home}, {"COACH_TOKEN", "given-token"}}), "given-token");
+  // Absent: no token, no error.
+  EXPECT_EQ(token_for({{"HOME", home + "/nowhere"}}), "");
+  EXPECT_EQ(token_for({}), "");
+  ConnectionOptions no_env;
+  no_env.use_environment = false;
+  absl::StatusOr<ConnectionSettings> settings =
+      ResolveConnection(no_env, FakeEnv({{"COACH_STATE_DIR", state}}));
+  ASSERT_TRUE(settings.ok());
+  EXPECT_EQ(settings->token, "");
 }
 
 TEST(ResolveConnectionTest, TokenFileIsReadAndTrimmed) {
