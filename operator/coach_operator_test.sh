@@ -60,6 +60,14 @@ expect_usage "--tls-cert and --tls-key" --tls-cert="$TMP/cert.pem"
 echo "x" > "$TMP/key.pem"
 expect_usage "--tls-cert" --tls-cert="$TMP/missing.pem" --tls-key="$TMP/key.pem"
 expect_usage "--tls-client-ca" --tls-client-ca="$TMP/ca.pem"
+# A key that is not the certificate's: named as such, not reported as a busy port.
+for pair in a b; do
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=$pair" \
+    -keyout "$TMP/$pair.key" -out "$TMP/$pair.pem" 2>/dev/null || fail "openssl req"
+done
+expect_usage "--tls-key: it is not the private key of the certificate" \
+  --tls-cert="$TMP/a.pem" --tls-key="$TMP/b.key"
+expect_usage "--tls-cert: no PEM certificate" --tls-cert="$TMP/a.key" --tls-key="$TMP/a.key"
 expect_usage "--workers" --workers=0
 expect_usage "--gang-scheduler" --gang-scheduler=kueue
 expect_usage "--log-level" --log-level=loud

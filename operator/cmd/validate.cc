@@ -13,11 +13,13 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "operator/cmd/mlflow_client.h"
 #include "operator/cmd/settings.h"
 #include "operator/reconcile/mlflow_env.h"
 #include "operator/server/http_server.h"
+#include "operator/server/tls_material.h"
 #include "operator/server/token_auth.h"
 
 namespace coach::cmd {
@@ -239,6 +241,18 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
   if (!flags.tls_client_ca.empty() && !ReadFlagFile("--tls-client-ca", flags.tls_client_ca,
                                                     &grpc_options.tls_client_ca_pem, &error)) {
     return UsageError(error);
+  }
+  if (!flags.tls_cert.empty()) {
+    absl::Status material = coach::server::CheckTlsMaterial(
+        grpc_options.tls_cert_pem, grpc_options.tls_key_pem, grpc_options.tls_client_ca_pem);
+    if (!material.ok()) {
+      const absl::string_view message = material.message();
+      const char* flag = absl::StartsWith(message, "key")         ? "--tls-key"
+                         : absl::StartsWith(message, "client CA") ? "--tls-client-ca"
+                                                                  : "--tls-cert";
+      // "key: it is not ..." -> "--tls-key: it is not ...".
+      return UsageError(absl::StrCat(flag, ": ", message.substr(message.find(": ") + 2)));
+    }
   }
   std::string& token = settings->token;
   if (!flags.token_file.empty()) {

@@ -3,6 +3,7 @@
 #include <grpc/support/time.h>
 
 #include "absl/strings/str_cat.h"
+#include "operator/server/tls_material.h"
 
 namespace coach::server {
 
@@ -14,6 +15,11 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(TrainingServiceImp
   }
   if (!tls && !options.tls_client_ca_pem.empty()) {
     return absl::InvalidArgumentError("a client CA needs TLS (a certificate and a key)");
+  }
+  if (tls) {
+    absl::Status material =
+        CheckTlsMaterial(options.tls_cert_pem, options.tls_key_pem, options.tls_client_ca_pem);
+    if (!material.ok()) return material;
   }
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (tls) {
