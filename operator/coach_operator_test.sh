@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # coach-operator as a process: flag validation (exit 2 naming the flag), start with the
-# local backend, /healthz and /readyz, graceful stop on SIGTERM.
+# local backend, /healthz and /readyz (on --http-listen and --probe-listen), graceful stop on
+# SIGTERM.
 set -u
 BIN="$(dirname "$0")/coach-operator"
 [[ -x "$BIN" ]] || BIN="$TEST_SRCDIR/coach/operator/coach-operator"
@@ -72,6 +73,9 @@ expect_usage "--workers" --workers=0
 expect_usage "--gang-scheduler" --gang-scheduler=kueue
 expect_usage "--log-level" --log-level=loud
 expect_usage "--listen" --listen=nowhere
+expect_usage "--probe-listen" --probe-listen=nowhere
+expect_usage "--probe-listen" --probe-listen=127.0.0.1:99999
+expect_usage "--probe-listen: \"0.0.0.0:7451\" overlaps --http-listen" --probe-listen=0.0.0.0:7451
 COACH_BACKEND=kube "$BIN" --state-dir "$TMP/state" >/dev/null 2>&1; rc=$?
 [[ $rc -eq 2 ]] || fail "COACH_BACKEND=kube without a kubeconfig exited $rc, want 2"
 unset KUBECONFIG
@@ -79,8 +83,9 @@ unset KUBECONFIG
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 GRPC_PORT=$(free_port)
 HTTP_PORT=$(free_port)
+PROBE_PORT=$(free_port)
 "$BIN" --state-dir "$TMP/state" --listen "127.0.0.1:$GRPC_PORT" \
-  --http-listen "127.0.0.1:$HTTP_PORT" >"$TMP/operator.log" 2>&1 &
+  --http-listen "127.0.0.1:$HTTP_PORT" --probe-listen "127.0.0.1:$PROBE_PORT" >"$TMP/operator.log" 2>&1 &
 PID=$!
 ready=""
 for _ in $(seq 1 100); do
@@ -93,6 +98,10 @@ done
 [[ -n "$ready" ]] || { cat "$TMP/operator.log"; fail "never ready"; }
 [[ "$(curl -s "http://127.0.0.1:$HTTP_PORT/healthz")" == "ok" ]] || fail "/healthz"
 curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | grep -q '^coach_backend_up 1' || fail "/metrics"
+[[ "$(curl -s "http://127.0.0.1:$PROBE_PORT/healthz")" == "ok" ]] || fail "--probe-listen /healthz"
+[[ "$(curl -s "http://127.0.0.1:$PROBE_PORT/readyz")" == "ready" ]] || fail "--probe-listen /readyz"
+[[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PROBE_PORT/metrics")" == 404 ]] ||
+  fail "--probe-listen serves /metrics"
 [[ -f "$TMP/state/coach.db" ]] || fail "no database in the state dir"
 # The default authenticates: a token made on first start, private to the operator's user.
 [[ "$(stat -c %a "$TMP/state/api-token")" == 600 ]] || fail "api-token is not mode 600"

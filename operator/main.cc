@@ -156,18 +156,27 @@ int main(int argc, char** argv) {
   // is bound (a client that waited for readiness would get "connection refused").
   std::atomic<bool> serving{false};
   std::unique_ptr<coach::backend::kube::LeaderElector> elector;
-  auto http = coach::server::HttpServer::Start(
-      flags.http_listen,
-      [&] {
-        // A replica that waits for the lease serves the API and is ready; the leader is
-        // ready once its controller runs.
-        return serving.load() &&
-               (controller.running() || (elector != nullptr && !elector->IsLeader()));
-      },
-      &registry);
+  auto ready = [&] {
+    // A replica that waits for the lease serves the API and is ready; the leader is
+    // ready once its controller runs.
+    return serving.load() && (controller.running() || (elector != nullptr && !elector->IsLeader()));
+  };
+  auto http = coach::server::HttpServer::Start(flags.http_listen, ready, &registry);
   if (!http.ok()) {
     spdlog::error("--http-listen: {}", http.status().ToString());
     return kExitFailure;
+  }
+  // The kubelet's probes on a listener of their own: whatever reaches --http-listen cannot
+  // make the liveness probe fail and get the operator restarted.
+  std::unique_ptr<coach::server::HttpServer> probes;
+  if (!flags.probe_listen.empty()) {
+    auto started = coach::server::HttpServer::Start(flags.probe_listen, ready, nullptr,
+                                                    coach::server::HttpServerOptions::Probe());
+    if (!started.ok()) {
+      spdlog::error("--probe-listen: {}", started.status().ToString());
+      return kExitFailure;
+    }
+    probes = *std::move(started);
   }
   if (cr_store != nullptr) {
     // Jobs created, changed or deleted by anyone (kubectl included): reconcile them and tell
@@ -265,8 +274,9 @@ int main(int argc, char** argv) {
   }
   trimmer.Start();
   serving = true;
-  spdlog::info("coach-operator: API on {} ({}, auth {}), HTTP on {}, state in {}, backend {}",
+  spdlog::info("coach-operator: API on {} ({}, auth {}), HTTP on {}{}{}, state in {}, backend {}",
                flags.listen, (*grpc)->tls() ? "TLS" : "plaintext", auth_mode, flags.http_listen,
+               probes != nullptr ? ", probes on " : "", flags.probe_listen,
                kube ? "the API server" : flags.state_dir, backend_ptr->Name());
   if (!settings.own_token_file.empty()) {
     spdlog::info("coach-operator: callers present the token in {} (this user's coach CLI reads it)",
@@ -301,6 +311,7 @@ int main(int argc, char** argv) {
   // shows), bounded by --kube-event-shutdown-grace; the rest are counted and logged.
   if (cr_store != nullptr) cr_store->StopEvents(absl::Seconds(flags.kube_event_shutdown_grace_s));
   (*http)->Stop();
+  if (probes != nullptr) probes->Stop();
   spdlog::info("coach-operator: stopped");
   return exit_code.load();
 }

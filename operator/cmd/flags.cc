@@ -25,6 +25,11 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                   "/healthz, /readyz and /metrics address (host:port)")
       ->envname("COACH_HTTP_LISTEN")
       ->capture_default_str();
+  app->add_option("--probe-listen", flags->probe_listen,
+                  "/healthz and /readyz alone, for the kubelet's probes (host:port), on their "
+                  "own connections and thread, so that clients of --http-listen cannot delay "
+                  "them; empty: none")
+      ->envname("COACH_PROBE_LISTEN");
   app->add_option("--state-dir", flags->state_dir, "Durable state (jobs database, logs)")
       ->envname("COACH_STATE_DIR")
       ->capture_default_str();

@@ -15,6 +15,7 @@ struct Flags {
   std::string backend = "local";
   std::string listen = "127.0.0.1:7450";
   std::string http_listen = "127.0.0.1:7451";
+  std::string probe_listen;  // empty: the probes use --http-listen
   std::string state_dir;
   std::string tls_cert;
   std::string tls_key;

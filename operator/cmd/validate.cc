@@ -58,6 +58,33 @@ bool IsLoopback(const std::string& listen) {
   return host == "127.0.0.1" || host == "::1" || host == "localhost" || host.rfind("127.", 0) == 0;
 }
 
+bool IsWildcardHost(const std::string& host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "*";
+}
+
+// --probe-listen: a host:port of its own. The same port as another listener on an
+// overlapping address would only fail later, when binding, with a less helpful message.
+absl::Status ValidateProbeListen(const Flags& flags) {
+  if (flags.probe_listen.empty()) return absl::OkStatus();
+  std::string host;
+  int port;
+  if (absl::Status s = coach::server::SplitHostPort(flags.probe_listen, &host, &port); !s.ok()) {
+    return UsageError(absl::StrCat("--probe-listen: ", s.message()));
+  }
+  for (const auto& [flag, value] : {std::pair<std::string, std::string>{"--listen", flags.listen},
+                                    {"--http-listen", flags.http_listen}}) {
+    std::string other_host;
+    int other_port;
+    if (!coach::server::SplitHostPort(value, &other_host, &other_port).ok()) continue;
+    if (port != 0 && port == other_port &&
+        (host == other_host || IsWildcardHost(host) || IsWildcardHost(other_host))) {
+      return UsageError(absl::StrCat("--probe-listen: \"", flags.probe_listen, "\" overlaps ", flag,
+                                     " (", value, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Next to the executable (installed layout), else in Bazel's runfiles.
 std::string DefaultShimPath() {
   char exe[PATH_MAX];
@@ -127,6 +154,7 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
       return UsageError(absl::StrCat(flag, ": ", s.message()));
     }
   }
+  if (absl::Status s = ValidateProbeListen(flags); !s.ok()) return s;
   if (!kube && flags.state_dir.empty())
     return UsageError("--state-dir: required when $HOME is not set");
   if (flags.workers < 1 || flags.workers > 256) {

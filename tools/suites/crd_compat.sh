@@ -2,7 +2,8 @@
 # coach's CRDs and Helm chart (charts/coach) against a real API server (tools/testenv):
 #  1. the generated CRDs are up to date (tools/gen_crds.py --check) and small enough for
 #     client-side `kubectl apply` (last-applied annotation limit 262144 bytes);
-#  2. helm lint / helm template over several value sets, and the refusals the chart promises;
+#  2. helm lint / helm template over several value sets, the refusals the chart promises, and
+#     the probes on the probe port (--probe-listen);
 #  3. a corpus (tools/crd_compat/corpus.py: testdata + manifests walked from upstream's schema +
 #     unusual pod templates) goes through `kubectl apply --dry-run=server` first with upstream's
 #     CRDs installed, then, after deleting them, with coach's; tools/crd_compat/compare.py fails
@@ -100,16 +101,24 @@ grep -q 'scheduling\.' "$WORK/tmpl-default.yaml" && fail "gangScheduler=none gra
 grep -q -- '--token-file=' "$WORK/tmpl-secure.yaml" && grep -q -- '--tls-client-ca=' "$WORK/tmpl-secure.yaml" ||
   fail "token/TLS flags missing"
 grep -nE '"\*"|\[\*\]|- \*$|: \*$' "$WORK"/tmpl-*.yaml && fail "a wildcard in rendered RBAC"
+# The kubelet's probes go to --probe-listen's port, which clients of the http port cannot starve.
+grep -q -- '--probe-listen=0.0.0.0:7452' "$WORK/tmpl-default.yaml" || fail "default: no --probe-listen=0.0.0.0:7452"
+grep -A2 -- '- name: probe$' "$WORK/tmpl-default.yaml" | grep -q 'containerPort: 7452' ||
+  fail "default: no container port probe (7452)"
+for probe in livenessProbe readinessProbe; do
+  [[ $(grep -A3 "^ *$probe:" "$WORK/tmpl-default.yaml" | grep -c 'port: probe$') == 1 ]] ||
+    fail "default: the $probe does not use the probe port"
+done
 for bad in "--set replicas=2 --set leaderElection.enabled=false" "--set operator.gangScheduler=kueue" \
   "--set rbac.scope=everything" "--set auth.token.enabled=true" "--set tls.enabled=true" \
-  "--set operator.workers=0" "--set auth.mode=basic" \
+  "--set operator.workers=0" "--set auth.mode=basic" "--set operator.probePort=7451" \
   "--set auth.mode=kubernetes --set auth.token.enabled=true --set auth.token.value=x"; do
   # shellcheck disable=SC2086
   if "$HELM" template coach "$CHART" $bad >/dev/null 2>&1; then fail "helm template accepted: $bad"; fi
 done
 [[ $("$HELM" template coach "$CHART" --include-crds | grep -c '^kind: CustomResourceDefinition') == 6 ]] ||
   fail "helm template --include-crds does not render the 6 CRDs"
-say "helm lint/template: ${#VALUESETS[@]} value sets render, 8 bad ones are refused"
+say "helm lint/template: ${#VALUESETS[@]} value sets render, 9 bad ones are refused; probes on the probe port"
 
 # ---- 3. the corpus under both CRD sets -------------------------------------------------------
 kubeconfig=$("$TESTENV" up --dir "$DIR") || fail "testenv up failed"
