@@ -8,6 +8,9 @@
 #   FUZZ_RUNS=10000000 FUZZ_FAST=1 FUZZ_MERGE=1 tools/suites/fuzz_codec.sh   # the long mode
 #   FUZZ_SECONDS=600 FUZZ_MERGE=1 tools/suites/fuzz_codec.sh
 #
+# Then the adversarial target (alias bombs and other expansions) for FUZZ_ADVERSARIAL_SECONDS
+# (20) or FUZZ_RUNS executions, with libFuzzer's -rss_limit_mb=256 and -malloc_limit_mb=256.
+#
 # FUZZ_FAST=1 explores without sanitizers (several times faster) and then replays every input
 # it kept under ASan/UBSan. FUZZ_MERGE=1 merges what the run found into api/v1/codec/fuzz/corpus (libFuzzer's -merge keeps
 # only inputs that add coverage), so the next run starts where this one stopped.
@@ -32,11 +35,11 @@ fi
 codec_srcs=()
 for f in api/v1/codec/*.cc; do [[ $f == *_test.cc ]] || codec_srcs+=("$f"); done
 
-build_fuzzer() {  # build_fuzzer OUTPUT CLANG-FLAGS...
+build_fuzzer() {  # build_fuzzer OUTPUT CLANG-FLAGS...   (FUZZ_TARGET: the target's source)
   local out=$1
   shift
   clang++-14 -std=c++17 "$@" -Wno-deprecated-declarations -I. -I"$work/gen" \
-    api/v1/codec/fuzz/codec_fuzzer.cc "${codec_srcs[@]}" \
+    "${FUZZ_TARGET:-api/v1/codec/fuzz/codec_fuzzer.cc}" "${codec_srcs[@]}" \
     api/v1/kinds.cc api/v1/field_error.cc api/v1/defaults.cc api/v1/validation.cc \
     "$work/gen/api/v1/training_job.pb.cc" \
     -lyaml $(pkg-config --libs protobuf) $absl_libs -lpthread \
@@ -92,3 +95,54 @@ if [[ "${FUZZ_MERGE:-}" == 1 ]]; then
   echo "fuzz_codec: corpus in $kept_corpus: $(ls "$kept_corpus" | wc -l) inputs"
 fi
 echo "fuzz_codec: no crash in ${execs:-?} executions (${rate:-?}/s)"
+
+# The adversarial target (api/v1/codec/fuzz/adversarial_fuzzer.cc): generated alias bombs,
+# nesting and large scalars, under the memory the operator is meant to stay within. Built
+# without sanitizers, whose own memory would hide the decoder's; its corpus is replayed under
+# ASan/UBSan after. Peak RSS is the fuzzer's own report.
+adv_seconds="${FUZZ_ADVERSARIAL_SECONDS:-20}"
+adv_limit=(-max_total_time="$adv_seconds")
+[[ -n "$runs" ]] && adv_limit=(-runs="$runs")
+mkdir -p "$work/adv-corpus"
+# Seeds that the generator turns into bombs at once (see its Value()): a 64 KiB anchor, then
+# levels of 16 aliases each to the previous level, in labels, annotations, env and args.
+python3 - "$work/adv-corpus" <<'PY'
+import sys
+def bomb(levels, docs=0):
+    b = bytes([docs, 0, 16])           # documents; labels: a0 = 64 KiB scalar
+    for n in range(1, levels + 1):     # each level: [*a(n-1) x 16] as anchor a(n)
+        b += bytes([1, 15]) + bytes([n - 1]) * 16
+    return b
+for i, levels in enumerate((1, 2, 3, 5, 8)):
+    open("%s/seed-bomb-%d" % (sys.argv[1], i), "wb").write(bomb(levels, docs=i % 4))
+PY
+FUZZ_TARGET=api/v1/codec/fuzz/adversarial_fuzzer.cc build_fuzzer "$work/adversarial_fuzzer" -O2 -g \
+  -fsanitize=fuzzer
+adv_status=0
+"$work/adversarial_fuzzer" "${adv_limit[@]}" -max_len=4096 -timeout=10 -rss_limit_mb=256 \
+  -malloc_limit_mb=256 -print_final_stats=1 -artifact_prefix="$work/adv-" "$work/adv-corpus" \
+  >"$work/adv.log" 2>&1 || adv_status=$?
+if ((adv_status != 0)); then
+  grep -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|INITED|DONE|RELOAD)' "$work/adv.log" | head -n 60
+  for crash in "$work"/adv-*; do
+    [[ -f "$crash" ]] || continue
+    echo "== reproducer $crash (base64):"
+    base64 "$crash" | head -c 4000
+    echo
+  done
+  echo "fuzz_codec: the adversarial fuzzer failed (status $adv_status)"
+  exit 1
+fi
+FUZZ_TARGET=api/v1/codec/fuzz/adversarial_fuzzer.cc build_fuzzer "$work/adversarial_fuzzer_asan" \
+  "${sanitized[@]}"
+if ! "$work/adversarial_fuzzer_asan" -runs=0 -max_len=4096 -timeout=30 -rss_limit_mb=4096 \
+    -artifact_prefix="$work/adv-" "$work/adv-corpus" >"$work/adv-replay.log" 2>&1; then
+  tail -n 60 "$work/adv-replay.log"
+  echo "fuzz_codec: an adversarial input fails under ASan/UBSan"
+  exit 1
+fi
+adv_execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/adv.log")
+adv_rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/adv.log")
+adv_rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$work/adv.log")
+echo "fuzz_codec: adversarial: no crash and no input over 256 MiB in ${adv_execs:-?} executions" \
+  "(${adv_rate:-?}/s), peak RSS ${adv_rss:-?} MiB; $(ls "$work/adv-corpus" | wc -l) inputs replayed under ASan/UBSan"
