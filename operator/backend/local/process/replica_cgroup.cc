@@ -1,5 +1,6 @@
 #include "operator/backend/local/process/replica_cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "operator/backend/local/fs_util.h"
+#include "operator/backend/local/process/proc_stat.h"
 
 namespace coach::backend::local {
 namespace {
@@ -168,6 +170,31 @@ absl::Status RemoveCgroup(const std::string& dir, absl::Duration timeout, Clock*
     absl::SleepFor(absl::Milliseconds(1));
   }
   return absl::OkStatus();
+}
+
+std::string ReplicaCgroupName(pid_t shim_pid, uint64_t shim_start_time) {
+  return absl::StrCat("coach-replica-", shim_pid, "-", shim_start_time);
+}
+
+int RemoveStaleReplicaCgroups(const std::string& parent) {
+  DIR* dir = opendir(parent.c_str());
+  if (dir == nullptr) return 0;
+  int removed = 0;
+  while (struct dirent* e = readdir(dir)) {
+    absl::string_view name = e->d_name;
+    if (!absl::ConsumePrefix(&name, "coach-replica-")) continue;
+    std::vector<absl::string_view> parts = absl::StrSplit(name, '-');
+    pid_t pid;
+    uint64_t start_time;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &pid) ||
+        !absl::SimpleAtoi(parts[1], &start_time) || IsSameLiveProcess(pid, start_time)) {
+      continue;
+    }
+    // rmdir refuses (EBUSY) a cgroup that still has processes.
+    if (rmdir(absl::StrCat(parent, "/", e->d_name).c_str()) == 0) ++removed;
+  }
+  closedir(dir);
+  return removed;
 }
 
 }  // namespace coach::backend::local

@@ -6,12 +6,13 @@
 // hierarchy is mounted and writable by the operator's user; elsewhere the shim falls back to
 // being its replica's subreaper (replica_shim.cc). cgroup v1 is not used.
 //
-// The replica's cgroup is a child of the shim's own: <own cgroup dir>/coach-replica-<suffix>.
-// The shim records its path in the replica's process file, so that a runner can still kill
-// what is in it after the shim itself was killed.
+// The replica's cgroup is a child of the shim's own (the operator's), named after the shim
+// (ReplicaCgroupName). The shim records its path in the replica's process file, so that a
+// runner can still kill what is in it after the shim itself was killed.
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,14 @@ absl::StatusOr<std::string> CgroupDirFrom(const std::string& mountinfo,
 
 // The calling process's cgroup v2 directory. Errors: Unavailable (as above), Internal (I/O).
 absl::StatusOr<std::string> OwnCgroupDir();
+
+// "coach-replica-<pid>-<start time>": the cgroup of the replica whose shim is that process.
+std::string ReplicaCgroupName(pid_t shim_pid, uint64_t shim_start_time);
+
+// Removes the empty replica cgroups in `parent` whose shim is no longer running: a shim
+// killed by SIGKILL cannot remove its own. A populated one is left to the runner's Stop of
+// its replica. Returns how many it removed.
+int RemoveStaleReplicaCgroups(const std::string& parent);
 
 // mkdir. Errors: PermissionDenied (not writable: no delegation, read-only mount),
 // AlreadyExists, Internal.

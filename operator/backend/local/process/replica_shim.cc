@@ -253,7 +253,8 @@ int main(int argc, char** argv) {
   if (args.cgroup) {
     absl::StatusOr<std::string> own = coach::backend::local::OwnCgroupDir();
     if (own.ok()) {
-      std::string dir = absl::StrCat(*own, "/coach-replica-", pf.pid, "-", pf.start_time);
+      std::string dir =
+          absl::StrCat(*own, "/", coach::backend::local::ReplicaCgroupName(pf.pid, pf.start_time));
       if (coach::backend::local::CreateCgroup(dir).ok()) {
         if (pipe2(go_pipe, O_CLOEXEC) == 0) {
           cgroup = std::move(dir);
@@ -404,9 +405,6 @@ int main(int argc, char** argv) {
   // descriptor passed to a process outside the replica) is waited for only briefly.
   output.Drain(clock, absl::Seconds(2));
   close(output.fd);
-  if (!cgroup.empty()) {
-    (void)coach::backend::local::RemoveCgroup(cgroup, absl::Seconds(1), clock);
-  }
 
   ExitRecord record;
   record.finished_at = clock->Now();
@@ -427,6 +425,11 @@ int main(int argc, char** argv) {
     record.message =
         absl::StrCat("killed by signal ", record.signal, " (", strsignal(record.signal), ")");
   }
-  if (!coach::backend::local::WriteExitRecord(args.replica_files, record).ok()) return 1;
-  return 0;
+  const bool recorded = coach::backend::local::WriteExitRecord(args.replica_files, record).ok();
+  // After the record, which the runner waits for; the cgroup is empty already. One left by a
+  // shim killed before this is removed by the runner (Stop, or its next Create).
+  if (!cgroup.empty()) {
+    (void)coach::backend::local::RemoveCgroup(cgroup, absl::Seconds(1), clock);
+  }
+  return recorded ? 0 : 1;
 }

@@ -101,6 +101,12 @@ absl::StatusOr<std::unique_ptr<ShimProcessRunner>> ShimProcessRunner::Create(
     return absl::NotFoundError(
         absl::StrCat("replica shim ", shim_path, " is not executable: ", strerror(errno)));
   }
+  if (options.replica_cgroups) {
+    // The replicas' cgroups are children of the operator's own, where its shims start.
+    if (absl::StatusOr<std::string> own = OwnCgroupDir(); own.ok()) {
+      RemoveStaleReplicaCgroups(*own);
+    }
+  }
   return std::unique_ptr<ShimProcessRunner>(new ShimProcessRunner(shim_path, options));
 }
 
