@@ -301,8 +301,12 @@ int ShimProcessRunner::SignalLeftovers(const ProcessHandle& handle, int sig) {
 
 absl::Status ShimProcessRunner::KillLeftoverCgroup(const ProcessHandle& handle) {
   absl::StatusOr<ProcessFile> pf = ReadProcessFile(handle.replica_files);
+  // Only the cgroup named after this very shim: the file is the replica's to write over,
+  // and cgroup.kill on any other would end whatever is in it.
   if (!pf.ok() || pf->cgroup.empty() || pf->pid != handle.pid ||
-      pf->start_time != handle.start_time) {
+      pf->start_time != handle.start_time ||
+      !absl::EndsWith(pf->cgroup,
+                      absl::StrCat("/", ReplicaCgroupName(handle.pid, handle.start_time)))) {
     return absl::OkStatus();
   }
   RETURN_IF_ERROR(KillCgroup(pf->cgroup, options_.kill_timeout, options_.clock));

@@ -61,8 +61,8 @@ class ShimProcessRunner : public ProcessRunner {
   // Signals the leftovers of a replica whose shim is gone: members of its group that
   // are still in its session. Returns how many were signalled.
   int SignalLeftovers(const ProcessHandle& handle, int sig);
-  // Kills and removes the cgroup the replica's process file names, if the file is that
-  // shim's and names one.
+  // Kills and removes the replica's cgroup that the process file names, if the file is that
+  // shim's and names the shim's cgroup (ReplicaCgroupName).
   absl::Status KillLeftoverCgroup(const ProcessHandle& handle);
 
   std::string shim_path_;
