@@ -1,12 +1,18 @@
 // End to end on the local backend: a job's life from submission to Succeeded or Failed,
-// with restarts by policy (ExitCode, OnFailure + backoffLimit).
+// with restarts by policy (ExitCode, OnFailure + backoffLimit); a replica's log stays within
+// its bound under a fast writer, and what a replica starts ends with it.
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "e2e/local/operator_fixture.h"
 #include "gtest/gtest.h"
 #include "sdk/cpp/job_status.h"
@@ -33,6 +39,34 @@ class LifecycleTest : public ::testing::Test {
   // Lines of a file the replicas append to.
   std::vector<std::string> Lines(const std::string& path) {
     return absl::StrSplit(ReadFileOrEmpty(path), '\n', absl::SkipEmpty());
+  }
+
+  // The pids a replica's script appended to `path`, one a line.
+  std::vector<pid_t> Pids(const std::string& path) {
+    std::vector<pid_t> out;
+    for (const std::string& line : Lines(path)) {
+      pid_t pid;
+      if (absl::SimpleAtoi(line, &pid)) out.push_back(pid);
+    }
+    return out;
+  }
+
+  static bool Alive(pid_t pid) {
+    // A zombie has ended; /proc/<pid>/stat's third field says so.
+    const std::string stat = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/stat"));
+    const size_t paren = stat.rfind(')');
+    return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+  }
+
+  // A script that starts `n` sleepers in sessions of their own (setsid) and one behind a
+  // double fork, out of the replica's process group, each appending its pid to `pids`,
+  // waits until all of them wrote it, then runs `then`. (A command's `$$$$` is the shell's
+  // `$$`: `$$` is the kubelet's escape for `$`.)
+  static std::string EscapeScript(const std::string& pids, int n, const std::string& then) {
+    return absl::StrCat("i=0; while [ $i -lt ", n, " ]; do setsid sh -c 'echo $$$$ >> ", pids,
+                        "; exec sleep 1000' & i=$((i+1)); done; ", "( sh -c 'echo $$$$ >> ", pids,
+                        "; exec sleep 1000' & ) ; ", "while [ $(wc -l < ", pids, ") -lt ", n + 1,
+                        " ]; do sleep 0.01; done; ", then);
   }
 
   std::unique_ptr<OperatorFixture> op_;
@@ -286,6 +320,89 @@ TEST_F(LifecycleTest, BackoffLimitStopsRestarts) {
   EXPECT_EQ(starts, 3u);
   absl::SleepFor(absl::Seconds(2));  // not an assertion on timing: a window for a stray start
   EXPECT_EQ(Lines(runs).size(), starts);
+}
+
+// A replica that writes 230 MB as fast as it can: its log never takes more than the bound
+// (64 MiB live, 64 MiB rotated) on disk, the newest lines are kept, its last line among them,
+// and the job Succeeds.
+TEST_F(LifecycleTest, FastWriterKeepsItsLastLineWithinTheLogBound) {
+  constexpr int64_t kCap = 64 << 20;  // LocalBackendOptions::max_log_bytes
+  const TrainingJob job =
+      BuildOrDie(ShellJob("fast",
+                          "yes 'a line of a replica writing as fast as it can' | "
+                          "head -c 230000000; echo; echo fast-writer-final-line")
+                     .Masters(1)
+                     .RestartPolicy("Never"));
+  ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());
+  const std::string log = op_->state_dir() + "/replicas/default/fast/fast-master-0.log";
+  const std::string exit_file = op_->state_dir() + "/replicas/default/fast/fast-master-0.exit";
+  auto size = [](const std::string& path) -> int64_t {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+  };
+  // The disk the log takes, while the replica writes.
+  int64_t peak = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(90);
+  while (size(exit_file) == 0 && absl::Now() < deadline) {
+    peak = std::max(peak, size(log) + size(log + ".1"));
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  absl::StatusOr<TrainingJob> done =
+      op_->WaitJob("fast", [](const TrainingJob& j) { return sdk::IsJobFinished(j); });
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_TRUE(sdk::IsJobSucceeded(*done)) << done->status().ShortDebugString();
+  EXPECT_LE(peak, 2 * kCap);
+  EXPECT_LE(size(log), kCap);
+  EXPECT_LE(size(log + ".1"), kCap);
+  EXPECT_GT(size(log + ".1"), kCap / 2) << "never rotated";
+
+  absl::StatusOr<std::string> text = op_->Logs("fast", "master-0");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::EndsWith(*text, "as fast as it can\n\nfast-writer-final-line\n"))
+      << text->substr(text->size() > 200 ? text->size() - 200 : 0);
+  CliResult tail = op_->Cli({"logs", "fast", "--tail", "1"});
+  EXPECT_EQ(tail.exit_code, 0) << tail.err;
+  EXPECT_TRUE(absl::StrContains(tail.out, "fast-writer-final-line")) << tail.out;
+  EXPECT_TRUE(op_->WaitNoProcesses().empty());
+}
+
+// Processes a replica started outside its process group (setsid, a double fork) end with
+// it: by the time the job has Succeeded, none of them is left.
+TEST_F(LifecycleTest, EscapedProcessesEndWithTheJob) {
+  const std::string pids = op_->root() + "/work/escaped-pids";
+  const TrainingJob job =
+      BuildOrDie(ShellJob("escape", EscapeScript(pids, 20, "echo started; exit 0"))
+                     .Masters(1)
+                     .RestartPolicy("Never"));
+  ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());
+  absl::StatusOr<TrainingJob> done =
+      op_->WaitJob("escape", [](const TrainingJob& j) { return sdk::IsJobFinished(j); });
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_TRUE(sdk::IsJobSucceeded(*done)) << done->status().ShortDebugString();
+  const std::vector<pid_t> escaped = Pids(pids);
+  ASSERT_EQ(escaped.size(), 21u) << ReadFileOrEmpty(pids);
+  for (pid_t pid : escaped) EXPECT_FALSE(Alive(pid)) << pid << " outlived its job";
+  EXPECT_TRUE(op_->WaitNoProcesses().empty());
+}
+
+// The same for a job deleted while it runs: once it is gone, so is every process it started.
+TEST_F(LifecycleTest, EscapedProcessesEndWhenTheJobIsDeleted) {
+  const std::string pids = op_->root() + "/work/escaped-pids";
+  const TrainingJob job = BuildOrDie(
+      ShellJob("escape-deleted", EscapeScript(pids, 20, "while true; do sleep 0.1; done"))
+          .Masters(1)
+          .RestartPolicy("Never"));
+  ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (Pids(pids).size() < 21 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  const std::vector<pid_t> escaped = Pids(pids);
+  ASSERT_EQ(escaped.size(), 21u) << ReadFileOrEmpty(pids);
+  for (pid_t pid : escaped) EXPECT_TRUE(Alive(pid)) << pid;
+
+  ASSERT_TRUE(op_->client().DeleteJob(kNs, "escape-deleted").ok());
+  ASSERT_TRUE(op_->WaitJobGone("escape-deleted").ok());
+  for (pid_t pid : escaped) EXPECT_FALSE(Alive(pid)) << pid << " outlived its deleted job";
+  EXPECT_TRUE(op_->WaitNoProcesses().empty());
 }
 
 }  // namespace

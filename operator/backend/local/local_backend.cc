@@ -870,18 +870,18 @@ absl::Status LocalBackend::StreamLogs(const model::Job& job, const LogOptions& o
     std::string replica;
     std::string pod;
     std::string path;
-    int64_t offset = 0;
+    LogPosition position;
     bool done = false;
   };
   std::vector<Stream> streams;
   for (const ReplicaRecord& r : targets) {
-    Stream s{ShortName(key, r.name), r.name, r.log_path};
+    Stream s{ShortName(key, r.name), r.name, r.log_path, LogPosition(), false};
     if (options.tail_lines > 0) {
-      absl::StatusOr<int64_t> size = FileSize(r.log_path);
+      const LogPosition end = LogEnd(r.log_path);
       absl::StatusOr<std::string> tail =
           TailLines(r.log_path, static_cast<int>(options.tail_lines));
       if (tail.ok() && !tail->empty() && !sink(s.replica, *tail)) return absl::OkStatus();
-      s.offset = size.ok() ? *size : 0;
+      s.position = end;
     }
     streams.push_back(std::move(s));
   }
@@ -907,9 +907,9 @@ absl::Status LocalBackend::StreamLogs(const model::Job& job, const LogOptions& o
       }
       for (;;) {
         if (cancelled.load()) return absl::OkStatus();
-        absl::StatusOr<FollowChunk> chunk = Follow(s.path, s.offset);
+        absl::StatusOr<FollowChunk> chunk = Follow(s.path, s.position);
         if (!chunk.ok()) return chunk.status();
-        s.offset = chunk->next_offset;
+        s.position = chunk->next;
         if (chunk->data.empty()) break;
         if (!sink(s.replica, chunk->data)) return absl::OkStatus();
       }

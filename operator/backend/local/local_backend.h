@@ -29,7 +29,7 @@
 //
 // State on disk under state_dir, one directory per job (a directory costs an inode
 // allocation, the dearest file-system call of a start: bench/README.md):
-//   replicas/<ns>/<job>/<pod>.log       (log_files.h; rotated by the shim over max_log_bytes)
+//   replicas/<ns>/<job>/<pod>.log       (log_files.h; the shim's, rotated to .log.1)
 //   replicas/<ns>/<job>/<pod>.process   (the shim's process and exit files, exit_record.h)
 //   replicas/<ns>/<job>/<pod>.exit
 //   replicas/<ns>/<job>/<pod>.restart_count
@@ -99,7 +99,7 @@ struct LocalBackendOptions {
   absl::Duration poll_interval = absl::Milliseconds(100);
   // SIGTERM -> SIGKILL grace when a pod is deleted or a job forgotten.
   absl::Duration grace_period = absl::Seconds(10);
-  // Per-replica log rotation threshold; <= 0: unbounded.
+  // The most a replica's live log holds (and its rotated .1 as much); <= 0: unbounded.
   int64_t max_log_bytes = 64 << 20;
   // nullptr: the host's GPUs (nvidia-smi -L, else /dev/nvidia<N>). Must outlive Create().
   GpuDiscovery* gpus = nullptr;

@@ -79,6 +79,7 @@ absl::StatusOr<ExitRecord> ReadExitRecord(const std::string& replica_files) {
 
 absl::Status WriteProcessFile(const std::string& replica_files, const ProcessFile& file) {
   nlohmann::json j = {{"pid", file.pid}, {"pgid", file.pgid}, {"start_time", file.start_time}};
+  if (!file.cgroup.empty()) j["cgroup"] = file.cgroup;
   // Written in place, neither synced nor renamed: a power cut ends the process it names (a
   // missing file then reads as "never started", or the exit file names the process), and
   // the runner reads it only after the shim reported its start, so no reader sees it half
@@ -111,6 +112,7 @@ absl::StatusOr<ProcessFile> ReadProcessFile(const std::string& replica_files) {
   f.pid = j["pid"].get<pid_t>();
   f.pgid = j["pgid"].get<pid_t>();
   f.start_time = j["start_time"].get<uint64_t>();
+  if (j.contains("cgroup") && j["cgroup"].is_string()) f.cgroup = j["cgroup"].get<std::string>();
   return f;
 }
 

@@ -3,7 +3,7 @@
 // The files the replica shim leaves for a replica, read back by the runner even after an
 // operator restart (when the replica is no longer the operator's child). `replica_files`
 // names them (ReplicaFile):
-//   process  {"pid","pgid","start_time"}   written once the command started
+//   process  {"pid","pgid","start_time"[,"cgroup"]}   written once the command started
 //   exit     {"exit_code","signal","finished_at","message",
 //             "process": {"pid","pgid","start_time"}}  written last
 // Both are written atomically (tmp + rename), so a reader sees all of a file or none. Only
@@ -45,11 +45,13 @@ struct ExitRecord {
   uint64_t start_time = 0;
 };
 
-// The shim's own process (pid, start_time) and the process group of the command.
+// The shim's own process (pid, start_time), the process group of the command, and the
+// replica's cgroup (replica_cgroup.h) when it has one.
 struct ProcessFile {
   pid_t pid = 0;
   pid_t pgid = 0;
   uint64_t start_time = 0;
+  std::string cgroup;  // Empty: none (the shim is the replica's subreaper alone).
 };
 
 std::string ExitRecordToJson(const ExitRecord& record);

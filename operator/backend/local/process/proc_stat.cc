@@ -1,8 +1,13 @@
 #include "operator/backend/local/process/proc_stat.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <map>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -70,6 +75,59 @@ std::vector<pid_t> ListGroupMembers(pid_t pgrp, pid_t session) {
   }
   closedir(dir);
   return out;
+}
+
+std::vector<ProcStat> ListProcesses() {
+  std::vector<ProcStat> out;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return out;
+  while (struct dirent* e = readdir(dir)) {
+    pid_t pid;
+    if (!absl::SimpleAtoi(e->d_name, &pid)) continue;
+    absl::StatusOr<ProcStat> st = ReadProcStat(pid);
+    if (st.ok()) out.push_back(*st);
+  }
+  closedir(dir);
+  return out;
+}
+
+std::vector<ProcStat> DescendantsIn(const std::vector<ProcStat>& table, pid_t ancestor) {
+  std::multimap<pid_t, const ProcStat*> children;
+  for (const ProcStat& p : table) children.emplace(p.ppid, &p);
+  std::vector<ProcStat> out;
+  std::vector<pid_t> todo = {ancestor};
+  while (!todo.empty()) {
+    const pid_t parent = todo.back();
+    todo.pop_back();
+    auto [begin, end] = children.equal_range(parent);
+    for (auto it = begin; it != end; ++it) {
+      // pid 0's "children" are the kernel's roots, never a process's descendants.
+      if (it->second->pid == ancestor || it->second->pid <= 0) continue;
+      out.push_back(*it->second);
+      todo.push_back(it->second->pid);
+    }
+  }
+  return out;
+}
+
+bool SignalIfSame(const ProcStat& process, int sig) {
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, process.pid, 0));
+  if (fd >= 0) {
+    // The pidfd pins the process: if /proc still shows the same start time now, the
+    // signal below reaches that process even if it exits and its pid is reused meanwhile.
+    absl::StatusOr<ProcStat> now = ReadProcStat(process.pid);
+    bool sent = false;
+    if (now.ok() && now->start_time == process.start_time) {
+      sent = syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0) == 0;
+    }
+    close(fd);
+    return sent;
+  }
+  if (errno != ENOSYS) return false;  // ESRCH: gone already
+#endif
+  absl::StatusOr<ProcStat> now = ReadProcStat(process.pid);
+  return now.ok() && now->start_time == process.start_time && kill(process.pid, sig) == 0;
 }
 
 }  // namespace coach::backend::local

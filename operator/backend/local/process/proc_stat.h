@@ -35,4 +35,16 @@ bool IsSameLiveProcess(pid_t pid, uint64_t start_time);
 // Every live (non-zombie) process in process group `pgrp` whose session is `session`.
 std::vector<pid_t> ListGroupMembers(pid_t pgrp, pid_t session);
 
+// Every process /proc lists now, zombies included (one that ends while it is read is left out).
+std::vector<ProcStat> ListProcesses();
+
+// The processes of `table` that descend from `ancestor` (its children, theirs, and so on),
+// `ancestor` itself not included. Pure.
+std::vector<ProcStat> DescendantsIn(const std::vector<ProcStat>& table, pid_t ancestor);
+
+// Sends `sig` to `process` only while it is still that process (same pid and start time): the
+// check and the signal go through a pidfd, so a pid recycled in between is never signalled.
+// Returns whether it was sent. Without pidfds (kernels before 5.3) it checks and then kill()s.
+bool SignalIfSame(const ProcStat& process, int sig);
+
 }  // namespace coach::backend::local

@@ -19,6 +19,7 @@
 #include "operator/backend/local/fs_util.h"
 #include "operator/backend/local/process/exit_record.h"
 #include "operator/backend/local/process/proc_stat.h"
+#include "operator/backend/local/process/replica_cgroup.h"
 
 namespace coach::backend::local {
 namespace {
@@ -100,6 +101,12 @@ absl::StatusOr<std::unique_ptr<ShimProcessRunner>> ShimProcessRunner::Create(
     return absl::NotFoundError(
         absl::StrCat("replica shim ", shim_path, " is not executable: ", strerror(errno)));
   }
+  if (options.replica_cgroups) {
+    // The replicas' cgroups are children of the operator's own, where its shims start.
+    if (absl::StatusOr<std::string> own = OwnCgroupDir(); own.ok()) {
+      RemoveStaleReplicaCgroups(*own);
+    }
+  }
   return std::unique_ptr<ShimProcessRunner>(new ShimProcessRunner(shim_path, options));
 }
 
@@ -123,8 +130,9 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
       absl::StrCat("--log=", spec.log_path),
       absl::StrCat("--max-log-bytes=", spec.max_log_bytes),
       absl::StrCat("--cwd=", spec.working_dir.empty() ? files_dir : spec.working_dir),
-      absl::StrCat("--status-fd=", kStatusFd),
-      "--"};
+      absl::StrCat("--status-fd=", kStatusFd)};
+  if (!options_.replica_cgroups) args.push_back("--no-cgroup");
+  args.push_back("--");
   args.insert(args.end(), spec.argv.begin(), spec.argv.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -291,6 +299,20 @@ int ShimProcessRunner::SignalLeftovers(const ProcessHandle& handle, int sig) {
   return n;
 }
 
+absl::Status ShimProcessRunner::KillLeftoverCgroup(const ProcessHandle& handle) {
+  absl::StatusOr<ProcessFile> pf = ReadProcessFile(handle.replica_files);
+  // Only the cgroup named after this very shim: the file is the replica's to write over,
+  // and cgroup.kill on any other would end whatever is in it.
+  if (!pf.ok() || pf->cgroup.empty() || pf->pid != handle.pid ||
+      pf->start_time != handle.start_time ||
+      !absl::EndsWith(pf->cgroup,
+                      absl::StrCat("/", ReplicaCgroupName(handle.pid, handle.start_time)))) {
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(KillCgroup(pf->cgroup, options_.kill_timeout, options_.clock));
+  return RemoveCgroup(pf->cgroup, options_.kill_timeout, options_.clock);
+}
+
 absl::StatusOr<PollResult> ShimProcessRunner::Stop(const ProcessHandle& handle,
                                                    absl::Duration grace) {
   if (IsSameLiveProcess(handle.pid, handle.start_time)) {
@@ -309,9 +331,11 @@ absl::StatusOr<PollResult> ShimProcessRunner::Stop(const ProcessHandle& handle,
       return absl::DeadlineExceededError(absl::StrCat("replica ", handle.pid, " survived SIGKILL"));
     }
     SignalLeftovers(handle, SIGKILL);
+    RETURN_IF_ERROR(KillLeftoverCgroup(handle));
     return p;
   }
-  // The supervisor is gone; its group may not be (the shim was killed on its own).
+  // The supervisor is gone; its group may not be (the shim was killed on its own), nor
+  // its cgroup, which also holds what left the group: the group gets its grace first.
   if (SignalLeftovers(handle, SIGTERM) > 0) {
     absl::Time deadline = options_.clock->Now() + grace;
     while (!ListGroupMembers(handle.pgid, handle.pid).empty() && options_.clock->Now() < deadline) {
@@ -327,6 +351,7 @@ absl::StatusOr<PollResult> ShimProcessRunner::Stop(const ProcessHandle& handle,
       absl::SleepFor(absl::Milliseconds(10));
     }
   }
+  RETURN_IF_ERROR(KillLeftoverCgroup(handle));
   return Poll(handle);
 }
 
@@ -342,7 +367,13 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Recover(const std::string& repl
     // The process file is not synced; the exit file is and names the same process: a
     // replica that ended before a power cut is adopted with its exit, not started again.
     absl::StatusOr<ExitRecord> exit = ReadExitRecord(replica_files);
-    if (exit.ok() && exit->pid != 0) read = ProcessFile{exit->pid, exit->pgid, exit->start_time};
+    if (exit.ok() && exit->pid != 0) {
+      ProcessFile from_exit;
+      from_exit.pid = exit->pid;
+      from_exit.pgid = exit->pgid;
+      from_exit.start_time = exit->start_time;
+      read = from_exit;
+    }
   }
   if (!read.ok()) return read.status();
   const ProcessFile& pf = *read;

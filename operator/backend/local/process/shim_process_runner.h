@@ -2,7 +2,8 @@
 
 // The real ProcessRunner: every replica runs under coach-replica-shim (see
 // replica_shim.cc), which leads its own session, runs the command in its own process
-// group, and leaves the exit status in the replica's exit file (exit_record.h), so that a later
+// group (and cgroup, where the host lets it), copies its output into the bounded log, and
+// leaves the exit status in the replica's exit file (exit_record.h), so that a later
 // operator process can still learn how a replica it did not start ended.
 
 #include <map>
@@ -27,6 +28,10 @@ class ShimProcessRunner : public ProcessRunner {
     absl::Duration kill_timeout = absl::Seconds(5);
     // The clock of those waits (they sleep in real time between polls). Not owned.
     Clock* clock = Clock::Real();
+    // Whether each replica gets a cgroup of its own where the host lets the shim make one
+    // (replica_cgroup.h). Off, the shim's subreaper alone finds the processes that left
+    // the replica's group.
+    bool replica_cgroups = true;
   };
 
   // `shim_path`: the coach-replica-shim executable.
@@ -56,6 +61,9 @@ class ShimProcessRunner : public ProcessRunner {
   // Signals the leftovers of a replica whose shim is gone: members of its group that
   // are still in its session. Returns how many were signalled.
   int SignalLeftovers(const ProcessHandle& handle, int sig);
+  // Kills and removes the replica's cgroup that the process file names, if the file is that
+  // shim's and names the shim's cgroup (ReplicaCgroupName).
+  absl::Status KillLeftoverCgroup(const ProcessHandle& handle);
 
   std::string shim_path_;
   Options options_;
