@@ -4,11 +4,13 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/v1/job_policies.h"
 #include "api/v1/kinds.h"
+#include "api/v1/pod_template.h"
 
 namespace coach::api::v1 {
 namespace {
@@ -254,30 +256,40 @@ class Validator {
 
   void ValidateTemplate(const std::string& path, const std::string& template_json) {
     const std::string containers_path = path + ".spec.containers";
-    json tmpl = template_json.empty()
-                    ? json::object()
-                    : json::parse(template_json, nullptr, /*allow_exceptions=*/false);
-    json containers;
-    if (tmpl.is_object() && tmpl.contains("spec") && tmpl["spec"].is_object()) {
-      containers = tmpl["spec"].value("containers", json());
+    json tmpl = json::object();
+    if (!template_json.empty()) {
+      tmpl = json::parse(template_json, nullptr, /*allow_exceptions=*/false);
+      // Decoded jobs hold an object here; a job from elsewhere may not (codec::RecodeJob says
+      // which field and why).
+      if (tmpl.is_discarded() || !tmpl.is_object()) {
+        Error(path, "must be a JSON object (a core/v1 PodTemplateSpec)");
+        return;
+      }
     }
-    if (!containers.is_array() || containers.empty()) {
+    // Types first; the value checks below pass over what is of the wrong type (said already).
+    for (FieldError& e : CheckPodTemplateTypes(tmpl, path)) errors_.push_back(std::move(e));
+    auto spec = tmpl.find("spec");
+    if (spec != tmpl.end() && !spec->is_null() && !spec->is_object()) return;
+    const json* containers = nullptr;
+    if (spec != tmpl.end() && spec->is_object()) {
+      auto it = spec->find("containers");
+      if (it != spec->end() && !it->is_null()) containers = &*it;
+    }
+    if (containers != nullptr && !containers->is_array()) return;
+    if (containers == nullptr || containers->empty()) {
       Error(containers_path, "must have at least one container");
       return;
     }
     bool has_default = false;
     std::set<std::string> names;
-    for (size_t i = 0; i < containers.size(); ++i) {
+    for (size_t i = 0; i < containers->size(); ++i) {
       const std::string cpath = absl::StrCat(containers_path, "[", i, "]");
-      const json& c = containers[i];
-      if (!c.is_object()) {
-        Error(cpath, "must be an object");
-        continue;
-      }
+      const json& c = (*containers)[i];
+      if (!c.is_object()) continue;
       json name = c.value("name", json());
-      if (!name.is_string() || name.get<std::string>().empty()) {
+      if (Missing(name)) {
         Error(cpath + ".name", "required");
-      } else {
+      } else if (name.is_string()) {
         const std::string n = name.get<std::string>();
         if (!IsDns1123Label(n)) {
           Error(cpath + ".name", absl::StrCat("must be a DNS-1123 label, got ", Quote(n)));
@@ -286,20 +298,18 @@ class Validator {
           Error(cpath + ".name", absl::StrCat("duplicate name ", Quote(n)));
         if (n == info_->default_container) has_default = true;
       }
-      json image = c.value("image", json());
-      if (!image.is_string() || image.get<std::string>().empty()) {
-        Error(cpath + ".image", "required");
-      }
+      if (Missing(c.value("image", json()))) Error(cpath + ".image", "required");
       json ports = c.value("ports", json());
-      if (ports.is_array()) {
-        for (size_t p = 0; p < ports.size(); ++p) {
-          const std::string ppath = absl::StrCat(cpath, ".ports[", p, "].containerPort");
-          json port = ports[p].is_object() ? ports[p].value("containerPort", json()) : json();
-          if (!port.is_number_integer()) {
-            Error(ppath, "required: an integer in 1..65535");
-          } else if (port.get<int64_t>() < 1 || port.get<int64_t>() > 65535) {
-            Error(ppath, absl::StrCat("must be in 1..65535, got ", port.dump()));
-          }
+      if (!ports.is_array()) continue;
+      for (size_t p = 0; p < ports.size(); ++p) {
+        if (!ports[p].is_object()) continue;
+        const std::string ppath = absl::StrCat(cpath, ".ports[", p, "].containerPort");
+        json port = ports[p].value("containerPort", json());
+        if (port.is_null()) {
+          Error(ppath, "required: an integer in 1..65535");
+        } else if (port.is_number_integer() &&
+                   (port.get<int64_t>() < 1 || port.get<int64_t>() > 65535)) {
+          Error(ppath, absl::StrCat("must be in 1..65535, got ", port.dump()));
         }
       }
     }
@@ -307,6 +317,11 @@ class Validator {
       Error(containers_path, absl::StrCat("must have a container named ",
                                           Quote(std::string(info_->default_container))));
     }
+  }
+
+  // Absent, null or "": a required string not given.
+  static bool Missing(const json& v) {
+    return v.is_null() || (v.is_string() && v.get_ref<const std::string&>().empty());
   }
 
   void ValidateRunPolicy() {

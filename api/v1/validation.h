@@ -20,13 +20,13 @@ namespace coach::api::v1 {
 // allowed, e.g. "must be >= 0, got -1".
 // Rules: metadata.name a DNS-1035 label; namespace a DNS-1123 label; label and annotation
 // keys qualified names, label values valid; at least one replica spec, each of a known
-// type; replicas >= 0; restartPolicy Always|OnFailure|Never|ExitCode; a pod template with
-// at least one container, each with a DNS-1123 name (unique) and an image, ports in
-// 1..65535; a container with the kind's default name (not MPIJob); PyTorch Master
-// replicas = 1; TF at most one Chief/Master; XGBoost exactly one Master with 1 replica;
-// MPI a Launcher with 1 replica and slotsPerWorker >= 1; runPolicy cleanPodPolicy
-// None|Running|All, ttl/deadline/backoff >= 0, managedBy one of upstream's two values,
-// schedulingPolicy minAvailable in 1..total replicas and quantities well formed;
+// type; replicas >= 0; restartPolicy Always|OnFailure|Never|ExitCode; a pod template that is
+// a JSON object whose fields have core/v1's types (pod_template.h), with at least one
+// container, each with a DNS-1123 name (unique) and an image, ports in 1..65535; a container with
+// the kind's default name (not MPIJob); PyTorch Master replicas = 1; TF at most one Chief/Master;
+// XGBoost exactly one Master with 1 replica; MPI a Launcher with 1 replica and slotsPerWorker >= 1;
+// runPolicy cleanPodPolicy None|Running|All, ttl/deadline/backoff >= 0, managedBy one of upstream's
+// two values, schedulingPolicy minAvailable in 1..total replicas and quantities well formed;
 // nprocPerNode auto|cpu|gpu|positive integer; elastic min/max >= 1 and min <= max,
 // rdzvBackend c10d|etcd|etcd-v2, rdzvPort in 1..65535, a Worker spec, nProcPerNode not
 // together with nprocPerNode; successPolicy "" or AllWorkers; the whole job (its protobuf

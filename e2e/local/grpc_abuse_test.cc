@@ -7,6 +7,9 @@
 //   a request above the 4 MiB receive limit  RESOURCE_EXHAUSTED
 //   bytes that are no protobuf (raw call)    INTERNAL (the server cannot parse the request)
 //   invalid field values                     INVALID_ARGUMENT naming the field
+//   structured jobs whose JSON fields hold   INVALID_ARGUMENT naming the field, as the same
+//   what no manifest could (extra_json [1,2],  content in a manifest; GetJob, ListJobs and
+//   template ports "x", 100000 deep, ...)      `coach get/list -o yaml` still work
 //   manifests nested 100000 deep             INVALID_ARGUMENT
 //   a 2 MiB manifest (under gRPC's limit)    INVALID_ARGUMENT: over the 1.5 MiB Kubernetes stores
 //   COACH_ABUSE_STREAMS (default 500)        every stream served or refused with
@@ -275,7 +278,10 @@ TEST_P(GrpcAbuseTest, EachAbuseGetsItsCodeAndNothingAcceptedIsLost) {
       Create(absl::StrReplaceAll(Manifest("Bad_Name"), {{"replicas: 1", "replicas: -3"}}), kToken),
       {grpc::INVALID_ARGUMENT}, "metadata.name");
   {
+    // A job without a kind gets "kind: must be one of ..." and nothing more, as its manifest
+    // would: the kind is set so that the name is what is judged.
     TrainingJob job;
+    job.set_kind(api::v1::PYTORCH_JOB);
     job.mutable_metadata()->set_name(std::string(300, 'a'));
     Expect("proto job: 300-char name, no spec", CreateJobProto(job, kToken),
            {grpc::INVALID_ARGUMENT}, "metadata.name");
@@ -441,6 +447,118 @@ TEST_P(GrpcAbuseTest, EachAbuseGetsItsCodeAndNothingAcceptedIsLost) {
       "operator alive and stopped cleanly: %s\n",
       tls() ? "TLS" : "plaintext", 5, kept, names.size(), stopped.ok() ? "yes" : "no");
   std::printf("| abuse | code | message (first 90 chars) |\n|---|---|---|\n");
+  for (const std::string& row : rows_) std::printf("%s\n", row.c_str());
+  std::fflush(stdout);
+}
+
+// A structured TrainingJob whose free-form JSON fields hold what no manifest could: each is
+// refused as its manifest would be, naming the field. Before, an extra_json of [1,2] was stored
+// and every later `coach get`/`coach list -o yaml` aborted; a template with "ports": "x" was
+// stored and stayed Created forever.
+TEST_P(GrpcAbuseTest, HostileStructuredJobsAreRefusedAndReadsStillWork) {
+  ASSERT_TRUE(Create(Manifest("kept-manifest"), kToken).ok());
+  TrainingJob kept = BuildOrDie(ShellJob("kept-proto", "sleep 1").Masters(1));
+  {
+    const grpc::Status s = CreateJobProto(kept, kToken);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+
+  const std::string worker = "spec.pytorchReplicaSpecs.Master.template";
+  const std::string container = worker + ".spec.containers[0]";
+  auto with_template = [&](const std::string& text) {
+    TrainingJob job = BuildOrDie(ShellJob("hostile", "sleep 1").Masters(1));
+    (*job.mutable_spec()->mutable_replica_specs())["Master"].set_template_json(text);
+    return job;
+  };
+  auto with_container = [&](const std::string& fields) {
+    return with_template(absl::StrCat(
+        R"({"spec":{"containers":[{"name":"pytorch","image":"busybox:1.36",)", fields, "}]}}"));
+  };
+  auto with_extra = [&](const std::string& text) {
+    TrainingJob job = BuildOrDie(ShellJob("hostile", "sleep 1").Masters(1));
+    job.mutable_metadata()->set_extra_json(text);
+    return job;
+  };
+  constexpr int kDepth = 100000;
+  const std::string deep = std::string(kDepth, '[') + std::string(kDepth, ']');
+  struct Case {
+    std::string what;
+    TrainingJob job;
+    std::string must_name;
+  };
+  std::vector<Case> cases = {
+      {"extra_json [1,2]", with_extra("[1,2]"), "metadata.extra_json: must be a JSON object"},
+      {"extra_json null", with_extra("null"), "metadata.extra_json: must be a JSON object"},
+      {"extra_json \"x\"", with_extra(R"("x")"), "metadata.extra_json: must be a JSON object"},
+      {"extra_json not JSON", with_extra("{oops"), "metadata.extra_json: extra_json is not valid"},
+      {"extra_json holding labels", with_extra(R"({"labels":{}})"), "metadata.extra_json"},
+      {"extra_json 100000 deep", with_extra(R"({"x":)" + deep + "}"),
+       "metadata.extra_json: extra_json: line 1"},
+      {"extra_json 2 MiB", with_extra(absl::StrCat(R"({"x":")", std::string(2 << 20, 'x'), "\"}")),
+       "more than the 1572864"},
+      {"template_json [1,2]", with_template("[1,2]"), worker + ": must be an object"},
+      {"template_json not JSON", with_template("{"), worker + ": template_json is not valid JSON"},
+      {"template_json 100000 deep", with_template(R"({"x":)" + deep + "}"),
+       worker + ": template_json: line 1"},
+      {"containers not a list", with_template(R"({"spec":{"containers":"pytorch"}})"),
+       worker + ".spec.containers: must be a list"},
+      {"ports \"x\"", with_container(R"("ports":"x")"), container + ".ports: must be a list"},
+      {"env value a number", with_container(R"("env":[{"name":"A","value":5}])"),
+       container + ".env[0].value: must be a string"},
+      {"command a string", with_container(R"("command":"sleep 1")"),
+       container + ".command: must be a list"},
+  };
+  {
+    TrainingJob job = BuildOrDie(ShellJob("hostile", "sleep 1").Masters(1));
+    job.mutable_spec()->mutable_elastic_policy()->set_metrics_json("{}");
+    cases.push_back({"metrics_json {}", job, "spec.elasticPolicy.metrics: must be a list"});
+  }
+  {
+    TrainingJob job = BuildOrDie(ShellJob("hostile", "sleep 1").Masters(1));
+    (*job.mutable_status()->mutable_replica_statuses())["Master"].set_label_selector_json("[]");
+    cases.push_back({"status label_selector_json []", job,
+                     "status.replicaStatuses.Master.labelSelector: must be an object"});
+  }
+  for (const Case& c : cases) {
+    Expect("proto job: " + c.what, CreateJobProto(c.job, kToken), {grpc::INVALID_ARGUMENT},
+           c.must_name);
+  }
+
+  // Nothing refused was stored; what was accepted before reads back, one by one and listed.
+  api::v1::ListJobsResponse out;
+  grpc::Status listed = List(&out);
+  ASSERT_TRUE(listed.ok()) << listed.error_message();
+  std::vector<std::string> names;
+  for (const TrainingJob& j : out.jobs()) names.push_back(j.metadata().name());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"kept-manifest", "kept-proto"}));
+  for (const std::string& name : names) {
+    auto stub = TrainingService::NewStub(Channel());
+    grpc::ClientContext ctx;
+    Authorize(&ctx, kToken);
+    api::v1::GetJobRequest req;
+    req.set_namespace_(kNs);
+    req.set_name(name);
+    TrainingJob got;
+    const grpc::Status s = stub->GetJob(&ctx, req, &got);
+    EXPECT_TRUE(s.ok()) << name << ": " << s.error_message();
+  }
+  if (!tls()) {
+    // The reads that used to abort, through the CLI.
+    CliResult get = op_->Cli({"get", "kept-proto", "-o", "yaml"});
+    EXPECT_EQ(get.exit_code, 0) << get.err;
+    EXPECT_TRUE(absl::StrContains(get.out, "name: kept-proto")) << get.out;
+    CliResult list = op_->Cli({"list", "-o", "yaml"});
+    EXPECT_EQ(list.exit_code, 0) << list.err;
+    EXPECT_TRUE(absl::StrContains(list.out, "name: kept-manifest")) << list.out;
+    EXPECT_TRUE(absl::StrContains(list.out, "name: kept-proto")) << list.out;
+  }
+  EXPECT_TRUE(op_->running());
+
+  std::printf(
+      "\nHostile structured jobs (%s):\n| abuse | code | message (first 90 chars) |\n"
+      "|---|---|---|\n",
+      tls() ? "TLS" : "plaintext");
   for (const std::string& row : rows_) std::printf("%s\n", row.c_str());
   std::fflush(stdout);
 }

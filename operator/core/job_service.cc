@@ -21,6 +21,9 @@ namespace coach::core {
 
 absl::Status CheckJobSpec(const api::v1::TrainingJob& defaulted,
                           const model::MlflowConfig& mlflow) {
+  // A stored record that no manifest could have produced (one admitted before structured jobs
+  // were recoded) fails here, visibly, instead of confusing the reconciler.
+  RETURN_IF_ERROR(api::v1::codec::RecodeJob(defaulted).status());
   RETURN_IF_ERROR(api::v1::ValidateJob(defaulted));
   RETURN_IF_ERROR(reconcile::ValidateMlflowAnnotations(defaulted, mlflow));
   RETURN_IF_ERROR(reconcile::ValidateLauncherAnnotation(defaulted));
@@ -61,7 +64,11 @@ absl::StatusOr<api::v1::TrainingJob> JobService::Admission(const CreateRequest& 
     return absl::InvalidArgumentError("give either a job or a manifest, not both");
   }
   if (request.job.has_value()) {
-    job = *request.job;
+    // Read as its manifest would be: the decoder's rules, limits and messages, not a second
+    // set of checks that could drift from them.
+    absl::StatusOr<api::v1::TrainingJob> recoded = api::v1::codec::RecodeJob(*request.job);
+    if (!recoded.ok()) return recoded.status();
+    job = *std::move(recoded);
   } else if (!request.manifest.empty()) {
     absl::StatusOr<std::vector<api::v1::TrainingJob>> jobs =
         api::v1::codec::ParseManifests(request.manifest);

@@ -38,8 +38,9 @@ using store::JobKey;
 using store::JobStore;
 using store::KeyString;
 
-// The rules a job must satisfy to run, after defaulting (api::v1::SetDefaults): the kind's
-// validation (api/v1/validation.h) and coach's own annotations. Admission applies them to
+// The rules a job must satisfy to run, after defaulting (api::v1::SetDefaults): what its
+// manifest would be held to in decoding (api::v1::codec::RecodeJob), the kind's validation
+// (api/v1/validation.h) and coach's own annotations. Admission applies them to
 // every job created through the API; the controller to every job it finds in the store, so
 // one that arrived another way (kubectl apply) is held to the same rules.
 // InvalidArgument names every failing field.
@@ -116,8 +117,9 @@ class JobService {
   // serving.
   void SetObserver(JobObserver* observer) { observer_ = observer; }
 
-  // Parse (manifest) or take (job), namespace, SetDefaults, ValidateJob. Stores nothing.
-  // Errors: InvalidArgument.
+  // Parse (manifest) or recode (job: api::v1::codec::RecodeJob, so that a job is held to every
+  // rule its manifest would be, with the same messages), namespace, SetDefaults, CheckJobSpec.
+  // Stores nothing. Errors: InvalidArgument; a manifest's decoding problems start "manifest: ".
   absl::StatusOr<api::v1::TrainingJob> Admission(const CreateRequest& request) const;
 
   // Admission, then (unless dry_run) store -> backend Admit -> publish ADDED -> enqueue.

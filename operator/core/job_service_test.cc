@@ -5,11 +5,20 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "api/v1/codec/job_codec.h"
 #include "operator/core/testing/core_fixture.h"
 
 namespace coach::core {
 namespace {
 
+using nlohmann::json;
 using testing::CoreEnv;
 using testing::PyTorchManifest;
 
@@ -303,6 +312,258 @@ TEST(JobServiceTest, WatchGetsAddedModifiedDeleted) {
   EXPECT_EQ(ev->type, WatchEventType::kDeleted);
   EXPECT_EQ(ev->job.metadata().name(), "w");
   EXPECT_EQ(env.service->Watch("", "", "a b").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A structured job as a client sends it: the manifest decoded, not defaulted.
+api::v1::TrainingJob StructuredJob(const std::string& name) {
+  auto jobs = api::v1::codec::ParseManifests(PyTorchManifest(name));
+  EXPECT_TRUE(jobs.ok()) << jobs.status();
+  return jobs->front();
+}
+
+std::string& WorkerTemplate(api::v1::TrainingJob& job) {
+  return *(*job.mutable_spec()->mutable_replica_specs())["Worker"].mutable_template_json();
+}
+
+// `depth` arrays nested in each other, as JSON text.
+std::string NestedArrays(int depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+constexpr char kWorker[] = "spec.pytorchReplicaSpecs.Worker.template";
+constexpr char kContainer[] = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0]";
+
+struct HostileCase {
+  const char* what;
+  std::function<void(api::v1::TrainingJob&)> spoil;
+  // The line of the error: its field path and (the start of) its message.
+  std::string want;
+};
+
+// Each case a job that must be refused with InvalidArgument naming the field.
+std::vector<HostileCase> HostileJobs() {
+  auto extra = [](std::string text) {
+    return [text](api::v1::TrainingJob& j) { j.mutable_metadata()->set_extra_json(text); };
+  };
+  auto tmpl = [](std::string text) {
+    return [text](api::v1::TrainingJob& j) { WorkerTemplate(j) = text; };
+  };
+  auto container = [](std::string fields) {
+    return [fields](api::v1::TrainingJob& j) {
+      WorkerTemplate(j) = absl::StrCat(
+          R"({"spec":{"containers":[{"name":"pytorch","image":"busybox",)", fields, "}]}}");
+    };
+  };
+  const std::string obj = "must be a JSON object (the metadata fields ObjectMeta does not model)";
+  return {
+      {"extra_json a list", extra("[1,2]"),
+       absl::StrCat("metadata.extra_json: ", obj, ", got a list")},
+      {"extra_json null", extra("null"), absl::StrCat("metadata.extra_json: ", obj, ", got null")},
+      {"extra_json a string", extra(R"("x")"),
+       absl::StrCat("metadata.extra_json: ", obj, ", got string \"x\"")},
+      {"extra_json a number", extra("7"), absl::StrCat("metadata.extra_json: ", obj)},
+      {"extra_json not JSON", extra("{finalizers: [a]}"),
+       "metadata.extra_json: extra_json is not valid JSON: "},
+      {"extra_json cut short", extra(R"({"finalizers": [)"),
+       "metadata.extra_json: extra_json is not valid JSON: "},
+      {"extra_json a field ObjectMeta has", extra(R"({"labels": {"a": "b"}})"),
+       "metadata.extra_json: must not hold \"labels\""},
+      {"extra_json nested 100000 deep", extra(R"({"x":)" + NestedArrays(100000) + "}"),
+       "metadata.extra_json: extra_json: line 1, column "},
+      {"extra_json of a million values",
+       extra(R"({"x":[)" + absl::StrJoin(std::vector<std::string>(1000001, "0"), ",") + "]}"),
+       "metadata.extra_json: extra_json: line 1, column "},
+      {"extra_json with a duplicate key", extra(R"({"finalizers": [], "finalizers": []})"),
+       "metadata.extra_json: extra_json: line 1, column "},
+      {"extra_json over what Kubernetes stores",
+       extra(absl::StrCat(R"({"x":")", std::string(2 << 20, 'x'), R"("})")),
+       "metadata: the job is "},
+      {"template_json a list", tmpl("[1,2]"),
+       absl::StrCat(kWorker, ": must be an object (a core/v1 PodTemplateSpec), got a list")},
+      {"template_json a string", tmpl(R"("x")"),
+       absl::StrCat(kWorker, ": must be an object (a core/v1 PodTemplateSpec), got string")},
+      {"template_json not JSON", tmpl("spec: {}"),
+       absl::StrCat(kWorker, ": template_json is not valid JSON: ")},
+      {"template_json nested 100000 deep", tmpl(R"({"x":)" + NestedArrays(100000) + "}"),
+       absl::StrCat(kWorker, ": template_json: line 1, column ")},
+      // 97 levels of its own and 4 around it in a manifest: one too many there, and so here.
+      {"template_json one level deeper than a manifest allows",
+       tmpl(R"({"x":)" + NestedArrays(96) + "}"),
+       absl::StrCat(kWorker, ": template_json: line 1, column ")},
+      {"containers not a list", tmpl(R"({"spec":{"containers":{"name":"pytorch"}}})"),
+       absl::StrCat(kWorker, ".spec.containers: must be a list, got an object")},
+      {"ports a string", container(R"("ports":"x")"),
+       absl::StrCat(kContainer, ".ports: must be a list, got string \"x\"")},
+      {"a port's name a number", container(R"("ports":[{"name":5,"containerPort":80}])"),
+       absl::StrCat(kContainer, ".ports[0].name: must be a string, got integer 5")},
+      {"env value a number", container(R"("env":[{"name":"A","value":5}])"),
+       absl::StrCat(kContainer, ".env[0].value: must be a string, got integer 5")},
+      {"command a string", container(R"("command":"true")"),
+       absl::StrCat(kContainer, ".command: must be a list, got string \"true\"")},
+      {"metrics_json an object",
+       [](api::v1::TrainingJob& j) {
+         j.mutable_spec()->mutable_elastic_policy()->set_metrics_json("{}");
+       },
+       "spec.elasticPolicy.metrics: must be a list of autoscaling/v2 MetricSpecs, got an object"},
+      {"metrics_json not JSON",
+       [](api::v1::TrainingJob& j) {
+         j.mutable_spec()->mutable_elastic_policy()->set_metrics_json("[");
+       },
+       "spec.elasticPolicy.metrics: metrics_json is not valid JSON: "},
+      {"status label_selector_json a list",
+       [](api::v1::TrainingJob& j) {
+         (*j.mutable_status()->mutable_replica_statuses())["Worker"].set_label_selector_json("[1]");
+       },
+       "status.replicaStatuses.Worker.labelSelector: must be an object (a metav1.LabelSelector)"},
+      {"a field of another kind",
+       [](api::v1::TrainingJob& j) { j.mutable_spec()->set_slots_per_worker(2); },
+       "spec.slotsPerWorker: not a field of PyTorchJob (only of MPIJob)"},
+      {"no kind", [](api::v1::TrainingJob& j) { j.set_kind(api::v1::JOB_KIND_UNSPECIFIED); },
+       "kind: must be one of "},
+  };
+}
+
+TEST(JobServiceTest, HostileStructuredJobsAreRefusedNamingTheField) {
+  CoreEnv env;
+  CreateRequest before;
+  before.job = StructuredJob("before");
+  ASSERT_TRUE(env.service->Create(before).ok());
+  for (const HostileCase& tc : HostileJobs()) {
+    SCOPED_TRACE(tc.what);
+    for (bool dry_run : {true, false}) {
+      CreateRequest request;
+      request.job = StructuredJob("hostile");
+      tc.spoil(*request.job);
+      request.dry_run = dry_run;
+      auto job = env.service->Create(request);
+      ASSERT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument) << job.status();
+      const std::string msg(job.status().message());
+      EXPECT_NE(msg.find(tc.want), std::string::npos)
+          << "want: " << tc.want << "\ngot: " << msg.substr(0, 400);
+    }
+  }
+  // Nothing refused was stored, and what was stored before reads and encodes as before.
+  auto list = env.service->List({});
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->jobs.size(), 1u);
+  EXPECT_EQ(list->jobs[0].metadata().name(), "before");
+  auto got = env.service->Get("default", "before");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(api::v1::codec::JobToJsonChecked(*got).ok());
+}
+
+// Admission reads a structured job as its manifest: what it stores is what the manifest gives.
+TEST(JobServiceTest, StructuredJobIsStoredAsItsManifestWouldBe) {
+  CoreEnv env;
+  CreateRequest request;
+  request.job = StructuredJob("s");
+  auto* specs = request.job->mutable_spec()->mutable_replica_specs();
+  api::v1::ReplicaSpec worker = specs->at("Worker");
+  specs->erase("Worker");
+  worker.set_template_json(
+      R"( {"spec": {"containers": [{"image": "busybox", "name": "pytorch"}]}} )");
+  (*specs)["worker"] = worker;
+  request.job->mutable_metadata()->set_extra_json(R"({"finalizers": ["a/b"]})");
+  auto job = env.service->Create(request);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->spec().replica_specs().count("worker"), 0u);
+  const std::string& tmpl = job->spec().replica_specs().at("Worker").template_json();
+  EXPECT_EQ(tmpl.find(' '), std::string::npos) << tmpl;  // normalised, as a manifest's
+  EXPECT_EQ(job->metadata().extra_json(), R"({"finalizers":["a/b"]})");
+}
+
+// The same malformed content, once in a manifest and once in a structured job, gets the same
+// message: one decoder and one validation serve both (the manifest's decoding problems are
+// preceded by "manifest: ").
+TEST(JobServiceTest, ManifestAndStructuredJobGetTheSameMessage) {
+  struct Case {
+    const char* what;
+    // The manifest's JSON: where to put `value`.
+    std::string pointer;
+    std::string value;
+    std::function<void(api::v1::TrainingJob&)> spoil;
+  };
+  const std::string worker = "/spec/pytorchReplicaSpecs/Worker";
+  const std::string bad_ports =
+      R"({"spec":{"containers":[{"name":"pytorch","image":"busybox","ports":"x"}]}})";
+  const std::string bad_env =
+      R"({"spec":{"containers":[{"name":"pytorch","image":"busybox","env":[{"name":"A","value":5}]}]}})";
+  const std::vector<Case> cases = {
+      {"ports a string", worker + "/template", bad_ports,
+       [&](api::v1::TrainingJob& j) { WorkerTemplate(j) = bad_ports; }},
+      {"env value a number", worker + "/template", bad_env,
+       [&](api::v1::TrainingJob& j) { WorkerTemplate(j) = bad_env; }},
+      {"template a list", worker + "/template", "[1,2]",
+       [](api::v1::TrainingJob& j) { WorkerTemplate(j) = "[1,2]"; }},
+      {"no containers", worker + "/template", R"({"spec":{}})",
+       [](api::v1::TrainingJob& j) { WorkerTemplate(j) = R"({"spec":{}})"; }},
+      {"metrics an object", "/spec/elasticPolicy", R"({"metrics":{}})",
+       [](api::v1::TrainingJob& j) {
+         j.mutable_spec()->mutable_elastic_policy()->set_metrics_json("{}");
+       }},
+      {"labelSelector a list", "/status/replicaStatuses/Worker", R"({"labelSelector":[1]})",
+       [](api::v1::TrainingJob& j) {
+         (*j.mutable_status()->mutable_replica_statuses())["Worker"].set_label_selector_json("[1]");
+       }},
+      {"a field of another kind", "/spec/slotsPerWorker", "2",
+       [](api::v1::TrainingJob& j) { j.mutable_spec()->set_slots_per_worker(2); }},
+      {"a bad name", "/metadata/name", R"("Bad_Name")",
+       [](api::v1::TrainingJob& j) { j.mutable_metadata()->set_name("Bad_Name"); }},
+  };
+  CoreEnv env;
+  for (const Case& tc : cases) {
+    SCOPED_TRACE(tc.what);
+    json manifest = api::v1::codec::JobToJson(StructuredJob("same"));
+    manifest[json::json_pointer(tc.pointer)] = json::parse(tc.value);
+    CreateRequest from_manifest;
+    from_manifest.manifest = manifest.dump();
+    CreateRequest from_job;
+    from_job.job = StructuredJob("same");
+    tc.spoil(*from_job.job);
+    auto a = env.service->Create(from_manifest);
+    auto b = env.service->Create(from_job);
+    ASSERT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument) << a.status();
+    ASSERT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << b.status();
+    std::string manifest_message(a.status().message());
+    if (manifest_message.rfind("manifest: ", 0) == 0) manifest_message.erase(0, 10);
+    EXPECT_EQ(manifest_message, b.status().message());
+  }
+  EXPECT_EQ(StoredJobs(env), 0u);
+}
+
+// A record stored before admission recoded structured jobs: reading it back never aborts, its
+// encoding is an error naming the field, and the controller fails it visibly.
+TEST(JobServiceTest, AStoredRecordNoManifestCouldGiveIsReadableAndFails) {
+  CoreEnv env;
+  ASSERT_TRUE(env.Create(PyTorchManifest("good")).ok());
+  api::v1::TrainingJob bad = StructuredJob("bad");
+  bad.mutable_metadata()->set_namespace_("default");
+  bad.mutable_metadata()->set_extra_json("[1,2]");
+  ASSERT_TRUE(env.store->Create(bad).ok());
+  api::v1::TrainingJob ports = StructuredJob("ports");
+  ports.mutable_metadata()->set_namespace_("default");
+  WorkerTemplate(ports) = R"({"spec":{"containers":[{"name":"pytorch","image":"b","ports":"x"}]}})";
+  ASSERT_TRUE(env.store->Create(ports).ok());
+
+  auto list = env.service->List({});
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->jobs.size(), 3u);
+  for (const api::v1::TrainingJob& job : list->jobs) {
+    SCOPED_TRACE(job.metadata().name());
+    json manifest = api::v1::codec::JobToJson(job);  // never throws
+    EXPECT_TRUE(manifest.is_object());
+    auto checked = api::v1::codec::JobToJsonChecked(job);
+    EXPECT_EQ(checked.ok(), job.metadata().name() != "bad") << checked.status();
+    if (!checked.ok()) {
+      EXPECT_NE(checked.status().message().find("metadata.extra_json"), std::string::npos);
+    }
+    EXPECT_FALSE(api::v1::codec::JobsToYaml({job}).empty());
+    EXPECT_FALSE(api::v1::codec::JobsToJson({job}).empty());
+  }
+  env.StartController();
+  EXPECT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "bad", "Failed"); }));
+  EXPECT_TRUE(CoreEnv::WaitFor([&] { return env.HasCondition("default", "ports", "Failed"); }));
+  auto good = env.service->Get("default", "good");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_FALSE(env.HasCondition("default", "good", "Failed"));
 }
 
 }  // namespace

@@ -25,5 +25,20 @@
 // The decoder (job_decoder.h) and the encoder (job_encoder.h) are separate libraries;
 // this header names both for callers that need either direction.
 
+#include "absl/status/statusor.h"
 #include "api/v1/codec/job_decoder.h"  // IWYU pragma: export
 #include "api/v1/codec/job_encoder.h"  // IWYU pragma: export
+#include "api/v1/training_job.pb.h"
+
+namespace coach::api::v1::codec {
+
+// The job `job` stands for, read exactly as its manifest is read: DecodeJob(EncodeJob(job)).
+// This is how a job that arrives as a message (the API's CreateJob with a TrainingJob, a record
+// read back from a store) is held to every rule a manifest is held to: the same decoder, the
+// same limits, the same messages (a manifest's `template` with `"ports": "x"` and a job's
+// template_json with it get the same error). The result is what decoding the manifest gives:
+// free-form JSON fields normalised, replica-type keys in CamelCase.
+// Errors: InvalidArgument listing every problem of both steps, one per line.
+absl::StatusOr<TrainingJob> RecodeJob(const TrainingJob& job);
+
+}  // namespace coach::api::v1::codec

@@ -1,5 +1,6 @@
 #include "api/v1/codec/job_codec.h"
 
+#include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -234,6 +235,119 @@ TEST(JobCodecTest, EmptyTextIsAnError) {
   auto jobs = ParseManifests("---\n# nothing\n");
   ASSERT_FALSE(jobs.ok());
   EXPECT_NE(jobs.status().message().find("no manifest"), std::string::npos);
+}
+
+TrainingJob ValidJob() {
+  auto jobs = ParseManifests(Valid("pytorchjob"));
+  EXPECT_TRUE(jobs.ok()) << jobs.status();
+  return jobs->front();
+}
+
+// A job whose free-form fields hold what no manifest could: the encoder says which and leaves
+// them out instead of throwing (an extra_json of [1,2] used to throw from JobToJson, and so
+// abort `coach get`).
+TEST(JobEncoderTest, UnreadableFreeFormFieldsAreReportedAndLeftOut) {
+  TrainingJob job = ValidJob();
+  job.mutable_metadata()->set_extra_json("[1,2]");
+  auto& worker = (*job.mutable_spec()->mutable_replica_specs())["Worker"];
+  worker.set_template_json(std::string(100000, '[') + std::string(100000, ']'));
+  job.mutable_spec()->mutable_elastic_policy()->set_metrics_json("{not json");
+  (*job.mutable_status()->mutable_replica_statuses())["Worker"].set_label_selector_json("\"x\"");
+  json manifest;
+  std::vector<FieldError> errors = EncodeJob(job, &manifest);
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_EQ(errors[0].path, "metadata.extra_json");
+  EXPECT_EQ(errors[0].message,
+            "must be a JSON object (the metadata fields ObjectMeta does not model), got a list");
+  EXPECT_EQ(errors[1].path, "spec.pytorchReplicaSpecs.Worker.template");
+  EXPECT_NE(errors[1].message.find("template_json: line 1, column 97: document is nested deeper "
+                                   "than 100 levels"),
+            std::string::npos)
+      << errors[1].message;
+  EXPECT_EQ(errors[2].path, "spec.elasticPolicy.metrics");
+  EXPECT_NE(errors[2].message.find("metrics_json is not valid JSON: "), std::string::npos);
+  // label_selector_json is JSON (a string): the decoder says what is wrong with it.
+  EXPECT_EQ(manifest["status"]["replicaStatuses"]["Worker"]["labelSelector"], "x");
+  EXPECT_EQ(manifest["metadata"]["name"], job.metadata().name());
+  EXPECT_FALSE(manifest["spec"]["pytorchReplicaSpecs"]["Worker"].contains("template"));
+  EXPECT_FALSE(manifest["spec"]["elasticPolicy"].contains("metrics"));
+
+  EXPECT_EQ(JobToJson(job), manifest);
+  EXPECT_FALSE(JobToYamlString(job).empty());
+  EXPECT_FALSE(JobsToJson({job, job}).empty());
+  auto checked = JobToJsonChecked(job);
+  ASSERT_EQ(checked.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(checked.status().message().substr(0, 21), "metadata.extra_json: ");
+}
+
+TEST(JobEncoderTest, ExtraJsonMustNotHoldModelledFields) {
+  TrainingJob job = ValidJob();
+  job.mutable_metadata()->set_extra_json(R"({"finalizers": ["x"], "name": "other"})");
+  json manifest;
+  std::vector<FieldError> errors = EncodeJob(job, &manifest);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0],
+            (FieldError{"metadata.extra_json",
+                        "must not hold \"name\": ObjectMeta has a field of its own for it"}));
+  EXPECT_EQ(manifest["metadata"]["name"], job.metadata().name());
+  EXPECT_EQ(manifest["metadata"]["finalizers"], json::array({"x"}));
+}
+
+TEST(JobEncoderTest, InvalidTimestampsDoNotThrow) {
+  TrainingJob job = ValidJob();
+  job.mutable_metadata()->mutable_creation_timestamp()->set_seconds(-999999999999999);
+  job.mutable_status()->add_conditions()->mutable_last_update_time()->set_nanos(-5);
+  json manifest = JobToJson(job);
+  EXPECT_TRUE(manifest["metadata"]["creationTimestamp"].is_string());
+  // Whatever the encoder wrote, the decoder refuses it as a timestamp.
+  auto recoded = RecodeJob(job);
+  ASSERT_FALSE(recoded.ok());
+  EXPECT_NE(recoded.status().message().find("metadata.creationTimestamp: must be an RFC 3339"),
+            std::string::npos)
+      << recoded.status();
+}
+
+// A well formed job recodes to itself, for every kind.
+TEST(RecodeJobTest, DecodedJobsRecodeToThemselves) {
+  for (const char* name : kValidFiles) {
+    SCOPED_TRACE(name);
+    auto jobs = ParseManifests(Valid(name));
+    ASSERT_TRUE(jobs.ok()) << jobs.status();
+    auto recoded = RecodeJob(jobs->front());
+    ASSERT_TRUE(recoded.ok()) << recoded.status();
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*recoded, jobs->front()))
+        << recoded->DebugString();
+  }
+}
+
+TEST(RecodeJobTest, ReportsEveryProblemOfBothSteps) {
+  TrainingJob job = ValidJob();
+  job.mutable_metadata()->set_extra_json("null");
+  (*job.mutable_spec()->mutable_replica_specs())["Worker"].set_template_json("[1]");
+  job.mutable_spec()->set_slots_per_worker(1);
+  auto recoded = RecodeJob(job);
+  ASSERT_EQ(recoded.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(recoded.status().message(),
+            "metadata.extra_json: must be a JSON object (the metadata fields ObjectMeta does not "
+            "model), got null\n"
+            "spec.slotsPerWorker: not a field of PyTorchJob (only of MPIJob)\n"
+            "spec.pytorchReplicaSpecs.Worker.template: must be an object (a core/v1 "
+            "PodTemplateSpec), got a list");
+}
+
+// Normalised as a manifest is: replica-type keys in CamelCase, JSON as the decoder writes it.
+TEST(RecodeJobTest, NormalisesAsTheDecoderDoes) {
+  TrainingJob job = ValidJob();
+  auto* specs = job.mutable_spec()->mutable_replica_specs();
+  ReplicaSpec worker = specs->at("Worker");
+  specs->erase("Worker");
+  worker.set_template_json(R"( { "spec" : { "containers" : [ ] } } )");
+  (*specs)["worker"] = worker;
+  auto recoded = RecodeJob(job);
+  ASSERT_TRUE(recoded.ok()) << recoded.status();
+  ASSERT_EQ(recoded->spec().replica_specs().count("Worker"), 1u);
+  EXPECT_EQ(recoded->spec().replica_specs().at("Worker").template_json(),
+            R"({"spec":{"containers":[]}})");
 }
 
 }  // namespace

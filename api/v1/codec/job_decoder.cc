@@ -29,19 +29,9 @@ void DecodeMetadata(FieldDecoder& d, const json& v, ObjectMeta* meta) {
   COACH_TIME_FIELD(d, *object, "deletionTimestamp", path, meta, ObjectMeta, deletion_timestamp);
   d.StringMap(*object, "labels", path, meta->mutable_labels());
   d.StringMap(*object, "annotations", path, meta->mutable_annotations());
-  static const std::set<std::string> kModelled = {"name",
-                                                  "namespace",
-                                                  "uid",
-                                                  "resourceVersion",
-                                                  "generateName",
-                                                  "generation",
-                                                  "creationTimestamp",
-                                                  "deletionTimestamp",
-                                                  "labels",
-                                                  "annotations"};
   json extra = json::object();
   for (auto it = object->begin(); it != object->end(); ++it) {
-    if (kModelled.count(it.key()) == 0) extra[it.key()] = it.value();
+    if (ModelledMetadataFields().count(it.key()) == 0) extra[it.key()] = it.value();
   }
   if (!extra.empty()) meta->set_extra_json(extra.dump());
 }

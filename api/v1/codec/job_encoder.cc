@@ -1,6 +1,10 @@
 #include "api/v1/codec/job_encoder.h"
 
+#include <optional>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
+#include "api/v1/codec/field_decoder.h"
 #include "api/v1/codec/kind_fields.h"
 #include "api/v1/codec/yaml_json.h"
 #include "api/v1/kinds.h"
@@ -15,16 +19,150 @@ using nlohmann::json;
 
 std::string FormatTime(const Timestamp& ts) { return TimeUtil::ToString(ts); }
 
-json ParseStored(const std::string& text) {
-  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return value.is_discarded() ? json::object() : value;
-}
+// Accepts every JSON text and keeps the first syntax error: a check that builds no value, so
+// that no input is too deep for it.
+class JsonSyntax : public nlohmann::json_sax<json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    // "[json.exception.parse_error.101] parse error at line 1, ...": the part after the tag.
+    error = e.what();
+    if (size_t tag = error.find("] "); tag != std::string::npos) error = error.substr(tag + 2);
+    return false;
+  }
 
-json EncodeSpec(const TrainingJob& job, const KindInfo& info) {
-  const TrainingJobSpec& spec = job.spec();
-  json out = json::object();
-  if (spec.has_run_policy()) {
-    const RunPolicy& rp = spec.run_policy();
+  std::string error;
+};
+
+class Encoder {
+ public:
+  explicit Encoder(std::vector<FieldError>* errors) : errors_(errors) {}
+
+  json Job(const TrainingJob& job) {
+    const KindInfo* info = FindKind(job.kind());
+    json out = json::object();
+    out["apiVersion"] = std::string(kApiVersion);
+    if (info != nullptr) out["kind"] = std::string(info->name);
+    out["metadata"] = Metadata(job.metadata());
+    if (info != nullptr) out["spec"] = Spec(job, *info);
+    if (job.has_status()) out["status"] = Status(job.status());
+    return out;
+  }
+
+ private:
+  // The value of a free-form JSON field, read as the text of a manifest is read (its limits
+  // included, `outer_depth` being the levels that enclose the field in a manifest), so that a
+  // value a manifest could not hold cannot enter this way either. nullopt when unusable, with an
+  // error at `path` naming `field`.
+  std::optional<json> Stored(const std::string& text, const std::string& path, const char* field,
+                             int outer_depth) {
+    JsonSyntax syntax;
+    if (!json::sax_parse(text, &syntax)) {
+      Error(path, absl::StrCat(field, " is not valid JSON: ", syntax.error));
+      return std::nullopt;
+    }
+    absl::StatusOr<std::vector<json>> docs = ParseYamlDocuments(text, outer_depth);
+    if (!docs.ok()) {
+      Error(path, absl::StrCat(field, ": ", docs.status().message()));
+      return std::nullopt;
+    }
+    // A document of only null is no document to the YAML reader; valid JSON holds one value.
+    return docs->empty() ? json() : std::move(docs->front());
+  }
+
+  void Error(const std::string& path, std::string message) {
+    if (errors_ != nullptr) errors_->push_back({path, std::move(message)});
+  }
+
+  json Metadata(const ObjectMeta& meta) {
+    json m = json::object();
+    if (!meta.extra_json().empty()) {
+      const std::string path = "metadata.extra_json";
+      std::optional<json> extra = Stored(meta.extra_json(), path, "extra_json", 1);
+      if (extra.has_value() && !extra->is_object()) {
+        Error(path, absl::StrCat("must be a JSON object (the metadata fields ObjectMeta does not "
+                                 "model), got ",
+                                 Describe(*extra)));
+      } else if (extra.has_value()) {
+        for (auto it = extra->begin(); it != extra->end(); ++it) {
+          if (ModelledMetadataFields().count(it.key()) > 0) {
+            Error(path, absl::StrCat("must not hold \"", it.key(),
+                                     "\": ObjectMeta has a field of its own for it"));
+          }
+        }
+        m = std::move(*extra);
+      }
+    }
+    if (!meta.name().empty()) m["name"] = meta.name();
+    if (!meta.namespace_().empty()) m["namespace"] = meta.namespace_();
+    if (!meta.uid().empty()) m["uid"] = meta.uid();
+    if (!meta.resource_version().empty()) m["resourceVersion"] = meta.resource_version();
+    if (!meta.generate_name().empty()) m["generateName"] = meta.generate_name();
+    if (meta.generation() != 0) m["generation"] = meta.generation();
+    if (meta.has_creation_timestamp()) {
+      m["creationTimestamp"] = FormatTime(meta.creation_timestamp());
+    }
+    if (meta.has_deletion_timestamp()) {
+      m["deletionTimestamp"] = FormatTime(meta.deletion_timestamp());
+    }
+    if (!meta.labels().empty()) {
+      json labels = json::object();
+      for (const auto& [k, v] : meta.labels()) labels[k] = v;
+      m["labels"] = labels;
+    }
+    if (!meta.annotations().empty()) {
+      json annotations = json::object();
+      for (const auto& [k, v] : meta.annotations()) annotations[k] = v;
+      m["annotations"] = annotations;
+    }
+    return m;
+  }
+
+  json Spec(const TrainingJob& job, const KindInfo& info) {
+    const TrainingJobSpec& spec = job.spec();
+    json out = json::object();
+    if (spec.has_run_policy()) out["runPolicy"] = RunPolicyOf(spec.run_policy());
+    const std::string replicas_path = absl::StrCat("spec.", std::string(info.replica_specs_key));
+    json replicas = json::object();
+    for (const auto& [type, replica] : spec.replica_specs()) {
+      json r = json::object();
+      if (replica.has_replicas()) r["replicas"] = replica.replicas();
+      if (!replica.restart_policy().empty()) r["restartPolicy"] = replica.restart_policy();
+      if (!replica.template_json().empty()) {
+        std::optional<json> tmpl =
+            Stored(replica.template_json(), absl::StrCat(replicas_path, ".", type, ".template"),
+                   "template_json", 4);
+        if (tmpl.has_value()) r["template"] = std::move(*tmpl);
+      }
+      replicas[type] = r;
+    }
+    out[std::string(info.replica_specs_key)] = replicas;
+    // Every field set is written, those of another kind too: what the job holds, so that the
+    // decoder refuses on a job what it refuses in a manifest. Decoded jobs hold no such field.
+    if (spec.has_elastic_policy()) out["elasticPolicy"] = Elastic(spec.elastic_policy());
+    if (spec.has_nproc_per_node()) out["nprocPerNode"] = spec.nproc_per_node();
+    if (spec.has_success_policy()) out["successPolicy"] = spec.success_policy();
+    if (spec.has_enable_dynamic_worker()) {
+      out["enableDynamicWorker"] = spec.enable_dynamic_worker();
+    }
+    if (spec.has_slots_per_worker()) out["slotsPerWorker"] = spec.slots_per_worker();
+    if (spec.has_mpi_clean_pod_policy()) out["cleanPodPolicy"] = spec.mpi_clean_pod_policy();
+    if (spec.has_main_container()) out["mainContainer"] = spec.main_container();
+    return out;
+  }
+
+  static json RunPolicyOf(const RunPolicy& rp) {
     json policy = json::object();
     if (rp.has_clean_pod_policy()) policy["cleanPodPolicy"] = rp.clean_pod_policy();
     if (rp.has_ttl_seconds_after_finished()) {
@@ -52,140 +190,100 @@ json EncodeSpec(const TrainingJob& job, const KindInfo& info) {
       }
       policy["schedulingPolicy"] = s;
     }
-    out["runPolicy"] = policy;
+    return policy;
   }
-  json replicas = json::object();
-  for (const auto& [type, replica] : spec.replica_specs()) {
-    json r = json::object();
-    if (replica.has_replicas()) r["replicas"] = replica.replicas();
-    if (!replica.restart_policy().empty()) r["restartPolicy"] = replica.restart_policy();
-    if (!replica.template_json().empty()) r["template"] = ParseStored(replica.template_json());
-    replicas[type] = r;
-  }
-  out[std::string(info.replica_specs_key)] = replicas;
-  if (KindHasField(info.kind, "elasticPolicy") && spec.has_elastic_policy()) {
-    const ElasticPolicy& ep = spec.elastic_policy();
+
+  json Elastic(const ElasticPolicy& ep) {
     json e = json::object();
     if (ep.has_min_replicas()) e["minReplicas"] = ep.min_replicas();
     if (ep.has_max_replicas()) e["maxReplicas"] = ep.max_replicas();
     if (ep.has_max_restarts()) e["maxRestarts"] = ep.max_restarts();
-    if (!ep.metrics_json().empty()) e["metrics"] = ParseStored(ep.metrics_json());
-    if (info.kind == PYTORCH_JOB) {
-      if (ep.has_rdzv_backend()) e["rdzvBackend"] = ep.rdzv_backend();
-      if (ep.has_rdzv_port()) e["rdzvPort"] = ep.rdzv_port();
-      if (ep.has_rdzv_host()) e["rdzvHost"] = ep.rdzv_host();
-      if (ep.has_rdzv_id()) e["rdzvId"] = ep.rdzv_id();
-      if (ep.has_standalone()) e["standalone"] = ep.standalone();
-      if (ep.has_n_proc_per_node()) e["nProcPerNode"] = ep.n_proc_per_node();
-      if (ep.rdzv_conf_size() > 0) {
-        json conf = json::array();
-        for (const RdzvConf& c : ep.rdzv_conf()) {
-          json item = json::object();
-          if (!c.key().empty()) item["key"] = c.key();
-          if (!c.value().empty()) item["value"] = c.value();
-          conf.push_back(item);
-        }
-        e["rdzvConf"] = conf;
-      }
+    if (!ep.metrics_json().empty()) {
+      std::optional<json> metrics =
+          Stored(ep.metrics_json(), "spec.elasticPolicy.metrics", "metrics_json", 3);
+      if (metrics.has_value()) e["metrics"] = std::move(*metrics);
     }
-    out["elasticPolicy"] = e;
-  }
-  switch (info.kind) {
-    case PYTORCH_JOB:
-      if (spec.has_nproc_per_node()) out["nprocPerNode"] = spec.nproc_per_node();
-      break;
-    case TF_JOB:
-      if (spec.has_success_policy()) out["successPolicy"] = spec.success_policy();
-      if (spec.has_enable_dynamic_worker()) {
-        out["enableDynamicWorker"] = spec.enable_dynamic_worker();
+    if (ep.has_rdzv_backend()) e["rdzvBackend"] = ep.rdzv_backend();
+    if (ep.has_rdzv_port()) e["rdzvPort"] = ep.rdzv_port();
+    if (ep.has_rdzv_host()) e["rdzvHost"] = ep.rdzv_host();
+    if (ep.has_rdzv_id()) e["rdzvId"] = ep.rdzv_id();
+    if (ep.has_standalone()) e["standalone"] = ep.standalone();
+    if (ep.has_n_proc_per_node()) e["nProcPerNode"] = ep.n_proc_per_node();
+    if (ep.rdzv_conf_size() > 0) {
+      json conf = json::array();
+      for (const RdzvConf& c : ep.rdzv_conf()) {
+        json item = json::object();
+        if (!c.key().empty()) item["key"] = c.key();
+        if (!c.value().empty()) item["value"] = c.value();
+        conf.push_back(item);
       }
-      break;
-    case MPI_JOB:
-      if (spec.has_slots_per_worker()) out["slotsPerWorker"] = spec.slots_per_worker();
-      if (spec.has_mpi_clean_pod_policy()) out["cleanPodPolicy"] = spec.mpi_clean_pod_policy();
-      if (spec.has_main_container()) out["mainContainer"] = spec.main_container();
-      break;
-    default:
-      break;
+      e["rdzvConf"] = conf;
+    }
+    return e;
   }
-  return out;
-}
 
-json EncodeStatus(const TrainingJobStatus& status) {
-  json out = json::object();
-  if (status.conditions_size() > 0) {
-    json conditions = json::array();
-    for (const JobCondition& c : status.conditions()) {
-      json item = {{"type", c.type()}, {"status", c.status()}};
-      if (!c.reason().empty()) item["reason"] = c.reason();
-      if (!c.message().empty()) item["message"] = c.message();
-      if (c.has_last_update_time()) item["lastUpdateTime"] = FormatTime(c.last_update_time());
-      if (c.has_last_transition_time()) {
-        item["lastTransitionTime"] = FormatTime(c.last_transition_time());
+  json Status(const TrainingJobStatus& status) {
+    json out = json::object();
+    if (status.conditions_size() > 0) {
+      json conditions = json::array();
+      for (const JobCondition& c : status.conditions()) {
+        json item = {{"type", c.type()}, {"status", c.status()}};
+        if (!c.reason().empty()) item["reason"] = c.reason();
+        if (!c.message().empty()) item["message"] = c.message();
+        if (c.has_last_update_time()) item["lastUpdateTime"] = FormatTime(c.last_update_time());
+        if (c.has_last_transition_time()) {
+          item["lastTransitionTime"] = FormatTime(c.last_transition_time());
+        }
+        conditions.push_back(item);
       }
-      conditions.push_back(item);
+      out["conditions"] = conditions;
     }
-    out["conditions"] = conditions;
-  }
-  if (!status.replica_statuses().empty()) {
-    json replicas = json::object();
-    for (const auto& [type, rs] : status.replica_statuses()) {
-      json item = json::object();
-      if (rs.active() != 0) item["active"] = rs.active();
-      if (rs.succeeded() != 0) item["succeeded"] = rs.succeeded();
-      if (rs.failed() != 0) item["failed"] = rs.failed();
-      if (!rs.selector().empty()) item["selector"] = rs.selector();
-      if (!rs.label_selector_json().empty()) {
-        item["labelSelector"] = ParseStored(rs.label_selector_json());
+    if (!status.replica_statuses().empty()) {
+      json replicas = json::object();
+      for (const auto& [type, rs] : status.replica_statuses()) {
+        json item = json::object();
+        if (rs.active() != 0) item["active"] = rs.active();
+        if (rs.succeeded() != 0) item["succeeded"] = rs.succeeded();
+        if (rs.failed() != 0) item["failed"] = rs.failed();
+        if (!rs.selector().empty()) item["selector"] = rs.selector();
+        if (!rs.label_selector_json().empty()) {
+          std::optional<json> selector =
+              Stored(rs.label_selector_json(),
+                     absl::StrCat("status.replicaStatuses.", type, ".labelSelector"),
+                     "label_selector_json", 4);
+          if (selector.has_value()) item["labelSelector"] = std::move(*selector);
+        }
+        replicas[type] = item;
       }
-      replicas[type] = item;
+      out["replicaStatuses"] = replicas;
     }
-    out["replicaStatuses"] = replicas;
+    if (status.has_start_time()) out["startTime"] = FormatTime(status.start_time());
+    if (status.has_completion_time()) out["completionTime"] = FormatTime(status.completion_time());
+    if (status.has_last_reconcile_time()) {
+      out["lastReconcileTime"] = FormatTime(status.last_reconcile_time());
+    }
+    return out;
   }
-  if (status.has_start_time()) out["startTime"] = FormatTime(status.start_time());
-  if (status.has_completion_time()) out["completionTime"] = FormatTime(status.completion_time());
-  if (status.has_last_reconcile_time()) {
-    out["lastReconcileTime"] = FormatTime(status.last_reconcile_time());
-  }
-  return out;
-}
+
+  std::vector<FieldError>* const errors_;
+};
 
 }  // namespace
 
-json JobToJson(const TrainingJob& job) {
-  const KindInfo* info = FindKind(job.kind());
-  json out = json::object();
-  out["apiVersion"] = std::string(kApiVersion);
-  if (info != nullptr) out["kind"] = std::string(info->name);
-  const ObjectMeta& meta = job.metadata();
-  json m = meta.extra_json().empty() ? json::object() : ParseStored(meta.extra_json());
-  if (!meta.name().empty()) m["name"] = meta.name();
-  if (!meta.namespace_().empty()) m["namespace"] = meta.namespace_();
-  if (!meta.uid().empty()) m["uid"] = meta.uid();
-  if (!meta.resource_version().empty()) m["resourceVersion"] = meta.resource_version();
-  if (!meta.generate_name().empty()) m["generateName"] = meta.generate_name();
-  if (meta.generation() != 0) m["generation"] = meta.generation();
-  if (meta.has_creation_timestamp()) {
-    m["creationTimestamp"] = FormatTime(meta.creation_timestamp());
-  }
-  if (meta.has_deletion_timestamp()) {
-    m["deletionTimestamp"] = FormatTime(meta.deletion_timestamp());
-  }
-  if (!meta.labels().empty()) {
-    json labels = json::object();
-    for (const auto& [k, v] : meta.labels()) labels[k] = v;
-    m["labels"] = labels;
-  }
-  if (!meta.annotations().empty()) {
-    json annotations = json::object();
-    for (const auto& [k, v] : meta.annotations()) annotations[k] = v;
-    m["annotations"] = annotations;
-  }
-  out["metadata"] = m;
-  if (info != nullptr) out["spec"] = EncodeSpec(job, *info);
-  if (job.has_status()) out["status"] = EncodeStatus(job.status());
-  return out;
+std::vector<FieldError> EncodeJob(const TrainingJob& job, json* manifest) {
+  std::vector<FieldError> errors;
+  *manifest = Encoder(&errors).Job(job);
+  return errors;
 }
+
+absl::StatusOr<json> JobToJsonChecked(const TrainingJob& job) {
+  json manifest;
+  std::vector<FieldError> errors = EncodeJob(job, &manifest);
+  if (!errors.empty()) return FieldErrorsToStatus(errors);
+  return manifest;
+}
+
+json JobToJson(const TrainingJob& job) { return Encoder(nullptr).Job(job); }
 
 std::string JobToYamlString(const TrainingJob& job) { return ToYaml(JobToJson(job)); }
 
@@ -205,7 +303,8 @@ std::string JobsToJson(const std::vector<TrainingJob>& jobs) {
     for (const TrainingJob& job : jobs) items.push_back(JobToJson(job));
     out = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
   }
-  return out.dump(2) + "\n";
+  // Replacing what is not UTF-8 (a job built in code may hold such a string) instead of throwing.
+  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace coach::api::v1::codec

@@ -7,12 +7,32 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "api/v1/field_error.h"
 #include "api/v1/training_job.pb.h"
 
 namespace coach::api::v1::codec {
 
-// The manifest of `job` (apiVersion, kind, metadata, spec, status when set). Writes only
-// the fields of the job's kind.
+// The manifest of `job` (apiVersion, kind, metadata, spec, status when set), and every problem
+// that kept a part of the job out of it; empty: success. Every field set in the job is written,
+// spec fields of another kind too (DecodeJob refuses those, as in a manifest). The free-form JSON
+// fields (ObjectMeta.extra_json, ReplicaSpec.template_json, ElasticPolicy.metrics_json,
+// ReplicaStatus.label_selector_json) are read as manifest text is (ParseYamlDocuments, with the
+// depth the field has in a manifest counting toward kMaxYamlDepth) and must be JSON; extra_json
+// must be an object that holds none of the fields ObjectMeta models. A field that fails is left
+// out, with a problem at its manifest path ("spec.pytorchReplicaSpecs.Worker.template",
+// "metadata.extra_json") whose message names the proto field. Whether the values are of the
+// type the manifest wants is DecodeJob's to say.
+std::vector<FieldError> EncodeJob(const TrainingJob& job, nlohmann::json* manifest);
+
+// EncodeJob's manifest, or InvalidArgument listing every problem (as FieldErrorsToStatus
+// writes them). For jobs that may not have come through the decoder: what a client sent, a
+// record read back from a store.
+absl::StatusOr<nlohmann::json> JobToJsonChecked(const TrainingJob& job);
+
+// EncodeJob's manifest, whatever the problems: a free-form field that cannot be read is left
+// out. Never throws. For jobs known to be well formed (decoded, or admitted); others go through
+// JobToJsonChecked.
 nlohmann::json JobToJson(const TrainingJob& job);
 
 // One job as a YAML document (no leading "---").

@@ -25,4 +25,11 @@ bool KindHasField(JobKind kind, const std::string& field) {
   return false;
 }
 
+const std::set<std::string>& ModelledMetadataFields() {
+  static const auto* fields = new std::set<std::string>{
+      "name",       "namespace",         "uid",    "resourceVersion", "generateName",
+      "generation", "creationTimestamp", "labels", "annotations",     "deletionTimestamp"};
+  return *fields;
+}
+
 }  // namespace coach::api::v1::codec

@@ -127,6 +127,8 @@ bool ValidUtf8(const std::string& s) {
 // allocating, on input as small as ",'\n-", which the codec fuzzer found.)
 class JsonBuilder {
  public:
+  explicit JsonBuilder(int outer_depth) : outer_depth_(outer_depth) {}
+
   struct Frame {
     json value;
     bool is_map = false;
@@ -227,7 +229,7 @@ class JsonBuilder {
 
   void Open(const Mark& mark, json value, bool is_map, const std::string& anchor) {
     if (AwaitingKey()) throw ConversionError{mark, "mapping keys must be scalars"};
-    if (static_cast<int>(stack_.size()) >= kMaxYamlDepth) {
+    if (static_cast<int>(stack_.size()) + outer_depth_ >= kMaxYamlDepth) {
       throw ConversionError{
           mark, absl::StrCat("document is nested deeper than ", kMaxYamlDepth, " levels")};
     }
@@ -290,6 +292,7 @@ class JsonBuilder {
     return json(value);
   }
 
+  const int outer_depth_;
   std::vector<Frame> stack_;
   std::optional<json> root_;
   std::map<std::string, std::pair<json, Size>> anchors_;
@@ -539,9 +542,9 @@ json ResolvePlainScalar(const std::string& s) {
   return json(s);
 }
 
-absl::StatusOr<std::vector<json>> ParseYamlDocuments(const std::string& text) {
+absl::StatusOr<std::vector<json>> ParseYamlDocuments(const std::string& text, int outer_depth) {
   std::vector<json> docs;
-  JsonBuilder builder;
+  JsonBuilder builder(outer_depth);
   try {
     YamlReader reader(text);
     reader.Read(builder, docs);
@@ -554,8 +557,8 @@ absl::StatusOr<std::vector<json>> ParseYamlDocuments(const std::string& text) {
   return docs;
 }
 
-absl::StatusOr<json> ParseYaml(const std::string& text) {
-  auto docs = ParseYamlDocuments(text);
+absl::StatusOr<json> ParseYaml(const std::string& text, int outer_depth) {
+  auto docs = ParseYamlDocuments(text, outer_depth);
   if (!docs.ok()) return docs.status();
   if (docs->size() != 1) {
     return absl::InvalidArgumentError(

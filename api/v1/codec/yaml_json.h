@@ -31,10 +31,14 @@ inline constexpr int64_t kMaxYamlBytes = 16 << 20;
 // column, 1-based): YAML syntax errors, non-scalar or duplicate mapping keys, unknown
 // aliases, non-finite floats, nesting deeper than kMaxYamlDepth, more than
 // kMaxYamlNodes values or kMaxYamlBytes bytes of scalars and keys.
-absl::StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(const std::string& text);
+// `outer_depth`: for text that is one field of a larger document (a TrainingJob's
+// template_json), the levels that enclose it there; they count toward kMaxYamlDepth, so that
+// the field is held to the limit its whole document would be.
+absl::StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(const std::string& text,
+                                                               int outer_depth = 0);
 
 // Exactly one document: InvalidArgument when `text` holds none or several.
-absl::StatusOr<nlohmann::json> ParseYaml(const std::string& text);
+absl::StatusOr<nlohmann::json> ParseYaml(const std::string& text, int outer_depth = 0);
 
 // The core-schema value of a plain (unquoted, untagged) scalar: "1" -> 1, "1.5" -> 1.5,
 // "true" -> true, "~" -> null, "abc" -> "abc". Non-finite floats resolve to strings.

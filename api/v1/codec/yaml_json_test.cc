@@ -168,6 +168,17 @@ TEST(ParseYamlTest, DeepNestingIsRejected) {
   EXPECT_FALSE(ParseYamlDocuments(deeper).ok());
 }
 
+// A field read on its own is held to the depth it has in its document.
+TEST(ParseYamlTest, OuterDepthCountsTowardTheLimit) {
+  auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  EXPECT_TRUE(ParseYaml(nested(kMaxYamlDepth)).ok());
+  EXPECT_TRUE(ParseYaml(nested(kMaxYamlDepth - 4), 4).ok());
+  auto deeper = ParseYaml(nested(kMaxYamlDepth - 3), 4);
+  ASSERT_FALSE(deeper.ok());
+  EXPECT_NE(deeper.status().message().find("nested deeper than 100 levels"), std::string::npos)
+      << deeper.status();
+}
+
 TEST(ParseYamlTest, InvalidUtf8IsRejected) {
   auto docs = ParseYamlDocuments("a: \"\xff\xfe\"\n");
   ASSERT_FALSE(docs.ok());

@@ -243,7 +243,9 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Create(const api::v1::TrainingJ
                      absl::StrJoin(options_.namespaces, ","), ")"));
   }
 
-  json manifest = api::v1::codec::JobToJson(job);
+  // Checked: a job no manifest could give is refused here rather than written in part.
+  ASSIGN_OR_RETURN(json manifest, api::v1::codec::JobToJsonChecked(job));
+  json status = manifest.contains("status") ? manifest["status"] : json::object();
   manifest.erase("status");
   if (manifest.contains("metadata") && manifest["metadata"].is_object()) {
     json& md = manifest["metadata"];
@@ -258,7 +260,7 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Create(const api::v1::TrainingJ
   if (HasStatus(job)) {
     // The server drops .status on create (status subresource): write it separately.
     json with_status = created;
-    with_status["status"] = api::v1::codec::JobToJson(job)["status"];
+    with_status["status"] = std::move(status);
     absl::StatusOr<json> written = client_->UpdateStatus(resource, key.namespace_, with_status);
     if (written.ok()) {
       created = std::move(written).value();
@@ -388,7 +390,7 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Write(const api::v1::TrainingJo
   }
   const int kind = KindIndexOf(job.kind());
   if (kind < 0) return absl::InvalidArgumentError("kind: not one of the kubeflow.org/v1 kinds");
-  json manifest = api::v1::codec::JobToJson(job);
+  ASSIGN_OR_RETURN(json manifest, api::v1::codec::JobToJsonChecked(job));
   // PUT of the object ignores .status and PUT of /status ignores the rest: send what counts.
   if (!status) manifest.erase("status");
   if (status && !manifest.contains("status")) manifest["status"] = json::object();

@@ -699,6 +699,31 @@ TEST_P(CrJobStoreTest, CreateOutsideTheWatchedNamespacesIsRefused) {
   EXPECT_TRUE(created.ok()) << created.status();
 }
 
+// A job no manifest could give is refused before anything is sent, not written in part (its
+// encoding used to throw).
+TEST_P(CrJobStoreTest, AJobThatIsNoManifestIsRefusedAndNothingIsWritten) {
+  api::v1::TrainingJob bad = Job("PyTorchJob", ns_, "bad");
+  bad.mutable_metadata()->set_extra_json("[1,2]");
+  auto refused = store_->Create(bad);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "metadata.extra_json"))
+      << refused.status();
+  EXPECT_EQ(store_->Get({ns_, "bad"}).status().code(), absl::StatusCode::kNotFound);
+
+  auto created = store_->Create(Job("PyTorchJob", ns_, "good"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  api::v1::TrainingJob update = *created;
+  (*update.mutable_spec()->mutable_replica_specs())["Worker"].set_template_json("{");
+  auto not_updated = store_->Update(update);
+  EXPECT_EQ(not_updated.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(not_updated.status().message(),
+                                "spec.pytorchReplicaSpecs.Worker.template: template_json"))
+      << not_updated.status();
+  auto got = store_->Get({ns_, "good"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->metadata().resource_version(), created->metadata().resource_version());
+}
+
 TEST_P(CrJobStoreTest, ChangeFeedSeesEveryWriter) {
   ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "before")).ok());
   ASSERT_TRUE(store_->StartWatching([&](const JobChange& c) { changes_.Add(c); }).ok());

@@ -57,17 +57,35 @@ int WaitAndReport(sdk::TrainingClient& client, const std::string& namespace_,
   return Fail(job.status(), env);
 }
 
-// -o json|yaml for one or several jobs.
-void PrintJobs(const std::vector<TrainingJob>& jobs, const std::string& output, bool single,
-               std::ostream& out) {
-  if (output == "json") {
-    out << (single ? api::v1::codec::JobToJson(jobs[0]).dump(2) + "\n"
-                   : api::v1::codec::JobsToJson(jobs));
-  } else if (single) {
-    out << api::v1::codec::JobToYamlString(jobs[0]);
-  } else {
-    out << api::v1::codec::JobsToYaml(jobs);
+// -o json|yaml for one or several jobs. A job that cannot be written as a manifest (a
+// record the server should never have stored) gets an error on env.err and is left out, so
+// that one bad record neither aborts the command nor hides the others. The exit code.
+int PrintJobs(const std::vector<TrainingJob>& jobs, const std::string& output, bool single,
+              RemoteEnv& env) {
+  std::vector<TrainingJob> writable;
+  for (const TrainingJob& job : jobs) {
+    absl::StatusOr<nlohmann::json> manifest = api::v1::codec::JobToJsonChecked(job);
+    if (manifest.ok()) {
+      writable.push_back(job);
+    } else {
+      *env.err << "error: " << JobRef(job)
+               << " as the server returned it is no valid manifest: " << manifest.status().message()
+               << "\n";
+    }
   }
+  std::ostream& out = *env.out;
+  if (single && writable.empty()) return kExitServerError;
+  if (output == "json") {
+    out << (single ? api::v1::codec::JobToJson(writable[0])
+                             .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                         "\n"
+                   : api::v1::codec::JobsToJson(writable));
+  } else if (single) {
+    out << api::v1::codec::JobToYamlString(writable[0]);
+  } else {
+    out << api::v1::codec::JobsToYaml(writable);
+  }
+  return writable.size() == jobs.size() ? kExitOk : kExitServerError;
 }
 
 std::string FormatTimestamp(const google::protobuf::Timestamp& timestamp, absl::Time now) {
@@ -171,8 +189,7 @@ int RunGet(const RemoteOptions& options, RemoteEnv& env) {
   absl::StatusOr<TrainingJob> job = (*client)->GetJob(options.namespace_, options.job);
   if (!job.ok()) return Fail(job.status(), env);
   if (!options.output.empty()) {
-    PrintJobs({*job}, options.output, /*single=*/true, *env.out);
-    return kExitOk;
+    return PrintJobs({*job}, options.output, /*single=*/true, env);
   }
   TablePrinter table(JobTableHeaders(false));
   table.AddRow(JobTableRow(*job, env.now(), false));
@@ -188,8 +205,7 @@ int RunList(const RemoteOptions& options, RemoteEnv& env) {
       (*client)->ListAllJobs(namespace_, options.selector);
   if (!jobs.ok()) return Fail(jobs.status(), env);
   if (!options.output.empty()) {
-    PrintJobs(*jobs, options.output, /*single=*/false, *env.out);
-    return kExitOk;
+    return PrintJobs(*jobs, options.output, /*single=*/false, env);
   }
   if (jobs->empty()) {
     *env.err << (options.all_namespaces

@@ -67,8 +67,12 @@ absl::StatusOr<absl::Duration> ParseTimeout(const std::string& text);
 // wait: waits for each job to be Succeeded or Failed (4 Failed, 5 timeout).
 int RunSubmit(const RemoteOptions& options, RemoteEnv& env);
 // One job: a table row, or its manifest with -o json|yaml.
+// A job the server returns that is no valid manifest (api::v1::codec::JobToJsonChecked fails)
+// is not printed: an error naming it and its bad fields, exit 8.
 int RunGet(const RemoteOptions& options, RemoteEnv& env);
-// Jobs of the namespace (-A: all) matching -l, every page: a table or a manifest list.
+// Jobs of the namespace (-A: all) matching -l, every page: a table or a manifest list. With
+// -o, a job that is no valid manifest is left out with an error naming it (exit 8); the others
+// are printed.
 int RunList(const RemoteOptions& options, RemoteEnv& env);
 // Conditions, replicas (state, restarts, exit codes) and recent events.
 int RunDescribe(const RemoteOptions& options, RemoteEnv& env);

@@ -147,6 +147,33 @@ TEST_F(RemoteCommandsTest, GetAsYaml) {
   EXPECT_THAT(out_.str(), HasSubstr("name: mnist"));
 }
 
+// A record no manifest could give (stored before the server recoded structured jobs): its
+// encoding used to throw, aborting `coach get -o yaml` and `coach list -o yaml` for everyone.
+TEST_F(RemoteCommandsTest, AJobThatIsNoManifestIsAnErrorNotACrash) {
+  TrainingJob bad = Job("default", "bad", {"Created"});
+  bad.mutable_metadata()->set_extra_json("[1,2]");
+  server_.service().AddJob(bad);
+  server_.service().AddJob(Job("default", "good", {"Created"}));
+  for (const char* output : {"yaml", "json"}) {
+    SCOPED_TRACE(output);
+    options_.output = output;
+    options_.job = "bad";
+    out_.str("");
+    err_.str("");
+    EXPECT_EQ(RunGet(options_, env_), kExitServerError);
+    EXPECT_EQ(out_.str(), "");
+    EXPECT_THAT(err_.str(), HasSubstr("PyTorchJob default/bad"));
+    EXPECT_THAT(err_.str(), HasSubstr("metadata.extra_json: must be a JSON object"));
+
+    out_.str("");
+    err_.str("");
+    EXPECT_EQ(RunList(options_, env_), kExitServerError);
+    EXPECT_THAT(out_.str(), HasSubstr("good"));
+    EXPECT_THAT(out_.str(), ::testing::Not(HasSubstr("bad")));
+    EXPECT_THAT(err_.str(), HasSubstr("PyTorchJob default/bad"));
+  }
+}
+
 TEST_F(RemoteCommandsTest, GetErrorsMapToExitCodes) {
   options_.job = "nope";
   EXPECT_EQ(RunGet(options_, env_), kExitNotFound);
