@@ -40,7 +40,7 @@ build_fuzzer() {  # build_fuzzer OUTPUT CLANG-FLAGS...   (FUZZ_TARGET: the targe
   shift
   clang++-14 -std=c++17 "$@" -Wno-deprecated-declarations -I. -I"$work/gen" \
     "${FUZZ_TARGET:-api/v1/codec/fuzz/codec_fuzzer.cc}" "${codec_srcs[@]}" \
-    api/v1/kinds.cc api/v1/field_error.cc api/v1/defaults.cc api/v1/validation.cc \
+    api/v1/kinds.cc api/v1/field_error.cc api/v1/defaults.cc api/v1/validation.cc api/v1/pod_template.cc \
     "$work/gen/api/v1/training_job.pb.cc" \
     -lyaml $(pkg-config --libs protobuf) $absl_libs -lpthread \
     -o "$out"
