@@ -111,6 +111,8 @@ class OperatorFixture {
   const std::string& state_dir() const { return state_dir_; }
   const std::string& home() const { return home_; }           // the operator's HOME
   std::string server() const { return operator_->server(); }  // "127.0.0.1:<grpc port>"
+  int http_port() const { return operator_->http_port(); }
+  pid_t operator_pid() const { return operator_->pid(); }
   // The token callers present: options.token, else the operator's own once it started
   // ("" with --api-auth=none).
   std::string token() const;
