@@ -90,7 +90,8 @@ struct Generator {
 
   void Document() {
     anchors = 0;
-    absl::StrAppend(&out, "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: bomb\n",
+    absl::StrAppend(&out,
+                    "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: bomb\n",
                     "  labels: {l: ", Value(0), "}\n");
     absl::StrAppend(&out, "  annotations: {x: ", Value(0), "}\n");
     absl::StrAppend(&out,
