@@ -358,8 +358,9 @@ bool LocalBackend::Refresh(ReplicaRecord& r) {
     case ProcessState::kVanished:
       r.phase = PodPhase::kFailed;
       r.exit_code.reset();
-      r.message = absl::StrCat("the replica's supervisor vanished without an exit status",
-                               p->message.empty() ? "" : ": ", p->message);
+      // The runner's message says why when it knows (an exit it could not record).
+      r.message = p->message.empty() ? "the replica's supervisor vanished without an exit status"
+                                     : p->message;
       break;
   }
   r.finished_at = p->finished_at != absl::InfinitePast() ? p->finished_at : Now();

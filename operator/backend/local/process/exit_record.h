@@ -21,6 +21,10 @@
 namespace coach::backend::local {
 
 inline constexpr char kExitFileName[] = "exit";
+
+// The shim's exit status when the replica ended but its exit file could not be written (a
+// full disk): the runner, when it is the shim's parent, says so instead of "gone".
+inline constexpr int kShimExitNotRecorded = 75;  // EX_TEMPFAIL
 inline constexpr char kProcessFileName[] = "process";
 
 // The path of the replica's file `name`. A `replica_files` that ends in '.' is a prefix

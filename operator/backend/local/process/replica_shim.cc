@@ -431,5 +431,9 @@ int main(int argc, char** argv) {
   if (!cgroup.empty()) {
     (void)coach::backend::local::RemoveCgroup(cgroup, absl::Seconds(1), clock);
   }
-  return recorded ? 0 : 1;
+  if (!recorded) {
+    std::fprintf(stderr, "coach-replica-shim: cannot write the exit record in %s (exit code %d)\n",
+                 args.replica_files.c_str(), record.exit_code);
+  }
+  return recorded ? 0 : coach::backend::local::kShimExitNotRecorded;
 }

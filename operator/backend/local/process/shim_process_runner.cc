@@ -263,7 +263,8 @@ absl::Status ShimProcessRunner::Signal(const ProcessHandle& handle, int sig) {
 absl::StatusOr<PollResult> ShimProcessRunner::Poll(const ProcessHandle& handle) {
   // Reap the shim when it is our child (started by this process); for adopted
   // replicas this is ECHILD and harmless.
-  if (handle.pid > 0) waitpid(handle.pid, nullptr, WNOHANG);
+  int shim_status = 0;
+  const bool reaped = handle.pid > 0 && waitpid(handle.pid, &shim_status, WNOHANG) == handle.pid;
   absl::StatusOr<ExitRecord> exit = ReadExitRecord(handle.replica_files);
   if (exit.ok()) return FromExit(*exit);
   if (!absl::IsNotFound(exit.status())) return exit.status();
@@ -274,8 +275,15 @@ absl::StatusOr<PollResult> ShimProcessRunner::Poll(const ProcessHandle& handle) 
   if (!absl::IsNotFound(exit.status())) return exit.status();
   PollResult vanished;
   vanished.state = ProcessState::kVanished;
-  vanished.message = absl::StrCat("replica supervisor (pid ", handle.pid,
-                                  ") is gone without recording an exit status");
+  if (reaped && WIFEXITED(shim_status) && WEXITSTATUS(shim_status) == kShimExitNotRecorded) {
+    vanished.message = absl::StrCat(
+        "the replica ended, but its supervisor could not record how (no space left or an I/O "
+        "error in ",
+        ReplicaFilesDir(handle.replica_files), "; its log ends with the replica's output)");
+  } else {
+    vanished.message = absl::StrCat("replica supervisor (pid ", handle.pid,
+                                    ") is gone without recording an exit status");
+  }
   return vanished;
 }
 

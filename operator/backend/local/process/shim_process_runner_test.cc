@@ -1,6 +1,7 @@
 // The real runner with real processes, through the real coach-replica-shim.
 #include "operator/backend/local/process/shim_process_runner.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -395,6 +396,22 @@ TEST_F(ShimProcessRunnerTest, KilledShimIsVanishedAndStopReapsItsGroup) {
   ASSERT_TRUE(stopped.ok()) << stopped.status();
   for (int i = 0; i < 200 && Alive(child); ++i) absl::SleepFor(absl::Milliseconds(10));
   EXPECT_FALSE(Alive(child));
+}
+
+// A full disk at the replica's end (here: its exit file cannot be made): said as such, not as
+// a supervisor that vanished.
+TEST_F(ShimProcessRunnerTest, AnExitThatCannotBeRecordedIsSaidSo) {
+  const std::string go = dir_ + "/go";
+  auto h = runner_->Start(
+      Spec({"sh", "-c", absl::StrCat("while [ ! -e ", go, " ]; do sleep 0.01; done; exit 3")}));
+  ASSERT_TRUE(h.ok()) << h.status();
+  const std::string blocked = ReplicaFile(h->replica_files, kExitFileName) + ".tmp";
+  ASSERT_EQ(mkdir(blocked.c_str(), 0700), 0);
+  ASSERT_EQ(mkdir(go.c_str(), 0700), 0);
+  PollResult p = WaitExit(*h);
+  EXPECT_EQ(p.state, ProcessState::kVanished);
+  EXPECT_THAT(p.message, ::testing::HasSubstr("could not record how"));
+  rmdir(blocked.c_str());
 }
 
 TEST_F(ShimProcessRunnerTest, RestartReplacesStaleExitFile) {
