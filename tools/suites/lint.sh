@@ -7,7 +7,9 @@
 #  2. header guards: every .h says `#pragma once` and has no #ifndef/#define guard;
 #  3. buildifier (tools/buildifier.sh builds it from its Go module at a pinned version) in
 #     check mode over BUILD.bazel, WORKSPACE and *.bzl files;
-#  4. clang-format (.clang-format) in --dry-run --Werror mode over every .h and .cc.
+#  4. clang-format (.clang-format) in --dry-run --Werror mode over every .h and .cc;
+#  5. documentation links: every relative link of README.md and docs/*.md names a file that
+#     exists and, with an #anchor, a heading of that file (tools/check_doc_links.py).
 # Fix 3 and 4 with tools/format.sh. Outside CI a missing go or clang-format skips its check;
 # under CI=true that fails.
 set -uo pipefail
@@ -122,6 +124,14 @@ else
   else
     say "clang-format: ${#cc_files[@]} files formatted"
   fi
+fi
+
+# --- 5. documentation links --------------------------------------------------------------
+if ! links_out=$(/usr/bin/python3 tools/check_doc_links.py 2>&1); then
+  grep -v '^check_doc_links: ' <<<"$links_out" | sed 's/^/  /' >&2
+  fail "doc-links" "$(tail -1 <<<"$links_out" | sed 's/^check_doc_links: //'): fix the links above"
+else
+  say "doc-links: $(tail -1 <<<"$links_out" | sed 's/^check_doc_links: //')"
 fi
 
 if ((${#failed[@]} > 0)); then
