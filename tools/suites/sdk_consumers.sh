@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The C++ SDK is usable from outside this tree, both ways README.md documents:
+# The C++ SDK is usable from outside this tree, both ways docs/sdk.md documents:
 #  1. `make install` (tools/install_sdk.sh) + pkg-config, with a plain g++ command line;
 #  2. another Bazel workspace that names coach as a local_repository.
 # Each builds and runs sdk/cpp/examples/list_jobs.cc.

@@ -1,6 +1,6 @@
 #pragma once
 
-// Exit codes of the `coach` command. Scripts rely on these; README.md lists them.
+// Exit codes of the `coach` command. Scripts rely on these; docs/cli.md lists them.
 
 namespace coach::cli {
 
