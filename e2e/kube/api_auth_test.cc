@@ -280,7 +280,8 @@ TEST_F(ApiAuthTest, CliWithTokenFileAndKubeconfig) {
 }
 
 // What a check costs: the first call of a token pays a TokenReview and SubjectAccessReviews,
-// later ones hit the caches (10 s). Printed, not asserted: a figure for the README.
+// later ones hit the caches (10 s). Printed, not asserted: a figure for bench/README.md
+// ("API authentication on Kubernetes").
 TEST_F(ApiAuthTest, CostOfTheChecks) {
   Apply(Manifest("timed"));
   auto a = Client(Team(ns_a_, "team-a", "get"));
