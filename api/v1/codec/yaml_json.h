@@ -23,8 +23,10 @@ namespace coach::api::v1::codec {
 inline constexpr int kMaxYamlDepth = 100;
 // Upper bounds on what one document may expand to through aliases (alias bombs): values, and
 // bytes of scalars and keys (a few aliases of a long string multiply it without adding values).
+// The byte bound is above the 1.5 MiB a Kubernetes object may have, so an object that could be
+// stored is never refused by it, and low enough that refusing a bomb costs little.
 inline constexpr int kMaxYamlNodes = 1000000;
-inline constexpr int64_t kMaxYamlBytes = 16 << 20;
+inline constexpr int64_t kMaxYamlBytes = 4 << 20;
 
 // Every non-empty document of `text`, in order; documents that are empty or hold only
 // null (`---` alone) are skipped. Errors (InvalidArgument, message naming line and
