@@ -91,7 +91,7 @@ struct LocalBackendOptions {
   // Required; must outlive the backend. The replica records and port reservations.
   ReplicaStore* store = nullptr;
   // Required; must outlive the backend. Where the backend's own events of a job go
-  // (ContainerIgnored); the operator passes the same SqliteJobStore as `store`.
+  // (ContainerIgnored); the operator passes the SqliteJobStore whose replicas() is `store`.
   store::JobStore* jobs = nullptr;
   // The coach-replica-shim executable (absolute). Ignored when `runner` is given.
   std::string shim_path;
