@@ -18,7 +18,7 @@ namespace {
 // Migration N (1-based) brings the schema from version N-1 to N. Never edit a shipped
 // entry: append a new one.
 const char* const kMigrations[] = {
-    // 1: initial schema.
+    // 1: the schema.
     R"sql(
 CREATE TABLE jobs (
   namespace TEXT NOT NULL,
@@ -41,7 +41,7 @@ CREATE TABLE replicas (
   pid INTEGER NOT NULL,
   pgid INTEGER NOT NULL,
   start_time INTEGER NOT NULL,
-  replica_dir TEXT NOT NULL,
+  replica_files TEXT NOT NULL,
   log_path TEXT NOT NULL,
   phase INTEGER NOT NULL,
   exit_code INTEGER,
@@ -54,6 +54,8 @@ CREATE TABLE replicas (
   PRIMARY KEY (namespace, job_name, name),
   FOREIGN KEY (namespace, job_name) REFERENCES jobs (namespace, name) ON DELETE CASCADE
 ) WITHOUT ROWID;
+-- The poller lists running replicas only, whatever the store holds.
+CREATE INDEX replicas_by_phase ON replicas (phase);
 CREATE TABLE events (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   namespace TEXT NOT NULL,
@@ -74,14 +76,8 @@ CREATE TABLE ports (
   FOREIGN KEY (namespace, job_name) REFERENCES jobs (namespace, name) ON DELETE CASCADE
 );
 CREATE INDEX ports_by_job ON ports (namespace, job_name);
-)sql",
-    // 2: the poller lists running replicas only, whatever the store holds.
-    R"sql(
-CREATE INDEX replicas_by_phase ON replicas (phase);
-)sql",
-    // 3: a job's recorded non-pod objects (object_table.h), which were a file per job: a
-    // file costs an inode allocation, the dearest file-system call of a start on ext4.
-    R"sql(
+-- A job's recorded non-pod objects (object_table.h): rows, not a file per job, as a file
+-- costs an inode allocation, the dearest file-system call of a start on ext4.
 CREATE TABLE objects (
   namespace TEXT NOT NULL,
   job_name TEXT NOT NULL,

@@ -130,29 +130,6 @@ TEST_F(SqliteDatabaseTest, RefusesNewerSchema) {
   EXPECT_EQ(SqliteDatabase::Open(dir_).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
-// A database of schema 2 (before the objects table) is brought up to date on open, its jobs
-// kept.
-TEST_F(SqliteDatabaseTest, MigratesASchema2Database) {
-  {
-    auto store = SqliteJobStore::Open(dir_);
-    ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)->Create(MakeJob("ns", "a")).ok());
-  }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open((dir_ + "/coach.db").c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE objects; DELETE FROM schema_migrations WHERE version > 2",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
-  auto store = SqliteJobStore::Open(dir_);
-  ASSERT_TRUE(store.ok()) << store.status();
-  EXPECT_EQ(*(*store)->database().SchemaVersion(), 3);
-  EXPECT_TRUE((*store)->Get({"ns", "a"}).ok());
-  ReplicaStore* replicas = (*store)->replicas();
-  ASSERT_TRUE(replicas->AddObjects({"ns", "a"}, {{"Service", "a-worker-0"}}).ok());
-  EXPECT_EQ(replicas->ListObjects({"ns", "a"})->size(), 1u);
-}
-
 // A transaction whose body fails leaves nothing of what it wrote; one that succeeds keeps
 // all of it.
 TEST_F(SqliteDatabaseTest, AFailedTransactionRollsBack) {

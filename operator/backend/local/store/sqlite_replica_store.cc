@@ -10,7 +10,7 @@ namespace coach::backend::local {
 namespace {
 
 const char kReplicaColumns[] =
-    "namespace, job_name, name, replica_type, idx, pid, pgid, start_time, replica_dir, "
+    "namespace, job_name, name, replica_type, idx, pid, pgid, start_time, replica_files, "
     "log_path, phase, exit_code, restart_count, ports_json, gpus_json, started_us, "
     "finished_us, message";
 
