@@ -588,36 +588,6 @@ TEST_F(LocalBackendTest, OtherObjectsAreRecordedDurablyAndForgetCleansUp) {
   EXPECT_NE(stat((dir_ + "/state/replicas/ns/objs").c_str(), &st), 0) << "the job's directory";
 }
 
-// Older operators recorded a job's objects in a file of its own (objects/<ns>/<job>.json):
-// Start moves them into the store, and drops the file of a job that is gone.
-TEST_F(LocalBackendTest, StartMovesObjectFilesOfOlderOperatorsIntoTheStore) {
-  model::Job job = MakeJob("old", {{"command", Argv("true")}});
-  ASSERT_TRUE(MakeDirs(dir_ + "/state/objects/ns").ok());
-  ASSERT_TRUE(WriteFileAtomic(dir_ + "/state/objects/ns/old.json",
-                              R"([["Service","old-worker-0"],["ConfigMap","old-c"]])")
-                  .ok());
-  ASSERT_TRUE(
-      WriteFileAtomic(dir_ + "/state/objects/ns/gone.json", R"([["Service","gone-worker-0"]])")
-          .ok());
-  ASSERT_TRUE(backend_->Start().ok());
-  auto seen = backend_->Observe(job);
-  ASSERT_TRUE(seen.ok()) << seen.status();
-  ASSERT_EQ(seen->objects.size(), 2u);
-  EXPECT_EQ(seen->objects[0].kind, "ConfigMap");
-  EXPECT_EQ(seen->objects[0].name, "old-c");
-  EXPECT_EQ(seen->objects[1].kind, "Service");
-  EXPECT_EQ(seen->objects[1].name, "old-worker-0");
-  EXPECT_TRUE(absl::IsNotFound(ReadFile(dir_ + "/state/objects/ns/old.json").status()));
-  EXPECT_TRUE(absl::IsNotFound(ReadFile(dir_ + "/state/objects/ns/gone.json").status()));
-  backend_->Stop();
-  // In the store now: a backend started afresh sees them without the file.
-  backend_ = NewBackend();
-  ASSERT_NE(backend_, nullptr);
-  seen = backend_->Observe(job);
-  ASSERT_TRUE(seen.ok());
-  EXPECT_EQ(seen->objects.size(), 2u);
-}
-
 // The store is the truth for a job's objects, finished or not (nothing is kept in memory: a
 // store of finished jobs must not cost memory per job); a change after the job
 // finished is seen too.
