@@ -16,7 +16,7 @@ absl::Status WireLocal(const Flags& flags, BackendWiring* wiring) {
   }
   coach::backend::local::LocalBackendOptions backend_options;
   backend_options.state_dir = flags.state_dir;
-  backend_options.store = sqlite->get();
+  backend_options.store = (*sqlite)->replicas();
   backend_options.jobs = sqlite->get();
   backend_options.shim_path = flags.shim;
   backend_options.default_working_dir = flags.workdir;

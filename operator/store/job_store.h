@@ -4,7 +4,8 @@
 // backend runs them. The controller and the job service (operator/core) read and write jobs
 // through this interface only:
 //   - the local backend's SqliteJobStore (operator/backend/local): one sqlite file that also
-//     holds the local backend's replica records and port reservations (replica_store.h there);
+//     holds the local backend's replica records and port reservations (its replicas(),
+//     sqlite_replica_store.h there);
 //   - the Kubernetes backend's CrJobStore (operator/backend/kube): the kubeflow.org/v1 custom
 //     resources themselves, events as core/v1 Events;
 //   - FakeJobStore (testing/): in memory, with injectable errors.

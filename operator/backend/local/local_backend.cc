@@ -157,7 +157,7 @@ LocalBackend::LocalBackend(LocalBackendOptions options, std::unique_ptr<ProcessR
       gpus_(std::move(gpus)),
       end_watcher_(std::move(end_watcher)),
       ports_(options_.store),
-      objects_(options_.store, absl::StrCat(options_.state_dir, "/objects")) {
+      objects_(options_.store) {
   for (int i = 0; i < kStarterThreads; ++i) starters_.emplace_back([this] { StarterLoop(); });
 }
 
@@ -211,25 +211,16 @@ std::string LocalBackend::ReplicaFiles(const JobKey& job, const std::string& pod
   return ReplicaFilesBase(options_.state_dir, job.namespace_, job.name, pod);
 }
 
-std::string LocalBackend::LegacyReplicaDir(const JobKey& job, const std::string& pod) const {
-  std::string dir = ReplicaFiles(job, pod);
-  dir.pop_back();  // the base's '.': the pod's own directory, where the base is now a prefix
-  return dir;
-}
-
 std::string LocalBackend::RestartCountPath(const JobKey& job, const std::string& pod) const {
   return ReplicaFile(ReplicaFiles(job, pod), "restart_count");
 }
 
 absl::Status LocalBackend::RemoveEndedAttemptFiles(const JobKey& job,
                                                    const std::string& pod) const {
-  // Both layouts: an attempt an older operator started left its files in the pod's directory.
-  for (const std::string& files : {ReplicaFiles(job, pod), LegacyReplicaDir(job, pod)}) {
-    for (const char* f : {kExitFileName, kProcessFileName}) {
-      const std::string path = ReplicaFile(files, f);
-      if (unlink(path.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR) {
-        return absl::InternalError(absl::StrCat("unlink ", path, ": ", strerror(errno)));
-      }
+  for (const char* f : {kExitFileName, kProcessFileName}) {
+    const std::string path = ReplicaFile(ReplicaFiles(job, pod), f);
+    if (unlink(path.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR) {
+      return absl::InternalError(absl::StrCat("unlink ", path, ": ", strerror(errno)));
     }
   }
   return absl::OkStatus();
@@ -243,16 +234,6 @@ std::string LocalBackend::GpuOwner(const JobKey& job, const std::string& pod) {
 // Start / Stop / polling
 
 absl::Status LocalBackend::Start() {
-  // Objects an older operator recorded in files (object_table.h): into the store first, so
-  // that the first passes observe them.
-  absl::StatusOr<int> imported = objects_.ImportFiles();
-  if (!imported.ok()) {
-    spdlog::warn("local backend: recorded objects of older operators: {}",
-                 imported.status().ToString());
-  } else if (*imported > 0) {
-    spdlog::info("local backend: moved the recorded objects of {} job(s) into the store",
-                 *imported);
-  }
   {
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(std::vector<ReplicaRecord> records, options_.store->ListAllReplicas());
@@ -260,9 +241,6 @@ absl::Status LocalBackend::Start() {
       if (r.process.pid == 0 && !Terminal(r.phase)) {
         // Killed between writing the record and persisting the handle.
         absl::StatusOr<ProcessHandle> h = runner_->Recover(ReplicaFiles(r.job, r.name));
-        if (absl::IsNotFound(h.status())) {
-          h = runner_->Recover(LegacyReplicaDir(r.job, r.name));  // an older operator's start
-        }
         if (!h.ok()) {
           spdlog::info("local backend: {}/{} never started; dropping its record", r.job.namespace_,
                        r.name);
@@ -639,10 +617,6 @@ absl::StatusOr<std::optional<LocalBackend::PreparedStart>> LocalBackend::Prepare
 
   {
     absl::StatusOr<std::string> carried = ReadFile(RestartCountPath(key, pod.name));
-    if (absl::IsNotFound(carried.status())) {
-      // Carried over by an older operator, into the pod's directory.
-      carried = ReadFile(ReplicaFile(LegacyReplicaDir(key, pod.name), "restart_count"));
-    }
     if (carried.ok()) absl::SimpleAtoi(*carried, &record.restart_count);
   }
   // Before the record: Start() adopts a pid-0 record through the shim's process file.
@@ -834,8 +808,7 @@ absl::Status LocalBackend::Forget(const model::Job& job) {
   if (!IsSafePathComponent(key.namespace_) || !IsSafePathComponent(key.name)) {
     return absl::OkStatus();
   }
-  // logs/: where operators before one directory per job wrote the logs.
-  for (const char* sub : {"replicas", "configmaps", "logs"}) {
+  for (const char* sub : {"replicas", "configmaps"}) {
     RETURN_IF_ERROR(
         RemoveTree(absl::StrCat(options_.state_dir, "/", sub, "/", key.namespace_, "/", key.name)));
   }

@@ -34,9 +34,6 @@
 //   replicas/<ns>/<job>/<pod>.exit
 //   replicas/<ns>/<job>/<pod>.restart_count
 //   configmaps/<ns>/<job>/<name>/       (ConfigMap data)
-// Replicas that an older operator started keep their files where it put them
-// (logs/<ns>/<job>/<pod>.log, replicas/<ns>/<job>/<pod>/exit): records name the log and the
-// shim's files, and the few paths derived from a pod's name fall back to that layout.
 // Replica records, port reservations, recorded non-pod objects: the ReplicaStore. The record of a
 // pod is written (pid 0, Pending) before its process starts, so an operator killed in between finds
 // it at Start() and recovers the handle from the shim's process file (or drops the record when the
@@ -91,7 +88,7 @@ struct LocalBackendOptions {
   // Required; must outlive the backend. The replica records and port reservations.
   ReplicaStore* store = nullptr;
   // Required; must outlive the backend. Where the backend's own events of a job go
-  // (ContainerIgnored); the operator passes the same SqliteJobStore as `store`.
+  // (ContainerIgnored); the operator passes the SqliteJobStore whose replicas() is `store`.
   store::JobStore* jobs = nullptr;
   // The coach-replica-shim executable (absolute). Ignored when `runner` is given.
   std::string shim_path;
@@ -213,8 +210,6 @@ class LocalBackend : public Backend {
   absl::Time Now() const { return options_.clock->Now(); }
   // What names the pod's shim files (ProcessSpec::replica_files): "<job dir>/<pod>.".
   std::string ReplicaFiles(const JobKey& job, const std::string& pod) const;
-  // The pod's own directory of the layout before one directory per job (see the top).
-  std::string LegacyReplicaDir(const JobKey& job, const std::string& pod) const;
   // Restarts carried over to the next pod of the same name (see DeletePod).
   // Removes the process and exit files of the pod's ended attempt, which its job's
   // directory outlives (restart_count stays). Left there, a crash after the next

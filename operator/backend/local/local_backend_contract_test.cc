@@ -30,7 +30,7 @@ class LocalContractTest : public backend::testing::BackendContractTest {
     const char* ws = getenv("TEST_WORKSPACE");
     LocalBackendOptions o;
     o.state_dir = dir + "/state";
-    o.store = store_.get();
+    o.store = store_->replicas();
     o.jobs = store_.get();
     o.shim_path = absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "coach",
                                "/operator/backend/local/coach-replica-shim");

@@ -60,7 +60,7 @@ class LocalBackendTest : public ::testing::Test {
   std::unique_ptr<LocalBackend> NewBackend(absl::Duration poll_interval = absl::Milliseconds(20)) {
     LocalBackendOptions o;
     o.state_dir = dir_ + "/state";
-    o.store = store_.get();
+    o.store = store_->replicas();
     o.jobs = store_.get();
     o.shim_path = ShimPath();
     o.poll_interval = poll_interval;
@@ -277,7 +277,7 @@ TEST_F(LocalBackendTest, RecordWrittenBeforeACrashIsResolvedAtStart) {
   never.job = KeyOf(job);
   never.name = "crash-worker-0";
   never.replica_type = "Worker";
-  ASSERT_TRUE(store_->PutReplica(never).ok());  // pid 0: the operator died before Start
+  ASSERT_TRUE(store_->replicas()->PutReplica(never).ok());  // pid 0: the operator died before Start
   ASSERT_TRUE(backend_->Start().ok());
   auto seen = backend_->Observe(job);
   ASSERT_TRUE(seen.ok());
@@ -300,7 +300,7 @@ TEST_F(LocalBackendTest, CrashBeforeARestartedPodStartsDoesNotAdoptTheEndedAttem
   pending.name = "redo-worker-0";
   pending.replica_type = "Worker";
   pending.restart_count = 1;
-  ASSERT_TRUE(store_->PutReplica(pending).ok());
+  ASSERT_TRUE(store_->replicas()->PutReplica(pending).ok());
   backend_ = NewBackend();
   ASSERT_TRUE(backend_->Start().ok());
   auto seen = backend_->Observe(job);
@@ -475,12 +475,12 @@ TEST_F(LocalBackendTest, PortsOfTwoJobsAreDistinctAndRecorded) {
   EXPECT_NE(port_a, port_b);
   EXPECT_EQ(pa->Host(a, "Worker", 0), "127.0.0.1");
   ASSERT_TRUE(Create(a, Pod(a)).ok());
-  auto records = store_->ListReplicas(KeyOf(a));
+  auto records = store_->replicas()->ListReplicas(KeyOf(a));
   ASSERT_TRUE(records.ok());
   ASSERT_EQ(records->size(), 1u);
   EXPECT_EQ((*records)[0].ports.at("http"), port_a);
   ASSERT_TRUE(backend_->Forget(a).ok());
-  auto left = store_->ListPortReservations();
+  auto left = store_->replicas()->ListPortReservations();
   ASSERT_TRUE(left.ok());
   for (const auto& r : *left) EXPECT_EQ(r.job.name, "pb");
 }
@@ -586,36 +586,6 @@ TEST_F(LocalBackendTest, OtherObjectsAreRecordedDurablyAndForgetCleansUp) {
       absl::IsNotFound(ReadFile(dir_ + "/state/replicas/ns/objs/objs-worker-0.log").status()));
   struct stat st;
   EXPECT_NE(stat((dir_ + "/state/replicas/ns/objs").c_str(), &st), 0) << "the job's directory";
-}
-
-// Older operators recorded a job's objects in a file of its own (objects/<ns>/<job>.json):
-// Start moves them into the store, and drops the file of a job that is gone.
-TEST_F(LocalBackendTest, StartMovesObjectFilesOfOlderOperatorsIntoTheStore) {
-  model::Job job = MakeJob("old", {{"command", Argv("true")}});
-  ASSERT_TRUE(MakeDirs(dir_ + "/state/objects/ns").ok());
-  ASSERT_TRUE(WriteFileAtomic(dir_ + "/state/objects/ns/old.json",
-                              R"([["Service","old-worker-0"],["ConfigMap","old-c"]])")
-                  .ok());
-  ASSERT_TRUE(
-      WriteFileAtomic(dir_ + "/state/objects/ns/gone.json", R"([["Service","gone-worker-0"]])")
-          .ok());
-  ASSERT_TRUE(backend_->Start().ok());
-  auto seen = backend_->Observe(job);
-  ASSERT_TRUE(seen.ok()) << seen.status();
-  ASSERT_EQ(seen->objects.size(), 2u);
-  EXPECT_EQ(seen->objects[0].kind, "ConfigMap");
-  EXPECT_EQ(seen->objects[0].name, "old-c");
-  EXPECT_EQ(seen->objects[1].kind, "Service");
-  EXPECT_EQ(seen->objects[1].name, "old-worker-0");
-  EXPECT_TRUE(absl::IsNotFound(ReadFile(dir_ + "/state/objects/ns/old.json").status()));
-  EXPECT_TRUE(absl::IsNotFound(ReadFile(dir_ + "/state/objects/ns/gone.json").status()));
-  backend_->Stop();
-  // In the store now: a backend started afresh sees them without the file.
-  backend_ = NewBackend();
-  ASSERT_NE(backend_, nullptr);
-  seen = backend_->Observe(job);
-  ASSERT_TRUE(seen.ok());
-  EXPECT_EQ(seen->objects.size(), 2u);
 }
 
 // The store is the truth for a job's objects, finished or not (nothing is kept in memory: a

@@ -56,7 +56,7 @@ class LocalAddressPlanTest : public ::testing::Test {
   std::unique_ptr<LocalBackend> NewBackend() {
     LocalBackendOptions o;
     o.state_dir = dir_;
-    o.store = store_.get();
+    o.store = store_->replicas();
     o.jobs = store_.get();
     o.gpus = &gpus_;
     o.runner = &runner_;
@@ -156,7 +156,7 @@ TEST_F(LocalAddressPlanTest, PyTorchMasterAddrAndPortAreLocalAndJobsNeverShare) 
   }
   EXPECT_EQ(master_ports.size(), 2u);
   // Every reservation of both jobs is a distinct port.
-  auto all = store_->ListPortReservations();
+  auto all = store_->replicas()->ListPortReservations();
   ASSERT_TRUE(all.ok());
   std::set<int> distinct;
   for (const auto& r : *all) distinct.insert(r.port);
@@ -171,7 +171,7 @@ TEST_F(LocalAddressPlanTest, DeterministicAcrossBackendRestartsAndAdmitIsIdempot
   ASSERT_TRUE(backend_->Admit(job).ok());
   backend_ = NewBackend();
   EXPECT_EQ(Render(job), before);
-  auto all = store_->ListPortReservations();
+  auto all = store_->replicas()->ListPortReservations();
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 2u);
 }

@@ -54,7 +54,7 @@ class PortAllocatorTest : public ::testing::Test {
 };
 
 TEST_F(PortAllocatorTest, AllocatesDistinctBindableReservedPorts) {
-  PortAllocator alloc(store_.get());
+  PortAllocator alloc(store_->replicas());
   auto ports = alloc.Allocate({"ns", "a"}, "a-master-0", {"master", "rdzv", "metrics"});
   ASSERT_TRUE(ports.ok()) << ports.status();
   ASSERT_EQ(ports->size(), 3u);
@@ -64,7 +64,7 @@ TEST_F(PortAllocatorTest, AllocatesDistinctBindableReservedPorts) {
     distinct.insert(port);
   }
   EXPECT_EQ(distinct.size(), 3u);
-  auto reserved = store_->ListPortReservations();
+  auto reserved = store_->replicas()->ListPortReservations();
   ASSERT_TRUE(reserved.ok());
   ASSERT_EQ(reserved->size(), 3u);
   for (const auto& r : *reserved) {
@@ -77,7 +77,7 @@ TEST_F(PortAllocatorTest, AllocatesDistinctBindableReservedPorts) {
 TEST_F(PortAllocatorTest, SkipsPortsInUseAndPortsOfOtherJobs) {
   Listener busy;
   EXPECT_FALSE(IsPortBindable(busy.port));
-  PortAllocator first(store_.get());
+  PortAllocator first(store_->replicas());
   auto a = first.Allocate({"ns", "a"}, "a-0", {"master"});
   ASSERT_TRUE(a.ok());
   int reserved_by_a = a->at("master");
@@ -95,7 +95,7 @@ TEST_F(PortAllocatorTest, SkipsPortsInUseAndPortsOfOtherJobs) {
     candidates.pop_front();
     return p;
   };
-  PortAllocator second(store_.get(), options);
+  PortAllocator second(store_->replicas(), options);
   auto b = second.Allocate({"ns", "b"}, "b-0", {"master"});
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ(b->at("master"), free_port);
@@ -106,10 +106,10 @@ TEST_F(PortAllocatorTest, GivesUpWhenNothingIsFree) {
   PortAllocator::Options options;
   options.candidate = [&busy]() -> absl::StatusOr<int> { return busy.port; };
   options.max_attempts = 5;
-  PortAllocator alloc(store_.get(), options);
+  PortAllocator alloc(store_->replicas(), options);
   EXPECT_EQ(alloc.Allocate({"ns", "a"}, "a-0", {"master"}).status().code(),
             absl::StatusCode::kResourceExhausted);
-  EXPECT_TRUE(store_->ListPortReservations()->empty());
+  EXPECT_TRUE(store_->replicas()->ListPortReservations()->empty());
 }
 
 // A job of many replicas needs as many ports: the tries are counted per port, not per job
@@ -117,7 +117,7 @@ TEST_F(PortAllocatorTest, GivesUpWhenNothingIsFree) {
 TEST_F(PortAllocatorTest, ManyReplicasEachGetTheirPort) {
   std::map<std::string, std::vector<std::string>> names;
   for (int i = 0; i < 200; ++i) names["r-" + std::to_string(i)] = {"master"};
-  PortAllocator alloc(store_.get());
+  PortAllocator alloc(store_->replicas());
   absl::StatusOr<std::map<std::string, std::map<std::string, int>>> got =
       alloc.AllocateAll({"ns", "a"}, names);
   ASSERT_TRUE(got.ok()) << got.status();
@@ -147,8 +147,8 @@ TEST_F(PortAllocatorTest, ConcurrentAllocatorsNeverCollide) {
     o.max_attempts = 1000;
     return o;
   };
-  PortAllocator a(store_.get(), make(&next_a));
-  PortAllocator b(store_.get(), make(&next_b));
+  PortAllocator a(store_->replicas(), make(&next_a));
+  PortAllocator b(store_->replicas(), make(&next_b));
   absl::Status sa, sb;
   std::thread ta([&] {
     for (int i = 0; i < 5 && sa.ok(); ++i) {
@@ -164,7 +164,7 @@ TEST_F(PortAllocatorTest, ConcurrentAllocatorsNeverCollide) {
   tb.join();
   ASSERT_TRUE(sa.ok()) << sa;
   ASSERT_TRUE(sb.ok()) << sb;
-  auto all = store_->ListPortReservations();
+  auto all = store_->replicas()->ListPortReservations();
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 10u);
   std::set<int> distinct;
@@ -173,13 +173,13 @@ TEST_F(PortAllocatorTest, ConcurrentAllocatorsNeverCollide) {
 }
 
 TEST_F(PortAllocatorTest, ReleaseAndJobDeletionFreePorts) {
-  PortAllocator alloc(store_.get());
+  PortAllocator alloc(store_->replicas());
   ASSERT_TRUE(alloc.Allocate({"ns", "a"}, "a-0", {"master"}).ok());
   ASSERT_TRUE(alloc.Allocate({"ns", "b"}, "b-0", {"master"}).ok());
   ASSERT_TRUE(alloc.Release({"ns", "a"}).ok());
-  EXPECT_EQ(store_->ListPortReservations()->size(), 1u);
+  EXPECT_EQ(store_->replicas()->ListPortReservations()->size(), 1u);
   ASSERT_TRUE(store_->Delete({"ns", "b"}, std::nullopt).ok());
-  EXPECT_TRUE(store_->ListPortReservations()->empty());
+  EXPECT_TRUE(store_->replicas()->ListPortReservations()->empty());
   EXPECT_EQ(alloc.Allocate({"ns", "b"}, "b-0", {"master"}).status().code(),
             absl::StatusCode::kNotFound);
 }

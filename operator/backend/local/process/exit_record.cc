@@ -57,14 +57,13 @@ absl::StatusOr<ExitRecord> ExitRecordFromJson(const std::string& json) {
 }
 
 std::string ReplicaFile(const std::string& replica_files, const char* name) {
-  if (!replica_files.empty() && replica_files.back() == '.')
-    return absl::StrCat(replica_files, name);
-  return absl::StrCat(replica_files, "/", name);
+  return absl::StrCat(replica_files, name);
 }
 
-std::string ReplicaFilesDir(const std::string& replica_files) {
-  if (!replica_files.empty() && replica_files.back() == '.') return DirName(replica_files);
-  return replica_files;
+std::string ReplicaFilesDir(const std::string& replica_files) { return DirName(replica_files); }
+
+bool IsReplicaFilesPrefix(const std::string& replica_files) {
+  return replica_files.size() > 1 && replica_files.front() == '/' && replica_files.back() == '.';
 }
 
 absl::Status WriteExitRecord(const std::string& replica_files, const ExitRecord& record) {

@@ -27,14 +27,14 @@ inline constexpr char kExitFileName[] = "exit";
 inline constexpr int kShimExitNotRecorded = 75;  // EX_TEMPFAIL
 inline constexpr char kProcessFileName[] = "process";
 
-// The path of the replica's file `name`. A `replica_files` that ends in '.' is a prefix
-// (<job dir>/<pod>.exit: one directory per job, as the local backend lays replicas out now; a
-// directory costs an inode allocation, the dearest file-system call of a start on ext4).
-// Any other is a directory of the replica's own (<dir>/exit): the layout before, kept so that
-// replicas an older operator started are still found.
+// The path of the replica's file `name`: `replica_files` is a prefix ending in '.'
+// ("<job dir>/<pod>." names <job dir>/<pod>.exit: one directory per job, not per replica, as
+// a directory costs an inode allocation, the dearest file-system call of a start on ext4).
 std::string ReplicaFile(const std::string& replica_files, const char* name);
 // The directory that holds the replica's files.
 std::string ReplicaFilesDir(const std::string& replica_files);
+// Whether `replica_files` is such a prefix: absolute and ending in '.'.
+bool IsReplicaFilesPrefix(const std::string& replica_files);
 
 struct ExitRecord {
   // The command's exit status; 128 + signal when a signal killed it; 127 when the
@@ -43,7 +43,8 @@ struct ExitRecord {
   int signal = 0;  // 0 unless a signal killed the command.
   absl::Time finished_at = absl::UnixEpoch();
   std::string message;  // Why, when known ("exec foo: No such file or directory").
-  // The shim that wrote it (ProcessFile's fields); pid 0 in files of older shims.
+  // The shim that wrote it (ProcessFile's fields); pid 0 when the shim failed before it
+  // started the command.
   pid_t pid = 0;
   pid_t pgid = 0;
   uint64_t start_time = 0;

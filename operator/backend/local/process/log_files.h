@@ -1,10 +1,9 @@
 #pragma once
 
 // Per-replica log files: <state-dir>/replicas/<ns>/<job>/<replica>.log, next to the shim's
-// files in the job's one directory (older operators wrote logs/<ns>/<job>/). The shim is
-// the only writer (LogWriter): the program's stdout and stderr reach it through a pipe, so
-// the bound holds at any write rate. Readers for "tail N lines" and "follow from a
-// position" cope with a rotation between two reads.
+// files in the job's one directory. The shim is the only writer (LogWriter): the program's
+// stdout and stderr reach it through a pipe, so the bound holds at any write rate. Readers
+// for "tail N lines" and "follow from a position" cope with a rotation between two reads.
 
 #include <sys/types.h>
 

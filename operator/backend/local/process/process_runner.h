@@ -26,9 +26,9 @@ struct ProcessSpec {
   std::string log_path;
   // Rotation threshold for log_path (copytruncate to <log>.1); <= 0 means unbounded.
   int64_t max_log_bytes = 0;
-  // Absolute; names the shim's `process` and `exit` files (ReplicaFile in exit_record.h:
-  // "<dir>/<pod>." for <dir>/<pod>.exit). Their directory is created when missing; a stale
-  // `exit` from an earlier run of the same replica is removed by Start.
+  // Absolute, ending in '.'; names the shim's `process` and `exit` files (ReplicaFile in
+  // exit_record.h: "<dir>/<pod>." for <dir>/<pod>.exit). Their directory is created when
+  // missing; a stale `exit` from an earlier run of the same replica is removed by Start.
   std::string replica_files;
 };
 
@@ -57,7 +57,8 @@ class ProcessRunner {
   // Starts the replica in a new session (it survives the operator's death) and returns
   // once the command was exec'd or failed to be (a failed exec is not an error here:
   // Poll reports kExited with 127/126).
-  // Errors: InvalidArgument (empty argv, relative paths, env entry without '='),
+  // Errors: InvalidArgument (empty argv, relative paths, replica_files not ending in '.',
+  // env entry without '='),
   // Internal (directories, fork, or the shim could not start),
   // DeadlineExceeded (the shim did not report within its start timeout).
   virtual absl::StatusOr<ProcessHandle> Start(const ProcessSpec& spec) = 0;

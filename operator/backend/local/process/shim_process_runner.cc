@@ -39,8 +39,9 @@ absl::Status Validate(const ProcessSpec& spec) {
   if (!IsAbsolute(spec.log_path)) {
     return absl::InvalidArgumentError("spec.log_path: must be an absolute path");
   }
-  if (!IsAbsolute(spec.replica_files)) {
-    return absl::InvalidArgumentError("spec.replica_files: must be an absolute path");
+  if (!IsReplicaFilesPrefix(spec.replica_files)) {
+    return absl::InvalidArgumentError(
+        "spec.replica_files: must be an absolute prefix ending in '.' (<dir>/<pod>.)");
   }
   if (!spec.working_dir.empty() && !IsAbsolute(spec.working_dir)) {
     return absl::InvalidArgumentError("spec.working_dir: must be an absolute path");

@@ -320,19 +320,26 @@ TEST_F(ShimProcessRunnerTest, RecoverFallsBackToTheExitFileWithoutAProcessFile) 
   EXPECT_EQ(runner_->Recover(spec.replica_files).status().code(), absl::StatusCode::kNotFound);
 }
 
-// Replicas an older operator started keep their files in a directory of their own
-// (<dir>/exit): a base that does not end in '.' still means that directory.
-TEST_F(ShimProcessRunnerTest, ADirectoryOfItsOwnStillHoldsTheFiles) {
+// A replica's files are named by a prefix in its job's directory (<dir>/<pod>.exit), with no
+// directory of the replica's own; a base that is not such a prefix is refused.
+TEST_F(ShimProcessRunnerTest, TheFilesAreNamedByAPrefixInTheJobsDirectory) {
   ProcessSpec spec = Spec({"sh", "-c", "exit 7"});
-  spec.replica_files = absl::StrCat(dir_, "/replicas/old/r0");
+  spec.replica_files = absl::StrCat(dir_, "/replicas/job/r0.");
   auto h = runner_->Start(spec);
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ(WaitExit(*h).exit_code, 7);
-  EXPECT_TRUE(ReadFile(absl::StrCat(spec.replica_files, "/", kExitFileName)).ok());
-  EXPECT_TRUE(ReadFile(absl::StrCat(spec.replica_files, "/", kProcessFileName)).ok());
+  EXPECT_TRUE(ReadFile(absl::StrCat(dir_, "/replicas/job/r0.", kExitFileName)).ok());
+  EXPECT_TRUE(ReadFile(absl::StrCat(dir_, "/replicas/job/r0.", kProcessFileName)).ok());
+  struct stat st;
+  EXPECT_NE(stat(absl::StrCat(dir_, "/replicas/job/r0").c_str(), &st), 0) << "no directory";
   auto recovered = runner_->Recover(spec.replica_files);
   ASSERT_TRUE(recovered.ok()) << recovered.status();
   EXPECT_EQ(*recovered, *h);
+
+  spec.replica_files = absl::StrCat(dir_, "/replicas/job/r1");
+  EXPECT_EQ(runner_->Start(spec).status().code(), absl::StatusCode::kInvalidArgument);
+  spec.replica_files = "replicas/job/r1.";
+  EXPECT_EQ(runner_->Start(spec).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(ShimProcessRunnerTest, ExitStatusSurvivesWhenNotOurChild) {

@@ -2,13 +2,13 @@
 
 // The local backend's own durable records, next to the jobs (store::JobStore): the replica
 // records that tie a job's pods to processes on this host, and TCP port reservations.
-// SqliteJobStore implements both interfaces on one database, so that deleting a job
-// (JobStore::Delete) deletes its replica records and port reservations in the same
+// SqliteReplicaStore implements it on the database of a SqliteJobStore, so that deleting a
+// job (JobStore::Delete) deletes its replica records and port reservations in the same
 // transaction; it does not stop processes (the caller stops them first, from the records).
 //
 // Every method is one transaction: after it returns OK the change survives a kill -9 of
 // the operator. A power cut may lose the changes made since the last write that says it
-// is synced (PutReplica of a record without a process); see the implementation's header.
+// is synced (PutReplica of a record without a process); see sqlite_replica_store.h.
 
 #include <map>
 #include <optional>
