@@ -193,20 +193,23 @@ TEST_F(MetricLoggerTest, SeveralSendersAndLoggingThreads) {
   for (int t = 0; t < 4; ++t) EXPECT_EQ(History("k" + std::to_string(t)), 10000);
 }
 
-TEST_F(MetricLoggerTest, LogStaysCheapWhileTheServerIsSlow) {
+// Log() never waits for the server: 200,000 points against a server that takes 20 ms a call
+// finish while it has answered only a few calls (were Log() to wait, the loop would take over an
+// hour and the test would time out). The cost per call is bench/mlflow's figure, not asserted.
+TEST_F(MetricLoggerTest, LogNeverWaitsForASlowServer) {
   fake_.SetLatency(absl::Milliseconds(20));
   auto logger = MetricLogger::Create(&fake_, run_id_, FastOptions());
   ASSERT_TRUE(logger.ok());
   constexpr int kN = 200000;
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kN; ++i) (*logger)->Log("train/loss", i, i, i);
+  const int calls_during_loop = fake_.Calls(FakeTrackingClient::Method::kLogBatch);
   double ns =
       std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
       kN;
-  std::printf("Log(): %.1f ns per call (fastbuild, slow server)\n", ns);
-  // Generous for a loaded 2-core CI machine and an unoptimised build; bench/mlflow reports the
-  // figure.
-  EXPECT_LT(ns, 1000.0);
+  std::printf("Log(): %.1f ns per call (fastbuild, slow server), %d batch calls meanwhile\n", ns,
+              calls_during_loop);
+  EXPECT_LT(calls_during_loop, kN / 100);
 }
 
 TEST(MetricLoggerCreateTest, RefusesBadOptions) {
