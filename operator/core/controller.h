@@ -9,9 +9,10 @@
 //   order (kDeleteJob: forget + delete the job, counted as a TTL deletion) -> UpdateStatus
 //   only when status_changed (Aborted: reconcile again at once) -> append the events ->
 //   publish MODIFIED -> requeue_at.
-// The pass never touches the work queue nor a metric: it returns what the queue should do with
-// its key (PassResult, or the error that failed it) and fills what the metrics count
-// (PassRecord, controller_metrics.h). The worker loop alone applies the result to the queue: a
+// The pass never touches the work queue, and writes no metric itself: it returns what the queue
+// should do with its key (PassResult, or the error that failed it) and fills what the metrics
+// count (PassRecord, controller_metrics.h; a TTL deletion also reaches ControllerMetrics through
+// JobService's deletion hook). The worker loop alone applies the result to the queue: a
 // failing pass is retried with exponential backoff (WorkQueue::AddRateLimited, on the clock's
 // monotonic reading); a pass that applied actions is followed by another one, so the result is
 // observed even from a backend that does not call back on its own creations.
@@ -120,7 +121,7 @@ struct PassResult {
     return requeue == o.requeue && wake == o.wake && (wake == Wake::kNo || at == o.at);
   }
   bool operator!=(const PassResult& o) const { return !(*this == o); }
-  // "requeue=applied wake=requeue_at@2023-11-14T22:13:20+00:00" (logs, test messages).
+  // "requeue=applied wake=requeue_at@2023-11-14T22:13:20+00:00" (test messages, debugging).
   std::string ToString() const;
 };
 
