@@ -1,14 +1,21 @@
 #include "common/clock.h"
 
+#include <time.h>
+
 #include "absl/time/clock.h"
 
 namespace coach {
 namespace {
 
-// The only place in coach's production code that reads the system's time.
+// The only place in coach's production code that reads the system's time (both clocks).
 class RealClock final : public Clock {
  public:
   absl::Time Now() override { return absl::Now(); }
+  absl::Duration Monotonic() override {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);  // cannot fail with this clock id and a valid pointer
+    return absl::DurationFromTimespec(ts);
+  }
 };
 
 }  // namespace

@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "api/v1/defaults.h"
-#include "api/v1/job_conditions.h"
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
 #include "operator/reconcile/conditions.h"
@@ -17,61 +16,38 @@
 namespace coach::core {
 namespace {
 
-const char* ActionName(model::Action::Type type) {
-  switch (type) {
-    case model::Action::Type::kCreate:
-      return "create";
-    case model::Action::Type::kDelete:
-      return "delete";
-    case model::Action::Type::kDeleteJob:
-      return "delete_job";
+const char* RequeueName(PassResult::Requeue requeue) {
+  switch (requeue) {
+    case PassResult::Requeue::kNo:
+      return "no";
+    case PassResult::Requeue::kApplied:
+      return "applied";
+    case PassResult::Requeue::kRefusedCreate:
+      return "refused_create";
+    case PassResult::Requeue::kConflict:
+      return "conflict";
   }
   return "unknown";
 }
 
-// The gauge's states, in the order GaugeEntry::state indexes them.
-constexpr std::array<const char*, 6> kStates = {api::v1::kJobCreated,    api::v1::kJobRunning,
-                                                api::v1::kJobRestarting, api::v1::kJobSuspended,
-                                                api::v1::kJobSucceeded,  api::v1::kJobFailed};
-constexpr std::array<model::PodPhase, 5> kPhases = {
-    model::PodPhase::kPending, model::PodPhase::kRunning, model::PodPhase::kSucceeded,
-    model::PodPhase::kFailed, model::PodPhase::kUnknown};
-
-uint8_t StateIndex(const std::string& state) {
-  for (size_t i = 0; i < kStates.size(); ++i) {
-    if (state == kStates[i]) return static_cast<uint8_t>(i);
+const char* WakeName(PassResult::Wake wake) {
+  switch (wake) {
+    case PassResult::Wake::kNo:
+      return "no";
+    case PassResult::Wake::kRequeueAt:
+      return "requeue_at";
+    case PassResult::Wake::kHeld:
+      return "held";
   }
-  return 0;  // JobState returns one of kStates
+  return "unknown";
 }
-
-constexpr size_t PhaseIndex(model::PodPhase phase) { return static_cast<size_t>(phase); }
 
 }  // namespace
 
-JobGauge ObservedGauge(const model::ObservedState& observed, const model::JobStatus& status) {
-  JobGauge gauge;
-  for (const model::ObservedPod& pod : observed.pods) ++gauge.phases[PhaseIndex(pod.phase)];
-  gauge.state = StateIndex(JobState(status));
-  return gauge;
-}
-
-JobGauge StoredGauge(const model::JobStatus& status) {
-  JobGauge gauge;
-  for (const auto& [type, replicas] : status.replica_statuses()) {
-    gauge.phases[PhaseIndex(model::PodPhase::kRunning)] += replicas.active();
-    gauge.phases[PhaseIndex(model::PodPhase::kSucceeded)] += replicas.succeeded();
-    gauge.phases[PhaseIndex(model::PodPhase::kFailed)] += replicas.failed();
-  }
-  gauge.state = StateIndex(JobState(status));
-  return gauge;
-}
-
-std::string JobState(const model::JobStatus& status) {
-  for (const char* state : {api::v1::kJobSucceeded, api::v1::kJobFailed, api::v1::kJobSuspended,
-                            api::v1::kJobRestarting, api::v1::kJobRunning}) {
-    if (reconcile::HasTrueCondition(status, state)) return state;
-  }
-  return api::v1::kJobCreated;
+std::string PassResult::ToString() const {
+  std::string out = absl::StrCat("requeue=", RequeueName(requeue), " wake=", WakeName(wake));
+  if (wake != Wake::kNo) absl::StrAppend(&out, "@", absl::FormatTime(at));
+  return out;
 }
 
 Controller::Controller(JobStore* store, backend::Backend* backend, JobService* jobs,
@@ -83,11 +59,11 @@ Controller::Controller(JobStore* store, backend::Backend* backend, JobService* j
       watchers_(watchers),
       job_locks_(job_locks),
       clock_(clock),
-      metrics_(metrics),
       options_(std::move(options)),
+      metrics_(metrics, options_.forget_finished_jobs),
       queue_(clock, options_.queue) {
   jobs_->SetEnqueue([this](const JobKey& key) { Enqueue(key); });
-  jobs_->SetDeleted([this](const model::Job& job) { JobDeleted(job); });
+  jobs_->SetDeleted([this](const model::Job& job) { metrics_.JobDeleted(job); });
 }
 
 Controller::~Controller() {
@@ -102,7 +78,7 @@ absl::Status Controller::Start() {
     Enqueue({ns, name, ""});
   });
   RETURN_IF_ERROR(backend_->Start());
-  if (metrics_ != nullptr) metrics_->backend_up->Set({}, 1);
+  metrics_.BackendUp(true);
   // Resume every stored job.
   store::ListOptions options;
   options.page_size = 1000;
@@ -118,10 +94,7 @@ absl::Status Controller::Start() {
       if (options_.forget_finished_jobs && reconcile::IsFinished(job.status())) {
         // Counted as its stored status says, as every finished job without an entry is (its
         // pass below finds no entry and takes that back off); its kind is not indexed.
-        if (metrics_ != nullptr) {
-          absl::MutexLock lock(&mu_);
-          AddToTotals(StoredGauge(job.status()), 1);
-        }
+        metrics_.CountStored(job.status());
       } else {
         RememberKey(key);
       }
@@ -130,10 +103,7 @@ absl::Status Controller::Start() {
     }
     options.page_token = page->next_page_token;
   } while (!options.page_token.empty());
-  if (metrics_ != nullptr) {
-    absl::MutexLock lock(&mu_);
-    PublishTotals();
-  }
+  metrics_.PublishTotals();
   spdlog::info("controller: {} stored job(s) to resume, {} worker(s), backend {}", resumed,
                options_.workers, backend_->Name());
   {
@@ -164,7 +134,7 @@ void Controller::Stop() {
   }
   if (was_running) {
     backend_->Stop();
-    if (metrics_ != nullptr) metrics_->backend_up->Set({}, 0);
+    metrics_.BackendUp(false);
   }
 }
 
@@ -178,7 +148,7 @@ Controller::PerJobEntries Controller::Entries() const {
   PerJobEntries entries;
   entries.admitted = admitted_.size();
   entries.kinds = kinds_.size();
-  entries.gauges = gauges_.size();
+  entries.gauges = metrics_.entries();
   entries.spec_checks = spec_checks_.size();
   entries.refused = refused_.size();
   return entries;
@@ -229,114 +199,38 @@ void Controller::ForgetKey(const JobKey& key) {
 }
 
 void Controller::UpdateQueueGauges() {
-  if (metrics_ == nullptr) return;
-  metrics_->workqueue_depth->Set({}, static_cast<double>(queue_.Depth()));
-  metrics_->workqueue_delayed->Set({}, static_cast<double>(queue_.DelayedCount()));
+  if (!metrics_.enabled()) return;
+  metrics_.QueueSize(queue_.Depth(), queue_.DelayedCount());
 }
 
 void Controller::Worker() {
   while (std::optional<JobKey> key = queue_.Get()) {
     UpdateQueueGauges();
-    const absl::Time start = clock_->Now();  // a duration metric, not logic time
-    absl::Status status = ReconcileKey(*key);
-    if (metrics_ != nullptr) {
-      metrics_->reconcile_duration->Observe({}, absl::ToDoubleSeconds(clock_->Now() - start));
-      metrics_->reconcile_total->Add({status.ok() ? "ok" : "error"});
-    }
-    if (status.ok()) {
-      queue_.Forget(*key);
-    } else {
-      const absl::Duration delay = queue_.AddRateLimited(*key);
-      spdlog::warn("reconcile {}: {} (retry in {})", KeyString(*key), status.ToString(),
-                   absl::FormatDuration(delay));
-    }
+    const absl::Duration start = clock_->Monotonic();
+    const absl::StatusOr<PassResult> result = ReconcileKey(*key);
+    metrics_.PassTimed(clock_->Monotonic() - start, result.ok());
+    ApplyToQueue(*key, result);
     queue_.Done(*key);
     UpdateQueueGauges();
   }
 }
 
-void Controller::AddToTotals(const JobGauge& gauge, int sign) {
-  for (size_t p = 0; p < gauge.phases.size(); ++p) phase_totals_[p] += sign * gauge.phases[p];
-  state_totals_[gauge.state] += sign;
-}
-
-void Controller::PublishTotals() {
-  for (model::PodPhase phase : kPhases) {
-    metrics_->replicas->Set({model::PodPhaseName(phase)},
-                            static_cast<double>(phase_totals_[PhaseIndex(phase)]));
-  }
-  for (size_t s = 0; s < kStates.size(); ++s) {
-    metrics_->jobs->Set({kStates[s]}, static_cast<double>(state_totals_[s]));
-  }
-}
-
-void Controller::RecordObserved(const JobKey& key, const JobGauge* counted_as,
-                                const model::ObservedState* observed,
-                                const model::JobStatus* after) {
-  if (metrics_ == nullptr) return;
-  absl::MutexLock lock(&mu_);
-  // The totals are kept as running sums, changed by this job's old and new counts: a pass
-  // costs what its job holds, not what the store holds (summing every job here was
-  // O(jobs) per pass). The old counts: the job's entry, or for a finished job without one,
-  // what its status as the pass read it says (forget_finished_jobs; header comment).
-  auto it = gauges_.find(key);
-  if (it != gauges_.end()) {
-    AddToTotals(it->second, -1);
-  } else if (counted_as != nullptr) {
-    AddToTotals(*counted_as, -1);
-  }
-  if (observed == nullptr) {
-    if (it != gauges_.end()) gauges_.erase(it);
-  } else {
-    const JobGauge gauge = ObservedGauge(*observed, *after);
-    AddToTotals(gauge, 1);
-    if (options_.forget_finished_jobs && reconcile::IsFinished(*after) &&
-        gauge == StoredGauge(*after)) {
-      // From now on counted as its stored status says: no entry.
-      if (it != gauges_.end()) gauges_.erase(it);
-    } else if (it != gauges_.end()) {
-      it->second = gauge;
-    } else {
-      gauges_.emplace(key, gauge);
-    }
-  }
-  PublishTotals();
-}
-
-void Controller::JobDeleted(const model::Job& job) {
-  if (metrics_ == nullptr) return;
-  const JobKey key = store::KeyOf(job);
-  absl::MutexLock lock(&mu_);
-  // Taken off here, where the job as last stored is known: the pass that then finds it gone
-  // could not say what a finished job without an entry was counted as.
-  auto it = gauges_.find(key);
-  if (it != gauges_.end()) {
-    AddToTotals(it->second, -1);
-    gauges_.erase(it);
-  } else if (options_.forget_finished_jobs && reconcile::IsFinished(job.status())) {
-    AddToTotals(StoredGauge(job.status()), -1);
-  } else {
+void Controller::ApplyToQueue(const JobKey& key, const absl::StatusOr<PassResult>& result) {
+  if (!result.ok()) {
+    const absl::Duration delay = queue_.AddRateLimited(key);
+    spdlog::warn("reconcile {}: {} (retry in {})", KeyString(key), result.status().ToString(),
+                 absl::FormatDuration(delay));
     return;
   }
-  PublishTotals();
+  queue_.Forget(key);
+  if (result->requeue != PassResult::Requeue::kNo) queue_.Add(key);
+  if (result->wake != PassResult::Wake::kNo) queue_.AddAt(key, result->at);
 }
 
 void Controller::ForgetChecks(const JobKey& key) {
   admitted_.erase(key);
   spec_checks_.erase(key);
   refused_.erase(key);
-}
-
-void Controller::CountTransitions(const model::Job& job, const model::JobStatus& before,
-                                  const model::JobStatus& after) {
-  if (metrics_ == nullptr) return;
-  const metrics::LabelValues labels = {job.metadata().namespace_(), FrameworkOf(job)};
-  auto turned_true = [&](const char* type) {
-    return !reconcile::HasTrueCondition(before, type) && reconcile::HasTrueCondition(after, type);
-  };
-  if (turned_true(api::v1::kJobSucceeded)) metrics_->jobs_successful->Add(labels);
-  if (turned_true(api::v1::kJobFailed)) metrics_->jobs_failed->Add(labels);
-  if (turned_true(api::v1::kJobRestarting)) metrics_->jobs_restarted->Add(labels);
 }
 
 std::string Controller::RefusalOf(const JobKey& key, const model::Job& job) {
@@ -390,8 +284,15 @@ std::string Controller::RecordRefusedCreates(const JobKey& job_key, const model:
   return refusal;
 }
 
-absl::Status Controller::ReconcileKey(const JobKey& key) {
+absl::StatusOr<PassResult> Controller::ReconcileKey(const JobKey& key) {
   KeyLock lock(job_locks_, KeyString(key));
+  PassRecord record;
+  absl::StatusOr<PassResult> result = Pass(key, &record);
+  metrics_.RecordPass(key, record);
+  return result;
+}
+
+absl::StatusOr<PassResult> Controller::Pass(const JobKey& key, PassRecord* record) {
   const JobKey& job_key = key;
   absl::StatusOr<model::Job> got = store_->GetCached(job_key);
   passes_.fetch_add(1, std::memory_order_relaxed);
@@ -401,8 +302,8 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
       ForgetChecks(key);
     }
     ForgetKey(key);
-    RecordObserved(key, nullptr, nullptr, nullptr);
-    return absl::OkStatus();
+    record->gauge = PassRecord::Gauge::kGone;
+    return PassResult::Done();
   }
   if (!got.ok()) return got.status();
   model::Job job = std::move(got).value();
@@ -410,10 +311,8 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
   // Again here: a pass that found the job gone may have forgotten a key enqueued meanwhile.
   // Not a finished job's with forget_finished_jobs: the index keeps unfinished jobs only.
   if (!finished || !options_.forget_finished_jobs) RememberKey(key);
-  // What the gauges count this job as while it has no entry (RecordObserved).
-  const std::optional<JobGauge> counted_as = finished && options_.forget_finished_jobs
-                                                 ? std::optional(StoredGauge(job.status()))
-                                                 : std::nullopt;
+  // What the gauges count this job as while it has no entry (ControllerMetrics).
+  if (finished && options_.forget_finished_jobs) record->counted_as = StoredGauge(job.status());
 
   const std::string refusal = finished ? "" : RefusalOf(key, job);
   if (finished) {
@@ -450,8 +349,7 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
     // MLflow run); bounded by the observer, which changes the job and so enqueues it.
     if (std::optional<absl::Time> hold = options_.observer->HoldStartUntil(job);
         hold.has_value() && now < *hold) {
-      queue_.AddAt(key, *hold);
-      return absl::OkStatus();
+      return PassResult::HeldUntil(*hold);
     }
   }
   model::ReconcileResult result = reconcile::Reconcile(job, observed, now, config);
@@ -471,11 +369,9 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
   if (!batch.empty()) {
     std::vector<absl::Status> results;
     absl::Status applied = backend_->ApplyAll(job, batch, &results);
-    if (metrics_ != nullptr) {
-      for (size_t i = 0; i < batch.size() && i < results.size(); ++i) {
-        if (absl::IsCancelled(results[i]) && !applied.ok()) continue;  // never attempted
-        metrics_->actions_total->Add({ActionName(batch[i].type), results[i].ok() ? "ok" : "error"});
-      }
+    for (size_t i = 0; i < batch.size() && i < results.size(); ++i) {
+      if (absl::IsCancelled(results[i]) && !applied.ok()) continue;  // never attempted
+      record->actions.emplace_back(batch[i].type, results[i].ok());
     }
     if (!applied.ok()) {
       const std::string refused = RecordRefusedCreates(job_key, job, batch, results, now);
@@ -484,29 +380,24 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
         absl::MutexLock l(&mu_);
         refused_[key] = refused;
       }
-      queue_.Add(key);  // the next pass fails the job with the refusal
-      return absl::OkStatus();
+      // The next pass fails the job with the refusal.
+      return PassResult::Again(PassResult::Requeue::kRefusedCreate);
     }
     applied_any = true;
   }
   if (delete_job != nullptr) {
     absl::Status deleted = jobs_->DeleteLocked(job);
-    if (metrics_ != nullptr) {
-      metrics_->actions_total->Add({ActionName(delete_job->type), deleted.ok() ? "ok" : "error"});
-    }
+    record->actions.emplace_back(delete_job->type, deleted.ok());
     if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
-    if (metrics_ != nullptr) {
-      metrics_->jobs_ttl_deleted->Add({job.metadata().namespace_(), FrameworkOf(job)});
-    }
+    // DeleteLocked told ControllerMetrics::JobDeleted, which took the job off the gauges.
+    record->TtlDeleted(job);
     spdlog::info("job {}: ttlSecondsAfterFinished expired, deleted", KeyString(key));
     {
       absl::MutexLock l(&mu_);
       ForgetChecks(key);
     }
     ForgetKey(key);
-    // DeleteLocked told JobDeleted, which took the job off the gauges.
-    RecordObserved(key, nullptr, nullptr, nullptr);
-    return absl::OkStatus();
+    return PassResult::Done();
   }
 
   if (result.status_changed) {
@@ -515,11 +406,10 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
     absl::StatusOr<model::Job> written = store_->UpdateStatus(updated);
     if (absl::IsAborted(written.status())) {
       // Someone changed the job meanwhile (Suspend, Resume): start over from the store.
-      queue_.Add(key);
-      return absl::OkStatus();
+      return PassResult::Again(PassResult::Requeue::kConflict);
     }
     if (!written.ok()) return written.status();
-    CountTransitions(job, job.status(), written->status());
+    record->Transitions(job, job.status(), written->status());
     watchers_->Publish(WatchEventType::kModified, *written);
     job = std::move(written).value();
   }
@@ -541,11 +431,15 @@ absl::Status Controller::ReconcileKey(const JobKey& key) {
     }
     if (options_.forget_finished_jobs) ForgetKey(key);
   }
-  RecordObserved(key, counted_as ? &*counted_as : nullptr, &observed, &job.status());
+  record->Observed(observed, job.status());
   if (options_.observer != nullptr) options_.observer->JobSeen(job);
-  if (applied_any) queue_.Add(key);
-  if (result.requeue_at.has_value()) queue_.AddAt(key, *result.requeue_at);
-  return absl::OkStatus();
+  PassResult pass;
+  if (applied_any) pass.requeue = PassResult::Requeue::kApplied;
+  if (result.requeue_at.has_value()) {
+    pass.wake = PassResult::Wake::kRequeueAt;
+    pass.at = *result.requeue_at;
+  }
+  return pass;
 }
 
 }  // namespace coach::core

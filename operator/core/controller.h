@@ -8,10 +8,14 @@
 //   -> reconcile::Reconcile(job, observed, clock.Now(), config) -> apply the actions in
 //   order (kDeleteJob: forget + delete the job, counted as a TTL deletion) -> UpdateStatus
 //   only when status_changed (Aborted: reconcile again at once) -> append the events ->
-//   publish MODIFIED -> AddAt(requeue_at).
-// A failing pass is retried with exponential backoff (WorkQueue::AddRateLimited). A pass
-// that applied actions is followed by another one, so the result is observed even from
-// a backend that does not call back on its own creations.
+//   publish MODIFIED -> requeue_at.
+// The pass never touches the work queue, and writes no metric itself: it returns what the queue
+// should do with its key (PassResult, or the error that failed it) and fills what the metrics
+// count (PassRecord, controller_metrics.h; a TTL deletion also reaches ControllerMetrics through
+// JobService's deletion hook). The worker loop alone applies the result to the queue: a
+// failing pass is retried with exponential backoff (WorkQueue::AddRateLimited, on the clock's
+// monotonic reading); a pass that applied actions is followed by another one, so the result is
+// observed even from a backend that does not call back on its own creations.
 //
 // Start() registers the backend's change callback, starts the backend and enqueues
 // every stored job (an operator restart resumes all of them; pod names are
@@ -31,7 +35,8 @@
 // finished jobs must not cost an entry each. A finished job whose replicas its
 // stored status accounts for (StoredGauge) keeps nothing here: its gauges stay in the totals,
 // and the next time a pass or a deletion meets it, what it was counted as is read again from
-// the job as stored (Start counts every stored finished job that way before any pass). Its
+// the job as stored (Start counts every stored finished job that way before any pass;
+// ControllerMetrics keeps the gauges, controller_metrics.h). Its
 // kind is not indexed either: a name-only wake-up for a name the index does not know reads the
 // job of that name from the store (the local store keeps names unique across kinds). That
 // takes a store whose jobs' status only the controller writes and whose jobs are deleted only
@@ -40,7 +45,6 @@
 //
 // Thread-safe.
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -52,9 +56,12 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "operator/backend/backend.h"
+#include "operator/core/controller_metrics.h"
 #include "operator/core/job_observer.h"
 #include "operator/core/job_service.h"
 #include "operator/core/keyed_mutex.h"
@@ -66,13 +73,56 @@
 
 namespace coach::core {
 
-// What the gauges count for one job: its replicas by phase (indexed by model::PodPhase) and its
-// state (an index into JobState's values, in controller.cc's kStates order). Small on purpose:
-// one is kept per job (maps of strings here cost ~400 bytes a job).
-struct JobGauge {
-  std::array<int32_t, 5> phases{};
-  uint8_t state = 0;
-  bool operator==(const JobGauge& o) const { return phases == o.phases && state == o.state; }
+// What one successful pass over a key asks of the work queue. The pass only says it; the
+// worker loop applies it (Controller::Worker), in this order, before Done:
+//   Forget(key)                  always: the key's backoff starts over;
+//   Add(key)                     when `requeue` is not kNo;
+//   AddAt(key, at)               when `wake` is not kNo.
+// `requeue` and `wake` are independent: a pass that applied actions on a job with an active
+// deadline asks for both. A pass that fails asks for nothing: its error (ReconcileKey's
+// status) makes the worker retry the key after its backoff (AddRateLimited) without Forget.
+// An OK pass that asks for neither leaves the key until something changes (a store write, a
+// backend's change callback, Enqueue).
+struct PassResult {
+  // Why the key is queued again as soon as the pass is done.
+  enum class Requeue : uint8_t {
+    kNo,
+    // The pass applied actions: the next one observes their result.
+    kApplied,
+    // The backend refused a create as invalid (no retry can change that): the next pass fails
+    // the job with the refusal.
+    kRefusedCreate,
+    // The status write was Aborted (the job changed meanwhile: Suspend, Resume): the next
+    // pass starts over from the store.
+    kConflict,
+  };
+  // Why the key is queued once the clock's wall time reaches `at`. Wall time, not a duration:
+  // both are points in time, the reconciler's computed from times in the job's status.
+  enum class Wake : uint8_t {
+    kNo,
+    // The reconciler's requeue_at: a rule that fires later without any pod event (an active
+    // deadline, a finished job's TTL).
+    kRequeueAt,
+    // The observer holds the job's first replicas back until `at`
+    // (JobObserver::HoldStartUntil): the pass stopped before reconciling.
+    kHeld,
+  };
+
+  Requeue requeue = Requeue::kNo;
+  Wake wake = Wake::kNo;
+  absl::Time at = absl::InfinitePast();  // meaningful when wake != kNo
+
+  // Nothing to do until something changes.
+  static PassResult Done() { return {}; }
+  static PassResult Again(Requeue why) { return {why, Wake::kNo, absl::InfinitePast()}; }
+  static PassResult HeldUntil(absl::Time at) { return {Requeue::kNo, Wake::kHeld, at}; }
+
+  bool operator==(const PassResult& o) const {
+    return requeue == o.requeue && wake == o.wake && (wake == Wake::kNo || at == o.at);
+  }
+  bool operator!=(const PassResult& o) const { return !(*this == o); }
+  // "requeue=applied wake=requeue_at@2023-11-14T22:13:20+00:00" (test messages, debugging).
+  std::string ToString() const;
 };
 
 class Controller {
@@ -106,9 +156,11 @@ class Controller {
   // A key without a kind wakes every known kind of that name (see the header comment).
   void Enqueue(const JobKey& key);
 
-  // One pass over `key` (with its kind), on the calling thread (tests; the workers call it
-  // too). Returns the error that made the pass fail (the worker retries with backoff).
-  absl::Status ReconcileKey(const JobKey& key);
+  // One pass over `key` (with its kind), on the calling thread, under the job's KeyLock (tests;
+  // the workers call it too). Touches no queue: returns what to do with the key (PassResult),
+  // or the error that made the pass fail (the worker retries the key after its backoff). Records
+  // what the pass did in the metrics once, at its end, failed or not.
+  absl::StatusOr<PassResult> ReconcileKey(const JobKey& key);
 
   BasicWorkQueue<JobKey>& queue() { return queue_; }
 
@@ -131,23 +183,13 @@ class Controller {
   void RememberKey(const JobKey& key);
   void ForgetKey(const JobKey& key);
   void Worker();
+  // Applies a pass's outcome to the queue (PassResult's contract).
+  void ApplyToQueue(const JobKey& key, const absl::StatusOr<PassResult>& result);
   void UpdateQueueGauges();
-  // What the gauges count for a job after a pass: `observed` and its status after the pass;
-  // null: the job is gone and counts no more. `counted_as`: what the totals hold for it while
-  // it has no entry (a finished job with forget_finished_jobs: StoredGauge of its status as the
-  // pass read it), else null.
-  void RecordObserved(const JobKey& key, const JobGauge* counted_as,
-                      const model::ObservedState* observed, const model::JobStatus* after);
-  // A job JobService deleted (SetDeleted), as last stored.
-  void JobDeleted(const model::Job& job);
-  // Adds (sign 1) or takes (-1) `gauge` to or from the totals.
-  void AddToTotals(const JobGauge& gauge, int sign) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sets the replicas and jobs gauges to the totals.
-  void PublishTotals() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The pass proper (ReconcileKey holds the KeyLock and records `record`).
+  absl::StatusOr<PassResult> Pass(const JobKey& key, PassRecord* record);
   // Drops what RefusalOf and admission keep for `key`.
   void ForgetChecks(const JobKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CountTransitions(const model::Job& job, const model::JobStatus& before,
-                        const model::JobStatus& after);
   // Why `job` cannot run as written ("" when it can): CheckJobSpec, once per generation,
   // then a refusal the API server gave one of its objects.
   std::string RefusalOf(const JobKey& key, const model::Job& job);
@@ -164,8 +206,8 @@ class Controller {
   WatchBroadcaster* const watchers_;
   KeyedMutex* const job_locks_;
   Clock* const clock_;
-  metrics::OperatorMetrics* const metrics_;
   const Options options_;
+  ControllerMetrics metrics_;
   BasicWorkQueue<JobKey> queue_;
 
   mutable absl::Mutex mu_;
@@ -176,13 +218,6 @@ class Controller {
   // {namespace, name} -> the kinds of that name the controller was told of (with
   // forget_finished_jobs: of its unfinished jobs only).
   std::map<JobKey, std::set<std::string>> kinds_ ABSL_GUARDED_BY(mu_);
-  // Per job, for the gauges. Kept for every job told of, except a finished one whose stored
-  // status says the same (forget_finished_jobs; header comment).
-  std::map<JobKey, JobGauge> gauges_ ABSL_GUARDED_BY(mu_);
-  // Sums of every job's phases and counts of their states, kept as they change: those of the
-  // entries above plus, with forget_finished_jobs, StoredGauge of each finished job without one.
-  std::array<int64_t, 5> phase_totals_ ABSL_GUARDED_BY(mu_){};
-  std::array<int64_t, 6> state_totals_ ABSL_GUARDED_BY(mu_){};
   std::atomic<int64_t> passes_{0};
   // RefusalOf's memory per key: the generation last checked and what the check said, and the
   // API server's refusal of an object (kept until the job is finished or gone).
@@ -194,16 +229,5 @@ class Controller {
   std::map<JobKey, std::string> refused_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
 };
-
-// "Succeeded", "Failed", "Suspended", "Restarting", "Running" or "Created".
-std::string JobState(const model::JobStatus& status);
-
-// What the gauges count for a job: its observed replicas by phase and its state.
-JobGauge ObservedGauge(const model::ObservedState& observed, const model::JobStatus& status);
-// What the gauges count for a finished job that has no entry (forget_finished_jobs), from its
-// stored status alone: its replica counts (active as Running, succeeded, failed) and its state.
-// A job whose observed replicas differ (one the status does not count: Pending, Unknown, or one
-// deleted under cleanPodPolicy All or Running) keeps its entry.
-JobGauge StoredGauge(const model::JobStatus& status);
 
 }  // namespace coach::core

@@ -5,9 +5,11 @@
 //  - a key handed out by Get() is "processing" until Done(); adding it meanwhile marks
 //    it dirty and it is queued again on Done(), so one key is never processed by two
 //    workers at once and no change is lost;
-//  - AddAt() queues a key once the clock reaches a time (requeue_at timers);
-//    AddRateLimited() after an exponential per-key backoff (base * 2^failures, capped),
-//    Forget() resets the key's failure count.
+//  - AddAt() queues a key once the clock's wall time reaches a time (requeue_at timers);
+//    AddAfter() once a duration has passed on its monotonic reading; AddRateLimited() after
+//    an exponential per-key backoff (base * 2^failures, capped, through AddAfter), Forget()
+//    resets the key's failure count. A key waiting for both a time and a duration is queued
+//    by whichever comes first.
 // Time comes from the injected Clock; a background thread moves due keys to the queue,
 // waking at least every `poll_interval` so a fake clock's jumps are noticed.
 //
@@ -52,7 +54,11 @@ class BasicWorkQueue {
   // Queues `key` once clock->Now() >= at (at once when already due). A later AddAt for
   // the same key keeps the earlier time.
   void AddAt(const Key& key, absl::Time at);
-  // Queues `key` after its backoff; returns the delay chosen.
+  // Queues `key` once `delay` has passed on clock->Monotonic() (at once when not positive),
+  // whatever the wall clock does meanwhile. A later AddAfter for the same key keeps the
+  // earlier end.
+  void AddAfter(const Key& key, absl::Duration delay);
+  // Queues `key` after its backoff (AddAfter); returns the delay chosen.
   absl::Duration AddRateLimited(const Key& key);
   // Resets the key's backoff (after a successful pass).
   void Forget(const Key& key);
@@ -67,7 +73,7 @@ class BasicWorkQueue {
 
   // Keys waiting to be processed (not counting delayed ones).
   size_t Depth() const;
-  // Keys waiting for their time.
+  // Keys waiting for their time or duration.
   size_t DelayedCount() const;
   // The backoff a failing key gets now (for tests and metrics).
   absl::Duration BackoffFor(const Key& key) const;
@@ -75,8 +81,15 @@ class BasicWorkQueue {
  private:
   void AddLocked(const Key& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TimerLoop();
-  // Moves every due delayed key to the queue.
-  void PromoteDueLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves every due delayed key to the queue (`now`: wall time, `elapsed`: monotonic).
+  void PromoteDueLocked(absl::Time now, absl::Duration elapsed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // When a delayed key is due: a wall time (AddAt), a monotonic reading (AddAfter), or both
+  // (the first to come queues it).
+  struct Due {
+    std::optional<absl::Time> at;
+    std::optional<absl::Duration> elapsed;
+  };
 
   Clock* const clock_;
   const Options options_;
@@ -87,7 +100,7 @@ class BasicWorkQueue {
   std::deque<Key> queue_ ABSL_GUARDED_BY(mu_);
   std::set<Key> dirty_ ABSL_GUARDED_BY(mu_);
   std::set<Key> processing_ ABSL_GUARDED_BY(mu_);
-  std::map<Key, absl::Time> delayed_ ABSL_GUARDED_BY(mu_);
+  std::map<Key, Due> delayed_ ABSL_GUARDED_BY(mu_);
   std::map<Key, int> failures_ ABSL_GUARDED_BY(mu_);
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   std::thread timer_;
@@ -131,12 +144,22 @@ void BasicWorkQueue<Key>::AddAt(const Key& key, absl::Time at) {
     AddLocked(key);
     return;
   }
-  auto it = delayed_.find(key);
-  if (it == delayed_.end()) {
-    delayed_.emplace(key, at);
-  } else {
-    it->second = std::min(it->second, at);
+  Due& due = delayed_[key];
+  due.at = due.at.has_value() ? std::min(*due.at, at) : at;
+  timer_cv_.Signal();
+}
+
+template <typename Key>
+void BasicWorkQueue<Key>::AddAfter(const Key& key, absl::Duration delay) {
+  absl::MutexLock lock(&mu_);
+  if (shutdown_) return;
+  if (delay <= absl::ZeroDuration()) {
+    AddLocked(key);
+    return;
   }
+  const absl::Duration end = clock_->Monotonic() + delay;
+  Due& due = delayed_[key];
+  due.elapsed = due.elapsed.has_value() ? std::min(*due.elapsed, end) : end;
   timer_cv_.Signal();
 }
 
@@ -157,7 +180,7 @@ absl::Duration BasicWorkQueue<Key>::AddRateLimited(const Key& key) {
     absl::MutexLock lock(&mu_);
     ++failures_[key];
   }
-  AddAt(key, clock_->Now() + delay);
+  AddAfter(key, delay);
   return delay;
 }
 
@@ -216,9 +239,11 @@ size_t BasicWorkQueue<Key>::DelayedCount() const {
 }
 
 template <typename Key>
-void BasicWorkQueue<Key>::PromoteDueLocked(absl::Time now) {
+void BasicWorkQueue<Key>::PromoteDueLocked(absl::Time now, absl::Duration elapsed) {
   for (auto it = delayed_.begin(); it != delayed_.end();) {
-    if (it->second <= now) {
+    const Due& due = it->second;
+    if ((due.at.has_value() && *due.at <= now) ||
+        (due.elapsed.has_value() && *due.elapsed <= elapsed)) {
       AddLocked(it->first);
       it = delayed_.erase(it);
     } else {
@@ -232,9 +257,13 @@ void BasicWorkQueue<Key>::TimerLoop() {
   absl::MutexLock lock(&mu_);
   while (!shutdown_) {
     const absl::Time now = clock_->Now();
-    PromoteDueLocked(now);
+    const absl::Duration elapsed = clock_->Monotonic();
+    PromoteDueLocked(now, elapsed);
     absl::Duration wait = options_.poll_interval;
-    for (const auto& [key, at] : delayed_) wait = std::min(wait, at - now);
+    for (const auto& [key, due] : delayed_) {
+      if (due.at.has_value()) wait = std::min(wait, *due.at - now);
+      if (due.elapsed.has_value()) wait = std::min(wait, *due.elapsed - elapsed);
+    }
     timer_cv_.WaitWithTimeout(&mu_, std::max(wait, absl::Milliseconds(1)));
   }
 }

@@ -76,6 +76,43 @@ TEST(WorkQueueTest, BackoffIsExponentialAndCapped) {
   EXPECT_TRUE(WaitDepth(q, 1));
 }
 
+// A backoff is a duration: setting the wall clock back neither delays it nor, set forward
+// alone, hastens it.
+TEST(WorkQueueTest, BackoffRunsOnTheMonotonicClock) {
+  ::coach::FakeClock clock;
+  WorkQueue q(&clock, Fast());
+  const absl::Time t0 = clock.Now();
+  EXPECT_EQ(q.AddRateLimited("a"), absl::Seconds(1));
+  clock.Set(t0 - absl::Hours(1));  // the wall clock set back; no time has elapsed
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(q.Depth(), 0u);
+  EXPECT_EQ(q.DelayedCount(), 1u);
+  clock.Advance(absl::Seconds(1));
+  EXPECT_TRUE(WaitDepth(q, 1));
+  EXPECT_EQ(q.DelayedCount(), 0u);
+}
+
+// A key waiting for a wall time and for a duration is queued by whichever comes first, once.
+TEST(WorkQueueTest, AddAtAndAddAfterTheEarlierWins) {
+  ::coach::FakeClock clock;
+  WorkQueue q(&clock, Fast());
+  q.AddAfter("a", absl::Seconds(10));
+  q.AddAfter("a", absl::Seconds(20));  // the earlier end is kept
+  q.AddAt("a", clock.Now() + absl::Seconds(30));
+  q.AddAt("b", clock.Now() + absl::Seconds(5));
+  q.AddAfter("b", absl::Seconds(30));
+  EXPECT_EQ(q.DelayedCount(), 2u);
+  clock.Advance(absl::Seconds(5));
+  EXPECT_TRUE(WaitDepth(q, 1));
+  EXPECT_EQ(*q.Get(), "b");
+  clock.Advance(absl::Seconds(5));
+  EXPECT_TRUE(WaitDepth(q, 1));
+  EXPECT_EQ(*q.Get(), "a");
+  EXPECT_EQ(q.DelayedCount(), 0u);
+  q.AddAfter("c", absl::ZeroDuration());  // due at once
+  EXPECT_EQ(q.Depth(), 1u);
+}
+
 TEST(WorkQueueTest, ShutDownReleasesWaitingWorkers) {
   ::coach::FakeClock clock;
   WorkQueue q(&clock, Fast());
