@@ -14,8 +14,7 @@
 #     allowed (including granting the MPI launcher Role), nothing else is.
 # Outside CI a machine without Go (to build tools/testenv) skips; under CI=true that fails.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-ROOT=$PWD
+cd "$(dirname "$0")/../.." || exit
 export COACH_SHARED_DIR="${COACH_SHARED_DIR:-$(cd .. && pwd)/shared}"
 UPSTREAM=$COACH_SHARED_DIR/reference/kubeflow-v1-crds
 TESTENV=tools/testenv/testenv
@@ -98,8 +97,9 @@ grep -q 'coach-auth-delegator' "$WORK/tmpl-secure.yaml" && fail "auth.mode=token
 grep -q 'scheduling.volcano.sh' "$WORK/tmpl-volcano.yaml" || fail "volcano PodGroups not granted"
 grep -q 'scheduling.x-k8s.io' "$WORK/tmpl-volcano.yaml" && fail "volcano mode grants scheduler-plugins PodGroups"
 grep -q 'scheduling\.' "$WORK/tmpl-default.yaml" && fail "gangScheduler=none grants PodGroups"
-grep -q -- '--token-file=' "$WORK/tmpl-secure.yaml" && grep -q -- '--tls-client-ca=' "$WORK/tmpl-secure.yaml" ||
+if ! grep -q -- '--token-file=' "$WORK/tmpl-secure.yaml" || ! grep -q -- '--tls-client-ca=' "$WORK/tmpl-secure.yaml"; then
   fail "token/TLS flags missing"
+fi
 grep -nE '"\*"|\[\*\]|- \*$|: \*$' "$WORK"/tmpl-*.yaml && fail "a wildcard in rendered RBAC"
 # The kubelet's probes go to --probe-listen's port, which clients of the http port cannot starve.
 grep -q -- '--probe-listen=0.0.0.0:7452' "$WORK/tmpl-default.yaml" || fail "default: no --probe-listen=0.0.0.0:7452"
@@ -150,12 +150,13 @@ wait_gone() {
 }
 run_corpus() { # results-dir
   mkdir -p "$1"
+  # shellcheck disable=SC2016  # the script's $1 (the file) and $2 (the results dir) are its own
   find "$WORK/corpus" -name '*.json' -o -name '*.yaml' | sort |
     xargs -P 8 -I{} bash -c '
-      f={}; c=$(basename "${f%.*}")
-      k apply --dry-run=server -o json -f "$f" >"'"$1"'/$c.out" 2>&1; echo $? >"'"$1"'/$c.rc"' ||
+      f=$1; c=$(basename "${f%.*}")
+      k apply --dry-run=server -o json -f "$f" >"$2/$c.out" 2>&1; echo $? >"$2/$c.rc"' bash {} "$1" ||
     true
-  [[ $(ls "$1"/*.rc | wc -l) == $(($(wc -l <"$WORK/corpus/index.tsv"))) ]] ||
+  [[ $(find "$1" -maxdepth 1 -name '*.rc' | wc -l) == $(($(wc -l <"$WORK/corpus/index.tsv"))) ]] ||
     fail "corpus run incomplete in $1"
 }
 

@@ -11,7 +11,7 @@
 # Fix 3 and 4 with tools/format.sh. Outside CI a missing go or clang-format skips its check;
 # under CI=true that fails.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit
 
 failed=()
 say() { echo "lint: $*"; }
@@ -113,6 +113,7 @@ if ! command -v clang-format >/dev/null 2>&1; then
   missing_tool "clang-format" "clang-format is not installed (tools/bootstrap installs it)"
 else
   # One file per call so the failures can be named; two at a time for the 2-core machines.
+  # shellcheck disable=SC2016  # "$1" is sh -c's argument (the file), not this script's
   mapfile -t format_bad < <(printf '%s\0' "${cc_files[@]}" | xargs -0 -P 2 -n 1 sh -c \
     'clang-format --style=file --dry-run --Werror "$1" >/dev/null 2>&1 || echo "$1"' sh | sort)
   if ((${#format_bad[@]} > 0)); then
