@@ -74,10 +74,10 @@ declare -A VALUESETS=(
   [plugins]="--set operator.gangScheduler=scheduler-plugins --set leaderElection.enabled=true"
 )
 for name in "${!VALUESETS[@]}"; do
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # a values set: --set flags, split into words on purpose
   "$HELM" lint "$CHART" ${VALUESETS[$name]} >"$WORK/lint-$name.txt" 2>&1 ||
     { cat "$WORK/lint-$name.txt" >&2; fail "helm lint ($name)"; }
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # as above
   "$HELM" template coach "$CHART" --namespace coach ${VALUESETS[$name]} >"$WORK/tmpl-$name.yaml" 2>&1 ||
     { cat "$WORK/tmpl-$name.yaml" >&2; fail "helm template ($name)"; }
 done
@@ -113,7 +113,7 @@ for bad in "--set replicas=2 --set leaderElection.enabled=false" "--set operator
   "--set rbac.scope=everything" "--set auth.token.enabled=true" "--set tls.enabled=true" \
   "--set operator.workers=0" "--set auth.mode=basic" "--set operator.probePort=7451" \
   "--set auth.mode=kubernetes --set auth.token.enabled=true --set auth.token.value=x"; do
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # a bad values set: --set flags, split into words on purpose
   if "$HELM" template coach "$CHART" $bad >/dev/null 2>&1; then fail "helm template accepted: $bad"; fi
 done
 [[ $("$HELM" template coach "$CHART" --include-crds | grep -c '^kind: CustomResourceDefinition') == 6 ]] ||
@@ -237,13 +237,13 @@ for check in "create pytorchjobs.kubeflow.org -n compat" "update mpijobs.kubeflo
   "create events -n compat" "list events -n compat" "update leases.coordination.k8s.io/coach-operator -n coach" \
   "update tfjobs.kubeflow.org --subresource=finalizers -n compat" \
   "create tokenreviews.authentication.k8s.io" "create subjectaccessreviews.authorization.k8s.io"; do
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # a can-i query (verb, resource, flags), split into words on purpose
   can $check || fail "the operator's ServiceAccount cannot: $check"
 done
 for check in "get secrets -n compat" "update pods --subresource=status -n compat" \
   "update leases.coordination.k8s.io/other -n coach" "create podgroups.scheduling.volcano.sh -n compat" \
   "delete nodes" "create clusterroles.rbac.authorization.k8s.io" "delete namespaces"; do
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # as above
   can $check && fail "the operator's ServiceAccount can: $check (least privilege)"
 done
 # The MPI launcher Role the backend creates: RBAC lets the operator grant only what it holds.

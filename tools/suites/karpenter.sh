@@ -110,7 +110,7 @@ chart_set=(--set karpenter.gpuNodePool=chart-gpu --set karpenter.cpuNodePool=cha
   --set 'karpenter.ec2NodeClass.securityGroupSelectorTerms[0].tags.karpenter\.sh/discovery=coach')
 for extra in "" "--set karpenter.gpuTaint=nvidia.com/gpu:NoSchedule --set karpenter.cpuNodePool=" \
   "--set karpenter.nodePools.gpu.consolidationPolicy=WhenEmptyOrUnderutilized --set karpenter.nodePools.gpu.terminationGracePeriod=2h --set karpenter.nodePools.gpu.weight=50"; do
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # the extra --set flags, split into words on purpose
   "$BIN/helm" template coach charts/coach "${chart_set[@]}" $extra -s templates/karpenter-nodepools.yaml \
     >"$WORK/pools.yaml" 2>"$WORK/helm.err" || { cat "$WORK/helm.err"; fail "helm template ($extra)"; }
   out=$(K apply --dry-run=server -f "$WORK/pools.yaml" 2>&1) ||

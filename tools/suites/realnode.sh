@@ -84,7 +84,7 @@ kubeconfig=$("$TESTENV" up --dir "$DIR" --real-node) || fail "up --real-node fai
 up_s=$((SECONDS - up_start))
 echo "realnode: up --real-node in ${up_s} s"
 k() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
-# shellcheck disable=SC1091
+# shellcheck disable=SC1091  # the testenv's env file, written by testenv up
 source "$DIR/env"
 NODE=$COACH_TESTENV_REAL_NODE
 IMAGE=$COACH_TESTENV_BUSYBOX_IMAGE

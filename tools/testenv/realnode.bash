@@ -506,7 +506,7 @@ rn_kill_leftover_processes() {
   for _ in 1 2 3; do
     pids=$(rn_processes | awk '$1 == "process" {sub(":", "", $2); print $2}')
     [[ -n $pids ]] || return 0
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086  # one pid per word
     kill -KILL $pids 2>/dev/null || true
     sleep 0.5
   done
