@@ -7,9 +7,11 @@
 #  2. header guards: every .h says `#pragma once` and has no #ifndef/#define guard;
 #  3. buildifier (tools/buildifier.sh builds it from its Go module at a pinned version) in
 #     check mode over BUILD.bazel, WORKSPACE and *.bzl files;
-#  4. clang-format (.clang-format) in --dry-run --Werror mode over every .h and .cc.
-# Fix 3 and 4 with tools/format.sh. Outside CI a missing go or clang-format skips its check;
-# under CI=true that fails.
+#  4. clang-format (.clang-format) in --dry-run --Werror mode over every .h and .cc;
+#  5. shellcheck over every shell script: *.sh, *.bash, and any other file whose first line is a
+#     sh or bash shebang (tools/run_tests, tools/testenv/testenv, .ci/run, ...).
+# Fix 3 and 4 with tools/format.sh. Outside CI a missing go, clang-format or shellcheck skips its
+# check; under CI=true that fails.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit
 
@@ -34,6 +36,18 @@ mapfile -t headers < <(printf '%s\n' "${cc_files[@]}" | grep '\.h$')
 mapfile -t build_files < <(git ls-files --cached --others --exclude-standard |
   grep -E '(^|/)(BUILD(\.bazel)?|WORKSPACE(\.bazel)?|MODULE\.bazel|[^/]*\.bzl)$' | sort -u |
   while read -r f; do [[ -f $f ]] && echo "$f"; done)
+# A symlink is checked where it points (integrations/mlflow/testdata/mlflow_env.sh).
+mapfile -t shell_files < <(git ls-files --cached --others --exclude-standard | sort -u |
+  while read -r f; do
+    [[ -f $f && ! -L $f ]] || continue
+    if [[ $f == *.sh || $f == *.bash ]]; then
+      echo "$f"
+    else
+      first=""
+      IFS= read -r first <"$f" 2>/dev/null
+      [[ $first =~ ^'#!'(/usr/bin/env[[:space:]]+|/bin/|/usr/bin/)(ba)?sh([[:space:]]|$) ]] && echo "$f"
+    fi
+  done)
 
 # --- 1. time source ----------------------------------------------------------------------
 # The one allowlist of the time-source rule: bash globs (`*` matches across '/'), each with
@@ -122,6 +136,26 @@ else
     fail "clang-format" "${#format_bad[@]} of ${#cc_files[@]} files are not as $(clang-format --version | sed 's/ version / /;s/^Debian //') formats them with .clang-format: run tools/format.sh"
   else
     say "clang-format: ${#cc_files[@]} files formatted"
+  fi
+fi
+
+# --- 5. shellcheck ----------------------------------------------------------------------
+# At shellcheck's default severity, style and up, not just -S warning: the style notes it gave
+# on this tree were each worth acting on (`A && B || C` taken for if-then-else, an unused loop
+# variable, ls parsed to count files) or worth a line saying why not. A deliberate exception is
+# disabled on the line above it, with its reason: `# shellcheck disable=SCxxxx  # why`.
+# .shellcheckrc (at the root) has it follow `source`, so that tools/testenv/testenv and the
+# realnode.bash it sources see each other's variables.
+if ! command -v shellcheck >/dev/null 2>&1; then
+  missing_tool "shellcheck" "shellcheck is not installed (tools/bootstrap installs it)"
+else
+  out=$(shellcheck --format=gcc "${shell_files[@]}" 2>&1)
+  rc=$?
+  if ((rc != 0)); then
+    echo "$out" >&2
+    fail "shellcheck" "$(grep -cE ': (error|warning|note): ' <<<"$out") finding(s) above from shellcheck $(shellcheck --version | sed -n 's/^version: //p') in ${#shell_files[@]} shell scripts: fix them, or disable one on the line above it with why"
+  else
+    say "shellcheck: ${#shell_files[@]} shell scripts clean"
   fi
 fi
 
