@@ -15,7 +15,7 @@
 # exit status and whatever it printed); report.sh then exits 1.
 # Environment: COACH_BENCH_NO_BUILD=1 is passed on (benches use the binaries already built).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit
 
 size=quick
 only="local store controlplane scale upstream chaos mlflow"

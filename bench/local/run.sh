@@ -50,13 +50,13 @@ echo "operator state under $state_parent ($(stat -f -c %T "$state_parent") files
 rc=0
 if [[ -z "$only" || "$only" == latency ]]; then
   echo
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # the extra flags, split into words on purpose
   "$bin/bench/local/submit_latency" --iterations "$iterations" "${common[@]}" \
     --probe "$PWD/$bin/bench/local/replica_probe" ${COACH_BENCH_LATENCY_ARGS:-} || rc=1
 fi
 if [[ -z "$only" || "$only" == throughput ]]; then
   echo
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # the extra flags, split into words on purpose
   "$bin/bench/local/throughput" --jobs "$jobs" --clients "$clients" "${common[@]}" \
     ${COACH_BENCH_THROUGHPUT_ARGS:-} || rc=1
 fi

@@ -28,8 +28,10 @@ while (($#)); do
 done
 prev=-1
 for s in $stages; do
-  [[ "$s" =~ ^[0-9]+$ ]] && ((s > prev)) ||
-    { echo "store_scale.sh: --stages must be increasing integers" >&2; exit 2; }
+  if ! [[ "$s" =~ ^[0-9]+$ ]] || ((s <= prev)); then
+    echo "store_scale.sh: --stages must be increasing integers" >&2
+    exit 2
+  fi
   prev=$s
 done
 [[ "$iterations" =~ ^[1-9][0-9]*$ ]] || { echo "store_scale.sh: --iterations must be >= 1" >&2; exit 2; }
@@ -62,6 +64,7 @@ start_operator() {
   curl -fsS "http://127.0.0.1:$http/readyz" >/dev/null || { echo "operator not ready; log $log" >&2; exit 1; }
   server=(--server "127.0.0.1:$grpc" --operator-pid "$op")
 }
+# shellcheck disable=SC2317  # run by the EXIT trap below, which shellcheck does not follow
 cleanup() {
   kill "$op" 2>/dev/null && wait "$op" 2>/dev/null
   rm -rf "$state"

@@ -54,6 +54,7 @@ bin="$PWD/bazel-out/k8-opt/bin"
 
 dir=$(mktemp -d /tmp/coach-bench-scale.XXXXXX)
 rmdir "$dir"  # testenv up wants a fresh (absent or empty) folder
+# shellcheck disable=SC2317  # run by the EXIT trap below, which shellcheck does not follow
 cleanup() {
   if [[ "${COACH_BENCH_KEEP_TESTENV:-}" == 1 ]]; then
     echo "testenv left up in $dir"

@@ -7,7 +7,7 @@
 # (default "kills apiserver proxy"). Outside CI a machine without the testenv binaries skips.
 # make test runs it as tools/suites/chaos_kube.sh.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit
 
 fail() { echo "chaos_kube: FAIL: $*" >&2; exit 1; }
 

@@ -14,8 +14,7 @@
 #     allowed (including granting the MPI launcher Role), nothing else is.
 # Outside CI a machine without Go (to build tools/testenv) skips; under CI=true that fails.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-ROOT=$PWD
+cd "$(dirname "$0")/../.." || exit
 export COACH_SHARED_DIR="${COACH_SHARED_DIR:-$(cd .. && pwd)/shared}"
 UPSTREAM=$COACH_SHARED_DIR/reference/kubeflow-v1-crds
 TESTENV=tools/testenv/testenv
@@ -75,10 +74,10 @@ declare -A VALUESETS=(
   [plugins]="--set operator.gangScheduler=scheduler-plugins --set leaderElection.enabled=true"
 )
 for name in "${!VALUESETS[@]}"; do
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # a values set: --set flags, split into words on purpose
   "$HELM" lint "$CHART" ${VALUESETS[$name]} >"$WORK/lint-$name.txt" 2>&1 ||
     { cat "$WORK/lint-$name.txt" >&2; fail "helm lint ($name)"; }
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # as above
   "$HELM" template coach "$CHART" --namespace coach ${VALUESETS[$name]} >"$WORK/tmpl-$name.yaml" 2>&1 ||
     { cat "$WORK/tmpl-$name.yaml" >&2; fail "helm template ($name)"; }
 done
@@ -98,8 +97,9 @@ grep -q 'coach-auth-delegator' "$WORK/tmpl-secure.yaml" && fail "auth.mode=token
 grep -q 'scheduling.volcano.sh' "$WORK/tmpl-volcano.yaml" || fail "volcano PodGroups not granted"
 grep -q 'scheduling.x-k8s.io' "$WORK/tmpl-volcano.yaml" && fail "volcano mode grants scheduler-plugins PodGroups"
 grep -q 'scheduling\.' "$WORK/tmpl-default.yaml" && fail "gangScheduler=none grants PodGroups"
-grep -q -- '--token-file=' "$WORK/tmpl-secure.yaml" && grep -q -- '--tls-client-ca=' "$WORK/tmpl-secure.yaml" ||
+if ! grep -q -- '--token-file=' "$WORK/tmpl-secure.yaml" || ! grep -q -- '--tls-client-ca=' "$WORK/tmpl-secure.yaml"; then
   fail "token/TLS flags missing"
+fi
 grep -nE '"\*"|\[\*\]|- \*$|: \*$' "$WORK"/tmpl-*.yaml && fail "a wildcard in rendered RBAC"
 # The kubelet's probes go to --probe-listen's port, which clients of the http port cannot starve.
 grep -q -- '--probe-listen=0.0.0.0:7452' "$WORK/tmpl-default.yaml" || fail "default: no --probe-listen=0.0.0.0:7452"
@@ -113,7 +113,7 @@ for bad in "--set replicas=2 --set leaderElection.enabled=false" "--set operator
   "--set rbac.scope=everything" "--set auth.token.enabled=true" "--set tls.enabled=true" \
   "--set operator.workers=0" "--set auth.mode=basic" "--set operator.probePort=7451" \
   "--set auth.mode=kubernetes --set auth.token.enabled=true --set auth.token.value=x"; do
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # a bad values set: --set flags, split into words on purpose
   if "$HELM" template coach "$CHART" $bad >/dev/null 2>&1; then fail "helm template accepted: $bad"; fi
 done
 [[ $("$HELM" template coach "$CHART" --include-crds | grep -c '^kind: CustomResourceDefinition') == 6 ]] ||
@@ -150,12 +150,13 @@ wait_gone() {
 }
 run_corpus() { # results-dir
   mkdir -p "$1"
+  # shellcheck disable=SC2016  # the script's $1 (the file) and $2 (the results dir) are its own
   find "$WORK/corpus" -name '*.json' -o -name '*.yaml' | sort |
     xargs -P 8 -I{} bash -c '
-      f={}; c=$(basename "${f%.*}")
-      k apply --dry-run=server -o json -f "$f" >"'"$1"'/$c.out" 2>&1; echo $? >"'"$1"'/$c.rc"' ||
+      f=$1; c=$(basename "${f%.*}")
+      k apply --dry-run=server -o json -f "$f" >"$2/$c.out" 2>&1; echo $? >"$2/$c.rc"' bash {} "$1" ||
     true
-  [[ $(ls "$1"/*.rc | wc -l) == $(($(wc -l <"$WORK/corpus/index.tsv"))) ]] ||
+  [[ $(find "$1" -maxdepth 1 -name '*.rc' | wc -l) == $(($(wc -l <"$WORK/corpus/index.tsv"))) ]] ||
     fail "corpus run incomplete in $1"
 }
 
@@ -236,13 +237,13 @@ for check in "create pytorchjobs.kubeflow.org -n compat" "update mpijobs.kubeflo
   "create events -n compat" "list events -n compat" "update leases.coordination.k8s.io/coach-operator -n coach" \
   "update tfjobs.kubeflow.org --subresource=finalizers -n compat" \
   "create tokenreviews.authentication.k8s.io" "create subjectaccessreviews.authorization.k8s.io"; do
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # a can-i query (verb, resource, flags), split into words on purpose
   can $check || fail "the operator's ServiceAccount cannot: $check"
 done
 for check in "get secrets -n compat" "update pods --subresource=status -n compat" \
   "update leases.coordination.k8s.io/other -n coach" "create podgroups.scheduling.volcano.sh -n compat" \
   "delete nodes" "create clusterroles.rbac.authorization.k8s.io" "delete namespaces"; do
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # as above
   can $check && fail "the operator's ServiceAccount can: $check (least privilege)"
 done
 # The MPI launcher Role the backend creates: RBAC lets the operator grant only what it holds.

@@ -26,14 +26,19 @@ trap '[[ -n "${FUZZ_KEEP:-}" ]] || rm -rf "$work"' EXIT
 mkdir -p "$work/gen" "$work/corpus"
 protoc -I. -I/usr/include --cpp_out="$work/gen" api/v1/training_job.proto
 
-absl_libs=$(pkg-config --libs absl_status absl_statusor absl_strings absl_str_format absl_cord 2>/dev/null || true)
-if [[ -z "$absl_libs" ]]; then
-  absl_libs="-labsl_statusor -labsl_status -labsl_cord -labsl_cordz_info -labsl_cord_internal -labsl_cordz_functions -labsl_cordz_handle -labsl_str_format_internal -labsl_strings -labsl_strings_internal -labsl_int128 -labsl_throw_delegate -labsl_base -labsl_raw_logging_internal -labsl_spinlock_wait"
+# Link flags, one word each (pkg-config prints them on one line, separated by blanks).
+read -ra absl_libs <<<"$(pkg-config --libs absl_status absl_statusor absl_strings absl_str_format absl_cord 2>/dev/null || true)"
+if ((${#absl_libs[@]} == 0)); then
+  absl_libs=(-labsl_statusor -labsl_status -labsl_cord -labsl_cordz_info -labsl_cord_internal -labsl_cordz_functions -labsl_cordz_handle -labsl_str_format_internal -labsl_strings -labsl_strings_internal -labsl_int128 -labsl_throw_delegate -labsl_base -labsl_raw_logging_internal -labsl_spinlock_wait)
 fi
+read -ra protobuf_libs <<<"$(pkg-config --libs protobuf)"
 
 # Every library source of the codec (it is split in files by job), no tests.
 codec_srcs=()
 for f in api/v1/codec/*.cc; do [[ $f == *_test.cc ]] || codec_srcs+=("$f"); done
+
+# The number of entries in a folder (its files' names are libFuzzer's hashes or testdata's).
+entries() { find "$1" -mindepth 1 -maxdepth 1 ! -name '.*' | wc -l; }
 
 build_fuzzer() {  # build_fuzzer OUTPUT CLANG-FLAGS...   (FUZZ_TARGET: the target's source)
   local out=$1
@@ -42,9 +47,10 @@ build_fuzzer() {  # build_fuzzer OUTPUT CLANG-FLAGS...   (FUZZ_TARGET: the targe
     "${FUZZ_TARGET:-api/v1/codec/fuzz/codec_fuzzer.cc}" "${codec_srcs[@]}" \
     api/v1/kinds.cc api/v1/field_error.cc api/v1/defaults.cc api/v1/validation.cc api/v1/pod_template.cc \
     "$work/gen/api/v1/training_job.pb.cc" \
-    -lyaml $(pkg-config --libs protobuf) $absl_libs -lpthread \
+    -lyaml "${protobuf_libs[@]}" "${absl_libs[@]}" -lpthread \
     -o "$out"
 }
+# shellcheck disable=SC2054  # the commas are clang's: one -fsanitize= flag with three sanitizers
 sanitized=(-O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
 if [[ "${FUZZ_FAST:-}" == 1 ]]; then
   # The long mode's speed: no sanitizers while exploring (crashes and the fuzzer's own checks
@@ -78,7 +84,7 @@ if ((status != 0)); then
 fi
 if [[ "${FUZZ_FAST:-}" == 1 ]]; then
   build_fuzzer "$work/codec_fuzzer_asan" "${sanitized[@]}"
-  replayed=$(ls "$work/corpus" | wc -l)
+  replayed=$(entries "$work/corpus")
   if ! "$work/codec_fuzzer_asan" -runs=0 -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
       -artifact_prefix="$work/" "$work/corpus" >"$work/replay.log" 2>&1; then
     tail -n 60 "$work/replay.log"
@@ -92,7 +98,7 @@ rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/fuzz.log")
 if [[ "${FUZZ_MERGE:-}" == 1 ]]; then
   mkdir -p "$kept_corpus"
   "$work/codec_fuzzer" -merge=1 -max_len=16384 "$kept_corpus" "$work/corpus" >"$work/merge.log" 2>&1
-  echo "fuzz_codec: corpus in $kept_corpus: $(ls "$kept_corpus" | wc -l) inputs"
+  echo "fuzz_codec: corpus in $kept_corpus: $(entries "$kept_corpus") inputs"
 fi
 echo "fuzz_codec: no crash in ${execs:-?} executions (${rate:-?}/s)"
 
@@ -145,4 +151,4 @@ adv_execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/adv.log")
 adv_rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/adv.log")
 adv_rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$work/adv.log")
 echo "fuzz_codec: adversarial: no crash and no input over 256 MiB in ${adv_execs:-?} executions" \
-  "(${adv_rate:-?}/s), peak RSS ${adv_rss:-?} MiB; $(ls "$work/adv-corpus" | wc -l) inputs replayed under ASan/UBSan"
+  "(${adv_rate:-?}/s), peak RSS ${adv_rss:-?} MiB; $(entries "$work/adv-corpus") inputs replayed under ASan/UBSan"

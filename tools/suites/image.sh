@@ -53,7 +53,7 @@ build() {  # build N: tools/image/build into $work/N.tar; prints its manifest di
   [[ -n "$d" ]] || { cat "$work/build$1.log" >&2; fail "tools/image/build printed no manifest digest"; }
   echo "$d"
 }
-for attempt in 1 2 3; do
+for _ in 1 2 3; do
   before=$(fingerprint)
   echo "image: build 1"
   digest1=$(build a)
@@ -147,6 +147,7 @@ echo "image: ok: the Dockerfile's final stage matches the image's config"
 in_root() {
   local root=$1
   shift
+  # shellcheck disable=SC2016  # the inner script's "$1".."$3" and "${@:4}" are its own arguments
   cmd=(env -i PATH="$image_path" HOME=/home/nonroot
     unshare --mount --propagation private -- "$BASH" -c
     '"$1" -t proc proc "$3/proc" && exec "$2" --userspec=65532:65532 "$3" "${@:4}"'

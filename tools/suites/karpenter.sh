@@ -23,7 +23,7 @@
 # COACH_E2E_OPERATOR_BIN and COACH_E2E_COACH_CLI: binaries built already (else bazel builds them).
 # Outside CI a machine without Go skips; under CI=true a missing component fails.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit
 TESTENV=tools/testenv/testenv
 KARPENTER=tools/testenv/karpenter
 started=$SECONDS
@@ -110,7 +110,7 @@ chart_set=(--set karpenter.gpuNodePool=chart-gpu --set karpenter.cpuNodePool=cha
   --set 'karpenter.ec2NodeClass.securityGroupSelectorTerms[0].tags.karpenter\.sh/discovery=coach')
 for extra in "" "--set karpenter.gpuTaint=nvidia.com/gpu:NoSchedule --set karpenter.cpuNodePool=" \
   "--set karpenter.nodePools.gpu.consolidationPolicy=WhenEmptyOrUnderutilized --set karpenter.nodePools.gpu.terminationGracePeriod=2h --set karpenter.nodePools.gpu.weight=50"; do
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # the extra --set flags, split into words on purpose
   "$BIN/helm" template coach charts/coach "${chart_set[@]}" $extra -s templates/karpenter-nodepools.yaml \
     >"$WORK/pools.yaml" 2>"$WORK/helm.err" || { cat "$WORK/helm.err"; fail "helm template ($extra)"; }
   out=$(K apply --dry-run=server -f "$WORK/pools.yaml" 2>&1) ||
@@ -126,6 +126,7 @@ nodes() { K get nodes -o name | wc -l; }
 job() { # name master-gpus worker-gpus workers seconds
   local res_m="" res_w=""
   (($2 > 0)) && res_m="resources: {limits: {nvidia.com/gpu: $2}}, "
+  # shellcheck disable=SC2034  # used in the Worker heredoc nested in the one below
   (($3 > 0)) && res_w="resources: {limits: {nvidia.com/gpu: $3}}, "
   cat <<YAML
 apiVersion: kubeflow.org/v1
@@ -197,7 +198,9 @@ grep -qF '"nvidia.com/gpu":"16"' <<<"$described" ||
 listed=$(COACH get huge 2>&1)
 grep -qF "$want_reason" <<<"$listed" || { echo "$listed" >&2; fail "coach get huge has no MESSAGE"; }
 say "unsatisfiable (16 GPUs): submit -> coach describe names Karpenter's reason in $(elapsed "$t_submit" "$t_explained") s; coach get and describe:"
+# shellcheck disable=SC2001  # a prefix on every line, which ${var//...} cannot anchor
 sed 's/^/    /' <<<"$listed"
+# shellcheck disable=SC2001  # as above
 sed 's/^/    /' <<<"$described"
 COACH delete huge >/dev/null || fail "coach delete huge"
 
@@ -218,6 +221,7 @@ t_running=$(now)
 say "seed (Master + 2 Workers, 1 GPU each) from zero nodes: submit -> all 3 replicas scheduled $(elapsed "$t_submit" "$t_scheduled") s, -> all Running $(elapsed "$t_submit" "$t_running") s"
 
 pools=$(K get nodeclaims -o jsonpath='{range .items[*]}{.metadata.labels.karpenter\.sh/nodepool}{"\n"}{end}' | sort | uniq -c)
+# shellcheck disable=SC2086,SC2116  # unquoted on purpose: uniq -c's lines on one line, blanks squeezed
 say "NodeClaims per NodePool: $(echo $pools)"
 grep -q gpu-workloads <<<"$pools" || fail "no NodeClaim in gpu-workloads: $pools"
 ! grep -q training-workloads <<<"$pools" || fail "a GPU-only job made a NodeClaim in training-workloads: $pools"
@@ -240,6 +244,7 @@ waited=$(COACH describe seed | grep -E '^ +Normal +WaitingForCapacity ')
 grep -qE 'NodeClaim gpu-workloads-[a-z0-9]+ .*\(NodePool gpu-workloads\)' <<<"$waited" ||
   { COACH describe seed >&2; fail "no WaitingForCapacity event names the seed's NodeClaim"; }
 say "seed's WaitingForCapacity events ($(grep -c . <<<"$waited")):"
+# shellcheck disable=SC2001  # the indent of every line, which ${var//...} cannot anchor
 sed 's/^ */    /' <<<"$waited"
 # coach_replica_schedule_seconds{nodepool}: the 3 GPU replicas, from zero nodes.
 metrics=$(curl -fsS "http://127.0.0.1:$http_port/metrics") || fail "GET /metrics"
@@ -288,6 +293,7 @@ COACH submit -f "$WORK/cpu.yaml" >/dev/null || fail "coach submit cpu"
 wait_scheduled cpu 2 || fail "the CPU job's replicas were not all scheduled within 120 s"
 say "CPU-only job (Master + 1 Worker): submit -> scheduled: $(elapsed "$t_submit" "$(now)") s"
 pools=$(K get nodeclaims -o jsonpath='{range .items[*]}{.metadata.labels.karpenter\.sh/nodepool}{"\n"}{end}' | sort | uniq -c)
+# shellcheck disable=SC2086,SC2116  # unquoted on purpose: uniq -c's lines on one line, blanks squeezed
 say "NodeClaims per NodePool: $(echo $pools)"
 grep -q training-workloads <<<"$pools" || fail "no NodeClaim in training-workloads: $pools"
 ! grep -q gpu-workloads <<<"$pools" || fail "a CPU-only job made a NodeClaim in gpu-workloads: $pools"

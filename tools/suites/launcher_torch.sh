@@ -29,7 +29,7 @@ free_port() {
 
 # check DIR WORLD: every rank 0..WORLD-1 reported the sum WORLD*(WORLD+1)/2.
 check() {
-  local dir=$1 world=$2 want rank line
+  local dir=$1 world=$2 want rank line fields
   want=$((world * (world + 1) / 2))
   for ((rank = 0; rank < world; rank++)); do
     if [[ ! -s "$dir/result.$rank" ]]; then
@@ -38,8 +38,8 @@ check() {
     fi
     read -r line <"$dir/result.$rank"
     # "<rank> <world> <local_rank> <sum>"
-    set -- $line
-    if [[ "$1" != "$rank" || "$2" != "$world" || "$4" != "$want" ]]; then
+    read -ra fields <<<"$line"
+    if [[ "${fields[0]}" != "$rank" || "${fields[1]}" != "$world" || "${fields[3]}" != "$want" ]]; then
       echo "launcher_torch: FAIL: rank $rank reported '$line', want sum $want of world $world" >&2
       return 1
     fi

@@ -9,11 +9,13 @@
 #     check mode over BUILD.bazel, WORKSPACE and *.bzl files;
 #  4. clang-format (.clang-format) in --dry-run --Werror mode over every .h and .cc;
 #  5. documentation links: every relative link of README.md and docs/*.md names a file that
-#     exists and, with an #anchor, a heading of that file (tools/check_doc_links.py).
-# Fix 3 and 4 with tools/format.sh. Outside CI a missing go or clang-format skips its check;
-# under CI=true that fails.
+#     exists and, with an #anchor, a heading of that file (tools/check_doc_links.py);
+#  6. shellcheck over every shell script: *.sh, *.bash, and any other file whose first line is a
+#     sh or bash shebang (tools/run_tests, tools/testenv/testenv, .ci/run, ...).
+# Fix 3 and 4 with tools/format.sh. Outside CI a missing go, clang-format or shellcheck skips its
+# check; under CI=true that fails.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit
 
 failed=()
 say() { echo "lint: $*"; }
@@ -36,6 +38,18 @@ mapfile -t headers < <(printf '%s\n' "${cc_files[@]}" | grep '\.h$')
 mapfile -t build_files < <(git ls-files --cached --others --exclude-standard |
   grep -E '(^|/)(BUILD(\.bazel)?|WORKSPACE(\.bazel)?|MODULE\.bazel|[^/]*\.bzl)$' | sort -u |
   while read -r f; do [[ -f $f ]] && echo "$f"; done)
+# A symlink is checked where it points (integrations/mlflow/testdata/mlflow_env.sh).
+mapfile -t shell_files < <(git ls-files --cached --others --exclude-standard | sort -u |
+  while read -r f; do
+    [[ -f $f && ! -L $f ]] || continue
+    if [[ $f == *.sh || $f == *.bash ]]; then
+      echo "$f"
+    else
+      first=""
+      IFS= read -r first <"$f" 2>/dev/null
+      [[ $first =~ ^'#!'(/usr/bin/env[[:space:]]+|/bin/|/usr/bin/)(ba)?sh([[:space:]]|$) ]] && echo "$f"
+    fi
+  done)
 
 # --- 1. time source ----------------------------------------------------------------------
 # The one allowlist of the time-source rule: bash globs (`*` matches across '/'), each with
@@ -115,6 +129,7 @@ if ! command -v clang-format >/dev/null 2>&1; then
   missing_tool "clang-format" "clang-format is not installed (tools/bootstrap installs it)"
 else
   # One file per call so the failures can be named; two at a time for the 2-core machines.
+  # shellcheck disable=SC2016  # "$1" is sh -c's argument (the file), not this script's
   mapfile -t format_bad < <(printf '%s\0' "${cc_files[@]}" | xargs -0 -P 2 -n 1 sh -c \
     'clang-format --style=file --dry-run --Werror "$1" >/dev/null 2>&1 || echo "$1"' sh | sort)
   if ((${#format_bad[@]} > 0)); then
@@ -132,6 +147,26 @@ if ! links_out=$(/usr/bin/python3 tools/check_doc_links.py 2>&1); then
   fail "doc-links" "$(tail -1 <<<"$links_out" | sed 's/^check_doc_links: //'): fix the links above"
 else
   say "doc-links: $(tail -1 <<<"$links_out" | sed 's/^check_doc_links: //')"
+fi
+
+# --- 6. shellcheck ----------------------------------------------------------------------
+# At shellcheck's default severity, style and up, not just -S warning: the style notes it gave
+# on this tree were each worth acting on (`A && B || C` taken for if-then-else, an unused loop
+# variable, ls parsed to count files) or worth a line saying why not. A deliberate exception is
+# disabled on the line above it, with its reason: `# shellcheck disable=SCxxxx  # why`.
+# .shellcheckrc (at the root) has it follow `source`, so that tools/testenv/testenv and the
+# realnode.bash it sources see each other's variables.
+if ! command -v shellcheck >/dev/null 2>&1; then
+  missing_tool "shellcheck" "shellcheck is not installed (tools/bootstrap installs it)"
+else
+  out=$(shellcheck --format=gcc "${shell_files[@]}" 2>&1)
+  rc=$?
+  if ((rc != 0)); then
+    echo "$out" >&2
+    fail "shellcheck" "$(grep -cE ': (error|warning|note): ' <<<"$out") finding(s) above from shellcheck $(shellcheck --version | sed -n 's/^version: //p') in ${#shell_files[@]} shell scripts: fix them, or disable one on the line above it with why"
+  else
+    say "shellcheck: ${#shell_files[@]} shell scripts clean"
+  fi
 fi
 
 if ((${#failed[@]} > 0)); then

@@ -8,7 +8,7 @@
 # Needs root and the packages of tools/bootstrap. Outside CI a machine without them skips; under
 # CI=true every missing component is a failure.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit
 
 TESTENV=tools/testenv/testenv
 started=$SECONDS
@@ -84,7 +84,7 @@ kubeconfig=$("$TESTENV" up --dir "$DIR" --real-node) || fail "up --real-node fai
 up_s=$((SECONDS - up_start))
 echo "realnode: up --real-node in ${up_s} s"
 k() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
-# shellcheck disable=SC1091
+# shellcheck disable=SC1091  # the testenv's env file, written by testenv up
 source "$DIR/env"
 NODE=$COACH_TESTENV_REAL_NODE
 IMAGE=$COACH_TESTENV_BUSYBOX_IMAGE
@@ -146,12 +146,14 @@ until [[ $(k logs hello 2>&1) == *"hello from the real node"* ]]; do
   ((SECONDS < deadline)) || fail "kubectl logs hello: '$(k logs hello 2>&1)'"
   sleep 0.5
 done
+# shellcheck disable=SC2016  # $(hostname) is the pod's, run by its sh
 out=$(k exec hello -- sh -c 'echo exec:$(hostname)' 2>&1)
 [[ $out == "exec:hello" ]] || fail "kubectl exec hello: '$out'"
 echo "realnode: kubectl logs and exec work"
 [[ -z $(k get pod intolerant -o jsonpath='{.spec.nodeName}') ]] || fail "a pod without the toleration was scheduled"
 
 # --- two pods over the pod network, a headless Service, a ClusterIP Service
+# shellcheck disable=SC2016  # $(hostname) is the pod's, run by its sh
 pod web 'mkdir -p /www && echo coach-web-$(hostname) >/www/index.html && exec httpd -f -p 8080 -h /www' 'app: web' |
   k apply -f - >/dev/null || fail "create web"
 cat <<EOF | k apply -f - >/dev/null || fail "create the Services"

@@ -9,8 +9,7 @@
 # -> Succeeded, coach against the same pods created directly, and what init-pytorch adds.
 # Needs root. Outside CI a machine without the components skips; under CI=true that fails.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-ROOT=$PWD
+cd "$(dirname "$0")/../.." || exit
 TESTENV=tools/testenv/testenv
 started=$SECONDS
 fail() { echo "realpods: FAIL: $*" >&2; exit 1; }

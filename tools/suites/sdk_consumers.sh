@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 echo "sdk_consumers: make install + pkg-config"
 tools/install_sdk.sh "$work/prefix" >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
-# shellcheck disable=SC2046
+# shellcheck disable=SC2046  # pkg-config's flags, split into words on purpose
 g++ -Wall -Wextra -Werror sdk/cpp/examples/list_jobs.cc $(pkg-config --cflags --libs coach-sdk) \
   -o "$work/list_jobs_pkgconfig"
 "$work/list_jobs_pkgconfig" 127.0.0.1:1 | tee "$work/out1"

@@ -4,7 +4,7 @@
 # Builds the binaries first when the cache lacks them (tens of minutes on a fresh machine).
 # Outside CI a machine without Go skips; under CI=true every failure, build included, fails.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit
 
 TESTENV=tools/testenv/testenv
 started=$SECONDS

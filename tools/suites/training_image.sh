@@ -94,6 +94,7 @@ echo "$NAME: unpacked $(du -sm "$rootfs" | cut -f1) MiB"
 
 # in_image COMMAND...: runs COMMAND in the unpacked image as 1000:1000, in /opt/coach, as a container would.
 in_image() {
+  # shellcheck disable=SC2016  # the inner script's arguments ($1.. and ${@:4}) and variables are its own
   env -i "${image_env[@]}" GLOO_SOCKET_IFNAME=lo \
     unshare --mount --propagation private -- "$BASH" -c '
       set -e
@@ -161,6 +162,7 @@ print("mlflow run", run.info.run_id, got)'
 for example in "pytorch/ddp_train.py --epochs 3" "xgboost/xgb_train.py --rounds 30"; do
   port=$(free_port)
   program=examples/${example%% *}
+  # shellcheck disable=SC2016  # $r, $pids, $p and $rc are the inner sh's; $port and $program are spliced in
   expect "$program, 2 ranks" "rank=0 .*status=ok" /bin/sh -c '
     for r in 1 0; do MASTER_ADDR=127.0.0.1 MASTER_PORT='"$port"' WORLD_SIZE=2 RANK=$r PYTHONUNBUFFERED=1 \
       python3 '"$program ${example#* }"' >/tmp/rank$r.log 2>&1 & pids="$pids $!"; done

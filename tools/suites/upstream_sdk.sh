@@ -14,8 +14,7 @@
 # COACH_UPSTREAM_SDK_CRDS=DIR applies other CRDs than charts/coach/crds (e.g. an older commit's, to see
 # what the tests catch); extra arguments go to pytest (e.g. -k pytorch).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-ROOT=$PWD
+cd "$(dirname "$0")/../.." || exit
 NAME=upstream_sdk
 TESTENV=tools/testenv/testenv
 started=$SECONDS

@@ -4,7 +4,7 @@
 # coach --version, coach-launch --version, and `coach render` names the operator image of this
 # version for the init containers it adds.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit
 fail() { echo "version: FAIL: $*" >&2; exit 1; }
 
 want=$(tr -d '[:space:]' <VERSION)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The real worker node of tools/testenv/testenv (`up --real-node`): containerd + runc + CNI bridge,
 # kubelet, kube-proxy (iptables) and CoreDNS, on a bridge of their own. Sourced by testenv; uses
 # its DIR, BIN, HERE, log, die, start, alive, pid_alive, wait_for, kctl. See README.md, "A real node".
@@ -108,6 +109,7 @@ rn_leftovers() {
   [[ $strict == strict ]] || { rn_processes; return 0; }
   for p in "${RN_HOST_PATHS[@]}"; do
     if [[ -d $p ]] && [[ -n $(ls -A "$p" 2>/dev/null) ]]; then
+      # shellcheck disable=SC2012  # the first names, sorted, for a person to read
       echo "files under $p: $(ls -A "$p" | head -5 | tr '\n' ' ')"
     elif [[ -e $p && $p != /var/log/containers && $p != /var/log/pods ]]; then
       echo "path $p"
@@ -138,18 +140,18 @@ rn_network_up() {
   # The guard: nothing from outside reaches the bridge's addresses or the Service range (raw
   # PREROUTING, before kube-proxy's DNAT), and nothing is forwarded between the pods and any other
   # interface (mangle FORWARD, before filter's accept rules): pods reach the host and each other only.
-  local ipt=(iptables -w 5)
-  "${ipt[@]}" -t raw -N "$RN_GUARD"
-  "${ipt[@]}" -t raw -A "$RN_GUARD" -i lo -j RETURN
-  "${ipt[@]}" -t raw -A "$RN_GUARD" -i "$RN_BRIDGE" -j RETURN
-  "${ipt[@]}" -t raw -A "$RN_GUARD" -j DROP
-  "${ipt[@]}" -t raw -I PREROUTING 1 -d "$RN_POD_CIDR" -j "$RN_GUARD"
-  "${ipt[@]}" -t raw -I PREROUTING 1 -d "$RN_SERVICE_CIDR" -j "$RN_GUARD"
-  "${ipt[@]}" -t mangle -N "$RN_GUARD"
-  "${ipt[@]}" -t mangle -A "$RN_GUARD" -i "$RN_BRIDGE" -o "$RN_BRIDGE" -j RETURN
-  "${ipt[@]}" -t mangle -A "$RN_GUARD" -j DROP
-  "${ipt[@]}" -t mangle -I FORWARD 1 -i "$RN_BRIDGE" -j "$RN_GUARD"
-  "${ipt[@]}" -t mangle -I FORWARD 1 -o "$RN_BRIDGE" -j "$RN_GUARD"
+  local guard_ipt=(iptables -w 5)
+  "${guard_ipt[@]}" -t raw -N "$RN_GUARD"
+  "${guard_ipt[@]}" -t raw -A "$RN_GUARD" -i lo -j RETURN
+  "${guard_ipt[@]}" -t raw -A "$RN_GUARD" -i "$RN_BRIDGE" -j RETURN
+  "${guard_ipt[@]}" -t raw -A "$RN_GUARD" -j DROP
+  "${guard_ipt[@]}" -t raw -I PREROUTING 1 -d "$RN_POD_CIDR" -j "$RN_GUARD"
+  "${guard_ipt[@]}" -t raw -I PREROUTING 1 -d "$RN_SERVICE_CIDR" -j "$RN_GUARD"
+  "${guard_ipt[@]}" -t mangle -N "$RN_GUARD"
+  "${guard_ipt[@]}" -t mangle -A "$RN_GUARD" -i "$RN_BRIDGE" -o "$RN_BRIDGE" -j RETURN
+  "${guard_ipt[@]}" -t mangle -A "$RN_GUARD" -j DROP
+  "${guard_ipt[@]}" -t mangle -I FORWARD 1 -i "$RN_BRIDGE" -j "$RN_GUARD"
+  "${guard_ipt[@]}" -t mangle -I FORWARD 1 -o "$RN_BRIDGE" -j "$RN_GUARD"
 }
 
 # Removes every rule that jumps to a chain matching $3 (a regex) from the other chains of table
@@ -189,7 +191,7 @@ rn_network_down() {
 
 rn_pki() { # after make_pki: the node's client and serving certificates, kube-proxy, CoreDNS, kubelet client
   (
-    cd "$DIR/pki"
+    cd "$DIR/pki" || exit
     umask 077
     key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "$1" 2>/dev/null; }
     sign() {
@@ -444,6 +446,8 @@ rn_up_network() { # before etcd/apiserver: the API server binds the bridge addre
 }
 
 rn_apiserver_args() {
+  # SC2034: testenv, which sources this file, reads it. SC2054: the commas are in flag values.
+  # shellcheck disable=SC2034,SC2054
   RN_APISERVER_ARGS=(
     --bind-address "$RN_ADDR" --advertise-address "$RN_ADDR"
     --endpoint-reconciler-type lease
@@ -498,11 +502,11 @@ rn_healthy() {
 
 # Kill the processes rn_processes finds (shims, containers, pause) and any in the kubepods cgroups.
 rn_kill_leftover_processes() {
-  local i pids
-  for i in 1 2 3; do
+  local pids
+  for _ in 1 2 3; do
     pids=$(rn_processes | awk '$1 == "process" {sub(":", "", $2); print $2}')
     [[ -n $pids ]] || return 0
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086  # one pid per word
     kill -KILL $pids 2>/dev/null || true
     sleep 0.5
   done
