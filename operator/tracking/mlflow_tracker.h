@@ -162,8 +162,8 @@ class MlflowTracker final : public core::JobObserver {
 
  private:
   // What Sync has done for a job so far. Sync updates a copy step by step and saves it whole
-  // (Save) as it goes, so a field added here is kept like the others. A
-  // restarted operator starts from an empty one: the annotations and the run's tags
+  // (Save) as it goes, so a field added here is kept like the others. It lives in memory only: a
+  // restarted operator starts from an empty one, and the job's annotations and the run's tags
   // (coach.job_uid, coach.run_ended) say where the job stands.
   struct SyncProgress {
     std::string uri;  // the tracking server the job's run is on
@@ -193,6 +193,7 @@ class MlflowTracker final : public core::JobObserver {
     // it let them start without the run id (the bound was hit).
     absl::Time hold_since = absl::InfinitePast();
     bool released_without_run = false;
+    // Retry state (the worker).
     int permanent_failures = 0;
     std::string last_error;  // of the latest failed attempt, for events
     int64_t synced = -1;     // `seen` as of the last successful Sync: pending while below seen
@@ -241,7 +242,8 @@ class MlflowTracker final : public core::JobObserver {
   absl::Status LogParams(SyncContext& ctx);
   // The condition tags that changed since last sent.
   absl::Status LogConditionTags(SyncContext& ctx);
-  // Ending jobs only, as the next three: every replica's log as an artifact.
+  // This and the next two act only for an ending job (finished or deleted): every replica's log
+  // as an artifact.
   absl::Status UploadLogs(SyncContext& ctx);
   // The code's runs linked (LinkRuns), and the later looks queued.
   absl::Status LinkCodeRuns(SyncContext& ctx);
