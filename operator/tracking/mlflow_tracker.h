@@ -161,30 +161,42 @@ class MlflowTracker final : public core::JobObserver {
   Stats stats() const;
 
  private:
+  // What Sync has done for a job so far. Sync updates a copy step by step and saves it whole
+  // (Save) as it goes, so a field added here is kept like the others. It lives in memory only: a
+  // restarted operator starts from an empty one, and the job's annotations and the run's tags
+  // (coach.job_uid, coach.run_ended) say where the job stands.
+  struct SyncProgress {
+    std::string uri;  // the tracking server the job's run is on
+    std::string experiment_id;
+    std::string run_id;
+    bool run_checked = false;  // a found run's status was read (finished jobs after a restart)
+    bool annotated = false;    // the run and experiment ids are on the job (or it is gone)
+    bool incomplete_tagged = false;                // coach.run_incomplete is on the run
+    bool params_logged = false;                    // RunParams are on the run
+    std::map<std::string, std::string> tags_sent;  // the condition tags as last sent
+    bool logs_uploaded = false;
+    bool runs_linked = false;  // the code's runs were looked for once (the later looks: Relink)
+    bool terminated = false;   // the run has ended with the job's outcome: nothing is left
+  };
+
+  // A job in the table. Each part has one writer: the job's snapshots come from
+  // JobSeen/JobDeleting, the progress from Sync, the hold state from HoldStartUntil and the retry
+  // state from the worker; Sync never saves over another part.
   struct Tracked {
     model::Job job;  // the latest snapshot
     bool deleted = false;
     std::map<std::string, std::string> final_logs;  // read at deletion
     bool have_final_logs = false;
-    std::string uri;
-    std::string experiment_id;
-    std::string run_id;
-    bool run_checked = false;  // a found run's status was read (finished jobs after a restart)
-    bool annotated = false;
-    bool params_logged = false;
-    std::map<std::string, std::string> tags_sent;
-    bool logs_uploaded = false;
-    bool runs_linked = false;
-    bool terminated = false;
-    int permanent_failures = 0;
+    int64_t seen = 0;  // snapshots received
+    SyncProgress progress;
     // Hold state (HoldStartUntil): when this process first held the job's replicas, and whether
-    // it let them start without the run id (the bound was hit). Not copied by Save.
+    // it let them start without the run id (the bound was hit).
     absl::Time hold_since = absl::InfinitePast();
     bool released_without_run = false;
-    bool incomplete_tagged = false;  // coach.run_incomplete is on the run
-    std::string last_error;          // of the latest failed attempt, for events
-    int64_t seen = 0;                // snapshots received
-    int64_t synced = -1;  // `seen` as of the last successful Sync: pending while below seen
+    // Retry state (the worker).
+    int permanent_failures = 0;
+    std::string last_error;  // of the latest failed attempt, for events
+    int64_t synced = -1;     // `seen` as of the last successful Sync: pending while below seen
   };
 
   // The later looks for the training code's runs (options_.relink_after).
@@ -203,11 +215,46 @@ class MlflowTracker final : public core::JobObserver {
   // look (only new runs get Events then).
   absl::Status LinkRuns(const std::string& uid, Relink& relink, mlflow::TrackingClient& client,
                         bool second_look);
-  // One attempt at everything the job still needs. `op` names the failing step.
+  // A later look for the code's runs of a job whose run has ended (options_.relink_after), then
+  // the next one queued. Best effort: a failure is logged, not retried.
+  void LookAgain(const std::string& uid, Relink relink, std::string* op);
+
+  // One attempt at everything the job still needs: the steps below, in their order, on one
+  // SyncContext. A step that has nothing left to do returns OK at once; one whose call fails
+  // returns the error, which ends the attempt (the worker retries it with backoff, the steps done
+  // so far being saved); a job whose run has ended is then forgotten. `op` names the failing
+  // call.
   absl::Status Sync(const std::string& uid, std::string* op);
+  struct SyncContext;  // mlflow_sync_steps.cc
+  // The experiment's id: the target's, else cached for the URI and name, else created.
+  absl::Status EnsureExperiment(SyncContext& ctx);
+  // The run's id: the job's annotation's, else the run tagged with the job's uid, else NewRun's.
+  absl::Status EnsureRun(SyncContext& ctx);
+  absl::Status NewRun(SyncContext& ctx);
+  // A run found for an ending job (after a restart): whether the operator ended it already.
+  absl::Status CheckRunEnded(SyncContext& ctx);
+  // The run and experiment ids onto the job (hooks_.annotate).
+  absl::Status AnnotateJob(SyncContext& ctx);
+  // The server answered: its URI is no longer failing, and the hold state is read again.
+  void NoteServerAnswered(SyncContext& ctx);
+  // coach.run_incomplete on a run whose job's replicas were released without its id.
+  absl::Status TagIncomplete(SyncContext& ctx);
+  absl::Status LogParams(SyncContext& ctx);
+  // The condition tags that changed since last sent.
+  absl::Status LogConditionTags(SyncContext& ctx);
+  // This and the next two act only for an ending job (finished or deleted): every replica's log
+  // as an artifact.
+  absl::Status UploadLogs(SyncContext& ctx);
+  // The code's runs linked (LinkRuns), and the later looks queued.
+  absl::Status LinkCodeRuns(SyncContext& ctx);
+  // The run's final status, end time and coach.run_ended.
+  absl::Status EndRun(SyncContext& ctx);
+  // A job whose run has ended leaves the table.
+  void ForgetEnded(const SyncContext& ctx);
+  // Saves ctx's progress, whole, into the table (when the job is still there).
+  void Save(const SyncContext& ctx);
+
   absl::StatusOr<mlflow::TrackingClient*> ClientFor(const std::string& uri);
-  // Copies `t`'s progress into the table (when the job is still there).
-  void Save(const std::string& uid, const Tracked& t);
   void Enqueue(const model::Job& job, bool deleted, std::map<std::string, std::string> logs,
                bool have_logs);
   void UpdateBacklog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -243,7 +290,16 @@ class MlflowTracker final : public core::JobObserver {
   std::vector<std::thread> workers_;
 };
 
+// Tags the operator sets beside those of the header comment. coach.run_ended=<status>: the
+// operator ended the run (a restart finds nothing left to do). coach.run_incomplete=true and its
+// reason: the run was created after (some of) the job's replicas started without its id.
+inline constexpr char kRunEndedTag[] = "coach.run_ended";
+inline constexpr char kRunIncompleteTag[] = "coach.run_incomplete";
+inline constexpr char kRunIncompleteReasonTag[] = "coach.run_incomplete_reason";
+
 // Pure pieces, exposed for tests.
+// "<namespace>/<name>": the run's name, and the job in the log.
+std::string JobKey(const model::Job& job);
 // Params of a job's run (replica counts, restart policies, images, nprocPerNode, world size).
 std::vector<mlflow::Param> RunParams(const model::Job& job);
 // coach.state, coach.condition.<Type>, coach.message for a status.

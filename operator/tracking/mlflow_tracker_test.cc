@@ -449,6 +449,48 @@ TEST_F(MlflowTrackerTest, StepsRunInOrderAcrossTransientFailures) {
   EXPECT_EQ(fake_.Calls(Method::kCreateRun), 1);
 }
 
+// Each step's progress is kept when a later step fails: a retry repeats the failed call only.
+TEST_F(MlflowTrackerTest, RetriesOfTheLastStepRepeatNoEarlierStep) {
+  // The calls (each client method's, then the annotate hook's) that a fresh tracker makes to end
+  // a job, ending the run failing `failures` times first. `restarted`: an earlier tracker saw the
+  // job running and annotated it, so the run is found by its id and its status read.
+  auto calls = [this] {
+    std::vector<int> out;
+    for (int m = 0; m <= static_cast<int>(Method::kDownloadArtifact); ++m) {
+      out.push_back(fake_.Calls(static_cast<Method>(m)));
+    }
+    absl::MutexLock lock(&mu_);
+    out.push_back(annotate_calls_);
+    return out;
+  };
+  auto cost = [&](const std::string& uid, int failures, bool restarted) {
+    model::Job ended = Finished(Job(uid, uid), true);
+    if (restarted) {
+      auto earlier = NewTracker();
+      earlier->JobSeen(Running(Job(uid, uid)));
+      EXPECT_TRUE(earlier->WaitIdle(absl::Seconds(10)));
+      ended = WithRunId(ended, RunIdAnnotation(uid));
+    }
+    const std::vector<int> before = calls();
+    auto tracker = NewTracker();
+    fake_.InjectError(Method::kUpdateRun, absl::UnavailableError("503"), failures);
+    tracker->JobSeen(ended);
+    EXPECT_TRUE(tracker->WaitIdle(absl::Seconds(10)));
+    std::vector<int> after = calls();
+    for (size_t i = 0; i < after.size(); ++i) after[i] -= before[i];
+    return after;
+  };
+  for (bool restarted : {false, true}) {
+    SCOPED_TRACE(restarted ? "restarted" : "fresh");
+    const std::string prefix = restarted ? "uid-restarted-" : "uid-fresh-";
+    std::vector<int> once = cost(prefix + "once", 0, restarted);
+    const std::vector<int> retried = cost(prefix + "retried", 3, restarted);
+    once[static_cast<int>(Method::kUpdateRun)] += 3;
+    EXPECT_EQ(retried, once);
+    EXPECT_EQ(OnlyRun(prefix + "retried").info.status, RunStatus::kFinished);
+  }
+}
+
 TEST_F(MlflowTrackerTest, PermanentErrorsGiveUpAfterALimit) {
   auto tracker = NewTracker();
   fake_.InjectError(Method::kCreateRun, absl::PermissionDeniedError("403"), 100);
