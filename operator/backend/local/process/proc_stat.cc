@@ -61,22 +61,6 @@ bool IsSameLiveProcess(pid_t pid, uint64_t start_time) {
   return st.ok() && st->state != 'Z' && st->start_time == start_time;
 }
 
-std::vector<pid_t> ListGroupMembers(pid_t pgrp, pid_t session) {
-  std::vector<pid_t> out;
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return out;
-  while (struct dirent* e = readdir(dir)) {
-    pid_t pid;
-    if (!absl::SimpleAtoi(e->d_name, &pid)) continue;
-    absl::StatusOr<ProcStat> st = ReadProcStat(pid);
-    if (st.ok() && st->state != 'Z' && st->pgrp == pgrp && st->session == session) {
-      out.push_back(pid);
-    }
-  }
-  closedir(dir);
-  return out;
-}
-
 std::vector<ProcStat> ListProcesses() {
   std::vector<ProcStat> out;
   DIR* dir = opendir("/proc");
@@ -88,6 +72,14 @@ std::vector<ProcStat> ListProcesses() {
     if (st.ok()) out.push_back(*st);
   }
   closedir(dir);
+  return out;
+}
+
+std::vector<pid_t> ListGroupMembers(pid_t pgrp, pid_t session) {
+  std::vector<pid_t> out;
+  for (const ProcStat& st : ListProcesses()) {
+    if (st.state != 'Z' && st.pgrp == pgrp && st.session == session) out.push_back(st.pid);
+  }
   return out;
 }
 
