@@ -84,9 +84,11 @@ read -r grpc_port http_port <<<"$(/usr/bin/python3 -c '
 import socket; s=[socket.socket() for _ in range(2)]
 [x.bind(("127.0.0.1", 0)) for x in s]; print(*[x.getsockname()[1] for x in s])')"
 mkdir -p "$WORK/state"
+# The suite calls the API as nobody in particular, on loopback (the default, --api-auth=kubernetes,
+# is e2e/kube/api_auth_test's subject).
 HOME=$WORK/state "$WORK/coach-operator" --backend=kube --kubeconfig="$kubeconfig" \
   --state-dir="$WORK/state" --listen="127.0.0.1:$grpc_port" --http-listen="127.0.0.1:$http_port" \
-  --karpenter >"$WORK/operator.log" 2>&1 &
+  --api-auth=none --karpenter >"$WORK/operator.log" 2>&1 &
 OP_PID=$!
 for ((i = 0; i < 100; i++)); do
   curl -fsS -o /dev/null "http://127.0.0.1:$http_port/readyz" 2>/dev/null && break
