@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/eventually.h"
 
 namespace coach::e2e {
 
@@ -56,12 +57,7 @@ void WriteFileOrDie(const std::string& path, const std::string& content) {
 }
 
 bool Eventually(const std::function<bool()>& pred, absl::Duration timeout, absl::Duration poll) {
-  const absl::Time end = absl::Now() + timeout;
-  while (!pred()) {
-    if (absl::Now() >= end) return false;
-    absl::SleepFor(poll);
-  }
-  return true;
+  return ::coach::testing::Eventually(pred, timeout, poll);
 }
 
 }  // namespace coach::e2e

@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "api/v1/codec/job_codec.h"
 #include "api/v1/defaults.h"
+#include "common/testing/eventually.h"
 #include "gtest/gtest.h"
 #include "operator/backend/kube/client/kube_config.h"
 #include "operator/backend/kube/client/rest_kube_client.h"
@@ -65,15 +66,7 @@ std::vector<std::string> Names(const store::ListResult& r) {
   return out;
 }
 
-template <typename F>
-bool Eventually(F f, absl::Duration timeout = absl::Seconds(20)) {
-  const absl::Time end = absl::Now() + timeout;
-  while (absl::Now() < end) {
-    if (f()) return true;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return f();
-}
+using ::coach::testing::Eventually;
 
 struct Changes {
   absl::Mutex mu;

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/testing/eventually.h"
 #include "gtest/gtest.h"
 #include "operator/backend/kube/client/kube_config.h"
 #include "operator/backend/kube/client/rest_kube_client.h"
@@ -32,12 +33,7 @@ namespace k8s = ::coach::kubeclient;
 using nlohmann::json;
 
 bool Eventually(const std::function<bool()>& cond, absl::Duration timeout = absl::Seconds(60)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (cond()) return true;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  return cond();
+  return ::coach::testing::Eventually(cond, timeout);
 }
 
 const model::ObservedPod* FindPod(const model::ObservedState& s, const std::string& name) {

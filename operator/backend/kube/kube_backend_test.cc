@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/eventually.h"
 #include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
 #include "operator/backend/kube/client/errors.h"
@@ -109,12 +110,7 @@ class GatedClient : public KubeClient {
 };
 
 bool WaitFor(const std::function<bool()>& cond, absl::Duration timeout = absl::Seconds(10)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (cond()) return true;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return cond();
+  return ::coach::testing::Eventually(cond, timeout, absl::Milliseconds(5));
 }
 
 const model::ObservedPod* FindPod(const model::ObservedState& s, const std::string& name) {

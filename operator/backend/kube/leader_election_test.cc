@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/eventually.h"
 #include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
 #include "operator/backend/kube/client/kube_config.h"
@@ -22,15 +23,7 @@ namespace {
 namespace k8s = ::coach::kubeclient;
 using nlohmann::json;
 
-template <typename F>
-bool Eventually(F f, absl::Duration timeout = absl::Seconds(20)) {
-  const absl::Time end = absl::Now() + timeout;
-  while (absl::Now() < end) {
-    if (f()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return f();
-}
+using ::coach::testing::Eventually;
 
 LeaderElectionConfig Fast(const std::string& ns, const std::string& id) {
   LeaderElectionConfig c;

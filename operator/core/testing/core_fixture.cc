@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/eventually.h"
 #include "operator/reconcile/conditions.h"
 
 namespace coach::core::testing {
@@ -74,13 +75,7 @@ void CoreEnv::StopController() {
 }
 
 bool CoreEnv::WaitFor(const std::function<bool()>& pred, absl::Duration timeout) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::microseconds(absl::ToInt64Microseconds(timeout));
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
+  return ::coach::testing::Eventually(pred, timeout, absl::Milliseconds(5));
 }
 
 absl::StatusOr<api::v1::TrainingJob> CoreEnv::Create(const std::string& manifest) {

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/eventually.h"
 #include "gtest/gtest.h"
 #include "operator/backend/kube/client/errors.h"
 #include "operator/backend/kube/client/kube_client.h"
@@ -47,15 +48,7 @@ json Pod(const std::string& name) {
             {"containers", json::array({{{"name", "main"}, {"image", "coach.local/none"}}})}}}};
 }
 
-template <typename F>
-bool Eventually(F f, absl::Duration timeout = absl::Seconds(20)) {
-  absl::Time end = absl::Now() + timeout;
-  while (absl::Now() < end) {
-    if (f()) return true;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return f();
-}
+using ::coach::testing::Eventually;
 
 class ContractTest : public ::testing::TestWithParam<std::string> {
  protected:

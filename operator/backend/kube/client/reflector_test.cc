@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "common/testing/eventually.h"
 #include "gtest/gtest.h"
 #include "operator/backend/kube/client/errors.h"
 #include "operator/backend/kube/testing/fake_kube_client.h"
@@ -53,14 +54,9 @@ struct Cache {
   }
 };
 
-template <typename F>
-bool Eventually(F f, absl::Duration timeout = absl::Seconds(5)) {
-  absl::Time end = absl::Now() + timeout;
-  while (absl::Now() < end) {
-    if (f()) return true;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return f();
+// This file's conditions hold within 5 s when they hold at all.
+bool Eventually(const std::function<bool()>& f, absl::Duration timeout = absl::Seconds(5)) {
+  return ::coach::testing::Eventually(f, timeout);
 }
 
 TEST(ReflectorTest, ListsPagesThenWatchesAndRelistsOnGone) {
