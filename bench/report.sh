@@ -7,7 +7,7 @@
 #
 # Usage: bench/report.sh [--size quick|full] [--only "local store controlplane scale upstream
 #                        chaos mlflow"] [--operator PATH] [--readme PATH | --no-write]
-#   quick: small sizes (about 15-25 minutes here); full: the issue's sizes (2,000 x 8 on kwok,
+#   quick: small sizes (about 15-25 minutes here); full: the full sizes (2,000 x 8 on kwok,
 #          5,000 stored jobs, 200 chaos jobs; an hour or more on a 2-core machine)
 #   --operator PATH  a coach-operator to measure, for the benches that take one (local, store,
 #                    controlplane, scale); the others build their own

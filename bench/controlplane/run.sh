@@ -7,7 +7,7 @@
 # --only speed|memory, --operator PATH) and takes the control plane down at the end.
 #
 # Usage: bench/controlplane/run.sh [--jobs 50] [--replicas 8] [--only speed|memory] [...]
-#        bench/controlplane/run.sh --jobs 200 --replicas 8        # the 200 x 8
+#        bench/controlplane/run.sh --jobs 200 --replicas 8        # the full size, 200 x 8
 # Environment: COACH_BENCH_KEEP_TESTENV=1 leaves the control plane up (its folder is printed);
 # COACH_BENCH_NO_BUILD=1 uses the binaries already in bazel-out/k8-opt (a busy Bazel server).
 set -euo pipefail

@@ -7,7 +7,7 @@ configuration runs both ways, interleaved, with stdout to (a) a file and (b) a p
           lines splice into each other: the count of whole lines is printed too);
   coach:  `coach-launch --nproc-per-node=W -- line_writer ...` (every line whole).
 Writers: "whole" writes each line with one write() (a line-buffered program), "pieces" in 2-5
-write() calls with sched_yield() between (the issue's partial writes).
+write() calls with sched_yield() between (partial writes).
 """
 import argparse
 import os

@@ -2,7 +2,7 @@
 # Chaos suites of coach-operator --backend=kube on a real control plane (e2e/chaos/README.md):
 # operator SIGKILLs, kube-apiserver restarts with etcd compacted, a fault-injecting proxy.
 # Each prints a table of counts; a wrong count fails the suite. Sizes come from COACH_CHAOS_*
-# (defaults: the 200 jobs and 20 kills, 10% faults on 30 jobs: see the README for why the
+# (defaults: 200 jobs and 20 kills, 10% faults on 30 jobs: see the README for why the
 # proxy suite is smaller and for the full figures). COACH_CHAOS_SUITES picks suites
 # (default "kills apiserver proxy"). Outside CI a machine without the testenv binaries skips.
 # make test runs it as tools/suites/chaos_kube.sh.

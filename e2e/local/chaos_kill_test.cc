@@ -1,6 +1,6 @@
 // Chaos on the local backend: coach-operator --backend=local killed with
 // SIGKILL while real-process jobs run, restarted each time on the same --state-dir. Prints a table
-// of counts; a wrong count fails. Sizes (the defaults take about 75 s here: the 200 jobs,
+// of counts; a wrong count fails. Sizes (the defaults take about 75 s here: 200 jobs,
 // and twice its 10 kills, since 20 found a race that 10 missed on the default seed):
 //   COACH_LOCAL_CHAOS_JOBS (default 200), COACH_LOCAL_CHAOS_KILLS (20), COACH_LOCAL_CHAOS_SEED
 //   (13), COACH_LOCAL_CHAOS_TIMEOUT (seconds for every job to finish after the last kill; 300).

@@ -544,7 +544,7 @@ TEST_P(GrpcAbuseTest, HostileStructuredJobsAreRefusedAndReadsStillWork) {
     EXPECT_TRUE(s.ok()) << name << ": " << s.error_message();
   }
   if (!tls()) {
-    // The reads that used to abort, through the CLI.
+    // The reads that an unreadable record would abort, through the CLI.
     CliResult get = op_->Cli({"get", "kept-proto", "-o", "yaml"});
     EXPECT_EQ(get.exit_code, 0) << get.err;
     EXPECT_TRUE(absl::StrContains(get.out, "name: kept-proto")) << get.out;

@@ -195,7 +195,7 @@ TEST_F(LifecycleTest, EnvExpansionBombFailsTheJobNotTheOperator) {
   EXPECT_TRUE(sdk::IsJobSucceeded(*after));
 }
 
-// 80 replicas (more than the 64 candidate ports one allocation used to be allowed in all).
+// 80 replicas: more ports than 64 candidates, so the allocator must try per port.
 TEST_F(LifecycleTest, AJobOfEightyReplicasRuns) {
   ASSERT_TRUE(op_->client()
                   .CreateJob(BuildOrDie(ShellJob("wide", "echo rank $RANK of $WORLD_SIZE")

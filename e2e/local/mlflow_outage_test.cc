@@ -1,5 +1,5 @@
 // Chaos: the MLflow server down for COACH_MLFLOW_OUTAGE_SECONDS (default 20,
-// so that `make test` stays within a few minutes; the figure is 60, run by hand:
+// so that `make test` stays within a few minutes; the full figure is 60, run by hand:
 // --test_env=COACH_MLFLOW_OUTAGE_SECONDS=60) while two jobs log metrics through coach-launch, then
 // restarted on the same backend store. The real coach-operator (local backend), coach-launch and
 // `mlflow server` (integrations/mlflow/testing/mlflow_server.h); fails under CI=true without

@@ -116,7 +116,8 @@ struct Servers {
 
 TEST(HttpServerTest, HealthAnswersBesideManyIdleConnections) {
   Servers s;
-  // Eight of these used to hold every worker of the server, each until its read timed out.
+  // Were a connection to hold a worker until its read timed out, eight of these would hold them
+  // all.
   const absl::Time connecting = absl::Now();
   std::vector<int> idle = Idle(s.main->port(), 64);
   std::vector<int> idle_probe = Idle(s.probe->port(), 64);

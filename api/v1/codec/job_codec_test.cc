@@ -244,8 +244,8 @@ TrainingJob ValidJob() {
 }
 
 // A job whose free-form fields hold what no manifest could: the encoder says which and leaves
-// them out instead of throwing (an extra_json of [1,2] used to throw from JobToJson, and so
-// abort `coach get`).
+// them out instead of throwing (a throw from JobToJson on an extra_json of [1,2] would abort
+// `coach get`).
 TEST(JobEncoderTest, UnreadableFreeFormFieldsAreReportedAndLeftOut) {
   TrainingJob job = ValidJob();
   job.mutable_metadata()->set_extra_json("[1,2]");

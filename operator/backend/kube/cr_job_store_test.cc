@@ -693,7 +693,7 @@ TEST_P(CrJobStoreTest, CreateOutsideTheWatchedNamespacesIsRefused) {
 }
 
 // A job no manifest could give is refused before anything is sent, not written in part (its
-// encoding used to throw).
+// encoding must not throw).
 TEST_P(CrJobStoreTest, AJobThatIsNoManifestIsRefusedAndNothingIsWritten) {
   api::v1::TrainingJob bad = Job("PyTorchJob", ns_, "bad");
   bad.mutable_metadata()->set_extra_json("[1,2]");

@@ -147,8 +147,8 @@ TEST_F(RemoteCommandsTest, GetAsYaml) {
   EXPECT_THAT(out_.str(), HasSubstr("name: mnist"));
 }
 
-// A record no manifest could give (stored before the server recoded structured jobs): its
-// encoding used to throw, aborting `coach get -o yaml` and `coach list -o yaml` for everyone.
+// A record no manifest could give (a store written by hand, or by an older server): encoding it
+// must not throw, which would abort `coach get -o yaml` and `coach list -o yaml` for everyone.
 TEST_F(RemoteCommandsTest, AJobThatIsNoManifestIsAnErrorNotACrash) {
   TrainingJob bad = Job("default", "bad", {"Created"});
   bad.mutable_metadata()->set_extra_json("[1,2]");
