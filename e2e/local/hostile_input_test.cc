@@ -166,6 +166,13 @@ class HostileInputTest : public ::testing::Test {
                       absl::StrCat(op_->root(), "/operator-run-", ++runs), absl::Seconds(20));
   }
 
+  // The operator started with `args`: kRefused when it exits 2 naming `because`.
+  Seen StartRefused(const std::vector<std::string>& args, const std::string& because) {
+    CommandResult r = RunOperator(args);
+    if (r.exit_code == 2 && absl::StrContains(r.err, because)) return {Verdict::kRefused, "exit 2"};
+    return {std::nullopt, absl::StrCat("exit ", r.exit_code, ": ", r.err)};
+  }
+
   std::unique_ptr<OperatorFixture> op_;
   int64_t peak_kib_ = 0;
   int cases_ = 0;
@@ -305,19 +312,15 @@ TEST_F(HostileInputTest, EveryCaseHandledAndTheOperatorStaysSmall) {
     const std::string token = op_->root() + "/world-token";
     WriteFileOrDie(token, "0123456789abcdef0123456789abcdef\n");
     chmod(token.c_str(), 0644);
-    CommandResult r = RunOperator({"--state-dir=" + op_->root() + "/s1", "--token-file=" + token});
-    return r.exit_code == 2 && absl::StrContains(r.err, "readable by every user")
-               ? Seen{Verdict::kRefused, "exit 2"}
-               : Seen{std::nullopt, absl::StrCat("exit ", r.exit_code, ": ", r.err)};
+    return StartRefused({"--state-dir=" + op_->root() + "/s1", "--token-file=" + token},
+                        "readable by every user");
   });
   Case("--token-file of one character", Verdict::kRefused, [&] {
     const std::string token = op_->root() + "/short-token";
     WriteFileOrDie(token, "x\n");
     chmod(token.c_str(), 0600);
-    CommandResult r = RunOperator({"--state-dir=" + op_->root() + "/s2", "--token-file=" + token});
-    return r.exit_code == 2 && absl::StrContains(r.err, "at least 16")
-               ? Seen{Verdict::kRefused, "exit 2"}
-               : Seen{std::nullopt, absl::StrCat("exit ", r.exit_code, ": ", r.err)};
+    return StartRefused({"--state-dir=" + op_->root() + "/s2", "--token-file=" + token},
+                        "at least 16");
   });
   Case("--tls-key of another certificate", Verdict::kRefused, [&] {
     const std::string d = op_->root();
@@ -327,11 +330,9 @@ TEST_F(HostileInputTest, EveryCaseHandledAndTheOperatorStaysSmall) {
                        " -keyout ", d, "/", pair, ".key -out ", d, "/", pair, ".pem 2>/dev/null");
       if (std::system(cmd.c_str()) != 0) return Seen{std::nullopt, "openssl req failed"};
     }
-    CommandResult r = RunOperator(
-        {"--state-dir=" + d + "/s3", "--tls-cert=" + d + "/a.pem", "--tls-key=" + d + "/b.key"});
-    return r.exit_code == 2 && absl::StrContains(r.err, "--tls-key: it is not the private key")
-               ? Seen{Verdict::kRefused, "exit 2"}
-               : Seen{std::nullopt, absl::StrCat("exit ", r.exit_code, ": ", r.err)};
+    return StartRefused(
+        {"--state-dir=" + d + "/s3", "--tls-cert=" + d + "/a.pem", "--tls-key=" + d + "/b.key"},
+        "--tls-key: it is not the private key");
   });
 
   // --- Idle connections on the HTTP port.
