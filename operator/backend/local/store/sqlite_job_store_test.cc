@@ -3,12 +3,9 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
-#include <cstdlib>
-
-#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/testing/fake_clock.h"
-#include "operator/backend/local/fs_util.h"
+#include "common/testing/test_dir.h"
 #include "operator/store/testing/job_store_contract.h"
 #include "operator/store/testing/test_jobs.h"
 
@@ -25,14 +22,7 @@ std::unique_ptr<SqliteJobStore> MakeSqlite(const std::string& dir) {
   return store.ok() ? std::move(*store) : nullptr;
 }
 
-// A fresh directory per test.
-std::string TestDir(const std::string& prefix) {
-  static int counter = 0;
-  const char* tmp = getenv("TEST_TMPDIR");
-  std::string dir = absl::StrCat(tmp ? tmp : "/tmp", "/", prefix, "-", ++counter);
-  EXPECT_TRUE(MakeDirs(dir).ok());
-  return dir;
-}
+std::string TestDir(const std::string& prefix) { return ::coach::testing::FreshTestDir(prefix); }
 
 class SqliteContractTest : public store::testing::JobStoreContractTest {
   std::unique_ptr<store::JobStore> Init() override { return MakeSqlite(TestDir("contract")); }

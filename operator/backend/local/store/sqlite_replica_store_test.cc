@@ -2,10 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-
-#include "absl/strings/str_cat.h"
-#include "operator/backend/local/fs_util.h"
+#include "common/testing/test_dir.h"
 #include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/store/testing/test_jobs.h"
 
@@ -14,14 +11,7 @@ namespace {
 
 using store::testing::MakeJob;
 
-// A fresh directory per test.
-std::string TestDir(const std::string& prefix) {
-  static int counter = 0;
-  const char* tmp = getenv("TEST_TMPDIR");
-  std::string dir = absl::StrCat(tmp ? tmp : "/tmp", "/", prefix, "-", ++counter);
-  EXPECT_TRUE(MakeDirs(dir).ok());
-  return dir;
-}
+std::string TestDir(const std::string& prefix) { return ::coach::testing::FreshTestDir(prefix); }
 
 // The local backend's records (ReplicaStore), on the same sqlite database as the jobs: the
 // job store makes the jobs they belong to, store_ is its replicas().
