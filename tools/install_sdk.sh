@@ -5,6 +5,8 @@
 #
 #   tools/install_sdk.sh PREFIX        (or PREFIX=... tools/install_sdk.sh)
 #   COACH_SKIP_BUILD=1                 use what bazel-bin already holds
+#   COACH_SDK_BIN=DIR                  use the archives and generated headers under DIR (laid out
+#                                      as bazel-bin is; //sdk/cpp:install_files), no Bazel run
 #   DESTDIR=...                        staged install, as with make
 set -euo pipefail
 
@@ -28,10 +30,14 @@ archives=(
   api/v1/libtraining_service_proto.a
   api/v1/libtraining_job_proto.a
 )
-if [[ "${COACH_SKIP_BUILD:-0}" != 1 ]]; then
-  bazel build "${targets[@]}" >&2
+if [[ -n "${COACH_SDK_BIN:-}" ]]; then
+  bin=$COACH_SDK_BIN
+else
+  if [[ "${COACH_SKIP_BUILD:-0}" != 1 ]]; then
+    bazel build "${targets[@]}" >&2
+  fi
+  bin="$(bazel info bazel-bin 2>/dev/null || echo bazel-bin)"
 fi
-bin="$(bazel info bazel-bin 2>/dev/null || echo bazel-bin)"
 for archive in "${archives[@]}"; do
   [[ -f "$bin/$archive" ]] || { echo "$0: missing $bin/$archive (build first)" >&2; exit 1; }
 done

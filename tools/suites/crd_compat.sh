@@ -14,46 +14,34 @@
 #     allowed (including granting the MPI launcher Role), nothing else is.
 # Outside CI a machine without Go (to build tools/testenv) skips; under CI=true that fails.
 set -uo pipefail
-cd "$(dirname "$0")/../.." || exit
-export COACH_SHARED_DIR="${COACH_SHARED_DIR:-$(cd .. && pwd)/shared}"
+# shellcheck source=tools/suites/lib.sh
+source "$(dirname "$(readlink -f "$0")")/lib.sh"
+suite_init crd_compat
 UPSTREAM=$COACH_SHARED_DIR/reference/kubeflow-v1-crds
 TESTENV=tools/testenv/testenv
-started=$SECONDS
-fail() { echo "crd_compat: FAIL: $*" >&2; exit 1; }
-say() { echo "crd_compat: $*"; }
 
+suite_case "generated CRDs are current"
 [[ -d $UPSTREAM ]] || fail "upstream CRDs not found in $UPSTREAM (set COACH_SHARED_DIR)"
 python3 tools/gen_crds.py --check || fail "charts/coach/crds is stale: run tools/gen_crds.py"
 
-if ! command -v go >/dev/null; then
-  [[ ${CI:-} == true ]] && fail "go is not installed (needed to build tools/testenv)"
-  echo "crd_compat: SKIP: go is not installed"
-  exit 0
-fi
-build_log=$(mktemp)
-if ! "$TESTENV" build >"$build_log" 2>&1; then
-  tail -n 40 "$build_log" >&2
-  rm -f "$build_log"
-  fail "tools/testenv/testenv build failed"
-fi
-rm -f "$build_log"
-BIN=$("$TESTENV" bin)
+suite_case "control plane build"
+suite_testenv_build
+BIN=$TESTENV_BIN
 HELM=$BIN/helm
 [[ -x $HELM && -x $BIN/kubectl ]] || fail "helm or kubectl missing in $BIN"
 
 WORK=$(mktemp -d /tmp/coach-crd-compat.XXXXXX)
 DIR=$WORK/kube
 cleanup() {
-  local rc=$?
-  if ((rc != 0)) && [[ -d $DIR/logs ]]; then
+  if ((SUITE_RC != 0)) && [[ -d $DIR/logs ]]; then
     tail -n 15 "$DIR/logs/kube-apiserver.log" >&2
   fi
   "$TESTENV" down --dir "$DIR" >/dev/null 2>&1 || true
-  if [[ -z ${COACH_KEEP_WORK:-} ]] && { ((rc == 0)) || [[ ${CI:-} == true ]]; }; then rm -rf "$WORK"; else echo "crd_compat: work dir kept: $WORK" >&2; fi
-  exit "$rc"
+  if [[ -z ${COACH_KEEP_WORK:-} ]] && { ((SUITE_RC == 0)) || [[ ${CI:-} == true ]]; }; then rm -rf "$WORK"; else say "work dir kept: $WORK" >&2; fi
 }
-trap cleanup EXIT
+suite_on_exit cleanup
 
+suite_case "CRD sizes"
 # ---- 1. sizes --------------------------------------------------------------------------------
 for f in charts/coach/crds/*.yaml; do
   size=$(wc -c <"$f")
@@ -62,6 +50,7 @@ for f in charts/coach/crds/*.yaml; do
   ((size < 200000)) || fail "$f is $size bytes: too big for client-side kubectl apply"
 done
 
+suite_case "helm lint and template"
 # ---- 2. helm lint and template ---------------------------------------------------------------
 CHART=charts/coach
 "$HELM" lint "$CHART" >"$WORK/lint.txt" 2>&1 || { cat "$WORK/lint.txt" >&2; fail "helm lint"; }
@@ -120,6 +109,7 @@ done
   fail "helm template --include-crds does not render the 6 CRDs"
 say "helm lint/template: ${#VALUESETS[@]} value sets render, 9 bad ones are refused; probes on the probe port"
 
+suite_case "the corpus under upstream's and coach's CRDs"
 # ---- 3. the corpus under both CRD sets -------------------------------------------------------
 kubeconfig=$("$TESTENV" up --dir "$DIR") || fail "testenv up failed"
 k() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
@@ -193,6 +183,7 @@ say "coach CRDs: corpus applied in $((SECONDS - t0)) s"
 python3 tools/crd_compat/compare.py "$WORK/corpus" "$WORK/res-upstream" "$WORK/res-coach" ||
   fail "coach's CRDs differ from upstream's (see above)"
 
+suite_case "coach's CRDs: columns, category, subresources"
 # ---- 4. coach's CRDs for real ----------------------------------------------------------------
 k apply -n compat -f "$WORK/corpus/unknown-pytorchjob.json" >/dev/null || fail "create unknown-pytorchjob"
 name=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["name"])' "$WORK/corpus/unknown-pytorchjob.json")
@@ -224,6 +215,7 @@ for p in paddlejobs jaxjobs; do
 done
 say "coach CRDs: State/Age columns, category, status and scale subresources, unknown fields kept"
 
+suite_case "helm install and RBAC"
 # ---- 5. helm install and RBAC ----------------------------------------------------------------
 "$HELM" --kubeconfig "$kubeconfig" install coach "$CHART" --namespace coach --create-namespace \
   --skip-crds --set replicas=2 --wait --timeout 90s >"$WORK/install.txt" 2>&1 ||
@@ -260,4 +252,3 @@ YAML
 say "helm install (2 replicas, leader election) ok; RBAC allows the backend's 15 checks and refuses 7"
 
 "$TESTENV" down --dir "$DIR" >/dev/null || fail "testenv down"
-say "PASS in $((SECONDS - started)) s"

@@ -8,22 +8,21 @@
 # Torch and XGBoost must be importable by /usr/bin/python3; without one, its part is skipped (the
 # whole suite without torch), and under CI=true the suite fails instead. Takes about 20 s on 2 cores.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-
+# shellcheck source=tools/suites/lib.sh
+source "$(dirname "$(readlink -f "$0")")/lib.sh"
+suite_init examples_direct
 PY=/usr/bin/python3
-NAME=examples_direct
 WORLD=3
 
-# have MODULE PACKAGE: true if importable; false (a skip) when not, except under CI=true: exit 1.
+# have MODULE PACKAGE: true if importable; false (a skip) when not, except under CI=true: a failure.
 have() {
   "$PY" -c "import $1" 2>/dev/null && return 0
-  if [[ "${CI:-}" == "true" ]]; then
-    echo "$NAME: FAIL: $PY cannot import $1 (install $2; required under CI=true)" >&2
-    exit 1
-  fi
-  echo "$NAME: SKIP: $PY cannot import $1 (install $2)" >&2
+  [[ "${CI:-}" == "true" ]] && fail "$PY cannot import $1 (install $2; required under CI=true)"
+  say "SKIP: $PY cannot import $1 (install $2)"
   return 1
 }
+
+suite_case "torch and xgboost importable"
 have "torch, torch.distributed" python3-torch || exit 0
 have_xgb=1
 have xgboost python3-xgboost || have_xgb=0
@@ -34,7 +33,7 @@ cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   rm -rf "$WORK"
 }
-trap cleanup EXIT
+suite_on_exit cleanup
 export GLOO_SOCKET_IFNAME=lo  # one host: keep gloo on loopback whatever the hostname resolves to
 export PYTHONUNBUFFERED=1
 unset LOCAL_RANK LOCAL_WORLD_SIZE PET_NNODES PET_NODE_RANK PET_NPROC_PER_NODE
@@ -86,60 +85,51 @@ check_success() {
   for ((rank = 0; rank < WORLD; rank++)); do
     line=$(grep '^coach-result ' "$WORK/$tag.$rank.log" | tail -n 1 || true)
     if [[ "$(cat "$WORK/$tag.$rank.rc")" != 0 || -z "$line" ]]; then
-      echo "$NAME: FAIL: $tag rank $rank exited $(cat "$WORK/$tag.$rank.rc") with result '${line}'" >&2
       show_logs "$tag"
-      return 1
+      fail "$tag rank $rank exited $(cat "$WORK/$tag.$rank.rc") with result '${line}'"
     fi
     if [[ "$(field "$line" rank)" != "$rank" || "$(field "$line" world_size)" != "$WORLD" ||
           "$(field "$line" status)" != ok ]]; then
-      echo "$NAME: FAIL: $tag rank $rank reported '$line'" >&2
-      return 1
+      fail "$tag rank $rank reported '$line'"
     fi
     if ! "$PY" -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)' \
         "$(field "$line" accuracy)" "$min"; then
-      echo "$NAME: FAIL: $tag rank $rank accuracy below $min: '$line'" >&2
-      return 1
+      fail "$tag rank $rank accuracy below $min: '$line'"
     fi
     sum=$(field "$line" "$key")
     if [[ -z "$first" ]]; then
       first=$sum
     elif [[ "$sum" != "$first" ]]; then
-      echo "$NAME: FAIL: $tag rank $rank $key=$sum differs from rank 0's $first" >&2
-      return 1
+      fail "$tag rank $rank $key=$sum differs from rank 0's $first"
     fi
   done
   if ! grep -q '^coach-metric name=[a-z_]* value=[-0-9.e+na]* step=[0-9]*$' "$WORK/$tag.0.log"; then
-    echo "$NAME: FAIL: $tag rank 0 printed no well-formed coach-metric line" >&2
-    return 1
+    fail "$tag rank 0 printed no well-formed coach-metric line"
   fi
-  echo "$NAME: ok: $tag: $WORLD ranks, status=ok, $key=$first, $(field "$line" accuracy) accuracy"
+  say "ok: $tag: $WORLD ranks, status=ok, $key=$first, $(field "$line" accuracy) accuracy"
 }
 
-start=$SECONDS
-echo "$NAME: DDP, $WORLD processes"
+suite_case "DDP, $WORLD processes"
 run_world ddp examples/pytorch/ddp_train.py --epochs 6
 check_success ddp params_checksum 0.95
 
 if ((have_xgb)); then
-  echo "$NAME: XGBoost (Rabit), $WORLD processes"
+  suite_case "XGBoost (Rabit), $WORLD processes"
   run_world xgb examples/xgboost/xgb_train.py --rounds 60
   check_success xgb model_checksum 0.93
 fi
 
-echo "$NAME: DDP with --fail-rank 1 --exit-code 7"
+suite_case "DDP with --fail-rank 1 --exit-code 7"
 t0=$SECONDS
 run_world fail examples/pytorch/ddp_train.py --epochs 3 --fail-rank 1 --exit-code 7
 for ((rank = 0; rank < WORLD; rank++)); do
   rc=$(cat "$WORK/fail.$rank.rc")
   if [[ $rank == 1 && "$rc" != 7 ]] || [[ $rank != 1 && ("$rc" == 0 || "$rc" == 124) ]]; then
-    echo "$NAME: FAIL: failing run: rank $rank exited $rc (want 7 on rank 1, non-zero and no timeout elsewhere)" >&2
     show_logs fail
-    exit 1
+    fail "failing run: rank $rank exited $rc (want 7 on rank 1, non-zero and no timeout elsewhere)"
   fi
 done
 if grep -q '^coach-result ' "$WORK"/fail.*.log; then
-  echo "$NAME: FAIL: failing run printed a coach-result line" >&2
-  exit 1
+  fail "failing run printed a coach-result line"
 fi
-echo "$NAME: ok: failing run: rank 1 exited 7, peers exited non-zero in $((SECONDS - t0)) s"
-echo "$NAME: PASS in $((SECONDS - start)) s"
+say "ok: failing run: rank 1 exited 7, peers exited non-zero in $((SECONDS - t0)) s"

@@ -4,25 +4,29 @@
 # in the tree (api/v1/codec/fuzz/corpus). Exits non-zero when the build fails or the fuzzer
 # finds a crash.
 #
-#   tools/suites/fuzz_codec.sh                       # make test: 30 seconds
+#   tools/suites/fuzz_codec.sh                       # make test: 20 seconds (--full: 300)
 #   FUZZ_RUNS=10000000 FUZZ_FAST=1 FUZZ_MERGE=1 tools/suites/fuzz_codec.sh   # the long mode
 #   FUZZ_SECONDS=600 FUZZ_MERGE=1 tools/suites/fuzz_codec.sh
 #
 # Then the adversarial target (alias bombs and other expansions) for FUZZ_ADVERSARIAL_SECONDS
-# (20) or FUZZ_RUNS executions, with libFuzzer's -rss_limit_mb=256 and -malloc_limit_mb=256.
+# (10; --full: 120) or FUZZ_RUNS executions, with libFuzzer's -rss_limit_mb=256 and -malloc_limit_mb=256.
 #
 # FUZZ_FAST=1 explores without sanitizers (several times faster) and then replays every input
 # it kept under ASan/UBSan. FUZZ_MERGE=1 merges what the run found into api/v1/codec/fuzz/corpus (libFuzzer's -merge keeps
 # only inputs that add coverage), so the next run starts where this one stopped.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-
-seconds="${FUZZ_SECONDS:-30}"
+# shellcheck source=tools/suites/lib.sh
+source "$(dirname "$(readlink -f "$0")")/lib.sh"
+suite_init fuzz_codec
+default_seconds=20 default_adversarial_seconds=10
+if suite_full; then default_seconds=300 default_adversarial_seconds=120; fi
+seconds="${FUZZ_SECONDS:-$default_seconds}"
 runs="${FUZZ_RUNS:-}"
 kept_corpus=api/v1/codec/fuzz/corpus
 work="$(mktemp -d)"
-trap '[[ -n "${FUZZ_KEEP:-}" ]] || rm -rf "$work"' EXIT
+[[ -n "${FUZZ_KEEP:-}" ]] || suite_on_exit rm -rf "$work"
 
+suite_case "codec fuzzer"
 mkdir -p "$work/gen" "$work/corpus"
 protoc -I. -I/usr/include --cpp_out="$work/gen" api/v1/training_job.proto
 
@@ -79,8 +83,7 @@ if ((status != 0)); then
     base64 "$crash" | head -c 4000
     echo
   done
-  echo "fuzz_codec: the fuzzer failed (status $status)"
-  exit 1
+  fail "the fuzzer failed (status $status)"
 fi
 if [[ "${FUZZ_FAST:-}" == 1 ]]; then
   build_fuzzer "$work/codec_fuzzer_asan" "${sanitized[@]}"
@@ -88,25 +91,25 @@ if [[ "${FUZZ_FAST:-}" == 1 ]]; then
   if ! "$work/codec_fuzzer_asan" -runs=0 -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
       -artifact_prefix="$work/" "$work/corpus" >"$work/replay.log" 2>&1; then
     tail -n 60 "$work/replay.log"
-    echo "fuzz_codec: an input the fast run kept fails under ASan/UBSan"
-    exit 1
+    fail "an input the fast run kept fails under ASan/UBSan"
   fi
-  echo "fuzz_codec: the ${replayed} inputs of the corpus replayed under ASan/UBSan without a finding"
+  say "the ${replayed} inputs of the corpus replayed under ASan/UBSan without a finding"
 fi
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.log")
 rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/fuzz.log")
 if [[ "${FUZZ_MERGE:-}" == 1 ]]; then
   mkdir -p "$kept_corpus"
   "$work/codec_fuzzer" -merge=1 -max_len=16384 "$kept_corpus" "$work/corpus" >"$work/merge.log" 2>&1
-  echo "fuzz_codec: corpus in $kept_corpus: $(entries "$kept_corpus") inputs"
+  say "corpus in $kept_corpus: $(entries "$kept_corpus") inputs"
 fi
-echo "fuzz_codec: no crash in ${execs:-?} executions (${rate:-?}/s)"
+say "no crash in ${execs:-?} executions (${rate:-?}/s)"
 
 # The adversarial target (api/v1/codec/fuzz/adversarial_fuzzer.cc): generated alias bombs,
 # nesting and large scalars, under the memory the operator is meant to stay within. Built
 # without sanitizers, whose own memory would hide the decoder's; its corpus is replayed under
 # ASan/UBSan after. Peak RSS is the fuzzer's own report.
-adv_seconds="${FUZZ_ADVERSARIAL_SECONDS:-20}"
+suite_case "adversarial fuzzer"
+adv_seconds="${FUZZ_ADVERSARIAL_SECONDS:-$default_adversarial_seconds}"
 adv_limit=(-max_total_time="$adv_seconds")
 [[ -n "$runs" ]] && adv_limit=(-runs="$runs")
 mkdir -p "$work/adv-corpus"
@@ -136,19 +139,17 @@ if ((adv_status != 0)); then
     base64 "$crash" | head -c 4000
     echo
   done
-  echo "fuzz_codec: the adversarial fuzzer failed (status $adv_status)"
-  exit 1
+  fail "the adversarial fuzzer failed (status $adv_status)"
 fi
 FUZZ_TARGET=api/v1/codec/fuzz/adversarial_fuzzer.cc build_fuzzer "$work/adversarial_fuzzer_asan" \
   "${sanitized[@]}"
 if ! "$work/adversarial_fuzzer_asan" -runs=0 -max_len=4096 -timeout=30 -rss_limit_mb=4096 \
     -artifact_prefix="$work/adv-" "$work/adv-corpus" >"$work/adv-replay.log" 2>&1; then
   tail -n 60 "$work/adv-replay.log"
-  echo "fuzz_codec: an adversarial input fails under ASan/UBSan"
-  exit 1
+  fail "an adversarial input fails under ASan/UBSan"
 fi
 adv_execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/adv.log")
 adv_rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/adv.log")
 adv_rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$work/adv.log")
-echo "fuzz_codec: adversarial: no crash and no input over 256 MiB in ${adv_execs:-?} executions" \
+say "adversarial: no crash and no input over 256 MiB in ${adv_execs:-?} executions" \
   "(${adv_rate:-?}/s), peak RSS ${adv_rss:-?} MiB; $(entries "$work/adv-corpus") inputs replayed under ASan/UBSan"

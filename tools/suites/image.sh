@@ -10,17 +10,17 @@
 #     run (every shared library is in the image); `coach-launch --install /tmp/x` (the launcher init
 #     container's command) works and its copy runs, from the image and from a root holding only the
 #     copy (as in another image); coach-operator --backend=local serves /healthz, as 65532.
+# The image holds the binaries this suite was given (its runfiles: what the other tests ran).
 # Needs root (chroot, mount); without it the suite fails under CI=true, else skips.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-
-if [[ $(id -u) -ne 0 ]]; then
-  if [[ "${CI:-}" == true ]]; then echo "image: FAIL: needs root (chroot)" >&2; exit 1; fi
-  echo "image: SKIP: needs root (chroot)"; exit 0
-fi
+# shellcheck source=tools/suites/lib.sh
+source "$(dirname "$(readlink -f "$0")")/lib.sh"
+suite_init image
+[[ $(id -u) -eq 0 ]] || skip "needs root (chroot)"
 for tool in unshare mount chroot curl tar; do
-  command -v "$tool" >/dev/null || { echo "image: FAIL: $tool not found" >&2; exit 1; }
+  command -v "$tool" >/dev/null || fail "$tool not found"
 done
+runfiles=$(suite_runfiles) || exit 1
 chroot_bin=$(command -v chroot)
 mount_bin=$(command -v mount)
 
@@ -30,9 +30,7 @@ cleanup() {
   if [[ -n "$operator_pid" ]]; then kill -KILL "$operator_pid" 2>/dev/null || true; wait "$operator_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
-trap cleanup EXIT
-fail() { echo "image: FAIL: $*" >&2; exit 1; }
-start=$SECONDS
+suite_on_exit cleanup
 
 tag=test-$$
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)  # the same for both builds
@@ -46,18 +44,19 @@ fingerprint() {
   } 2>/dev/null | sha256sum
 }
 build() {  # build N: tools/image/build into $work/N.tar; prints its manifest digest
-  tools/image/build --out "$work/$1.tar" --tag "$tag" --revision "$revision" >"$work/build$1.log" 2>&1 \
+  tools/image/build --bin-dir "$runfiles" --out "$work/$1.tar" --tag "$tag" --revision "$revision" >"$work/build$1.log" 2>&1 \
     || { tail -40 "$work/build$1.log" >&2; fail "tools/image/build"; }
   local d
   d=$(sed -n 's/^manifest: \(sha256:[0-9a-f]\{64\}\).*/\1/p' "$work/build$1.log")
   [[ -n "$d" ]] || { cat "$work/build$1.log" >&2; fail "tools/image/build printed no manifest digest"; }
   echo "$d"
 }
+suite_case "two builds, one digest"
 for _ in 1 2 3; do
   before=$(fingerprint)
-  echo "image: build 1"
+  say "build 1"
   digest1=$(build a)
-  echo "image: build 2"
+  say "build 2"
   digest2=$(build b)
   [[ "$digest1" == "$digest2" ]] && break
   if [[ "$(fingerprint)" == "$before" ]]; then
@@ -79,16 +78,17 @@ for name in sorted(set(a) | set(b)):
 PY
     fail "two builds of an unchanged tree, two digests: $digest1 and $digest2"
   fi
-  echo "image: the tree changed during the builds (someone else's edit); building both again"
+  say "the tree changed during the builds (someone else's edit); building both again"
 done
 [[ "$digest1" == "$digest2" ]] || fail "the tree kept changing; no two builds of the same tree to compare"
 cmp -s "$work/a.tar" "$work/b.tar" || fail "two builds, the same manifest digest but different archives"
-echo "image: reproducible: $digest1"
+say "reproducible: $digest1"
 
-echo "image: validate the OCI layout"
+suite_case "a valid OCI image layout"
 /usr/bin/python3 tools/image/validate_oci.py "$work/a.tar" --tag "$tag" --epoch "${SOURCE_DATE_EPOCH:-0}" \
   || fail "not a valid OCI image layout"
 
+suite_case "the Dockerfile describes the same image"
 # Unpack the layer (the manifest's only one) the way a runtime does, keeping numeric owners.
 mkdir -p "$work/oci" "$work/rootfs"
 tar -xf "$work/a.tar" -C "$work/oci"
@@ -140,7 +140,7 @@ for b in bad:
     print("image: Dockerfile:", b, file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
-echo "image: ok: the Dockerfile's final stage matches the image's config"
+say "ok: the Dockerfile's final stage matches the image's config"
 
 # in_root ROOT COMMAND...: sets cmd to run COMMAND in ROOT as 65532:65532, as a container runs it;
 # each step execs the next, so a process started from "${cmd[@]}" & has $! as its pid.
@@ -157,12 +157,13 @@ in_root() {
 expect_run() {  # expect_run WHAT NEEDLE ROOT COMMAND...: exit 0 and NEEDLE in the output
   local what=$1 needle=$2
   shift 2
+  suite_case "$what"
   local rc=0
   in_root "$@"
   "${cmd[@]}" >"$work/out" 2>&1 || rc=$?
   ((rc == 0)) || { cat "$work/out"; fail "$what: exit $rc"; }
   [[ -z "$needle" ]] || grep -qF -- "$needle" "$work/out" || { cat "$work/out"; fail "$what: no \"$needle\" in its output"; }
-  echo "image: ok: $what"
+  say "ok: $what"
 }
 
 expect_run "coach-operator --help in the image" "coach-operator:" \
@@ -186,6 +187,7 @@ cp -a "$work/rootfs/tmp/x" "$work/bare/x"
 expect_run "the installed copy in a root with nothing else" "coach-launch --install DIR" \
   "$work/bare" /x/lib/ld.so --library-path /x/lib /x/bin/coach-launch --help
 
+suite_case "coach-operator --backend=local serves /healthz as 65532"
 # coach-operator on the local backend, as 65532, on loopback ports; /healthz from outside.
 read -r grpc_port http_port < <(/usr/bin/python3 -c '
 import socket
@@ -206,11 +208,11 @@ done
 uid=$(awk '/^Uid:/ {print $2}' "/proc/$operator_pid/status")
 [[ "$uid" == 65532 ]] || fail "coach-operator runs as uid $uid, want 65532"
 [[ -f "$work/rootfs/tmp/state/coach.db" ]] || fail "coach-operator wrote no /tmp/state/coach.db"
-echo "image: ok: coach-operator --backend=local serves /healthz ($(cat "$work/healthz")) as uid $uid"
+say "ok: coach-operator --backend=local serves /healthz ($(cat "$work/healthz")) as uid $uid"
 kill -TERM "$operator_pid"
 rc=0
 wait "$operator_pid" || rc=$?
 operator_pid=""
 ((rc == 0)) || { cat "$work/operator.log"; fail "coach-operator exited $rc on SIGTERM"; }
 
-echo "image: PASS ($digest1, $((SECONDS - start))s)"
+say "$digest1"

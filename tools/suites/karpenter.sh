@@ -20,20 +20,13 @@
 # Prints the figures: submit -> all replicas scheduled and Running, the same pods created directly
 # (coach render --karpenter, kubectl apply) -> scheduled, and job Succeeded -> no node left
 # (consolidateAfter 5s, tools/testenv/karpenter.d/nodepools.yaml).
-# COACH_E2E_OPERATOR_BIN and COACH_E2E_COACH_CLI: binaries built already (else bazel builds them).
 # Outside CI a machine without Go skips; under CI=true a missing component fails.
 set -uo pipefail
-cd "$(dirname "$0")/../.." || exit
+# shellcheck source=tools/suites/lib.sh
+source "$(dirname "$(readlink -f "$0")")/lib.sh"
+suite_init karpenter
 TESTENV=tools/testenv/testenv
 KARPENTER=tools/testenv/karpenter
-started=$SECONDS
-fail() { echo "karpenter: FAIL: $*" >&2; exit 1; }
-skip() {
-  [[ ${CI:-} == true ]] && fail "$* (CI=true: a missing component is a failure)"
-  echo "karpenter: SKIP: $*"
-  exit 0
-}
-say() { echo "karpenter: $*"; }
 
 command -v go >/dev/null || skip "go is not installed"
 command -v curl >/dev/null || skip "curl is not installed"
@@ -42,9 +35,8 @@ WORK=$(mktemp -d /tmp/coach-karpenter.XXXXXX)
 DIR=$WORK/kube
 OP_PID=""
 cleanup() {
-  local rc=$?
   [[ -n $OP_PID ]] && kill -TERM "$OP_PID" 2>/dev/null && wait "$OP_PID" 2>/dev/null
-  if ((rc != 0)); then
+  if ((SUITE_RC != 0)); then
     for f in "$WORK/operator.log" "$DIR/logs/karpenter.log"; do
       [[ -f $f ]] && { echo "---- last lines of $f" >&2; tail -n 25 "$f" >&2; }
     done
@@ -52,27 +44,20 @@ cleanup() {
   "$KARPENTER" down --dir "$DIR" >/dev/null 2>&1
   "$TESTENV" down --dir "$DIR" >/dev/null 2>&1
   rm -rf "$WORK"
-  exit "$rc"
 }
-trap cleanup EXIT
+suite_on_exit cleanup
 
+suite_case "builds"
 t0=$SECONDS
-"$TESTENV" build >"$WORK/testenv-build.log" 2>&1 ||
-  { tail -n 30 "$WORK/testenv-build.log"; fail "testenv build"; }
+suite_testenv_build
+BIN=$TESTENV_BIN
 "$KARPENTER" build >"$WORK/karpenter-build.log" 2>&1 ||
   { tail -n 30 "$WORK/karpenter-build.log"; fail "karpenter build"; }
-if [[ -n ${COACH_E2E_OPERATOR_BIN:-} && -n ${COACH_E2E_COACH_CLI:-} ]]; then  # built already
-  cp "$COACH_E2E_OPERATOR_BIN" "$WORK/coach-operator"
-  cp "$COACH_E2E_COACH_CLI" "$WORK/coach"
-else
-  nice bazel build //operator:coach-operator //sdk/cpp/cli:coach >"$WORK/bazel.log" 2>&1 ||
-    { tail -n 30 "$WORK/bazel.log"; fail "bazel build"; }
-  bazel_bin=$(bazel info bazel-bin 2>/dev/null)
-  cp "$bazel_bin/operator/coach-operator" "$bazel_bin/sdk/cpp/cli/coach" "$WORK/"
-fi
-BIN=$("$TESTENV" bin)
+runfiles=$(suite_runfiles) || exit 1
+cp "$runfiles/operator/coach-operator" "$runfiles/sdk/cpp/cli/coach" "$WORK/" || fail "binaries from the runfiles"
 say "builds: $((SECONDS - t0)) s"
 
+suite_case "control plane, Karpenter and coach up"
 t0=$SECONDS
 # No kwok node of the testenv's own: every node is Karpenter's.
 kubeconfig=$(COACH_TESTENV_NODES=0 "$TESTENV" up --dir "$DIR") || fail "testenv up"
@@ -99,6 +84,7 @@ curl -fsS -o /dev/null "http://127.0.0.1:$http_port/readyz" || fail "coach-opera
 say "control plane, Karpenter and coach up: $((SECONDS - t0)) s"
 COACH() { "$WORK/coach" --server "127.0.0.1:$grpc_port" "$@"; }
 
+suite_case "the chart's NodePools and EC2NodeClass pass Karpenter's CRDs"
 # ---- the chart's optional NodePools and EC2NodeClass against Karpenter's CRDs (server-side
 # dry run: the CRDs' schemas and CEL rules), in three shapes; named apart from the kwok
 # NodePools of the same default names, which a dry run would otherwise patch.
@@ -171,6 +157,7 @@ wait_scheduled() {
   return 1
 }
 
+suite_case "a bad coach.dev/ annotation is refused at admission"
 # ---- a bad coach.dev/ annotation is refused at admission, naming it.
 job bad 0 0 0 1 | sed 's/^metadata: {name: bad, namespace: default}$/metadata: {name: bad, namespace: default, annotations: {coach.dev\/capacity-type: spto}}/' >"$WORK/bad.yaml"
 grep -q 'coach.dev/capacity-type' "$WORK/bad.yaml" || fail "the bad job's manifest lacks its annotation"
@@ -178,6 +165,7 @@ if out=$(COACH submit -f "$WORK/bad.yaml" 2>&1); then fail "a job with coach.dev
 grep -qF 'metadata.annotations[coach.dev/capacity-type]' <<<"$out" || fail "the refusal does not name the annotation: $out"
 say "refused at admission: $(tail -n 1 <<<"$out")"
 
+suite_case "Pending explained"
 # ---- Pending explained: a replica asking for more GPUs than any instance type has (16; the
 # largest in karpenter.d/instance-types.json has 8). `coach describe` (the Created condition
 # and the replica's row), `coach get` (MESSAGE) and the job's events name Karpenter's reason.
@@ -206,6 +194,7 @@ sed 's/^/    /' <<<"$listed"
 sed 's/^/    /' <<<"$described"
 COACH delete huge >/dev/null || fail "coach delete huge"
 
+suite_case "the seed's GPU job"
 # ---- the seed's GPU job
 job seed 1 1 2 15 >"$WORK/seed.yaml"
 t_submit=$(now)
@@ -266,6 +255,7 @@ t_zero=$(now)
 (($(nodes) == 0)) || { K get nodes >&2; fail "nodes left 180 s after the seed Succeeded"; }
 say "seed Succeeded; -> zero nodes: $(elapsed "$t_done" "$t_zero") s (consolidateAfter 5s)"
 
+suite_case "the same pods created directly"
 # ---- the same 3 pods created directly (what `coach render --karpenter` shows, renamed, without
 # the owner), from zero nodes again: what coach adds to provisioning time.
 sed 's/name: seed, namespace/name: direct, namespace/' "$WORK/seed.yaml" >"$WORK/direct.yaml"
@@ -281,6 +271,7 @@ wait_scheduled direct 3 || fail "the directly created pods were not all schedule
 say "the same 3 pods created directly from zero nodes: -> all scheduled $(elapsed "$t_submit" "$(now)") s"
 K delete -f "$WORK/direct-pods.json" --wait=false >/dev/null
 
+suite_case "a CPU-only job"
 # ---- a CPU-only job: training-workloads only. From zero NodeClaims again (deleting them is
 # quicker than waiting for consolidation).
 K delete nodeclaims --all >/dev/null 2>&1
@@ -306,6 +297,7 @@ for pod in cpu-master-0 cpu-worker-0; do
 done
 COACH wait cpu --for Succeeded --timeout 3m >/dev/null || fail "cpu did not succeed"
 
+suite_case "a mixed job splits; a job's own placement wins"
 # ---- a mixed job (CPU-only Master, GPU Workers) splits; a job's own placement wins: a CPU-only
 # replica its user put on the GPU pool (nodeSelector + toleration) stays there, as written.
 job mixed 0 1 2 5 >"$WORK/mixed.yaml"
@@ -341,6 +333,7 @@ say "own placement kept: a CPU-only replica its user put on gpu-workloads runs t
 COACH wait mixed --for Succeeded --timeout 3m >/dev/null || fail "mixed did not succeed"
 COACH wait own --for Succeeded --timeout 3m >/dev/null || fail "own did not succeed"
 
+suite_case "do-not-disrupt"
 # ---- do-not-disrupt: two underused nodes, one replica each, either of which could move to the
 # other node. The protected replica's (coach's default) is kept and Karpenter says why (a
 # DisruptionBlocked event naming the pod); the control's, which opts out with
@@ -401,4 +394,3 @@ K get node "$n_protected" >/dev/null 2>&1 || fail "the protected replica's node 
 COACH delete protected >/dev/null || fail "coach delete protected"
 COACH delete control >/dev/null || fail "coach delete control"
 
-say "ok ($((SECONDS - started)) s)"

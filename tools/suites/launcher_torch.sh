@@ -4,23 +4,17 @@
 # PET_NNODES=2, PET_NODE_RANK=0/1, MASTER_ADDR=127.0.0.1). Every rank's result is checked.
 # Torch must be importable by /usr/bin/python3; without it the suite skips, or fails under CI=true.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=tools/suites/lib.sh
+source "$(dirname "$(readlink -f "$0")")/lib.sh"
+suite_init launcher_torch
 
 PY=/usr/bin/python3
-if ! "$PY" -c 'import torch, torch.distributed' 2>/dev/null; then
-  if [[ "${CI:-}" == "true" ]]; then
-    echo "launcher_torch: FAIL: $PY cannot import torch (required under CI=true)" >&2
-    exit 1
-  fi
-  echo "launcher_torch: SKIP: $PY cannot import torch" >&2
-  exit 0
-fi
+"$PY" -c 'import torch, torch.distributed' 2>/dev/null || skip "$PY cannot import torch"
 
-bazel build //launcher:coach-launch >/dev/null 2>&1 || bazel build //launcher:coach-launch
-LAUNCH="$(bazel info bazel-bin 2>/dev/null)/launcher/coach-launch"
+LAUNCH=$(suite_bin launcher/coach-launch) || exit 1
 PROGRAM=launcher/testdata/allreduce.py
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+suite_on_exit rm -rf "$WORK"
 export GLOO_SOCKET_IFNAME=lo  # one host: keep gloo on loopback whatever the hostname resolves to
 
 free_port() {
@@ -32,29 +26,25 @@ check() {
   local dir=$1 world=$2 want rank line fields
   want=$((world * (world + 1) / 2))
   for ((rank = 0; rank < world; rank++)); do
-    if [[ ! -s "$dir/result.$rank" ]]; then
-      echo "launcher_torch: FAIL: rank $rank of $world wrote no result" >&2
-      return 1
-    fi
+    [[ -s "$dir/result.$rank" ]] || fail "rank $rank of $world wrote no result"
     read -r line <"$dir/result.$rank"
     # "<rank> <world> <local_rank> <sum>"
     read -ra fields <<<"$line"
     if [[ "${fields[0]}" != "$rank" || "${fields[1]}" != "$world" || "${fields[3]}" != "$want" ]]; then
-      echo "launcher_torch: FAIL: rank $rank reported '$line', want sum $want of world $world" >&2
-      return 1
+      fail "rank $rank reported '$line', want sum $want of world $world"
     fi
   done
-  echo "launcher_torch: ok: $world ranks, each all-reduced to $want"
+  say "ok: $world ranks, each all-reduced to $want"
 }
 
-echo "launcher_torch: 1 node x 2 processes"
+suite_case "1 node x 2 processes"
 mkdir -p "$WORK/one"
 env -u PET_NNODES -u PET_NODE_RANK -u MASTER_ADDR -u MASTER_PORT \
   PET_NPROC_PER_NODE=2 PET_MASTER_PORT="$(free_port)" \
   timeout 120 "$LAUNCH" --grace-period=5s -- "$PY" "$PROGRAM" "$WORK/one"
 check "$WORK/one" 2
 
-echo "launcher_torch: 2 nodes x 2 processes"
+suite_case "2 nodes x 2 processes"
 mkdir -p "$WORK/two"
 port=$(free_port)
 pids=()
@@ -66,9 +56,5 @@ for node in 1 0; do  # the worker node first: it must wait for the master to com
 done
 status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
-if ((status != 0)); then
-  echo "launcher_torch: FAIL: a launcher exited $status" >&2
-  exit 1
-fi
+((status == 0)) || fail "a launcher exited $status"
 check "$WORK/two" 4
-echo "launcher_torch: PASS"

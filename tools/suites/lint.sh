@@ -13,21 +13,17 @@
 #  6. shellcheck over every shell script: *.sh, *.bash, and any other file whose first line is a
 #     sh or bash shebang (tools/run_tests, tools/testenv/testenv, .ci/run, ...).
 # Fix 3 and 4 with tools/format.sh. Outside CI a missing go, clang-format or shellcheck skips its
-# check; under CI=true that fails.
+# check; under CI=true that fails. Each check is one case of the suite's report.
 set -uo pipefail
-cd "$(dirname "$0")/../.." || exit
+# shellcheck source=tools/suites/lib.sh
+source "$(dirname "$(readlink -f "$0")")/lib.sh"
+suite_init lint
 
-failed=()
-say() { echo "lint: $*"; }
-fail() {
-  echo "lint: FAIL: $*" >&2
-  failed+=("$1")
-}
-missing_tool() {  # what, why
+missing_tool() {  # why
   if [[ ${CI:-} == true ]]; then
-    fail "$1" "$2"
+    suite_case_failed "$1"
   else
-    say "SKIP $1: $2"
+    say "SKIP $SUITE_CASE: $1"
   fi
 }
 
@@ -52,6 +48,7 @@ mapfile -t shell_files < <(git ls-files --cached --others --exclude-standard | s
   done)
 
 # --- 1. time source ----------------------------------------------------------------------
+suite_case time-source
 # The one allowlist of the time-source rule: bash globs (`*` matches across '/'), each with
 # why it may read the system's clock directly.
 TIME_ALLOWED=(
@@ -88,12 +85,13 @@ time_hits=$(awk '
   }' "${time_files[@]}")
 if [[ -n $time_hits ]]; then
   echo "$time_hits" >&2
-  fail "time-source" "$(wc -l <<<"$time_hits") direct read(s) of the system clock above: take a coach::Clock* (common/clock.h) instead, or add the file to TIME_ALLOWED in tools/suites/lint.sh with why"
+  suite_case_failed "$(wc -l <<<"$time_hits") direct read(s) of the system clock above: take a coach::Clock* (common/clock.h) instead, or add the file to TIME_ALLOWED in tools/suites/lint.sh with why"
 else
   say "time-source: ${#time_files[@]} files read time only through coach::Clock"
 fi
 
 # --- 2. header guards --------------------------------------------------------------------
+suite_case header-guards
 guard_bad=()
 for h in "${headers[@]}"; do
   if ! grep -q '^#pragma once' "$h" || grep -qE '^#ifndef [A-Z0-9_]+_H_?$' "$h"; then
@@ -102,31 +100,33 @@ for h in "${headers[@]}"; do
 done
 if ((${#guard_bad[@]} > 0)); then
   printf '  %s\n' "${guard_bad[@]}" >&2
-  fail "header-guards" "${#guard_bad[@]} header(s) above lack #pragma once or keep an #ifndef guard"
+  suite_case_failed "${#guard_bad[@]} header(s) above lack #pragma once or keep an #ifndef guard"
 else
   say "header-guards: ${#headers[@]} headers use #pragma once"
 fi
 
 # --- 3. buildifier -----------------------------------------------------------------------
+suite_case buildifier
 if ! command -v go >/dev/null 2>&1 && ! ls "$HOME"/.cache/coach/tools/buildifier-*/buildifier >/dev/null 2>&1; then
-  missing_tool "buildifier" "go is not installed (tools/buildifier.sh builds buildifier with it)"
+  missing_tool "go is not installed (tools/buildifier.sh builds buildifier with it)"
 elif ! buildifier=$(tools/buildifier.sh); then
-  fail "buildifier" "tools/buildifier.sh could not provide buildifier (see above)"
+  suite_case_failed "tools/buildifier.sh could not provide buildifier (see above)"
 else
   # Exit 4: some file needs reformatting (listed on stdout); other non-zero: a parse error.
   out=$("$buildifier" -mode=check -lint=off "${build_files[@]}" 2>&1)
   rc=$?
   if ((rc != 0)); then
     echo "$out" >&2
-    fail "buildifier" "BUILD files above are not as buildifier writes them: run tools/format.sh"
+    suite_case_failed "BUILD files above are not as buildifier writes them: run tools/format.sh"
   else
     say "buildifier: ${#build_files[@]} BUILD/WORKSPACE/.bzl files formatted"
   fi
 fi
 
 # --- 4. clang-format ---------------------------------------------------------------------
+suite_case clang-format
 if ! command -v clang-format >/dev/null 2>&1; then
-  missing_tool "clang-format" "clang-format is not installed (tools/bootstrap installs it)"
+  missing_tool "clang-format is not installed (tools/bootstrap installs it)"
 else
   # One file per call so the failures can be named; two at a time for the 2-core machines.
   # shellcheck disable=SC2016  # "$1" is sh -c's argument (the file), not this script's
@@ -135,21 +135,23 @@ else
   if ((${#format_bad[@]} > 0)); then
     printf '  %s\n' "${format_bad[@]:0:30}" >&2
     ((${#format_bad[@]} > 30)) && echo "  ... and $((${#format_bad[@]} - 30)) more" >&2
-    fail "clang-format" "${#format_bad[@]} of ${#cc_files[@]} files are not as $(clang-format --version | sed 's/ version / /;s/^Debian //') formats them with .clang-format: run tools/format.sh"
+    suite_case_failed "${#format_bad[@]} of ${#cc_files[@]} files are not as $(clang-format --version | sed 's/ version / /;s/^Debian //') formats them with .clang-format: run tools/format.sh"
   else
     say "clang-format: ${#cc_files[@]} files formatted"
   fi
 fi
 
 # --- 5. documentation links --------------------------------------------------------------
+suite_case doc-links
 if ! links_out=$(/usr/bin/python3 tools/check_doc_links.py 2>&1); then
   grep -v '^check_doc_links: ' <<<"$links_out" | sed 's/^/  /' >&2
-  fail "doc-links" "$(tail -1 <<<"$links_out" | sed 's/^check_doc_links: //'): fix the links above"
+  suite_case_failed "$(tail -1 <<<"$links_out" | sed 's/^check_doc_links: //'): fix the links above"
 else
   say "doc-links: $(tail -1 <<<"$links_out" | sed 's/^check_doc_links: //')"
 fi
 
 # --- 6. shellcheck ----------------------------------------------------------------------
+suite_case shellcheck
 # At shellcheck's default severity, style and up, not just -S warning: the style notes it gave
 # on this tree were each worth acting on (`A && B || C` taken for if-then-else, an unused loop
 # variable, ls parsed to count files) or worth a line saying why not. A deliberate exception is
@@ -157,20 +159,14 @@ fi
 # .shellcheckrc (at the root) has it follow `source`, so that tools/testenv/testenv and the
 # realnode.bash it sources see each other's variables.
 if ! command -v shellcheck >/dev/null 2>&1; then
-  missing_tool "shellcheck" "shellcheck is not installed (tools/bootstrap installs it)"
+  missing_tool "shellcheck is not installed (tools/bootstrap installs it)"
 else
   out=$(shellcheck --format=gcc "${shell_files[@]}" 2>&1)
   rc=$?
   if ((rc != 0)); then
     echo "$out" >&2
-    fail "shellcheck" "$(grep -cE ': (error|warning|note): ' <<<"$out") finding(s) above from shellcheck $(shellcheck --version | sed -n 's/^version: //p') in ${#shell_files[@]} shell scripts: fix them, or disable one on the line above it with why"
+    suite_case_failed "$(grep -cE ': (error|warning|note): ' <<<"$out") finding(s) above from shellcheck $(shellcheck --version | sed -n 's/^version: //p') in ${#shell_files[@]} shell scripts: fix them, or disable one on the line above it with why"
   else
     say "shellcheck: ${#shell_files[@]} shell scripts clean"
   fi
 fi
-
-if ((${#failed[@]} > 0)); then
-  echo "lint: FAILED: ${failed[*]}" >&2
-  exit 1
-fi
-say "all checks passed"

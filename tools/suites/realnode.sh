@@ -8,16 +8,11 @@
 # Needs root and the packages of tools/bootstrap. Outside CI a machine without them skips; under
 # CI=true every missing component is a failure.
 set -uo pipefail
-cd "$(dirname "$0")/../.." || exit
+# shellcheck source=tools/suites/lib.sh
+source "$(dirname "$(readlink -f "$0")")/lib.sh"
+suite_init realnode
 
 TESTENV=tools/testenv/testenv
-started=$SECONDS
-fail() { echo "realnode: FAIL: $*" >&2; exit 1; }
-skip() {
-  [[ ${CI:-} == true ]] && fail "$* (CI=true: a missing component is a failure)"
-  echo "realnode: SKIP: $*"
-  exit 0
-}
 
 [[ $(id -u) == 0 ]] || skip "needs root (containerd, iptables, cgroups)"
 command -v go >/dev/null || skip "go is not installed"
@@ -25,6 +20,7 @@ for c in containerd runc ctr iptables gcc /usr/lib/cni/bridge /bin/busybox; do
   command -v "$c" >/dev/null || [[ -x $c ]] || skip "$c is missing (tools/bootstrap installs it)"
 done
 
+suite_case "build"
 build_start=$SECONDS
 build_log=$(mktemp)
 if ! "$TESTENV" build >"$build_log" 2>&1; then
@@ -36,8 +32,9 @@ rm -f "$build_log"
 BIN=$("$TESTENV" bin)
 build_s=$((SECONDS - build_start))
 cold=$(sed -n 's/^seconds_/&/p' "$BIN/.complete" | tr '\n' ' ')
-echo "realnode: build: ${build_s} s now; the cache's own build took: ${cold:-unknown}"
+say "build: ${build_s} s now; the cache's own build took: ${cold:-unknown}"
 
+suite_case "the machine is clean"
 # One real node per machine: wait for another suite (or a hand-made real node) to finish.
 exec 7>/tmp/coach-testenv-realnode-suite.lock
 flock -w 900 7 || fail "another realnode suite held the lock for 15 min"
@@ -55,8 +52,7 @@ rmdir "$DIR"
 OTHER=$(mktemp -d /tmp/coach-realnode-other.XXXXXX)
 rmdir "$OTHER"
 cleanup() {
-  local rc=$?
-  if ((rc != 0)) && [[ -d $DIR/logs ]]; then
+  if ((SUITE_RC != 0)) && [[ -d $DIR/logs ]]; then
     for f in "$DIR"/logs/*.log; do
       echo "---- last lines of $f" >&2
       tail -n 15 "$f" >&2
@@ -65,31 +61,31 @@ cleanup() {
   fi
   "$TESTENV" down --dir "$DIR" >/dev/null 2>&1 || true
   "$TESTENV" down --dir "$OTHER" >/dev/null 2>&1 || true
-  exit "$rc"
 }
-trap cleanup EXIT
+suite_on_exit cleanup
 
-# --- a failed up leaves nothing behind (CoreDNS refuses an invalid upstream: the last step fails)
+suite_case "a failed up leaves nothing behind"
+# CoreDNS refuses an invalid upstream: the last step of up fails.
 if COACH_TESTENV_DNS_UPSTREAM="not-an-address" "$TESTENV" up --dir "$DIR" --real-node >/dev/null 2>&1; then
   fail "up with a broken CoreDNS configuration succeeded"
 fi
 left=$("$TESTENV" real-node-check 2>&1) || fail "a failed up left behind:
 $left"
 "$TESTENV" down --dir "$DIR" >/dev/null || fail "down after a failed up"
-echo "realnode: a failed up cleaned up after itself"
+say "a failed up cleaned up after itself"
 
-# --- up
+suite_case "up"
 up_start=$SECONDS
 kubeconfig=$("$TESTENV" up --dir "$DIR" --real-node) || fail "up --real-node failed"
 up_s=$((SECONDS - up_start))
-echo "realnode: up --real-node in ${up_s} s"
+say "up --real-node in ${up_s} s"
 k() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 # shellcheck disable=SC1091  # the testenv's env file, written by testenv up
 source "$DIR/env"
 NODE=$COACH_TESTENV_REAL_NODE
 IMAGE=$COACH_TESTENV_BUSYBOX_IMAGE
 
-# --- the node: Ready, labelled, tainted; the kwok nodes are still there
+suite_case "the node: Ready, labelled, tainted; the kwok nodes are still there"
 [[ $(k get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]] ||
   fail "$NODE is not Ready"
 labels=$(k get node "$NODE" -o jsonpath='{.metadata.labels.coach\.dev/real-node} {.metadata.labels.kubernetes\.io/hostname} {.metadata.labels.kubernetes\.io/os} {.metadata.labels.kubernetes\.io/arch}')
@@ -98,7 +94,7 @@ taints=$(k get node "$NODE" -o jsonpath='{range .spec.taints[*]}{.key}={.value}:
 [[ $taints == *"coach.dev/real-node=true:NoSchedule"* ]] || fail "$NODE taints: '$taints'"
 [[ $(k get nodes -l type=kwok -o name | wc -l) -ge 1 ]] || fail "the kwok nodes are gone"
 ip=$(k get node "$NODE" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
-echo "realnode: $NODE Ready at $ip, labels and taint as expected"
+say "$NODE Ready at $ip, labels and taint as expected"
 
 # pod NAME COMMAND [LABELS] [TOLERATE=yes]: a busybox pod pinned to the real node.
 pod() {
@@ -132,15 +128,15 @@ wait_running() {
   fail "pod $1 is '$phase' after $2 s, want Running"
 }
 
-# --- a pod without the toleration never lands on the real node
+suite_case "a pod without the toleration never lands on the real node"
 pod intolerant 'sleep 1' "" no | k apply -f - >/dev/null || fail "create intolerant"
 
-# --- busybox: runs, logs, exec
+suite_case "busybox: runs, logs, exec"
 first_start=$SECONDS
 pod hello 'echo hello from the real node; exec sleep 3600' | k apply -f - >/dev/null || fail "create hello"
 wait_running hello 90
 first_s=$((SECONDS - first_start))
-echo "realnode: first pod Running ${first_s} s after it was created"
+say "first pod Running ${first_s} s after it was created"
 deadline=$((SECONDS + 20))
 until [[ $(k logs hello 2>&1) == *"hello from the real node"* ]]; do
   ((SECONDS < deadline)) || fail "kubectl logs hello: '$(k logs hello 2>&1)'"
@@ -149,10 +145,10 @@ done
 # shellcheck disable=SC2016  # $(hostname) is the pod's, run by its sh
 out=$(k exec hello -- sh -c 'echo exec:$(hostname)' 2>&1)
 [[ $out == "exec:hello" ]] || fail "kubectl exec hello: '$out'"
-echo "realnode: kubectl logs and exec work"
+say "kubectl logs and exec work"
 [[ -z $(k get pod intolerant -o jsonpath='{.spec.nodeName}') ]] || fail "a pod without the toleration was scheduled"
 
-# --- two pods over the pod network, a headless Service, a ClusterIP Service
+suite_case "two pods over the pod network, a headless Service, a ClusterIP Service"
 # shellcheck disable=SC2016  # $(hostname) is the pod's, run by its sh
 pod web 'mkdir -p /www && echo coach-web-$(hostname) >/www/index.html && exec httpd -f -p 8080 -h /www' 'app: web' |
   k apply -f - >/dev/null || fail "create web"
@@ -192,15 +188,15 @@ in_client() {
 }
 out=$(in_client "client -> web by pod IP" 30 "timeout 5 wget -qO- http://$web_ip:8080/") || exit 1
 [[ $out == coach-web-web ]] || fail "client -> $web_ip:8080 answered '$out'"
-echo "realnode: pod $client_ip -> pod $web_ip:8080 over the pod network"
+say "pod $client_ip -> pod $web_ip:8080 over the pod network"
 out=$(in_client "nslookup web-headless.default.svc.cluster.local" 30 \
   "nslookup web-headless.default.svc.cluster.local | grep -A1 '^Name:' | grep -q 'Address: $web_ip' && echo ok") || exit 1
 out=$(in_client "wget http://web-headless:8080/ (search domains)" 30 "timeout 5 wget -qO- http://web-headless:8080/") || exit 1
 [[ $out == coach-web-web ]] || fail "web-headless:8080 answered '$out'"
-echo "realnode: headless Service by full name (nslookup) and short name (wget) -> $web_ip"
+say "headless Service by full name (nslookup) and short name (wget) -> $web_ip"
 out=$(in_client "wget http://web-svc/ (ClusterIP, kube-proxy)" 30 "timeout 5 wget -qO- http://web-svc/") || exit 1
 [[ $out == coach-web-web ]] || fail "web-svc answered '$out'"
-echo "realnode: ClusterIP Service web-svc -> web through kube-proxy"
+say "ClusterIP Service web-svc -> web through kube-proxy"
 out=$(in_client "nslookup kubernetes.default" 30 "nslookup kubernetes.default.svc.cluster.local") || exit 1
 [[ $out == *"Address: 10.96.0.1"* ]] || fail "kubernetes.default resolved to: $out"
 version=$(in_client "GET https://kubernetes.default/version" 30 \
@@ -211,9 +207,9 @@ sa='/var/run/secrets/kubernetes.io/serviceaccount'
 out=$(in_client "GET /api with the pod's token" 30 \
   "timeout 5 wget -qO- --no-check-certificate --header \"Authorization: Bearer \$(cat $sa/token)\" https://kubernetes.default.svc/api") || exit 1
 [[ $out == *'"kind": "APIVersions"'* ]] || fail "/api with the ServiceAccount token: $out"
-echo "realnode: kubernetes.default resolves to 10.96.0.1; /version and /api (ServiceAccount token) through the kubernetes Service"
+say "kubernetes.default resolves to 10.96.0.1; /version and /api (ServiceAccount token) through the kubernetes Service"
 
-# --- a second real node is refused at once, naming the DIR that holds it
+suite_case "a second real node is refused at once, naming the DIR that holds it"
 t=$SECONDS
 if msg=$("$TESTENV" up --dir "$OTHER" --real-node 2>&1); then fail "a second up --real-node succeeded"; fi
 [[ $msg == *"already up"*"$DIR"* ]] || fail "second up --real-node said: $msg"
@@ -221,18 +217,19 @@ if msg=$("$TESTENV" up --dir "$OTHER" --real-node 2>&1); then fail "a second up 
 [[ ! -e $OTHER ]] || fail "the refused up created $OTHER"
 if msg=$("$TESTENV" up --dir "$DIR" --real-node 2>&1); then fail "up --real-node on the same DIR succeeded"; fi
 [[ $msg == *"already up"*"$DIR"* ]] || fail "up --real-node on the same DIR said: $msg"
-echo "realnode: a second up --real-node fails at once: ${msg#testenv: error: }" | cut -c1-200
+say "a second up --real-node fails at once: ${msg#testenv: error: }" | cut -c1-200
 
-# --- down leaves nothing behind
+suite_case "down leaves nothing behind"
 down_start=$SECONDS
 "$TESTENV" down --dir "$DIR" >/dev/null || fail "down failed"
 down_s=$((SECONDS - down_start))
 [[ ! -e $DIR ]] || fail "down left $DIR"
 left=$("$TESTENV" real-node-check 2>&1) || fail "down left behind:
 $left"
-echo "realnode: down in ${down_s} s; nothing left (containers, shims, mounts, bridge, veths, iptables, cgroups, host paths)"
+say "down in ${down_s} s; nothing left (containers, shims, mounts, bridge, veths, iptables, cgroups, host paths)"
 
-# --- the check notices leftovers (a chain, a cgroup, a file, the bridge), and real-node-clean removes them
+suite_case "real-node-check notices leftovers, real-node-clean removes them"
+# Planted: a chain, a cgroup, a file, the bridge.
 iptables -w 5 -N KUBE-COACH-SELFTEST
 mkdir -p /sys/fs/cgroup/pids/kubepods /var/lib/kubelet/device-plugins
 touch /var/lib/kubelet/device-plugins/selftest
@@ -244,8 +241,6 @@ done
 "$TESTENV" real-node-clean >/dev/null 2>&1 || fail "real-node-clean failed"
 left=$("$TESTENV" real-node-check 2>&1) || fail "real-node-clean left:
 $left"
-echo "realnode: real-node-check names planted leftovers; real-node-clean removes them"
+say "real-node-check names planted leftovers; real-node-clean removes them"
 
-trap - EXIT
-echo "realnode: timings: build ${build_s} s (cache: ${cold:-?}), up ${up_s} s, first pod Running ${first_s} s, down ${down_s} s"
-echo "realnode: PASS in $((SECONDS - started)) s"
+say "timings: build ${build_s} s (cache: ${cold:-?}), up ${up_s} s, first pod Running ${first_s} s, down ${down_s} s"

@@ -9,35 +9,29 @@
 # -> Succeeded, coach against the same pods created directly, and what init-pytorch adds.
 # Needs root. Outside CI a machine without the components skips; under CI=true that fails.
 set -uo pipefail
-cd "$(dirname "$0")/../.." || exit
+# shellcheck source=tools/suites/lib.sh
+source "$(dirname "$(readlink -f "$0")")/lib.sh"
+suite_init realpods
 TESTENV=tools/testenv/testenv
-started=$SECONDS
-fail() { echo "realpods: FAIL: $*" >&2; exit 1; }
-skip() {
-  [[ ${CI:-} == true ]] && fail "$* (CI=true: a missing component is a failure)"
-  echo "realpods: SKIP: $*"
-  exit 0
-}
-say() { echo "realpods: $*"; }
 
 [[ $(id -u) == 0 ]] || skip "needs root (a real kubelet node)"
 command -v go >/dev/null || skip "go is not installed"
 command -v mmdebstrap >/dev/null || skip "mmdebstrap is missing (tools/bootstrap installs it)"
 /usr/bin/python3 -c "import pytest, yaml" 2>/dev/null || skip "python3-pytest / python3-yaml missing"
 
-"$TESTENV" build >/tmp/realpods-build.log 2>&1 || { tail -n 30 /tmp/realpods-build.log; fail "testenv build"; }
-BIN=$("$TESTENV" bin)
+suite_case "control plane build"
+suite_testenv_build
+BIN=$TESTENV_BIN
 
-# Images: the operator's (tools/image/build: bazel -c opt + OCI archive) and the training image.
+# Images: the operator's (tools/image/build from the binaries this suite was given) and the
+# training image.
+suite_case "images"
+runfiles=$(suite_runfiles) || exit 1
 WORK=$(mktemp -d /tmp/coach-realpods.XXXXXX)
 DIR=$WORK/kube
 t0=$SECONDS
-if [[ -n ${COACH_E2E_OPERATOR_ARCHIVE:-} ]]; then  # an archive built already (by hand)
-  cp "$COACH_E2E_OPERATOR_ARCHIVE" "$WORK/operator.tar"
-else
-  tools/image/build --out "$WORK/operator.tar" --tag e2e \
-    >"$WORK/operator-image.log" 2>&1 || { tail -n 30 "$WORK/operator-image.log"; fail "tools/image/build"; }
-fi
+tools/image/build --bin-dir "$runfiles" --out "$WORK/operator.tar" --tag e2e \
+  >"$WORK/operator-image.log" 2>&1 || { tail -n 30 "$WORK/operator-image.log"; fail "tools/image/build"; }
 # It prints the image's ref, then the archive's path.
 training=$(tools/image/build-training 2>"$WORK/training-image.log") ||
   { tail -n 30 "$WORK/training-image.log"; fail "tools/image/build-training"; }
@@ -48,12 +42,7 @@ training_archive=$(sed -n 2p <<<"$training")
 tools/image/build-kubectl-delivery --out "$WORK/kubectl-delivery.tar" --tag e2e \
   >"$WORK/kubectl-delivery-image.log" 2>&1 ||
   { tail -n 30 "$WORK/kubectl-delivery-image.log"; fail "tools/image/build-kubectl-delivery"; }
-if [[ -n ${COACH_E2E_COACH_CLI:-} ]]; then
-  cp "$COACH_E2E_COACH_CLI" "$WORK/coach"
-else
-  bazel build //sdk/cpp/cli:coach >"$WORK/cli.log" 2>&1 || { tail -n 30 "$WORK/cli.log"; fail "bazel build coach"; }
-  cp "$(bazel info bazel-bin 2>/dev/null)/sdk/cpp/cli/coach" "$WORK/coach"
-fi
+cp "$runfiles/sdk/cpp/cli/coach" "$WORK/coach" || fail "the coach CLI is not in the runfiles"
 say "images and CLI: $((SECONDS - t0)) s (operator: the chart's repository, tag e2e; training $training_ref)"
 
 # One real node per machine (see tools/suites/realnode.sh).
@@ -61,22 +50,21 @@ exec 7>/tmp/coach-testenv-realnode-suite.lock
 flock -w 900 7 || fail "another real-node suite held the lock for 15 min"
 
 cleanup() {
-  local rc=$?
-  if ((rc != 0)) && [[ -f $DIR/kubeconfig ]]; then
+  if ((SUITE_RC != 0)) && [[ -f $DIR/kubeconfig ]]; then
     KUBECONFIG=$DIR/kubeconfig "$BIN/kubectl" get pods -A -o wide >&2 2>/dev/null
     KUBECONFIG=$DIR/kubeconfig "$BIN/kubectl" logs -n coach -l app.kubernetes.io/name=coach --tail 40 >&2 2>/dev/null
   fi
-  if [[ -n ${COACH_REALPODS_KEEP_CLUSTER:-} && $rc == 0 ]]; then
-    echo "realpods: cluster kept: KUBECONFIG=$DIR/kubeconfig; tools/testenv/testenv down --dir $DIR" >&2
+  if [[ -n ${COACH_REALPODS_KEEP_CLUSTER:-} && $SUITE_RC == 0 ]]; then
+    say "cluster kept: KUBECONFIG=$DIR/kubeconfig; tools/testenv/testenv down --dir $DIR" >&2
     return
   fi
   tools/mlflow_env.sh stop "$WORK/mlflow" >/dev/null 2>&1 || true
   "$TESTENV" down --dir "$DIR" >/dev/null 2>&1 || true
-  if [[ -z ${COACH_KEEP_WORK:-} ]] && { ((rc == 0)) || [[ ${CI:-} == true ]]; }; then rm -rf "$WORK"; else echo "realpods: work dir kept: $WORK" >&2; fi
-  exit "$rc"
+  if [[ -z ${COACH_KEEP_WORK:-} ]] && { ((SUITE_RC == 0)) || [[ ${CI:-} == true ]]; }; then rm -rf "$WORK"; else say "work dir kept: $WORK" >&2; fi
 }
-trap cleanup EXIT
+suite_on_exit cleanup
 
+suite_case "control plane with a real node"
 t0=$SECONDS
 "$TESTENV" up --dir "$DIR" --real-node >"$WORK/up.log" 2>&1 || { tail -n 30 "$WORK/up.log"; fail "testenv up --real-node"; }
 export KUBECONFIG=$DIR/kubeconfig
@@ -93,6 +81,7 @@ mlflow_uri=$(COACH_MLFLOW_HOST=$bridge tools/mlflow_env.sh start "$WORK/mlflow")
   fail "MLflow server on $bridge"
 say "MLflow server at $mlflow_uri"
 
+suite_case "helm install"
 t0=$SECONDS
 K apply --server-side -f charts/coach/crds >/dev/null || fail "CRDs"
 "$BIN/helm" install coach charts/coach -n coach --create-namespace --wait --timeout 180s \
@@ -113,10 +102,14 @@ export COACH_E2E_TOLERATE=coach.dev/real-node
 export COACH_E2E_OPERATOR_NS=coach
 export COACH_E2E_COACH_CLI=$WORK/coach
 export COACH_E2E_MLFLOW_URI=$mlflow_uri
+suite_case "e2e/realpods"
 t0=$SECONDS
-( cd e2e/realpods && /usr/bin/python3 -m pytest -p no:cacheprovider -v "$@" ) || fail "e2e/realpods"
+report=$(suite_report_file realpods-pytest.xml)
+suite_add_report "$report"
+( cd e2e/realpods && /usr/bin/python3 -m pytest -p no:cacheprovider -v --junitxml="$report" "$@" ) ||
+  fail "e2e/realpods"
 say "suite: $((SECONDS - t0)) s"
+suite_case "the seed job's figures"
 export COACH_E2E_OPERATOR_IMAGE=ghcr.io/coach/coach-operator:e2e
 /usr/bin/python3 bench/realpods/seed_job.py --coach "$WORK/coach" --rounds "${COACH_REALPODS_BENCH_ROUNDS:-1}" ||
   fail "bench/realpods/seed_job.py"
-say "PASS in $((SECONDS - started)) s"

@@ -4,18 +4,14 @@
 # Builds the binaries first when the cache lacks them (tens of minutes on a fresh machine).
 # Outside CI a machine without Go skips; under CI=true every failure, build included, fails.
 set -uo pipefail
-cd "$(dirname "$0")/../.." || exit
+# shellcheck source=tools/suites/lib.sh
+source "$(dirname "$(readlink -f "$0")")/lib.sh"
+suite_init testenv_smoke
 
 TESTENV=tools/testenv/testenv
-started=$SECONDS
-fail() { echo "testenv_smoke: FAIL: $*" >&2; exit 1; }
+command -v go >/dev/null || skip "go is not installed"
 
-if ! command -v go >/dev/null; then
-  [[ ${CI:-} == true ]] && fail "go is not installed"
-  echo "testenv_smoke: SKIP: go is not installed"
-  exit 0
-fi
-
+suite_case "build"
 build_log=$(mktemp)
 if ! "$TESTENV" build >"$build_log" 2>&1; then
   tail -n 40 "$build_log" >&2
@@ -28,21 +24,20 @@ BIN=$("$TESTENV" bin)
 DIR=$(mktemp -d /tmp/coach-testenv-smoke.XXXXXX)
 rmdir "$DIR"
 cleanup() {
-  local rc=$?
-  if ((rc != 0)) && [[ -d $DIR/logs ]]; then
+  if ((SUITE_RC != 0)) && [[ -d $DIR/logs ]]; then
     for f in "$DIR"/logs/*.log; do
       echo "---- last lines of $f" >&2
       tail -n 15 "$f" >&2
     done
   fi
   "$TESTENV" down --dir "$DIR" >/dev/null 2>&1 || true
-  exit "$rc"
 }
-trap cleanup EXIT
+suite_on_exit cleanup
 
+suite_case "up"
 up_start=$SECONDS
 kubeconfig=$("$TESTENV" up --dir "$DIR") || fail "up failed"
-echo "testenv_smoke: up in $((SECONDS - up_start)) s: $kubeconfig"
+say "up in $((SECONDS - up_start)) s: $kubeconfig"
 [[ $kubeconfig == "$DIR/kubeconfig" && -f $kubeconfig ]] || fail "up printed '$kubeconfig'"
 # A second up on a healthy DIR reuses it.
 again=$("$TESTENV" up --dir "$DIR" 2>/dev/null) || fail "second up on a healthy DIR failed"
@@ -50,6 +45,7 @@ again=$("$TESTENV" up --dir "$DIR" 2>/dev/null) || fail "second up on a healthy 
 
 k() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
+suite_case "kwok nodes with GPUs"
 [[ $(k get nodes -l type=kwok -o name | wc -l) -ge 1 ]] || fail "no kwok nodes"
 gpus=$(k get node kwok-node-0 -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')
 [[ $gpus == 8 ]] || fail "kwok-node-0 allocatable nvidia.com/gpu is '$gpus', want 8"
@@ -75,6 +71,7 @@ spec:
 EOF
 }
 
+suite_case "pods end as their annotations say"
 pod fail-137 Never 137 2 | k apply -f - >/dev/null || fail "create fail-137"
 pod succeed OnFailure 0 1 | k apply -f - >/dev/null || fail "create succeed"
 pod crashloop OnFailure 1 1 '    coach.test/succeed-after-restarts: "2"' | k apply -f - >/dev/null ||
@@ -112,7 +109,7 @@ code=$(k get pod fail-137 -o jsonpath='{.status.containerStatuses[0].state.termi
 [[ $code == 137 ]] || fail "fail-137 exit code '$code', want 137"
 reason=$(k get pod fail-137 -o jsonpath='{.status.containerStatuses[0].state.terminated.reason}')
 [[ $reason == Error ]] || fail "fail-137 reason '$reason', want Error"
-echo "testenv_smoke: fail-137 Failed with 137 after running ${ran} s ($times)"
+say "fail-137 Failed with 137 after running ${ran} s ($times)"
 
 wait_phase succeed Succeeded 30
 code=$(k get pod succeed -o jsonpath='{.status.containerStatuses[0].state.terminated.exitCode}')
@@ -126,6 +123,7 @@ last=$(k get pod crashloop -o jsonpath='{.status.containerStatuses[0].lastState.
 
 [[ $(k get pod forever -o jsonpath='{.status.phase}') == Running ]] || fail "forever is not Running"
 
+suite_case "garbage collection"
 # Garbage collection: a ConfigMap owned by a ConfigMap that no longer exists is removed.
 k create configmap owner >/dev/null || fail "create owner"
 uid=$(k get configmap owner -o jsonpath='{.metadata.uid}')
@@ -147,12 +145,11 @@ while k get configmap orphan >/dev/null 2>&1; do
   ((SECONDS < deadline)) || fail "the garbage collector did not remove the orphan ConfigMap in 60 s"
   sleep 0.5
 done
-echo "testenv_smoke: garbage collector removed the orphan"
+say "garbage collector removed the orphan"
 
+suite_case "delete and down"
 # Deleting a running pod removes it (kwok's delete stage).
 k delete pod forever --wait=true --timeout=30s >/dev/null || fail "delete forever"
 
 "$TESTENV" down --dir "$DIR" >/dev/null || fail "down failed"
 [[ ! -e $DIR ]] || fail "down left $DIR"
-trap - EXIT
-echo "testenv_smoke: PASS in $((SECONDS - started)) s"

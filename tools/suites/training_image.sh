@@ -15,35 +15,29 @@
 #     - the MLflow client logs a run to a file store;
 #     - examples/pytorch/ddp_train.py with 2 ranks and examples/xgboost/xgb_train.py with 2 ranks, by
 #       the manifests' relative paths, end with status=ok;
-#  4. a second build from the same inputs (a fresh cache sharing the downloaded .debs and wheels)
-#     gives the same manifest digest. Done once per cached image (a marker next to the archive);
-#     COACH_TRAINING_REPRO=always does it every time, =never skips it.
+#  4. under --full (COACH_TEST_FULL=1), a second build from the same inputs (a fresh cache sharing
+#     the downloaded .debs and wheels) gives the same manifest digest. Done once per cached image (a
+#     marker next to the archive); COACH_TRAINING_REPRO=always does it every time, =once without
+#     --full, =never skips it.
 # Needs root (mmdebstrap, chroot, mount); without it, or without mmdebstrap, the suite skips, and
 # fails under CI=true. Measured on 2 shared cores: cold (empty cache, fresh downloads) 390 s = build
 # 181 s + checks ~40 s + the rebuild of step 4 173 s; warm (archive and marker cached) ~60 s, most of
 # it unpacking the 1.3 GiB layer and starting Python with torch.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-
-NAME=training_image
-skip_or_fail() {
-  if [[ "${CI:-}" == true ]]; then echo "$NAME: FAIL: $*" >&2; exit 1; fi
-  echo "$NAME: SKIP: $*"; exit 0
-}
-[[ $(id -u) -eq 0 ]] || skip_or_fail "needs root (mmdebstrap --mode=root, chroot)"
+# shellcheck source=tools/suites/lib.sh
+source "$(dirname "$(readlink -f "$0")")/lib.sh"
+suite_init training_image
+[[ $(id -u) -eq 0 ]] || skip "needs root (mmdebstrap --mode=root, chroot)"
 for tool in mmdebstrap unshare mount chroot tar gzip flock; do
-  command -v "$tool" >/dev/null || skip_or_fail "$tool not found (tools/bootstrap installs it)"
+  command -v "$tool" >/dev/null || skip "$tool not found (tools/bootstrap installs it)"
 done
 chroot_bin=$(command -v chroot)
 mount_bin=$(command -v mount)
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
 cache=${COACH_IMAGE_CACHE:-$HOME/.cache/coach/images}
 
-work=$(mktemp -d "${TMPDIR:-/var/tmp}/coach-training-test.XXXXXX")
-cleanup() { rm -rf --one-file-system "$work"; }
-trap cleanup EXIT
-fail() { echo "$NAME: FAIL: $*" >&2; exit 1; }
-start=$SECONDS
+work=$(mktemp -d /var/tmp/coach-training-test.XXXXXX)
+suite_on_exit rm -rf --one-file-system "$work"
 
 # build LOGNAME [ARGS...]: tools/image/build-training; sets ref and archive.
 build() {
@@ -61,17 +55,19 @@ with tarfile.open(sys.argv[1]) as t:
 PY
 }
 
+suite_case "build (or the cache)"
 t0=$SECONDS
 build build1
 build_seconds=$((SECONDS - t0))
 tag=${ref##*:}
 digest=$(manifest_digest "$archive")
-echo "$NAME: $ref $archive ($(du -m "$archive" | cut -f1) MiB, $build_seconds s) $digest"
+say "$ref $archive ($(du -m "$archive" | cut -f1) MiB, $build_seconds s) $digest"
 
-echo "$NAME: validate the OCI layout"
+suite_case "a valid OCI image layout"
 /usr/bin/python3 tools/image/validate_training.py "$archive" --tag "$tag" --alias-tag dev --epoch "$SOURCE_DATE_EPOCH" \
   || fail "not a valid coach-training image archive"
 
+suite_case "unpacked as a runtime does"
 # Unpack the layer the way a runtime does, keeping numeric owners.
 rootfs=$work/rootfs
 mkdir -p "$rootfs"
@@ -90,7 +86,7 @@ PY
 layer=${layer_and_env[0]}
 image_env=("${layer_and_env[@]:1}")
 tar -xOf "$archive" "$layer" | tar -xzpf - --numeric-owner -C "$rootfs"
-echo "$NAME: unpacked $(du -sm "$rootfs" | cut -f1) MiB"
+say "unpacked $(du -sm "$rootfs" | cut -f1) MiB"
 
 # in_image COMMAND...: runs COMMAND in the unpacked image as 1000:1000, in /opt/coach, as a container would.
 in_image() {
@@ -111,10 +107,11 @@ in_image() {
 expect() {  # expect WHAT NEEDLE COMMAND...: exit 0 and NEEDLE (an extended regex) in the output
   local what=$1 needle=$2 rc=0
   shift 2
+  suite_case "$what"
   in_image "$@" >"$work/out" 2>&1 || rc=$?
   ((rc == 0)) || { tail -40 "$work/out"; fail "$what: exit $rc"; }
   grep -Eq -- "$needle" "$work/out" || { tail -40 "$work/out"; fail "$what: no /$needle/ in its output"; }
-  echo "$NAME: ok: $what"
+  say "ok: $what"
 }
 free_port() {
   /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -172,12 +169,15 @@ for example in "pytorch/ddp_train.py --epochs 3" "xgboost/xgb_train.py --rounds 
 done
 
 # Reproducibility: a second build from the same inputs, in a fresh cache (downloads shared).
+suite_case "reproducible"
 marker=$archive.reproduced
-case "${COACH_TRAINING_REPRO:-once}" in
-  never) echo "$NAME: reproducibility not checked (COACH_TRAINING_REPRO=never)" ;;
+repro=never
+suite_full && repro=once
+case "${COACH_TRAINING_REPRO:-$repro}" in
+  never) suite_end_case skipped "a second build is --full's (or COACH_TRAINING_REPRO=once|always)" ;;
   always|once)
-    if [[ "${COACH_TRAINING_REPRO:-once}" == once && -f "$marker" && "$(cat "$marker")" == "$digest" ]]; then
-      echo "$NAME: reproducible: $digest (checked before: $marker)"
+    if [[ "${COACH_TRAINING_REPRO:-$repro}" == once && -f "$marker" && "$(cat "$marker")" == "$digest" ]]; then
+      say "reproducible: $digest (checked before: $marker)"
     else
       mkdir -p "$work/cache"
       ln -s "$cache/debs" "$work/cache/debs"
@@ -190,9 +190,9 @@ case "${COACH_TRAINING_REPRO:-once}" in
       [[ "$digest2" == "$digest" ]] || fail "two builds from the same inputs, two digests: $digest and $digest2"
       cmp -s "$archive" "$first_archive" || fail "two builds, the same manifest digest but different archives"
       echo "$digest" >"$marker"
-      echo "$NAME: reproducible: a second build ($((SECONDS - t0)) s) gave $digest2"
+      say "reproducible: a second build ($((SECONDS - t0)) s) gave $digest2"
     fi ;;
   *) fail "COACH_TRAINING_REPRO=${COACH_TRAINING_REPRO}: want once, always or never" ;;
 esac
 
-echo "$NAME: PASS ($digest, $((SECONDS - start)) s)"
+say "$digest"

@@ -3,8 +3,8 @@
 # Kubernetes backend: e2e/upstream_sdk's pytest tests drive a real control plane (tools/testenv) on
 # which the real coach-operator --backend=kube reconciles the jobs. See e2e/upstream_sdk/README.md.
 #
-#  1. tools/upstream_sdk_env.sh install (the pinned venv), bazel build //operator:coach-operator,
-#     tools/testenv/testenv build (a no-op once the binaries are cached);
+#  1. tools/upstream_sdk_env.sh install (the pinned venv), coach-operator from the suite's
+#     runfiles, tools/testenv/testenv build (a no-op once the binaries are cached);
 #  2. testenv up, coach's CRDs applied server-side and Established;
 #  3. coach-operator --backend=kube on free loopback ports, ready when /readyz answers 200;
 #  4. pytest e2e/upstream_sdk with KUBECONFIG set; its exit status is the suite's;
@@ -14,19 +14,12 @@
 # COACH_UPSTREAM_SDK_CRDS=DIR applies other CRDs than charts/coach/crds (e.g. an older commit's, to see
 # what the tests catch); extra arguments go to pytest (e.g. -k pytorch).
 set -uo pipefail
-cd "$(dirname "$0")/../.." || exit
-NAME=upstream_sdk
+# shellcheck source=tools/suites/lib.sh
+source "$(dirname "$(readlink -f "$0")")/lib.sh"
+suite_init upstream_sdk
 TESTENV=tools/testenv/testenv
-started=$SECONDS
-fail() { echo "$NAME: FAIL: $*" >&2; exit 1; }
-skip() {
-  [[ ${CI:-} == true ]] && fail "$* (CI=true: a missing component is a failure)"
-  echo "$NAME: SKIP: $*"
-  exit 0
-}
-say() { echo "$NAME: $*"; }
 
-# ---- 1. what it needs -------------------------------------------------------------------------
+suite_case "what it needs"
 command -v go >/dev/null || skip "go is not installed (needed to build tools/testenv)"
 command -v curl >/dev/null || skip "curl is not installed"
 tools/upstream_sdk_env.sh install || fail "tools/upstream_sdk_env.sh install failed"
@@ -36,14 +29,13 @@ WORK=$(mktemp -d /tmp/coach-upstream-sdk.XXXXXX)
 DIR=$WORK/kube
 OP_PID=""
 cleanup() {
-  local rc=$?
   if [[ -n $OP_PID ]] && kill -0 "$OP_PID" 2>/dev/null; then
     kill -TERM "$OP_PID" 2>/dev/null
     for _ in $(seq 1 100); do kill -0 "$OP_PID" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$OP_PID" 2>/dev/null || true
     wait "$OP_PID" 2>/dev/null || true
   fi
-  if ((rc != 0)); then
+  if ((SUITE_RC != 0)); then
     for f in "$WORK"/operator-*.log; do
       [[ -f $f ]] || continue
       echo "---- last lines of $f" >&2
@@ -55,32 +47,26 @@ cleanup() {
     fi
   fi
   "$TESTENV" down --dir "$DIR" >/dev/null 2>&1 || true
-  if [[ -z ${COACH_KEEP_WORK:-} ]] && { ((rc == 0)) || [[ ${CI:-} == true ]]; }; then
+  if [[ -z ${COACH_KEEP_WORK:-} ]] && { ((SUITE_RC == 0)) || [[ ${CI:-} == true ]]; }; then
     rm -rf "$WORK"
   else
-    echo "$NAME: work dir kept: $WORK" >&2
+    say "work dir kept: $WORK" >&2
   fi
-  exit "$rc"
 }
-trap cleanup EXIT
+suite_on_exit cleanup
 trap 'exit 130' INT TERM
 
-say "bazel build //operator:coach-operator"
-bazel build //operator:coach-operator >"$WORK/bazel.log" 2>&1 ||
-  { tail -n 40 "$WORK/bazel.log" >&2; fail "bazel build //operator:coach-operator"; }
-OPERATOR=$(bazel info bazel-bin 2>/dev/null)/operator/coach-operator
-[[ -x $OPERATOR ]] || fail "no coach-operator at $OPERATOR"
+OPERATOR=$(suite_bin operator/coach-operator) || exit 1
 # A copy, so another engineer's rebuild of bazel-bin cannot swap the binary under the running suite.
 cp "$OPERATOR" "$WORK/coach-operator" || fail "copy coach-operator"
 
-"$TESTENV" build >"$WORK/testenv-build.log" 2>&1 ||
-  { tail -n 40 "$WORK/testenv-build.log" >&2; fail "tools/testenv/testenv build failed"; }
-BIN=$("$TESTENV" bin) || fail "testenv bin"
+suite_testenv_build
+BIN=$TESTENV_BIN
 for b in kubectl kube-apiserver etcd kwok; do
   [[ -x $BIN/$b ]] || fail "testenv binary $b missing in $BIN"
 done
 
-# ---- 2. control plane and CRDs ----------------------------------------------------------------
+suite_case "control plane and CRDs"
 t0=$SECONDS
 kubeconfig=$("$TESTENV" up --dir "$DIR") || fail "testenv up failed"
 k() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
@@ -91,7 +77,7 @@ k wait --for=condition=Established crd --all --timeout=60s >/dev/null ||
   fail "coach's CRDs not Established in 60 s"
 say "control plane up and CRDs ($CRDS) Established in $((SECONDS - t0)) s ($DIR)"
 
-# ---- 3. the operator --------------------------------------------------------------------------
+suite_case "the operator"
 free_port() {
   "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -126,15 +112,17 @@ for attempt in 1 2 3; do  # a port taken between free_port and the bind: new por
 done
 ((ok)) || fail "coach-operator did not start (see its log below)"
 
-# ---- 4. the tests -----------------------------------------------------------------------------
+suite_case "the tests"
 t0=$SECONDS
 status=0
+report=$(suite_report_file upstream-sdk-pytest.xml)
+suite_add_report "$report"
 env KUBECONFIG="$kubeconfig" COACH_UPSTREAM_SDK_OPERATOR_LOG="$WORK/operator-$attempt.log" \
   COACH_UPSTREAM_SDK_KUBECTL="$BIN/kubectl" \
-  "$PY" -m pytest -p no:cacheprovider -v -rfEs e2e/upstream_sdk "$@" || status=$?
+  "$PY" -m pytest -p no:cacheprovider -v -rfEs --junitxml="$report" e2e/upstream_sdk "$@" || status=$?
 kill -0 "$OP_PID" 2>/dev/null || fail "coach-operator died during the tests"
 case $status in
-  0) say "PASS in $((SECONDS - started)) s (tests $((SECONDS - t0)) s)" ;;
+  0) say "tests: $((SECONDS - t0)) s" ;;
   5) fail "pytest collected no tests" ;;
   *) fail "pytest exited $status (tests $((SECONDS - t0)) s)" ;;
 esac

@@ -4,9 +4,11 @@
 # coach --version, coach-launch --version, and `coach render` names the operator image of this
 # version for the init containers it adds.
 set -uo pipefail
-cd "$(dirname "$0")/../.." || exit
-fail() { echo "version: FAIL: $*" >&2; exit 1; }
+# shellcheck source=tools/suites/lib.sh
+source "$(dirname "$(readlink -f "$0")")/lib.sh"
+suite_init version
 
+suite_case "VERSION and the chart"
 want=$(tr -d '[:space:]' <VERSION)
 [[ $want =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] || fail "VERSION is not MAJOR.MINOR.PATCH: $want"
 chart_version=$(sed -n 's/^version:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}.*/\1/p' charts/coach/Chart.yaml)
@@ -14,17 +16,17 @@ app_version=$(sed -n 's/^appVersion:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1
 [[ $chart_version == "$want" ]] || fail "charts/coach/Chart.yaml version $chart_version, VERSION $want"
 [[ $app_version == "$want" ]] || fail "charts/coach/Chart.yaml appVersion $app_version, VERSION $want"
 
-bazel build //operator:coach-operator //sdk/cpp/cli:coach //launcher:coach-launch >/tmp/coach-version-build.log 2>&1 ||
-  { tail -20 /tmp/coach-version-build.log; fail "bazel build"; }
-bin=$(bazel info bazel-bin 2>/dev/null)
+suite_case "every binary's --version"
+bin=$(suite_runfiles) || exit 1
 for pair in "operator/coach-operator:coach-operator" "sdk/cpp/cli/coach:coach" "launcher/coach-launch:coach-launch"; do
   path=${pair%%:*} name=${pair##*:}
   got=$("$bin/$path" --version 2>&1) || fail "$name --version exited non-zero: $got"
   [[ $got == "$name $want" ]] || fail "$name --version printed '$got', want '$name $want'"
 done
 
+suite_case "coach render's init container image"
 manifest=$(mktemp /tmp/coach-version.XXXXXX.yaml)
-trap 'rm -f "$manifest"' EXIT
+suite_on_exit rm -f "$manifest"
 cat >"$manifest" <<'YAML'
 apiVersion: kubeflow.org/v1
 kind: PyTorchJob
@@ -41,4 +43,4 @@ print("\n".join(sorted({c["image"] for o in items if o["kind"] == "Pod"
                         for c in o["spec"].get("initContainers", [])})))') || fail "coach render"
 [[ $images == "ghcr.io/coach/coach-operator:$want" ]] ||
   fail "coach render's init container images: '$images', want ghcr.io/coach/coach-operator:$want"
-echo "version: PASS ($want everywhere)"
+say "$want everywhere"

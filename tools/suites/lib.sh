@@ -1,0 +1,155 @@
+# shellcheck shell=bash
+# What every suite of tools/suites shares. A suite is a Bazel sh_test (tools/suites/BUILD.bazel)
+# that sources this file and calls `suite_init NAME` first. It then works in the source tree
+# (the suites check the tree, build images from it and start real components beside it), takes
+# the binaries it runs from its runfiles (`suite_bin`), never from a Bazel run of its own, and
+# reports each of its checks as a test case:
+#
+#   suite_case "helm install"     # ends the case before it (passed) and starts this one
+#   fail "what went wrong"        # fails the case running now and ends the suite (exit 1)
+#   suite_case_failed "why"       # fails the case running now; the suite goes on (and fails)
+#   skip "why"                    # a missing component: a failure under CI=true, else a skip
+#   suite_on_exit cmd args...     # clean-up, run when the suite ends (last registered first),
+#                                 # each in a subshell, with the suite's exit status in SUITE_RC
+#   suite_add_report FILE         # the JUnit report of a runner inside the suite (pytest, gtest):
+#                                 # its cases are counted as this suite's
+#   suite_report_file NAME        # a path for such a report, kept until the suite's is written
+#
+# The report goes to $XML_OUTPUT_FILE, which `tools/run_tests` counts case by case. Run one suite
+# with `bazel test //tools/suites:NAME`; `COACH_TEST_FULL=1` (tools/run_tests --full) asks the
+# suites for their longest runs, the ones whose figures bench/README.md keeps.
+
+suite_init() {
+  SUITE=$1
+  SUITE_STARTED=$SECONDS
+  SUITE_CASES=$(mktemp "/tmp/coach-suite-$SUITE.XXXXXX")
+  SUITE_REPORTS=()
+  SUITE_REPORT_DIR=$(mktemp -d "/tmp/coach-suite-$SUITE-reports.XXXXXX")
+  SUITE_EXIT_HOOKS=()
+  SUITE_CASE=""
+  SUITE_CASE_STARTED=$SECONDS
+  SUITE_CASE_FAILURE=""
+  # Bazel points TMPDIR at the test's own deep folder; sockets of the components the suites start
+  # (containerd, etcd) must fit the 108 bytes of a unix socket path.
+  export TMPDIR=/tmp
+  # Bazel gives a test /bin:/usr/bin only; the suites need the system tools (chroot, iptables),
+  # Go where this machine's image installs it, and Debian's python3 for `python3`.
+  export PATH="/usr/local/go/bin:$HOME/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+  SUITE_ROOT=$(suite_source_root) || { echo "$SUITE: cannot find the source tree" >&2; exit 1; }
+  cd "$SUITE_ROOT" || exit 1
+  export COACH_SHARED_DIR="${COACH_SHARED_DIR:-$(cd .. && pwd)/shared}"
+  trap suite_finish EXIT
+}
+
+# The checkout: the suites read it whole (lint) and build from it (images), so they work there
+# rather than in the runfiles tree, whose files are links into it.
+suite_source_root() {
+  local self
+  self=$(readlink -f "${BASH_SOURCE[0]}") || return 1
+  (cd "$(dirname "$self")/../.." && pwd)
+}
+
+say() { echo "$SUITE: $*"; }
+
+suite_full() { [[ ${COACH_TEST_FULL:-0} == 1 ]]; }
+
+# The suite's runfiles: what Bazel built for it, laid out as bazel-bin is.
+suite_runfiles() {
+  [[ -n ${TEST_SRCDIR:-} ]] ||
+    fail "run this suite through Bazel (bazel test //tools/suites:$SUITE), which builds what it runs"
+  echo "$TEST_SRCDIR/${TEST_WORKSPACE:-coach}"
+}
+
+# suite_bin PATH: a binary of this tree by its path under bazel-bin (operator/coach-operator).
+# Call it as `x=$(suite_bin ...) || exit 1`.
+suite_bin() {
+  local root
+  root=$(suite_runfiles) || exit 1
+  [[ -x $root/$1 ]] || fail "$1 is not in the suite's runfiles (add it to data in tools/suites/BUILD.bazel)"
+  readlink -f "$root/$1"
+}
+
+suite_case() {
+  suite_end_case passed
+  SUITE_CASE=$1
+  SUITE_CASE_STARTED=$SECONDS
+  say "case: $1"
+}
+
+# suite_end_case STATUS [MESSAGE]: records the case running now, if any; a case that
+# suite_case_failed marked stays failed.
+suite_end_case() {
+  [[ -n $SUITE_CASE ]] || return 0
+  local status=$1 message=${2:-}
+  if [[ -n $SUITE_CASE_FAILURE ]]; then
+    status=failed
+    message="$SUITE_CASE_FAILURE${message:+; $message}"
+  fi
+  message=${message//$'\t'/ }
+  printf '%s\t%s\t%s\t%s\n' "$status" "$SUITE_CASE" "$((SECONDS - SUITE_CASE_STARTED))" \
+    "${message//$'\n'/ }" >>"$SUITE_CASES"
+  SUITE_CASE=""
+  SUITE_CASE_FAILURE=""
+}
+
+suite_case_failed() {
+  echo "$SUITE: FAIL: $*" >&2
+  SUITE_CASE_FAILURE="${SUITE_CASE_FAILURE:+$SUITE_CASE_FAILURE; }$*"
+}
+
+fail() {
+  echo "$SUITE: FAIL: $*" >&2
+  [[ -n $SUITE_CASE ]] || SUITE_CASE=setup
+  suite_end_case failed "$*"
+  exit 1
+}
+
+skip() {
+  [[ ${CI:-} == true ]] && fail "$* (CI=true: a missing component is a failure)"
+  echo "$SUITE: SKIP: $*"
+  [[ -n $SUITE_CASE ]] || SUITE_CASE=setup
+  suite_end_case skipped "$*"
+  exit 0
+}
+
+suite_on_exit() { SUITE_EXIT_HOOKS+=("$(printf '%q ' "$@")"); }
+
+suite_add_report() { SUITE_REPORTS+=("$1"); }
+
+suite_report_file() { echo "$SUITE_REPORT_DIR/$1"; }
+
+suite_finish() {
+  local rc=$? i
+  trap - EXIT
+  if ((rc == 0)); then
+    suite_end_case passed
+  else
+    suite_end_case failed "the suite exited with status $rc"
+  fi
+  # shellcheck disable=SC2034  # read by the suites' clean-up hooks
+  SUITE_RC=$rc
+  for ((i = ${#SUITE_EXIT_HOOKS[@]} - 1; i >= 0; i--)); do
+    (eval "${SUITE_EXIT_HOOKS[i]}") || true
+  done
+  /usr/bin/python3 "$SUITE_ROOT/tools/suites/junit_report.py" "$SUITE" "$SUITE_CASES" \
+    "${XML_OUTPUT_FILE:-}" "${SUITE_REPORTS[@]}" || rc=1
+  rm -rf "$SUITE_CASES" "$SUITE_REPORT_DIR"
+  say "$( ((rc == 0)) && echo PASS || echo FAIL) in $((SECONDS - SUITE_STARTED)) s"
+  exit "$rc"
+}
+
+# The test control plane's binaries (tools/testenv/testenv build: built from their Go modules once,
+# then cached): sets TESTENV_BIN to their folder. Not in a command substitution: it may skip.
+suite_testenv_build() {
+  command -v go >/dev/null || skip "go is not installed (tools/testenv builds the control plane with it)"
+  local log
+  log=$(mktemp)
+  if ! tools/testenv/testenv build >"$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    rm -f "$log"
+    fail "tools/testenv/testenv build failed"
+  fi
+  rm -f "$log"
+  # shellcheck disable=SC2034  # read by the suites
+  TESTENV_BIN=$(tools/testenv/testenv bin) || fail "tools/testenv/testenv bin"
+}
