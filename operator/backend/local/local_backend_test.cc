@@ -558,7 +558,7 @@ TEST_F(LocalBackendTest, OtherObjectsAreRecordedDurablyAndForgetCleansUp) {
   ASSERT_TRUE(Create(job, svc).ok());
   ASSERT_TRUE(Create(job, Pod(job)).ok());
   WaitPod(job, PodPhase::kSucceeded);
-  // One directory per job holds its pods' files (local_backend.h).
+  // One directory per job holds its pods' files (local_layout.h).
   EXPECT_EQ(ReadFile(dir_ + "/state/replicas/ns/objs/objs-worker-0.log").value_or(""), "x\n");
   EXPECT_TRUE(ReadFile(dir_ + "/state/replicas/ns/objs/objs-worker-0.exit").ok());
   auto hostfile = ReadFile(dir_ + "/state/configmaps/ns/objs/objs-config/hostfile");
