@@ -75,8 +75,7 @@ absl::Status LocalLayout::RemoveEndedAttemptFiles(const store::JobKey& job,
                                                   const std::string& pod) const {
   for (const char* f : {kExitFileName, kProcessFileName}) {
     const std::string path = ReplicaFile(ReplicaFiles(job, pod), f);
-    // ENOTDIR: a job whose directory was never made has nothing to remove either.
-    if (unlink(path.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR) {
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
       return absl::InternalError(absl::StrCat("unlink ", path, ": ", strerror(errno)));
     }
   }
