@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -18,6 +17,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/testing/test_dir.h"
 
 namespace {
 
@@ -28,12 +28,7 @@ constexpr char kLauncher[] = "launcher/coach-launch";
 constexpr char kEnvDump[] = "launcher/testdata/env_dump";
 constexpr char kLineWriter[] = "launcher/testdata/line_writer";
 
-std::string TmpDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
-  mkdir(dir.c_str(), 0755);
-  return dir;
-}
+std::string TmpDir(const std::string& name) { return ::coach::testing::FreshTestDir(name); }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);

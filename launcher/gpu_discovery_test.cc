@@ -2,20 +2,18 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <string>
+
+#include "common/testing/test_dir.h"
 
 namespace coach::launcher {
 namespace {
 
 // A fake /dev with `gpus` device nodes plus the control nodes that must not count.
 std::string MakeDevDir(const std::string& name, int gpus) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
-  mkdir(dir.c_str(), 0755);
+  const std::string dir = ::coach::testing::FreshTestDir(name);
   auto touch = [&](const std::string& f) {
     close(open((dir + "/" + f).c_str(), O_CREAT | O_WRONLY, 0644));
   };

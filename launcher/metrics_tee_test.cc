@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "common/testing/test_dir.h"
 
 namespace coach::launcher {
 namespace {
 
 std::string TmpPath(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  return std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
+  return ::coach::testing::FreshTestDir("metrics_tee") + "/" + name;
 }
 
 TEST(MetricsTeeTest, ParsesMetricLinesAndReportsMalformedOnes) {

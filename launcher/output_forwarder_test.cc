@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/testing/test_dir.h"
 
 namespace coach::launcher {
 namespace {
@@ -23,8 +24,7 @@ using ::testing::ElementsAre;
 class Dest {
  public:
   explicit Dest(const std::string& name) {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    path_ = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
+    path_ = ::coach::testing::FreshTestDir("output_forwarder") + "/" + name;
     fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   }
   ~Dest() { close(fd_); }

@@ -6,20 +6,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/testing/test_dir.h"
+
 namespace {
 
 constexpr char kLauncher[] = "launcher/coach-launch";
-
-std::string TmpDir() {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  return tmp != nullptr ? tmp : "/tmp";
-}
 
 struct Result {
   int exit_code = -1;
@@ -28,8 +24,7 @@ struct Result {
 
 // Runs argv with exactly `env` (no PATH, no LD_LIBRARY_PATH unless given).
 Result RunProcess(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
-  static int n = 0;
-  const std::string err_path = TmpDir() + "/stderr." + std::to_string(n++);
+  const std::string err_path = ::coach::testing::FreshTestDir("self_install") + "/stderr";
   std::vector<std::string> a = args, e = env;
   std::vector<char*> argv, envp;
   for (auto& s : a) argv.push_back(s.data());
@@ -57,7 +52,7 @@ Result RunProcess(const std::vector<std::string>& args, const std::vector<std::s
 bool IsExecutable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
 TEST(SelfInstallTest, InstalledCopyRunsThroughBundledLoaderWithEmptyEnvironment) {
-  const std::string dir = TmpDir() + "/x";
+  const std::string dir = ::coach::testing::FreshTestDir("self_install") + "/x";
   Result install = RunProcess({kLauncher, "--install", dir});
   ASSERT_EQ(install.exit_code, 0) << install.stderr_text;
   EXPECT_TRUE(IsExecutable(dir + "/bin/coach-launch"));
@@ -82,7 +77,7 @@ TEST(SelfInstallTest, InstalledCopyRunsThroughBundledLoaderWithEmptyEnvironment)
 }
 
 TEST(SelfInstallTest, ErrorNamesTheFile) {
-  const std::string file = TmpDir() + "/not-a-dir";
+  const std::string file = ::coach::testing::FreshTestDir("self_install") + "/not-a-dir";
   std::ofstream(file) << "x";
   Result r = RunProcess({kLauncher, "--install", file + "/sub"});
   EXPECT_EQ(r.exit_code, 1);

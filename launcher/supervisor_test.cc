@@ -5,9 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "common/testing/test_dir.h"
 
 namespace coach::launcher {
 namespace {
@@ -15,12 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 
-std::string TmpDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
-  mkdir(dir.c_str(), 0755);
-  return dir;
-}
+std::string TmpDir(const std::string& name) { return ::coach::testing::FreshTestDir(name); }
 
 WorkerSpec Sh(int rank, const std::string& script, EnvMap env = {}) {
   env.emplace("PATH", "/usr/bin:/bin");

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/http/url.h"
+#include "common/testing/test_dir.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 
@@ -317,11 +318,7 @@ std::string ReadFile(const std::string& path) {
 // A CA, a server certificate for 127.0.0.1 signed by it, and a client certificate signed by it.
 class Pki {
  public:
-  Pki() {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    char tmpl[4096];
-    std::snprintf(tmpl, sizeof(tmpl), "%s/pki.XXXXXX", tmp != nullptr ? tmp : "/tmp");
-    dir_ = mkdtemp(tmpl);
+  Pki() : dir_(::coach::testing::FreshTestDir("pki")) {
     const std::string cmd = absl::StrCat(
         "cd ", dir_, " && ",
         "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca -keyout ca.key -out "
@@ -342,7 +339,7 @@ class Pki {
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
  private:
-  std::string dir_;
+  const std::string dir_;
   bool ok_ = false;
 };
 

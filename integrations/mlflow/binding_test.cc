@@ -2,11 +2,11 @@
 
 #include <sys/stat.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "common/testing/test_dir.h"
 #include "gtest/gtest.h"
 
 namespace coach::mlflow {
@@ -20,7 +20,8 @@ std::string Slurp(const std::string& path) {
 }
 
 TEST(BindingTest, WritesTheSourceReadableByAll) {
-  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/binding";
+  // A directory WriteBinding makes, as it makes one for a replica.
+  const std::string dir = ::coach::testing::FreshTestDir("binding") + "/binding";
   ::umask(077);
   ASSERT_TRUE(WriteBinding(dir).ok());
   EXPECT_EQ(Slurp(dir + "/sitecustomize.py"), BindingSource());

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/testing/test_dir.h"
 #include "gtest/gtest.h"
 #include "integrations/mlflow/testing/fake_tracking_client.h"
 
@@ -114,8 +115,7 @@ TEST_F(MetricLoggerTest, ShutdownCountsWhatCouldNotBeDelivered) {
 TEST_F(MetricLoggerTest, SpillsToDiskDuringAnOutageAndReplaysOldestFirst) {
   MetricLoggerOptions o = FastOptions();
   o.max_buffered_points = 2000;
-  o.spill_path =
-      std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/spill.bin";
+  o.spill_path = ::coach::testing::FreshTestDir("metric_logger") + "/spill.bin";
   auto logger = MetricLogger::Create(&fake_, run_id_, o);
   ASSERT_TRUE(logger.ok());
   fake_.SetDown(true);

@@ -3,12 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <fstream>
 #include <thread>
 #include <vector>
+
+#include "common/testing/test_dir.h"
 
 namespace coach::server {
 namespace {
@@ -35,8 +35,9 @@ TEST(TokenAuthTest, Check) {
   EXPECT_TRUE(auth.Check(&right).ok());
 }
 
+// A file of that name in a fresh directory: no test finds another's file there.
 std::string TmpPath(const std::string& name) {
-  return std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  return ::coach::testing::FreshTestDir("token_auth") + "/" + name;
 }
 
 void WriteMode(const std::string& path, const std::string& content, mode_t mode) {
@@ -71,13 +72,12 @@ TEST(TokenAuthTest, ReadTokenFileRefusesWeakFiles) {
               ::testing::HasSubstr("1 characters; use at least 16"));
   WriteMode(path, "0123456789 abcdef\n", 0600);
   EXPECT_THAT(ReadTokenFile(path).status().message(), ::testing::HasSubstr("whitespace"));
-  EXPECT_THAT(ReadTokenFile(std::getenv("TEST_TMPDIR")).status().message(),
+  EXPECT_THAT(ReadTokenFile(::coach::testing::FreshTestDir("token_auth")).status().message(),
               ::testing::HasSubstr("not a regular file"));
 }
 
 TEST(TokenAuthTest, EnsureOwnTokenFileCreatesOnceAndKeeps) {
   const std::string path = TmpPath("own-token");
-  unlink(path.c_str());
   absl::StatusOr<std::string> first = EnsureOwnTokenFile(path);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(first->size(), 64u);
@@ -93,7 +93,6 @@ TEST(TokenAuthTest, EnsureOwnTokenFileCreatesOnceAndKeeps) {
 
 TEST(TokenAuthTest, EnsureOwnTokenFileRacesAgreeOnOneToken) {
   const std::string path = TmpPath("raced-token");
-  unlink(path.c_str());
   std::vector<std::string> tokens(8);
   std::vector<std::thread> threads;
   for (int i = 0; i < 8; ++i) {

@@ -3,17 +3,16 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include <cstdlib>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/test_dir.h"
 
 namespace coach::backend::local {
 namespace {
 
 std::string TestDir(const std::string& name) {
-  const char* tmp = getenv("TEST_TMPDIR");
-  return absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/fs_util_", name);
+  return ::coach::testing::FreshTestDir(absl::StrCat("fs_util_", name));
 }
 
 bool IsDir(const std::string& path) {

@@ -5,11 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "operator/backend/local/fs_util.h"
+#include "common/testing/test_dir.h"
 #include "operator/backend/local/testing/fake_gpu_discovery.h"
 
 namespace coach::backend::local {
@@ -81,9 +80,7 @@ TEST(GpuDiscoveryTest, ParsesNvidiaSmiList) {
 }
 
 TEST(GpuDiscoveryTest, CountsDeviceNodes) {
-  const char* tmp = getenv("TEST_TMPDIR");
-  std::string dev = absl::StrCat(tmp ? tmp : "/tmp", "/dev");
-  ASSERT_TRUE(MakeDirs(dev).ok());
+  const std::string dev = ::coach::testing::FreshTestDir("dev");
   for (const char* n : {"nvidia0", "nvidia2", "nvidiactl", "nvidia-uvm", "nvidia10", "null"}) {
     std::ofstream(absl::StrCat(dev, "/", n)) << "";
   }
@@ -95,8 +92,7 @@ TEST(GpuDiscoveryTest, CountsDeviceNodes) {
 }
 
 TEST(GpuDiscoveryTest, RunsNvidiaSmiWithoutAShell) {
-  const char* tmp = getenv("TEST_TMPDIR");
-  std::string fake_smi = absl::StrCat(tmp ? tmp : "/tmp", "/nvidia-smi");
+  const std::string fake_smi = ::coach::testing::FreshTestDir("nvidia-smi") + "/nvidia-smi";
   std::ofstream(fake_smi) << "#!/bin/sh\n[ \"$1\" = -L ] || exit 3\n"
                              "echo 'GPU 0: Fake (UUID: GPU-0)'\necho 'GPU 1: Fake (UUID: GPU-1)'\n";
   chmod(fake_smi.c_str(), 0755);

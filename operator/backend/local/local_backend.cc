@@ -1,13 +1,9 @@
 #include "operator/backend/local/local_backend.h"
 
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <set>
 #include <utility>
 
@@ -19,7 +15,6 @@
 #include "integrations/mlflow/binding.h"
 #include "operator/backend/local/fs_util.h"
 #include "operator/backend/local/net/local_address_plan.h"
-#include "operator/backend/local/process/exit_record.h"
 #include "operator/backend/local/process/log_files.h"
 #include "operator/backend/local/process/pod_process.h"
 #include "operator/backend/local/process/shim_process_runner.h"
@@ -78,13 +73,6 @@ std::string Label(const Json& pod, const char* key) {
   return (*labels)[key].get<std::string>();
 }
 
-absl::Status RemoveTree(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-  if (ec) return absl::InternalError(absl::StrCat("remove ", path, ": ", ec.message()));
-  return absl::OkStatus();
-}
-
 // "master-0" for pod "<job>-master-0"; "launcher" for the MPI launcher "<job>-launcher".
 std::string ShortName(const JobKey& job, const std::string& pod) {
   const std::string prefix = job.name + "-";
@@ -136,94 +124,50 @@ absl::StatusOr<std::unique_ptr<LocalBackend>> LocalBackend::Create(LocalBackendO
   if (options.base_env.empty()) options.base_env = OwnEnvironment();
   ASSIGN_OR_RETURN(std::unique_ptr<EndWatcher> end_watcher, EndWatcher::Create());
   RaiseOpenFileLimit();
-  std::string binding_dir = absl::StrCat(options.state_dir, "/mlflow-python");
+  std::string binding_dir = LocalLayout(options.state_dir).MlflowBindingDir();
   if (absl::Status s = mlflow::WriteBinding(binding_dir); !s.ok()) {
     // Tracked replicas then make runs of their own under the job's run, as on a plain pod.
     spdlog::warn("local backend: MLflow binding not written: {}", s.ToString());
     binding_dir.clear();
   }
-  auto backend = std::unique_ptr<LocalBackend>(new LocalBackend(
-      std::move(options), std::move(owned), std::move(gpus), std::move(end_watcher)));
-  backend->mlflow_binding_dir_ = std::move(binding_dir);
-  return backend;
+  return std::unique_ptr<LocalBackend>(new LocalBackend(std::move(options), std::move(owned),
+                                                        std::move(gpus), std::move(end_watcher),
+                                                        std::move(binding_dir)));
 }
 
 LocalBackend::LocalBackend(LocalBackendOptions options, std::unique_ptr<ProcessRunner> owned_runner,
                            std::unique_ptr<GpuAllocator> gpus,
-                           std::unique_ptr<EndWatcher> end_watcher)
+                           std::unique_ptr<EndWatcher> end_watcher, std::string mlflow_binding_dir)
     : options_(std::move(options)),
+      layout_(options_.state_dir),
+      mlflow_binding_dir_(std::move(mlflow_binding_dir)),
       owned_runner_(std::move(owned_runner)),
       runner_(options_.runner != nullptr ? options_.runner : owned_runner_.get()),
       gpus_(std::move(gpus)),
       end_watcher_(std::move(end_watcher)),
       ports_(options_.store),
-      objects_(options_.store) {
-  for (int i = 0; i < kStarterThreads; ++i) starters_.emplace_back([this] { StarterLoop(); });
-}
+      objects_(options_.store),
+      poller_(
+          end_watcher_.get(), options_.poll_interval, [this] { return PollRunning(); },
+          [this](const std::set<JobKey>& jobs) { Wake(jobs); }),
+      starter_(kStarterThreads, [this](const JobKey& job) { Wake({job}); }) {}
 
-LocalBackend::~LocalBackend() {
-  Stop();
-  {
-    absl::MutexLock lock(&start_mu_);
-    starters_stopping_ = true;
-  }
-  // The starters drain the queue first: every Pending record written gets its start.
-  for (std::thread& t : starters_) t.join();
-}
-
-void LocalBackend::RunAsync(std::function<void()> task) {
-  absl::MutexLock lock(&start_mu_);
-  start_tasks_.push_back(std::move(task));
-}
-
-void LocalBackend::StarterLoop() {
-  for (;;) {
-    std::function<void()> task;
-    {
-      absl::MutexLock lock(&start_mu_);
-      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(start_mu_) {
-        return starters_stopping_ || !start_tasks_.empty();
-      };
-      start_mu_.Await(absl::Condition(&ready));
-      if (start_tasks_.empty()) return;  // stopping, and nothing left to start
-      task = std::move(start_tasks_.front());
-      start_tasks_.pop_front();
-    }
-    task();
-  }
-}
-
-void LocalBackend::WaitForStarts(const JobKey& job) {
-  absl::MutexLock lock(&start_mu_);
-  auto idle = [this, &job]() ABSL_SHARED_LOCKS_REQUIRED(start_mu_) {
-    auto it = starting_.find(job);
-    return it == starting_.end() || it->second == 0;
-  };
-  start_mu_.Await(absl::Condition(&idle));
-}
+// The members' own destructors then stop the poller and drain the starters' queue.
+LocalBackend::~LocalBackend() { Stop(); }
 
 void LocalBackend::SetChangeCallback(ChangeCallback callback) {
   absl::MutexLock lock(&mu_);
   callback_ = std::move(callback);
 }
 
-std::string LocalBackend::ReplicaFiles(const JobKey& job, const std::string& pod) const {
-  return ReplicaFilesBase(options_.state_dir, job.namespace_, job.name, pod);
-}
-
-std::string LocalBackend::RestartCountPath(const JobKey& job, const std::string& pod) const {
-  return ReplicaFile(ReplicaFiles(job, pod), "restart_count");
-}
-
-absl::Status LocalBackend::RemoveEndedAttemptFiles(const JobKey& job,
-                                                   const std::string& pod) const {
-  for (const char* f : {kExitFileName, kProcessFileName}) {
-    const std::string path = ReplicaFile(ReplicaFiles(job, pod), f);
-    if (unlink(path.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR) {
-      return absl::InternalError(absl::StrCat("unlink ", path, ": ", strerror(errno)));
-    }
+void LocalBackend::Wake(const std::set<JobKey>& jobs) {
+  ChangeCallback callback;
+  {
+    absl::MutexLock lock(&mu_);
+    callback = callback_;
   }
-  return absl::OkStatus();
+  if (!callback) return;
+  for (const JobKey& k : jobs) callback(k.namespace_, k.name);
 }
 
 std::string LocalBackend::GpuOwner(const JobKey& job, const std::string& pod) {
@@ -240,7 +184,7 @@ absl::Status LocalBackend::Start() {
     for (ReplicaRecord& r : records) {
       if (r.process.pid == 0 && !Terminal(r.phase)) {
         // Killed between writing the record and persisting the handle.
-        absl::StatusOr<ProcessHandle> h = runner_->Recover(ReplicaFiles(r.job, r.name));
+        absl::StatusOr<ProcessHandle> h = runner_->Recover(layout_.ReplicaFiles(r.job, r.name));
         if (!h.ok()) {
           spdlog::info("local backend: {}/{} never started; dropping its record", r.job.namespace_,
                        r.name);
@@ -260,62 +204,29 @@ absl::Status LocalBackend::Start() {
       }
     }
   }
-  absl::MutexLock lock(&poll_mu_);
-  if (poller_.joinable()) return absl::OkStatus();
-  stopping_ = false;
-  poller_ = std::thread([this] { PollLoop(); });
+  poller_.Start();
   return absl::OkStatus();
 }
 
 void LocalBackend::Stop() {
-  std::thread t;
-  {
-    absl::MutexLock lock(&poll_mu_);
-    stopping_ = true;
-    t = std::move(poller_);
-  }
-  end_watcher_->Wake();
-  if (t.joinable()) t.join();
+  poller_.Stop();
   // Starts in flight call the change callback when they end: let them, before the
   // caller tears down what the callback reaches.
-  absl::MutexLock lock(&start_mu_);
-  auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(start_mu_) { return starting_.empty(); };
-  start_mu_.Await(absl::Condition(&idle));
+  starter_.WaitForAll();
 }
 
-void LocalBackend::PollLoop() {
-  // Wall time, like the waits themselves (epoll): the cadence of polling is not logic time,
-  // and an injected test clock that stands still must not stop the polls.
-  Clock* const wall = Clock::Real();
-  absl::Time next_poll = wall->Now() + options_.poll_interval;
-  for (;;) {
-    std::set<JobKey> changed;
-    for (JobKey& job : end_watcher_->Wait(next_poll - wall->Now())) changed.insert(std::move(job));
-    {
-      absl::MutexLock lock(&poll_mu_);
-      if (stopping_) return;
-    }
-    ChangeCallback callback;
-    if (wall->Now() >= next_poll) {
-      next_poll = wall->Now() + options_.poll_interval;
-      absl::MutexLock lock(&mu_);
-      absl::StatusOr<std::vector<ReplicaRecord>> records = options_.store->ListRunningReplicas();
-      if (!records.ok()) {
-        spdlog::warn("local backend: listing replicas: {}", records.status().ToString());
-      } else {
-        for (ReplicaRecord& r : *records) {
-          if (r.phase == PodPhase::kRunning && Refresh(r)) changed.insert(r.job);
-        }
-      }
-    }
-    {
-      absl::MutexLock lock(&mu_);
-      callback = callback_;
-    }
-    // A job whose replica ended is only woken: its pass's Observe records the exit.
-    if (!callback) continue;
-    for (const JobKey& k : changed) callback(k.namespace_, k.name);
+std::set<JobKey> LocalBackend::PollRunning() {
+  std::set<JobKey> changed;
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<std::vector<ReplicaRecord>> records = options_.store->ListRunningReplicas();
+  if (!records.ok()) {
+    spdlog::warn("local backend: listing replicas: {}", records.status().ToString());
+    return changed;
   }
+  for (ReplicaRecord& r : *records) {
+    if (r.phase == PodPhase::kRunning && Refresh(r)) changed.insert(r.job);
+  }
+  return changed;
 }
 
 bool LocalBackend::Refresh(ReplicaRecord& r) {
@@ -566,17 +477,9 @@ absl::StatusOr<std::optional<LocalBackend::PreparedStart>> LocalBackend::Prepare
   if (!IsSafePathComponent(pod.name)) {
     return absl::InvalidArgumentError(absl::StrCat("pod name \"", pod.name, "\" is not safe"));
   }
-  {
-    // The previous start of this pod failed (its record is gone): say so once, so the
-    // controller retries with its backoff rather than at once.
-    absl::MutexLock lock(&start_mu_);
-    auto failed = start_errors_.find({key, pod.name});
-    if (failed != start_errors_.end()) {
-      absl::Status s = failed->second;
-      start_errors_.erase(failed);
-      return s;
-    }
-  }
+  // The previous start of this pod failed (its record is gone): say so once, so the
+  // controller retries with its backoff rather than at once.
+  RETURN_IF_ERROR(starter_.TakeError(key, pod.name));
   if (reads.existing.count(pod.name) > 0) return std::nullopt;  // exists: idempotent
   PodHost host;
   host.node_name = options_.node_name;
@@ -591,8 +494,7 @@ absl::StatusOr<std::optional<LocalBackend::PreparedStart>> LocalBackend::Prepare
   record.replica_type =
       api::v1::CanonicalReplicaType(job.kind(), Label(pod.body, reconcile::kLabelReplicaType));
   absl::SimpleAtoi(Label(pod.body, reconcile::kLabelReplicaIndex), &record.index);
-  ASSIGN_OR_RETURN(record.log_path,
-                   ReplicaLogPath(options_.state_dir, key.namespace_, key.name, pod.name));
+  ASSIGN_OR_RETURN(record.log_path, layout_.LogPath(key, pod.name));
   if (auto ports = reads.ports.find(pod.name); ports != reads.ports.end()) {
     record.ports = ports->second;
   }
@@ -615,12 +517,9 @@ absl::StatusOr<std::optional<LocalBackend::PreparedStart>> LocalBackend::Prepare
     if (!set) proc.env.emplace_back("CUDA_VISIBLE_DEVICES", CudaVisibleDevices(record.gpus));
   }
 
-  {
-    absl::StatusOr<std::string> carried = ReadFile(RestartCountPath(key, pod.name));
-    if (carried.ok()) absl::SimpleAtoi(*carried, &record.restart_count);
-  }
+  record.restart_count = layout_.CarriedRestartCount(key, pod.name);
   // Before the record: Start() adopts a pid-0 record through the shim's process file.
-  if (absl::Status s = RemoveEndedAttemptFiles(key, pod.name); !s.ok()) {
+  if (absl::Status s = layout_.RemoveEndedAttemptFiles(key, pod.name); !s.ok()) {
     gpus_->Release(owner);
     return s;
   }
@@ -631,7 +530,7 @@ absl::StatusOr<std::optional<LocalBackend::PreparedStart>> LocalBackend::Prepare
   spec.working_dir = proc.working_dir.empty() ? options_.default_working_dir : proc.working_dir;
   spec.log_path = record.log_path;
   spec.max_log_bytes = options_.max_log_bytes;
-  spec.replica_files = ReplicaFiles(key, pod.name);
+  spec.replica_files = layout_.ReplicaFiles(key, pod.name);
   out.container = proc.container;
   out.ignored_containers = proc.ignored_containers;
   return out;
@@ -659,28 +558,21 @@ absl::Status LocalBackend::StartPrepared(const JobKey& key, std::vector<Prepared
                                      " is not run by the local backend (only ", p.container, ")"),
                         Now()});
     }
-    // The log exists from now on, so that logs of a starting pod read as empty.
-    if (absl::Status s = MakeDirs(DirName(p.record.log_path)); s.ok()) {
-      const int fd =
-          open(p.record.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-      if (fd >= 0) close(fd);
-    }
-    {
-      absl::MutexLock lock(&start_mu_);
-      ++starting_[key];
-    }
-    RunAsync([this, record = std::move(p.record), spec = std::move(p.spec)]() mutable {
-      FinishStart(std::move(record), std::move(spec));
-    });
+    // So that the logs of a starting pod read as empty. Best effort: the shim creates it too.
+    (void)layout_.CreateLog(key, p.record.name);
+    const std::string pod = p.record.name;
+    starter_.Queue(key, pod,
+                   [this, record = std::move(p.record), spec = std::move(p.spec)]() mutable {
+                     return FinishStart(std::move(record), spec);
+                   });
   }
   return absl::OkStatus();
 }
 
-void LocalBackend::FinishStart(ReplicaRecord record, ProcessSpec spec) {
+absl::Status LocalBackend::FinishStart(ReplicaRecord record, const ProcessSpec& spec) {
   const JobKey key = record.job;
   absl::StatusOr<ProcessHandle> handle = runner_->Start(spec);
   absl::Status recorded;
-  ChangeCallback callback;
   {
     absl::MutexLock lock(&mu_);
     if (!handle.ok()) {
@@ -692,20 +584,18 @@ void LocalBackend::FinishStart(ReplicaRecord record, ProcessSpec spec) {
       record.started_at = Now();
       recorded = options_.store->PutReplica(record);
     }
-    callback = callback_;
   }
   if (!handle.ok()) {
     spdlog::warn("local backend: starting {}/{}: {}", key.namespace_, record.name,
                  handle.status().ToString());
-  } else if (!recorded.ok()) {
+    return handle.status();
+  }
+  if (!recorded.ok()) {
     // The process runs and its process file is on disk: the next Start() adopts it.
     spdlog::error("local backend: recording the start of {}/{}: {}", key.namespace_, record.name,
                   recorded.ToString());
   }
-  if (!handle.ok()) {
-    absl::MutexLock lock(&start_mu_);
-    start_errors_[{key, record.name}] = handle.status();
-  } else if (const int end_fd = runner_->TakeEndFd(*handle); end_fd >= 0) {
+  if (const int end_fd = runner_->TakeEndFd(*handle); end_fd >= 0) {
     // After the Running record: the pass that the end wakes finds the process to poll.
     absl::Status watched = end_watcher_->Watch(end_fd, key);
     if (!watched.ok()) {
@@ -713,15 +603,12 @@ void LocalBackend::FinishStart(ReplicaRecord record, ProcessSpec spec) {
                    record.name, watched.ToString());
     }
   }
-  // Before the start counts as ended, so that Stop() returns only after the callback.
-  if (callback) callback(key.namespace_, key.name);
-  absl::MutexLock lock(&start_mu_);
-  if (--starting_[key] <= 0) starting_.erase(key);
+  return absl::OkStatus();
 }
 
 absl::Status LocalBackend::DeletePod(const model::Job& job, const std::string& name) {
   const JobKey key = KeyOf(job);
-  WaitForStarts(key);
+  starter_.WaitForJob(key);
   std::optional<ReplicaRecord> record;
   {
     absl::MutexLock lock(&mu_);
@@ -738,9 +625,8 @@ absl::Status LocalBackend::DeletePod(const model::Job& job, const std::string& n
   // The reconciler replaces a failed pod by deleting and recreating it where a kubelet
   // would restart its container; carrying the count over keeps backoffLimit working.
   const int restarts = record->restart_count + (record->phase == PodPhase::kFailed ? 1 : 0);
-  RETURN_IF_ERROR(MakeDirs(ReplicaFilesDir(ReplicaFiles(key, name))));
-  RETURN_IF_ERROR(WriteFileAtomic(RestartCountPath(key, name), std::to_string(restarts)));
-  RETURN_IF_ERROR(RemoveEndedAttemptFiles(key, name));
+  RETURN_IF_ERROR(layout_.CarryRestartCount(key, name, restarts));
+  RETURN_IF_ERROR(layout_.RemoveEndedAttemptFiles(key, name));
   absl::MutexLock lock(&mu_);
   gpus_->Release(GpuOwner(key, name));
   absl::Status s = options_.store->DeleteReplica(key, name);
@@ -750,19 +636,14 @@ absl::Status LocalBackend::DeletePod(const model::Job& job, const std::string& n
 
 absl::Status LocalBackend::WriteConfigMap(const model::Job& job, const model::KubeObject& cm) {
   const JobKey key = KeyOf(job);
-  if (!IsSafePathComponent(key.namespace_) || !IsSafePathComponent(key.name) ||
-      !IsSafePathComponent(cm.name)) {
-    return absl::InvalidArgumentError(absl::StrCat("ConfigMap \"", cm.name, "\": unsafe name"));
-  }
+  // An unsafe name is refused even when there is nothing to write.
+  RETURN_IF_ERROR(layout_.ConfigMapDir(key, cm.name).status());
   if (!cm.body.contains("data") || !cm.body["data"].is_object()) return absl::OkStatus();
-  const std::string dir =
-      absl::StrCat(options_.state_dir, "/configmaps/", key.namespace_, "/", key.name, "/", cm.name);
-  RETURN_IF_ERROR(MakeDirs(dir));
+  std::map<std::string, std::string> data;
   for (const auto& [k, v] : cm.body["data"].items()) {
-    if (!IsSafePathComponent(k) || !v.is_string()) continue;
-    RETURN_IF_ERROR(WriteFileAtomic(absl::StrCat(dir, "/", k), v.get<std::string>()));
+    if (v.is_string()) data.emplace(k, v.get<std::string>());
   }
-  return absl::OkStatus();
+  return layout_.WriteConfigMap(key, cm.name, data);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -770,13 +651,8 @@ absl::Status LocalBackend::WriteConfigMap(const model::Job& job, const model::Ku
 
 absl::Status LocalBackend::Forget(const model::Job& job) {
   const JobKey key = KeyOf(job);
-  WaitForStarts(key);
-  {
-    absl::MutexLock lock(&start_mu_);
-    for (auto it = start_errors_.begin(); it != start_errors_.end();) {
-      it = it->first.first == key ? start_errors_.erase(it) : std::next(it);
-    }
-  }
+  starter_.WaitForJob(key);
+  starter_.ForgetErrors(key);
   std::vector<ReplicaRecord> records;
   {
     absl::MutexLock lock(&mu_);
@@ -805,14 +681,7 @@ absl::Status LocalBackend::Forget(const model::Job& job) {
   absl::Status s = ports_.Release(key);
   if (!s.ok() && !absl::IsNotFound(s)) return s;
   RETURN_IF_ERROR(objects_.Forget(key));
-  if (!IsSafePathComponent(key.namespace_) || !IsSafePathComponent(key.name)) {
-    return absl::OkStatus();
-  }
-  for (const char* sub : {"replicas", "configmaps"}) {
-    RETURN_IF_ERROR(
-        RemoveTree(absl::StrCat(options_.state_dir, "/", sub, "/", key.namespace_, "/", key.name)));
-  }
-  return absl::OkStatus();
+  return layout_.RemoveJob(key);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -15,55 +15,33 @@
 //
 // Other objects (Service, ConfigMap, ServiceAccount, Role, RoleBinding, PodGroup) have no
 // effect here; they are recorded (object_table.h) so that Observe reports them. A
-// ConfigMap's `data` is also written to <state_dir>/configmaps/<ns>/<job>/<name>/<key>
-// (MPI's hostfile and discover_hosts.sh), for programs that want to read them; nothing
-// is mounted, so OMPI_* variables pointing at /etc/mpi are left as the reconciler wrote
-// them.
+// ConfigMap's `data` is also written as files under the state dir (local_layout.h).
 //
 // Restart policy: this backend runs each pod's process once; a pod whose process ended
 // is observed Succeeded/Failed and the reconciler decides (delete + create). In-place
 // restarts of OnFailure/Always pods, as a kubelet does them, are not done here; instead
 // deleting a Failed pod carries restart_count + 1 over to the next pod of the same name
-// (replicas/<ns>/<job>/<pod>.restart_count), so the pod's restart_count, which backoffLimit counts,
+// (LocalLayout::CarryRestartCount), so the pod's restart_count, which backoffLimit counts,
 // grows as a kubelet's would.
 //
-// State on disk under state_dir, one directory per job (a directory costs an inode
-// allocation, the dearest file-system call of a start: bench/README.md):
-//   replicas/<ns>/<job>/<pod>.log       (log_files.h; the shim's, rotated to .log.1)
-//   replicas/<ns>/<job>/<pod>.process   (the shim's process and exit files, exit_record.h)
-//   replicas/<ns>/<job>/<pod>.exit
-//   replicas/<ns>/<job>/<pod>.restart_count
-//   configmaps/<ns>/<job>/<name>/       (ConfigMap data)
-// Replica records, port reservations, recorded non-pod objects: the ReplicaStore. The record of a
-// pod is written (pid 0, Pending) before its process starts, so an operator killed in between finds
-// it at Start() and recovers the handle from the shim's process file (or drops the record when the
-// process never started), and a pod is never run twice.
+// State: the files of each job in one directory under state_dir (local_layout.h); replica
+// records, port reservations and recorded non-pod objects in the ReplicaStore. The record of a
+// pod is written (pid 0, Pending) before its process starts, so an operator killed in between
+// finds it at Start() and recovers the handle from the shim's process file (or drops the record
+// when the process never started), and a pod is never run twice.
 //
-// Starting is asynchronous, as on a kubelet: Apply(kCreate Pod) returns once the Pending
-// record is durable, and a small pool of starter threads runs the replica shims, so the
-// replicas of one job start in parallel instead of one shim start after another. When a
-// start ends the record becomes Running (or is dropped when the process could not be
-// started) and the change callback fires. A start that failed is reported by the next
-// Apply(kCreate) of that pod, so the controller retries it with its backoff. DeletePod and
-// Forget wait for the job's starts in flight; the destructor waits for all of them.
-//
-// Ends: the poller learns of a started replica's end at once from its shim's end-of-file
-// descriptor (end_watcher.h) and wakes the job; every poll_interval it also polls every
-// running record (replicas adopted after a restart have no descriptor).
+// Starts run on a pool of starter threads (replica_starter.h); a poller thread learns of
+// replica ends (replica_poller.h).
 //
 // Thread-safety: thread-safe; the controller calls it from several workers (never two at
 // once for one job), and a poller thread watches processes between Start() and Stop().
 
 #include <atomic>
-#include <deque>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
-#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -74,10 +52,13 @@
 #include "operator/backend/backend.h"
 #include "operator/backend/local/end_watcher.h"
 #include "operator/backend/local/gpu_allocator.h"
+#include "operator/backend/local/local_layout.h"
 #include "operator/backend/local/net/port_allocator.h"
 #include "operator/backend/local/object_table.h"
 #include "operator/backend/local/process/pod_process.h"
 #include "operator/backend/local/process/process_runner.h"
+#include "operator/backend/local/replica_poller.h"
+#include "operator/backend/local/replica_starter.h"
 #include "operator/backend/local/store/replica_store.h"
 
 namespace coach::backend::local {
@@ -142,7 +123,7 @@ class LocalBackend : public Backend {
   // (128 + n for signal n) or, when the supervisor vanished, with a message and no code.
   // Changes are persisted in the replica records.
   absl::StatusOr<model::ObservedState> Observe(const model::Job& job) override;
-  // kCreate Pod: runs it (see above); returns once the Pending record is stored, the
+  // kCreate Pod: runs it (replica_starter.h); returns once the Pending record is stored, the
   // process starts in the background. Errors: InvalidArgument (pod_process.h),
   // FailedPrecondition ("waiting for N GPUs"), Internal (the previous start of this pod
   // failed, reported once).
@@ -167,7 +148,8 @@ class LocalBackend : public Backend {
 
  private:
   LocalBackend(LocalBackendOptions options, std::unique_ptr<ProcessRunner> owned_runner,
-               std::unique_ptr<GpuAllocator> gpus, std::unique_ptr<EndWatcher> end_watcher);
+               std::unique_ptr<GpuAllocator> gpus, std::unique_ptr<EndWatcher> end_watcher,
+               std::string mlflow_binding_dir);
 
   // Reserves the ports of the job that `have` (its reservations) lacks; whether it did.
   absl::StatusOr<bool> EnsurePorts(const model::Job& job, const std::vector<PortReservation>& have);
@@ -185,46 +167,35 @@ class LocalBackend : public Backend {
   };
   absl::StatusOr<PassReads> ReadForPass(const JobKey& key);
   absl::Status CreatePod(const model::Job& job, const model::KubeObject& pod);
-  // nullopt: the pod exists. Errors as Apply; nothing is held after an error.
   // A tracked replica's process gets the MLflow binding first on its PYTHONPATH.
   void AddMlflowBinding(PodProcess& proc) const;
+  // nullopt: the pod exists. Errors as Apply; nothing is held after an error.
   absl::StatusOr<std::optional<PreparedStart>> PreparePod(const model::Job& job,
                                                           const model::KubeObject& pod,
                                                           const PassReads& reads);
   // Writes the records in one synced transaction, then queues the starts. On error nothing
   // was written and the pods' GPUs are released.
   absl::Status StartPrepared(const JobKey& key, std::vector<PreparedStart> prepared);
-  // Runs the shim for a stored Pending record; see "Starting is asynchronous".
-  void FinishStart(ReplicaRecord record, ProcessSpec spec);
-  // Queues `task` on the starter pool.
-  void RunAsync(std::function<void()> task);
-  void StarterLoop();
-  // Blocks until no start of `job` is in flight.
-  void WaitForStarts(const JobKey& job);
+  // Runs the shim for a stored Pending record, on a starter thread; the error when it did not
+  // start (its record is then dropped).
+  absl::Status FinishStart(ReplicaRecord record, const ProcessSpec& spec);
   absl::Status DeletePod(const model::Job& job, const std::string& name);
   absl::Status WriteConfigMap(const model::Job& job, const model::KubeObject& cm);
   // Polls a started, running record and updates it (and the store) when it ended.
   // Returns whether it changed.
   bool Refresh(ReplicaRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PollLoop();
+  // The poller's periodic poll: refreshes every running record; the jobs whose replicas ended.
+  std::set<JobKey> PollRunning();
+  // Fires the change callback for each job.
+  void Wake(const std::set<JobKey>& jobs);
   absl::Time Now() const { return options_.clock->Now(); }
-  // What names the pod's shim files (ProcessSpec::replica_files): "<job dir>/<pod>.".
-  std::string ReplicaFiles(const JobKey& job, const std::string& pod) const;
-  // Restarts carried over to the next pod of the same name (see DeletePod).
-  // Removes the process and exit files of the pod's ended attempt, which its job's
-  // directory outlives (restart_count stays). Left there, a crash after the next
-  // attempt's record is written but before its process starts would let Start() adopt
-  // the ended attempt as the new one and count its exit as one more failure (found by
-  // e2e/local:chaos_kill_test: a job failed for backoffLimit with every replica restarted
-  // once). Internal when a file cannot be removed.
-  absl::Status RemoveEndedAttemptFiles(const JobKey& job, const std::string& pod) const;
-  std::string RestartCountPath(const JobKey& job, const std::string& pod) const;
   static std::string GpuOwner(const JobKey& job, const std::string& pod);
 
   const LocalBackendOptions options_;
+  const LocalLayout layout_;
   // Where the MLflow binding was written ("" when it could not be): a tracked replica gets it
   // first on its PYTHONPATH (integrations/mlflow/binding.h).
-  std::string mlflow_binding_dir_;
+  const std::string mlflow_binding_dir_;
   std::unique_ptr<ProcessRunner> owned_runner_;
   ProcessRunner* const runner_;
   std::unique_ptr<GpuAllocator> gpus_;
@@ -232,22 +203,14 @@ class LocalBackend : public Backend {
   PortAllocator ports_;
   ObjectTable objects_;
 
-  // Serialises replica-record writes between the controller's calls and the poller.
+  // Serialises replica-record writes between the controller's calls, the starters and the
+  // poller.
   absl::Mutex mu_;
-  ChangeCallback callback_;
+  ChangeCallback callback_ ABSL_GUARDED_BY(mu_);
 
-  absl::Mutex poll_mu_;
-  bool stopping_ ABSL_GUARDED_BY(poll_mu_) = false;
-  std::thread poller_;
-
-  // The starter pool and the starts in flight.
-  absl::Mutex start_mu_;
-  std::deque<std::function<void()>> start_tasks_ ABSL_GUARDED_BY(start_mu_);
-  bool starters_stopping_ ABSL_GUARDED_BY(start_mu_) = false;
-  std::map<JobKey, int> starting_ ABSL_GUARDED_BY(start_mu_);
-  // Failed starts by (job, pod), reported by the next CreatePod of that pod.
-  std::map<std::pair<JobKey, std::string>, absl::Status> start_errors_ ABSL_GUARDED_BY(start_mu_);
-  std::vector<std::thread> starters_;
+  // Last, so destroyed first: their threads end while everything they reach still exists.
+  ReplicaPoller poller_;
+  ReplicaStarter starter_;
 };
 
 }  // namespace coach::backend::local

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/test_dir.h"
 #include "gtest/gtest.h"
 #include "operator/backend/local/local_backend.h"
 #include "operator/backend/local/store/sqlite_job_store.h"
@@ -18,10 +19,8 @@ namespace {
 class LocalContractTest : public backend::testing::BackendContractTest {
  protected:
   std::unique_ptr<Backend> Init() override {
-    const char* tmp = getenv("TEST_TMPDIR");
-    const std::string dir =
-        absl::StrCat(tmp ? tmp : "/tmp", "/contract-",
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    const std::string dir = ::coach::testing::FreshTestDir(
+        absl::StrCat("contract-", ::testing::UnitTest::GetInstance()->current_test_info()->name()));
     auto store = SqliteJobStore::Open(dir + "/state");
     EXPECT_TRUE(store.ok()) << store.status();
     if (!store.ok()) return nullptr;

@@ -18,6 +18,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/testing/test_dir.h"
 #include "operator/backend/local/fs_util.h"
 #include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/backend/local/testing/fake_gpu_discovery.h"
@@ -43,9 +44,8 @@ Json Argv(const std::string& script) { return Json::array({"/bin/sh", "-c", scri
 class LocalBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* tmp = getenv("TEST_TMPDIR");
-    dir_ = absl::StrCat(tmp ? tmp : "/tmp", "/",
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = ::coach::testing::FreshTestDir(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     auto store = SqliteJobStore::Open(dir_ + "/state");
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
@@ -558,7 +558,7 @@ TEST_F(LocalBackendTest, OtherObjectsAreRecordedDurablyAndForgetCleansUp) {
   ASSERT_TRUE(Create(job, svc).ok());
   ASSERT_TRUE(Create(job, Pod(job)).ok());
   WaitPod(job, PodPhase::kSucceeded);
-  // One directory per job holds its pods' files (local_backend.h).
+  // One directory per job holds its pods' files (local_layout.h).
   EXPECT_EQ(ReadFile(dir_ + "/state/replicas/ns/objs/objs-worker-0.log").value_or(""), "x\n");
   EXPECT_TRUE(ReadFile(dir_ + "/state/replicas/ns/objs/objs-worker-0.exit").ok());
   auto hostfile = ReadFile(dir_ + "/state/configmaps/ns/objs/objs-config/hostfile");

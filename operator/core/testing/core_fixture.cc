@@ -1,7 +1,6 @@
 #include "operator/core/testing/core_fixture.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -9,17 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/testing/eventually.h"
+#include "common/testing/test_dir.h"
 #include "operator/reconcile/conditions.h"
 
 namespace coach::core::testing {
 
-std::string MakeTempDir() {
-  const char* base = std::getenv("TEST_TMPDIR");
-  std::string tmpl = absl::StrCat(base != nullptr ? base : "/tmp", "/coach-core-XXXXXX");
-  char* dir = mkdtemp(tmpl.data());
-  if (dir == nullptr) std::abort();
-  return tmpl;
-}
+std::string MakeTempDir() { return ::coach::testing::FreshTestDir("coach-core"); }
 
 std::string PyTorchManifest(const std::string& name, int workers, const std::string& restart_policy,
                             const std::string& run_policy_yaml, const std::string& labels_yaml) {

@@ -19,7 +19,7 @@
 
 namespace coach::core::testing {
 
-// A fresh directory under TEST_TMPDIR (or /tmp).
+// A fresh directory (common/testing/test_dir.h).
 std::string MakeTempDir();
 
 // A PyTorchJob manifest (YAML): 1 Master + `workers` Workers, restartPolicy, optional

@@ -2,21 +2,21 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <string>
+
+#include "common/testing/test_dir.h"
 
 namespace coach::cli {
 namespace {
 
-std::string Dir() {
-  const char* t = std::getenv("TEST_TMPDIR");
-  return t != nullptr ? t : "/tmp";
-}
+std::string Dir() { return ::coach::testing::FreshTestDir("kube_token"); }
 
-// A kubeconfig with one cluster and two contexts: "tok" (a literal token) and `user_b`'s.
-std::string WriteKubeconfig(const std::string& name, const std::string& user_b) {
-  const std::string path = Dir() + "/" + name;
+// A kubeconfig with one cluster and two contexts: "tok" (a literal token) and `user_b`'s; in
+// `dir`, a fresh directory unless given.
+std::string WriteKubeconfig(const std::string& name, const std::string& user_b,
+                            const std::string& dir = Dir()) {
+  const std::string path = dir + "/" + name;
   std::ofstream(path) << R"(apiVersion: v1
 kind: Config
 current-context: tok
@@ -45,9 +45,11 @@ TEST(KubeTokenTest, TheCurrentContextsUserToken) {
 
 TEST(KubeTokenTest, ATokenFileRelativeToTheKubeconfig) {
   sdk::ConnectionOptions c;
-  ASSERT_TRUE(UseKubeconfigToken(WriteKubeconfig("k2", "{tokenFile: sa-token}"), "other", &c).ok());
+  const std::string dir = Dir();
+  ASSERT_TRUE(
+      UseKubeconfigToken(WriteKubeconfig("k2", "{tokenFile: sa-token}", dir), "other", &c).ok());
   EXPECT_TRUE(c.token.empty());
-  EXPECT_EQ(c.token_file, Dir() + "/sa-token");
+  EXPECT_EQ(c.token_file, dir + "/sa-token");
 }
 
 TEST(KubeTokenTest, NoTokenNoFileAndBothFlagsAreRefusedNamingTheFlag) {

@@ -1,16 +1,16 @@
 #include "sdk/cpp/cli/manifest_input.h"
 
-#include <cstdlib>
 #include <fstream>
 #include <string>
 
+#include "common/testing/test_dir.h"
 #include "gtest/gtest.h"
 
 namespace coach::cli {
 namespace {
 
 TEST(ManifestInputTest, ADirectoryIsRefusedNamingIt) {
-  absl::StatusOr<std::string> read = ReadInput(std::getenv("TEST_TMPDIR"));
+  absl::StatusOr<std::string> read = ReadInput(::coach::testing::FreshTestDir("manifest_input"));
   ASSERT_TRUE(absl::IsInvalidArgument(read.status())) << read.status();
   EXPECT_NE(read.status().message().find("is a directory"), std::string::npos);
 }
@@ -24,7 +24,7 @@ TEST(ManifestInputTest, AnEndlessFileStopsAtTheBound) {
 
 TEST(ManifestInputTest, MissingAndOrdinaryFiles) {
   EXPECT_TRUE(absl::IsNotFound(ReadInput("/nonexistent/job.yaml").status()));
-  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/job.yaml";
+  const std::string path = ::coach::testing::FreshTestDir("manifest_input") + "/job.yaml";
   std::ofstream(path) << "kind: PyTorchJob\n";
   absl::StatusOr<std::string> read = ReadInput(path);
   ASSERT_TRUE(read.ok()) << read.status();

@@ -2,13 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
+#include "common/testing/test_dir.h"
 #include "sdk/cpp/cli/exit_codes.h"
 
 namespace coach::cli {
@@ -19,7 +19,7 @@ using nlohmann::json;
 std::string SeedManifest() { return "sdk/cpp/cli/testdata/pytorch-mnist.yaml"; }
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
-  std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  std::string path = ::coach::testing::FreshTestDir("offline_commands") + "/" + name;
   std::ofstream(path) << text;
   return path;
 }

@@ -5,13 +5,13 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/testing/test_dir.h"
 #include "operator/backend/local/local_backend.h"
 #include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/backend/local/testing/fake_gpu_discovery.h"
@@ -44,9 +44,8 @@ class NoRunner : public ProcessRunner {
 class LocalAddressPlanTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* tmp = getenv("TEST_TMPDIR");
-    dir_ = absl::StrCat(tmp ? tmp : "/tmp", "/",
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = ::coach::testing::FreshTestDir(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     auto store = SqliteJobStore::Open(dir_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);

@@ -7,12 +7,12 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <deque>
 #include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/test_dir.h"
 #include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/store/testing/test_jobs.h"
 
@@ -40,10 +40,8 @@ struct Listener {
 class PortAllocatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* tmp = getenv("TEST_TMPDIR");
-    auto store = SqliteJobStore::Open(
-        absl::StrCat(tmp ? tmp : "/tmp", "/ports-",
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    auto store = SqliteJobStore::Open(::coach::testing::FreshTestDir(
+        absl::StrCat("ports-", ::testing::UnitTest::GetInstance()->current_test_info()->name())));
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
     for (const char* name : {"a", "b"}) {

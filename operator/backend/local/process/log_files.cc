@@ -98,22 +98,6 @@ bool SameFile(const OpenLog& log, const LogPosition& at) {
 
 }  // namespace
 
-std::string ReplicaFilesBase(const std::string& state_dir, const std::string& ns,
-                             const std::string& job, const std::string& replica) {
-  return absl::StrCat(state_dir, "/replicas/", ns, "/", job, "/", replica, ".");
-}
-
-absl::StatusOr<std::string> ReplicaLogPath(const std::string& state_dir, const std::string& ns,
-                                           const std::string& job, const std::string& replica) {
-  for (const std::string* part : {&ns, &job, &replica}) {
-    if (!IsSafePathComponent(*part)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("name '", *part, "' cannot be used in a log path"));
-    }
-  }
-  return absl::StrCat(ReplicaFilesBase(state_dir, ns, job, replica), "log");
-}
-
 absl::StatusOr<std::unique_ptr<LogWriter>> LogWriter::Open(const std::string& path,
                                                            int64_t max_bytes) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -1,9 +1,9 @@
 #pragma once
 
-// Per-replica log files: <state-dir>/replicas/<ns>/<job>/<replica>.log, next to the shim's
-// files in the job's one directory. The shim is the only writer (LogWriter): the program's
-// stdout and stderr reach it through a pipe, so the bound holds at any write rate. Readers
-// for "tail N lines" and "follow from a position" cope with a rotation between two reads.
+// Per-replica log files (their paths: local_layout.h). The shim is the only writer
+// (LogWriter): the program's stdout and stderr reach it through a pipe, so the bound holds at
+// any write rate. Readers for "tail N lines" and "follow from a position" cope with a rotation
+// between two reads.
 
 #include <sys/types.h>
 
@@ -15,16 +15,6 @@
 #include "absl/strings/string_view.h"
 
 namespace coach::backend::local {
-
-// Where the local backend keeps a replica's files, its log among them: the base
-// "<state-dir>/replicas/<ns>/<job>/<replica>." that names them (ReplicaFile in exit_record.h).
-// The names must be safe path components (ReplicaLogPath checks them).
-std::string ReplicaFilesBase(const std::string& state_dir, const std::string& ns,
-                             const std::string& job, const std::string& replica);
-
-// ReplicaFilesBase + "log". Errors: InvalidArgument (a name is not a safe single path component).
-absl::StatusOr<std::string> ReplicaLogPath(const std::string& state_dir, const std::string& ns,
-                                           const std::string& job, const std::string& replica);
 
 // Appends to a log of at most `max_bytes` live bytes plus one rotated file of at most as many:
 // when the next bytes do not fit, the live file is renamed to `<path>.1` (replacing the older

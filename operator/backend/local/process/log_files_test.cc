@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/test_dir.h"
 #include "operator/backend/local/fs_util.h"
 
 namespace coach::backend::local {
@@ -16,10 +16,8 @@ namespace {
 class LogFilesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* tmp = getenv("TEST_TMPDIR");
-    dir_ = absl::StrCat(tmp ? tmp : "/tmp", "/",
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ASSERT_TRUE(MakeDirs(dir_).ok());
+    dir_ = ::coach::testing::FreshTestDir(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     path_ = dir_ + "/r.log";
     fd_ = open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     ASSERT_GE(fd_, 0);
@@ -31,18 +29,6 @@ class LogFilesTest : public ::testing::Test {
   std::string dir_, path_;
   int fd_ = -1;
 };
-
-TEST_F(LogFilesTest, ReplicaLogPathRejectsTraversal) {
-  auto p = ReplicaLogPath("/state", "ns", "job", "job-worker-0");
-  ASSERT_TRUE(p.ok());
-  EXPECT_EQ(*p, "/state/replicas/ns/job/job-worker-0.log");
-  EXPECT_EQ(ReplicaFilesBase("/state", "ns", "job", "job-worker-0"),
-            "/state/replicas/ns/job/job-worker-0.");
-  EXPECT_EQ(ReplicaLogPath("/state", "..", "job", "r").status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_FALSE(ReplicaLogPath("/state", "ns", "a/b", "r").ok());
-  EXPECT_FALSE(ReplicaLogPath("/state", "ns", "job", "").ok());
-}
 
 TEST_F(LogFilesTest, TailLines) {
   Append("one\ntwo\nthree\nfour\n");

@@ -6,10 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/test_dir.h"
 #include "operator/backend/local/process/proc_stat.h"
 
 namespace coach::backend::local {
@@ -108,9 +108,7 @@ TEST(ReplicaCgroupTest, KillsEveryMemberAndRemovesTheCgroup) {
 // Directories stand in for cgroups: rmdir refuses a non-empty one as it refuses (EBUSY) a
 // populated cgroup.
 TEST(ReplicaCgroupTest, RemovesOnlyEmptyCgroupsOfShimsThatAreGone) {
-  const char* tmp = getenv("TEST_TMPDIR");
-  const std::string parent = absl::StrCat(tmp ? tmp : "/tmp", "/stale-", getpid());
-  ASSERT_EQ(mkdir(parent.c_str(), 0755), 0);
+  const std::string parent = ::coach::testing::FreshTestDir("stale");
   pid_t gone = fork();
   ASSERT_GE(gone, 0);
   if (gone == 0) {

@@ -18,9 +18,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/testing/test_dir.h"
 #include "operator/backend/local/fs_util.h"
 #include "operator/backend/local/process/exit_record.h"
 #include "operator/backend/local/process/log_files.h"
@@ -40,10 +42,9 @@ std::string ShimPath() {
 class ShimProcessRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* tmp = getenv("TEST_TMPDIR");
-    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = absl::StrCat(tmp ? tmp : "/tmp", "/", info->name());
-    ASSERT_TRUE(MakeDirs(dir_).ok());
+    // A parameterised test's name has a '/' in it.
+    dir_ = ::coach::testing::FreshTestDir(absl::StrReplaceAll(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name(), {{"/", "-"}}));
     auto runner = ShimProcessRunner::Create(ShimPath());
     ASSERT_TRUE(runner.ok()) << runner.status();
     runner_ = std::move(*runner);

@@ -6,9 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include "absl/strings/str_cat.h"
+#include "common/testing/test_dir.h"
 #include "operator/backend/local/fs_util.h"
 #include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/store/testing/test_jobs.h"
@@ -21,9 +20,8 @@ using store::testing::MakeJob;
 class SqliteDatabaseTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* tmp = getenv("TEST_TMPDIR");
-    dir_ = absl::StrCat(tmp ? tmp : "/tmp", "/sqlite-",
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = ::coach::testing::FreshTestDir(
+        absl::StrCat("sqlite-", ::testing::UnitTest::GetInstance()->current_test_info()->name()));
   }
   std::string dir_;
 };
