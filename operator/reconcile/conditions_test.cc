@@ -10,9 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/v1/job_conditions.h"
+#include "operator/model/testing/job_builder.h"
+#include "operator/model/testing/observed_builder.h"
 #include "operator/reconcile/reconciler.h"
-#include "operator/reconcile/testing/job_builder.h"
-#include "operator/reconcile/testing/observed_builder.h"
 
 // Expected values: kubeflow-v1.md, "Status" and "runPolicy and restarts" (upstream
 // v1.9.4's setCondition / filterOutCondition and the suspend, deadline and backoff paths

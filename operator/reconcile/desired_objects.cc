@@ -4,6 +4,8 @@
 
 #include "api/v1/job_policies.h"
 #include "common/status_macros.h"
+#include "operator/model/kubernetes_address_plan.h"
+#include "operator/model/replicas.h"
 #include "operator/reconcile/framework_env.h"
 #include "operator/reconcile/gang.h"
 #include "operator/reconcile/karpenter_placement.h"
@@ -11,7 +13,6 @@
 #include "operator/reconcile/master_wait.h"
 #include "operator/reconcile/mlflow_env.h"
 #include "operator/reconcile/mpi_objects.h"
-#include "operator/reconcile/replicas.h"
 
 namespace coach::reconcile {
 

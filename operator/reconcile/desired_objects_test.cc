@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "operator/model/kubernetes_address_plan.h"
+#include "operator/model/replicas.h"
+#include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/framework_env.h"
-#include "operator/reconcile/kubernetes_address_plan.h"
 #include "operator/reconcile/mpi_objects.h"
-#include "operator/reconcile/replicas.h"
-#include "operator/reconcile/testing/job_builder.h"
 
 namespace coach::reconcile {
 namespace {

@@ -8,10 +8,10 @@
 #include <utility>
 #include <vector>
 
-#include "operator/reconcile/kubernetes_address_plan.h"
+#include "operator/model/kubernetes_address_plan.h"
+#include "operator/model/replicas.h"
+#include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/mlflow_env.h"
-#include "operator/reconcile/replicas.h"
-#include "operator/reconcile/testing/job_builder.h"
 
 // Expected values: kubeflow-v1.md, "Environment wiring per framework" (upstream v1.9.4's
 // pytorch/envvar.go and elastic.go, tensorflow/tensorflow.go, xgboost/xgboost.go,

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "operator/model/replicas.h"
 #include "operator/reconcile/quantity.h"
-#include "operator/reconcile/replicas.h"
 
 namespace coach::reconcile {
 

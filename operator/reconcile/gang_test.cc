@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "operator/reconcile/testing/job_builder.h"
+#include "operator/model/testing/job_builder.h"
 
 // Expected values: kubeflow-v1.md, "runPolicy and restarts" (schedulingPolicy) and
 // "Operator surface upstream" (gang scheduling), i.e. upstream v1.9.4's

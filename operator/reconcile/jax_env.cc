@@ -1,8 +1,8 @@
 #include <string>
 
 #include "common/status_macros.h"
+#include "operator/model/replicas.h"
 #include "operator/reconcile/framework_env.h"
-#include "operator/reconcile/replicas.h"
 
 namespace coach::reconcile {
 

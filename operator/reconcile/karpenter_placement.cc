@@ -2,7 +2,7 @@
 
 #include "integrations/karpenter/annotations.h"
 #include "integrations/karpenter/placement.h"
-#include "operator/reconcile/replicas.h"
+#include "operator/model/replicas.h"
 
 namespace coach::reconcile {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/desired_objects.h"
-#include "operator/reconcile/testing/job_builder.h"
 
 namespace coach::reconcile {
 namespace {

@@ -25,7 +25,7 @@
 
 #include "absl/status/status.h"
 #include "operator/model/reconcile_types.h"
-#include "operator/reconcile/replicas.h"
+#include "operator/model/replicas.h"
 
 namespace coach::reconcile {
 

@@ -4,9 +4,9 @@
 
 #include <string>
 
+#include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/desired_objects.h"
 #include "operator/reconcile/launcher_wrap.h"
-#include "operator/reconcile/testing/job_builder.h"
 
 namespace coach::reconcile {
 namespace {

@@ -41,7 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "operator/model/reconcile_types.h"
-#include "operator/reconcile/replicas.h"
+#include "operator/model/replicas.h"
 
 namespace coach::reconcile {
 

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/desired_objects.h"
-#include "operator/reconcile/testing/job_builder.h"
 
 namespace coach::reconcile {
 namespace {

@@ -5,7 +5,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "operator/reconcile/replicas.h"
+#include "operator/model/kubernetes_address_plan.h"
+#include "operator/model/replicas.h"
 
 namespace coach::reconcile {
 namespace {

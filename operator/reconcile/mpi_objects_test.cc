@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "operator/reconcile/kubernetes_address_plan.h"
-#include "operator/reconcile/replicas.h"
-#include "operator/reconcile/testing/job_builder.h"
+#include "operator/model/kubernetes_address_plan.h"
+#include "operator/model/replicas.h"
+#include "operator/model/testing/job_builder.h"
 
 // Expected values: kubeflow-v1.md, "MPIJob v1" (upstream v1.9.4's mpijob controller:
 // newConfigMap, updateDiscoverHostsInConfigMap, newLauncherRole/RoleBinding, newLauncher,

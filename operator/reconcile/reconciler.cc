@@ -13,12 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "api/v1/job_conditions.h"
 #include "api/v1/job_policies.h"
+#include "operator/model/replicas.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/desired_objects.h"
 #include "operator/reconcile/gang.h"
 #include "operator/reconcile/mpi_objects.h"
 #include "operator/reconcile/pending.h"
-#include "operator/reconcile/replicas.h"
 #include "operator/reconcile/restart_rule.h"
 #include "operator/reconcile/success_rule.h"
 

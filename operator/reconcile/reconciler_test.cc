@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "operator/model/replicas.h"
+#include "operator/model/testing/job_builder.h"
+#include "operator/model/testing/observed_builder.h"
 #include "operator/reconcile/conditions.h"
-#include "operator/reconcile/replicas.h"
-#include "operator/reconcile/testing/job_builder.h"
-#include "operator/reconcile/testing/observed_builder.h"
 
 namespace coach::reconcile {
 namespace {

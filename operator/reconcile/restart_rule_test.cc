@@ -9,10 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "api/v1/kinds.h"
+#include "operator/model/testing/job_builder.h"
+#include "operator/model/testing/observed_builder.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/reconciler.h"
-#include "operator/reconcile/testing/job_builder.h"
-#include "operator/reconcile/testing/observed_builder.h"
 
 // Expected values: kubeflow-v1.md, "runPolicy and restarts" and "Status" (upstream
 // v1.9.4's IsRetryableExitCode, ReconcilePods, UpdateJobStatus and PastBackoffLimit).

@@ -3,7 +3,7 @@
 #include <string_view>
 
 #include "api/v1/job_policies.h"
-#include "operator/reconcile/replicas.h"
+#include "operator/model/replicas.h"
 
 namespace coach::reconcile {
 

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "operator/model/replicas.h"
 #include "operator/reconcile/framework_env.h"
-#include "operator/reconcile/replicas.h"
 
 namespace coach::reconcile {
 namespace {

@@ -3,8 +3,8 @@
 
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "operator/model/replicas.h"
 #include "operator/reconcile/framework_env.h"
-#include "operator/reconcile/replicas.h"
 
 namespace coach::reconcile {
 

@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
+#include "operator/model/replicas.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/mlflow_env.h"
-#include "operator/reconcile/replicas.h"
 #include "operator/tracking/linked_runs.h"
 #include "operator/tracking/mlflow_tracker.h"
 

@@ -10,9 +10,9 @@
 #include "common/testing/fake_clock.h"
 #include "integrations/mlflow/testing/fake_tracking_client.h"
 #include "operator/metrics/registry.h"
+#include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/mlflow_env.h"
-#include "operator/reconcile/testing/job_builder.h"
 
 namespace coach::tracking {
 namespace {

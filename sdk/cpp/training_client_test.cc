@@ -4,20 +4,42 @@
 #include <grpcpp/create_channel.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <thread>
 
-#include "sdk/cpp/testing/fake_training_service.h"
+#include "absl/strings/str_cat.h"
+#include "operator/core/job_service.h"
+#include "operator/core/testing/fake_backend.h"
+#include "operator/model/observed_state.h"
+#include "operator/server/testing/in_memory_server.h"
+#include "operator/store/testing/fake_job_store.h"
+#include "sdk/cpp/job_builder.h"
+#include "sdk/cpp/testing/test_jobs.h"
 
 namespace coach::sdk {
 namespace {
 
 using api::v1::JobEvent;
 using api::v1::TrainingJob;
+using server::testing::InMemoryServer;
 using ::testing::ElementsAre;
-using testing::FakeServer;
 using ::testing::HasSubstr;
 using testing::JobWithConditions;
-using testing::WatchScript;
+
+constexpr char kManifest[] = R"(apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: from-yaml
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: busybox
+)";
 
 class TrainingClientTest : public ::testing::Test {
  protected:
@@ -31,67 +53,67 @@ class TrainingClientTest : public ::testing::Test {
         grpc::CreateChannel(server_.address(), grpc::InsecureChannelCredentials()), config);
   }
 
-  static JobEvent Event(JobEvent::Type type, const TrainingJob& job) {
-    JobEvent event;
-    event.set_type(type);
-    *event.mutable_job() = job;
-    return event;
+  // Sets the conditions of the stored job default/a, as the controller would.
+  void SetConditions(const std::vector<std::string>& conditions, const std::string& message = "") {
+    server_.SetStatus("default", "a",
+                      JobWithConditions("default", "a", conditions, message).status());
   }
 
-  FakeServer server_;
+  std::vector<api::v1::CreateJobRequest> CreateRequests() {
+    return server_.recorder().Requests<api::v1::CreateJobRequest>("CreateJob");
+  }
+
+  InMemoryServer server_;
 };
 
 TEST_F(TrainingClientTest, CreateJobSendsJobNamespaceAndDryRun) {
   auto client = MakeClient();
-  TrainingJob job = JobWithConditions("", "mnist", {});
-  absl::StatusOr<TrainingJob> created = client->CreateJob(job, "ml", /*dry_run=*/true);
+  absl::StatusOr<TrainingJob> job =
+      JobBuilder::PyTorch("mnist").Image("busybox").Masters(1).Build();
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<TrainingJob> created = client->CreateJob(*job, "ml", /*dry_run=*/true);
   ASSERT_TRUE(created.ok()) << created.status();
   EXPECT_EQ(created->metadata().namespace_(), "ml");
-  ASSERT_EQ(server_.service().create_requests().size(), 1u);
-  EXPECT_TRUE(server_.service().create_requests()[0].dry_run());
-  EXPECT_EQ(server_.service().create_requests()[0].namespace_(), "ml");
-  EXPECT_FALSE(server_.service().FindJob("ml", "mnist").has_value());
+  ASSERT_EQ(CreateRequests().size(), 1u);
+  EXPECT_TRUE(CreateRequests()[0].dry_run());
+  EXPECT_EQ(CreateRequests()[0].namespace_(), "ml");
+  EXPECT_EQ(server_.jobs().Get("ml", "mnist").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(TrainingClientTest, CreateJobFromManifestSendsTheText) {
   auto client = MakeClient();
-  server_.service().SetManifestResult(JobWithConditions("", "from-yaml", {}));
-  absl::StatusOr<TrainingJob> created = client->CreateJobFromManifest("kind: PyTorchJob\n");
+  absl::StatusOr<TrainingJob> created = client->CreateJobFromManifest(kManifest);
   ASSERT_TRUE(created.ok()) << created.status();
   EXPECT_EQ(created->metadata().name(), "from-yaml");
-  EXPECT_EQ(server_.service().create_requests()[0].manifest(), "kind: PyTorchJob\n");
-  EXPECT_TRUE(server_.service().FindJob("default", "from-yaml").has_value());
+  EXPECT_EQ(CreateRequests()[0].manifest(), kManifest);
+  EXPECT_TRUE(server_.jobs().Get("default", "from-yaml").ok());
 }
 
 TEST_F(TrainingClientTest, TokenIsSentAsBearerMetadata) {
   auto client = MakeClient("tok-123");
-  server_.service().AddJob(JobWithConditions("default", "a", {}));
+  server_.AddJob(JobWithConditions("default", "a", {}));
   ASSERT_TRUE(client->GetJob("default", "a").ok());
-  EXPECT_THAT(server_.service().authorizations(), ElementsAre("Bearer tok-123"));
+  EXPECT_THAT(server_.recorder().authorizations(), ElementsAre("Bearer tok-123"));
 }
 
 TEST_F(TrainingClientTest, NoAuthorizationMetadataWithoutToken) {
   auto client = MakeClient();
-  server_.service().AddJob(JobWithConditions("default", "a", {}));
+  server_.AddJob(JobWithConditions("default", "a", {}));
   ASSERT_TRUE(client->GetJob("default", "a").ok());
-  EXPECT_THAT(server_.service().authorizations(), ElementsAre(""));
+  EXPECT_THAT(server_.recorder().authorizations(), ElementsAre(""));
 }
 
 TEST_F(TrainingClientTest, ServerCodesBecomeTheSameAbslCodes) {
   auto client = MakeClient();
-  const std::vector<std::pair<grpc::StatusCode, absl::StatusCode>> cases = {
-      {grpc::StatusCode::INVALID_ARGUMENT, absl::StatusCode::kInvalidArgument},
-      {grpc::StatusCode::NOT_FOUND, absl::StatusCode::kNotFound},
-      {grpc::StatusCode::ALREADY_EXISTS, absl::StatusCode::kAlreadyExists},
-      {grpc::StatusCode::FAILED_PRECONDITION, absl::StatusCode::kFailedPrecondition},
-      {grpc::StatusCode::UNAUTHENTICATED, absl::StatusCode::kUnauthenticated},
-      {grpc::StatusCode::PERMISSION_DENIED, absl::StatusCode::kPermissionDenied},
-      {grpc::StatusCode::UNAVAILABLE, absl::StatusCode::kUnavailable},
-  };
-  for (const auto& [grpc_code, absl_code] : cases) {
-    server_.service().InjectError("GetJob", grpc::Status(grpc_code, "boom"));
+  // The server answers the store's code as the gRPC code of the same name.
+  for (absl::StatusCode code :
+       {absl::StatusCode::kInvalidArgument, absl::StatusCode::kNotFound,
+        absl::StatusCode::kAlreadyExists, absl::StatusCode::kFailedPrecondition,
+        absl::StatusCode::kUnauthenticated, absl::StatusCode::kPermissionDenied,
+        absl::StatusCode::kUnavailable}) {
+    server_.store().InjectError("Get", absl::Status(code, "boom"));
     absl::StatusOr<TrainingJob> job = client->GetJob("default", "a");
-    EXPECT_EQ(job.status().code(), absl_code) << job.status();
+    EXPECT_EQ(job.status().code(), code) << job.status();
     EXPECT_THAT(job.status().message(), HasSubstr("GetJob default/a"));
     EXPECT_THAT(job.status().message(), HasSubstr("boom"));
   }
@@ -129,41 +151,50 @@ TEST_F(TrainingClientTest, ListAllJobsFollowsPages) {
   for (int i = 0; i < 5; ++i) {
     TrainingJob job = JobWithConditions("ml", "job-" + std::to_string(i), {});
     (*job.mutable_metadata()->mutable_labels())["team"] = "nlp";
-    server_.service().AddJob(job);
+    server_.AddJob(job);
   }
-  server_.service().AddJob(JobWithConditions("other", "x", {}));
+  server_.AddJob(JobWithConditions("other", "x", {}));
   absl::StatusOr<std::vector<TrainingJob>> jobs = client->ListAllJobs("ml", "team=nlp", 2);
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   ASSERT_EQ(jobs->size(), 5u);
   EXPECT_EQ((*jobs)[0].metadata().name(), "job-0");
   EXPECT_EQ((*jobs)[4].metadata().name(), "job-4");
-  std::vector<api::v1::ListJobsRequest> requests = server_.service().list_requests();
+  std::vector<api::v1::ListJobsRequest> requests =
+      server_.recorder().Requests<api::v1::ListJobsRequest>("ListJobs");
   ASSERT_EQ(requests.size(), 3u);
+  // Each page asks for the page the previous one's token names.
+  absl::StatusOr<core::ListResponse> page1 = server_.jobs().List({"ml", "team=nlp", 2, ""});
+  ASSERT_TRUE(page1.ok()) << page1.status();
+  absl::StatusOr<core::ListResponse> page2 =
+      server_.jobs().List({"ml", "team=nlp", 2, page1->next_page_token});
+  ASSERT_TRUE(page2.ok()) << page2.status();
   EXPECT_EQ(requests[0].page_token(), "");
-  EXPECT_EQ(requests[1].page_token(), "2");
-  EXPECT_EQ(requests[2].page_token(), "4");
+  EXPECT_EQ(requests[1].page_token(), page1->next_page_token);
+  EXPECT_EQ(requests[2].page_token(), page2->next_page_token);
   EXPECT_EQ(requests[0].label_selector(), "team=nlp");
   EXPECT_EQ(requests[0].page_size(), 2);
 }
 
 TEST_F(TrainingClientTest, ListAllJobsStopsOnAnErrorMidway) {
   auto client = MakeClient();
-  for (int i = 0; i < 3; ++i)
-    server_.service().AddJob(JobWithConditions("ml", std::to_string(i), {}));
-  server_.service().InjectError("ListJobs", grpc::Status::OK, 0);
+  for (int i = 0; i < 3; ++i) server_.AddJob(JobWithConditions("ml", std::to_string(i), {}));
   absl::StatusOr<api::v1::ListJobsResponse> first = client->ListJobs({"ml", "", 1, ""});
   ASSERT_TRUE(first.ok());
-  EXPECT_EQ(first->next_page_token(), "1");
-  server_.service().InjectError("ListJobs", grpc::Status(grpc::StatusCode::UNAVAILABLE, "down"));
+  EXPECT_EQ(first->next_page_token(), server_.jobs().List({"ml", "", 1, ""})->next_page_token);
+  // The store fails from ListAllJobs' second page on.
+  std::atomic<int> lists = 0;
+  server_.recorder().OnAnswered([&](const std::string& method) {
+    if (method == "ListJobs" && ++lists == 1) {
+      server_.store().InjectError("List", absl::UnavailableError("down"));
+    }
+  });
   EXPECT_EQ(client->ListAllJobs("ml", "", 1).status().code(), absl::StatusCode::kUnavailable);
 }
 
 TEST_F(TrainingClientTest, SuspendResumeDeleteDescribe) {
   auto client = MakeClient();
-  server_.service().AddJob(JobWithConditions("default", "a", {"Created"}));
-  api::v1::DescribeJobResponse describe;
-  describe.add_replicas()->set_name("master-0");
-  server_.service().SetDescribe(describe);
+  server_.AddJob(JobWithConditions("default", "a", {"Created"}));
+  server_.backend().SetPodPhase("default", "a", "master-0", model::PodPhase::kRunning);
   absl::StatusOr<TrainingJob> suspended = client->SuspendJob("default", "a");
   ASSERT_TRUE(suspended.ok());
   EXPECT_TRUE(suspended->spec().run_policy().suspend());
@@ -175,13 +206,13 @@ TEST_F(TrainingClientTest, SuspendResumeDeleteDescribe) {
   EXPECT_EQ(described->job().metadata().name(), "a");
   EXPECT_EQ(described->replicas(0).name(), "master-0");
   EXPECT_TRUE(client->DeleteJob("default", "a").ok());
-  EXPECT_FALSE(server_.service().FindJob("default", "a").has_value());
+  EXPECT_EQ(server_.jobs().Get("default", "a").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(TrainingClientTest, WatchDeliversEventsUntilTheCallbackStops) {
   auto client = MakeClient("t");
-  server_.service().AddJob(JobWithConditions("default", "a", {}));
-  server_.service().AddJob(JobWithConditions("default", "b", {}));
+  server_.AddJob(JobWithConditions("default", "a", {}));
+  server_.AddJob(JobWithConditions("default", "b", {}));
   std::vector<std::string> seen;
   absl::Status status =
       client->Watch({"default", "", "", absl::Seconds(5)}, [&](const JobEvent& event) {
@@ -190,7 +221,7 @@ TEST_F(TrainingClientTest, WatchDeliversEventsUntilTheCallbackStops) {
       });
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_THAT(seen, ElementsAre("a", "b"));
-  EXPECT_THAT(server_.service().authorizations(), ElementsAre("Bearer t"));
+  EXPECT_THAT(server_.recorder().authorizations(), ElementsAre("Bearer t"));
 }
 
 TEST_F(TrainingClientTest, WatchIsCancellableFromAnotherThread) {
@@ -208,7 +239,7 @@ TEST_F(TrainingClientTest, WatchIsCancellableFromAnotherThread) {
 
 TEST_F(TrainingClientTest, WatchEndedByServerIsUnavailable) {
   auto client = MakeClient();
-  server_.service().ScriptWatch(WatchScript{});
+  server_.EndStreams();
   absl::Status status = client->Watch({}, [](const JobEvent&) { return true; });
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
 }
@@ -222,15 +253,11 @@ TEST_F(TrainingClientTest, WatchTimeoutIsDeadlineExceeded) {
 
 TEST_F(TrainingClientTest, WaitReturnsTheJobOnceAConditionIsTrue) {
   auto client = MakeClient();
-  server_.service().AddJob(JobWithConditions("default", "a", {"Created"}));
-  WatchScript script;
-  script.events = {
-      Event(JobEvent::ADDED, JobWithConditions("default", "a", {"Created"})),
-      Event(JobEvent::MODIFIED, JobWithConditions("default", "a", {"Created", "Running"})),
-      Event(JobEvent::MODIFIED,
-            JobWithConditions("default", "a", {"Created", "Running", "Succeeded"}))};
-  script.hang = true;
-  server_.service().ScriptWatch(script);
+  server_.AddJob(JobWithConditions("default", "a", {"Created"}));
+  server_.WhenWatched([this] {
+    SetConditions({"Created", "Running"});
+    SetConditions({"Created", "Running", "Succeeded"});
+  });
   std::vector<std::string> states;
   WaitOptions options;
   options.timeout = absl::Seconds(10);
@@ -245,21 +272,16 @@ TEST_F(TrainingClientTest, WaitReturnsTheJobOnceAConditionIsTrue) {
 
 TEST_F(TrainingClientTest, WaitReturnsAtOnceWhenAlreadyThere) {
   auto client = MakeClient();
-  server_.service().AddJob(JobWithConditions("default", "a", {"Created", "Running"}));
+  server_.AddJob(JobWithConditions("default", "a", {"Created", "Running"}));
   absl::StatusOr<TrainingJob> job = client->WaitForJobConditions("default", "a", {"Running"});
   ASSERT_TRUE(job.ok()) << job.status();
-  EXPECT_THAT(server_.service().calls(), ElementsAre("GetJob"));
+  EXPECT_THAT(server_.recorder().calls(), ElementsAre("GetJob"));
 }
 
 TEST_F(TrainingClientTest, WaitReportsAFailedJobWithItsMessage) {
   auto client = MakeClient();
-  server_.service().AddJob(JobWithConditions("default", "a", {"Created"}));
-  WatchScript script;
-  script.events = {
-      Event(JobEvent::MODIFIED,
-            JobWithConditions("default", "a", {"Created", "Failed"}, "master-0 exited 1"))};
-  script.hang = true;
-  server_.service().ScriptWatch(script);
+  server_.AddJob(JobWithConditions("default", "a", {"Created"}));
+  server_.WhenWatched([this] { SetConditions({"Created", "Failed"}, "master-0 exited 1"); });
   absl::StatusOr<TrainingJob> job =
       client->WaitForJobConditions("default", "a", {"Succeeded"}, {absl::Seconds(10), nullptr});
   EXPECT_EQ(job.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -268,7 +290,7 @@ TEST_F(TrainingClientTest, WaitReportsAFailedJobWithItsMessage) {
 
 TEST_F(TrainingClientTest, WaitForFailedReturnsTheFailedJob) {
   auto client = MakeClient();
-  server_.service().AddJob(JobWithConditions("default", "a", {"Created", "Failed"}, "oom"));
+  server_.AddJob(JobWithConditions("default", "a", {"Created", "Failed"}, "oom"));
   absl::StatusOr<TrainingJob> job =
       client->WaitForJobConditions("default", "a", {"Succeeded", "Failed"});
   ASSERT_TRUE(job.ok()) << job.status();
@@ -277,7 +299,7 @@ TEST_F(TrainingClientTest, WaitForFailedReturnsTheFailedJob) {
 
 TEST_F(TrainingClientTest, WaitTimesOut) {
   auto client = MakeClient();
-  server_.service().AddJob(JobWithConditions("default", "a", {"Created", "Running"}));
+  server_.AddJob(JobWithConditions("default", "a", {"Created", "Running"}));
   absl::Time start = absl::Now();
   absl::StatusOr<TrainingJob> job = client->WaitForJobConditions(
       "default", "a", {"Succeeded"}, {absl::Milliseconds(300), nullptr});
@@ -288,11 +310,16 @@ TEST_F(TrainingClientTest, WaitTimesOut) {
 
 TEST_F(TrainingClientTest, WaitFallsBackToPollingWhenTheWatchBreaks) {
   auto client = MakeClient();
-  server_.service().InjectError("WatchJobs", grpc::Status(grpc::StatusCode::UNAVAILABLE, "gone"));
-  server_.service().ScriptGetJob({JobWithConditions("default", "a", {"Created"}),
-                                  JobWithConditions("default", "a", {"Created", "Running"}),
-                                  JobWithConditions("default", "a", {"Created", "Running"}),
-                                  JobWithConditions("default", "a", {"Running", "Succeeded"})});
+  server_.AddJob(JobWithConditions("default", "a", {"Created"}));
+  // The watch's first listing fails; the job moves on after the 1st and the 3rd GetJob.
+  server_.store().InjectError("List", absl::UnavailableError("gone"));
+  std::atomic<int> gets = 0;
+  server_.recorder().OnAnswered([&](const std::string& method) {
+    if (method != "GetJob") return;
+    const int n = ++gets;
+    if (n == 1) SetConditions({"Created", "Running"});
+    if (n == 3) SetConditions({"Running", "Succeeded"});
+  });
   int progress_calls = 0;
   WaitOptions options;
   options.timeout = absl::Seconds(10);
@@ -302,22 +329,23 @@ TEST_F(TrainingClientTest, WaitFallsBackToPollingWhenTheWatchBreaks) {
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_TRUE(IsJobSucceeded(*job));
   EXPECT_EQ(progress_calls, 3);  // the repeated Running is not a change
-  std::vector<std::string> calls = server_.service().calls();
+  std::vector<std::string> calls = server_.recorder().calls();
   EXPECT_EQ(std::count(calls.begin(), calls.end(), "GetJob"), 4);
 }
 
 TEST_F(TrainingClientTest, WaitPollingSurvivesTransientErrors) {
   auto client = MakeClient();
-  server_.service().AddJob(JobWithConditions("default", "a", {"Created"}));
-  server_.service().ScriptWatch(WatchScript{});  // ends cleanly at once
-  std::thread finisher([this] {
-    absl::SleepFor(absl::Milliseconds(100));
-    server_.service().InjectError("GetJob", grpc::Status(grpc::StatusCode::UNAVAILABLE, "blip"));
-    server_.service().AddJob(JobWithConditions("default", "a", {"Succeeded"}));
+  server_.AddJob(JobWithConditions("default", "a", {"Created"}));
+  server_.EndStreams();  // the watch ends at once
+  // After the first poll the job finishes, and the poll after it fails once.
+  std::atomic<int> gets = 0;
+  server_.recorder().OnAnswered([&](const std::string& method) {
+    if (method != "GetJob" || ++gets != 2) return;
+    SetConditions({"Succeeded"});
+    server_.store().InjectError("Get", absl::UnavailableError("blip"));
   });
   absl::StatusOr<TrainingJob> job =
       client->WaitForJobConditions("default", "a", {"Succeeded"}, {absl::Seconds(10), nullptr});
-  finisher.join();
   ASSERT_TRUE(job.ok()) << job.status();
 }
 
@@ -331,21 +359,17 @@ TEST_F(TrainingClientTest, WaitOnUnknownJobIsNotFound) {
 
 TEST_F(TrainingClientTest, WaitSeesDeletion) {
   auto client = MakeClient();
-  server_.service().AddJob(JobWithConditions("default", "a", {"Created"}));
-  WatchScript script;
-  script.events = {Event(JobEvent::DELETED, JobWithConditions("default", "a", {"Created"}))};
-  script.hang = true;
-  server_.service().ScriptWatch(script);
+  server_.AddJob(JobWithConditions("default", "a", {"Created"}));
+  server_.WhenWatched([this] { EXPECT_TRUE(server_.jobs().Delete("default", "a").ok()); });
   EXPECT_EQ(client->WaitForJobConditions("default", "a", {"Succeeded"}).status().code(),
             absl::StatusCode::kNotFound);
 }
 
 TEST_F(TrainingClientTest, LogsStreamChunksInOrder) {
   auto client = MakeClient();
-  server_.service().AddJob(JobWithConditions("default", "a", {}));
-  server_.service().AddLogChunk("master-0", "epoch 1\n");
-  server_.service().AddLogChunk("worker-0", "hello\n");
-  server_.service().AddLogChunk("master-0", "epoch 2\n");
+  server_.AddJob(JobWithConditions("default", "a", {}));
+  server_.backend().SetLog("master-0", "epoch 1\nepoch 2\n");
+  server_.backend().SetLog("worker-0", "hello\n");
   std::string text;
   LogOptions options;
   options.namespace_ = "default";
@@ -358,15 +382,21 @@ TEST_F(TrainingClientTest, LogsStreamChunksInOrder) {
   });
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(text, "epoch 1\nepoch 2\n");
-  ASSERT_EQ(server_.service().log_requests().size(), 1u);
-  EXPECT_EQ(server_.service().log_requests()[0].tail_lines(), 10);
-  EXPECT_EQ(server_.service().log_requests()[0].replica(), "master-0");
+  std::vector<api::v1::GetJobLogsRequest> requests =
+      server_.recorder().Requests<api::v1::GetJobLogsRequest>("GetJobLogs");
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].tail_lines(), 10);
+  EXPECT_EQ(requests[0].replica(), "master-0");
 }
 
 TEST_F(TrainingClientTest, LogsStopWhenTheCallbackSaysSo) {
   auto client = MakeClient();
-  server_.service().AddJob(JobWithConditions("default", "a", {}));
-  for (int i = 0; i < 10; ++i) server_.service().AddLogChunk("master-0", "line\n");
+  server_.AddJob(JobWithConditions("default", "a", {}));
+  for (int i = 0; i < 10; ++i) {  // a chunk per replica
+    const std::string pod = absl::StrCat("worker-", i);
+    server_.backend().SetPodPhase("default", "a", pod, model::PodPhase::kRunning);
+    server_.backend().SetLog(pod, "line\n");
+  }
   int chunks = 0;
   LogOptions options;
   options.namespace_ = "default";

@@ -15,7 +15,7 @@
 #include "operator/backend/kube/pod_logs.h"
 #include "operator/backend/kube/pod_observation.h"
 #include "operator/backend/kube/scheduling_facts.h"
-#include "operator/reconcile/replicas.h"
+#include "operator/model/replicas.h"
 
 namespace coach::backend::kube {
 

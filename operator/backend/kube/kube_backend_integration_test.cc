@@ -22,9 +22,9 @@
 #include "operator/backend/kube/client/rest_kube_client.h"
 #include "operator/backend/kube/kube_backend.h"
 #include "operator/backend/kube/testing/testenv.h"
+#include "operator/model/replicas.h"
+#include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/desired_objects.h"
-#include "operator/reconcile/replicas.h"
-#include "operator/reconcile/testing/job_builder.h"
 
 namespace coach::backend::kube {
 namespace {

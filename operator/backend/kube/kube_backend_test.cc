@@ -15,10 +15,10 @@
 #include "gtest/gtest.h"
 #include "operator/backend/kube/client/errors.h"
 #include "operator/backend/kube/testing/fake_kube_client.h"
+#include "operator/model/replicas.h"
+#include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/desired_objects.h"
 #include "operator/reconcile/reconciler.h"
-#include "operator/reconcile/replicas.h"
-#include "operator/reconcile/testing/job_builder.h"
 
 namespace coach::backend::kube {
 namespace {

@@ -4,7 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "operator/backend/kube/object_fields.h"
 #include "operator/backend/kube/scheduling_facts.h"
-#include "operator/reconcile/replicas.h"
+#include "operator/model/replicas.h"
 
 namespace coach::backend::kube {
 

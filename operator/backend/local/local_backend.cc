@@ -18,7 +18,7 @@
 #include "operator/backend/local/process/log_files.h"
 #include "operator/backend/local/process/pod_process.h"
 #include "operator/backend/local/process/shim_process_runner.h"
-#include "operator/reconcile/replicas.h"
+#include "operator/model/replicas.h"
 
 extern char** environ;
 

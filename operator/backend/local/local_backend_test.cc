@@ -22,9 +22,9 @@
 #include "operator/backend/local/fs_util.h"
 #include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/backend/local/testing/fake_gpu_discovery.h"
+#include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/desired_objects.h"
-#include "operator/reconcile/testing/job_builder.h"
 
 namespace coach::backend::local {
 namespace {

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "absl/time/clock.h"
+#include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/desired_objects.h"
-#include "operator/reconcile/testing/job_builder.h"
 
 namespace coach::backend::testing {
 namespace {

@@ -135,6 +135,15 @@ void FakeBackend::SetPodPhase(const std::string& ns, const std::string& job, con
   if (notify) Notify(ns, job);
 }
 
+void FakeBackend::SetPod(const std::string& ns, const std::string& job,
+                         const model::ObservedPod& pod) {
+  {
+    absl::MutexLock lock(&mu_);
+    jobs_[Key(ns, job)].pods[pod.name] = pod;
+  }
+  Notify(ns, job);
+}
+
 void FakeBackend::SetAllPods(const std::string& ns, const std::string& job, model::PodPhase phase,
                              std::optional<int> exit_code) {
   {

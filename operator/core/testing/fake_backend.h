@@ -42,11 +42,14 @@ class FakeBackend : public backend::Backend {
                           const std::atomic<bool>& cancelled) override;
 
   // --- Test controls. ---
-  // Sets a pod's phase (and exit code); bumps restart_count when `restarted`. Calls the
-  // change callback (as a real backend would) unless `notify` is false.
+  // Sets a pod's phase (and exit code). Calls the change callback (as a real backend
+  // would) unless `notify` is false.
   void SetPodPhase(const std::string& ns, const std::string& job, const std::string& pod,
                    model::PodPhase phase, std::optional<int> exit_code = std::nullopt,
                    bool notify = true);
+  // Puts `pod` among the job's pods (keyed by pod.name) exactly as given: type, index,
+  // phase, restarts, exit code, message. Calls the change callback.
+  void SetPod(const std::string& ns, const std::string& job, const model::ObservedPod& pod);
   // Every pod of the job.
   void SetAllPods(const std::string& ns, const std::string& job, model::PodPhase phase,
                   std::optional<int> exit_code = std::nullopt);

@@ -51,7 +51,7 @@ absl::StatusOr<api::v1::TrainingJob> FakeJobStore::Create(const api::v1::Trainin
   job.mutable_metadata()->set_resource_version("1");
   job.mutable_metadata()->set_generation(1);
   job.mutable_metadata()->mutable_creation_timestamp()->set_seconds(
-      absl::ToUnixSeconds(absl::Now()));
+      absl::ToUnixSeconds(clock_->Now()));
   jobs_[key] = job;
   return job;
 }

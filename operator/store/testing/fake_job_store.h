@@ -13,13 +13,16 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "operator/store/job_store.h"
 
 namespace coach::store::testing {
 
 class FakeJobStore : public JobStore {
  public:
-  explicit FakeJobStore(int max_events_per_job = 100) : max_events_per_job_(max_events_per_job) {}
+  // `clock` stamps creation times (not owned), as SqliteJobStore's options.clock does.
+  explicit FakeJobStore(int max_events_per_job = 100, Clock* clock = Clock::Real())
+      : max_events_per_job_(max_events_per_job), clock_(clock) {}
 
   // The next call of `method` returns `error` (once).
   void InjectError(const std::string& method, absl::Status error);
@@ -41,6 +44,7 @@ class FakeJobStore : public JobStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int max_events_per_job_;
+  Clock* const clock_;
   absl::Mutex mu_;
   std::map<JobKey, api::v1::TrainingJob> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<JobKey, std::vector<JobEvent>> events_ ABSL_GUARDED_BY(mu_);

@@ -7,17 +7,20 @@
 #include <sstream>
 
 #include "api/v1/codec/job_codec.h"
+#include "operator/core/testing/fake_backend.h"
+#include "operator/model/observed_state.h"
+#include "operator/server/testing/in_memory_server.h"
+#include "operator/store/job_store.h"
+#include "operator/store/testing/fake_job_store.h"
 #include "sdk/cpp/cli/exit_codes.h"
-#include "sdk/cpp/testing/fake_training_service.h"
+#include "sdk/cpp/testing/test_jobs.h"
 
 namespace coach::cli {
 namespace {
 
-using api::v1::JobEvent;
 using api::v1::TrainingJob;
-using sdk::testing::FakeServer;
 using sdk::testing::JobWithConditions;
-using sdk::testing::WatchScript;
+using server::testing::InMemoryServer;
 using ::testing::HasSubstr;
 
 constexpr char kManifest[] = R"(apiVersion: kubeflow.org/v1
@@ -75,14 +78,19 @@ class RemoteCommandsTest : public ::testing::Test {
     return job;
   }
 
-  static JobEvent Event(const TrainingJob& job) {
-    JobEvent event;
-    event.set_type(JobEvent::MODIFIED);
-    *event.mutable_job() = job;
-    return event;
+  // Gives the stored job default/`name` the status Job() writes, as the controller would.
+  void SetStatus(const std::string& name, std::vector<std::string> conditions) {
+    server_.SetStatus("default", name, Job("default", name, std::move(conditions)).status());
   }
 
-  FakeServer server_;
+  std::vector<api::v1::ListJobsRequest> ListRequests() {
+    return server_.recorder().Requests<api::v1::ListJobsRequest>("ListJobs");
+  }
+  std::vector<api::v1::CreateJobRequest> CreateRequests() {
+    return server_.recorder().Requests<api::v1::CreateJobRequest>("CreateJob");
+  }
+
+  InMemoryServer server_;
   std::ostringstream out_;
   std::ostringstream err_;
   RemoteEnv env_;
@@ -111,36 +119,36 @@ TEST(ParseTimeoutTest, Forms) {
 }
 
 TEST_F(RemoteCommandsTest, ListPrintsATable) {
-  server_.service().AddJob(Job("default", "mnist", {"Created", "Running"}));
-  server_.service().AddJob(Job("default", "bert", {"Created"}, 100000 - 7200));
-  server_.service().AddJob(Job("other", "x", {}));
+  server_.AddJob(Job("default", "mnist", {"Created", "Running"}));
+  server_.AddJob(Job("default", "bert", {"Created"}, 100000 - 7200));
+  server_.AddJob(Job("other", "x", {}));
   EXPECT_EQ(RunList(options_, env_), kExitOk);
   EXPECT_EQ(out_.str(),
             "NAME    KIND         STATE     REPLICAS   AGE   MESSAGE\n"
             "bert    PyTorchJob   Created   2/2        2h    boom\n"
             "mnist   PyTorchJob   Running   2/2        5m\n");
-  EXPECT_EQ(server_.service().list_requests()[0].namespace_(), "default");
+  EXPECT_EQ(ListRequests()[0].namespace_(), "default");
 }
 
 TEST_F(RemoteCommandsTest, ListAllNamespacesWithSelector) {
-  server_.service().AddJob(Job("other", "x", {"Succeeded"}));
+  server_.AddJob(Job("other", "x", {"Succeeded"}));
   options_.all_namespaces = true;
   options_.selector = "team=nlp";
   EXPECT_EQ(RunList(options_, env_), kExitOk);
-  EXPECT_EQ(server_.service().list_requests()[0].namespace_(), "");
-  EXPECT_EQ(server_.service().list_requests()[0].label_selector(), "team=nlp");
+  EXPECT_EQ(ListRequests()[0].namespace_(), "");
+  EXPECT_EQ(ListRequests()[0].label_selector(), "team=nlp");
   EXPECT_THAT(err_.str(), HasSubstr("No jobs found"));
 }
 
 TEST_F(RemoteCommandsTest, ListAsJsonUsesTheCodec) {
-  server_.service().AddJob(Job("default", "mnist", {"Created"}));
+  server_.AddJob(Job("default", "mnist", {"Created"}));
   options_.output = "json";
   EXPECT_EQ(RunList(options_, env_), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("\"kind\": \"PyTorchJob\""));
 }
 
 TEST_F(RemoteCommandsTest, GetAsYaml) {
-  server_.service().AddJob(Job("default", "mnist", {"Created"}));
+  server_.AddJob(Job("default", "mnist", {"Created"}));
   options_.job = "mnist";
   options_.output = "yaml";
   EXPECT_EQ(RunGet(options_, env_), kExitOk);
@@ -152,8 +160,8 @@ TEST_F(RemoteCommandsTest, GetAsYaml) {
 TEST_F(RemoteCommandsTest, AJobThatIsNoManifestIsAnErrorNotACrash) {
   TrainingJob bad = Job("default", "bad", {"Created"});
   bad.mutable_metadata()->set_extra_json("[1,2]");
-  server_.service().AddJob(bad);
-  server_.service().AddJob(Job("default", "good", {"Created"}));
+  server_.AddJob(bad);
+  server_.AddJob(Job("default", "good", {"Created"}));
   for (const char* output : {"yaml", "json"}) {
     SCOPED_TRACE(output);
     options_.output = output;
@@ -178,9 +186,9 @@ TEST_F(RemoteCommandsTest, GetErrorsMapToExitCodes) {
   options_.job = "nope";
   EXPECT_EQ(RunGet(options_, env_), kExitNotFound);
   EXPECT_THAT(err_.str(), HasSubstr("not found"));
-  server_.service().InjectError("GetJob", grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "no"));
+  server_.store().InjectError("Get", absl::UnauthenticatedError("no"));
   EXPECT_EQ(RunGet(options_, env_), kExitUnauthorized);
-  server_.service().InjectError("GetJob", grpc::Status(grpc::StatusCode::UNAVAILABLE, "down"));
+  server_.store().InjectError("Get", absl::UnavailableError("down"));
   EXPECT_EQ(RunGet(options_, env_), kExitUnavailable);
 }
 
@@ -200,27 +208,25 @@ TEST_F(RemoteCommandsTest, UnreachableServerIsExit6) {
 TEST_F(RemoteCommandsTest, SubmitRejectsAnInvalidManifestLocally) {
   options_.file = "bad.yaml";
   EXPECT_EQ(RunSubmit(options_, env_), kExitInvalid);
-  EXPECT_TRUE(server_.service().calls().empty());
+  EXPECT_TRUE(server_.recorder().calls().empty());
   options_.file = "missing.yaml";
   EXPECT_EQ(RunSubmit(options_, env_), kExitInvalid);
   EXPECT_THAT(err_.str(), HasSubstr("missing.yaml"));
 }
 
 TEST_F(RemoteCommandsTest, SubmitSendsTheManifest) {
-  server_.service().SetManifestResult(Job("", "mnist", {}));
   options_.file = "good.yaml";
   options_.namespace_ = "ml";
   options_.namespace_given = true;
   EXPECT_EQ(RunSubmit(options_, env_), kExitOk);
-  ASSERT_EQ(server_.service().create_requests().size(), 1u);
-  EXPECT_EQ(server_.service().create_requests()[0].manifest(), kManifest);
-  EXPECT_EQ(server_.service().create_requests()[0].namespace_(), "ml");
+  ASSERT_EQ(CreateRequests().size(), 1u);
+  EXPECT_EQ(CreateRequests()[0].manifest(), kManifest);
+  EXPECT_EQ(CreateRequests()[0].namespace_(), "ml");
   EXPECT_EQ(out_.str(), "PyTorchJob ml/mnist created\n");
 }
 
 // Without -n the manifest's own namespace (or the server's default) decides, as with kubectl.
 TEST_F(RemoteCommandsTest, SubmitWithoutNamespaceFlagLeavesItToTheManifest) {
-  server_.service().SetManifestResult(Job("", "mnist", {}));
   options_.file = "good.yaml";
   std::string seen = "unset";
   env_.load_jobs = [&seen](const std::string& text, const std::string& namespace_) {
@@ -229,24 +235,21 @@ TEST_F(RemoteCommandsTest, SubmitWithoutNamespaceFlagLeavesItToTheManifest) {
   };
   EXPECT_EQ(RunSubmit(options_, env_), kExitOk);
   EXPECT_EQ(seen, "");
-  ASSERT_EQ(server_.service().create_requests().size(), 1u);
-  EXPECT_EQ(server_.service().create_requests()[0].namespace_(), "");
+  ASSERT_EQ(CreateRequests().size(), 1u);
+  EXPECT_EQ(CreateRequests()[0].namespace_(), "");
 }
 
 TEST_F(RemoteCommandsTest, SubmitAlreadyExistsIsInvalid) {
-  server_.service().SetManifestResult(Job("", "mnist", {}));
-  server_.service().AddJob(Job("default", "mnist", {}));
+  server_.AddJob(Job("default", "mnist", {}));
   options_.file = "good.yaml";
   EXPECT_EQ(RunSubmit(options_, env_), kExitInvalid);
 }
 
 TEST_F(RemoteCommandsTest, SubmitWaitSucceeds) {
-  server_.service().SetManifestResult(Job("", "mnist", {"Created"}));
-  WatchScript script;
-  script.events = {Event(Job("default", "mnist", {"Created", "Running"})),
-                   Event(Job("default", "mnist", {"Created", "Succeeded"}))};
-  script.hang = true;
-  server_.service().ScriptWatch(script);
+  server_.WhenWatched([this] {
+    SetStatus("mnist", {"Created", "Running"});
+    SetStatus("mnist", {"Created", "Succeeded"});
+  });
   options_.file = "good.yaml";
   options_.wait = true;
   EXPECT_EQ(RunSubmit(options_, env_), kExitOk) << err_.str();
@@ -255,11 +258,7 @@ TEST_F(RemoteCommandsTest, SubmitWaitSucceeds) {
 }
 
 TEST_F(RemoteCommandsTest, SubmitWaitReportsFailure) {
-  server_.service().SetManifestResult(Job("", "mnist", {"Created"}));
-  WatchScript script;
-  script.events = {Event(Job("default", "mnist", {"Created", "Failed"}))};
-  script.hang = true;
-  server_.service().ScriptWatch(script);
+  server_.WhenWatched([this] { SetStatus("mnist", {"Created", "Failed"}); });
   options_.file = "good.yaml";
   options_.wait = true;
   EXPECT_EQ(RunSubmit(options_, env_), kExitJobFailed);
@@ -267,7 +266,7 @@ TEST_F(RemoteCommandsTest, SubmitWaitReportsFailure) {
 }
 
 TEST_F(RemoteCommandsTest, WaitTimesOut) {
-  server_.service().AddJob(Job("default", "mnist", {"Created"}));
+  server_.AddJob(Job("default", "mnist", {"Created"}));
   options_.job = "mnist";
   options_.for_condition = "Succeeded";
   options_.timeout = "0.2s";
@@ -276,7 +275,7 @@ TEST_F(RemoteCommandsTest, WaitTimesOut) {
 }
 
 TEST_F(RemoteCommandsTest, WaitForFailedIsReachedWhenTheJobFails) {
-  server_.service().AddJob(Job("default", "mnist", {"Created", "Failed"}));
+  server_.AddJob(Job("default", "mnist", {"Created", "Failed"}));
   options_.job = "mnist";
   options_.for_condition = "Failed";
   EXPECT_EQ(RunWait(options_, env_), kExitOk);
@@ -291,24 +290,23 @@ TEST_F(RemoteCommandsTest, WaitRejectsBadArguments) {
   options_.for_condition = "Running";
   options_.timeout = "later";
   EXPECT_EQ(RunWait(options_, env_), kExitUsage);
-  EXPECT_TRUE(server_.service().calls().empty());
+  EXPECT_TRUE(server_.recorder().calls().empty());
 }
 
 TEST_F(RemoteCommandsTest, DescribeShowsConditionsReplicasAndEvents) {
-  server_.service().AddJob(Job("default", "mnist", {"Created", "Running"}));
-  api::v1::DescribeJobResponse describe;
-  api::v1::ReplicaState* replica = describe.add_replicas();
-  replica->set_name("worker-0");
-  replica->set_replica_type("Worker");
-  replica->set_phase("Failed");
-  replica->set_restarts(2);
-  replica->set_exit_code(137);
-  api::v1::Event* event = describe.add_events();
-  event->set_type("Warning");
-  event->set_reason("Restarting");
-  event->set_message("worker-0 exited 137");
-  event->mutable_time()->set_seconds(100000 - 30);
-  server_.service().SetDescribe(describe);
+  server_.AddJob(Job("default", "mnist", {"Created", "Running"}));
+  model::ObservedPod replica;
+  replica.name = "worker-0";
+  replica.replica_type = "Worker";
+  replica.phase = model::PodPhase::kFailed;
+  replica.restart_count = 2;
+  replica.exit_code = 137;
+  server_.backend().SetPod("default", "mnist", replica);
+  ASSERT_TRUE(
+      server_.store()
+          .AppendEvent({"default", "mnist"}, {"Warning", "Restarting", "worker-0 exited 137",
+                                              absl::FromUnixSeconds(100000 - 30)})
+          .ok());
   options_.job = "mnist";
   EXPECT_EQ(RunDescribe(options_, env_), kExitOk);
   std::string text = out_.str();
@@ -324,8 +322,7 @@ TEST_F(RemoteCommandsTest, DescribeListsTheJobsMlflowRuns) {
   (*job.mutable_metadata()->mutable_annotations())["coach.dev/mlflow-runs"] =
       R"([{"replica":"job","run_id":"a","url":"http://ml/#/experiments/1/runs/a"},)"
       R"({"replica":"worker-0 rank 1","run_id":"b","url":"http://ml/#/experiments/2/runs/b"}])";
-  server_.service().AddJob(job);
-  server_.service().SetDescribe(api::v1::DescribeJobResponse());
+  server_.AddJob(job);
   options_.job = "tracked";
   EXPECT_EQ(RunDescribe(options_, env_), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("MLflow Runs:\n"
@@ -335,19 +332,19 @@ TEST_F(RemoteCommandsTest, DescribeListsTheJobsMlflowRuns) {
 }
 
 TEST_F(RemoteCommandsTest, LogsWriteTheBytes) {
-  server_.service().AddJob(Job("default", "mnist", {}));
-  server_.service().AddLogChunk("master-0", "step 1\n");
-  server_.service().AddLogChunk("master-0", "step 2\n");
+  server_.AddJob(Job("default", "mnist", {}));
+  server_.backend().SetLog("master-0", "step 1\nstep 2\n");
   options_.job = "mnist";
   options_.replica = "master-0";
   options_.tail = 5;
   EXPECT_EQ(RunLogs(options_, env_), kExitOk);
   EXPECT_EQ(out_.str(), "step 1\nstep 2\n");
-  EXPECT_EQ(server_.service().log_requests()[0].tail_lines(), 5);
+  EXPECT_EQ(server_.recorder().Requests<api::v1::GetJobLogsRequest>("GetJobLogs")[0].tail_lines(),
+            5);
 }
 
 TEST_F(RemoteCommandsTest, DeleteSuspendResume) {
-  server_.service().AddJob(Job("default", "mnist", {}));
+  server_.AddJob(Job("default", "mnist", {}));
   options_.job = "mnist";
   EXPECT_EQ(RunSuspend(options_, env_), kExitOk);
   EXPECT_EQ(RunResume(options_, env_), kExitOk);

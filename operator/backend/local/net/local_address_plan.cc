@@ -4,7 +4,7 @@
 
 #include "api/v1/kinds.h"
 #include "operator/backend/local/process/pod_process.h"
-#include "operator/reconcile/replicas.h"
+#include "operator/model/replicas.h"
 
 namespace coach::backend::local {
 

@@ -5,7 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "operator/backend/local/process/kube_expansion.h"
-#include "operator/reconcile/replicas.h"
+#include "operator/model/replicas.h"
 
 namespace coach::backend::local {
 namespace {

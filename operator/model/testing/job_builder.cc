@@ -1,4 +1,4 @@
-#include "operator/reconcile/testing/job_builder.h"
+#include "operator/model/testing/job_builder.h"
 
 #include <google/protobuf/util/time_util.h>
 

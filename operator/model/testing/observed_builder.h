@@ -9,7 +9,7 @@
 
 #include "operator/model/observed_state.h"
 #include "operator/model/reconcile_types.h"
-#include "operator/reconcile/replicas.h"
+#include "operator/model/replicas.h"
 
 namespace coach::reconcile::testing {
 

@@ -3,10 +3,12 @@
 // The AddressPlan of a Kubernetes cluster: every replica is reached at its headless
 // Service's name and the port its pod template declares, exactly as upstream wires it.
 
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "operator/model/address_plan.h"
+#include "operator/model/reconcile_types.h"
 
 namespace coach::reconcile {
 
@@ -27,5 +29,8 @@ class KubernetesAddressPlan : public model::AddressPlan {
  private:
   std::string cluster_domain_;
 };
+
+// The address plan to use: config's, or the Kubernetes plan for config.cluster_domain.
+std::shared_ptr<const model::AddressPlan> PlanOf(const model::ReconcileConfig& config);
 
 }  // namespace coach::reconcile

@@ -1,6 +1,6 @@
 #pragma once
 
-// Fluent builders of already-defaulted jobs for reconciler tests:
+// Fluent builders of already-defaulted jobs for the reconciler's, backends' and trackers' tests:
 //   MakePyTorchJob("ns", "name").Master(1).Workers(2).RestartPolicy("ExitCode").Build()
 // Every replica gets the kind's default container (image "busybox", default port) and
 // an explicit restartPolicy (the kind's default unless set), as defaulting would.

@@ -1,10 +1,10 @@
 #pragma once
 
-// Small pure facts about a job's replicas that every part of the reconciler shares:
+// Small pure facts about a job's replicas that the reconciler and the backends share:
 // names, labels, ports, roles, restart policies. Nothing here allocates objects.
+// The names live in coach::reconcile, where most of their callers name them unqualified.
 
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -89,8 +89,5 @@ void AppendEnv(Json& container, std::string_view name, std::string_view value);
 void AppendEnvFieldRef(Json& container, std::string_view name, std::string_view field_path);
 // True when container.env has an entry named `name`.
 bool HasEnv(const Json& container, std::string_view name);
-
-// The address plan to use: config's, or the Kubernetes plan for config.cluster_domain.
-std::shared_ptr<const model::AddressPlan> PlanOf(const model::ReconcileConfig& config);
 
 }  // namespace coach::reconcile

@@ -1,4 +1,4 @@
-#include "operator/reconcile/replicas.h"
+#include "operator/model/replicas.h"
 
 #include <algorithm>
 
@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/v1/job_policies.h"
-#include "operator/reconcile/kubernetes_address_plan.h"
 
 namespace coach::reconcile {
 
@@ -216,11 +215,6 @@ bool HasEnv(const Json& container, std::string_view name) {
     if (e.value("name", "") == name) return true;
   }
   return false;
-}
-
-std::shared_ptr<const model::AddressPlan> PlanOf(const model::ReconcileConfig& config) {
-  if (config.address_plan != nullptr) return config.address_plan;
-  return std::make_shared<KubernetesAddressPlan>(config.cluster_domain);
 }
 
 }  // namespace coach::reconcile

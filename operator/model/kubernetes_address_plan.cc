@@ -1,7 +1,7 @@
-#include "operator/reconcile/kubernetes_address_plan.h"
+#include "operator/model/kubernetes_address_plan.h"
 
 #include "absl/strings/str_cat.h"
-#include "operator/reconcile/replicas.h"
+#include "operator/model/replicas.h"
 
 namespace coach::reconcile {
 
@@ -21,6 +21,11 @@ std::string KubernetesAddressPlan::QualifiedHost(const api::v1::TrainingJob& job
 int KubernetesAddressPlan::Port(const api::v1::TrainingJob&, std::string_view, int,
                                 std::string_view, int declared_port) const {
   return declared_port;
+}
+
+std::shared_ptr<const model::AddressPlan> PlanOf(const model::ReconcileConfig& config) {
+  if (config.address_plan != nullptr) return config.address_plan;
+  return std::make_shared<KubernetesAddressPlan>(config.cluster_domain);
 }
 
 }  // namespace coach::reconcile
