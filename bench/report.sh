@@ -77,8 +77,9 @@ if [[ $size == quick ]]; then
   want scale && run scale scale 1800 bench/scale/run.sh --jobs 100 "${op[@]}"
   want upstream && [[ -x bench/upstream/run.sh ]] && run upstream controlplane 1800 \
     bench/upstream/run.sh --jobs 10 --replicas 4 --rounds 1 --unrelated-pods 0,200
-  want chaos && run chaos chaos 1800 env COACH_CHAOS_JOBS=30 COACH_CHAOS_KILLS=4 \
-    COACH_CHAOS_PROXY_JOBS=10 e2e/chaos/run.sh
+  want chaos && run chaos chaos 1800 bazel test //tools/suites:chaos_kube --test_output=streamed \
+    --cache_test_results=no --test_env=COACH_CHAOS_JOBS=30 --test_env=COACH_CHAOS_KILLS=4 \
+    --test_env=COACH_CHAOS_PROXY_JOBS=10
   want mlflow && run mlflow mlflow 1200 bench/mlflow/run.sh --points 50000 --seconds 5
 else
   want local && run local local 3600 bench/local/run.sh "${op[@]}"
@@ -88,7 +89,8 @@ else
   want scale && run scale scale 7200 bench/scale/run.sh --jobs 2000 "${op[@]}"
   want upstream && [[ -x bench/upstream/run.sh ]] && run upstream controlplane 7200 \
     bench/upstream/run.sh
-  want chaos && run chaos chaos 3600 e2e/chaos/run.sh
+  want chaos && run chaos chaos 3600 bazel test //tools/suites:chaos_kube --test_output=streamed \
+    --cache_test_results=no
   want mlflow && run mlflow mlflow 1800 bench/mlflow/run.sh
 fi
 

@@ -44,15 +44,40 @@ for f in api/v1/codec/*.cc; do [[ $f == *_test.cc ]] || codec_srcs+=("$f"); done
 # The number of entries in a folder (its files' names are libFuzzer's hashes or testdata's).
 entries() { find "$1" -mindepth 1 -maxdepth 1 ! -name '.*' | wc -l; }
 
+# Fuzzers are kept under ~/.cache/coach/fuzz by what they are built from (the sources of api/v1
+# and common, the flags, the compiler), so a run on an unchanged tree builds none. A build
+# compiles its sources two at a time, then links.
+fuzz_cache=$HOME/.cache/coach/fuzz
+mkdir -p "$fuzz_cache"
+sources_digest=$( {
+  clang++-14 --version
+  find api/v1 common -type f \( -name '*.h' -o -name '*.cc' -o -name '*.proto' \) ! -name '*_test.cc' |
+    LC_ALL=C sort | xargs sha256sum
+} | sha256sum | cut -c1-16)
 build_fuzzer() {  # build_fuzzer OUTPUT CLANG-FLAGS...   (FUZZ_TARGET: the target's source)
   local out=$1
   shift
-  clang++-14 -std=c++17 "$@" -Wno-deprecated-declarations -I. -I"$work/gen" \
-    "${FUZZ_TARGET:-api/v1/codec/fuzz/codec_fuzzer.cc}" "${codec_srcs[@]}" \
-    api/v1/kinds.cc api/v1/field_error.cc api/v1/defaults.cc api/v1/validation.cc api/v1/pod_template.cc \
-    "$work/gen/api/v1/training_job.pb.cc" \
-    -lyaml "${protobuf_libs[@]}" "${absl_libs[@]}" -lpthread \
-    -o "$out"
+  local target=${FUZZ_TARGET:-api/v1/codec/fuzz/codec_fuzzer.cc} key cached objects
+  key=$(printf '%s\n' "$sources_digest" "$target" "$@" | sha256sum | cut -c1-16)
+  cached=$fuzz_cache/$(basename "$target" .cc)-$key
+  if [[ -x $cached ]]; then
+    cp "$cached" "$out"
+    say "$(basename "$target" .cc) ($*): built before, $cached"
+    return
+  fi
+  objects=$work/obj-$key
+  mkdir -p "$objects"
+  # shellcheck disable=SC2016  # $0, $1 and $@ are the inner sh's: a source, the folder, the flags
+  printf '%s\n' "$target" "${codec_srcs[@]}" api/v1/kinds.cc api/v1/field_error.cc api/v1/defaults.cc \
+    api/v1/validation.cc api/v1/pod_template.cc "$work/gen/api/v1/training_job.pb.cc" |
+    xargs -P 2 -I{} sh -c 'src=$0 dir=$1; shift; exec clang++-14 -std=c++17 "$@" -c "$src" -o "$dir/$(echo "$src" | tr / _).o"' \
+      {} "$objects" "$@" -Wno-deprecated-declarations -I. -I"$work/gen" ||
+    fail "compiling $(basename "$target" .cc) ($*)"
+  clang++-14 "$@" "$objects"/*.o -lyaml "${protobuf_libs[@]}" "${absl_libs[@]}" -lpthread -o "$out" ||
+    fail "linking $(basename "$target" .cc)"
+  cp "$out" "$cached.tmp.$$" && mv "$cached.tmp.$$" "$cached"
+  # Only the latest few: each is tens of MiB.
+  find "$fuzz_cache" -type f -mtime +7 -delete 2>/dev/null || true
 }
 # shellcheck disable=SC2054  # the commas are clang's: one -fsanitize= flag with three sanitizers
 sanitized=(-O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
