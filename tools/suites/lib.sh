@@ -153,3 +153,10 @@ suite_testenv_build() {
   # shellcheck disable=SC2034  # read by the suites
   TESTENV_BIN=$(tools/testenv/testenv bin) || fail "tools/testenv/testenv bin"
 }
+
+# One real kubelet node per machine (fixed host paths, iptables chains): the suites that bring one
+# up take turns here, for as long as the suite runs.
+suite_real_node_lock() {
+  exec 7>/tmp/coach-testenv-realnode-suite.lock
+  flock -w 1200 7 || fail "another real-node suite held the lock for 20 min"
+}

@@ -36,8 +36,7 @@ say "build: ${build_s} s now; the cache's own build took: ${cold:-unknown}"
 
 suite_case "the machine is clean"
 # One real node per machine: wait for another suite (or a hand-made real node) to finish.
-exec 7>/tmp/coach-testenv-realnode-suite.lock
-flock -w 900 7 || fail "another realnode suite held the lock for 15 min"
+suite_real_node_lock
 deadline=$((SECONDS + 300))
 while [[ -s /run/coach-testenv-realnode.owner ]]; do
   ((SECONDS < deadline)) ||

@@ -46,8 +46,7 @@ cp "$runfiles/sdk/cpp/cli/coach" "$WORK/coach" || fail "the coach CLI is not in 
 say "images and CLI: $((SECONDS - t0)) s (operator: the chart's repository, tag e2e; training $training_ref)"
 
 # One real node per machine (see tools/suites/realnode.sh).
-exec 7>/tmp/coach-testenv-realnode-suite.lock
-flock -w 900 7 || fail "another real-node suite held the lock for 15 min"
+suite_real_node_lock
 
 cleanup() {
   if ((SUITE_RC != 0)) && [[ -f $DIR/kubeconfig ]]; then
