@@ -15,21 +15,14 @@ suite_init realnode
 TESTENV=tools/testenv/testenv
 
 [[ $(id -u) == 0 ]] || skip "needs root (containerd, iptables, cgroups)"
-command -v go >/dev/null || skip "go is not installed"
 for c in containerd runc ctr iptables gcc /usr/lib/cni/bridge /bin/busybox; do
   command -v "$c" >/dev/null || [[ -x $c ]] || skip "$c is missing (tools/bootstrap installs it)"
 done
 
 suite_case "build"
 build_start=$SECONDS
-build_log=$(mktemp)
-if ! "$TESTENV" build >"$build_log" 2>&1; then
-  tail -n 40 "$build_log" >&2
-  rm -f "$build_log"
-  fail "tools/testenv/testenv build failed"
-fi
-rm -f "$build_log"
-BIN=$("$TESTENV" bin)
+suite_testenv_build
+BIN=$TESTENV_BIN
 build_s=$((SECONDS - build_start))
 cold=$(sed -n 's/^seconds_/&/p' "$BIN/.complete" | tr '\n' ' ')
 say "build: ${build_s} s now; the cache's own build took: ${cold:-unknown}"

@@ -9,17 +9,10 @@ source "$(dirname "$(readlink -f "$0")")/lib.sh"
 suite_init testenv_smoke
 
 TESTENV=tools/testenv/testenv
-command -v go >/dev/null || skip "go is not installed"
 
 suite_case "build"
-build_log=$(mktemp)
-if ! "$TESTENV" build >"$build_log" 2>&1; then
-  tail -n 40 "$build_log" >&2
-  rm -f "$build_log"
-  fail "tools/testenv/testenv build failed"
-fi
-rm -f "$build_log"
-BIN=$("$TESTENV" bin)
+suite_testenv_build
+BIN=$TESTENV_BIN
 
 DIR=$(mktemp -d /tmp/coach-testenv-smoke.XXXXXX)
 rmdir "$DIR"
