@@ -287,7 +287,7 @@ TEST_F(HostileInputTest, EveryCaseHandledAndTheOperatorStaysSmall) {
           }
           return alive == 0;
         },
-        absl::Seconds(10));
+        absl::Seconds(10), kProcessPoll);
     return alive == 0 ? Seen{Verdict::kSurvived, "none left"}
                       : Seen{std::nullopt, absl::StrCat(alive, " still alive")};
   });

@@ -340,13 +340,15 @@ TEST_F(LifecycleTest, FastWriterKeepsItsLastLineWithinTheLogBound) {
     struct stat st;
     return stat(path.c_str(), &st) == 0 ? st.st_size : 0;
   };
-  // The disk the log takes, while the replica writes.
+  // The disk the log takes, while the replica writes (sampled until it exits).
   int64_t peak = 0;
-  const absl::Time deadline = absl::Now() + absl::Seconds(90);
-  while (size(exit_file) == 0 && absl::Now() < deadline) {
-    peak = std::max(peak, size(log) + size(log + ".1"));
-    absl::SleepFor(absl::Milliseconds(2));
-  }
+  Eventually(
+      [&] {
+        if (size(exit_file) != 0) return true;
+        peak = std::max(peak, size(log) + size(log + ".1"));
+        return false;
+      },
+      kProcessTimeout, absl::Milliseconds(2));
   absl::StatusOr<TrainingJob> done =
       op_->WaitJob("fast", [](const TrainingJob& j) { return sdk::IsJobFinished(j); });
   ASSERT_TRUE(done.ok()) << done.status();
@@ -393,8 +395,7 @@ TEST_F(LifecycleTest, EscapedProcessesEndWhenTheJobIsDeleted) {
           .Masters(1)
           .RestartPolicy("Never"));
   ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (Pids(pids).size() < 21 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  Eventually([&] { return Pids(pids).size() >= 21; }, absl::Seconds(60), absl::Milliseconds(20));
   const std::vector<pid_t> escaped = Pids(pids);
   ASSERT_EQ(escaped.size(), 21u) << ReadFileOrEmpty(pids);
   for (pid_t pid : escaped) EXPECT_TRUE(Alive(pid)) << pid;

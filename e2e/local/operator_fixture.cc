@@ -65,7 +65,8 @@ OperatorFixture::~OperatorFixture() {
   std::fprintf(stderr, "[fixture] operator stopped in %s: %s\n",
                absl::FormatDuration(absl::Now() - begin).c_str(), stopped.ToString().c_str());
   // Leftovers of a failed test; a replica in its grace period may need a second pass.
-  for (int i = 0; i < 3 && KillLeftovers() > 0; ++i) absl::SleepFor(absl::Milliseconds(200));
+  Eventually([&] { return KillLeftovers() == 0; }, absl::Milliseconds(400),
+             absl::Milliseconds(200));
 }
 
 absl::Status OperatorFixture::Start(absl::Duration timeout) {
@@ -156,12 +157,14 @@ std::vector<ProcessInfo> OperatorFixture::Processes() const {
 }
 
 std::vector<ProcessInfo> OperatorFixture::WaitNoProcesses(absl::Duration timeout) const {
-  const absl::Time end = absl::Now() + timeout;
-  while (true) {
-    std::vector<ProcessInfo> left = Processes();
-    if (left.empty() || absl::Now() >= end) return left;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
+  std::vector<ProcessInfo> left;
+  Eventually(
+      [&] {
+        left = Processes();
+        return left.empty();
+      },
+      timeout, kProcessPoll);
+  return left;
 }
 
 int OperatorFixture::KillLeftovers() const {
@@ -175,13 +178,14 @@ int OperatorFixture::KillLeftovers() const {
 absl::StatusOr<api::v1::TrainingJob> OperatorFixture::WaitJob(
     const std::string& name, const std::function<bool(const api::v1::TrainingJob&)>& pred,
     absl::Duration timeout, const std::string& namespace_) {
-  const absl::Time end = absl::Now() + timeout;
   absl::StatusOr<api::v1::TrainingJob> last = absl::UnknownError("never read");
-  while (true) {
-    last = client_->GetJob(namespace_, name);
-    if (last.ok() && pred(*last)) return last;
-    if (absl::Now() >= end) break;
-    absl::SleepFor(absl::Milliseconds(100));
+  if (Eventually(
+          [&] {
+            last = client_->GetJob(namespace_, name);
+            return last.ok() && pred(*last);
+          },
+          timeout, kProcessPoll)) {
+    return last;
   }
   if (!last.ok()) return last.status();
   return absl::DeadlineExceededError(absl::StrCat("job ", name, " did not reach the state in ",
@@ -191,16 +195,16 @@ absl::StatusOr<api::v1::TrainingJob> OperatorFixture::WaitJob(
 
 absl::Status OperatorFixture::WaitJobGone(const std::string& name, absl::Duration timeout,
                                           const std::string& namespace_) {
-  const absl::Time end = absl::Now() + timeout;
-  while (true) {
-    absl::StatusOr<api::v1::TrainingJob> job = client_->GetJob(namespace_, name);
-    if (absl::IsNotFound(job.status())) return absl::OkStatus();
-    if (absl::Now() >= end) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("job ", name, " still there: ", job.status().ToString()));
-    }
-    absl::SleepFor(absl::Milliseconds(100));
+  absl::Status last;
+  if (Eventually(
+          [&] {
+            last = client_->GetJob(namespace_, name).status();
+            return absl::IsNotFound(last);
+          },
+          timeout, kProcessPoll)) {
+    return absl::OkStatus();
   }
+  return absl::DeadlineExceededError(absl::StrCat("job ", name, " still there: ", last.ToString()));
 }
 
 absl::StatusOr<std::string> OperatorFixture::Logs(const std::string& name,

@@ -42,12 +42,14 @@ class ResilienceTest : public ::testing::Test {
   // gone.
   bool ReleaseAndWaitGone(const std::string& pod) {
     WriteFileOrDie(work_ + "/go-" + pod, "");
-    const bool gone = Eventually([&] {
-      for (const ProcessInfo& p : op_->Processes()) {
-        if (absl::StrContains(p.cmdline, pod)) return false;
-      }
-      return true;
-    });
+    const bool gone = Eventually(
+        [&] {
+          for (const ProcessInfo& p : op_->Processes()) {
+            if (absl::StrContains(p.cmdline, pod)) return false;
+          }
+          return true;
+        },
+        kProcessTimeout, kProcessPoll);
     if (!gone) ADD_FAILURE() << pod << " still running:\n" << DescribeProcesses(op_->Processes());
     return gone;
   }
@@ -70,7 +72,8 @@ TEST_F(ResilienceTest, OperatorKill9MidJobThenRestart) {
                                             .BackoffLimit(3)),
                              kNs)
                   .ok());
-  ASSERT_TRUE(Eventually([&] { return Lines(starts).size() == 3; })) << ReadFileOrEmpty(starts);
+  ASSERT_TRUE(Eventually([&] { return Lines(starts).size() == 3; }, kProcessTimeout, kProcessPoll))
+      << ReadFileOrEmpty(starts);
   ASSERT_TRUE(
       op_->WaitJob("survivor", [](const TrainingJob& j) { return sdk::IsJobRunning(j); }).ok());
 
