@@ -50,8 +50,6 @@ namespace {
 
 using api::v1::TrainingJob;
 
-constexpr char kNs[] = "default";
-
 int EnvInt(const char* name, int fallback) {
   int value = 0;
   const std::string text = EnvOrEmpty(name);

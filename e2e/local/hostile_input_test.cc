@@ -35,7 +35,6 @@ namespace {
 
 using api::v1::TrainingJob;
 
-constexpr char kNs[] = "default";
 constexpr int64_t kRssLimitKib = 256 * 1024;
 
 enum class Verdict { kRefused, kFailedCleanly, kSurvived };
@@ -86,12 +85,9 @@ std::string AliasBomb(const std::string& name, int scalar_bytes, int levels) {
                       "          - {name: pytorch, image: x, command: [\"true\"]}\n");
 }
 
-class HostileInputTest : public ::testing::Test {
+class HostileInputTest : public OperatorTest {
  protected:
-  void SetUp() override {
-    op_ = std::make_unique<OperatorFixture>("hostile");
-    ASSERT_TRUE(op_->Start().ok()) << op_->OperatorLog();
-  }
+  void SetUp() override { StartOperator({}, "hostile"); }
 
   // Runs one case and records its line.
   void Case(const std::string& name, Verdict want, const std::function<Seen()>& run) {
@@ -173,7 +169,6 @@ class HostileInputTest : public ::testing::Test {
     return {std::nullopt, absl::StrCat("exit ", r.exit_code, ": ", r.err)};
   }
 
-  std::unique_ptr<OperatorFixture> op_;
   int64_t peak_kib_ = 0;
   int cases_ = 0;
 };

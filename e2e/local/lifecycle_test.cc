@@ -22,19 +22,9 @@ namespace {
 
 using api::v1::TrainingJob;
 
-constexpr char kNs[] = "default";
-
-class LifecycleTest : public ::testing::Test {
+class LifecycleTest : public OperatorTest {
  protected:
-  void SetUp() override {
-    op_ = std::make_unique<OperatorFixture>(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ASSERT_TRUE(op_->Start().ok()) << op_->OperatorLog();
-  }
-  void TearDown() override {
-    if (HasFailure()) std::fprintf(stderr, "%s\n", op_->OperatorLog().c_str());
-    op_.reset();
-  }
+  void SetUp() override { StartOperator(); }
 
   // Lines of a file the replicas append to.
   std::vector<std::string> Lines(const std::string& path) {
@@ -68,8 +58,6 @@ class LifecycleTest : public ::testing::Test {
                         "; exec sleep 1000' & ) ; ", "while [ $(wc -l < ", pids, ") -lt ", n + 1,
                         " ]; do sleep 0.01; done; ", then);
   }
-
-  std::unique_ptr<OperatorFixture> op_;
 };
 
 TEST_F(LifecycleTest, ShellJobSucceeds) {

@@ -223,9 +223,17 @@ absl::StatusOr<std::string> OperatorFixture::Logs(const std::string& name,
   return text;
 }
 
-}  // namespace coach::e2e
+void OperatorTest::StartOperator(OperatorOptions options, const std::string& name) {
+  op_ = std::make_unique<OperatorFixture>(
+      name.empty() ? ::testing::UnitTest::GetInstance()->current_test_info()->name() : name,
+      std::move(options));
+  ASSERT_TRUE(op_->Start().ok()) << op_->OperatorLog();
+}
 
-namespace coach::e2e {
+void OperatorTest::TearDown() {
+  if (HasFailure() && op_ != nullptr) std::fprintf(stderr, "%s\n", op_->OperatorLog().c_str());
+  op_.reset();
+}
 
 sdk::JobBuilder ShellJob(const std::string& name, const std::string& script) {
   return sdk::JobBuilder::PyTorch(name).Image("busybox:1.36").Command({"/bin/sh", "-c", script});

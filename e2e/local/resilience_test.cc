@@ -19,23 +19,15 @@ namespace {
 
 using api::v1::TrainingJob;
 
-constexpr char kNs[] = "default";
-
 std::vector<std::string> Lines(const std::string& path) {
   return absl::StrSplit(ReadFileOrEmpty(path), '\n', absl::SkipEmpty());
 }
 
-class ResilienceTest : public ::testing::Test {
+class ResilienceTest : public OperatorTest {
  protected:
   void SetUp() override {
-    op_ = std::make_unique<OperatorFixture>(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ASSERT_TRUE(op_->Start().ok()) << op_->OperatorLog();
+    StartOperator();
     work_ = op_->root() + "/work";
-  }
-  void TearDown() override {
-    if (HasFailure()) std::fprintf(stderr, "%s\n", op_->OperatorLog().c_str());
-    op_.reset();
   }
 
   // Writes the "go" file of pod `pod` and waits until its processes (shim included) are
@@ -54,7 +46,6 @@ class ResilienceTest : public ::testing::Test {
     return gone;
   }
 
-  std::unique_ptr<OperatorFixture> op_;
   std::string work_;
 };
 

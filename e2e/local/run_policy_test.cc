@@ -17,24 +17,16 @@ namespace {
 
 using api::v1::TrainingJob;
 
-constexpr char kNs[] = "default";
-
 size_t CountLines(const std::string& path) {
   std::vector<std::string> lines = absl::StrSplit(ReadFileOrEmpty(path), '\n', absl::SkipEmpty());
   return lines.size();
 }
 
-class RunPolicyTest : public ::testing::Test {
+class RunPolicyTest : public OperatorTest {
  protected:
   void SetUp() override {
-    op_ = std::make_unique<OperatorFixture>(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ASSERT_TRUE(op_->Start().ok()) << op_->OperatorLog();
+    StartOperator();
     work_ = op_->root() + "/work";
-  }
-  void TearDown() override {
-    if (HasFailure()) std::fprintf(stderr, "%s\n", op_->OperatorLog().c_str());
-    op_.reset();
   }
 
   // Whether some process of the fixture runs a command line containing `text`.
@@ -45,7 +37,6 @@ class RunPolicyTest : public ::testing::Test {
     return false;
   }
 
-  std::unique_ptr<OperatorFixture> op_;
   std::string work_;
 };
 
