@@ -70,7 +70,8 @@ int64_t StatusKib(pid_t pid, const std::string& field) {
 }
 
 // A PyTorchJob manifest whose annotations hold an alias bomb: a `scalar_bytes` anchor, then
-// `levels` levels of ten aliases to the level before.
+// `levels` levels of ten aliases to the level before. Text, not a JobManifest: the anchors and
+// aliases are the input under test, and a builder writes neither.
 std::string AliasBomb(const std::string& name, int scalar_bytes, int levels) {
   std::string anchors = absl::StrCat("    a0: &a0 \"", std::string(scalar_bytes, 'x'), "\"\n");
   for (int l = 1; l <= levels; ++l) {

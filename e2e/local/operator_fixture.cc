@@ -102,18 +102,7 @@ absl::Status OperatorFixture::Restart(absl::Duration timeout) {
 }
 
 std::unique_ptr<sdk::TrainingClient> OperatorFixture::NewClient(const std::string& token) const {
-  sdk::ConnectionOptions options;
-  options.server = server();
-  options.token = token;
-  options.use_environment = false;
-  options.call_timeout = absl::Seconds(30);
-  absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> client =
-      sdk::TrainingClient::Create(options);
-  if (!client.ok()) {
-    std::fprintf(stderr, "TrainingClient::Create: %s\n", client.status().ToString().c_str());
-    std::abort();
-  }
-  return std::move(*client);
+  return NewTrainingClient(server(), token);
 }
 
 CliResult OperatorFixture::Cli(const std::vector<std::string>& args, bool with_token,
@@ -236,7 +225,15 @@ void OperatorTest::TearDown() {
 }
 
 sdk::JobBuilder ShellJob(const std::string& name, const std::string& script) {
-  return sdk::JobBuilder::PyTorch(name).Image("busybox:1.36").Command({"/bin/sh", "-c", script});
+  return sdk::JobBuilder::PyTorch(name).Image(kShellImage).Command({"/bin/sh", "-c", script});
+}
+
+JobManifest ShellManifest(const std::string& name, const std::string& script) {
+  return JobManifest::PyTorch(name)
+      .Replica("Master", 1)
+      .RestartPolicy("Never")
+      .Image(kShellImage)
+      .Command({"/bin/sh", "-c", script});
 }
 
 api::v1::TrainingJob BuildOrDie(const sdk::JobBuilder& builder) {

@@ -30,7 +30,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "e2e/common/child_process.h"
+#include "e2e/common/job_manifest.h"
 #include "e2e/common/loopback_operator.h"
+#include "e2e/common/sdk_client.h"
 #include "e2e/common/test_env.h"
 #include "gtest/gtest.h"
 #include "sdk/cpp/job_builder.h"
@@ -55,10 +57,16 @@ using CliResult = CommandResult;
 // The namespace the local suites submit their jobs to.
 inline constexpr char kNs[] = "default";
 
+// The image of a shell job's replicas: a name only, the local backend runs the command on this
+// host.
+inline constexpr char kShellImage[] = "busybox:1.36";
+
 // A PyTorchJob builder whose every replica runs `/bin/sh -c script` (add replicas,
 // restart policy, run policy).
 sdk::JobBuilder ShellJob(const std::string& name, const std::string& script);
 api::v1::TrainingJob BuildOrDie(const sdk::JobBuilder& builder);
+// The manifest of a PyTorchJob whose one Master runs `/bin/sh -c script`, restartPolicy Never.
+JobManifest ShellManifest(const std::string& name, const std::string& script);
 
 class OperatorFixture {
  public:
