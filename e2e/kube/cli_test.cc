@@ -92,7 +92,7 @@ TEST_F(CliTest, LogsOfKwokPodAreNotAvailable) {
 TEST_F(CliTest, CreateOutsideTheWatchedNamespacesIsRefused) {
   // Namespaces of its own: the suite's operator reconciles ns().
   const std::string watched = absl::StrCat(ns(), "-a,", ns(), "-b");
-  OperatorProcess scoped("scoped", cp().dir(), cp().kubeconfig(), {"--namespaces", watched});
+  OperatorProcess scoped("scoped", TestTmpDir(), cp().kubeconfig(), {"--namespaces", watched});
   ASSERT_TRUE(scoped.Start().ok()) << scoped.Log();
   sdk::ConnectionOptions options;
   options.server = scoped.server();

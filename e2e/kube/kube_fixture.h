@@ -3,17 +3,17 @@
 // KubeFixture: the end-to-end suite of coach-operator --backend=kube against a real control
 // plane (tools/testenv: etcd, kube-apiserver, controller-manager, scheduler, kwok nodes).
 //
-// One control plane per test binary (SetUpTestSuite of KubeTest starts it, applies
-// charts/coach/crds and starts one coach-operator); every test works in its own namespace
-// (ns()). Tests drive jobs with kubectl, as a cluster user would, and check pods, services
-// and the job's status with kubectl's JSON.
+// One control plane per test binary (SetUpTestSuite of KubeTest starts it through
+// operator/backend/kube/testing/testenv.h, which applies charts/coach/crds, and starts one
+// coach-operator); every test works in its own namespace (ns()). Tests drive jobs with kubectl,
+// as a cluster user would, and check pods, services and the job's status with kubectl's JSON.
 //
-// Where things come from: the workspace root is found by resolving the runfiles symlink of
-// e2e/kube/kube_fixture.cc (data dependency), so tools/testenv/testenv and charts/ are the
-// checkout's own; coach-operator and coach come from the runfiles. The tests are tagged
-// local/no-sandbox (they start processes listening on loopback and read the testenv binaries
-// cached under $HOME/.cache/coach/testenv). Without those binaries the tests skip, except
-// under CI=true where they fail.
+// What this file adds to TestEnv: the operator processes, the `coach` CLI, kubectl with its
+// output captured, a kube-apiserver restart, and the per-test namespace and helpers.
+// coach-operator and coach come from the runfiles. The tests are tagged local/no-sandbox (they
+// start processes listening on loopback and read the testenv binaries cached under
+// $HOME/.cache/coach/testenv). Without those binaries the tests skip, except under CI=true
+// where they fail.
 
 #include <sys/types.h>
 
@@ -51,32 +51,35 @@ class OperatorProcess : public LoopbackOperator {
                   const std::vector<std::string>& extra_args);
 };
 
-// The control plane of this test binary.
+// The control plane of this test binary: a TestEnv with coach's CRDs applied.
 class ControlPlane {
  public:
   // NotFound: testenv or its binaries are missing (skip outside CI).
   static absl::Status Start();
+  // `testenv down`, unless COACH_E2E_KEEP is set (then the folder is printed).
   static void Stop();
   static ControlPlane* Get();
 
-  const std::string& kubeconfig() const { return kubeconfig_; }
-  const std::string& dir() const { return dir_; }
-  const std::string& root() const { return root_; }  // workspace root, ends with '/'
-  const std::string& bin() const { return bin_; }
+  const std::string& kubeconfig() const { return env_->kubeconfig(); }
 
   // kubectl --kubeconfig ... args; `input` goes to its stdin.
   CmdResult Kubectl(const std::vector<std::string>& args, const std::string& input = "",
                     absl::Duration timeout = absl::Seconds(60)) const;
   // kill -9 the kube-apiserver, start it again with the same command line, wait for /readyz.
+  // NotFound when this binary did not start the control plane (COACH_TESTENV_KUBECONFIG).
   absl::Status RestartApiServer(absl::Duration down_for = absl::Seconds(3));
 
  private:
-  std::string root_, dir_, kubeconfig_, bin_, script_;
+  std::unique_ptr<::coach::kubeclient::testing::TestEnv> env_;
 };
 
 // Runs argv (argv[0] a path) with stdout/stderr captured; kills it after `timeout`.
 CmdResult RunCommand(const std::vector<std::string>& argv, const std::string& input,
                      absl::Duration timeout, const std::vector<std::string>& env_overrides = {});
+
+// The `coach` CLI of the runfiles with --server `server` ("": none, for its offline commands).
+CmdResult RunCoach(const std::string& server, const std::vector<std::string>& args,
+                   const std::string& input = "", absl::Duration timeout = absl::Seconds(60));
 
 // Base of the suite's tests: a control plane and one operator per binary; ns() is a fresh
 // namespace per test (deleted at the end unless the test failed).
