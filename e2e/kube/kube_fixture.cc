@@ -243,11 +243,11 @@ void KubeTest::SetUp() {
   CmdResult r = Kubectl({"create", "namespace", ns_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Pods need the namespace's default ServiceAccount (the controller-manager makes it).
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(Eventually(
       [&] {
         return Kubectl({"get", "sa", "default", "-n", ns_}).exit_code == 0;
       },
-      absl::Seconds(60)));
+      absl::Seconds(60), kKubectlPoll));
 }
 
 void KubeTest::TearDown() {
@@ -294,8 +294,10 @@ std::vector<nlohmann::json> KubeTest::List(const std::string& resource,
   return out;
 }
 
-bool KubeTest::WaitFor(const std::function<bool()>& pred, absl::Duration timeout) {
-  return Eventually(pred, timeout, absl::Milliseconds(200));
+std::map<std::string, std::string> KubeTest::PodUids(const std::string& job) const {
+  std::map<std::string, std::string> uids;
+  for (const nlohmann::json& p : JobPods(job)) uids[p["metadata"]["name"]] = p["metadata"]["uid"];
+  return uids;
 }
 
 nlohmann::json KubeTest::Condition(const nlohmann::json& job, const std::string& type) {
@@ -316,12 +318,12 @@ std::optional<nlohmann::json> KubeTest::WaitCondition(const std::string& resourc
                                                       const std::string& type,
                                                       absl::Duration timeout) {
   std::optional<nlohmann::json> last;
-  if (WaitFor(
+  if (Eventually(
           [&] {
             last = Get(resource, name);
             return last && HasCondition(*last, type);
           },
-          timeout)) {
+          timeout, kKubectlPoll)) {
     return last;
   }
   ADD_FAILURE() << resource << "/" << name << " did not get condition " << type << " in "

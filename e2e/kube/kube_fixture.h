@@ -17,7 +17,7 @@
 
 #include <sys/types.h>
 
-#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,7 +26,9 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "e2e/common/child_process.h"
+#include "e2e/common/job_manifest.h"
 #include "e2e/common/loopback_operator.h"
+#include "e2e/common/sdk_client.h"
 #include "e2e/common/test_env.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -38,6 +40,9 @@ namespace coach::e2e::kube {
 using CmdResult = CommandResult;
 
 using ::coach::kubeclient::testing::InCi;
+
+// How often the suite polls: each poll runs kubectl, a process of its own.
+inline constexpr absl::Duration kKubectlPoll = absl::Milliseconds(200);
 
 // In OperatorProcess's extra_args: start the operator with its default API authentication
 // (without this or an --api-auth/--token-file argument it gets --api-auth=none).
@@ -108,6 +113,11 @@ class KubeTest : public ::testing::Test {
   }
   // kubectl apply -n ns() -f - ; fails the test when kubectl fails.
   void Apply(const std::string& yaml);
+  void Apply(const JobManifest& job) { Apply(job.Yaml()); }
+  // The `coach` CLI against the suite's operator.
+  CmdResult Coach(const std::vector<std::string>& args) const {
+    return RunCoach(op().server(), args);
+  }
   // kubectl get <resource> <name> -n ns() -o json; nullopt when not found.
   std::optional<nlohmann::json> Get(const std::string& resource, const std::string& name) const;
   // kubectl get <resource> -n ns() [-l selector] -o json; the items.
@@ -116,8 +126,8 @@ class KubeTest : public ::testing::Test {
   std::vector<nlohmann::json> JobPods(const std::string& job) const {
     return List("pods", "training.kubeflow.org/job-name=" + job);
   }
-  // Polls `pred` every 200 ms until it holds (true) or `timeout` passes (false).
-  static bool WaitFor(const std::function<bool()>& pred, absl::Duration timeout);
+  // The job's pods: name -> uid (the same pods after a restart have the same uids).
+  std::map<std::string, std::string> PodUids(const std::string& job) const;
   // Waits until the job has condition `type` with status True; returns the job (or nullopt
   // with a test failure that shows the last status and the operator's log tail).
   std::optional<nlohmann::json> WaitCondition(const std::string& resource, const std::string& name,
