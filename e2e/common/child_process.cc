@@ -63,15 +63,17 @@ pid_t Spawn(std::vector<std::string> argv, std::vector<std::string> env, const s
 }
 
 std::optional<int> WaitPid(pid_t pid, absl::Duration timeout) {
-  const absl::Time end = absl::Now() + timeout;
-  while (true) {
-    int status = 0;
-    const pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return status;
-    if (r < 0) return -1;
-    if (absl::Now() >= end) return std::nullopt;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
+  std::optional<int> result;
+  Eventually(
+      [&] {
+        int status = 0;
+        const pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) result = status;
+        if (r < 0) result = -1;
+        return result.has_value();
+      },
+      timeout, absl::Milliseconds(20));
+  return result;
 }
 
 void KillAndReap(pid_t pid) {

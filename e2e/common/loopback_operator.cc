@@ -114,19 +114,23 @@ absl::Status LoopbackOperator::StartOnce(absl::Duration timeout) {
   pid_ = Spawn(argv, env_, "", log, log, /*die_with_parent=*/true);
   if (pid_ < 0) return absl::InternalError("fork failed");
 
-  const absl::Time end = spawned + timeout;
-  while (!HttpReady(http_port_)) {
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return absl::UnavailableError(
-          absl::StrCat(name_, " exited (status ", status, ") before it was ready"));
-    }
-    if (absl::Now() >= end) {
-      Kill9();
-      return absl::DeadlineExceededError(absl::StrCat(name_, " not ready in time"));
-    }
-    absl::SleepFor(absl::Milliseconds(50));
+  bool ready = false;
+  std::optional<int> exited;
+  Eventually(
+      [&] {
+        ready = HttpReady(http_port_);
+        if (!ready) exited = WaitPid(pid_, absl::ZeroDuration());
+        return ready || exited.has_value();
+      },
+      timeout, absl::Milliseconds(50));
+  if (exited.has_value()) {
+    pid_ = -1;
+    return absl::UnavailableError(
+        absl::StrCat(name_, " exited (status ", *exited, ") before it was ready"));
+  }
+  if (!ready) {
+    Kill9();
+    return absl::DeadlineExceededError(absl::StrCat(name_, " not ready in time"));
   }
   ready_after_ = absl::Now() - spawned;
   return absl::OkStatus();

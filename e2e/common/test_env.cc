@@ -8,8 +8,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
-#include "common/testing/eventually.h"
 
 namespace coach::e2e {
 
@@ -54,10 +52,6 @@ void WriteFileOrDie(const std::string& path, const std::string& content) {
     std::fprintf(stderr, "cannot write %s\n", path.c_str());
     std::abort();
   }
-}
-
-bool Eventually(const std::function<bool()>& pred, absl::Duration timeout, absl::Duration poll) {
-  return ::coach::testing::Eventually(pred, timeout, poll);
 }
 
 }  // namespace coach::e2e

@@ -1,14 +1,15 @@
 #pragma once
 
-// What an end-to-end test finds around it: its runfiles and temporary directory, whole
-// files to read and write, and polling until something holds. Test-only helpers; none of
-// them fails a test by itself (the ...OrDie ones abort).
+// What an end-to-end test finds around it: its runfiles and temporary directory, and whole
+// files to read and write. Test-only helpers; none of them fails a test by itself (the
+// ...OrDie ones abort). Polling until something holds is common/testing/eventually.h's
+// Eventually, here under coach::e2e too.
 
-#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/testing/eventually.h"
 
 namespace coach::e2e {
 
@@ -32,9 +33,10 @@ bool WriteFile(const std::string& path, const std::string& content);
 // WriteFile, aborting the test binary when it fails (a fixture cannot go on without it).
 void WriteFileOrDie(const std::string& path, const std::string& content);
 
-// Polls `pred` every `poll` until it holds or `timeout` passes; returns whether it held.
-// `pred` is always called at least once.
-bool Eventually(const std::function<bool()>& pred, absl::Duration timeout = absl::Seconds(90),
-                absl::Duration poll = absl::Milliseconds(100));
+using ::coach::testing::Eventually;
+
+// What the suites wait for real processes to do on a loaded machine, and how often they look.
+inline constexpr absl::Duration kProcessTimeout = absl::Seconds(90);
+inline constexpr absl::Duration kProcessPoll = absl::Milliseconds(100);
 
 }  // namespace coach::e2e

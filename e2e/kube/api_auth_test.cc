@@ -6,7 +6,6 @@
 // (`kubectl create token`), as a pod's projected token would.
 
 #include <algorithm>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -20,21 +19,9 @@
 namespace coach::e2e::kube {
 namespace {
 
+// One Master that stays Running (kwok), as the manifest a team submits.
 std::string Manifest(const std::string& name) {
-  return absl::StrCat(R"(apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: )",
-                      name, R"(
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        spec:
-          containers: [{name: pytorch, image: coach.local/none}]
-)");
+  return JobManifest::PyTorch(name).Replica("Master", 1).RestartPolicy("Never").Yaml();
 }
 
 class ApiAuthTest : public KubeTest {
@@ -82,24 +69,13 @@ class ApiAuthTest : public KubeTest {
   }
 
   std::unique_ptr<sdk::TrainingClient> Client(const std::string& token) {
-    sdk::ConnectionOptions options;
-    options.server = op().server();
-    options.token = token;
-    options.use_environment = false;
-    options.call_timeout = absl::Seconds(20);
-    auto client = sdk::TrainingClient::Create(options);
-    EXPECT_TRUE(client.ok()) << client.status();
-    return std::move(client).value();
+    return NewTrainingClient(op().server(), token, absl::Seconds(20));
   }
 
-  CmdResult Coach(std::vector<std::string> args) {
-    std::vector<std::string> argv = {Runfile("sdk/cpp/cli/coach"), "--server", op().server()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunCommand(argv, "", absl::Seconds(60));
-  }
-  std::string WriteFile(const std::string& name, const std::string& content) {
-    const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", ns(), "-", name);
-    std::ofstream(path) << content;
+  // A file of this test under TestTmpDir(); its path.
+  std::string WriteTestFile(const std::string& name, const std::string& content) {
+    const std::string path = absl::StrCat(TestTmpDir(), "/", ns(), "-", name);
+    WriteFileOrDie(path, content);
     return path;
   }
   bool ExistsIn(const std::string& ns, const std::string& name) {
@@ -170,7 +146,8 @@ TEST_F(ApiAuthTest, EachTeamOnlyInItsOwnNamespace) {
   EXPECT_EQ(a->DescribeJob(ns_a_, "mine").status().code(), absl::StatusCode::kPermissionDenied);
 
   ASSERT_TRUE(a->DeleteJob(ns_a_, "mine").ok());
-  EXPECT_TRUE(WaitFor([&] { return !ExistsIn(ns_a_, "mine"); }, absl::Seconds(30)));
+  EXPECT_TRUE(
+      Eventually([&] { return !ExistsIn(ns_a_, "mine"); }, absl::Seconds(30), kKubectlPoll));
 }
 
 TEST_F(ApiAuthTest, NoTokenOrABadTokenIsUnauthenticated) {
@@ -253,8 +230,8 @@ TEST_F(ApiAuthTest, ClusterWideListNeedsAClusterRole) {
 // The CLI presents a token from a file (a projected ServiceAccount token) or a kubeconfig.
 TEST_F(ApiAuthTest, CliWithTokenFileAndKubeconfig) {
   const std::string token = Team(ns_a_, "team-a", "create, get, list, delete");
-  const std::string token_file = WriteFile("token", token + "\n");
-  const std::string manifest = WriteFile("job.yaml", Manifest("viacli"));
+  const std::string token_file = WriteTestFile("token", token + "\n");
+  const std::string manifest = WriteTestFile("job.yaml", Manifest("viacli"));
   CmdResult ok = Coach({"--token-file", token_file, "submit", "-f", manifest, "-n", ns_a_});
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   CmdResult denied = Coach({"--token-file", token_file, "submit", "-f", manifest, "-n", ns_b_});
@@ -263,13 +240,13 @@ TEST_F(ApiAuthTest, CliWithTokenFileAndKubeconfig) {
       << denied.err;
   EXPECT_FALSE(ExistsIn(ns_b_, "viacli"));
 
-  const std::string kubeconfig =
-      WriteFile("kubeconfig",
-                absl::StrCat("apiVersion: v1\nkind: Config\ncurrent-context: a\n"
-                             "clusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n"
-                             "contexts: [{name: a, context: {cluster: c, user: a}}]\n"
-                             "users: [{name: a, user: {token: \"",
-                             token, "\"}}]\n"));
+  const std::string kubeconfig = WriteTestFile(
+      "kubeconfig",
+      absl::StrCat("apiVersion: v1\nkind: Config\ncurrent-context: a\n"
+                   "clusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n"
+                   "contexts: [{name: a, context: {cluster: c, user: a}}]\n"
+                   "users: [{name: a, user: {token: \"",
+                   token, "\"}}]\n"));
   CmdResult listed = Coach({"--kubeconfig", kubeconfig, "list", "-n", ns_a_});
   EXPECT_EQ(listed.exit_code, 0) << listed.err;
   EXPECT_TRUE(absl::StrContains(listed.out, "viacli")) << listed.out;

@@ -3,7 +3,6 @@
 // pod on a kwok node (no kubelet) says the log is not available from its node and exits
 // non-zero.
 
-#include <fstream>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -18,39 +17,16 @@ namespace {
 
 using nlohmann::json;
 
-std::string Manifest(const std::string& name, const std::string& annotations) {
-  return absl::StrCat(R"(apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: )",
-                      name, R"(
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: OnFailure
-      template:
-        metadata:
-          annotations: {)",
-                      annotations, R"(}
-        spec:
-          containers: [{name: pytorch, image: coach.local/none}]
-)");
+// One Master, restartPolicy OnFailure; without KwokExit() its pod keeps running.
+JobManifest Job(const std::string& name) {
+  return JobManifest::PyTorch(name).Replica("Master", 1).RestartPolicy("OnFailure");
 }
 
-class CliTest : public KubeTest {
- protected:
-  CmdResult Coach(std::vector<std::string> args) {
-    std::vector<std::string> argv = {Runfile("sdk/cpp/cli/coach"), "--server", op().server()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunCommand(argv, "", absl::Seconds(60));
-  }
-};
+using CliTest = KubeTest;
 
 TEST_F(CliTest, SubmitIsSeenByKubectl) {
-  const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/cli-submit.yaml");
-  std::ofstream(path) << Manifest("viacli",
-                                  "coach.test/exit-code: \"0\", coach.test/run-seconds: \"1\"");
+  const std::string path = TestTmpDir() + "/cli-submit.yaml";
+  WriteFileOrDie(path, Job("viacli").KwokExit(0, 1).Yaml());
   CmdResult r = Coach({"submit", "-f", path, "-n", ns()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::optional<json> j = Get("pytorchjobs", "viacli");
@@ -63,7 +39,7 @@ TEST_F(CliTest, SubmitIsSeenByKubectl) {
 }
 
 TEST_F(CliTest, KubectlAppliedJobListedByCoach) {
-  Apply(Manifest("viakubectl", ""));
+  Apply(Job("viakubectl"));
   ASSERT_TRUE(WaitCondition("pytorchjobs", "viakubectl", "Running"));
   CmdResult r = Coach({"list", "-n", ns()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -74,12 +50,12 @@ TEST_F(CliTest, KubectlAppliedJobListedByCoach) {
   // Deleted through the CLI, gone for kubectl.
   CmdResult del = Coach({"delete", "viakubectl", "-n", ns()});
   EXPECT_EQ(del.exit_code, 0) << del.out << del.err;
-  EXPECT_TRUE(
-      WaitFor([&] { return !Get("pytorchjobs", "viakubectl").has_value(); }, absl::Seconds(30)));
+  EXPECT_TRUE(Eventually([&] { return !Get("pytorchjobs", "viakubectl").has_value(); },
+                         absl::Seconds(30), kKubectlPoll));
 }
 
 TEST_F(CliTest, LogsOfKwokPodAreNotAvailable) {
-  Apply(Manifest("nolog", ""));
+  Apply(Job("nolog"));
   ASSERT_TRUE(WaitCondition("pytorchjobs", "nolog", "Running"));
   CmdResult r = Coach({"logs", "nolog", "-n", ns(), "--replica", "master-0"});
   EXPECT_NE(r.exit_code, 0) << r.out << r.err;
@@ -92,15 +68,11 @@ TEST_F(CliTest, LogsOfKwokPodAreNotAvailable) {
 TEST_F(CliTest, CreateOutsideTheWatchedNamespacesIsRefused) {
   // Namespaces of its own: the suite's operator reconciles ns().
   const std::string watched = absl::StrCat(ns(), "-a,", ns(), "-b");
-  OperatorProcess scoped("scoped", cp().dir(), cp().kubeconfig(), {"--namespaces", watched});
+  OperatorProcess scoped("scoped", TestTmpDir(), cp().kubeconfig(), {"--namespaces", watched});
   ASSERT_TRUE(scoped.Start().ok()) << scoped.Log();
-  sdk::ConnectionOptions options;
-  options.server = scoped.server();
-  options.use_environment = false;
-  auto client = sdk::TrainingClient::Create(options);
-  ASSERT_TRUE(client.ok()) << client.status();
+  std::unique_ptr<sdk::TrainingClient> client = NewTrainingClient(scoped.server(), "");
   const std::string other = absl::StrCat(ns(), "-other");
-  auto refused = (*client)->CreateJobFromManifest(Manifest("outside", ""), other);
+  auto refused = client->CreateJobFromManifest(Job("outside").Yaml(), other);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
   EXPECT_TRUE(absl::EndsWith(
       refused.status().message(),
@@ -108,11 +80,9 @@ TEST_F(CliTest, CreateOutsideTheWatchedNamespacesIsRefused) {
                    "\" is not watched by this operator (--namespaces ", watched, ")")))
       << refused.status();
   // The CLI says so too, and nothing was stored.
-  const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/cli-outside.yaml");
-  std::ofstream(path) << Manifest("outside", "");
-  CmdResult r = RunCommand({Runfile("sdk/cpp/cli/coach"), "--server", scoped.server(), "submit",
-                            "-f", path, "-n", other},
-                           "", absl::Seconds(60));
+  const std::string path = TestTmpDir() + "/cli-outside.yaml";
+  WriteFileOrDie(path, Job("outside").Yaml());
+  CmdResult r = RunCoach(scoped.server(), {"submit", "-f", path, "-n", other});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(absl::StrContains(r.err, "is not watched by this operator")) << r.out << r.err;
   CmdResult get = Kubectl({"get", "pytorchjobs", "-A", "-o", "name"});

@@ -23,22 +23,12 @@ using nlohmann::json;
 
 constexpr char kInitImage[] = "coach.local/coach-operator:e2e";
 
-// A PyTorchJob whose replicas exit 0 at once on kwok; `specs` is the pytorchReplicaSpecs body.
-std::string PyTorchJob(const std::string& name, const std::string& specs,
-                       const std::string& annotations = "") {
-  return absl::StrCat("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: ", name,
-                      "\n", annotations, "spec:\n  pytorchReplicaSpecs:\n", specs);
+// A PyTorchJob of `replicas` whose pods exit 0 at once on kwok; replica setters after it change
+// every one of these types.
+JobManifest PyTorchJob(const std::string& name,
+                       const std::vector<std::pair<std::string, int>>& replicas) {
+  return JobManifest::PyTorch(name).Replicas(replicas).RestartPolicy("Never").KwokExit(0);
 }
-
-std::string Replica(const std::string& type, int replicas, const std::string& containers) {
-  return absl::StrCat("    ", type, ":\n      replicas: ", replicas,
-                      "\n      restartPolicy: Never\n      template:\n        metadata:\n"
-                      "          annotations: {coach.test/exit-code: \"0\"}\n"
-                      "        spec:\n          containers:\n",
-                      containers);
-}
-
-constexpr char kPytorch[] = "          - {name: pytorch, image: coach.local/none}\n";
 
 class DropInTest : public KubeTest {
  protected:
@@ -48,10 +38,8 @@ class DropInTest : public KubeTest {
   }
 
   // The offline `coach` command (no server) reading `input` on stdin.
-  CmdResult RunCoach(std::vector<std::string> args, const std::string& input) {
-    std::vector<std::string> argv = {Runfile("sdk/cpp/cli/coach")};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunCommand(argv, input, absl::Seconds(60));
+  static CmdResult OfflineCoach(const std::vector<std::string>& args, const std::string& input) {
+    return RunCoach("", args, input);
   }
 
   // The Warning events of `job`, as "reason: message".
@@ -75,29 +63,27 @@ TEST_F(DropInTest, InvalidJobsAreRefusedAtApplyNamingTheField) {
   };
   const std::vector<Case> cases = {
       {"name not a DNS-1035 label",
-       PyTorchJob("Bad_Name", Replica("Master", 1, kPytorch)),
+       PyTorchJob("Bad_Name", {{"Master", 1}}).Yaml(),
        {"metadata.name", "^[a-z]([-a-z0-9]*[a-z0-9])?$"}},
       {"PyTorchJob with a Chief",
-       PyTorchJob("chief", Replica("Chief", 1, kPytorch) + Replica("Worker", 1, kPytorch)),
+       PyTorchJob("chief", {{"Chief", 1}, {"Worker", 1}}).Yaml(),
        {"spec.pytorchReplicaSpecs", "unknown replica type \"Chief\" for PyTorchJob"}},
       {"JAXJob with a Master",
-       "apiVersion: kubeflow.org/v1\nkind: JAXJob\nmetadata:\n  name: jax-master\nspec:\n"
-       "  jaxReplicaSpecs:\n" +
-           absl::StrCat("    Master:\n      template:\n        spec:\n          containers:\n",
-                        "          - {name: jax, image: i}\n",
-                        "    Worker:\n      template:\n        spec:\n          containers:\n",
-                        "          - {name: jax, image: i}\n"),
+       JobManifest(api::v1::JAX_JOB, "jax-master")
+           .Replicas({{"Master", 1}, {"Worker", 1}})
+           .Image("i")
+           .Yaml(),
        {"spec.jaxReplicaSpecs", "unknown replica type \"Master\" for JAXJob"}},
       {"container without an image",
-       PyTorchJob("no-image", Replica("Master", 1, "          - {name: pytorch}\n")),
+       PyTorchJob("no-image", {{"Master", 1}}).Image("").Yaml(),
        {"spec.pytorchReplicaSpecs[Master].template.spec.containers",
         "every container needs an image"}},
       {"no container with the default name",
-       PyTorchJob("no-default", Replica("Master", 1, "          - {name: main, image: i}\n")),
+       PyTorchJob("no-default", {{"Master", 1}}).ContainerName("main").Image("i").Yaml(),
        {"spec.pytorchReplicaSpecs[Master].template.spec.containers",
         "must have a container named \"pytorch\""}},
       {"only Workers, none of them",
-       PyTorchJob("zero-workers", Replica("Worker", 0, kPytorch)),
+       PyTorchJob("zero-workers", {{"Worker", 0}}).Yaml(),
        {"spec.pytorchReplicaSpecs", "Worker replicas must be >= 1 when there is no Master"}},
   };
   for (const Case& c : cases) {
@@ -121,16 +107,16 @@ TEST_F(DropInTest, CoachValidateNamesTheSameFields) {
     std::string field;
   };
   const std::vector<Case> cases = {
-      {PyTorchJob("Bad_Name", Replica("Master", 1, kPytorch)), "metadata.name"},
-      {PyTorchJob("chief", Replica("Chief", 1, kPytorch)), "spec.pytorchReplicaSpecs.Chief"},
-      {PyTorchJob("no-image", Replica("Master", 1, "          - {name: pytorch}\n")),
+      {PyTorchJob("Bad_Name", {{"Master", 1}}).Yaml(), "metadata.name"},
+      {PyTorchJob("chief", {{"Chief", 1}}).Yaml(), "spec.pytorchReplicaSpecs.Chief"},
+      {PyTorchJob("no-image", {{"Master", 1}}).Image("").Yaml(),
        "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].image"},
-      {PyTorchJob("zero-workers", Replica("Worker", 0, kPytorch)),
+      {PyTorchJob("zero-workers", {{"Worker", 0}}).Yaml(),
        "spec.pytorchReplicaSpecs.Worker.replicas"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.field);
-    const CmdResult r = RunCoach({"validate", "-f", "-"}, c.yaml);
+    const CmdResult r = OfflineCoach({"validate", "-f", "-"}, c.yaml);
     EXPECT_NE(r.exit_code, 0);
     EXPECT_TRUE(absl::StrContains(r.err, c.field)) << r.err;
   }
@@ -138,17 +124,14 @@ TEST_F(DropInTest, CoachValidateNamesTheSameFields) {
 
 // kubectl's rule for namespaces, in the real `coach` binary: -n only for jobs that name none.
 TEST_F(DropInTest, CoachRenderTakesTheManifestsNamespace) {
-  const std::string yaml = absl::StrCat(
-      "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: own-ns\n"
-      "  namespace: kubeflow\nspec:\n  pytorchReplicaSpecs:\n",
-      Replica("Master", 1, kPytorch));
-  const CmdResult plain = RunCoach({"render", "-f", "-", "-o", "json"}, yaml);
+  const std::string yaml = PyTorchJob("own-ns", {{"Master", 1}}).Namespace("kubeflow").Yaml();
+  const CmdResult plain = OfflineCoach({"render", "-f", "-", "-o", "json"}, yaml);
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   const json list = json::parse(plain.out);
   ASSERT_FALSE(list["items"].empty());
   for (const json& item : list["items"]) EXPECT_EQ(item["metadata"]["namespace"], "kubeflow");
-  EXPECT_EQ(RunCoach({"validate", "-f", "-", "-n", "kubeflow"}, yaml).exit_code, 0);
-  const CmdResult clash = RunCoach({"validate", "-f", "-", "-n", "team-a"}, yaml);
+  EXPECT_EQ(OfflineCoach({"validate", "-f", "-", "-n", "kubeflow"}, yaml).exit_code, 0);
+  const CmdResult clash = OfflineCoach({"validate", "-f", "-", "-n", "team-a"}, yaml);
   EXPECT_NE(clash.exit_code, 0);
   EXPECT_TRUE(absl::StrContains(clash.err, "metadata.namespace")) << clash.err;
 }
@@ -156,8 +139,7 @@ TEST_F(DropInTest, CoachRenderTakesTheManifestsNamespace) {
 // The CRDs cannot check coach's own annotations: the controller holds the stored job to the
 // same rules as coach's API and fails it, never a silent stall.
 TEST_F(DropInTest, StoredJobBreakingARuleFailsWithAWarning) {
-  Apply(PyTorchJob("bad-annotation", Replica("Master", 1, kPytorch),
-                   "  annotations: {coach.dev/launcher: \"maybe\"}\n"));
+  Apply(PyTorchJob("bad-annotation", {{"Master", 1}}).Annotation("coach.dev/launcher", "maybe"));
   std::optional<json> job = WaitCondition("pytorchjobs", "bad-annotation", "Failed");
   ASSERT_TRUE(job.has_value()) << OperatorLogTail();
   const json failed = Condition(*job, "Failed");
@@ -166,54 +148,46 @@ TEST_F(DropInTest, StoredJobBreakingARuleFailsWithAWarning) {
       absl::StrContains(failed.value("message", ""), "metadata.annotations[coach.dev/launcher]"))
       << failed.dump();
   EXPECT_TRUE(JobPods("bad-annotation").empty());
-  EXPECT_TRUE(WaitFor(
+  EXPECT_TRUE(Eventually(
       [&] {
         for (const std::string& w : Warnings("bad-annotation")) {
           if (absl::StartsWith(w, "PyTorchJobFailedValidation: metadata.annotations")) return true;
         }
         return false;
       },
-      absl::Seconds(30)));
+      absl::Seconds(30), kKubectlPoll));
 }
 
 // A pod the API server refuses (a port name longer than 15 characters): the job fails with
 // the server's reason instead of retrying forever.
 TEST_F(DropInTest, ObjectsTheApiServerRefusesFailTheJob) {
-  Apply(PyTorchJob("bad-port",
-                   Replica("Master", 1,
-                           "          - name: pytorch\n            image: coach.local/none\n"
-                           "            ports: [{name: this-port-name-is-too-long, "
-                           "containerPort: 23456}]\n")));
+  Apply(PyTorchJob("bad-port", {{"Master", 1}}).Port("this-port-name-is-too-long", 23456));
   std::optional<json> job = WaitCondition("pytorchjobs", "bad-port", "Failed");
   ASSERT_TRUE(job.has_value()) << OperatorLogTail();
   const json failed = Condition(*job, "Failed");
   EXPECT_EQ(failed.value("reason", ""), "PyTorchJobFailedValidation");
   EXPECT_TRUE(absl::StrContains(failed.value("message", ""), "Error creating")) << failed.dump();
-  EXPECT_TRUE(WaitFor(
+  EXPECT_TRUE(Eventually(
       [&] {
         for (const std::string& w : Warnings("bad-port")) {
           if (absl::StartsWith(w, "FailedCreate")) return true;
         }
         return false;
       },
-      absl::Seconds(30)))
+      absl::Seconds(30), kKubectlPoll))
       << OperatorLogTail();
 }
 
 // Upstream's elastic examples (echo, imagenet) have Workers only.
 TEST_F(DropInTest, WorkerOnlyElasticJobGetsNprocPerNode) {
-  Apply(
-      absl::StrCat("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: elastic\n"
-                   "spec:\n  elasticPolicy: {rdzvBackend: c10d, minReplicas: 1, maxReplicas: 2}\n"
-                   "  pytorchReplicaSpecs:\n",
-                   Replica("Worker", 2, kPytorch)));
+  Apply(PyTorchJob("elastic", {{"Worker", 2}}).ElasticPolicy("c10d", 1, 2));
   std::vector<json> pods;
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(Eventually(
       [&] {
         pods = JobPods("elastic");
         return pods.size() == 2;
       },
-      absl::Seconds(60)));
+      absl::Seconds(60), kKubectlPoll));
   for (const json& pod : pods) {
     EXPECT_EQ(PodEnv(pod, "PET_NPROC_PER_NODE"), "auto") << pod["metadata"]["name"];
     EXPECT_EQ(PodEnv(pod, "PET_NNODES"), "1:2");
@@ -222,7 +196,7 @@ TEST_F(DropInTest, WorkerOnlyElasticJobGetsNprocPerNode) {
 
 // The seed's manifest has no runPolicy; the upstream Python SDK's models need one.
 TEST_F(DropInTest, JobWithoutRunPolicyReadsBackWithOne) {
-  Apply(PyTorchJob("no-run-policy", Replica("Master", 1, kPytorch)));
+  Apply(PyTorchJob("no-run-policy", {{"Master", 1}}));
   std::optional<json> job = Get("pytorchjobs", "no-run-policy");
   ASSERT_TRUE(job.has_value());
   ASSERT_TRUE((*job)["spec"].contains("runPolicy")) << job->dump();
@@ -230,14 +204,14 @@ TEST_F(DropInTest, JobWithoutRunPolicyReadsBackWithOne) {
 }
 
 TEST_F(DropInTest, PyTorchWorkersWaitForTheMaster) {
-  Apply(PyTorchJob("waits", Replica("Master", 1, kPytorch) + Replica("Worker", 2, kPytorch)));
+  Apply(PyTorchJob("waits", {{"Master", 1}, {"Worker", 2}}));
   std::vector<json> pods;
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(Eventually(
       [&] {
         pods = JobPods("waits");
         return pods.size() == 3;
       },
-      absl::Seconds(60)));
+      absl::Seconds(60), kKubectlPoll));
   for (const json& pod : pods) {
     const std::string name = pod["metadata"]["name"];
     const json inits = pod["spec"].value("initContainers", json::array());
@@ -254,9 +228,10 @@ TEST_F(DropInTest, PyTorchWorkersWaitForTheMaster) {
     EXPECT_EQ(inits[0]["resources"]["limits"]["memory"], "20Mi");
   }
   // The opt-out.
-  Apply(PyTorchJob("no-wait", Replica("Master", 1, kPytorch) + Replica("Worker", 1, kPytorch),
-                   "  annotations: {coach.dev/wait-for-master: \"false\"}\n"));
-  ASSERT_TRUE(WaitFor([&] { return JobPods("no-wait").size() == 2; }, absl::Seconds(60)));
+  Apply(PyTorchJob("no-wait", {{"Master", 1}, {"Worker", 1}})
+            .Annotation("coach.dev/wait-for-master", "false"));
+  ASSERT_TRUE(
+      Eventually([&] { return JobPods("no-wait").size() == 2; }, absl::Seconds(60), kKubectlPoll));
   for (const json& pod : JobPods("no-wait")) {
     EXPECT_FALSE(pod["spec"].contains("initContainers")) << pod["metadata"]["name"];
   }

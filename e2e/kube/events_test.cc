@@ -23,33 +23,11 @@ namespace {
 using nlohmann::json;
 
 // A PyTorchJob of 1 Master + `workers` Workers whose pods keep running (kwok).
-std::string Job(const std::string& name, int workers) {
-  return absl::StrCat(R"(apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: )",
-                      name, R"(
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        metadata:
-          annotations: {coach.test/exit-code: "0", coach.test/run-seconds: "600"}
-        spec:
-          containers: [{name: pytorch, image: coach.local/none}]
-    Worker:
-      replicas: )",
-                      workers, R"(
-      restartPolicy: Never
-      template:
-        metadata:
-          annotations: {coach.test/exit-code: "0", coach.test/run-seconds: "600"}
-        spec:
-          containers: [{name: pytorch, image: coach.local/none}]
----
-)");
+JobManifest Job(const std::string& name, int workers) {
+  return JobManifest::PyTorch(name)
+      .Replicas({{"Master", 1}, {"Worker", workers}})
+      .RestartPolicy("Never")
+      .KwokExit(0, 600);
 }
 
 std::string Tail(const std::string& log) {
@@ -88,6 +66,18 @@ class EventsTest : public KubeTest {
     }
     return out;
   }
+  // Waits until the Created events of `job` (of every job: "") number `n` occurrences or more
+  // for pods and for services alike; *tally is the last count.
+  bool WaitCreatedEvents(const std::string& job, int64_t n, absl::Duration timeout,
+                         std::map<std::string, Tally>* tally) {
+    return Eventually(
+        [&] {
+          *tally = CreatedEvents(job);
+          return (*tally)["SuccessfulCreatePod"].occurrences >= n &&
+                 (*tally)["SuccessfulCreateService"].occurrences >= n;
+        },
+        timeout, kKubectlPoll);
+  }
   size_t Count(const std::string& resource) {
     CmdResult r = Kubectl({"get", resource, "-n", ns(), "-o", "name"});
     if (r.exit_code != 0) return 0;
@@ -101,7 +91,7 @@ class EventsTest : public KubeTest {
     for (int first = 0; first < jobs; first += 50) {
       std::string yaml;
       for (int j = first; j < std::min(jobs, first + 50); ++j) {
-        absl::StrAppend(&yaml, Job(absl::StrCat(prefix, j), workers));
+        absl::StrAppend(&yaml, "---\n", Job(absl::StrCat(prefix, j), workers).Yaml());
       }
       CmdResult r = Kubectl({"create", "-n", ns(), "-f", "-"}, yaml);
       ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -112,14 +102,7 @@ class EventsTest : public KubeTest {
 TEST_F(EventsTest, AThreeReplicaJobGetsOneEventPerPodAndService) {
   Apply(Job("three", 2));
   std::map<std::string, Tally> t;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        t = CreatedEvents("three");
-        return t["SuccessfulCreatePod"].occurrences >= 3 &&
-               t["SuccessfulCreateService"].occurrences >= 3;
-      },
-      absl::Seconds(90)))
-      << OperatorLogTail();
+  ASSERT_TRUE(WaitCreatedEvents("three", 3, absl::Seconds(90), &t)) << OperatorLogTail();
   for (const char* reason : {"SuccessfulCreatePod", "SuccessfulCreateService"}) {
     EXPECT_EQ(t[reason].occurrences, 3) << reason;
     EXPECT_EQ(t[reason].objects, 3) << reason << ": one Event each, none combined";
@@ -135,14 +118,7 @@ TEST_F(EventsTest, AThreeReplicaJobGetsOneEventPerPodAndService) {
 TEST_F(EventsTest, TwelveSimilarEventsAreCombinedFromTheTenthLikeClientGo) {
   Apply(Job("twelve", 11));
   std::map<std::string, Tally> t;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        t = CreatedEvents("twelve");
-        return t["SuccessfulCreatePod"].occurrences >= 12 &&
-               t["SuccessfulCreateService"].occurrences >= 12;
-      },
-      absl::Seconds(90)))
-      << OperatorLogTail();
+  ASSERT_TRUE(WaitCreatedEvents("twelve", 12, absl::Seconds(90), &t)) << OperatorLogTail();
   for (const char* reason : {"SuccessfulCreatePod", "SuccessfulCreateService"}) {
     EXPECT_EQ(t[reason].occurrences, 12) << reason;
     EXPECT_EQ(t[reason].objects, 10) << reason;
@@ -155,8 +131,8 @@ TEST_F(EventsTest, TwelveSimilarEventsAreCombinedFromTheTenthLikeClientGo) {
 // of 50/s needs 16 s for these 800) are written during the shutdown.
 TEST_F(EventsTest, StoppedRightAfterCreatingEveryCreatedEventIsWritten) {
   ApplyJobs("s", 50, 7);
-  ASSERT_TRUE(
-      WaitFor([&] { return Count("pods") == 400 && Count("services") == 400; }, absl::Seconds(120)))
+  ASSERT_TRUE(Eventually([&] { return Count("pods") == 400 && Count("services") == 400; },
+                         absl::Seconds(120), kKubectlPoll))
       << OperatorLogTail();
   const std::map<std::string, Tally> before = CreatedEvents();
   const absl::Time begin = absl::Now();
@@ -200,13 +176,7 @@ TEST_F(EventsTest, ABurstLargerThanTheOldQueueLosesNoEvent) {
   const absl::Time begin = absl::Now();
   ApplyJobs("b", 150, 7);
   std::map<std::string, Tally> t;
-  const bool all = WaitFor(
-      [&] {
-        t = CreatedEvents();
-        return t["SuccessfulCreatePod"].occurrences >= 1200 &&
-               t["SuccessfulCreateService"].occurrences >= 1200;
-      },
-      absl::Seconds(150));
+  const bool all = WaitCreatedEvents("", 1200, absl::Seconds(150), &t);
   std::fprintf(stderr, "[kube-e2e] events: %lld + %lld Created events of 150 x 8 in %s\n",
                static_cast<long long>(t["SuccessfulCreatePod"].occurrences),
                static_cast<long long>(t["SuccessfulCreateService"].occurrences),

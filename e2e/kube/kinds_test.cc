@@ -3,6 +3,8 @@
 // owner references and the framework's environment; kwok exits the pods with 0 and the job
 // goes Created -> Running -> Succeeded (<Kind>Succeeded) with replicaStatuses counting them.
 
+#include "api/v1/kinds.h"
+
 #include <map>
 #include <set>
 #include <string>
@@ -29,26 +31,20 @@ struct Replica {
   int run_seconds = 3;
 };
 
-std::string JobYaml(const std::string& kind, const std::string& name, const std::string& specs_key,
-                    const std::string& container, const std::vector<Replica>& replicas,
-                    const std::string& extra_spec = "") {
-  std::string y =
-      absl::StrCat("apiVersion: kubeflow.org/v1\nkind: ", kind, "\nmetadata:\n  name: ", name,
-                   "\nspec:\n", extra_spec, "  ", specs_key, ":\n");
+// A job of `kind` ("PyTorchJob") with `replicas`, restartPolicy Never; pods without an exit
+// code keep running, labelled e2e=1.
+JobManifest Job(const std::string& kind, const std::string& name,
+                const std::vector<Replica>& replicas) {
+  JobManifest job(api::v1::FindKindByName(kind)->kind, name);
   for (const Replica& r : replicas) {
-    absl::StrAppend(&y, "    ", r.type, ":\n      replicas: ", r.replicas,
-                    "\n      restartPolicy: Never\n      template:\n        metadata:\n");
-    if (!r.exit_code.empty()) {
-      absl::StrAppend(&y, "          annotations:\n            coach.test/exit-code: \"",
-                      r.exit_code, "\"\n            coach.test/run-seconds: \"", r.run_seconds,
-                      "\"\n");
+    job.Replica(r.type, r.replicas).RestartPolicy("Never");
+    if (r.exit_code.empty()) {
+      job.PodLabel("e2e", "1");
     } else {
-      absl::StrAppend(&y, "          labels: {e2e: \"1\"}\n");
+      job.KwokExit(std::stoi(r.exit_code), r.run_seconds);
     }
-    absl::StrAppend(&y, "        spec:\n          containers:\n          - name: ", container,
-                    "\n            image: coach.local/none\n");
   }
-  return y;
+  return job;
 }
 
 class KindsTest : public KubeTest {
@@ -71,13 +67,13 @@ class KindsTest : public KubeTest {
       total += r.replicas;
     }
     std::map<std::string, json> pods;
-    EXPECT_TRUE(WaitFor(
+    EXPECT_TRUE(Eventually(
         [&] {
           pods.clear();
           for (const json& p : JobPods(job)) pods[p["metadata"]["name"]] = p;
           return static_cast<int>(pods.size()) == total;
         },
-        absl::Seconds(60)))
+        absl::Seconds(60), kKubectlPoll))
         << "pods: " << pods.size() << " want " << total;
     std::set<std::string> got;
     for (const auto& [name, p] : pods) got.insert(name);
@@ -115,12 +111,12 @@ class KindsTest : public KubeTest {
     if (!services) {
       EXPECT_TRUE(svcs.empty()) << kind << " made " << svcs.size() << " services";
     } else {
-      EXPECT_TRUE(WaitFor(
+      EXPECT_TRUE(Eventually(
           [&] {
             svcs = List("services", "training.kubeflow.org/job-name=" + job);
             return static_cast<int>(svcs.size()) == total;
           },
-          absl::Seconds(30)));
+          absl::Seconds(30), kKubectlPoll));
       for (const json& s : svcs) {
         const std::string name = s["metadata"]["name"];
         EXPECT_EQ(want.count(name), 1u) << name;
@@ -153,7 +149,7 @@ class KindsTest : public KubeTest {
     // The counts settle in the pass after Succeeded: a replica the success rule did not wait
     // for (TF's Worker 1 when Worker 0 decides) can still be running when it is written.
     const std::string resource = absl::AsciiStrToLower(kind) + "s";
-    WaitFor(
+    Eventually(
         [&] {
           std::optional<json> now = Get(resource, job);
           if (!now.has_value()) return false;
@@ -164,7 +160,7 @@ class KindsTest : public KubeTest {
           }
           return true;
         },
-        absl::Seconds(15));
+        absl::Seconds(15), kKubectlPoll);
     for (const auto& [type, n] : succeeded) {
       const json rs = (*j)["status"]["replicaStatuses"].value(type, json::object());
       EXPECT_EQ(rs.value("succeeded", 0), n) << type << ": " << rs.dump();
@@ -175,7 +171,7 @@ class KindsTest : public KubeTest {
 
 TEST_F(KindsTest, PyTorchJob) {
   const std::vector<Replica> r = {{"Master", 1, "0"}, {"Worker", 2, "0"}};
-  Apply(JobYaml("PyTorchJob", "pt", "pytorchReplicaSpecs", "pytorch", r));
+  Apply(Job("PyTorchJob", "pt", r));
   std::map<std::string, json> pods = CheckObjects("PyTorchJob", "pt", r, true);
   ASSERT_EQ(pods.size(), 3u);
   for (const auto& [name, p] : pods) {
@@ -195,7 +191,7 @@ TEST_F(KindsTest, PyTorchJob) {
 
 TEST_F(KindsTest, TFJob) {
   const std::vector<Replica> r = {{"PS", 1, "0"}, {"Worker", 2, "0"}};
-  Apply(JobYaml("TFJob", "tf", "tfReplicaSpecs", "tensorflow", r));
+  Apply(Job("TFJob", "tf", r));
   std::map<std::string, json> pods = CheckObjects("TFJob", "tf", r, true);
   ASSERT_EQ(pods.size(), 3u);
   const std::string dom = absl::StrCat(".", ns(), ".svc:2222");
@@ -217,7 +213,7 @@ TEST_F(KindsTest, TFJob) {
 
 TEST_F(KindsTest, XGBoostJob) {
   const std::vector<Replica> r = {{"Master", 1, "0"}, {"Worker", 2, "0"}};
-  Apply(JobYaml("XGBoostJob", "xgb", "xgbReplicaSpecs", "xgboost", r));
+  Apply(Job("XGBoostJob", "xgb", r));
   std::map<std::string, json> pods = CheckObjects("XGBoostJob", "xgb", r, true);
   ASSERT_EQ(pods.size(), 3u);
   for (const auto& [name, p] : pods) {
@@ -234,7 +230,7 @@ TEST_F(KindsTest, XGBoostJob) {
 
 TEST_F(KindsTest, PaddleJob) {
   const std::vector<Replica> r = {{"Worker", 2, "0"}};
-  Apply(JobYaml("PaddleJob", "pd", "paddleReplicaSpecs", "paddle", r));
+  Apply(Job("PaddleJob", "pd", r));
   std::map<std::string, json> pods = CheckObjects("PaddleJob", "pd", r, true);
   ASSERT_EQ(pods.size(), 2u);
   for (const auto& [name, p] : pods) {
@@ -248,7 +244,7 @@ TEST_F(KindsTest, PaddleJob) {
 
 TEST_F(KindsTest, JAXJob) {
   const std::vector<Replica> r = {{"Worker", 2, "0"}};
-  Apply(JobYaml("JAXJob", "jx", "jaxReplicaSpecs", "jax", r));
+  Apply(Job("JAXJob", "jx", r));
   std::map<std::string, json> pods = CheckObjects("JAXJob", "jx", r, true);
   ASSERT_EQ(pods.size(), 2u);
   for (const auto& [name, p] : pods) {
@@ -263,7 +259,7 @@ TEST_F(KindsTest, JAXJob) {
 
 TEST_F(KindsTest, MPIJob) {
   const std::vector<Replica> r = {{"Launcher", 1, "0", 4}, {"Worker", 2, "0", 4}};
-  Apply(JobYaml("MPIJob", "mpi", "mpiReplicaSpecs", "mpi", r, "  slotsPerWorker: 2\n"));
+  Apply(Job("MPIJob", "mpi", r).SlotsPerWorker(2));
   std::map<std::string, json> pods = CheckObjects("MPIJob", "mpi", r, false);
   ASSERT_EQ(pods.size(), 3u);
   std::optional<json> cm = Get("configmap", "mpi-config");
@@ -295,16 +291,16 @@ TEST_F(KindsTest, MPIJob) {
 TEST_F(KindsTest, SameNameInTwoKinds) {
   const std::vector<Replica> pt = {{"Master", 1, "0"}};
   const std::vector<Replica> tf = {{"Worker", 1, "0"}};
-  Apply(JobYaml("PyTorchJob", "same", "pytorchReplicaSpecs", "pytorch", pt));
-  Apply(JobYaml("TFJob", "same", "tfReplicaSpecs", "tensorflow", tf));
+  Apply(Job("PyTorchJob", "same", pt));
+  Apply(Job("TFJob", "same", tf));
   std::map<std::string, json> pods;
-  EXPECT_TRUE(WaitFor(
+  EXPECT_TRUE(Eventually(
       [&] {
         pods.clear();
         for (const json& p : JobPods("same")) pods[p["metadata"]["name"]] = p;
         return pods.size() == 2;
       },
-      absl::Seconds(60)))
+      absl::Seconds(60), kKubectlPoll))
       << "pods: " << pods.size();
   ASSERT_EQ(pods.count("same-master-0"), 1u);
   ASSERT_EQ(pods.count("same-worker-0"), 1u);
@@ -317,7 +313,7 @@ TEST_F(KindsTest, SameNameInTwoKinds) {
   EXPECT_EQ(Condition(*pt_job, "Succeeded").value("reason", ""), "PyTorchJobSucceeded");
   EXPECT_EQ(Condition(*tf_job, "Succeeded").value("reason", ""), "TFJobSucceeded");
   // Each job's events are on its own object.
-  EXPECT_TRUE(WaitFor(
+  EXPECT_TRUE(Eventually(
       [&] {
         std::set<std::string> kinds;
         for (const json& e : List("events")) {
@@ -326,7 +322,7 @@ TEST_F(KindsTest, SameNameInTwoKinds) {
         }
         return kinds == std::set<std::string>{"PyTorchJob", "TFJob"};
       },
-      absl::Seconds(30)));
+      absl::Seconds(30), kKubectlPoll));
   // Never read through the plain name, which names neither job.
   EXPECT_FALSE(absl::StrContains(op().Log(), absl::StrCat("job ", ns(), "/same exists as")))
       << op().Log();

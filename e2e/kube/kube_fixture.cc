@@ -30,6 +30,8 @@ std::string NewTmpPath(const std::string& stem) {
 
 ControlPlane* g_cp = nullptr;
 
+using ::coach::kubeclient::testing::TestEnv;
+
 }  // namespace
 
 CmdResult RunCommand(const std::vector<std::string>& argv, const std::string& input,
@@ -48,59 +50,37 @@ CmdResult RunCommand(const std::vector<std::string>& argv, const std::string& in
   return result;
 }
 
+CmdResult RunCoach(const std::string& server, const std::vector<std::string>& args,
+                   const std::string& input, absl::Duration timeout) {
+  std::vector<std::string> argv = {Runfile("sdk/cpp/cli/coach")};
+  if (!server.empty()) argv.insert(argv.end(), {"--server", server});
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, input, timeout);
+}
+
 // ---------------------------------------------------------------- ControlPlane
 
 ControlPlane* ControlPlane::Get() { return g_cp; }
 
 absl::Status ControlPlane::Start() {
   if (g_cp != nullptr) return absl::OkStatus();
-  auto cp = std::make_unique<ControlPlane>();
-  cp->root_ = ::coach::kubeclient::testing::WorkspaceRoot();
-  if (cp->root_.empty()) return absl::NotFoundError("cannot find the workspace from the runfiles");
-  cp->script_ = cp->root_ + "tools/testenv/testenv";
-  CmdResult bin = RunCommand({"/bin/bash", cp->script_, "bin"}, "", absl::Seconds(30));
-  if (bin.exit_code != 0) return absl::NotFoundError("`testenv bin` failed (no Go toolchain?)");
-  cp->bin_ = std::string(absl::StripAsciiWhitespace(bin.out));
-  struct stat st;
-  for (const char* b : {"kube-apiserver", "kwok", "kubectl", "etcd"}) {
-    if (::stat((cp->bin_ + "/" + b).c_str(), &st) != 0) {
-      return absl::NotFoundError(absl::StrCat("testenv binary ", b, " is not built in ", cp->bin_,
-                                              ": run tools/testenv/testenv build"));
-    }
-  }
-  absl::StatusOr<std::string> dir = MakeTempDir("/tmp/coach-e2e-kube-");
-  if (!dir.ok()) return dir.status();
-  cp->dir_ = *dir;
   const absl::Time begin = absl::Now();
-  CmdResult up =
-      RunCommand({"/bin/bash", cp->script_, "up", "--dir", cp->dir_}, "", absl::Seconds(180));
-  if (up.exit_code != 0) {
-    RunCommand({"/bin/bash", cp->script_, "down", "--dir", cp->dir_}, "", absl::Seconds(60));
-    return absl::UnavailableError(absl::StrCat("testenv up exited ", up.exit_code, ":\n", up.err));
-  }
-  cp->kubeconfig_ = cp->dir_ + "/kubeconfig";
+  absl::StatusOr<std::unique_ptr<TestEnv>> env = TestEnv::Start();
+  if (!env.ok()) return env.status();
+  auto cp = std::make_unique<ControlPlane>();
+  cp->env_ = std::move(*env);
   std::fprintf(stderr, "[kube-e2e] control plane up in %s (%s)\n",
-               absl::FormatDuration(absl::Now() - begin).c_str(), cp->dir_.c_str());
-  CmdResult crds = cp->Kubectl({"apply", "-f", cp->root_ + "charts/coach/crds"});
-  if (crds.exit_code != 0) {
-    return absl::InternalError(absl::StrCat("applying the CRDs: ", crds.err));
-  }
-  CmdResult est =
-      cp->Kubectl({"wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"});
-  if (est.exit_code != 0) {
-    return absl::InternalError(absl::StrCat("CRDs not established: ", est.err));
-  }
+               absl::FormatDuration(absl::Now() - begin).c_str(), cp->env_->dir().c_str());
+  if (absl::Status crds = cp->env_->ApplyCoachCrds(); !crds.ok()) return crds;
   g_cp = cp.release();
   return absl::OkStatus();
 }
 
 void ControlPlane::Stop() {
   if (g_cp == nullptr) return;
-  if (EnvOrEmpty("COACH_E2E_KEEP").empty()) {
-    RunCommand({"/bin/bash", g_cp->script_, "down", "--dir", g_cp->dir_}, "", absl::Seconds(60));
-    ::rmdir(g_cp->dir_.c_str());
-  } else {
-    std::fprintf(stderr, "[kube-e2e] keeping the control plane in %s\n", g_cp->dir_.c_str());
+  if (!EnvOrEmpty("COACH_E2E_KEEP").empty()) {
+    g_cp->env_->KeepRunning();
+    std::fprintf(stderr, "[kube-e2e] keeping the control plane in %s\n", g_cp->env_->dir().c_str());
   }
   delete g_cp;
   g_cp = nullptr;
@@ -108,27 +88,29 @@ void ControlPlane::Stop() {
 
 CmdResult ControlPlane::Kubectl(const std::vector<std::string>& args, const std::string& input,
                                 absl::Duration timeout) const {
-  std::vector<std::string> argv = {bin_ + "/kubectl", "--kubeconfig", kubeconfig_};
+  std::vector<std::string> argv = {env_->bin() + "/kubectl", "--kubeconfig", kubeconfig()};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv, input, timeout);
 }
 
 absl::Status ControlPlane::RestartApiServer(absl::Duration down_for) {
-  const std::string pid_file = dir_ + "/pids/kube-apiserver";
+  if (env_->dir().empty()) return absl::NotFoundError("not this binary's control plane");
+  const std::string pid_file = env_->dir() + "/pids/kube-apiserver";
   const pid_t pid = std::atoi(ReadFileOrEmpty(pid_file).c_str());
   if (pid <= 0) return absl::NotFoundError("no kube-apiserver pid file");
   std::string cmdline = ReadProcFile(pid, "cmdline");
   if (cmdline.empty()) return absl::NotFoundError("kube-apiserver is not running");
   std::vector<std::string> argv = absl::StrSplit(cmdline, '\0', absl::SkipEmpty());
   kill(pid, SIGKILL);
-  for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) {
-    // Not our child (testenv started it with setsid): wait until it is gone or a zombie.
-    const char state = ProcState(pid);
-    if (state == '?' || state == 'Z') break;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
+  // Not our child (testenv started it with setsid): gone, or a zombie of its own parent.
+  Eventually(
+      [&] {
+        const char state = ProcState(pid);
+        return kill(pid, 0) != 0 || state == '?' || state == 'Z';
+      },
+      absl::Seconds(5), absl::Milliseconds(50));
   absl::SleepFor(down_for);
-  const std::string log = dir_ + "/logs/kube-apiserver.log";
+  const std::string log = env_->dir() + "/logs/kube-apiserver.log";
   // A grandchild in its own session, so testenv's `down` can stop it as before.
   const pid_t child = fork();
   if (child == 0) {
@@ -139,13 +121,14 @@ absl::Status ControlPlane::RestartApiServer(absl::Duration down_for) {
     _exit(grandchild > 0 ? 0 : 1);
   }
   waitpid(child, nullptr, 0);
-  const absl::Time end = absl::Now() + absl::Seconds(90);
-  while (absl::Now() < end) {
-    CmdResult r = Kubectl({"get", "--raw", "/readyz"}, "", absl::Seconds(10));
-    if (r.exit_code == 0 && absl::StripAsciiWhitespace(r.out) == "ok") return absl::OkStatus();
-    absl::SleepFor(absl::Milliseconds(300));
-  }
-  return absl::DeadlineExceededError("kube-apiserver not ready after the restart");
+  const bool ready = Eventually(
+      [&] {
+        CmdResult r = Kubectl({"get", "--raw", "/readyz"}, "", absl::Seconds(10));
+        return r.exit_code == 0 && absl::StripAsciiWhitespace(r.out) == "ok";
+      },
+      absl::Seconds(90), absl::Milliseconds(300));
+  if (!ready) return absl::DeadlineExceededError("kube-apiserver not ready after the restart");
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------- OperatorProcess
@@ -260,11 +243,11 @@ void KubeTest::SetUp() {
   CmdResult r = Kubectl({"create", "namespace", ns_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Pods need the namespace's default ServiceAccount (the controller-manager makes it).
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(Eventually(
       [&] {
         return Kubectl({"get", "sa", "default", "-n", ns_}).exit_code == 0;
       },
-      absl::Seconds(60)));
+      absl::Seconds(60), kKubectlPoll));
 }
 
 void KubeTest::TearDown() {
@@ -311,8 +294,10 @@ std::vector<nlohmann::json> KubeTest::List(const std::string& resource,
   return out;
 }
 
-bool KubeTest::WaitFor(const std::function<bool()>& pred, absl::Duration timeout) {
-  return Eventually(pred, timeout, absl::Milliseconds(200));
+std::map<std::string, std::string> KubeTest::PodUids(const std::string& job) const {
+  std::map<std::string, std::string> uids;
+  for (const nlohmann::json& p : JobPods(job)) uids[p["metadata"]["name"]] = p["metadata"]["uid"];
+  return uids;
 }
 
 nlohmann::json KubeTest::Condition(const nlohmann::json& job, const std::string& type) {
@@ -333,12 +318,12 @@ std::optional<nlohmann::json> KubeTest::WaitCondition(const std::string& resourc
                                                       const std::string& type,
                                                       absl::Duration timeout) {
   std::optional<nlohmann::json> last;
-  if (WaitFor(
+  if (Eventually(
           [&] {
             last = Get(resource, name);
             return last && HasCondition(*last, type);
           },
-          timeout)) {
+          timeout, kKubectlPoll)) {
     return last;
   }
   ADD_FAILURE() << resource << "/" << name << " did not get condition " << type << " in "

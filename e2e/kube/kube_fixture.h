@@ -3,21 +3,21 @@
 // KubeFixture: the end-to-end suite of coach-operator --backend=kube against a real control
 // plane (tools/testenv: etcd, kube-apiserver, controller-manager, scheduler, kwok nodes).
 //
-// One control plane per test binary (SetUpTestSuite of KubeTest starts it, applies
-// charts/coach/crds and starts one coach-operator); every test works in its own namespace
-// (ns()). Tests drive jobs with kubectl, as a cluster user would, and check pods, services
-// and the job's status with kubectl's JSON.
+// One control plane per test binary (SetUpTestSuite of KubeTest starts it through
+// operator/backend/kube/testing/testenv.h, which applies charts/coach/crds, and starts one
+// coach-operator); every test works in its own namespace (ns()). Tests drive jobs with kubectl,
+// as a cluster user would, and check pods, services and the job's status with kubectl's JSON.
 //
-// Where things come from: the workspace root is found by resolving the runfiles symlink of
-// e2e/kube/kube_fixture.cc (data dependency), so tools/testenv/testenv and charts/ are the
-// checkout's own; coach-operator and coach come from the runfiles. The tests are tagged
-// local/no-sandbox (they start processes listening on loopback and read the testenv binaries
-// cached under $HOME/.cache/coach/testenv). Without those binaries the tests skip, except
-// under CI=true where they fail.
+// What this file adds to TestEnv: the operator processes, the `coach` CLI, kubectl with its
+// output captured, a kube-apiserver restart, and the per-test namespace and helpers.
+// coach-operator and coach come from the runfiles. The tests are tagged local/no-sandbox (they
+// start processes listening on loopback and read the testenv binaries cached under
+// $HOME/.cache/coach/testenv). Without those binaries the tests skip, except under CI=true
+// where they fail.
 
 #include <sys/types.h>
 
-#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,7 +26,9 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "e2e/common/child_process.h"
+#include "e2e/common/job_manifest.h"
 #include "e2e/common/loopback_operator.h"
+#include "e2e/common/sdk_client.h"
 #include "e2e/common/test_env.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -38,6 +40,9 @@ namespace coach::e2e::kube {
 using CmdResult = CommandResult;
 
 using ::coach::kubeclient::testing::InCi;
+
+// How often the suite polls: each poll runs kubectl, a process of its own.
+inline constexpr absl::Duration kKubectlPoll = absl::Milliseconds(200);
 
 // In OperatorProcess's extra_args: start the operator with its default API authentication
 // (without this or an --api-auth/--token-file argument it gets --api-auth=none).
@@ -51,32 +56,35 @@ class OperatorProcess : public LoopbackOperator {
                   const std::vector<std::string>& extra_args);
 };
 
-// The control plane of this test binary.
+// The control plane of this test binary: a TestEnv with coach's CRDs applied.
 class ControlPlane {
  public:
   // NotFound: testenv or its binaries are missing (skip outside CI).
   static absl::Status Start();
+  // `testenv down`, unless COACH_E2E_KEEP is set (then the folder is printed).
   static void Stop();
   static ControlPlane* Get();
 
-  const std::string& kubeconfig() const { return kubeconfig_; }
-  const std::string& dir() const { return dir_; }
-  const std::string& root() const { return root_; }  // workspace root, ends with '/'
-  const std::string& bin() const { return bin_; }
+  const std::string& kubeconfig() const { return env_->kubeconfig(); }
 
   // kubectl --kubeconfig ... args; `input` goes to its stdin.
   CmdResult Kubectl(const std::vector<std::string>& args, const std::string& input = "",
                     absl::Duration timeout = absl::Seconds(60)) const;
   // kill -9 the kube-apiserver, start it again with the same command line, wait for /readyz.
+  // NotFound when this binary did not start the control plane (COACH_TESTENV_KUBECONFIG).
   absl::Status RestartApiServer(absl::Duration down_for = absl::Seconds(3));
 
  private:
-  std::string root_, dir_, kubeconfig_, bin_, script_;
+  std::unique_ptr<::coach::kubeclient::testing::TestEnv> env_;
 };
 
 // Runs argv (argv[0] a path) with stdout/stderr captured; kills it after `timeout`.
 CmdResult RunCommand(const std::vector<std::string>& argv, const std::string& input,
                      absl::Duration timeout, const std::vector<std::string>& env_overrides = {});
+
+// The `coach` CLI of the runfiles with --server `server` ("": none, for its offline commands).
+CmdResult RunCoach(const std::string& server, const std::vector<std::string>& args,
+                   const std::string& input = "", absl::Duration timeout = absl::Seconds(60));
 
 // Base of the suite's tests: a control plane and one operator per binary; ns() is a fresh
 // namespace per test (deleted at the end unless the test failed).
@@ -105,6 +113,11 @@ class KubeTest : public ::testing::Test {
   }
   // kubectl apply -n ns() -f - ; fails the test when kubectl fails.
   void Apply(const std::string& yaml);
+  void Apply(const JobManifest& job) { Apply(job.Yaml()); }
+  // The `coach` CLI against the suite's operator.
+  CmdResult Coach(const std::vector<std::string>& args) const {
+    return RunCoach(op().server(), args);
+  }
   // kubectl get <resource> <name> -n ns() -o json; nullopt when not found.
   std::optional<nlohmann::json> Get(const std::string& resource, const std::string& name) const;
   // kubectl get <resource> -n ns() [-l selector] -o json; the items.
@@ -113,8 +126,8 @@ class KubeTest : public ::testing::Test {
   std::vector<nlohmann::json> JobPods(const std::string& job) const {
     return List("pods", "training.kubeflow.org/job-name=" + job);
   }
-  // Polls `pred` every 200 ms until it holds (true) or `timeout` passes (false).
-  static bool WaitFor(const std::function<bool()>& pred, absl::Duration timeout);
+  // The job's pods: name -> uid (the same pods after a restart have the same uids).
+  std::map<std::string, std::string> PodUids(const std::string& job) const;
   // Waits until the job has condition `type` with status True; returns the job (or nullopt
   // with a test failure that shows the last status and the operator's log tail).
   std::optional<nlohmann::json> WaitCondition(const std::string& resource, const std::string& name,

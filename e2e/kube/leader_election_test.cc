@@ -28,8 +28,7 @@ class LeaderElectionTest : public KubeTest {
  protected:
   std::unique_ptr<OperatorProcess> Candidate(const std::string& name) {
     return std::make_unique<OperatorProcess>(
-        name, absl::StrCat(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp"),
-        cp().kubeconfig(),
+        name, TestTmpDir(), cp().kubeconfig(),
         std::vector<std::string>{
             "--leader-elect", "--leader-elect-namespace=default",
             absl::StrCat("--leader-elect-lease-name=", kLease), "--leader-elect-lease-duration=4s",
@@ -49,7 +48,7 @@ TEST_F(LeaderElectionTest, OneLeaderAndTakeOverAfterKill9) {
   std::unique_ptr<OperatorProcess> b = Candidate("candidate-b");
   ASSERT_TRUE(a->Start().ok()) << a->Log();
   ASSERT_TRUE(b->Start().ok()) << b->Log();
-  ASSERT_TRUE(WaitFor([&] { return Leads(*a) || Leads(*b); }, absl::Seconds(30)))
+  ASSERT_TRUE(Eventually([&] { return Leads(*a) || Leads(*b); }, absl::Seconds(30), kKubectlPoll))
       << a->Log() << b->Log();
   absl::SleepFor(absl::Seconds(2));
   ASSERT_NE(Leads(*a), Leads(*b)) << "exactly one must lead\n" << a->Log() << b->Log();
@@ -59,51 +58,31 @@ TEST_F(LeaderElectionTest, OneLeaderAndTakeOverAfterKill9) {
   EXPECT_TRUE(absl::StrContains(leader->Log(), holder + " now leads")) << holder;
   EXPECT_FALSE(absl::StrContains(follower->Log(), holder)) << holder;
 
-  Apply(absl::StrCat(R"(apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: le
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        metadata:
-          annotations: {coach.test/exit-code: "0", coach.test/run-seconds: "12"}
-        spec:
-          containers: [{name: pytorch, image: coach.local/none}]
-    Worker:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        metadata:
-          annotations: {coach.test/exit-code: "0", coach.test/run-seconds: "12"}
-        spec:
-          containers: [{name: pytorch, image: coach.local/none}]
-)"));
+  Apply(JobManifest::PyTorch("le")
+            .Replicas({{"Master", 1}, {"Worker", 1}})
+            .RestartPolicy("Never")
+            .KwokExit(0, 12));
   std::map<std::string, std::string> uids;
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(Eventually(
       [&] {
-        uids.clear();
-        for (const json& p : JobPods("le")) uids[p["metadata"]["name"]] = p["metadata"]["uid"];
+        uids = PodUids("le");
         return uids.size() == 2;
       },
-      absl::Seconds(60)));
+      absl::Seconds(60), kKubectlPoll));
   ASSERT_TRUE(WaitCondition("pytorchjobs", "le", "Running"));
   EXPECT_FALSE(Leads(*follower)) << follower->Log();
   // Every replica serves the API: the follower, whose backend has no caches, describes the
   // job's replicas from the API server.
-  CmdResult described = RunCommand(
-      {Runfile("sdk/cpp/cli/coach"), "--server", follower->server(), "describe", "le", "-n", ns()},
-      "", absl::Seconds(30));
+  CmdResult described =
+      RunCoach(follower->server(), {"describe", "le", "-n", ns()}, "", absl::Seconds(30));
   EXPECT_EQ(described.exit_code, 0) << described.out << described.err;
   EXPECT_TRUE(absl::StrContains(described.out, "le-master-0")) << described.out;
   EXPECT_TRUE(absl::StrContains(described.out, "le-worker-0")) << described.out;
 
   leader->Kill9();
   const absl::Time killed = absl::Now();
-  ASSERT_TRUE(WaitFor([&] { return Leads(*follower); }, absl::Seconds(30))) << follower->Log();
+  ASSERT_TRUE(Eventually([&] { return Leads(*follower); }, absl::Seconds(30), kKubectlPoll))
+      << follower->Log();
   const absl::Duration takeover = absl::Now() - killed;
   std::fprintf(stderr, "[kube-e2e] leader killed; %s took over after %s (lease 4 s)\n",
                follower->name().c_str(), absl::FormatDuration(takeover).c_str());
@@ -112,9 +91,7 @@ spec:
 
   std::optional<json> j = WaitCondition("pytorchjobs", "le", "Succeeded", absl::Seconds(60));
   ASSERT_TRUE(j);
-  std::map<std::string, std::string> after;
-  for (const json& p : JobPods("le")) after[p["metadata"]["name"]] = p["metadata"]["uid"];
-  EXPECT_EQ(after, uids);
+  EXPECT_EQ(PodUids("le"), uids);
   b->Kill9();
   a->Kill9();
 }

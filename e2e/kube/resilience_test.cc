@@ -17,42 +17,16 @@ namespace {
 
 using nlohmann::json;
 
-std::string Job(const std::string& name, int run_seconds) {
-  return absl::StrCat(R"(apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: )",
-                      name, R"(
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        metadata:
-          annotations: {coach.test/exit-code: "0", coach.test/run-seconds: ")",
-                      run_seconds, R"("}
-        spec:
-          containers: [{name: pytorch, image: coach.local/none}]
-    Worker:
-      replicas: 2
-      restartPolicy: Never
-      template:
-        metadata:
-          annotations: {coach.test/exit-code: "0", coach.test/run-seconds: ")",
-                      run_seconds, R"("}
-        spec:
-          containers: [{name: pytorch, image: coach.local/none}]
-)");
+// 1 Master + 2 Workers whose pods exit 0 `run_seconds` after they started (kwok).
+JobManifest Job(const std::string& name, int run_seconds) {
+  return JobManifest::PyTorch(name)
+      .Replicas({{"Master", 1}, {"Worker", 2}})
+      .RestartPolicy("Never")
+      .KwokExit(0, run_seconds);
 }
 
 class ResilienceTest : public KubeTest {
  protected:
-  std::map<std::string, std::string> PodUids(const std::string& job) {
-    std::map<std::string, std::string> uids;
-    for (const json& p : JobPods(job)) uids[p["metadata"]["name"]] = p["metadata"]["uid"];
-    return uids;
-  }
   bool AllRunning(const std::string& job, size_t n) {
     std::vector<json> pods = JobPods(job);
     if (pods.size() != n) return false;
@@ -65,7 +39,7 @@ class ResilienceTest : public KubeTest {
 
 TEST_F(ResilienceTest, OperatorKill9MidJobNoDuplicatePods) {
   Apply(Job("k9", 10));
-  ASSERT_TRUE(WaitFor([&] { return AllRunning("k9", 3); }, absl::Seconds(60)));
+  ASSERT_TRUE(Eventually([&] { return AllRunning("k9", 3); }, absl::Seconds(60), kKubectlPoll));
   const std::map<std::string, std::string> before = PodUids("k9");
   op().Kill9();
   absl::SleepFor(absl::Seconds(2));
@@ -85,17 +59,17 @@ TEST_F(ResilienceTest, OperatorKill9MidJobNoDuplicatePods) {
 TEST_F(ResilienceTest, OperatorKill9WhileJobFinishes) {
   // The pods finish while no operator runs; the restarted one sees it from the listing.
   Apply(Job("k9done", 3));
-  ASSERT_TRUE(WaitFor([&] { return AllRunning("k9done", 3); }, absl::Seconds(60)));
+  ASSERT_TRUE(Eventually([&] { return AllRunning("k9done", 3); }, absl::Seconds(60), kKubectlPoll));
   const std::map<std::string, std::string> before = PodUids("k9done");
   op().Kill9();
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(Eventually(
       [&] {
         for (const json& p : JobPods("k9done")) {
           if (p["status"].value("phase", "") != "Succeeded") return false;
         }
         return true;
       },
-      absl::Seconds(30)));
+      absl::Seconds(30), kKubectlPoll));
   ASSERT_TRUE(op().Start().ok()) << op().Log();
   ASSERT_TRUE(WaitCondition("pytorchjobs", "k9done", "Succeeded", absl::Seconds(60)));
   EXPECT_EQ(PodUids("k9done"), before);
@@ -103,7 +77,7 @@ TEST_F(ResilienceTest, OperatorKill9WhileJobFinishes) {
 
 TEST_F(ResilienceTest, ApiServerRestartWhileJobsRun) {
   Apply(Job("apir", 12));
-  ASSERT_TRUE(WaitFor([&] { return AllRunning("apir", 3); }, absl::Seconds(60)));
+  ASSERT_TRUE(Eventually([&] { return AllRunning("apir", 3); }, absl::Seconds(60), kKubectlPoll));
   const std::map<std::string, std::string> before = PodUids("apir");
   const absl::Time begin = absl::Now();
   absl::Status restarted = cp().RestartApiServer(absl::Seconds(3));

@@ -18,27 +18,9 @@ namespace {
 
 using nlohmann::json;
 
-// A PyTorchJob with a Master and `workers` Workers. `master_ann`/`worker_ann`: extra
-// template annotation lines ("coach.test/exit-code: \"0\""), empty for none.
-std::string PyTorch(const std::string& name, const std::string& master_policy,
-                    const std::string& master_ann, int workers = 0,
-                    const std::string& worker_ann = "", const std::string& run_policy = "") {
-  auto spec = [](const std::string& type, int n, const std::string& policy,
-                 const std::string& ann) {
-    std::string s = absl::StrCat("    ", type, ":\n      replicas: ", n,
-                                 "\n      restartPolicy: ", policy, "\n      template:\n");
-    if (!ann.empty())
-      absl::StrAppend(&s, "        metadata:\n          annotations: {", ann, "}\n");
-    absl::StrAppend(&s, "        spec:\n          containers:\n          - name: pytorch\n",
-                    "            image: coach.local/none\n");
-    return s;
-  };
-  std::string y = absl::StrCat(
-      "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: ", name, "\nspec:\n");
-  if (!run_policy.empty()) absl::StrAppend(&y, "  runPolicy:\n", run_policy);
-  absl::StrAppend(&y, "  pytorchReplicaSpecs:\n", spec("Master", 1, master_policy, master_ann));
-  if (workers > 0) absl::StrAppend(&y, spec("Worker", workers, "Never", worker_ann));
-  return y;
+// A PyTorchJob of one Master with restartPolicy `policy`; its pod runs until KwokExit() says.
+JobManifest Master(const std::string& name, const std::string& policy) {
+  return JobManifest::PyTorch(name).Replica("Master", 1).RestartPolicy(policy);
 }
 
 absl::Time ParseTime(const std::string& rfc3339) {
@@ -57,19 +39,18 @@ class RunPolicyTest : public KubeTest {
 };
 
 TEST_F(RunPolicyTest, ExitCode137RecreatesThePod) {
-  Apply(
-      PyTorch("ec137", "ExitCode", "coach.test/exit-code: \"137\", coach.test/run-seconds: \"2\""));
+  Apply(Master("ec137", "ExitCode").KwokExit(137, 2));
   std::string first;
-  ASSERT_TRUE(
-      WaitFor([&] { return !(first = PodUid("ec137-master-0")).empty(); }, absl::Seconds(60)));
+  ASSERT_TRUE(Eventually([&] { return !(first = PodUid("ec137-master-0")).empty(); },
+                         absl::Seconds(60), kKubectlPoll));
   const absl::Time begin = absl::Now();
   std::string second;
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(Eventually(
       [&] {
         second = PodUid("ec137-master-0");
         return !second.empty() && second != first;
       },
-      absl::Seconds(60)))
+      absl::Seconds(60), kKubectlPoll))
       << OperatorLogTail();
   std::fprintf(stderr, "[kube-e2e] 137 exit: pod recreated %s after it was first seen\n",
                absl::FormatDuration(absl::Now() - begin).c_str());
@@ -86,7 +67,7 @@ TEST_F(RunPolicyTest, ExitCode137RecreatesThePod) {
 }
 
 TEST_F(RunPolicyTest, ExitCode1FailsTheJob) {
-  Apply(PyTorch("ec1", "ExitCode", "coach.test/exit-code: \"1\", coach.test/run-seconds: \"2\""));
+  Apply(Master("ec1", "ExitCode").KwokExit(1, 2));
   std::optional<json> j = WaitCondition("pytorchjobs", "ec1", "Failed");
   ASSERT_TRUE(j);
   EXPECT_EQ(Condition(*j, "Failed").value("reason", ""), "PyTorchJobFailed");
@@ -99,8 +80,7 @@ TEST_F(RunPolicyTest, ExitCode1FailsTheJob) {
 }
 
 TEST_F(RunPolicyTest, OnFailureRestartsCountTowardsBackoffLimit) {
-  Apply(PyTorch("bo", "OnFailure", "coach.test/exit-code: \"1\", coach.test/run-seconds: \"1\"", 0,
-                "", "    backoffLimit: 2\n"));
+  Apply(Master("bo", "OnFailure").KwokExit(1, 1).BackoffLimit(2));
   const absl::Time begin = absl::Now();
   std::optional<json> j = WaitCondition("pytorchjobs", "bo", "Failed", absl::Seconds(120));
   ASSERT_TRUE(j);
@@ -118,7 +98,10 @@ TEST_F(RunPolicyTest, OnFailureRestartsCountTowardsBackoffLimit) {
 
 TEST_F(RunPolicyTest, ActiveDeadlineFiresWithoutPodEvents) {
   // Pods without exit annotations: Running forever, no event after they start.
-  Apply(PyTorch("dl", "OnFailure", "", 1, "", "    activeDeadlineSeconds: 6\n"));
+  Apply(Master("dl", "OnFailure")
+            .Replica("Worker", 1)
+            .RestartPolicy("Never")
+            .ActiveDeadlineSeconds(6));
   std::optional<json> j = WaitCondition("pytorchjobs", "dl", "Failed", absl::Seconds(60));
   ASSERT_TRUE(j);
   const json failed = Condition(*j, "Failed");
@@ -133,12 +116,12 @@ TEST_F(RunPolicyTest, ActiveDeadlineFiresWithoutPodEvents) {
 }
 
 TEST_F(RunPolicyTest, TtlDeletesTheFinishedJob) {
-  Apply(PyTorch("ttl", "Never", "coach.test/exit-code: \"0\", coach.test/run-seconds: \"1\"", 0, "",
-                "    ttlSecondsAfterFinished: 4\n"));
+  Apply(Master("ttl", "Never").KwokExit(0, 1).TtlSecondsAfterFinished(4));
   std::optional<json> j = WaitCondition("pytorchjobs", "ttl", "Succeeded");
   ASSERT_TRUE(j);
   const absl::Time completion = ParseTime((*j)["status"].value("completionTime", ""));
-  ASSERT_TRUE(WaitFor([&] { return !Get("pytorchjobs", "ttl").has_value(); }, absl::Seconds(60)))
+  ASSERT_TRUE(Eventually([&] { return !Get("pytorchjobs", "ttl").has_value(); }, absl::Seconds(60),
+                         kKubectlPoll))
       << OperatorLogTail();
   const absl::Duration took = absl::Now() - completion;
   std::fprintf(stderr, "[kube-e2e] ttlSecondsAfterFinished 4: job gone %s after completionTime\n",
@@ -146,39 +129,48 @@ TEST_F(RunPolicyTest, TtlDeletesTheFinishedJob) {
   EXPECT_GE(took, absl::Seconds(3));
   EXPECT_LE(took, absl::Seconds(20));
   // Its pods go with it (garbage collector, owner references).
-  EXPECT_TRUE(WaitFor([&] { return JobPods("ttl").empty(); }, absl::Seconds(60)));
+  EXPECT_TRUE(Eventually([&] { return JobPods("ttl").empty(); }, absl::Seconds(60), kKubectlPoll));
 }
 
 TEST_F(RunPolicyTest, CleanPodPolicyAll) {
-  Apply(PyTorch("cpa", "Never", "coach.test/exit-code: \"0\", coach.test/run-seconds: \"2\"", 1, "",
-                "    cleanPodPolicy: All\n"));
-  ASSERT_TRUE(WaitFor([&] { return JobPods("cpa").size() == 2; }, absl::Seconds(60)));
+  Apply(Master("cpa", "Never")
+            .KwokExit(0, 2)
+            .Replica("Worker", 1)
+            .RestartPolicy("Never")
+            .CleanPodPolicy("All"));
+  ASSERT_TRUE(
+      Eventually([&] { return JobPods("cpa").size() == 2; }, absl::Seconds(60), kKubectlPoll));
   ASSERT_TRUE(WaitCondition("pytorchjobs", "cpa", "Succeeded"));
-  EXPECT_TRUE(WaitFor(
+  EXPECT_TRUE(Eventually(
       [&] {
         return JobPods("cpa").empty() &&
                List("services", "training.kubeflow.org/job-name=cpa").empty();
       },
-      absl::Seconds(30)))
+      absl::Seconds(30), kKubectlPoll))
       << JobPods("cpa").size() << " pods left";
 }
 
 TEST_F(RunPolicyTest, CleanPodPolicyRunning) {
-  Apply(PyTorch("cpr", "Never", "coach.test/exit-code: \"0\", coach.test/run-seconds: \"2\"", 1, "",
-                "    cleanPodPolicy: Running\n"));
-  ASSERT_TRUE(WaitFor([&] { return JobPods("cpr").size() == 2; }, absl::Seconds(60)));
+  Apply(Master("cpr", "Never")
+            .KwokExit(0, 2)
+            .Replica("Worker", 1)
+            .RestartPolicy("Never")
+            .CleanPodPolicy("Running"));
+  ASSERT_TRUE(
+      Eventually([&] { return JobPods("cpr").size() == 2; }, absl::Seconds(60), kKubectlPoll));
   ASSERT_TRUE(WaitCondition("pytorchjobs", "cpr", "Succeeded"));
   // The Running worker goes (with its service); the Succeeded master stays.
-  EXPECT_TRUE(WaitFor([&] { return !Get("pod", "cpr-worker-0").has_value(); }, absl::Seconds(30)));
-  EXPECT_TRUE(
-      WaitFor([&] { return !Get("service", "cpr-worker-0").has_value(); }, absl::Seconds(30)));
+  EXPECT_TRUE(Eventually([&] { return !Get("pod", "cpr-worker-0").has_value(); }, absl::Seconds(30),
+                         kKubectlPoll));
+  EXPECT_TRUE(Eventually([&] { return !Get("service", "cpr-worker-0").has_value(); },
+                         absl::Seconds(30), kKubectlPoll));
   std::optional<json> master = Get("pod", "cpr-master-0");
   ASSERT_TRUE(master);
   EXPECT_EQ((*master)["status"].value("phase", ""), "Succeeded");
 }
 
 TEST_F(RunPolicyTest, SuspendAndResume) {
-  Apply(PyTorch("sus", "OnFailure", "", 1));
+  Apply(Master("sus", "OnFailure").Replica("Worker", 1).RestartPolicy("Never"));
   ASSERT_TRUE(WaitCondition("pytorchjobs", "sus", "Running"));
   ASSERT_EQ(JobPods("sus").size(), 2u);
   CmdResult r = Kubectl({"patch", "pytorchjob", "sus", "-n", ns(), "--type=merge", "-p",
@@ -189,12 +181,12 @@ TEST_F(RunPolicyTest, SuspendAndResume) {
   ASSERT_TRUE(j);
   EXPECT_EQ(Condition(*j, "Suspended").value("reason", ""), "PyTorchJobSuspended");
   EXPECT_EQ(Condition(*j, "Running").value("status", ""), "False");
-  EXPECT_TRUE(WaitFor(
+  EXPECT_TRUE(Eventually(
       [&] {
         return JobPods("sus").empty() &&
                List("services", "training.kubeflow.org/job-name=sus").empty();
       },
-      absl::Seconds(30)));
+      absl::Seconds(30), kKubectlPoll));
   std::fprintf(stderr, "[kube-e2e] suspend: pods gone %s after the patch\n",
                absl::FormatDuration(absl::Now() - begin).c_str());
   j = Get("pytorchjobs", "sus");
@@ -204,7 +196,8 @@ TEST_F(RunPolicyTest, SuspendAndResume) {
   r = Kubectl({"patch", "pytorchjob", "sus", "-n", ns(), "--type=merge", "-p",
                R"({"spec":{"runPolicy":{"suspend":false}}})"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(WaitFor([&] { return JobPods("sus").size() == 2; }, absl::Seconds(60)));
+  EXPECT_TRUE(
+      Eventually([&] { return JobPods("sus").size() == 2; }, absl::Seconds(60), kKubectlPoll));
   j = WaitCondition("pytorchjobs", "sus", "Running");
   ASSERT_TRUE(j);
   EXPECT_FALSE(HasCondition(*j, "Suspended")) << (*j)["status"].dump();

@@ -64,18 +64,8 @@ spec:
 
 // Master 1 + Worker 2 that stay Running once they run (they never run here when gang
 // scheduled: no scheduler binds them).
-std::string PyTorchJob(const std::string& name, const std::string& run_policy) {
-  std::string y =
-      absl::StrCat("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: ", name,
-                   "\nspec:\n", run_policy, "  pytorchReplicaSpecs:\n");
-  for (const auto& [type, n] :
-       std::vector<std::pair<std::string, int>>{{"Master", 1}, {"Worker", 2}}) {
-    absl::StrAppend(&y, "    ", type, ":\n      replicas: ", n,
-                    "\n      restartPolicy: Never\n      template:\n        spec:\n"
-                    "          containers:\n          - name: pytorch\n"
-                    "            image: coach.local/none\n");
-  }
-  return y;
+JobManifest Job(const std::string& name) {
+  return JobManifest::PyTorch(name).Replicas({{"Master", 1}, {"Worker", 2}}).RestartPolicy("Never");
 }
 
 class SchedulingTest : public KubeTest {
@@ -96,32 +86,31 @@ class SchedulingTest : public KubeTest {
       r = Kubectl({"wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"});
       ASSERT_EQ(r.exit_code, 0) << r.err;
     }
-    op_ = std::make_unique<OperatorProcess>(
-        "operator-" + ns(), std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp",
-        cp().kubeconfig(), args);
+    op_ = std::make_unique<OperatorProcess>("operator-" + ns(), TestTmpDir(), cp().kubeconfig(),
+                                            args);
     absl::Status s = op_->Start();
     ASSERT_TRUE(s.ok()) << s;
   }
   std::vector<json> WaitPods(const std::string& job, size_t n) {
     std::vector<json> pods;
-    EXPECT_TRUE(WaitFor(
+    EXPECT_TRUE(Eventually(
         [&] {
           pods = JobPods(job);
           return pods.size() == n;
         },
-        absl::Seconds(60)))
+        absl::Seconds(60), kKubectlPoll))
         << "pods: " << pods.size() << " want " << n << "\n"
         << OperatorLogTail();
     return pods;
   }
   std::optional<json> WaitPodGroup(const std::string& resource, const std::string& name) {
     std::optional<json> pg;
-    EXPECT_TRUE(WaitFor(
+    EXPECT_TRUE(Eventually(
         [&] {
           pg = Get(resource, name);
           return pg.has_value();
         },
-        absl::Seconds(60)))
+        absl::Seconds(60), kKubectlPoll))
         << "no " << resource << " " << name << "\n"
         << OperatorLogTail();
     return pg;
@@ -142,12 +131,7 @@ TEST_F(SchedulingTest, VolcanoPodGroupAndPods) {
   StartOperator({"--gang-scheduler=volcano"}, PodGroupCrd("scheduling.volcano.sh", "v1beta1"));
   if (HasFatalFailure()) return;
   const std::string pg_resource = "podgroups.v1beta1.scheduling.volcano.sh";
-  Apply(PyTorchJob("vc", R"(  runPolicy:
-    schedulingPolicy:
-      minAvailable: 2
-      queue: q1
-      priorityClass: high
-)"));
+  Apply(Job("vc").MinAvailable(2).Queue("q1").PriorityClass("high"));
   std::optional<json> pg = WaitPodGroup(pg_resource, "vc");
   ASSERT_TRUE(pg.has_value());
   EXPECT_EQ((*pg)["apiVersion"], "scheduling.volcano.sh/v1beta1");
@@ -176,11 +160,12 @@ TEST_F(SchedulingTest, VolcanoPodGroupAndPods) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // The garbage collector monitors a newly installed CRD's resource only after its next
   // discovery resync (30 s in kube-controller-manager), hence the long wait.
-  EXPECT_TRUE(WaitFor([&] { return !Get(pg_resource, "vc").has_value(); }, absl::Seconds(90)))
+  EXPECT_TRUE(Eventually([&] { return !Get(pg_resource, "vc").has_value(); }, absl::Seconds(90),
+                         kKubectlPoll))
       << "PodGroup not garbage-collected";
   std::fprintf(stderr, "[kube-e2e] vc: PodGroup gone %s after the job's delete\n",
                absl::FormatDuration(absl::Now() - deleted).c_str());
-  EXPECT_TRUE(WaitFor([&] { return JobPods("vc").empty(); }, absl::Seconds(60)));
+  EXPECT_TRUE(Eventually([&] { return JobPods("vc").empty(); }, absl::Seconds(60), kKubectlPoll));
 }
 
 TEST_F(SchedulingTest, SchedulerPluginsPodGroupAndPods) {
@@ -188,10 +173,7 @@ TEST_F(SchedulingTest, SchedulerPluginsPodGroupAndPods) {
                 PodGroupCrd("scheduling.x-k8s.io", "v1alpha1"));
   if (HasFatalFailure()) return;
   const std::string pg_resource = "podgroups.v1alpha1.scheduling.x-k8s.io";
-  Apply(PyTorchJob("sp", R"(  runPolicy:
-    schedulingPolicy:
-      scheduleTimeoutSeconds: 30
-)"));
+  Apply(Job("sp").ScheduleTimeoutSeconds(30));
   std::optional<json> pg = WaitPodGroup(pg_resource, "sp");
   ASSERT_TRUE(pg.has_value());
   EXPECT_EQ((*pg)["apiVersion"], "scheduling.x-k8s.io/v1alpha1");
@@ -214,7 +196,8 @@ TEST_F(SchedulingTest, SchedulerPluginsPodGroupAndPods) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // The garbage collector monitors a newly installed CRD's resource only after its next
   // discovery resync (30 s in kube-controller-manager), hence the long wait.
-  EXPECT_TRUE(WaitFor([&] { return !Get(pg_resource, "sp").has_value(); }, absl::Seconds(90)))
+  EXPECT_TRUE(Eventually([&] { return !Get(pg_resource, "sp").has_value(); }, absl::Seconds(90),
+                         kKubectlPoll))
       << "PodGroup not garbage-collected";
   std::fprintf(stderr, "[kube-e2e] sp: PodGroup gone %s after the job's delete\n",
                absl::FormatDuration(absl::Now() - deleted).c_str());
@@ -223,8 +206,8 @@ TEST_F(SchedulingTest, SchedulerPluginsPodGroupAndPods) {
 TEST_F(SchedulingTest, ManagedByMultiKueueIsLeftAlone) {
   StartOperator({});
   if (HasFatalFailure()) return;
-  Apply(PyTorchJob("mk", "  runPolicy:\n    managedBy: kueue.x-k8s.io/multikueue\n"));
-  Apply(PyTorchJob("own", ""));
+  Apply(Job("mk").ManagedBy("kueue.x-k8s.io/multikueue"));
+  Apply(Job("own"));
   // The control job gets its pods: the operator is reconciling this namespace.
   WaitPods("own", 3);
   absl::SleepFor(absl::Seconds(5));

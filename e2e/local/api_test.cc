@@ -17,68 +17,27 @@ namespace {
 
 using api::v1::TrainingJob;
 
-constexpr char kNs[] = "default";
-
-constexpr char kBadManifest[] = R"(apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: Bad_Name
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        spec:
-          containers:
-          - name: pytorch
-            image: busybox:1.36
-            command: ["/bin/sh", "-c", "echo never"]
-    Worker:
-      replicas: -1
-      template:
-        spec:
-          containers:
-          - name: pytorch
-            image: busybox:1.36
-)";
-
-constexpr char kGoodManifest[] = R"(apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: good
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        spec:
-          containers:
-          - name: pytorch
-            image: busybox:1.36
-            command: ["/bin/sh", "-c", "echo good"]
-)";
-
-std::unique_ptr<OperatorFixture> StartOperator(OperatorOptions options = {}) {
-  auto op = std::make_unique<OperatorFixture>(
-      ::testing::UnitTest::GetInstance()->current_test_info()->name(), std::move(options));
-  absl::Status started = op->Start();
-  EXPECT_TRUE(started.ok()) << started;
-  return op;
+// Wrong in two fields: the name is no DNS-1035 label, and the Workers' count is negative.
+std::string BadManifest() {
+  return ShellManifest("Bad_Name", "echo never").Replica("Worker", -1).Image(kShellImage).Yaml();
 }
 
-TEST(ApiTest, BadManifestsAndRequests) {
-  std::unique_ptr<OperatorFixture> op = StartOperator();
-  ASSERT_TRUE(op->running());
-  sdk::TrainingClient& client = op->client();
+std::string GoodManifest() { return ShellManifest("good", "echo good").Yaml(); }
+
+class ApiTest : public OperatorTest {};
+
+TEST_F(ApiTest, BadManifestsAndRequests) {
+  StartOperator();
+  ASSERT_TRUE(op_->running());
+  sdk::TrainingClient& client = op_->client();
 
   // Every offending field named, nothing stored.
-  absl::StatusOr<TrainingJob> bad = client.CreateJobFromManifest(kBadManifest, kNs);
+  absl::StatusOr<TrainingJob> bad = client.CreateJobFromManifest(BadManifest(), kNs);
   ASSERT_TRUE(absl::IsInvalidArgument(bad.status())) << bad.status();
   EXPECT_TRUE(absl::StrContains(bad.status().message(), "metadata.name")) << bad.status();
   EXPECT_TRUE(absl::StrContains(bad.status().message(), "spec.pytorchReplicaSpecs.Worker.replicas"))
       << bad.status();
+  // Text the parser must refuse, so written out as it is.
   for (const char* broken :
        {"{{{ not yaml", "",
         "apiVersion: kubeflow.org/v1\nkind: NoSuchJob\nmetadata: {name: x}\n"}) {
@@ -97,13 +56,13 @@ TEST(ApiTest, BadManifestsAndRequests) {
   EXPECT_TRUE(absl::IsNotFound(client.SuspendJob(kNs, "nobody").status()));
 
   // Duplicate.
-  absl::StatusOr<TrainingJob> first = client.CreateJobFromManifest(kGoodManifest, kNs);
+  absl::StatusOr<TrainingJob> first = client.CreateJobFromManifest(GoodManifest(), kNs);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_FALSE(first->metadata().uid().empty());
-  absl::StatusOr<TrainingJob> second = client.CreateJobFromManifest(kGoodManifest, kNs);
+  absl::StatusOr<TrainingJob> second = client.CreateJobFromManifest(GoodManifest(), kNs);
   EXPECT_TRUE(absl::IsAlreadyExists(second.status())) << second.status();
   // Same name in another namespace is another job.
-  absl::StatusOr<TrainingJob> elsewhere = client.CreateJobFromManifest(kGoodManifest, "team-b");
+  absl::StatusOr<TrainingJob> elsewhere = client.CreateJobFromManifest(GoodManifest(), "team-b");
   EXPECT_TRUE(elsewhere.ok()) << elsewhere.status();
 
   // Page sizes.
@@ -134,113 +93,113 @@ TEST(ApiTest, BadManifestsAndRequests) {
   EXPECT_EQ(both->size(), 2u);
 
   // The CLI: exit 1 naming the field; not found is 3.
-  const std::string bad_file = op->root() + "/bad.yaml";
-  WriteFileOrDie(bad_file, kBadManifest);
-  CliResult submit = op->Cli({"submit", "-f", bad_file});
+  const std::string bad_file = op_->root() + "/bad.yaml";
+  WriteFileOrDie(bad_file, BadManifest());
+  CliResult submit = op_->Cli({"submit", "-f", bad_file});
   EXPECT_EQ(submit.exit_code, 1) << submit.out << submit.err;
   EXPECT_TRUE(
       absl::StrContains(submit.err + submit.out, "spec.pytorchReplicaSpecs.Worker.replicas"))
       << submit.err;
   EXPECT_TRUE(absl::StrContains(submit.err + submit.out, "metadata.name")) << submit.err;
-  CliResult get = op->Cli({"get", "nobody"});
+  CliResult get = op_->Cli({"get", "nobody"});
   EXPECT_EQ(get.exit_code, 3) << get.out << get.err;
-  CliResult dup_file = op->Cli({"submit", "-f", "/nonexistent/job.yaml"});
+  CliResult dup_file = op_->Cli({"submit", "-f", "/nonexistent/job.yaml"});
   EXPECT_NE(dup_file.exit_code, 0);
   all = client.ListAllJobs();
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 2u);
 }
 
-TEST(ApiTest, TokenRequiredWhenConfigured) {
+TEST_F(ApiTest, TokenRequiredWhenConfigured) {
   OperatorOptions options;
   options.token = "s3cret-e2e-token";
-  std::unique_ptr<OperatorFixture> op = StartOperator(options);
-  ASSERT_TRUE(op->running());
+  StartOperator(options);
+  ASSERT_TRUE(op_->running());
 
   // No token, wrong token.
   for (const char* token : {"", "wrong-token"}) {
-    std::unique_ptr<sdk::TrainingClient> client = op->NewClient(token);
+    std::unique_ptr<sdk::TrainingClient> client = op_->NewClient(token);
     absl::StatusOr<std::vector<TrainingJob>> listed = client->ListAllJobs();
     EXPECT_TRUE(absl::IsUnauthenticated(listed.status()) ||
                 absl::IsPermissionDenied(listed.status()))
         << "token '" << token << "': " << listed.status();
     EXPECT_FALSE(absl::StrContains(listed.status().message(), "s3cret")) << listed.status();
-    absl::StatusOr<TrainingJob> created = client->CreateJobFromManifest(kGoodManifest, kNs);
+    absl::StatusOr<TrainingJob> created = client->CreateJobFromManifest(GoodManifest(), kNs);
     EXPECT_FALSE(created.ok());
   }
-  CliResult no_token = op->Cli({"list"}, /*with_token=*/false);
+  CliResult no_token = op_->Cli({"list"}, /*with_token=*/false);
   EXPECT_EQ(no_token.exit_code, 7) << no_token.out << no_token.err;
 
   // The right token.
-  absl::StatusOr<TrainingJob> created = op->client().CreateJobFromManifest(kGoodManifest, kNs);
+  absl::StatusOr<TrainingJob> created = op_->client().CreateJobFromManifest(GoodManifest(), kNs);
   ASSERT_TRUE(created.ok()) << created.status();
-  CliResult with_token = op->Cli({"list"});
+  CliResult with_token = op_->Cli({"list"});
   EXPECT_EQ(with_token.exit_code, 0) << with_token.out << with_token.err;
   EXPECT_TRUE(absl::StrContains(with_token.out, "good")) << with_token.out;
-  CliResult wait = op->Cli({"wait", "good", "--for", "Succeeded", "--timeout", "2m"});
+  CliResult wait = op_->Cli({"wait", "good", "--for", "Succeeded", "--timeout", "2m"});
   EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err;
   // Nothing the unauthenticated calls did was stored.
-  absl::StatusOr<std::vector<TrainingJob>> all = op->client().ListAllJobs();
+  absl::StatusOr<std::vector<TrainingJob>> all = op_->client().ListAllJobs();
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_EQ(all->size(), 1u);
 }
 
-TEST(ApiTest, DefaultAuthenticatesWithTheOperatorsOwnToken) {
-  std::unique_ptr<OperatorFixture> op = StartOperator();
-  ASSERT_TRUE(op->running());
+TEST_F(ApiTest, DefaultAuthenticatesWithTheOperatorsOwnToken) {
+  StartOperator();
+  ASSERT_TRUE(op_->running());
   // Made on first start, private to the operator's user.
   struct stat st;
-  ASSERT_EQ(stat((op->state_dir() + "/api-token").c_str(), &st), 0);
+  ASSERT_EQ(stat((op_->state_dir() + "/api-token").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
-  ASSERT_EQ(stat(op->state_dir().c_str(), &st), 0);
+  ASSERT_EQ(stat(op_->state_dir().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 077, 0u) << "state dir mode " << std::oct << (st.st_mode & 07777);
-  EXPECT_EQ(op->token().size(), 64u);
-  EXPECT_FALSE(absl::StrContains(op->OperatorLog(), op->token()));
+  EXPECT_EQ(op_->token().size(), 64u);
+  EXPECT_FALSE(absl::StrContains(op_->OperatorLog(), op_->token()));
 
   // Anyone else (no token, or not this one) is refused, and nothing they sent is kept.
   for (const char* token : {"", "0123456789abcdef-not-it"}) {
-    std::unique_ptr<sdk::TrainingClient> other = op->NewClient(token);
+    std::unique_ptr<sdk::TrainingClient> other = op_->NewClient(token);
     EXPECT_TRUE(absl::IsUnauthenticated(other->ListAllJobs().status())) << token;
-    EXPECT_FALSE(other->CreateJobFromManifest(kGoodManifest, kNs).ok()) << token;
+    EXPECT_FALSE(other->CreateJobFromManifest(GoodManifest(), kNs).ok()) << token;
   }
-  CliResult no_token = op->Cli({"list"}, /*with_token=*/false);
+  CliResult no_token = op_->Cli({"list"}, /*with_token=*/false);
   EXPECT_EQ(no_token.exit_code, 7) << no_token.out << no_token.err;
 
   // The operator's user: the CLI finds the token where the operator keeps it.
-  const std::string manifest = op->root() + "/good.yaml";
-  WriteFileOrDie(manifest, kGoodManifest);
-  CliResult submit = op->Cli({"submit", "-f", manifest, "-n", kNs});
+  const std::string manifest = op_->root() + "/good.yaml";
+  WriteFileOrDie(manifest, GoodManifest());
+  CliResult submit = op_->Cli({"submit", "-f", manifest, "-n", kNs});
   ASSERT_EQ(submit.exit_code, 0) << submit.out << submit.err;
-  CliResult wait = op->Cli({"wait", "good", "--for", "Succeeded", "--timeout", "2m"});
+  CliResult wait = op_->Cli({"wait", "good", "--for", "Succeeded", "--timeout", "2m"});
   EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err;
-  absl::StatusOr<std::vector<TrainingJob>> all = op->client().ListAllJobs();
+  absl::StatusOr<std::vector<TrainingJob>> all = op_->client().ListAllJobs();
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_EQ(all->size(), 1u);
 
   // The same token after a restart: callers keep working.
-  const std::string before = op->token();
-  ASSERT_TRUE(op->Restart().ok());
-  EXPECT_EQ(op->token(), before);
-  CliResult list = op->Cli({"list"});
+  const std::string before = op_->token();
+  ASSERT_TRUE(op_->Restart().ok());
+  EXPECT_EQ(op_->token(), before);
+  CliResult list = op_->Cli({"list"});
   EXPECT_EQ(list.exit_code, 0) << list.out << list.err;
   EXPECT_TRUE(absl::StrContains(list.out, "good")) << list.out;
 }
 
-TEST(ApiTest, NoTokenNeededWithApiAuthNone) {
+TEST_F(ApiTest, NoTokenNeededWithApiAuthNone) {
   OperatorOptions options;
   options.extra_args = {"--api-auth=none"};
-  std::unique_ptr<OperatorFixture> op = StartOperator(options);
-  ASSERT_TRUE(op->running());
-  EXPECT_TRUE(absl::StrContains(op->OperatorLog(), "--api-auth=none: anyone who can reach"))
-      << op->OperatorLog();
-  std::unique_ptr<sdk::TrainingClient> anonymous = op->NewClient("");
+  StartOperator(options);
+  ASSERT_TRUE(op_->running());
+  EXPECT_TRUE(absl::StrContains(op_->OperatorLog(), "--api-auth=none: anyone who can reach"))
+      << op_->OperatorLog();
+  std::unique_ptr<sdk::TrainingClient> anonymous = op_->NewClient("");
   EXPECT_TRUE(anonymous->ListAllJobs().ok());
-  absl::StatusOr<TrainingJob> created = anonymous->CreateJobFromManifest(kGoodManifest, kNs);
+  absl::StatusOr<TrainingJob> created = anonymous->CreateJobFromManifest(GoodManifest(), kNs);
   EXPECT_TRUE(created.ok()) << created.status();
-  CliResult list = op->Cli({"list"}, /*with_token=*/false);
+  CliResult list = op_->Cli({"list"}, /*with_token=*/false);
   EXPECT_EQ(list.exit_code, 0) << list.out << list.err;
   EXPECT_TRUE(absl::StrContains(list.out, "good")) << list.out;
-  CliResult wait = op->Cli({"wait", "good", "--for", "Succeeded", "--timeout", "2m"}, false);
+  CliResult wait = op_->Cli({"wait", "good", "--for", "Succeeded", "--timeout", "2m"}, false);
   EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err;
 }
 

@@ -50,8 +50,6 @@ namespace {
 
 using api::v1::TrainingJob;
 
-constexpr char kNs[] = "default";
-
 int EnvInt(const char* name, int fallback) {
   int value = 0;
   const std::string text = EnvOrEmpty(name);
@@ -216,39 +214,38 @@ TEST(LocalChaosTest, OperatorSigkillsWhileJobsRun) {
     std::mt19937 pace(seed + 2);
     for (size_t i = 0; i < jobs.size(); ++i) {
       bool unavailable_before = false;
-      for (;;) {
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          if (up && client_generation != generation) {
-            client = op.NewClient(op.token());
-            client_generation = generation;
-          }
-        }
-        if (client == nullptr) {
-          absl::SleepFor(absl::Milliseconds(100));
-          continue;
-        }
-        ++create_attempts;
-        absl::StatusOr<TrainingJob> created = client->CreateJob(built[i], kNs);
-        if (created.ok()) {
-          jobs[i].acknowledged = true;
-          break;
-        }
-        if (absl::IsAlreadyExists(created.status()) && unavailable_before) {
-          jobs[i].acknowledged_late = true;
-          break;
-        }
-        if (absl::IsUnavailable(created.status()) || absl::IsDeadlineExceeded(created.status()) ||
-            absl::IsCancelled(created.status())) {
-          unavailable_before = true;
-          client.reset();
-          client_generation = -1;
-          absl::SleepFor(absl::Milliseconds(100));
-          continue;
-        }
-        jobs[i].create_error = created.status().ToString();
-        break;
-      }
+      // Until the operator answers: it may be down, or restarting on new ports.
+      Eventually(
+          [&] {
+            {
+              std::lock_guard<std::mutex> lock(mu);
+              if (up && client_generation != generation) {
+                client = op.NewClient(op.token());
+                client_generation = generation;
+              }
+            }
+            if (client == nullptr) return false;
+            ++create_attempts;
+            absl::StatusOr<TrainingJob> created = client->CreateJob(built[i], kNs);
+            if (created.ok()) {
+              jobs[i].acknowledged = true;
+              return true;
+            }
+            if (absl::IsAlreadyExists(created.status()) && unavailable_before) {
+              jobs[i].acknowledged_late = true;
+              return true;
+            }
+            if (absl::IsUnavailable(created.status()) ||
+                absl::IsDeadlineExceeded(created.status()) || absl::IsCancelled(created.status())) {
+              unavailable_before = true;
+              client.reset();
+              client_generation = -1;
+              return false;
+            }
+            jobs[i].create_error = created.status().ToString();
+            return true;
+          },
+          absl::InfiniteDuration(), absl::Milliseconds(100));
       // Submissions spread over the kill phase (about 2.15 s between kills on average).
       const double gap = 2.15 * (kills + 1) / std::max<size_t>(jobs.size(), 1);
       absl::SleepFor(absl::Seconds(std::uniform_real_distribution<double>(0, 2 * gap)(pace)));

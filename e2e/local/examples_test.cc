@@ -20,8 +20,6 @@ namespace {
 
 using api::v1::TrainingJob;
 
-constexpr char kNs[] = "default";
-
 // "key=value" fields of a `coach-result ...` line.
 std::map<std::string, std::string> Fields(const std::string& line) {
   std::map<std::string, std::string> out;
@@ -33,18 +31,12 @@ std::map<std::string, std::string> Fields(const std::string& line) {
   return out;
 }
 
-class ExamplesTest : public ::testing::Test {
+class ExamplesTest : public OperatorTest {
  protected:
   void SetUp() override {
     OperatorOptions options;
     options.workdir = Runfile("");
-    op_ = std::make_unique<OperatorFixture>(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name(), options);
-    ASSERT_TRUE(op_->Start().ok()) << op_->OperatorLog();
-  }
-  void TearDown() override {
-    if (HasFailure()) std::fprintf(stderr, "%s\n", op_->OperatorLog().c_str());
-    op_.reset();
+    StartOperator(options);
   }
 
   // Submits the manifest, waits for the end, and checks every rank's coach-result line:
@@ -94,8 +86,6 @@ class ExamplesTest : public ::testing::Test {
     EXPECT_EQ(checksums.size(), 1u) << "checksums differ:\n" << all_logs;
     EXPECT_TRUE(op_->WaitNoProcesses().empty());
   }
-
-  std::unique_ptr<OperatorFixture> op_;
 };
 
 TEST_F(ExamplesTest, PyTorchDdpOneMasterTwoWorkers) {

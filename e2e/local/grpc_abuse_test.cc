@@ -32,7 +32,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "api/v1/training_service.grpc.pb.h"
 #include "e2e/local/operator_fixture.h"
@@ -47,32 +46,10 @@ namespace {
 using api::v1::TrainingJob;
 using api::v1::TrainingService;
 
-constexpr char kNs[] = "default";
 constexpr char kToken[] = "abuse-t0ken-8f2c1e7d";
 constexpr char kWrongToken[] = "wrong-t0ken-4b9a0c33";
 
-constexpr char kGoodManifest[] = R"(apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: NAME
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        spec:
-          containers:
-          - name: pytorch
-            image: busybox:1.36
-            command: ["/bin/sh", "-c", "sleep 1"]
-)";
-
-std::string Manifest(const std::string& name) {
-  std::string m = kGoodManifest;
-  m.replace(m.find("NAME"), 4, name);
-  return m;
-}
+std::string Manifest(const std::string& name) { return ShellManifest(name, "sleep 1").Yaml(); }
 
 const char* CodeName(grpc::StatusCode code) {
   switch (code) {
@@ -273,10 +250,9 @@ TEST_P(GrpcAbuseTest, EachAbuseGetsItsCodeAndNothingAcceptedIsLost) {
   }
 
   // Invalid field values.
-  Expect(
-      "manifest: bad name, negative replicas",
-      Create(absl::StrReplaceAll(Manifest("Bad_Name"), {{"replicas: 1", "replicas: -3"}}), kToken),
-      {grpc::INVALID_ARGUMENT}, "metadata.name");
+  Expect("manifest: bad name, negative replicas",
+         Create(ShellManifest("Bad_Name", "sleep 1").Replica("Master", -3).Yaml(), kToken),
+         {grpc::INVALID_ARGUMENT}, "metadata.name");
   {
     // A job without a kind gets "kind: must be one of ..." and nothing more, as its manifest
     // would: the kind is set so that the name is what is judged.
@@ -314,6 +290,7 @@ TEST_P(GrpcAbuseTest, EachAbuseGetsItsCodeAndNothingAcceptedIsLost) {
          Create(std::string(kDepth, '[') + std::string(kDepth, ']'), kToken),
          {grpc::INVALID_ARGUMENT});
   {
+    // Text, not a JobManifest: the nesting written out is the input under test.
     std::string deep =
         "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: deep\n"
         "  labels: ";
@@ -329,13 +306,10 @@ TEST_P(GrpcAbuseTest, EachAbuseGetsItsCodeAndNothingAcceptedIsLost) {
   }
   {
     // 2 MiB of environment: under gRPC's receive limit, over what Kubernetes stores.
-    std::string env = "            env:\n";
-    for (int i = 0; i < 2000; ++i) {
-      absl::StrAppend(&env, "            - name: V", i, "\n              value: \"",
-                      std::string(1000, 'v'), "\"\n");
-    }
-    Expect("2 MiB manifest (2000 env vars)", Create(Manifest("huge") + env, kToken),
-           {grpc::INVALID_ARGUMENT}, "more than the 1572864");
+    JobManifest huge = ShellManifest("huge", "sleep 1");
+    for (int i = 0; i < 2000; ++i) huge.Env(absl::StrCat("V", i), std::string(1000, 'v'));
+    Expect("2 MiB manifest (2000 env vars)", Create(huge.Yaml(), kToken), {grpc::INVALID_ARGUMENT},
+           "more than the 1572864");
   }
   {
     api::v1::ListJobsResponse out;

@@ -35,7 +35,6 @@ namespace {
 
 using api::v1::TrainingJob;
 
-constexpr char kNs[] = "default";
 constexpr int64_t kRssLimitKib = 256 * 1024;
 
 enum class Verdict { kRefused, kFailedCleanly, kSurvived };
@@ -71,7 +70,8 @@ int64_t StatusKib(pid_t pid, const std::string& field) {
 }
 
 // A PyTorchJob manifest whose annotations hold an alias bomb: a `scalar_bytes` anchor, then
-// `levels` levels of ten aliases to the level before.
+// `levels` levels of ten aliases to the level before. Text, not a JobManifest: the anchors and
+// aliases are the input under test, and a builder writes neither.
 std::string AliasBomb(const std::string& name, int scalar_bytes, int levels) {
   std::string anchors = absl::StrCat("    a0: &a0 \"", std::string(scalar_bytes, 'x'), "\"\n");
   for (int l = 1; l <= levels; ++l) {
@@ -86,12 +86,9 @@ std::string AliasBomb(const std::string& name, int scalar_bytes, int levels) {
                       "          - {name: pytorch, image: x, command: [\"true\"]}\n");
 }
 
-class HostileInputTest : public ::testing::Test {
+class HostileInputTest : public OperatorTest {
  protected:
-  void SetUp() override {
-    op_ = std::make_unique<OperatorFixture>("hostile");
-    ASSERT_TRUE(op_->Start().ok()) << op_->OperatorLog();
-  }
+  void SetUp() override { StartOperator({}, "hostile"); }
 
   // Runs one case and records its line.
   void Case(const std::string& name, Verdict want, const std::function<Seen()>& run) {
@@ -173,7 +170,6 @@ class HostileInputTest : public ::testing::Test {
     return {std::nullopt, absl::StrCat("exit ", r.exit_code, ": ", r.err)};
   }
 
-  std::unique_ptr<OperatorFixture> op_;
   int64_t peak_kib_ = 0;
   int cases_ = 0;
 };
@@ -287,7 +283,7 @@ TEST_F(HostileInputTest, EveryCaseHandledAndTheOperatorStaysSmall) {
           }
           return alive == 0;
         },
-        absl::Seconds(10));
+        absl::Seconds(10), kProcessPoll);
     return alive == 0 ? Seen{Verdict::kSurvived, "none left"}
                       : Seen{std::nullopt, absl::StrCat(alive, " still alive")};
   });

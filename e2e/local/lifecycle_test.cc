@@ -22,19 +22,9 @@ namespace {
 
 using api::v1::TrainingJob;
 
-constexpr char kNs[] = "default";
-
-class LifecycleTest : public ::testing::Test {
+class LifecycleTest : public OperatorTest {
  protected:
-  void SetUp() override {
-    op_ = std::make_unique<OperatorFixture>(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ASSERT_TRUE(op_->Start().ok()) << op_->OperatorLog();
-  }
-  void TearDown() override {
-    if (HasFailure()) std::fprintf(stderr, "%s\n", op_->OperatorLog().c_str());
-    op_.reset();
-  }
+  void SetUp() override { StartOperator(); }
 
   // Lines of a file the replicas append to.
   std::vector<std::string> Lines(const std::string& path) {
@@ -68,8 +58,6 @@ class LifecycleTest : public ::testing::Test {
                         "; exec sleep 1000' & ) ; ", "while [ $(wc -l < ", pids, ") -lt ", n + 1,
                         " ]; do sleep 0.01; done; ", then);
   }
-
-  std::unique_ptr<OperatorFixture> op_;
 };
 
 TEST_F(LifecycleTest, ShellJobSucceeds) {
@@ -340,13 +328,15 @@ TEST_F(LifecycleTest, FastWriterKeepsItsLastLineWithinTheLogBound) {
     struct stat st;
     return stat(path.c_str(), &st) == 0 ? st.st_size : 0;
   };
-  // The disk the log takes, while the replica writes.
+  // The disk the log takes, while the replica writes (sampled until it exits).
   int64_t peak = 0;
-  const absl::Time deadline = absl::Now() + absl::Seconds(90);
-  while (size(exit_file) == 0 && absl::Now() < deadline) {
-    peak = std::max(peak, size(log) + size(log + ".1"));
-    absl::SleepFor(absl::Milliseconds(2));
-  }
+  Eventually(
+      [&] {
+        if (size(exit_file) != 0) return true;
+        peak = std::max(peak, size(log) + size(log + ".1"));
+        return false;
+      },
+      kProcessTimeout, absl::Milliseconds(2));
   absl::StatusOr<TrainingJob> done =
       op_->WaitJob("fast", [](const TrainingJob& j) { return sdk::IsJobFinished(j); });
   ASSERT_TRUE(done.ok()) << done.status();
@@ -393,8 +383,7 @@ TEST_F(LifecycleTest, EscapedProcessesEndWhenTheJobIsDeleted) {
           .Masters(1)
           .RestartPolicy("Never"));
   ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (Pids(pids).size() < 21 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  Eventually([&] { return Pids(pids).size() >= 21; }, absl::Seconds(60), absl::Milliseconds(20));
   const std::vector<pid_t> escaped = Pids(pids);
   ASSERT_EQ(escaped.size(), 21u) << ReadFileOrEmpty(pids);
   for (pid_t pid : escaped) EXPECT_TRUE(Alive(pid)) << pid;

@@ -23,7 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "e2e/local/operator_fixture.h"
+#include "e2e/local/mlflow_operator_test.h"
 #include "gtest/gtest.h"
 #include "integrations/mlflow/testing/mlflow_server.h"
 #include "nlohmann/json.hpp"
@@ -37,8 +37,6 @@ using api::v1::TrainingJob;
 using mlflow::testing::MlflowServer;
 using Json = nlohmann::json;
 
-constexpr char kNs[] = "default";
-constexpr char kRunIdAnnotation[] = "coach.dev/mlflow-run-id";
 constexpr char kLossTag[] = "coach.mlflow.undelivered_points";
 
 int OutageSeconds() {
@@ -79,35 +77,21 @@ void ParseSummary(const std::string& log, Counts* c) {
   }
 }
 
-class MlflowOutageTest : public ::testing::Test {
+class MlflowOutageTest : public MlflowOperatorTest {
  protected:
-  void TearDown() override {
-    if (HasFailure() && op_ != nullptr) std::fprintf(stderr, "%s\n", op_->OperatorLog().c_str());
-    op_.reset();
-  }
-
-  std::string RunIdOf(const std::string& name) {
-    absl::StatusOr<TrainingJob> job = op_->WaitJob(
-        name,
-        [](const TrainingJob& j) { return j.metadata().annotations().count(kRunIdAnnotation) > 0; },
-        absl::Seconds(120));
-    EXPECT_TRUE(job.ok()) << job.status();
-    return job.ok() ? job->metadata().annotations().at(kRunIdAnnotation) : "";
-  }
-
   // Reads the run until it is FINISHED (the tracker ends it asynchronously) or 90 s pass.
   Json ReadFinishedRun(const std::string& run_id) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(90);
     Json run;
-    do {
-      absl::StatusOr<std::string> out = MlflowServer::RunPython(
-          "read_run.py", {run_id, "--metric", "tick"}, {{"MLFLOW_TRACKING_URI", uri_}});
-      EXPECT_TRUE(out.ok()) << out.status();
-      if (!out.ok()) return Json::object();
-      run = Json::parse(*out);
-      if (run.value("status", "") == "FINISHED") return run;
-      absl::SleepFor(absl::Milliseconds(500));
-    } while (absl::Now() < deadline);
+    bool unreadable = false;
+    const bool finished = Eventually(
+        [&] {
+          run = ReadRun(run_id, {"--metric", "tick"});
+          unreadable = run.empty();
+          return unreadable || run.value("status", "") == "FINISHED";
+        },
+        absl::Seconds(90), absl::Milliseconds(500));
+    if (unreadable) return Json::object();
+    if (finished) return run;
     ADD_FAILURE() << "run " << run_id << " never FINISHED: " << run.dump();
     return run;
   }
@@ -135,20 +119,13 @@ class MlflowOutageTest : public ::testing::Test {
     }
     return c;
   }
-
-  std::string uri_;
-  std::unique_ptr<OperatorFixture> op_;
 };
 
 TEST_F(MlflowOutageTest, ServerDownDuringTrainingBufferedPointsDeliveredOverflowCounted) {
   const int outage = OutageSeconds();
   COACH_REQUIRE_MLFLOW(server, MlflowServer::Start());
   uri_ = server->uri();
-  OperatorOptions options;
-  options.extra_args = {"--mlflow-tracking-uri=" + uri_, "--mlflow-experiment=outage",
-                        "--mlflow-max-backoff=1"};
-  op_ = std::make_unique<OperatorFixture>("mlflow-outage", options);
-  ASSERT_TRUE(op_->Start().ok()) << op_->OperatorLog();
+  ASSERT_NO_FATAL_FAILURE(StartWithMlflow(uri_, {}, "outage", "mlflow-outage"));
 
   const std::string end_mark = op_->root() + "/end";
   // One point per 0.1 s until the test writes the end mark; the last line says how many.
@@ -165,8 +142,8 @@ TEST_F(MlflowOutageTest, ServerDownDuringTrainingBufferedPointsDeliveredOverflow
     absl::StatusOr<TrainingJob> created = op_->client().CreateJob(BuildOrDie(job), kNs);
     ASSERT_TRUE(created.ok()) << created.status();
   }
-  const std::string roomy_run = RunIdOf("roomy");
-  const std::string tight_run = RunIdOf("tight");
+  const std::string roomy_run = RunIdOf("roomy", absl::Seconds(120));
+  const std::string tight_run = RunIdOf("tight", absl::Seconds(120));
   ASSERT_FALSE(roomy_run.empty());
   ASSERT_FALSE(tight_run.empty());
   ASSERT_TRUE(

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "e2e/local/operator_fixture.h"
+#include "e2e/local/mlflow_operator_test.h"
 #include "gtest/gtest.h"
 #include "integrations/mlflow/testing/delay_proxy.h"
 #include "integrations/mlflow/testing/mlflow_server.h"
@@ -28,27 +28,8 @@ using api::v1::TrainingJob;
 using mlflow::testing::MlflowServer;
 using Json = nlohmann::json;
 
-constexpr char kNs[] = "default";
-constexpr char kRunIdAnnotation[] = "coach.dev/mlflow-run-id";
-
-class MlflowE2eTest : public ::testing::Test {
+class MlflowE2eTest : public MlflowOperatorTest {
  protected:
-  void TearDown() override {
-    if (HasFailure() && op_ != nullptr) std::fprintf(stderr, "%s\n", op_->OperatorLog().c_str());
-    op_.reset();
-  }
-
-  void StartOperator(const std::string& uri, std::vector<std::string> extra = {}) {
-    OperatorOptions options;
-    // --mlflow-run-wait stays the operator's default (120 s): what users get.
-    options.extra_args = {"--mlflow-tracking-uri=" + uri, "--mlflow-experiment=e2e",
-                          "--mlflow-max-backoff=1"};
-    for (auto& a : extra) options.extra_args.push_back(std::move(a));
-    op_ = std::make_unique<OperatorFixture>(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name(), options);
-    ASSERT_TRUE(op_->Start().ok()) << op_->OperatorLog();
-  }
-
   TrainingJob Submit(const sdk::JobBuilder& builder) {
     TrainingJob job = BuildOrDie(builder);
     absl::StatusOr<TrainingJob> created = op_->client().CreateJob(job, kNs);
@@ -63,35 +44,19 @@ class MlflowE2eTest : public ::testing::Test {
     return done.ok() ? *done : TrainingJob();
   }
 
-  std::string RunIdOf(const std::string& name) {
-    absl::StatusOr<TrainingJob> job = op_->WaitJob(
-        name,
-        [](const TrainingJob& j) { return j.metadata().annotations().count(kRunIdAnnotation) > 0; },
-        absl::Seconds(60));
-    EXPECT_TRUE(job.ok()) << job.status();
-    return job.ok() ? job->metadata().annotations().at(kRunIdAnnotation) : "";
-  }
-
-  Json ReadRun(const std::string& run_id, const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {run_id};
-    for (const std::string& a : extra) args.push_back(a);
-    absl::StatusOr<std::string> out =
-        MlflowServer::RunPython("read_run.py", args, {{"MLFLOW_TRACKING_URI", uri_}});
-    EXPECT_TRUE(out.ok()) << out.status();
-    return out.ok() ? Json::parse(*out) : Json::object();
-  }
-
   // Polls until the run has `status` (the tracker is asynchronous).
   Json WaitRunStatus(const std::string& run_id, const std::string& status,
                      const std::vector<std::string>& extra = {},
                      absl::Duration timeout = absl::Seconds(60)) {
-    const absl::Time deadline = absl::Now() + timeout;
     Json run;
-    do {
-      run = ReadRun(run_id, extra);
-      if (run.value("status", "") == status) return run;
-      absl::SleepFor(absl::Milliseconds(300));
-    } while (absl::Now() < deadline);
+    if (Eventually(
+            [&] {
+              run = ReadRun(run_id, extra);
+              return run.value("status", "") == status;
+            },
+            timeout, absl::Milliseconds(300))) {
+      return run;
+    }
     ADD_FAILURE() << "run " << run_id << " never reached " << status << ": " << run.dump();
     return run;
   }
@@ -143,15 +108,12 @@ if os.environ.get("RANK") == "0":  # the master
     return absl::ToDoubleSeconds(reconcile::FromTimestamp(job.status().completion_time()) -
                                  reconcile::FromTimestamp(job.metadata().creation_timestamp()));
   }
-
-  std::string uri_;
-  std::unique_ptr<OperatorFixture> op_;
 };
 
 TEST_F(MlflowE2eTest, SucceededJobHasOneFinishedRunWithTagsParamsLogsAndEnv) {
   COACH_REQUIRE_MLFLOW(server, MlflowServer::Start());
   uri_ = server->uri();
-  StartOperator(uri_);
+  StartWithMlflow(uri_);
   const TrainingJob created = Submit(
       ShellJob(
           "ok",
@@ -193,7 +155,7 @@ TEST_F(MlflowE2eTest, SucceededJobHasOneFinishedRunWithTagsParamsLogsAndEnv) {
 TEST_F(MlflowE2eTest, FailedJobFailsItsRunAndDeletedJobKillsIt) {
   COACH_REQUIRE_MLFLOW(server, MlflowServer::Start());
   uri_ = server->uri();
-  StartOperator(uri_);
+  StartWithMlflow(uri_);
   Submit(ShellJob("bad", "echo about to fail; exit 3").Masters(1).RestartPolicy("Never"));
   Submit(ShellJob("del", "echo running; sleep 300").Masters(1).RestartPolicy("Never"));
   const TrainingJob bad = WaitFinished("bad");
@@ -222,7 +184,7 @@ TEST_F(MlflowE2eTest, FailedJobFailsItsRunAndDeletedJobKillsIt) {
 TEST_F(MlflowE2eTest, OperatorRestartDoesNotCreateASecondRun) {
   COACH_REQUIRE_MLFLOW(server, MlflowServer::Start());
   uri_ = server->uri();
-  StartOperator(uri_);
+  StartWithMlflow(uri_);
   const TrainingJob created =
       Submit(ShellJob("restart", "sleep 4; echo done").Masters(1).RestartPolicy("Never"));
   const std::string run_id = RunIdOf("restart");
@@ -246,7 +208,7 @@ TEST_F(MlflowE2eTest, PythonTrainingScriptLogsIntoTheJobsRun) {
   uri_ = server->uri();
   absl::StatusOr<std::string> python = MlflowServer::Python();
   ASSERT_TRUE(python.ok()) << python.status();
-  StartOperator(uri_);
+  StartWithMlflow(uri_);
   const std::string script = op_->root() + "/train.py";
   WriteFileOrDie(script, R"(import os
 import mlflow
@@ -273,11 +235,12 @@ print("trained", flush=True)
   // The script's `with` block ends the run itself; the operator's outcome lands after it.
   const std::string run_id = RunIdOf("torch");
   Json run;
-  for (int i = 0; i < 100; ++i) {
-    run = WaitRunStatus(run_id, "FINISHED", {"--metric", "torch_loss"});
-    if (run["tags"].value("coach.run_ended", "") == "FINISHED") break;
-    absl::SleepFor(absl::Milliseconds(300));
-  }
+  Eventually(
+      [&] {
+        run = WaitRunStatus(run_id, "FINISHED", {"--metric", "torch_loss"});
+        return run["tags"].value("coach.run_ended", "") == "FINISHED";
+      },
+      absl::Minutes(2), absl::Milliseconds(300));
   EXPECT_EQ(run["tags"]["coach.run_ended"], "FINISHED");
   EXPECT_EQ(run["metrics"]["torch_loss"]["count"], 5);
   EXPECT_EQ(run["metrics"]["torch_loss"]["max_step"], 4);
@@ -287,7 +250,7 @@ print("trained", flush=True)
 TEST_F(MlflowE2eTest, CoachMetricLinesThroughCoachLaunchLandWithSteps) {
   COACH_REQUIRE_MLFLOW(server, MlflowServer::Start());
   uri_ = server->uri();
-  StartOperator(uri_);
+  StartWithMlflow(uri_);
   Submit(ShellJob("launch",
                   "exec coach-launch -- sh -c 'for i in 0 1 2 3 4 5 6 7; do "
                   "echo \"coach-metric name=cl_loss value=0.$i step=$i\"; done; "
@@ -310,7 +273,7 @@ TEST_F(MlflowE2eTest, CoachMetricLinesThroughCoachLaunchLandWithSteps) {
 TEST_F(MlflowE2eTest, ServerDownMidJobNeitherSlowsNorLosesPoints) {
   COACH_REQUIRE_MLFLOW(server, MlflowServer::Start());
   uri_ = server->uri();
-  StartOperator(uri_);
+  StartWithMlflow(uri_);
   // 60 points, one per 0.2 s; after the 30th the script waits until the test has brought the
   // server back (however long a restart takes on this host), then prints the other 30.
   const std::string mark = op_->root() + "/server-back";
@@ -354,7 +317,7 @@ TEST_F(MlflowE2eTest, FirstJobOfAFreshOperatorAndAStartingServerLogsIntoItsOneRu
   ASSERT_TRUE(python.ok()) << python.status();
   const int port = FreePort();
   uri_ = absl::StrCat("http://127.0.0.1:", port);
-  StartOperator(uri_);  // before the server: its first calls are refused
+  StartWithMlflow(uri_);  // before the server: its first calls are refused
   const std::string script = WriteTrainScript();
   Submit(ShellJob("first", absl::StrCat("exec ", *python, " ", script))
              .Masters(1)
@@ -387,7 +350,7 @@ TEST_F(MlflowE2eTest, SlowServerReplicasWaitAndStartWithTheRunId) {
   mlflow::testing::DelayProxy proxy(server->uri());
   proxy.SetDelay(absl::Seconds(3));
   uri_ = server->uri();
-  StartOperator(proxy.uri());
+  StartWithMlflow(proxy.uri());
   Submit(ShellJob("slow", "echo \"env run=$COACH_MLFLOW_RUN_ID\"")
              .Masters(1)
              .Workers(1)
@@ -417,7 +380,7 @@ TEST_F(MlflowE2eTest, UnreachableServerCostsTheBoundedWaitThenTheRunIsMarkedInco
   ASSERT_TRUE(python.ok()) << python.status();
   const int port = FreePort();
   uri_ = absl::StrCat("http://127.0.0.1:", port);
-  StartOperator(uri_, {"--mlflow-run-wait=5"});
+  StartWithMlflow(uri_, {"--mlflow-run-wait=5"});
   const TrainingJob created =
       Submit(ShellJob("down", "echo \"env run=$COACH_MLFLOW_RUN_ID uri=$MLFLOW_TRACKING_URI\"")
                  .Masters(1)
@@ -461,7 +424,7 @@ TEST_F(MlflowE2eTest, TheCanonicalSnippetRunsOnEveryRankAndTheJobListsItsRuns) {
   uri_ = server->uri();
   absl::StatusOr<std::string> python = MlflowServer::Python();
   ASSERT_TRUE(python.ok()) << python.status();
-  StartOperator(uri_);
+  StartWithMlflow(uri_);
   const std::string script = op_->root() + "/snippet.py";
   WriteFileOrDie(script, absl::StrCat(R"(import os
 import mlflow
@@ -536,7 +499,7 @@ TEST_F(MlflowE2eTest, CodeNamingNoExperimentLogsTheMastersPointsIntoTheJobsRun) 
   uri_ = server->uri();
   absl::StatusOr<std::string> python = MlflowServer::Python();
   ASSERT_TRUE(python.ok()) << python.status();
-  StartOperator(uri_);
+  StartWithMlflow(uri_);
   const std::string script = op_->root() + "/plain.py";
   WriteFileOrDie(script, R"(import os
 import mlflow
@@ -581,7 +544,7 @@ TEST_F(MlflowE2eTest, TheMlflowExampleTrainsAndEveryRankLogs) {
   uri_ = server->uri();
   absl::StatusOr<std::string> python = MlflowServer::Python();
   ASSERT_TRUE(python.ok()) << python.status();
-  StartOperator(uri_);
+  StartWithMlflow(uri_);
   const std::string program = MlflowServer::Runfile("examples/mlflow/train_mlflow.py");
   const TrainingJob created =
       Submit(ShellJob("example", absl::StrCat("exec ", *python, " ", program, " --experiment ex"))
@@ -615,7 +578,7 @@ TEST_F(MlflowE2eTest, AJobNamedServerIsAllowedOnlyByTheOperatorAndGetsNoCredenti
   mlflow::testing::DelayProxy own(server->uri());
   mlflow::testing::DelayProxy named(server->uri());
   ::setenv("MLFLOW_TRACKING_TOKEN", "operators-secret", 1);
-  StartOperator(own.uri(), {"--mlflow-allowed-tracking-uris=" + named.uri()});
+  StartWithMlflow(own.uri(), {"--mlflow-allowed-tracking-uris=" + named.uri()});
   ::unsetenv("MLFLOW_TRACKING_TOKEN");
   absl::StatusOr<TrainingJob> refused = op_->client().CreateJob(
       BuildOrDie(ShellJob("elsewhere", "true")
@@ -648,7 +611,7 @@ TEST_F(MlflowE2eTest, AJobNamedServerIsAllowedOnlyByTheOperatorAndGetsNoCredenti
 }
 
 TEST_F(MlflowE2eTest, BadAnnotationIsRefusedAtAdmission) {
-  StartOperator("http://127.0.0.1:1");
+  StartWithMlflow("http://127.0.0.1:1");
   absl::StatusOr<TrainingJob> created = op_->client().CreateJob(
       BuildOrDie(ShellJob("badann", "true")
                      .Masters(1)

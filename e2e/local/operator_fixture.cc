@@ -65,7 +65,8 @@ OperatorFixture::~OperatorFixture() {
   std::fprintf(stderr, "[fixture] operator stopped in %s: %s\n",
                absl::FormatDuration(absl::Now() - begin).c_str(), stopped.ToString().c_str());
   // Leftovers of a failed test; a replica in its grace period may need a second pass.
-  for (int i = 0; i < 3 && KillLeftovers() > 0; ++i) absl::SleepFor(absl::Milliseconds(200));
+  Eventually([&] { return KillLeftovers() == 0; }, absl::Milliseconds(400),
+             absl::Milliseconds(200));
 }
 
 absl::Status OperatorFixture::Start(absl::Duration timeout) {
@@ -101,18 +102,7 @@ absl::Status OperatorFixture::Restart(absl::Duration timeout) {
 }
 
 std::unique_ptr<sdk::TrainingClient> OperatorFixture::NewClient(const std::string& token) const {
-  sdk::ConnectionOptions options;
-  options.server = server();
-  options.token = token;
-  options.use_environment = false;
-  options.call_timeout = absl::Seconds(30);
-  absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> client =
-      sdk::TrainingClient::Create(options);
-  if (!client.ok()) {
-    std::fprintf(stderr, "TrainingClient::Create: %s\n", client.status().ToString().c_str());
-    std::abort();
-  }
-  return std::move(*client);
+  return NewTrainingClient(server(), token);
 }
 
 CliResult OperatorFixture::Cli(const std::vector<std::string>& args, bool with_token,
@@ -156,12 +146,14 @@ std::vector<ProcessInfo> OperatorFixture::Processes() const {
 }
 
 std::vector<ProcessInfo> OperatorFixture::WaitNoProcesses(absl::Duration timeout) const {
-  const absl::Time end = absl::Now() + timeout;
-  while (true) {
-    std::vector<ProcessInfo> left = Processes();
-    if (left.empty() || absl::Now() >= end) return left;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
+  std::vector<ProcessInfo> left;
+  Eventually(
+      [&] {
+        left = Processes();
+        return left.empty();
+      },
+      timeout, kProcessPoll);
+  return left;
 }
 
 int OperatorFixture::KillLeftovers() const {
@@ -175,13 +167,14 @@ int OperatorFixture::KillLeftovers() const {
 absl::StatusOr<api::v1::TrainingJob> OperatorFixture::WaitJob(
     const std::string& name, const std::function<bool(const api::v1::TrainingJob&)>& pred,
     absl::Duration timeout, const std::string& namespace_) {
-  const absl::Time end = absl::Now() + timeout;
   absl::StatusOr<api::v1::TrainingJob> last = absl::UnknownError("never read");
-  while (true) {
-    last = client_->GetJob(namespace_, name);
-    if (last.ok() && pred(*last)) return last;
-    if (absl::Now() >= end) break;
-    absl::SleepFor(absl::Milliseconds(100));
+  if (Eventually(
+          [&] {
+            last = client_->GetJob(namespace_, name);
+            return last.ok() && pred(*last);
+          },
+          timeout, kProcessPoll)) {
+    return last;
   }
   if (!last.ok()) return last.status();
   return absl::DeadlineExceededError(absl::StrCat("job ", name, " did not reach the state in ",
@@ -191,16 +184,16 @@ absl::StatusOr<api::v1::TrainingJob> OperatorFixture::WaitJob(
 
 absl::Status OperatorFixture::WaitJobGone(const std::string& name, absl::Duration timeout,
                                           const std::string& namespace_) {
-  const absl::Time end = absl::Now() + timeout;
-  while (true) {
-    absl::StatusOr<api::v1::TrainingJob> job = client_->GetJob(namespace_, name);
-    if (absl::IsNotFound(job.status())) return absl::OkStatus();
-    if (absl::Now() >= end) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("job ", name, " still there: ", job.status().ToString()));
-    }
-    absl::SleepFor(absl::Milliseconds(100));
+  absl::Status last;
+  if (Eventually(
+          [&] {
+            last = client_->GetJob(namespace_, name).status();
+            return absl::IsNotFound(last);
+          },
+          timeout, kProcessPoll)) {
+    return absl::OkStatus();
   }
+  return absl::DeadlineExceededError(absl::StrCat("job ", name, " still there: ", last.ToString()));
 }
 
 absl::StatusOr<std::string> OperatorFixture::Logs(const std::string& name,
@@ -219,12 +212,28 @@ absl::StatusOr<std::string> OperatorFixture::Logs(const std::string& name,
   return text;
 }
 
-}  // namespace coach::e2e
+void OperatorTest::StartOperator(OperatorOptions options, const std::string& name) {
+  op_ = std::make_unique<OperatorFixture>(
+      name.empty() ? ::testing::UnitTest::GetInstance()->current_test_info()->name() : name,
+      std::move(options));
+  ASSERT_TRUE(op_->Start().ok()) << op_->OperatorLog();
+}
 
-namespace coach::e2e {
+void OperatorTest::TearDown() {
+  if (HasFailure() && op_ != nullptr) std::fprintf(stderr, "%s\n", op_->OperatorLog().c_str());
+  op_.reset();
+}
 
 sdk::JobBuilder ShellJob(const std::string& name, const std::string& script) {
-  return sdk::JobBuilder::PyTorch(name).Image("busybox:1.36").Command({"/bin/sh", "-c", script});
+  return sdk::JobBuilder::PyTorch(name).Image(kShellImage).Command({"/bin/sh", "-c", script});
+}
+
+JobManifest ShellManifest(const std::string& name, const std::string& script) {
+  return JobManifest::PyTorch(name)
+      .Replica("Master", 1)
+      .RestartPolicy("Never")
+      .Image(kShellImage)
+      .Command({"/bin/sh", "-c", script});
 }
 
 api::v1::TrainingJob BuildOrDie(const sdk::JobBuilder& builder) {

@@ -30,8 +30,11 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "e2e/common/child_process.h"
+#include "e2e/common/job_manifest.h"
 #include "e2e/common/loopback_operator.h"
+#include "e2e/common/sdk_client.h"
 #include "e2e/common/test_env.h"
+#include "gtest/gtest.h"
 #include "sdk/cpp/job_builder.h"
 #include "sdk/cpp/training_client.h"
 
@@ -51,10 +54,19 @@ struct OperatorOptions {
 // The `coach` CLI's exit code and output.
 using CliResult = CommandResult;
 
+// The namespace the local suites submit their jobs to.
+inline constexpr char kNs[] = "default";
+
+// The image of a shell job's replicas: a name only, the local backend runs the command on this
+// host.
+inline constexpr char kShellImage[] = "busybox:1.36";
+
 // A PyTorchJob builder whose every replica runs `/bin/sh -c script` (add replicas,
 // restart policy, run policy).
 sdk::JobBuilder ShellJob(const std::string& name, const std::string& script);
 api::v1::TrainingJob BuildOrDie(const sdk::JobBuilder& builder);
+// The manifest of a PyTorchJob whose one Master runs `/bin/sh -c script`, restartPolicy Never.
+JobManifest ShellManifest(const std::string& name, const std::string& script);
 
 class OperatorFixture {
  public:
@@ -99,13 +111,13 @@ class OperatorFixture {
   // Waits until `pred(job)` holds for GetJob; the last job read (or the last error).
   absl::StatusOr<api::v1::TrainingJob> WaitJob(
       const std::string& name, const std::function<bool(const api::v1::TrainingJob&)>& pred,
-      absl::Duration timeout = absl::Seconds(120), const std::string& namespace_ = "default");
+      absl::Duration timeout = absl::Seconds(120), const std::string& namespace_ = kNs);
   // Waits until GetJob says NotFound. OK then; DeadlineExceeded otherwise.
   absl::Status WaitJobGone(const std::string& name, absl::Duration timeout = absl::Seconds(60),
-                           const std::string& namespace_ = "default");
+                           const std::string& namespace_ = kNs);
   // The whole log of one replica ("master-0") through GetJobLogs, or the error.
   absl::StatusOr<std::string> Logs(const std::string& name, const std::string& replica,
-                                   const std::string& namespace_ = "default");
+                                   const std::string& namespace_ = kNs);
 
   const std::string& root() const { return root_; }  // the fixture's directory
   const std::string& state_dir() const { return state_dir_; }
@@ -129,6 +141,17 @@ class OperatorFixture {
   // Logs to <root>/operator-<n>.log; made in the constructor, after the directories.
   std::unique_ptr<LoopbackOperator> operator_;
   std::unique_ptr<sdk::TrainingClient> client_;
+};
+
+// Base of a test with one operator of its own, op_: started by StartOperator (named after the
+// test unless `name` is given), its log printed when the test failed, stopped at the end.
+class OperatorTest : public ::testing::Test {
+ protected:
+  // A fatal failure with the operator's log when it does not start.
+  void StartOperator(OperatorOptions options = {}, const std::string& name = "");
+  void TearDown() override;
+
+  std::unique_ptr<OperatorFixture> op_;
 };
 
 }  // namespace coach::e2e

@@ -19,40 +19,33 @@ namespace {
 
 using api::v1::TrainingJob;
 
-constexpr char kNs[] = "default";
-
 std::vector<std::string> Lines(const std::string& path) {
   return absl::StrSplit(ReadFileOrEmpty(path), '\n', absl::SkipEmpty());
 }
 
-class ResilienceTest : public ::testing::Test {
+class ResilienceTest : public OperatorTest {
  protected:
   void SetUp() override {
-    op_ = std::make_unique<OperatorFixture>(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ASSERT_TRUE(op_->Start().ok()) << op_->OperatorLog();
+    StartOperator();
     work_ = op_->root() + "/work";
-  }
-  void TearDown() override {
-    if (HasFailure()) std::fprintf(stderr, "%s\n", op_->OperatorLog().c_str());
-    op_.reset();
   }
 
   // Writes the "go" file of pod `pod` and waits until its processes (shim included) are
   // gone.
   bool ReleaseAndWaitGone(const std::string& pod) {
     WriteFileOrDie(work_ + "/go-" + pod, "");
-    const bool gone = Eventually([&] {
-      for (const ProcessInfo& p : op_->Processes()) {
-        if (absl::StrContains(p.cmdline, pod)) return false;
-      }
-      return true;
-    });
+    const bool gone = Eventually(
+        [&] {
+          for (const ProcessInfo& p : op_->Processes()) {
+            if (absl::StrContains(p.cmdline, pod)) return false;
+          }
+          return true;
+        },
+        kProcessTimeout, kProcessPoll);
     if (!gone) ADD_FAILURE() << pod << " still running:\n" << DescribeProcesses(op_->Processes());
     return gone;
   }
 
-  std::unique_ptr<OperatorFixture> op_;
   std::string work_;
 };
 
@@ -70,7 +63,8 @@ TEST_F(ResilienceTest, OperatorKill9MidJobThenRestart) {
                                             .BackoffLimit(3)),
                              kNs)
                   .ok());
-  ASSERT_TRUE(Eventually([&] { return Lines(starts).size() == 3; })) << ReadFileOrEmpty(starts);
+  ASSERT_TRUE(Eventually([&] { return Lines(starts).size() == 3; }, kProcessTimeout, kProcessPoll))
+      << ReadFileOrEmpty(starts);
   ASSERT_TRUE(
       op_->WaitJob("survivor", [](const TrainingJob& j) { return sdk::IsJobRunning(j); }).ok());
 

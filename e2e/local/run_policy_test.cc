@@ -17,24 +17,16 @@ namespace {
 
 using api::v1::TrainingJob;
 
-constexpr char kNs[] = "default";
-
 size_t CountLines(const std::string& path) {
   std::vector<std::string> lines = absl::StrSplit(ReadFileOrEmpty(path), '\n', absl::SkipEmpty());
   return lines.size();
 }
 
-class RunPolicyTest : public ::testing::Test {
+class RunPolicyTest : public OperatorTest {
  protected:
   void SetUp() override {
-    op_ = std::make_unique<OperatorFixture>(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ASSERT_TRUE(op_->Start().ok()) << op_->OperatorLog();
+    StartOperator();
     work_ = op_->root() + "/work";
-  }
-  void TearDown() override {
-    if (HasFailure()) std::fprintf(stderr, "%s\n", op_->OperatorLog().c_str());
-    op_.reset();
   }
 
   // Whether some process of the fixture runs a command line containing `text`.
@@ -45,7 +37,6 @@ class RunPolicyTest : public ::testing::Test {
     return false;
   }
 
-  std::unique_ptr<OperatorFixture> op_;
   std::string work_;
 };
 
@@ -60,7 +51,7 @@ TEST_F(RunPolicyTest, ActiveDeadlineFailsAnIdleJob) {
                                          .ActiveDeadlineSeconds(3));
   const absl::Time created = absl::Now();
   ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());
-  ASSERT_TRUE(Eventually([&] { return HasProcess("sleep 300"); }))
+  ASSERT_TRUE(Eventually([&] { return HasProcess("sleep 300"); }, kProcessTimeout, kProcessPoll))
       << DescribeProcesses(op_->Processes());
 
   absl::StatusOr<TrainingJob> done =
@@ -83,15 +74,17 @@ TEST_F(RunPolicyTest, TtlDeletesAFinishedJob) {
 
   // Finished, or (on a slow poll) already collected.
   std::optional<TrainingJob> finished;
-  ASSERT_TRUE(Eventually([&] {
-    absl::StatusOr<TrainingJob> j = op_->client().GetJob(kNs, "ttl");
-    if (absl::IsNotFound(j.status())) return true;
-    if (j.ok() && sdk::IsJobFinished(*j)) {
-      finished = *j;
-      return true;
-    }
-    return false;
-  }));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        absl::StatusOr<TrainingJob> j = op_->client().GetJob(kNs, "ttl");
+        if (absl::IsNotFound(j.status())) return true;
+        if (j.ok() && sdk::IsJobFinished(*j)) {
+          finished = *j;
+          return true;
+        }
+        return false;
+      },
+      kProcessTimeout, kProcessPoll));
   if (finished) {
     EXPECT_TRUE(sdk::IsJobSucceeded(*finished)) << finished->status().ShortDebugString();
   }
@@ -119,7 +112,8 @@ TEST_F(RunPolicyTest, SuspendStopsProcessesAndResumeRunsAgain) {
   const std::string master_runs = work_ + "/runs-pausable-master-0";
   const std::string worker_runs = work_ + "/runs-pausable-worker-0";
   ASSERT_TRUE(
-      Eventually([&] { return CountLines(master_runs) == 1 && CountLines(worker_runs) == 1; }));
+      Eventually([&] { return CountLines(master_runs) == 1 && CountLines(worker_runs) == 1; },
+                 kProcessTimeout, kProcessPoll));
   ASSERT_TRUE(
       op_->WaitJob("pausable", [](const TrainingJob& j) { return sdk::IsJobRunning(j); }).ok());
 
@@ -159,13 +153,16 @@ TEST_F(RunPolicyTest, DeleteWhileRunningLeavesNoProcess) {
   const TrainingJob job =
       BuildOrDie(ShellJob("doomed", "sleep 300").Masters(1).Workers(2).RestartPolicy("OnFailure"));
   ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());
-  ASSERT_TRUE(Eventually([&] {
-    int sleeps = 0;
-    for (const ProcessInfo& p : op_->Processes()) {
-      if (absl::StartsWith(p.cmdline, "sleep 300")) ++sleeps;
-    }
-    return sleeps == 3;
-  })) << DescribeProcesses(op_->Processes());
+  ASSERT_TRUE(Eventually(
+      [&] {
+        int sleeps = 0;
+        for (const ProcessInfo& p : op_->Processes()) {
+          if (absl::StartsWith(p.cmdline, "sleep 300")) ++sleeps;
+        }
+        return sleeps == 3;
+      },
+      kProcessTimeout, kProcessPoll))
+      << DescribeProcesses(op_->Processes());
 
   ASSERT_TRUE(op_->client().DeleteJob(kNs, "doomed").ok());
   ASSERT_TRUE(op_->WaitJobGone("doomed").ok());
@@ -176,7 +173,7 @@ TEST_F(RunPolicyTest, DeleteWhileRunningLeavesNoProcess) {
   // The same through the CLI.
   ASSERT_TRUE(
       op_->client().CreateJob(BuildOrDie(ShellJob("doomed2", "sleep 300").Masters(1)), kNs).ok());
-  ASSERT_TRUE(Eventually([&] { return HasProcess("sleep 300"); }));
+  ASSERT_TRUE(Eventually([&] { return HasProcess("sleep 300"); }, kProcessTimeout, kProcessPoll));
   CliResult deleted = op_->Cli({"delete", "doomed2"});
   EXPECT_EQ(deleted.exit_code, 0) << deleted.out << deleted.err;
   ASSERT_TRUE(op_->WaitJobGone("doomed2").ok());

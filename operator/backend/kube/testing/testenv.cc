@@ -82,17 +82,19 @@ absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
     return absl::NotFoundError("`testenv bin` failed (no Go toolchain?)");
   }
   bin = std::string(absl::StripAsciiWhitespace(bin));
+  env->bin_ = bin;
   if (!given.empty()) {
     env->kubeconfig_ = given;
     env->kubectl_ = absl::StrCat(bin, "/kubectl --kubeconfig ", Quote(given));
     return env;
   }
-  if (::stat((bin + "/kube-apiserver").c_str(), &st) != 0 ||
-      ::stat((bin + "/kwok").c_str(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat("testenv binaries are not built in ", bin,
-                                            ": run tools/testenv/testenv build"));
+  for (const char* b : {"etcd", "kube-apiserver", "kubectl", "kwok"}) {
+    if (::stat(absl::StrCat(bin, "/", b).c_str(), &st) != 0) {
+      return absl::NotFoundError(absl::StrCat("testenv binary ", b, " is not built in ", bin,
+                                              ": run tools/testenv/testenv build"));
+    }
   }
-  char tmpl[] = "/tmp/coach-kube-contract-XXXXXX";
+  char tmpl[] = "/tmp/coach-testenv-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
   env->dir_ = tmpl;
   std::string out;
@@ -100,6 +102,7 @@ absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
   int rc = RunShell(
       absl::StrCat(Quote(env->script_), " up --dir ", Quote(env->dir_), " 2>", Quote(log)), &out);
   if (rc != 0) {
+    // `env` goes out of scope: its destructor's `testenv down` stops what did start.
     std::ifstream in(log);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -143,7 +146,7 @@ absl::Status TestEnv::ApplyCoachCrds() const {
 }
 
 TestEnv::~TestEnv() {
-  if (dir_.empty()) return;
+  if (dir_.empty() || keep_) return;
   std::string out;
   RunShell(absl::StrCat(Quote(script_), " down --dir ", Quote(dir_), " >/dev/null 2>&1"), &out);
   ::rmdir(dir_.c_str());

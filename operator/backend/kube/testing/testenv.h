@@ -9,6 +9,9 @@
 // runfiles symlink of a source file of this package (data dependency), so the script is the
 // checkout's own. COACH_TESTENV_KUBECONFIG (when passed with --test_env) uses a control plane
 // that is already up instead.
+//
+// The e2e suites (e2e/kube/kube_fixture.h) start their control plane through this class too,
+// so that bringing one up and down is written once.
 
 #include <memory>
 #include <string>
@@ -39,6 +42,11 @@ class TestEnv {
   ~TestEnv();  // `testenv down`
 
   const std::string& kubeconfig() const { return kubeconfig_; }
+  // The folder of this control plane (its pids/ and logs/, as `testenv up --dir` lays them
+  // out); "" when reusing COACH_TESTENV_KUBECONFIG.
+  const std::string& dir() const { return dir_; }
+  // The folder of the cached binaries (kubectl, kube-apiserver, ...), as `testenv bin` says.
+  const std::string& bin() const { return bin_; }
 
   // "<cached kubectl> --kubeconfig '<kubeconfig>'", a shell command prefix.
   const std::string& kubectl() const { return kubectl_; }
@@ -50,12 +58,18 @@ class TestEnv {
   // Applies the checkout's charts/coach/crds and waits until all six are established.
   absl::Status ApplyCoachCrds() const;
 
+  // The destructor leaves the control plane up (for a look at its objects and logs after a
+  // run); `testenv down --dir <dir()>` stops it.
+  void KeepRunning() { keep_ = true; }
+
  private:
   TestEnv() = default;
   std::string script_;
   std::string dir_;  // empty when reusing COACH_TESTENV_KUBECONFIG
   std::string kubeconfig_;
   std::string kubectl_;
+  std::string bin_;
+  bool keep_ = false;
 };
 
 }  // namespace coach::kubeclient::testing
