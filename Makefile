@@ -10,7 +10,9 @@ bootstrap:
 build: bootstrap
 	$(BAZEL) build //...
 
-test: bootstrap
+# The Python environments are installed by run_tests, beside the control plane's build.
+test:
+	@tools/bootstrap --packages-only
 	@tools/run_tests
 
 # The PyTorch DDP example on the local backend, end to end; exit 0 only when it Succeeded.
