@@ -50,6 +50,7 @@ struct LeaderElectionConfig {
   absl::Duration retry_period = absl::Seconds(2);
   // Release the Lease on Stop() while leading.
   bool release_on_stop = true;
+  // Called on the election thread just after IsLeader() turns true (and, for the other, false).
   std::function<void()> on_started_leading;
   std::function<void()> on_stopped_leading;
   // Every time the observed holder changes (including to this candidate); optional.

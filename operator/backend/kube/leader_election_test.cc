@@ -210,6 +210,8 @@ TEST_P(ElectionTest, ExactlyOneLeadsAndTheOtherTakesOverWhenItStopsRenewing) {
   const absl::Duration took = absl::Now() - stop;
   EXPECT_LE(took, absl::Seconds(2) + absl::Milliseconds(800)) << took;
   EXPECT_EQ(Holder(), "b");
+  // on_started_leading runs on b's election thread just after IsLeader() turns true.
+  EXPECT_TRUE(Eventually([&] { return b_started_.load() == 1; }));
   EXPECT_EQ(b_started_.load(), 1);
   auto lease = client_->Get(k8s::resources::Leases(), ns_, "coach-operator");
   ASSERT_TRUE(lease.ok());
