@@ -135,8 +135,9 @@ until [[ $(k logs hello 2>&1) == *"hello from the real node"* ]]; do
   sleep 0.5
 done
 # shellcheck disable=SC2016  # $(hostname) is the pod's, run by its sh
-out=$(k exec hello -- sh -c 'echo exec:$(hostname)' 2>&1)
-[[ $out == "exec:hello" ]] || fail "kubectl exec hello: '$out'"
+out=$(k exec hello -- sh -c 'echo exec:$(hostname)' 2>"$DIR.exec.err")
+[[ $out == "exec:hello" ]] || fail "kubectl exec hello: '$out' $(cat "$DIR.exec.err")"
+rm -f "$DIR.exec.err"
 say "kubectl logs and exec work"
 [[ -z $(k get pod intolerant -o jsonpath='{.spec.nodeName}') ]] || fail "a pod without the toleration was scheduled"
 
@@ -169,13 +170,17 @@ client_ip=$(k get pod client -o jsonpath='{.status.podIP}')
 
 # in_client WHAT SECONDS COMMAND: retried until it succeeds (endpoints and DNS follow the pods).
 # Debian's busybox-static 1.35 `wget -T` crashes (SIGSEGV): time out with `timeout` instead.
+# The answer is the command's stdout: kubectl's own warnings (its exec stream's) go to stderr,
+# which is shown only when the command keeps failing.
 in_client() {
-  local what=$1 secs=$2 deadline out
+  local what=$1 secs=$2 deadline out err
+  err=$(mktemp)
   deadline=$((SECONDS + secs))
-  until out=$(k exec client -- sh -c "$3" 2>&1); do
-    ((SECONDS < deadline)) || fail "$what: $out"
+  until out=$(k exec client -- sh -c "$3" 2>"$err"); do
+    ((SECONDS < deadline)) || fail "$what: $out $(cat "$err")"
     sleep 1
   done
+  rm -f "$err"
   printf '%s' "$out"
 }
 out=$(in_client "client -> web by pod IP" 30 "timeout 5 wget -qO- http://$web_ip:8080/") || exit 1
