@@ -10,7 +10,8 @@
 #   suite_case_failed "why"       # fails the case running now; the suite goes on (and fails)
 #   skip "why"                    # a missing component: a failure under CI=true, else a skip
 #   suite_on_exit cmd args...     # clean-up, run when the suite ends (last registered first),
-#                                 # each in a subshell, with the suite's exit status in SUITE_RC
+#                                 # in the suite's shell (so it can wait for the processes it
+#                                 # stops), with the suite's exit status in SUITE_RC; never `exit`
 #   suite_add_report FILE         # the JUnit report of a runner inside the suite (pytest, gtest):
 #                                 # its cases are counted as this suite's
 #   suite_report_file NAME        # a path for such a report, kept until the suite's is written
@@ -129,7 +130,7 @@ suite_finish() {
   # shellcheck disable=SC2034  # read by the suites' clean-up hooks
   SUITE_RC=$rc
   for ((i = ${#SUITE_EXIT_HOOKS[@]} - 1; i >= 0; i--)); do
-    (eval "${SUITE_EXIT_HOOKS[i]}") || true
+    eval "${SUITE_EXIT_HOOKS[i]}" || true
   done
   /usr/bin/python3 "$SUITE_ROOT/tools/suites/junit_report.py" "$SUITE" "$SUITE_CASES" \
     "${XML_OUTPUT_FILE:-}" "${SUITE_REPORTS[@]}" || rc=1
