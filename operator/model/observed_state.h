@@ -4,6 +4,8 @@
 // this; it never talks to a backend itself. Backends fill it from their caches (kube)
 // or process table (local).
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +49,31 @@ struct ObservedPod {
     std::string message;    // provisioning: the NodeClaim's progress; else the reason, short
   };
   Waiting waiting;
+
+  // Recovery facts (operator/reconcile/recovery_policy.h).
+  // The job attempt the pod was created for (its coach.dev/attempt label; 0 without one).
+  int attempt = 0;
+  // Non-empty: the pod failed, or is going away, for a reason the program did not cause,
+  // in words ("evicted: ...", "preempted: ...", "DisruptionTarget: ..."). Such a failure
+  // restarts a job-scoped job without spending its budget.
+  std::string disruption;
+  // The pod's node is NotReady/Unknown or gone: the pod will not run again there.
+  bool node_lost = false;
+  // When deletion was requested (deletionTimestamp less the grace period); only with
+  // `deleting`. A pod still there `lost_node_grace` after this on a lost node is
+  // force-deleted.
+  absl::Time deletion_requested = absl::InfinitePast();
+  // A process of the replica is stopped by a signal (SIGSTOP, SIGTSTP): it makes no progress
+  // until continued.
+  bool stopped = false;
+  // The replica's latest progress report, if it made one in this attempt.
+  struct Progress {
+    int64_t step = 0;
+    std::map<std::string, double> metrics;
+    double steps_per_second = 0;
+    absl::Time time = absl::InfinitePast();
+  };
+  std::optional<Progress> progress;
 };
 
 struct ObservedObject {

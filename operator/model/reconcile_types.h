@@ -62,6 +62,15 @@ struct ReconcileConfig {
   std::string launcher_image;
   // Karpenter placement of replica pods (integrations/karpenter/placement.h); off by default.
   karpenter::Config karpenter;
+  // PyTorchJobs without coach.dev/restart-scope restart as a whole job (--pytorch-restart-scope
+  // Job); other kinds keep upstream's per-replica restarts unless a job asks.
+  bool pytorch_job_scope_default = false;
+  // A pod stuck deleting on a lost node this long is force-deleted (grace 0), so that its
+  // replacement can start.
+  absl::Duration lost_node_grace = absl::Minutes(2);
+  // Progress reaches the job's status at most this often (each write is an API call on
+  // Kubernetes); stall detection reads the replicas' reports, not the status.
+  absl::Duration progress_status_interval = absl::Seconds(10);
 };
 
 struct Action {
@@ -72,6 +81,9 @@ struct Action {
   };
   Type type = Type::kCreate;
   KubeObject object;
+  // kDelete of a Pod: with grace period 0 (a pod stuck deleting on a lost node, whose kubelet
+  // will never confirm it).
+  bool force = false;
 };
 
 struct JobEventRecord {
