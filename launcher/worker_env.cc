@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 
 namespace coach::launcher {
 namespace {
@@ -68,7 +69,12 @@ EnvMap WorkerEnv(const LaunchConfig& config, int local_rank, const EnvMap& inher
   env["ROLE_NAME"] = "default";
   env["MASTER_ADDR"] = config.master_addr;
   env["MASTER_PORT"] = std::to_string(config.master_port);
-  env["TORCHELASTIC_RESTART_COUNT"] = "0";
+  // A whole-job restart is the operator's, not this launcher's: the attempt it started
+  // (COACH_ATTEMPT) is the restart count torchrun would have reported.
+  int attempt = 0;
+  auto it = inherited.find("COACH_ATTEMPT");
+  if (it == inherited.end() || !absl::SimpleAtoi(it->second, &attempt) || attempt < 0) attempt = 0;
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(attempt);
   env["TORCHELASTIC_MAX_RESTARTS"] = "0";
   env["TORCHELASTIC_RUN_ID"] = config.run_id;
   if (config.nproc_per_node > 1 && env.count("OMP_NUM_THREADS") == 0) {

@@ -10,7 +10,8 @@ namespace coach::launcher {
 //   LOCAL_RANK, RANK = node_rank * nproc + local_rank, WORLD_SIZE = nnodes * nproc,
 //   LOCAL_WORLD_SIZE = nproc, GROUP_RANK = node_rank, GROUP_WORLD_SIZE = nnodes,
 //   ROLE_RANK = RANK, ROLE_WORLD_SIZE = WORLD_SIZE, ROLE_NAME = default,
-//   MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT = 0, TORCHELASTIC_MAX_RESTARTS = 0,
+//   MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT = $COACH_ATTEMPT (the
+//   operator's whole-job attempt; 0 without it), TORCHELASTIC_MAX_RESTARTS = 0,
 //   TORCHELASTIC_RUN_ID = run_id, and OMP_NUM_THREADS = 1 when nproc > 1 and it is unset.
 // These override inherited values of the same name (the operator's RANK/WORLD_SIZE count
 // nodes, not processes). In single-process mode `inherited` is returned unchanged.

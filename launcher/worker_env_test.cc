@@ -48,6 +48,17 @@ TEST(WorkerEnvTest, TorchrunVariablesExactly) {
   EXPECT_EQ(GlobalRank(TwoByThree(), 2), 5);
 }
 
+// A whole-job restart by the operator is the restart count the program sees; a value that is
+// not a count is no restart.
+TEST(WorkerEnvTest, RestartCountIsTheOperatorsAttempt) {
+  EXPECT_EQ(WorkerEnv(TwoByThree(), 0, {{"COACH_ATTEMPT", "3"}}).at("TORCHELASTIC_RESTART_COUNT"),
+            "3");
+  EXPECT_EQ(WorkerEnv(TwoByThree(), 0, {{"COACH_ATTEMPT", "-1"}}).at("TORCHELASTIC_RESTART_COUNT"),
+            "0");
+  EXPECT_EQ(WorkerEnv(TwoByThree(), 0, {{"COACH_ATTEMPT", "x"}}).at("TORCHELASTIC_RESTART_COUNT"),
+            "0");
+}
+
 TEST(WorkerEnvTest, OmpThreadsKeptWhenSetAndUnsetForOneProcess) {
   EXPECT_EQ(WorkerEnv(TwoByThree(), 0, {{"OMP_NUM_THREADS", "8"}}).at("OMP_NUM_THREADS"), "8");
   LaunchConfig one = TwoByThree();

@@ -29,6 +29,7 @@ expect_usage "--mlflow-run-wait" --mlflow-run-wait=-1
 expect_usage "--mlflow-run-wait" --mlflow-run-wait=4000
 expect_usage "--kube-event-shutdown-grace" --backend=kube --kube-event-shutdown-grace=-1
 expect_usage "--pytorch-init-container-max-tries" --pytorch-init-container-max-tries=0
+expect_usage "--pytorch-restart-scope: must be Replica or Job" --pytorch-restart-scope=job
 expect_usage "--pytorch-wait-for-master" --pytorch-wait-for-master=maybe
 expect_usage "--namespaces" --backend=kube --namespaces=team-a,Not_A_Namespace
 expect_usage "--leader-elect: only with --backend=kube" --leader-elect=true

@@ -29,5 +29,8 @@ inline constexpr char kJobResumedReason[] = "Resumed";
 inline constexpr char kJobFailedReason[] = "Failed";
 // coach's: a job that cannot run as written (refused by admission or the API server).
 inline constexpr char kJobFailedValidationReason[] = "FailedValidation";
+// coach's: a job that made no progress within its coach.dev/progress-deadline, with no restart
+// left to try.
+inline constexpr char kJobStalledReason[] = "Stalled";
 
 }  // namespace coach::api::v1

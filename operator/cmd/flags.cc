@@ -178,6 +178,12 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                   "Tries of that wait, 2 s apart, before the init container fails (1..10000)")
       ->envname("COACH_PYTORCH_INIT_CONTAINER_MAX_TRIES")
       ->capture_default_str();
+  app->add_option("--pytorch-restart-scope", flags->pytorch_restart_scope,
+                  "How PyTorchJobs without a coach.dev/restart-scope annotation restart: Replica "
+                  "(upstream: each failed replica on its own) or Job (every replica together, as "
+                  "one counted attempt)")
+      ->envname("COACH_PYTORCH_RESTART_SCOPE")
+      ->capture_default_str();
   app->add_option("--mpi-kubectl-delivery-image", flags->mpi_kubectl_delivery_image,
                   "Image of the MPIJob launcher's kubectl-delivery init container: it copies "
                   "kubectl for kubexec.sh and waits for the workers (default: upstream's "

@@ -46,6 +46,7 @@ struct Flags {
   bool pytorch_wait_for_master = true;
   std::string pytorch_init_container_image;  // empty: launcher_image
   int pytorch_init_container_max_tries = 100;
+  std::string pytorch_restart_scope = "Replica";
   std::string mpi_kubectl_delivery_image;  // empty: upstream's image
   bool leader_elect = false;
   std::string leader_elect_namespace;

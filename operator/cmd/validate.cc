@@ -225,6 +225,11 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
     return UsageError(absl::StrCat("--pytorch-init-container-max-tries: must be in 1..10000, got ",
                                    flags.pytorch_init_container_max_tries));
   }
+  if (flags.pytorch_restart_scope != "Replica" && flags.pytorch_restart_scope != "Job") {
+    return UsageError(absl::StrCat("--pytorch-restart-scope: must be Replica or Job, got \"",
+                                   flags.pytorch_restart_scope, "\""));
+  }
+  config.pytorch_job_scope_default = flags.pytorch_restart_scope == "Job";
   if (kube && flags.pytorch_wait_for_master) {
     config.pytorch_init_image = flags.pytorch_init_container_image.empty()
                                     ? flags.launcher_image

@@ -16,6 +16,7 @@
 #include "operator/reconcile/master_wait.h"
 #include "operator/reconcile/mlflow_env.h"
 #include "operator/reconcile/pending.h"
+#include "operator/reconcile/recovery_policy.h"
 
 namespace coach::core {
 
@@ -29,6 +30,7 @@ absl::Status CheckJobSpec(const api::v1::TrainingJob& defaulted,
   RETURN_IF_ERROR(reconcile::ValidateLauncherAnnotation(defaulted));
   RETURN_IF_ERROR(reconcile::ValidateWaitForMasterAnnotation(defaulted));
   RETURN_IF_ERROR(reconcile::ValidateKarpenterAnnotations(defaulted));
+  RETURN_IF_ERROR(reconcile::ValidateRecoveryAnnotations(defaulted));
   return absl::OkStatus();
 }
 

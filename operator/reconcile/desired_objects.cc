@@ -1,6 +1,7 @@
 #include "operator/reconcile/desired_objects.h"
 
 #include <map>
+#include <string>
 
 #include "api/v1/job_policies.h"
 #include "common/status_macros.h"
@@ -13,11 +14,31 @@
 #include "operator/reconcile/master_wait.h"
 #include "operator/reconcile/mlflow_env.h"
 #include "operator/reconcile/mpi_objects.h"
+#include "operator/reconcile/recovery_policy.h"
 
 namespace coach::reconcile {
 
 using model::Json;
 using model::KubeObject;
+
+namespace {
+
+// The operator restarts a job-scoped job as a whole: a kubelet restarting one container in
+// place would bring one rank back into a rendezvous its peers have left, so the pod never
+// restarts on its own. Every container learns the attempt (torchrun's name for it too).
+void StampAttempt(int attempt, Json& tmpl) {
+  tmpl["spec"]["restartPolicy"] = api::v1::kRestartPolicyNever;
+  tmpl["metadata"]["labels"][kLabelAttempt] = std::to_string(attempt);
+  if (Json* containers = MutableContainers(tmpl)) {
+    for (Json& c : *containers) {
+      if (!c.is_object()) continue;
+      AppendEnv(c, kEnvAttempt, std::to_string(attempt));
+      AppendEnv(c, "TORCHELASTIC_RESTART_COUNT", std::to_string(attempt));
+    }
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& type, int index,
                                       const model::ReconcileConfig& config) {
@@ -45,6 +66,7 @@ absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& 
   const std::string policy = RestartPolicy(job, type);
   tmpl["spec"]["restartPolicy"] =
       policy == api::v1::kRestartPolicyExitCode ? api::v1::kRestartPolicyNever : policy;
+  if (JobScoped(job, config)) StampAttempt(job.status().coach().attempt(), tmpl);
   DecorateForGang(job, type, config, tmpl);
   RETURN_IF_ERROR(PlaceForKarpenter(job, config, tmpl));
 

@@ -17,8 +17,10 @@
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/desired_objects.h"
 #include "operator/reconcile/gang.h"
+#include "operator/reconcile/job_recovery.h"
 #include "operator/reconcile/mpi_objects.h"
 #include "operator/reconcile/pending.h"
+#include "operator/reconcile/recovery_policy.h"
 #include "operator/reconcile/restart_rule.h"
 #include "operator/reconcile/success_rule.h"
 
@@ -129,6 +131,26 @@ class Pass {
   void ExplainPending();
   model::ReconcileResult Done();
 
+  // Whole-job recovery (recovery_policy.h).
+  bool JobScope() const { return policy_.scope == RestartScope::kJob; }
+  // A pod of an earlier attempt of a job-scoped job: it goes before the next attempt starts.
+  bool Stale(const ObservedPod& pod) const { return JobScope() && pod.attempt < attempt_; }
+  std::vector<ObservedPod> CurrentPods() const;
+  void ForceDeleteLostPods();
+  bool ReplicaLimitsReached(std::string& message) const;
+  bool RecoverJob();
+  void RestartJob(bool counted, const std::string& replica_type, const std::string& why);
+  void FailRecovery(const std::string& reason, const std::string& message);
+  bool AttemptRunning() const {
+    return status().has_coach() && status().coach().has_attempt_running_time();
+  }
+  const model::JobStatus& status() const { return result_.status; }
+  void NoteAttemptRunning();
+  bool StalledUnderReplicaScope();
+  void RequeueBy(absl::Time at) {
+    if (!result_.requeue_at || at < *result_.requeue_at) result_.requeue_at = at;
+  }
+
   const model::Job& job_;
   const model::ObservedState& observed_;
   absl::Time now_;
@@ -137,7 +159,208 @@ class Pass {
   std::string kind_name_;
   model::ReconcileResult result_;
   std::set<std::pair<std::string, std::string>> deleted_;
+  RecoveryPolicy policy_;
+  int attempt_ = 0;
 };
+
+std::vector<ObservedPod> Pass::CurrentPods() const {
+  std::vector<ObservedPod> out;
+  for (const ObservedPod& pod : observed_.pods) {
+    if (!Stale(pod)) out.push_back(pod);
+  }
+  return out;
+}
+
+// A pod that is going away on a node that is gone or NotReady never hears back from its kubelet:
+// without a forced delete it stays Terminating, and its replacement (same name) never starts.
+void Pass::ForceDeleteLostPods() {
+  for (const ObservedPod& pod : observed_.pods) {
+    if (!pod.deleting || !pod.node_lost) continue;
+    const absl::Time at = pod.deletion_requested + config_.lost_node_grace;
+    if (now_ < at) {
+      RequeueBy(at);
+      continue;
+    }
+    if (!deleted_.insert({"Pod", pod.name}).second) continue;
+    KubeObject obj;
+    obj.api_version = "v1";
+    obj.kind = "Pod";
+    obj.name = pod.name;
+    obj.namespace_ = job_.metadata().namespace_();
+    if (!pod.uid.empty()) obj.body = {{"metadata", {{"uid", pod.uid}}}};
+    Event("Warning", "ForceDeletePod",
+          absl::StrCat("Force-deleted pod ", pod.name, ": its node is lost and it was still ",
+                       "terminating after ", absl::FormatDuration(config_.lost_node_grace)));
+    model::Action action{Action::Type::kDelete, std::move(obj)};
+    action.force = true;
+    result_.actions.push_back(std::move(action));
+  }
+}
+
+// Replica scope: upstream's backoffLimit (or coach.dev/max-restarts in its place) over every
+// replica's restarts, and each type's own budget over that type's.
+bool Pass::ReplicaLimitsReached(std::string& message) const {
+  int restarts = 0;
+  std::map<std::string, int> by_type;
+  for (const ObservedPod& pod : observed_.pods) {
+    // Upstream counts Running pods only: a kubelet restarts OnFailure containers in
+    // place, so a crash-looping pod stays Running. A backend that restarts by delete +
+    // create (local) shows the restarted pod Pending or, when it crashes at once, Failed,
+    // and the limit would be seen only by chance (a job crashing at once never failed).
+    // Every pod that has not succeeded counts.
+    if (pod.phase == PodPhase::kSucceeded) continue;
+    if (CountsTowardBackoffLimit(RestartPolicy(job_, pod.replica_type))) {
+      restarts += pod.restart_count;
+      by_type[pod.replica_type] += pod.restart_count;
+    }
+  }
+  if (policy_.max_restarts && BackoffLimitReached(*policy_.max_restarts, restarts)) {
+    message = absl::StrCat("Job ", name(),
+                           " has failed because it has reached the specified backoff limit");
+    return true;
+  }
+  for (const auto& [type, cap] : policy_.max_restarts_by_type) {
+    if (BackoffLimitReached(cap, by_type[type])) {
+      message = absl::StrCat("Job ", name(), " has failed because its ", type,
+                             " replicas reached their restart budget (",
+                             kAnnotationMaxRestartsPrefix, Lower(type), ": ", cap, ")");
+      return true;
+    }
+  }
+  return false;
+}
+
+void Pass::FailRecovery(const std::string& reason, const std::string& message) {
+  result_.requeue_at.reset();
+  CleanUp();
+  Fail(reason, message);
+  ApplyTtl();
+}
+
+void Pass::RestartJob(bool counted, const std::string& replica_type, const std::string& why) {
+  api::v1::CoachJobStatus& coach = *status().mutable_coach();
+  coach.set_attempt(attempt_ + 1);
+  coach.clear_attempt_running_time();
+  std::string budget;
+  if (counted) {
+    coach.set_restarts(coach.restarts() + 1);
+    if (!replica_type.empty()) {
+      (*coach.mutable_restarts_by_type())[replica_type] += 1;
+    }
+    budget = policy_.max_restarts
+                 ? absl::StrCat("restart ", coach.restarts(), " of ", *policy_.max_restarts)
+                 : absl::StrCat("restart ", coach.restarts());
+  } else {
+    coach.set_disruptions(coach.disruptions() + 1);
+    budget = "not counted: a disruption";
+  }
+  const std::string msg =
+      absl::StrCat(kind_name_, " ", name(), " is restarting as a whole job (attempt ",
+                   coach.attempt(), ", ", budget, ") because ", why, ".");
+  MarkRestarting(status(), kind_name_, msg, now_);
+  Event(counted ? "Warning" : "Normal", kind_name_ + api::v1::kJobRestartingReason, msg);
+  // Every replica of the attempt goes, its Service stays (the next attempt's pods have the same
+  // names); nothing of the next attempt starts until they are gone (ReconcileReplicas).
+  for (const ObservedPod& pod : observed_.pods) {
+    if (!pod.deleting) Delete("Pod", pod.name, pod.uid);
+  }
+}
+
+// Job scope: a trigger among the current attempt's pods restarts the whole job, or fails it.
+// True when the pass is decided (restarted or failed).
+bool Pass::RecoverJob() {
+  const std::vector<ObservedPod> current = CurrentPods();
+  RestartTrigger trigger = FindRestartTrigger(job_, current, AttemptRunning());
+  if (trigger.kind == RestartTrigger::Kind::kNone && policy_.progress_deadline &&
+      AttemptRunning() && HasTrueCondition(status(), kJobRunning)) {
+    const StallCheck stall =
+        CheckStall(job_, current, FromTimestamp(status().coach().attempt_running_time()),
+                   *policy_.progress_deadline, now_);
+    if (stall.stalled) {
+      trigger.kind = RestartTrigger::Kind::kStalled;
+      trigger.replica_type = stall.replica_type;
+      trigger.why = absl::StrCat("it stalled: ", stall.who, " (", kAnnotationProgressDeadline, ": ",
+                                 absl::FormatDuration(*policy_.progress_deadline), ")");
+    } else {
+      RequeueBy(stall.due);
+    }
+  }
+  switch (trigger.kind) {
+    case RestartTrigger::Kind::kNone:
+      return false;
+    case RestartTrigger::Kind::kPermanent:
+      FailRecovery(kJobFailedReason, absl::StrCat(kind_name_, " ", name(), " is failed because ",
+                                                  trigger.failed_count, " ", trigger.failed_type,
+                                                  " replica(s) failed: ", trigger.why, "."));
+      return true;
+    case RestartTrigger::Kind::kDisruption:
+      RestartJob(false, "", trigger.why);
+      return true;
+    case RestartTrigger::Kind::kRetryable:
+    case RestartTrigger::Kind::kStalled:
+      break;
+  }
+  const bool stalled = trigger.kind == RestartTrigger::Kind::kStalled;
+  const api::v1::CoachJobStatus& coach = status().coach();
+  std::string spent;
+  if (policy_.max_restarts && coach.restarts() >= *policy_.max_restarts) {
+    spent = absl::StrCat("its restart budget (", *policy_.max_restarts, ") is spent");
+  } else if (auto cap = policy_.max_restarts_by_type.find(trigger.replica_type);
+             cap != policy_.max_restarts_by_type.end()) {
+    auto used = coach.restarts_by_type().find(trigger.replica_type);
+    if (used != coach.restarts_by_type().end() && used->second >= cap->second) {
+      spent = absl::StrCat("its ", trigger.replica_type, " restart budget (", cap->second,
+                           ") is spent");
+    } else if (cap->second == 0) {
+      spent = absl::StrCat("its ", trigger.replica_type, " restart budget (0) is spent");
+    }
+  }
+  if (!spent.empty()) {
+    FailRecovery(stalled ? api::v1::kJobStalledReason : kJobFailedReason,
+                 absl::StrCat(kind_name_, " ", name(), " has failed because ", trigger.why, " and ",
+                              spent, "."));
+    return true;
+  }
+  RestartJob(true, trigger.replica_type, trigger.why);
+  return true;
+}
+
+void Pass::NoteAttemptRunning() {
+  if (!JobScope() && !policy_.progress_deadline) return;
+  if (AttemptRunning() || IsFinished(status())) return;
+  int running = 0;
+  for (const ObservedPod& pod : CurrentPods()) {
+    if (pod.phase == PodPhase::kRunning && !pod.deleting && pod.index >= 0 &&
+        pod.index < Replicas(job_, pod.replica_type)) {
+      ++running;
+    }
+  }
+  if (running < TotalReplicas(job_)) return;
+  api::v1::CoachJobStatus& coach = *status().mutable_coach();
+  coach.set_attempt(attempt_);
+  *coach.mutable_attempt_running_time() = ToTimestamp(now_);
+}
+
+// Replica scope: restarting one replica of a hung collective does not help; a stall fails the
+// job.
+bool Pass::StalledUnderReplicaScope() {
+  if (JobScope() || !policy_.progress_deadline || !AttemptRunning() ||
+      !HasTrueCondition(status(), kJobRunning) || IsFinished(status())) {
+    return false;
+  }
+  const StallCheck stall =
+      CheckStall(job_, observed_.pods, FromTimestamp(status().coach().attempt_running_time()),
+                 *policy_.progress_deadline, now_);
+  if (!stall.stalled) {
+    RequeueBy(stall.due);
+    return false;
+  }
+  FailRecovery(api::v1::kJobStalledReason,
+               absl::StrCat(kind_name_, " ", name(), " has failed because it stalled: ", stall.who,
+                            " (", kAnnotationProgressDeadline, ": ",
+                            absl::FormatDuration(*policy_.progress_deadline), ")."));
+  return true;
+}
 
 void Pass::CountReplicas() {
   auto& statuses = *status().mutable_replica_statuses();
@@ -152,7 +375,7 @@ void Pass::CountReplicas() {
   }
   for (const ObservedPod& pod : observed_.pods) {
     auto it = statuses.find(pod.replica_type);
-    if (it == statuses.end()) continue;
+    if (it == statuses.end() || Stale(pod)) continue;
     api::v1::ReplicaStatus& rs = it->second;
     switch (pod.phase) {
       case PodPhase::kRunning:
@@ -221,19 +444,27 @@ void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
   if (auto pg = DesiredPodGroup(job_, config_); pg && !Exists("PodGroup", pg->name)) {
     Create(std::move(*pg));
   }
+  // The next attempt of a job-scoped job starts once every pod of the last one is gone: a new
+  // rank must never meet an old one at the rendezvous.
+  bool previous_attempt_left = false;
+  for (const ObservedPod& p : observed_.pods) {
+    if (!Stale(p)) continue;
+    previous_attempt_left = true;
+    if (!p.deleting) Delete("Pod", p.name, p.uid);
+  }
   for (const std::string& type : ReplicaTypes(job_)) {
     const int replicas = Replicas(job_, type);
     const std::string policy = RestartPolicy(job_, type);
     std::map<int, std::vector<const ObservedPod*>> by_index;
     for (const ObservedPod& p : observed_.pods) {
-      if (p.replica_type == type) by_index[p.index].push_back(&p);
+      if (p.replica_type == type && !Stale(p)) by_index[p.index].push_back(&p);
     }
     int limit = replicas;
     if (!by_index.empty()) limit = std::max(limit, by_index.rbegin()->first + 1);
     for (int index = 0; index < limit; ++index) {
       auto it = by_index.find(index);
       if (it == by_index.end()) {
-        if (index >= replicas) continue;
+        if (index >= replicas || previous_attempt_left) continue;
         auto pod = DesiredPod(job_, type, index, config_);
         if (!pod.ok()) {
           Event("Warning", kind_name_ + "InvalidSpec", std::string(pod.status().message()));
@@ -247,7 +478,8 @@ void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
           DeletePodAndService(*pod);
           continue;
         }
-        if (pod->phase != PodPhase::kFailed || pod->deleting) continue;
+        // Job scope: RecoverJob decided what a failed pod means for the whole job.
+        if (pod->phase != PodPhase::kFailed || pod->deleting || JobScope()) continue;
         const int exit_code = pod->exit_code.value_or(kUnknownExitCode);
         if (pod->exit_code) {
           Event("Normal", "ExitedWithCode",
@@ -395,8 +627,25 @@ model::ReconcileResult Pass::Run() {
     return Done();
   }
 
+  absl::StatusOr<RecoveryPolicy> policy = ParseRecoveryPolicy(job_, config_);
+  if (!policy.ok()) {
+    CleanUp();
+    Fail(api::v1::kJobFailedValidationReason, std::string(policy.status().message()));
+    ApplyTtl();
+    return Done();
+  }
+  policy_ = *std::move(policy);
+  if (JobScope()) {
+    attempt_ = status().coach().attempt();
+    // A status write lost after a restart's deletes: the pods know the attempt.
+    for (const ObservedPod& pod : observed_.pods) attempt_ = std::max(attempt_, pod.attempt);
+    if (attempt_ != status().coach().attempt()) status().mutable_coach()->set_attempt(attempt_);
+  }
+
   const auto& rp = job_.spec().run_policy();
   if (rp.has_suspend() && rp.suspend()) {
+    // The stall clock of a resumed job starts when its replicas run again.
+    if (status().has_coach()) status().mutable_coach()->clear_attempt_running_time();
     for (const ObservedPod& pod : observed_.pods) DeletePodAndService(pod);
     for (const auto& o : observed_.objects) {
       if (o.kind == "Service") Delete("Service", o.name);
@@ -424,26 +673,10 @@ model::ReconcileResult Pass::Run() {
   CountReplicas();
   if (!status().has_start_time()) *status().mutable_start_time() = ToTimestamp(now_);
 
-  // Limits first: a job past them is failed whatever its pods say.
+  // Limits first: a job past them is failed whatever its pods say. A job-scoped job's budget
+  // counts whole-job restarts (RecoverJob), not its pods' restarts.
   std::string limit_msg;
-  if (rp.has_backoff_limit()) {
-    int restarts = 0;
-    for (const ObservedPod& pod : observed_.pods) {
-      // Upstream counts Running pods only: a kubelet restarts OnFailure containers in
-      // place, so a crash-looping pod stays Running. A backend that restarts by delete +
-      // create (local) shows the restarted pod Pending or, when it crashes at once, Failed,
-      // and the limit would be seen only by chance (a job crashing at once never failed).
-      // Every pod that has not succeeded counts.
-      if (pod.phase == PodPhase::kSucceeded) continue;
-      if (CountsTowardBackoffLimit(RestartPolicy(job_, pod.replica_type))) {
-        restarts += pod.restart_count;
-      }
-    }
-    if (BackoffLimitReached(rp.backoff_limit(), restarts)) {
-      limit_msg = absl::StrCat("Job ", name(),
-                               " has failed because it has reached the specified backoff limit");
-    }
-  }
+  if (!JobScope()) ReplicaLimitsReached(limit_msg);
   if (limit_msg.empty() && rp.has_active_deadline_seconds()) {
     const absl::Time deadline =
         FromTimestamp(status().start_time()) + absl::Seconds(rp.active_deadline_seconds());
@@ -462,10 +695,21 @@ model::ReconcileResult Pass::Run() {
     return Done();
   }
 
+  ForceDeleteLostPods();
+  if (JobScope() && RecoverJob()) {
+    UpdateProgressStatus(CurrentPods(), config_.progress_status_interval, true, status());
+    return Done();
+  }
   std::map<std::string, bool> nonretryable;
   ReconcileReplicas(nonretryable);
   UpdateConditions(nonretryable);
   ExplainPending();
+  NoteAttemptRunning();
+  if (StalledUnderReplicaScope()) return Done();
+  if (std::optional<absl::Time> at = UpdateProgressStatus(
+          CurrentPods(), config_.progress_status_interval, IsFinished(status()), status())) {
+    if (!IsFinished(status())) RequeueBy(*at);
+  }
   if (IsFinished(status())) {
     // Nothing new starts for a finished job; what ran is cleaned up per policy.
     result_.actions.erase(

@@ -62,6 +62,10 @@ JobBuilder& JobBuilder::Uid(const std::string& uid) {
   job_.mutable_metadata()->set_uid(uid);
   return *this;
 }
+JobBuilder& JobBuilder::Annotation(const std::string& key, const std::string& value) {
+  (*job_.mutable_metadata()->mutable_annotations())[key] = value;
+  return *this;
+}
 JobBuilder& JobBuilder::BackoffLimit(int n) {
   job_.mutable_spec()->mutable_run_policy()->set_backoff_limit(n);
   return *this;

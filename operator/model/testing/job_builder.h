@@ -33,6 +33,7 @@ class JobBuilder {
   JobBuilder& Template(const std::string& type, const std::string& template_json);
 
   JobBuilder& Uid(const std::string& uid);
+  JobBuilder& Annotation(const std::string& key, const std::string& value);
   JobBuilder& BackoffLimit(int n);
   JobBuilder& ActiveDeadlineSeconds(int64_t s);
   JobBuilder& TtlSecondsAfterFinished(int s);

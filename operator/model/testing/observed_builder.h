@@ -28,6 +28,7 @@ class ObservedBuilder {
     pod.exit_code = exit_code;
     pod.restart_count = restarts;
     pod.deleting = deleting;
+    pod.attempt = attempt_;
     state_.pods.push_back(pod);
     if (job_.kind() != api::v1::MPI_JOB) Object("Service", pod.name);
     return *this;
@@ -57,6 +58,17 @@ class ObservedBuilder {
     }
     return *this;
   }
+  // The attempt of the pods added after this call (0 before any).
+  ObservedBuilder& Attempt(int attempt) {
+    attempt_ = attempt;
+    return *this;
+  }
+  // Changes the pod added last (a disruption, a lost node, progress).
+  template <typename Fn>
+  ObservedBuilder& Last(Fn change) {
+    change(state_.pods.back());
+    return *this;
+  }
   ObservedBuilder& Object(const std::string& kind, const std::string& name) {
     state_.objects.push_back({kind, name});
     return *this;
@@ -67,6 +79,7 @@ class ObservedBuilder {
  private:
   model::Job job_;
   model::ObservedState state_;
+  int attempt_ = 0;
 };
 
 }  // namespace coach::reconcile::testing
