@@ -16,29 +16,62 @@ Output (stdout, one line each, `key=value` fields separated by single spaces):
   coach-metric name=<name> value=<float> step=<epoch>          per epoch, global rank 0 only; the
       values are already all-reduced over every rank. Names: train_loss, test_loss, test_accuracy,
       epoch_seconds.
+  coach-checkpoint resumed_from_epoch=<epoch> dir=<DIR>          global rank 0, once at the start,
+      with --checkpoint-dir when DIR/checkpoint.pt was loaded; <epoch> is the last completed epoch
+      it holds (numbered as the coach-metric step values), training goes on at the next one.
+  coach-checkpoint saved epoch=<epoch>                           global rank 0, with
+      --checkpoint-dir, after each epoch's checkpoint is on disk.
   coach-result rank=<r> world_size=<n> local_rank=<l> epochs=<e> loss=<test loss> accuracy=<test acc>
       params_checksum=<16 hex digits> seconds=<wall> status=<ok|below_target|checksum_mismatch>
+      resumed_from=<epoch or -1> attempt=<a>
       printed by every rank at the end. params_checksum is the first 64 bits of the SHA-256 of all
       parameters' bytes; the program all-gathers it and fails unless every rank has the same value.
+      resumed_from is the epoch of the loaded checkpoint (-1: trained from the start); attempt is
+      $TORCHELASTIC_RESTART_COUNT (0 when unset): 0 for a job's first run, n for its n-th restart.
 
 Exit status: 0 only when the target accuracy is reached and the parameters agree on every rank;
-2 below target, 3 checksum mismatch, 64 bad usage/environment, or the --exit-code of --fail-rank.
+2 below target, 3 checksum mismatch, 64 bad usage/environment (a checkpoint that cannot be loaded
+included), or the --exit-code of --fail-rank.
+
+Checkpoints (--checkpoint-dir DIR): after each epoch global rank 0 writes the model and optimizer
+state, the epoch and the RNG state to a temporary file in DIR, fsyncs it and renames it over
+DIR/checkpoint.pt (so the file is always a whole checkpoint); every rank then waits at a barrier,
+so no rank starts the next epoch before the checkpoint is durable. At the start every rank loads
+DIR/checkpoint.pt when it exists (before the model is wrapped in DDP) and training goes on at the
+next epoch. The ranks check that they loaded the same epoch, so DIR must be one directory shared
+by every replica (a checkpoint missing or older on some rank is exit 64). The data order of an
+epoch depends only on --seed and the epoch (DistributedSampler.set_epoch), so a job restarted as a
+whole with the same world size ends with the same parameters as one that never stopped. A
+checkpoint that fails to load is never skipped: the program says why on stderr and exits 64
+(remove DIR to train from the start). A finished run's checkpoint makes the next run with the same
+DIR and --epochs only evaluate it.
 
 Test knobs (flags, or the environment variables in brackets):
   --epochs N [COACH_EPOCHS]                    default 6
+  --checkpoint-dir DIR [COACH_CHECKPOINT_DIR]  save a checkpoint there after each epoch and resume
+                                               from it (above); default: none
+  --epoch-seconds S [COACH_EPOCH_SECONDS]      each epoch takes at least S seconds (it sleeps the
+                                               rest), so a test can kill a rank mid-training;
+                                               default 0
   --fail-rank N --exit-code C [COACH_FAIL_RANK, COACH_EXIT_CODE]
                                                global rank N exits with C after the first epoch
+                                               (after its checkpoint, with --checkpoint-dir), on
+                                               attempt 0 only (TORCHELASTIC_RESTART_COUNT unset,
+                                               empty or 0), so a restarted job can finish
   --sleep-seconds S [COACH_SLEEP_SECONDS]      sleep S seconds before joining the group (deadline
                                                and suspend tests)
   --target-accuracy A [COACH_TARGET_ACCURACY]  default 0.95
 """
 
 import argparse
+import contextlib
 import datetime
 import hashlib
+import inspect
 import os
 import socket
 import sys
+import tempfile
 import time
 
 import torch
@@ -55,6 +88,11 @@ EXIT_USAGE = 64
 DIM = 16
 CLASSES = 3
 DATA_SEED = 1234
+
+CHECKPOINT_NAME = "checkpoint.pt"
+CHECKPOINT_TMP_PREFIX = ".checkpoint.pt."  # + random + ".tmp": a save in progress, or a killed one
+CHECKPOINT_FORMAT = 1
+CHECKPOINT_KEYS = ("format", "epoch", "world_size", "model", "optimizer", "rng")
 
 
 def emit(line):
@@ -79,6 +117,14 @@ def die(message, code=EXIT_USAGE):
     sys.exit(code)
 
 
+def abort(message, code=EXIT_USAGE):
+    """die() once the process group exists: exits at once, without tearing the group down (that
+    can block on a peer); the peers see a lost rank."""
+    print(f"ddp_train: error: {message}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(code)
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--epochs", type=int, default=env_default("COACH_EPOCHS", 6, int))
@@ -96,9 +142,16 @@ def parse_args():
                    default=env_default("COACH_SLEEP_SECONDS", 0.0, float))
     p.add_argument("--timeout-seconds", type=float, default=120.0,
                    help="gloo collective and rendezvous timeout")
+    p.add_argument("--checkpoint-dir", default=env_default("COACH_CHECKPOINT_DIR", "", str),
+                   help="save a checkpoint here after each epoch and resume from it at the start")
+    p.add_argument("--epoch-seconds", type=float,
+                   default=env_default("COACH_EPOCH_SECONDS", 0.0, float),
+                   help="each epoch takes at least this long (sleeps the rest)")
     args = p.parse_args()
     if args.epochs < 1:
         die("--epochs must be >= 1")
+    if not args.epoch_seconds >= 0:
+        die("--epoch-seconds must be >= 0")
     if not 0 <= args.exit_code <= 255:
         die("--exit-code must be in 0..255")
     return args
@@ -153,9 +206,112 @@ def metric(rank, name, value, step):
         emit(f"coach-metric name={name} value={value:.6g} step={step}")
 
 
+def evaluate(model, x_test, y_test):
+    """(test loss, test accuracy); every rank evaluates the whole (small) test set."""
+    model.eval()
+    with torch.no_grad():
+        logits = model(x_test)
+        return (F.cross_entropy(logits, y_test).item(),
+                (logits.argmax(dim=1) == y_test).double().mean().item())
+
+
+def prepare_checkpoint_dir(directory):
+    """Global rank 0, before training: creates DIR and removes temporary files of saves that
+    were killed midway (no other process writes there while this job runs)."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        for name in os.listdir(directory):
+            if name.startswith(CHECKPOINT_TMP_PREFIX) and name.endswith(".tmp"):
+                os.unlink(os.path.join(directory, name))
+    except OSError as e:
+        die(f"--checkpoint-dir {directory}: {e}")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        die(f"--checkpoint-dir {directory} is not writable")
+
+
+def load_checkpoint(directory):
+    """The checkpoint in DIR as a dict, None when there is none; exits 64 when there is one that
+    cannot be read, rather than training from the start without saying so."""
+    path = os.path.join(directory, CHECKPOINT_NAME)
+    if not os.path.exists(path):
+        return None
+    try:
+        # Full unpickling: the file is this job's own, and torch 1.13's weights_only reader
+        # refuses the optimizer's float hyperparameters. Newer torch defaults to weights_only.
+        kwargs = {}
+        if "weights_only" in inspect.signature(torch.load).parameters:
+            kwargs["weights_only"] = False
+        ckpt = torch.load(path, map_location="cpu", **kwargs)
+        if not isinstance(ckpt, dict):
+            raise ValueError(f"a {type(ckpt).__name__}, not a dict")
+        missing = [k for k in CHECKPOINT_KEYS if k not in ckpt]
+        if missing:
+            raise ValueError("no " + ", ".join(missing))
+        if ckpt["format"] != CHECKPOINT_FORMAT:
+            raise ValueError(f"format {ckpt['format']!r}, this program reads {CHECKPOINT_FORMAT}")
+        if not isinstance(ckpt["epoch"], int) or ckpt["epoch"] < 1:
+            raise ValueError(f"epoch {ckpt['epoch']!r}")
+    except Exception as e:  # unpickling a damaged file raises about anything
+        die(f"cannot load the checkpoint {path}: {type(e).__name__}: {e} "
+            f"(remove it to train from the start)")
+    return ckpt
+
+
+def save_checkpoint(directory, state):
+    """Writes state to DIR/checkpoint.pt atomically and durably: a temporary file in DIR, fsync,
+    rename over checkpoint.pt, fsync of DIR. Exits 64 when DIR cannot take it."""
+    path = os.path.join(directory, CHECKPOINT_NAME)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=CHECKPOINT_TMP_PREFIX, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o644)  # mkstemp's 0600 would hide it from other users' ranks
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        tmp = None
+        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dir_fd)  # the rename itself
+        finally:
+            os.close(dir_fd)
+    except OSError as e:
+        abort(f"cannot save the checkpoint {path}: {e}")
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def check_same_checkpoint(resumed, world, directory):
+    """Every rank must resume from the same epoch, or their collectives would not pair up; exits
+    64 on every rank when they did not (DIR is not one directory shared by all replicas)."""
+    mine = torch.tensor([resumed], dtype=torch.int64)
+    everyone = [torch.zeros_like(mine) for _ in range(world)]
+    dist.all_gather(everyone, mine)
+    epochs_by_rank = [int(t.item()) for t in everyone]
+    if len(set(epochs_by_rank)) != 1:
+        abort(f"the ranks loaded checkpoints of different epochs from {directory} (by rank, -1 "
+              f"for none: {' '.join(map(str, epochs_by_rank))}): --checkpoint-dir must be one "
+              f"directory shared by every replica")
+
+
+def rebuild_ddp_buckets(model, opt, x):
+    """One forward and backward pass whose gradients are thrown away. DDP lays out its gradient
+    buckets in parameter order for the first backward pass and in the order the gradients became
+    ready from the second on; the all-reduce sums in an order that depends on that layout. A run
+    that resumes does this pass first, so its first step uses the same layout as the uninterrupted
+    run's and both end with bit-identical parameters."""
+    model.train()
+    model(x).sum().backward()
+    opt.zero_grad()
+
+
 def main():
     args = parse_args()
     rank, world, local_rank = distributed_env()
+    attempt = env_default("TORCHELASTIC_RESTART_COUNT", 0, int)
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
     start = time.monotonic()
@@ -164,20 +320,53 @@ def main():
         print(f"ddp_train: rank {rank} sleeping {args.sleep_seconds:g}s before training", flush=True)
         time.sleep(args.sleep_seconds)
 
+    ckpt = None
+    if args.checkpoint_dir:
+        if rank == 0:
+            prepare_checkpoint_dir(args.checkpoint_dir)
+        ckpt = load_checkpoint(args.checkpoint_dir)
+    resumed = ckpt["epoch"] if ckpt is not None else -1
+
     dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=args.timeout_seconds))
     print(f"ddp_train: rank {rank}/{world} local_rank {local_rank} joined "
           f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}", flush=True)
 
+    if args.checkpoint_dir:
+        check_same_checkpoint(resumed, world, args.checkpoint_dir)
+        if ckpt is not None and rank == 0:
+            if ckpt["world_size"] != world:
+                print(f"ddp_train: the checkpoint was saved with world size {ckpt['world_size']}, "
+                      f"this run has {world}: the data is sharded differently from here on",
+                      file=sys.stderr, flush=True)
+            emit(f"coach-checkpoint resumed_from_epoch={resumed} dir={args.checkpoint_dir}")
+
     train_set, x_test, y_test = make_data(args.train_samples, args.test_samples)
     sampler = DistributedSampler(train_set, num_replicas=world, rank=rank, shuffle=True,
                                  seed=args.seed)
     loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
-    model = DDP(make_model())  # DDP broadcasts rank 0's initial parameters
+    module = make_model()
+    if ckpt is not None:
+        try:
+            module.load_state_dict(ckpt["model"])
+        except Exception as e:
+            abort(f"the checkpoint in {args.checkpoint_dir} does not fit this model: {e}")
+    model = DDP(module)  # DDP broadcasts rank 0's initial parameters
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    if ckpt is not None:
+        try:
+            opt.load_state_dict(ckpt["optimizer"])
+            torch.set_rng_state(ckpt["rng"])
+        except Exception as e:
+            abort(f"the checkpoint in {args.checkpoint_dir} does not fit this optimizer: {e}")
+        ckpt = None  # its state lives in the model and the optimizer from here on
+        rebuild_ddp_buckets(model, opt, x_test[:args.batch_size])
 
     test_loss = accuracy = float("nan")
-    for epoch in range(1, args.epochs + 1):
+    first_epoch = max(resumed, 0) + 1
+    if first_epoch > args.epochs:  # a finished run's checkpoint: nothing left but to evaluate it
+        test_loss, accuracy = evaluate(model, x_test, y_test)
+    for epoch in range(first_epoch, args.epochs + 1):
         t0 = time.monotonic()
         sampler.set_epoch(epoch)
         model.train()
@@ -189,17 +378,24 @@ def main():
             opt.step()
             loss_sum += torch.tensor([loss.item() * len(yb), len(yb)], dtype=torch.float64)
         dist.all_reduce(loss_sum)
-        model.eval()
-        with torch.no_grad():  # every rank evaluates the whole (small) test set
-            logits = model(x_test)
-            test_loss = F.cross_entropy(logits, y_test).item()
-            accuracy = (logits.argmax(dim=1) == y_test).double().mean().item()
+        test_loss, accuracy = evaluate(model, x_test, y_test)
+        if args.epoch_seconds > 0:
+            time.sleep(max(0.0, args.epoch_seconds - (time.monotonic() - t0)))
         metric(rank, "train_loss", (loss_sum[0] / loss_sum[1]).item(), epoch)
         metric(rank, "test_loss", test_loss, epoch)
         metric(rank, "test_accuracy", accuracy, epoch)
         metric(rank, "epoch_seconds", time.monotonic() - t0, epoch)
 
-        if epoch == 1 and rank == args.fail_rank:
+        if args.checkpoint_dir:
+            if rank == 0:
+                save_checkpoint(args.checkpoint_dir, {
+                    "format": CHECKPOINT_FORMAT, "epoch": epoch, "world_size": world,
+                    "model": model.module.state_dict(), "optimizer": opt.state_dict(),
+                    "rng": torch.get_rng_state()})
+                emit(f"coach-checkpoint saved epoch={epoch}")
+            dist.barrier()  # no rank goes on before the checkpoint is durable
+
+        if epoch == 1 and rank == args.fail_rank and attempt == 0:
             print(f"ddp_train: rank {rank} failing deliberately with exit code {args.exit_code} "
                   f"after epoch 1 (--fail-rank)", file=sys.stderr, flush=True)
             sys.stdout.flush()
@@ -211,7 +407,12 @@ def main():
     dist.all_gather(everyone, mine)
     agree = all(int(t.item()) == int(mine.item()) for t in everyone)
     dist.barrier()
+    # The group goes away here (with DDP's reducer, which holds it too) while every tensor a
+    # collective used is still referenced: its destructor joins the gloo threads holding the GIL,
+    # and a thread that drops the last reference to a tensor Python created waits for the GIL
+    # (torch 1.13), so dropping mine/everyone first could hang the exit.
     dist.destroy_process_group()
+    del model
 
     status, code = "ok", 0
     if not agree:
@@ -220,7 +421,8 @@ def main():
         status, code = "below_target", EXIT_BELOW_TARGET
     emit(f"coach-result rank={rank} world_size={world} local_rank={local_rank} epochs={args.epochs} "
          f"loss={test_loss:.6f} accuracy={accuracy:.6f} params_checksum={checksum} "
-         f"seconds={time.monotonic() - start:.2f} status={status}")
+         f"seconds={time.monotonic() - start:.2f} status={status} resumed_from={resumed} "
+         f"attempt={attempt}")
     if status == "checksum_mismatch":
         others = sorted({format(int(t.item()) + (1 << 63), "016x") for t in everyone})
         print(f"ddp_train: error: parameters differ across ranks (checksums {' '.join(others)})",
