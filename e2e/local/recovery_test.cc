@@ -1,0 +1,194 @@
+// Whole-job recovery on the local backend with real training: a 3-rank gloo DDP job
+// (examples/pytorch/ddp_train.py, 1 Master + 2 Workers) under coach.dev/restart-scope: Job,
+// checkpointing every epoch. One rank is SIGKILLed, or SIGSTOPped (caught by
+// coach.dev/progress-deadline), mid-training: the job restarts every replica once, resumes
+// from its checkpoint, and succeeds with one parameter checksum on every rank.
+
+#include <signal.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/testing/eventually.h"
+#include "e2e/local/operator_fixture.h"
+#include "gtest/gtest.h"
+#include "sdk/cpp/job_status.h"
+
+namespace coach::e2e {
+namespace {
+
+using api::v1::TrainingJob;
+
+std::map<std::string, std::string> Fields(absl::string_view line) {
+  std::map<std::string, std::string> out;
+  for (absl::string_view field : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+    const size_t eq = field.find('=');
+    if (eq == absl::string_view::npos) continue;
+    out[std::string(field.substr(0, eq))] = std::string(field.substr(eq + 1));
+  }
+  return out;
+}
+
+// The value of `name` in /proc/<pid>/environ; "" when absent or unreadable.
+std::string EnvOf(pid_t pid, const std::string& name) {
+  const std::string environ = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/environ"));
+  for (absl::string_view entry : absl::StrSplit(environ, '\0')) {
+    if (absl::StartsWith(entry, name + "=")) return std::string(entry.substr(name.size() + 1));
+  }
+  return "";
+}
+
+class RecoveryTest : public OperatorTest {
+ protected:
+  void SetUp() override {
+    OperatorOptions options;
+    options.workdir = Runfile("");
+    StartOperator(options);
+    checkpoints_ = absl::StrCat(op_->root(), "/checkpoints");
+  }
+
+  std::string Manifest(const std::string& name, const std::string& extra_annotations) const {
+    const std::string command = absl::StrCat(
+        R"(["/usr/bin/python3", "examples/pytorch/ddp_train.py", "--epochs", "8", )",
+        R"("--epoch-seconds", "1.5", "--checkpoint-dir", ")", checkpoints_, "/", name, R"("])");
+    std::string replicas;
+    for (const auto& [type, n] : {std::pair<std::string, int>{"Master", 1}, {"Worker", 2}}) {
+      absl::StrAppend(&replicas, "    ", type, ":\n      replicas: ", n,
+                      "\n      restartPolicy: OnFailure\n      template:\n        spec:\n"
+                      "          containers:\n          - name: pytorch\n"
+                      "            image: coach.local/coach-training:dev\n            command: ",
+                      command, "\n");
+    }
+    return absl::StrCat("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: ", name,
+                        "\n  annotations:\n    coach.dev/restart-scope: Job\n"
+                        "    coach.dev/max-restarts: \"2\"\n",
+                        extra_annotations,
+                        "spec:\n  runPolicy:\n    backoffLimit: 0\n  pytorchReplicaSpecs:\n",
+                        replicas);
+  }
+
+  // The pid of the training process of global rank `rank` of the job's current attempt.
+  pid_t RankPid(int rank) const {
+    for (const ProcessInfo& p : op_->Processes()) {
+      if (!absl::StrContains(p.cmdline, "ddp_train.py")) continue;
+      if (EnvOf(p.pid, "RANK") == absl::StrCat(rank)) return p.pid;
+    }
+    return 0;
+  }
+
+  // Waits until rank 0 logged `coach-checkpoint saved epoch=<epoch>`.
+  void WaitForCheckpoint(const std::string& name, int epoch) {
+    const std::string want = absl::StrCat("coach-checkpoint saved epoch=", epoch);
+    ASSERT_TRUE(coach::testing::Eventually(
+        [&] {
+          absl::StatusOr<std::string> log = op_->Logs(name, "master-0");
+          return log.ok() && absl::StrContains(*log, want);
+        },
+        absl::Minutes(3), absl::Milliseconds(200)))
+        << "no checkpoint of epoch " << epoch << "\n"
+        << op_->Logs(name, "master-0").value_or("");
+  }
+
+  // Waits for the end; checks one counted restart, every rank ok in attempt 1 after resuming,
+  // one checksum.
+  TrainingJob ExpectRecovered(const std::string& name) {
+    sdk::WaitOptions wait;
+    wait.timeout = absl::Minutes(4);
+    absl::StatusOr<TrainingJob> done =
+        op_->client().WaitForJobConditions(kNs, name, {"Succeeded", "Failed"}, wait);
+    if (!done.ok()) {
+      absl::StatusOr<TrainingJob> now = op_->client().GetJob(kNs, name);
+      ADD_FAILURE() << done.status() << "\n"
+                    << (now.ok() ? now->status().ShortDebugString() : now.status().ToString());
+      return {};
+    }
+    std::string logs;
+    std::set<std::string> checksums;
+    std::set<std::string> ranks;
+    for (const std::string replica : {"master-0", "worker-0", "worker-1"}) {
+      absl::StatusOr<std::string> log = op_->Logs(name, replica);
+      EXPECT_TRUE(log.ok()) << replica << ": " << log.status();
+      if (!log.ok()) continue;
+      absl::StrAppend(&logs, "--- ", replica, " ---\n", *log);
+      for (absl::string_view line : absl::StrSplit(*log, '\n')) {
+        if (!absl::StartsWith(line, "coach-result ")) continue;
+        std::map<std::string, std::string> f = Fields(line);
+        EXPECT_EQ(f["status"], "ok") << line;
+        EXPECT_EQ(f["attempt"], "1") << line;
+        int resumed = -1;
+        EXPECT_TRUE(absl::SimpleAtoi(f["resumed_from"], &resumed) && resumed >= 1) << line;
+        ranks.insert(f["rank"]);
+        checksums.insert(f["params_checksum"]);
+      }
+    }
+    EXPECT_TRUE(sdk::IsJobSucceeded(*done)) << done->status().ShortDebugString() << "\n" << logs;
+    EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2"})) << logs;
+    EXPECT_EQ(checksums.size(), 1u) << logs;
+    EXPECT_EQ(done->status().coach().attempt(), 1) << done->status().ShortDebugString();
+    EXPECT_EQ(done->status().coach().restarts(), 1) << done->status().ShortDebugString();
+    EXPECT_TRUE(op_->WaitNoProcesses().empty());
+    return *done;
+  }
+
+  std::string checkpoints_;
+};
+
+// kill -9 of a Worker: its peers' collectives fail at once; the job restarts as a whole, once,
+// although backoffLimit is 0 (the job-level budget is coach.dev/max-restarts).
+TEST_F(RecoveryTest, KillNineOfAWorkerRestartsTheJobOnceAndResumes) {
+  ASSERT_TRUE(op_->client().CreateJobFromManifest(Manifest("kill-worker", ""), kNs).ok());
+  WaitForCheckpoint("kill-worker", 2);
+  const pid_t pid = RankPid(2);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  const TrainingJob done = ExpectRecovered("kill-worker");
+  EXPECT_EQ(done.status().coach().restarts_by_type().count("Worker"), 1u);
+}
+
+// kill -9 of the Master (rank 0, the rendezvous host): the next attempt's rendezvous is new.
+TEST_F(RecoveryTest, KillNineOfTheMasterRestartsTheJobOnceAndResumes) {
+  ASSERT_TRUE(op_->client().CreateJobFromManifest(Manifest("kill-master", ""), kNs).ok());
+  WaitForCheckpoint("kill-master", 1);
+  const pid_t pid = RankPid(0);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  ExpectRecovered("kill-master");
+}
+
+// SIGSTOP of a Worker: every rank blocks in its next collective and nothing times out for
+// minutes; the progress deadline (10 s) catches it, names the stopped replica, and the
+// restart is counted.
+TEST_F(RecoveryTest, StoppedRankIsCaughtByTheProgressDeadline) {
+  ASSERT_TRUE(op_->client()
+                  .CreateJobFromManifest(
+                      Manifest("stop-worker", "    coach.dev/progress-deadline: 10s\n"), kNs)
+                  .ok());
+  WaitForCheckpoint("stop-worker", 2);
+  const pid_t pid = RankPid(1);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  const absl::Time stopped = absl::Now();
+  absl::StatusOr<TrainingJob> restarting = op_->WaitJob(
+      "stop-worker", [](const TrainingJob& j) { return j.status().coach().attempt() >= 1; },
+      absl::Minutes(2));
+  ASSERT_TRUE(restarting.ok()) << restarting.status();
+  const absl::Duration caught = absl::Now() - stopped;
+  // The deadline counts from the last progress, which came before the stop.
+  EXPECT_LT(caught, absl::Seconds(10 + 5)) << "stall caught after " << caught;
+  std::string message;
+  for (const auto& c : restarting->status().conditions()) {
+    if (c.type() == "Restarting") message = c.message();
+  }
+  EXPECT_TRUE(absl::StrContains(message, "Worker replica 0 stopped")) << message;
+  const TrainingJob done = ExpectRecovered("stop-worker");
+  EXPECT_GE(done.status().coach().progress().step(), 7) << done.status().ShortDebugString();
+}
+
+}  // namespace
+}  // namespace coach::e2e
