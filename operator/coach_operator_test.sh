@@ -28,6 +28,12 @@ expect_usage "--kube-event-burst" --backend=kube --kube-event-burst=-1
 expect_usage "--mlflow-run-wait" --mlflow-run-wait=-1
 expect_usage "--mlflow-run-wait" --mlflow-run-wait=4000
 expect_usage "--kube-event-shutdown-grace" --backend=kube --kube-event-shutdown-grace=-1
+expect_usage "--lost-node-grace" --backend=kube --lost-node-grace=2h
+expect_usage "--lost-node-grace" --backend=kube --lost-node-grace=-1s
+expect_usage "--lost-node-grace" --backend=kube --lost-node-grace=soon
+# Both ends of the range pass (the kubeconfig, read last, is what fails).
+expect_usage "--kubeconfig" --backend=kube --lost-node-grace=0s
+expect_usage "--kubeconfig" --backend=kube --lost-node-grace=1h
 expect_usage "--pytorch-init-container-max-tries" --pytorch-init-container-max-tries=0
 expect_usage "--pytorch-restart-scope: must be Replica or Job" --pytorch-restart-scope=job
 expect_usage "--pytorch-wait-for-master" --pytorch-wait-for-master=maybe

@@ -153,6 +153,14 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                   "pod's terminationGracePeriodSeconds above it plus about 20 s")
       ->envname("COACH_KUBE_EVENT_SHUTDOWN_GRACE")
       ->capture_default_str();
+  app->add_option("--lost-node-grace", flags->lost_node_grace,
+                  "How long a replica pod may stay Terminating on a lost node (NotReady, "
+                  "Unknown or deleted) before the operator deletes it with grace period 0, so "
+                  "that its replacement can start (--backend=kube; 0s..1h). Its kubelet will "
+                  "never confirm the deletion; a node that comes back within it ends the pod "
+                  "itself")
+      ->envname("COACH_LOST_NODE_GRACE")
+      ->capture_default_str();
   app->add_option("--kube-api-burst", flags->kube_api_burst,
                   "Requests above the client-side limit allowed in a burst (a fixed --kube-api-qps "
                   "or auto's fallback of 20 qps)")

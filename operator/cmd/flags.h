@@ -41,6 +41,7 @@ struct Flags {
   double kube_event_qps = 50;
   int kube_event_burst = 100;
   double kube_event_shutdown_grace_s = 20;
+  std::string lost_node_grace = "2m";
   std::string namespaces;
   std::string launcher_image;
   bool pytorch_wait_for_master = true;

@@ -67,6 +67,15 @@ absl::Status ValidateKubeFlags(const Flags& flags, Settings* settings) {
         absl::StrCat("--kube-event-shutdown-grace: must be in [0, 3600] seconds, got ",
                      flags.kube_event_shutdown_grace_s));
   }
+  // Up to an hour: longer keeps a job's replacement waiting on a node that is not coming back.
+  absl::Duration lost_node_grace;
+  if (!absl::ParseDuration(flags.lost_node_grace, &lost_node_grace) ||
+      lost_node_grace < absl::ZeroDuration() || lost_node_grace > absl::Hours(1)) {
+    return UsageError(
+        absl::StrCat("--lost-node-grace: want a duration from 0s to 1h such as 2m or 90s, got \"",
+                     flags.lost_node_grace, "\""));
+  }
+  settings->config.lost_node_grace = lost_node_grace;
   for (absl::string_view part : absl::StrSplit(flags.namespaces, ',')) {
     const std::string ns(absl::StripAsciiWhitespace(part));
     if (ns.empty()) continue;

@@ -73,9 +73,17 @@ done
 grep -q -- '--backend=kube' "$WORK/tmpl-default.yaml" || fail "no --backend=kube"
 grep -q -- '--leader-elect' "$WORK/tmpl-default.yaml" && fail "leader election on with 1 replica"
 grep -q -- '--leader-elect=true' "$WORK/tmpl-ha.yaml" || fail "no leader election with 3 replicas"
-# Namespaced mode: the one ClusterRole is auth.mode=kubernetes's token/access reviews (cluster-scoped).
-grep -A2 'kind: ClusterRole$' "$WORK/tmpl-namespaced.yaml" | grep 'name:' | grep -qv 'coach-auth-delegator$' &&
-  fail "namespaced mode renders a ClusterRole other than the auth delegator"
+# Namespaced mode: the only ClusterRoles are for cluster-scoped things, auth.mode=kubernetes's
+# token/access reviews and rbac.readNodes's Nodes.
+grep -A2 'kind: ClusterRole$' "$WORK/tmpl-namespaced.yaml" | grep 'name:' |
+  grep -qvE 'coach-(auth-delegator|nodes)$' &&
+  fail "namespaced mode renders a ClusterRole other than the auth delegator and the nodes reader"
+nodes=$(grep -A12 'name: coach-nodes$' "$WORK/tmpl-namespaced.yaml")
+[[ $nodes == *'resources: [nodes]'* && $nodes == *'verbs: [list, watch]'* ]] ||
+  fail "namespaced: the nodes ClusterRole does not grant list and watch on nodes"
+grep -q -- '--lost-node-grace=2m' "$WORK/tmpl-default.yaml" || fail "default: no --lost-node-grace=2m"
+"$HELM" template coach "$CHART" --set rbac.readNodes=false | grep -q 'coach-nodes' &&
+  fail "rbac.readNodes=false still grants nodes"
 grep -q -- '--api-auth=kubernetes' "$WORK/tmpl-default.yaml" || fail "default: no --api-auth=kubernetes"
 delegator=$(grep -A16 'name: coach-auth-delegator$' "$WORK/tmpl-default.yaml")
 [[ $delegator == *'resources: [tokenreviews]'* && $delegator == *'resources: [subjectaccessreviews]'* ]] ||
@@ -101,13 +109,14 @@ done
 for bad in "--set replicas=2 --set leaderElection.enabled=false" "--set operator.gangScheduler=kueue" \
   "--set rbac.scope=everything" "--set auth.token.enabled=true" "--set tls.enabled=true" \
   "--set operator.workers=0" "--set auth.mode=basic" "--set operator.probePort=7451" \
-  "--set auth.mode=kubernetes --set auth.token.enabled=true --set auth.token.value=x"; do
+  "--set auth.mode=kubernetes --set auth.token.enabled=true --set auth.token.value=x" \
+  "--set operator.lostNodeGrace=soon"; do
   # shellcheck disable=SC2086  # a bad values set: --set flags, split into words on purpose
   if "$HELM" template coach "$CHART" $bad >/dev/null 2>&1; then fail "helm template accepted: $bad"; fi
 done
 [[ $("$HELM" template coach "$CHART" --include-crds | grep -c '^kind: CustomResourceDefinition') == 6 ]] ||
   fail "helm template --include-crds does not render the 6 CRDs"
-say "helm lint/template: ${#VALUESETS[@]} value sets render, 9 bad ones are refused; probes on the probe port"
+say "helm lint/template: ${#VALUESETS[@]} value sets render, 10 bad ones are refused; probes on the probe port"
 
 suite_case "the corpus under upstream's and coach's CRDs"
 # ---- 3. the corpus under both CRD sets -------------------------------------------------------
@@ -228,13 +237,15 @@ for check in "create pytorchjobs.kubeflow.org -n compat" "update mpijobs.kubeflo
   "create roles.rbac.authorization.k8s.io -n compat" "create rolebindings.rbac.authorization.k8s.io -n compat" \
   "create events -n compat" "list events -n compat" "update leases.coordination.k8s.io/coach-operator -n coach" \
   "update tfjobs.kubeflow.org --subresource=finalizers -n compat" \
-  "create tokenreviews.authentication.k8s.io" "create subjectaccessreviews.authorization.k8s.io"; do
+  "create tokenreviews.authentication.k8s.io" "create subjectaccessreviews.authorization.k8s.io" \
+  "list nodes" "watch nodes"; do
   # shellcheck disable=SC2086  # a can-i query (verb, resource, flags), split into words on purpose
   can $check || fail "the operator's ServiceAccount cannot: $check"
 done
 for check in "get secrets -n compat" "update pods --subresource=status -n compat" \
   "update leases.coordination.k8s.io/other -n coach" "create podgroups.scheduling.volcano.sh -n compat" \
-  "delete nodes" "create clusterroles.rbac.authorization.k8s.io" "delete namespaces"; do
+  "delete nodes" "update nodes --subresource=status" "create clusterroles.rbac.authorization.k8s.io" \
+  "delete namespaces"; do
   # shellcheck disable=SC2086  # as above
   can $check && fail "the operator's ServiceAccount can: $check (least privilege)"
 done
@@ -249,6 +260,6 @@ rules:
 - {apiGroups: [""], resources: [pods/exec], verbs: [create]}
 YAML
 "$HELM" --kubeconfig "$kubeconfig" uninstall coach --namespace coach >/dev/null || fail "helm uninstall"
-say "helm install (2 replicas, leader election) ok; RBAC allows the backend's 15 checks and refuses 7"
+say "helm install (2 replicas, leader election) ok; RBAC allows the backend's 18 checks and refuses 8"
 
 "$TESTENV" down --dir "$DIR" >/dev/null || fail "testenv down"

@@ -6,6 +6,10 @@ DELETE (grace period 0). kwok's pod-delete stage sends that one by name only, qu
 late, so it can land on the next pod created under the same name (an operator that re-creates a
 failed replica) and delete it. A kubelet sends the pod's UID as a precondition; so does this.
 
+Only kwok's nodes (annotation kwok.x-k8s.io/node=fake) have a "kubelet" here. A pod bound to a
+Node that exists without that annotation (one a test made itself to play a lost node) stays
+Terminating, as on a node whose kubelet is gone, until something deletes it with grace period 0.
+
     pod_finalizer.py ENV_FILE [--skip-node NAME]...
 
 ENV_FILE is the testenv's DIR/env (server, CA, admin client certificate). Pods on a --skip-node
@@ -55,8 +59,32 @@ def terminating(pod, skip_nodes):
             and node not in skip_nodes)
 
 
+KWOK_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+kwok_nodes = set()  # names seen carrying KWOK_ANNOTATION (the workers share it)
+
+
+def kubelet_less(api, node):
+    """True when `node` exists and kwok does not run it: nothing would confirm the deletion."""
+    if node in kwok_nodes:
+        return False
+    try:
+        with api.open("GET", "/api/v1/nodes/" + node) as r:
+            annotations = json.load(r).get("metadata", {}).get("annotations") or {}
+    except (OSError, ValueError):
+        return False  # gone (404) or unreadable: finish it, as on kwok's nodes
+    if annotations.get(KWOK_ANNOTATION[0]) == KWOK_ANNOTATION[1]:
+        kwok_nodes.add(node)
+        return False
+    return True
+
+
 def finish(api, pod):
     meta = pod["metadata"]
+    node = pod.get("spec", {}).get("nodeName", "")
+    if kubelet_less(api, node):
+        print("left %s/%s Terminating: node %s is not kwok's" % (meta["namespace"], meta["name"], node),
+              flush=True)
+        return
     path = "/api/v1/namespaces/%s/pods/%s" % (meta["namespace"], meta["name"])
     body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
             "preconditions": {"uid": meta["uid"]}}

@@ -210,13 +210,14 @@ absl::Status KubeBackend::Start() {
       StartReflector(state->resource, ns, ro, std::move(handlers));
     }
   }
+  StartNodeWatch();
   StartSchedulingWatches(namespaces);
   const size_t want = namespaces.size();
   auto all_synced = [this, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const auto& s : kinds_) {
       if (s->enabled && s->synced.size() < want) return false;
     }
-    return true;
+    return !watch_nodes_ || nodes_synced_;
   };
   std::string missing;
   {
@@ -232,6 +233,10 @@ absl::Status KubeBackend::Start() {
         absl::StrAppend(&missing, missing.empty() ? "" : "; ", s->resource.GroupResource(),
                         s->last_error.empty() ? "" : ": ", s->last_error);
       }
+    }
+    if (watch_nodes_ && !nodes_synced_) {
+      absl::StrAppend(&missing, missing.empty() ? "" : "; ", "nodes",
+                      nodes_error_.empty() ? "" : ": ", nodes_error_);
     }
   }
   for (auto& r : reflectors_) r->Stop();
@@ -338,6 +343,68 @@ std::set<std::string> KubeBackend::JobsOfPodsLocked(const std::set<std::string>&
     if (!job.empty()) jobs.insert(job);
   }
   return jobs;
+}
+
+std::set<std::string> KubeBackend::JobsOnNodesLocked(const std::set<std::string>& nodes) const {
+  std::set<std::string> jobs;
+  const KindState* pods = StateFor("Pod");
+  if (pods == nullptr || nodes.empty()) return jobs;
+  for (const auto& [key, pod] : pods->objects) {
+    if (nodes.count(StringField(Field(pod, "spec"), "nodeName")) == 0) continue;
+    const std::string job = pods->JobKeyOfObject(pod);
+    if (!job.empty()) jobs.insert(job);
+  }
+  return jobs;
+}
+
+void KubeBackend::StartNodeWatch() {
+  const ResourceDescriptor resource = coach::kubeclient::resources::Nodes();
+  coach::kubeclient::ListOptions probe;
+  probe.limit = 1;
+  absl::StatusOr<coach::kubeclient::ListResult> listed = options_.client->List(resource, "", probe);
+  {
+    absl::MutexLock lock(&mu_);
+    nodes_synced_ = false;
+    nodes_error_.clear();
+    watch_nodes_ = !absl::IsPermissionDenied(listed.status());
+  }
+  if (absl::IsPermissionDenied(listed.status())) {
+    // A reflector would retry and log for ever; the job runs on, only without this fact.
+    spdlog::warn(
+        "kube backend: cannot list nodes ({}): a pod on a NotReady or deleted node is not "
+        "reported as on a lost node, so its replacement waits for the pod garbage collector; "
+        "grant list and watch on nodes (the chart's ClusterRole <release>-nodes)",
+        listed.status().ToString());
+    return;
+  }
+  coach::kubeclient::ReflectorOptions ro = options_.reflector;
+  ro.label_selector = "";
+  ro.field_selector = "";
+  coach::kubeclient::ReflectorHandlers handlers;
+  handlers.transform = [](json node) { return TrimNode(node); };
+  handlers.on_replace = [this](const std::vector<json>& items, const std::string&) {
+    std::set<std::string> jobs;
+    {
+      absl::MutexLock lock(&mu_);
+      jobs = JobsOnNodesLocked(nodes_.Replace(items));
+      nodes_synced_ = true;
+    }
+    Notify(jobs);
+  };
+  handlers.on_event = [this](const WatchEvent& event) {
+    std::set<std::string> jobs;
+    {
+      absl::MutexLock lock(&mu_);
+      jobs = JobsOnNodesLocked(nodes_.OnNode(event.object, event.type == WatchEventType::kDeleted));
+    }
+    Notify(jobs);
+  };
+  handlers.on_error = [this](const absl::Status& status) {
+    spdlog::warn("kube backend: nodes watch: {}", status.ToString());
+    absl::MutexLock lock(&mu_);
+    nodes_error_ = status.ToString();
+  };
+  StartReflector(resource, "", ro, std::move(handlers));
 }
 
 void KubeBackend::StartSchedulingWatches(const std::vector<std::string>& namespaces) {
@@ -465,8 +532,15 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
         if (state->kind == "Pod") {
           model::ObservedPod pod = ToObservedPod(job, *object, default_container);
           pod.waiting = facts_.Explain(*object);
+          pod.node_lost = nodes_.Lost(StringField(Field(*object, "spec"), "nodeName"));
           auto e = expected.find(ObjectKey("Pod", name));
-          if (e != expected.end() && !e->second.create) pod.deleting = true;
+          if (e != expected.end() && !e->second.create) {
+            pod.deleting = true;
+            // The cache has not shown the deletionTimestamp yet: the delete was sent then.
+            if (pod.deletion_requested == absl::InfinitePast()) {
+              pod.deletion_requested = e->second.raised;
+            }
+          }
           observed.pods.push_back(std::move(pod));
         } else {
           observed.objects.push_back({state->kind, name});
@@ -539,6 +613,11 @@ absl::Status KubeBackend::ApplyOne(const model::Job& job, const model::Action& a
   if (action.type == model::Action::Type::kDeleteJob) {
     return absl::InvalidArgumentError("kube backend: kDeleteJob is the controller's");
   }
+  if (action.force && (action.type != model::Action::Type::kDelete || object.kind != "Pod")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kube backend: force applies to deleting a Pod only, not to ", object.kind, " ",
+        object.name, action.type == model::Action::Type::kCreate ? " (a create)" : ""));
+  }
   ResourceDescriptor resource;
   {
     absl::MutexLock lock(&mu_);
@@ -588,6 +667,11 @@ absl::Status KubeBackend::ApplyOne(const model::Job& job, const model::Action& a
   options.propagation = coach::kubeclient::PropagationPolicy::kBackground;
   if (std::string uid = StringField(Field(object.body, "metadata"), "uid"); !uid.empty()) {
     options.precondition_uid = std::move(uid);
+  }
+  if (action.force) {
+    options.grace_period_seconds = 0;
+    spdlog::info("kube backend: force-deleting pod {}/{} (grace period 0{})", ns, object.name,
+                 options.precondition_uid ? ", uid " + *options.precondition_uid : "");
   }
   if (options_.request_hook) options_.request_hook(action, true);
   absl::Status deleted = options_.client->Delete(resource, ns, object.name, options);

@@ -25,6 +25,12 @@
 // the API server does not serve it (no Karpenter CRDs) or RBAC forbids it; the pods' own
 // PodScheduled condition (kube-scheduler's Unschedulable) is read from the pod cache anyway.
 // Observe fills ObservedPod::waiting from them; a change notifies the pod's job.
+//
+// Lost nodes (node_health.h): a watch on Nodes (cluster-scoped, unselected; only each node's
+// Ready condition is kept) started and synced with the caches. Observe sets
+// ObservedPod::node_lost for a pod whose spec.nodeName is NotReady/Unknown or was deleted; a
+// node turning lost or back notifies the jobs with cached pods on it. Without RBAC to list
+// nodes Start() logs one warning, skips the watch, and node_lost stays false.
 // Metric (ExportMetrics): coach_replica_schedule_seconds{nodepool}, pod creation to
 // PodScheduled=True, both the API server's times, observed when the pod watch shows the
 // transition.
@@ -41,7 +47,9 @@
 //           is reported as existing (a pod as Pending, `created` = when the create was
 //           sent), so the reconciler does not create it again; an object expected to be
 //           deleted that the cache still shows alive is reported with deleting = true (pods)
-//           so the reconciler does not recreate it before the deletion lands. Observe is
+//           so the reconciler does not recreate it before the deletion lands (and, when the
+//           cache shows no deletionTimestamp, deletion_requested = when the delete was sent).
+//           Observe is
 //           Unavailable only before Start() has synced every cache.
 //   AlreadyExists on create is success: names are deterministic, so an existing object is
 //           the one a previous pass or process created; its expectation stays raised until
@@ -49,7 +57,9 @@
 //           never appear in a cache: the log names it). NotFound on delete is success.
 //
 // Apply/ApplyAll. kCreate POSTs object.body (labels stamped as above) into
-// object.namespace_; kDelete DELETEs with propagationPolicy=Background. ApplyAll applies
+// object.namespace_; kDelete DELETEs with propagationPolicy=Background, and with
+// gracePeriodSeconds=0 when action.force (a Pod on a lost node, which its kubelet will never
+// confirm gone; the uid precondition holds as for any delete). ApplyAll applies
 // ConfigMap/ServiceAccount/Role/RoleBinding/PodGroup actions first, in order, and then pods
 // and services concurrently on up to create_parallelism threads.
 //
@@ -74,6 +84,7 @@
 #include "operator/backend/kube/client/kube_client.h"
 #include "operator/backend/kube/client/reflector.h"
 #include "operator/backend/kube/expectations.h"
+#include "operator/backend/kube/node_health.h"
 #include "operator/backend/kube/scheduling_facts.h"
 #include "operator/metrics/registry.h"
 
@@ -122,7 +133,8 @@ class KubeBackend : public Backend {
   // From the caches once started (the leader); before that, the job's pods listed from the API
   // server (a replica that does not lead answers describe that way; services are not listed).
   absl::StatusOr<model::ObservedState> Observe(const model::Job& job) override;
-  // InvalidArgument: a kind this backend does not manage. FailedPrecondition: the PodGroup
+  // InvalidArgument: a kind this backend does not manage; `force` on anything but a kDelete of
+  // a Pod. FailedPrecondition: the PodGroup
   // CRD is not installed. Otherwise the client's codes (AlreadyExists/NotFound are OK).
   absl::Status Apply(const model::Job& job, const model::Action& action) override;
   using Backend::ApplyAll;
@@ -182,12 +194,17 @@ class KubeBackend : public Backend {
   void Notify(const std::set<std::string>& job_keys);
   // The events and NodeClaim watches (see the file comment); called by Start().
   void StartSchedulingWatches(const std::vector<std::string>& namespaces);
+  // The Node watch, unless RBAC forbids listing nodes; called by Start().
+  void StartNodeWatch();
   // Runs a reflector on `resource` in `ns` on its own thread until Stop().
   void StartReflector(const coach::kubeclient::ResourceDescriptor& resource, const std::string& ns,
                       const coach::kubeclient::ReflectorOptions& options,
                       coach::kubeclient::ReflectorHandlers handlers);
   // The jobs owning the cached pods `pod_keys` ("ns/name"). Requires mu_.
   std::set<std::string> JobsOfPodsLocked(const std::set<std::string>& pod_keys) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The jobs owning cached pods bound to one of `nodes`. Requires mu_.
+  std::set<std::string> JobsOnNodesLocked(const std::set<std::string>& nodes) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Observes the schedule time of a pod whose watch event shows PodScheduled turning True.
   void ObserveScheduled(const nlohmann::json* before, const nlohmann::json& after);
@@ -208,6 +225,10 @@ class KubeBackend : public Backend {
   // job key "ns/name" -> object key "Kind/name" -> expectation.
   Expectations expectations_ ABSL_GUARDED_BY(mu_);
   SchedulingFacts facts_ ABSL_GUARDED_BY(mu_);
+  NodeHealth nodes_ ABSL_GUARDED_BY(mu_);
+  bool watch_nodes_ ABSL_GUARDED_BY(mu_) = false;  // the Node watch runs
+  bool nodes_synced_ ABSL_GUARDED_BY(mu_) = false;
+  std::string nodes_error_ ABSL_GUARDED_BY(mu_);
   std::atomic<coach::metrics::Family*> schedule_seconds_{nullptr};
 
   absl::Mutex run_mu_;  // serialises Start/Stop

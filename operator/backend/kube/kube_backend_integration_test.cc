@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include "absl/strings/match.h"
@@ -220,6 +221,141 @@ TEST_F(KubeBackendIntegrationTest, CreatesObservesExitCodesAndForgets) {
   ASSERT_TRUE(Eventually([&] { return backend_->Observe(job)->pods.empty(); }));
   EXPECT_TRUE(backend_->Observe(job)->objects.empty());
   EXPECT_TRUE(backend_->Forget(job).ok());
+}
+
+// A node that stops reporting and then disappears, with no kubelet to finish its pods'
+// deletion (a Node this test makes: the testenv's pod finalizer plays the kubelet of kwok's
+// nodes only). The pods tolerate the node's NoExecute taints for ever, so that taint eviction
+// stays out of it.
+TEST_F(KubeBackendIntegrationTest, LostNodesAndForceDelete) {
+  const std::string node = "lost-" + ns_;
+  auto made = client_->Create(k8s::resources::Nodes(), "", {{"metadata", {{"name", node}}}});
+  ASSERT_TRUE(made.ok()) << made.status();
+  struct DeleteNode {
+    k8s::KubeClient* client;
+    std::string name;
+    ~DeleteNode() { (void)client->Delete(k8s::resources::Nodes(), "", name, {}); }
+  } delete_node{client_.get(), node};
+  auto set_ready = [&](const std::string& status) {
+    const json patch = {{"status",
+                         {{"conditions",
+                           {{{"type", "Ready"},
+                             {"status", status},
+                             {"reason", "CoachTest"},
+                             {"message", "set by kube_backend_integration_test"}}}}}}};
+    auto patched =
+        client_->PatchStatus(k8s::resources::Nodes(), "", node, k8s::PatchType::kMerge, patch);
+    ASSERT_TRUE(patched.ok()) << patched.status();
+  };
+  set_ready("True");
+
+  const model::Job job = reconcile::testing::MakePyTorchJob(ns_, "lost").Workers(2).Build();
+  KubeBackendOptions options;
+  options.client = client_.get();
+  options.namespaces = {ns_};
+  auto b = KubeBackend::Create(options);
+  ASSERT_TRUE(b.ok()) << b.status();
+  backend_ = std::move(*b);
+  backend_->SetChangeCallback([this](const std::string& ns, const std::string& name) {
+    std::lock_guard<std::mutex> l(mu_);
+    ++changes_[ns + "/" + name];
+  });
+  ASSERT_TRUE(backend_->Start().ok());
+  const std::string key = ns_ + "/lost";
+
+  std::map<std::string, std::string> uids;
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = absl::StrCat("lost-worker-", i);
+    const json tolerate_forever = {
+        {{"key", "node.kubernetes.io/not-ready"}, {"operator", "Exists"}, {"effect", "NoExecute"}},
+        {{"key", "node.kubernetes.io/unreachable"},
+         {"operator", "Exists"},
+         {"effect", "NoExecute"}}};
+    const json pod = {{"metadata",
+                       {{"name", name},
+                        {"labels",
+                         {{reconcile::kLabelOperatorName, "pytorchjob-controller"},
+                          {reconcile::kLabelJobName, "lost"},
+                          {reconcile::kLabelReplicaType, "worker"},
+                          {reconcile::kLabelReplicaIndex, absl::StrCat(i)},
+                          {"coach.dev/attempt", "2"}}}}},
+                      {"spec",
+                       {{"nodeName", node},
+                        {"terminationGracePeriodSeconds", 30},
+                        {"tolerations", tolerate_forever},
+                        {"containers", {{{"name", "pytorch"}, {"image", "coach.local/none"}}}}}}};
+    auto created = client_->Create(k8s::resources::Pods(), ns_, pod);
+    ASSERT_TRUE(created.ok()) << created.status();
+    uids[name] = k8s::UidOf(*created);
+  }
+  auto observed = [&](const std::string& name) -> std::optional<model::ObservedPod> {
+    auto o = backend_->Observe(job);
+    if (!o.ok()) return std::nullopt;
+    const model::ObservedPod* p = FindPod(*o, name);
+    if (p == nullptr) return std::nullopt;
+    return *p;
+  };
+  ASSERT_TRUE(Eventually([&] { return observed("lost-worker-1").has_value(); }));
+  EXPECT_FALSE(observed("lost-worker-0")->node_lost);
+  EXPECT_EQ(observed("lost-worker-0")->attempt, 2);
+  EXPECT_EQ(observed("lost-worker-0")->disruption, "");
+
+  // NotReady: both pods are on a lost node, and their job hears of it.
+  const int before = Changes(key);
+  set_ready("False");
+  ASSERT_TRUE(Eventually([&] {
+    auto w0 = observed("lost-worker-0");
+    auto w1 = observed("lost-worker-1");
+    return w0 && w1 && w0->node_lost && w1->node_lost;
+  })) << "node_lost never turned true with the node NotReady";
+  EXPECT_GT(Changes(key), before);
+
+  // A graceful delete: without a kubelet the pod stays, deleting since the request.
+  const absl::Time asked = absl::Now();
+  k8s::DeleteOptions graceful;
+  graceful.precondition_uid = uids["lost-worker-0"];
+  ASSERT_TRUE(client_->Delete(k8s::resources::Pods(), ns_, "lost-worker-0", graceful).ok());
+  ASSERT_TRUE(Eventually([&] {
+    auto w0 = observed("lost-worker-0");
+    return w0 && w0->deleting;
+  }));
+  const model::ObservedPod terminating = *observed("lost-worker-0");
+  EXPECT_GE(terminating.deletion_requested, asked - absl::Seconds(5));
+  EXPECT_LE(terminating.deletion_requested, absl::Now() + absl::Seconds(5));
+  EXPECT_TRUE(terminating.node_lost);
+  absl::SleepFor(absl::Seconds(2));
+  auto still = client_->Get(k8s::resources::Pods(), ns_, "lost-worker-0");
+  ASSERT_TRUE(still.ok()) << "a pod on a node without a kubelet went away by itself: "
+                          << still.status();
+
+  // The reconciler's force delete removes it at once.
+  model::Action force{
+      model::Action::Type::kDelete,
+      {"v1", "Pod", "lost-worker-0", ns_, {{"metadata", {{"uid", uids["lost-worker-0"]}}}}}};
+  force.force = true;
+  absl::Status forced = backend_->Apply(job, force);
+  ASSERT_TRUE(forced.ok()) << forced;
+  EXPECT_TRUE(
+      absl::IsNotFound(client_->Get(k8s::resources::Pods(), ns_, "lost-worker-0").status()));
+  ASSERT_TRUE(Eventually([&] { return !observed("lost-worker-0").has_value(); }));
+
+  // Ready again, then deleted: lost again, because it is gone.
+  set_ready("True");
+  ASSERT_TRUE(Eventually([&] {
+    auto w1 = observed("lost-worker-1");
+    return w1 && !w1->node_lost;
+  }));
+  ASSERT_TRUE(client_->Delete(k8s::resources::Nodes(), "", node, {}).ok());
+  ASSERT_TRUE(Eventually([&] {
+    auto w1 = observed("lost-worker-1");
+    return w1 && w1->node_lost;
+  })) << "node_lost never turned true with the node deleted";
+
+  // Nothing would finish the last pod's deletion (the pod GC would, some time after the
+  // node went): so that the namespace can go, it goes at once too.
+  k8s::DeleteOptions at_once;
+  at_once.grace_period_seconds = 0;
+  (void)client_->Delete(k8s::resources::Pods(), ns_, "lost-worker-1", at_once);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -140,7 +141,7 @@ class KubeBackendTest : public ::testing::Test {
   void SetUp() override { gated_ = std::make_unique<GatedClient>(&fake_); }
   void TearDown() override {
     for (const char* p : {"pods", "services", "configmaps", "serviceaccounts", "roles",
-                          "rolebindings", "podgroups"}) {
+                          "rolebindings", "podgroups", "nodes"}) {
       gated_->SetMode(p, GatedClient::Mode::kPass);
     }
     if (backend_) backend_->Stop();
@@ -362,6 +363,149 @@ TEST_F(KubeBackendTest, DeleteExpectationHidesALivePodUntilTheWatchSeesItGo) {
   // Deleting what is gone is OK.
   EXPECT_TRUE(backend_->Apply(job, {model::Action::Type::kDelete, victim}).ok());
   EXPECT_TRUE(backend_->PendingExpectations("ns", "j").empty());
+}
+
+// A pod stuck deleting on a lost node: the reconciler's force delete is a DELETE with
+// gracePeriodSeconds 0, still naming the instance.
+TEST_F(KubeBackendTest, ForceDeleteSendsGracePeriodZeroAndTheUid) {
+  StartBackend();
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Build();
+  absl::StatusOr<json> pod = fake_.Create(resources::Pods(), "ns", MakePod("ns", "j", "master", 0));
+  ASSERT_TRUE(pod.ok());
+  const std::string uid = (*pod)["metadata"]["uid"];
+  fake_.ClearCalls();
+  model::Action plain{model::Action::Type::kDelete,
+                      {"v1", "Pod", "j-master-0", "ns", {{"metadata", {{"uid", "other-uid"}}}}}};
+  EXPECT_TRUE(backend_->Apply(job, plain).ok());  // another instance: left alone
+  model::Action force{model::Action::Type::kDelete,
+                      {"v1", "Pod", "j-master-0", "ns", {{"metadata", {{"uid", uid}}}}}};
+  force.force = true;
+  EXPECT_TRUE(backend_->Apply(job, force).ok());
+  const std::vector<coach::kubeclient::testing::FakeCall> deletes = fake_.calls("Delete");
+  ASSERT_EQ(deletes.size(), 2u);
+  EXPECT_FALSE(deletes[0].body.contains("gracePeriodSeconds")) << deletes[0].body;
+  EXPECT_EQ(deletes[1].resource, "pods");
+  EXPECT_EQ(deletes[1].ns, "ns");
+  EXPECT_EQ(deletes[1].name, "j-master-0");
+  EXPECT_EQ(deletes[1].body, json({{"kind", "DeleteOptions"},
+                                   {"apiVersion", "v1"},
+                                   {"preconditions", {{"uid", uid}}},
+                                   {"propagationPolicy", "Background"},
+                                   {"gracePeriodSeconds", 0}}));
+  EXPECT_TRUE(absl::IsNotFound(fake_.Get(resources::Pods(), "ns", "j-master-0").status()));
+
+  // Only a Pod's delete can be forced.
+  model::Action service{model::Action::Type::kDelete, {"v1", "Service", "j-master-0", "ns", {}}};
+  service.force = true;
+  absl::Status refused = backend_->Apply(job, service);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused)) << refused;
+  auto desired = reconcile::DesiredPod(job, "Master", 0, {});
+  ASSERT_TRUE(desired.ok());
+  model::Action create{model::Action::Type::kCreate, *desired};
+  create.force = true;
+  EXPECT_TRUE(absl::IsInvalidArgument(backend_->Apply(job, create)));
+  EXPECT_EQ(fake_.calls("Delete").size(), 2u);
+  EXPECT_EQ(CreateCalls("pods"), 0);
+}
+
+json MakeNode(const std::string& name, const std::string& ready) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}}},
+          {"status", {{"conditions", {{{"type", "Ready"}, {"status", ready}}}}}}};
+}
+
+void SetReady(FakeKubeClient& fake, const std::string& node, const std::string& ready) {
+  ASSERT_TRUE(fake.PatchStatus(resources::Nodes(), "", node, coach::kubeclient::PatchType::kMerge,
+                               {{"status", MakeNode(node, ready)["status"]}})
+                  .ok());
+}
+
+TEST_F(KubeBackendTest, NodeLostFromTheNodeWatch) {
+  ASSERT_TRUE(fake_.Create(resources::Nodes(), "", MakeNode("node-a", "True")).ok());
+  SetReady(fake_, "node-a", "True");
+  ASSERT_TRUE(fake_.Create(resources::Nodes(), "", MakeNode("node-b", "True")).ok());
+  SetReady(fake_, "node-b", "True");
+  StartBackend();
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Workers(3).Build();
+  const std::vector<std::string> nodes = {"node-a", "node-b", "node-new"};
+  for (int i = 0; i < 3; ++i) {
+    json pod = MakePod("ns", "j", "worker", i);
+    pod["spec"]["nodeName"] = nodes[i];
+    ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", pod).ok());
+  }
+  // Another job's pod on node-b.
+  json other = MakePod("ns", "other", "worker", 0);
+  other["spec"]["nodeName"] = "node-b";
+  ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", other).ok());
+  ASSERT_TRUE(
+      WaitFor([&] { return backend_->CachedCount("Pod") == 4 && Changes("ns/other") > 0; }));
+  auto lost = [&](const std::string& pod) {
+    auto o = backend_->Observe(job);
+    return o.ok() && FindPod(*o, pod) != nullptr && FindPod(*o, pod)->node_lost;
+  };
+  EXPECT_FALSE(lost("j-worker-0"));
+  EXPECT_FALSE(lost("j-worker-1"));
+  EXPECT_FALSE(lost("j-worker-2"));  // a node the watch has not seen: perhaps a new one
+
+  // node-a stops reporting: its pods' job is told, and the pod is on a lost node.
+  const int before = Changes("ns/j");
+  const int other_before = Changes("ns/other");
+  SetReady(fake_, "node-a", "Unknown");
+  ASSERT_TRUE(WaitFor([&] { return lost("j-worker-0"); }));
+  EXPECT_GT(Changes("ns/j"), before);
+  EXPECT_EQ(Changes("ns/other"), other_before);
+  EXPECT_FALSE(lost("j-worker-1"));
+  SetReady(fake_, "node-a", "True");
+  ASSERT_TRUE(WaitFor([&] { return !lost("j-worker-0"); }));
+
+  // node-b is deleted: both jobs with pods there are told.
+  const int deleted_before = Changes("ns/j");
+  ASSERT_TRUE(fake_.Delete(resources::Nodes(), "", "node-b", {}).ok());
+  ASSERT_TRUE(WaitFor([&] { return lost("j-worker-1"); }));
+  EXPECT_GT(Changes("ns/j"), deleted_before);
+  ASSERT_TRUE(WaitFor([&] { return Changes("ns/other") > other_before; }));
+  EXPECT_FALSE(lost("j-worker-0"));
+}
+
+TEST_F(KubeBackendTest, WithoutRbacOnNodesNodeLostStaysFalse) {
+  fake_.SetErrorHook([](const coach::kubeclient::testing::FakeCall& call) {
+    if (call.resource == "nodes") return absl::PermissionDeniedError("nodes is forbidden");
+    return absl::OkStatus();
+  });
+  StartBackend();
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Workers(1).Build();
+  json pod = MakePod("ns", "j", "worker", 0);
+  pod["spec"]["nodeName"] = "node-a";
+  ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", pod).ok());
+  ASSERT_TRUE(WaitFor([&] { return backend_->Observe(job)->pods.size() == 1; }));
+  EXPECT_FALSE(backend_->Observe(job)->pods[0].node_lost);
+  // One probe, no watch retrying for ever.
+  int node_calls = 0;
+  for (const auto& c : fake_.calls()) node_calls += c.resource == "nodes";
+  EXPECT_EQ(node_calls, 1);
+}
+
+// A delete the cache has not shown yet: the pod is deleting since the request was sent, so
+// the reconciler's lost_node_grace counts from then.
+TEST_F(KubeBackendTest, DeletionRequestedOfAPendingDeleteIsWhenItWasSent) {
+  ::coach::FakeClock clock(absl::FromUnixSeconds(1800000000));
+  KubeBackendOptions o;
+  o.clock = &clock;
+  StartBackend(o);
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Build();
+  ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", MakePod("ns", "j", "master", 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return backend_->CachedCount("Pod") == 1; }));
+  EXPECT_EQ(backend_->Observe(job)->pods[0].deletion_requested, absl::InfinitePast());
+  gated_->SetMode("pods", GatedClient::Mode::kHold);
+  const absl::Time sent = clock.Now();
+  model::KubeObject victim{"v1", "Pod", "j-master-0", "ns", json()};
+  ASSERT_TRUE(backend_->Apply(job, {model::Action::Type::kDelete, victim}).ok());
+  clock.Advance(absl::Seconds(5));
+  auto observed = backend_->Observe(job);
+  ASSERT_EQ(observed->pods.size(), 1u);
+  EXPECT_TRUE(observed->pods[0].deleting);
+  EXPECT_EQ(observed->pods[0].deletion_requested, sent);
 }
 
 TEST_F(KubeBackendTest, CreatesPodsAndServicesInParallelAfterTheRest) {

@@ -1,10 +1,15 @@
 #include "operator/backend/kube/pod_observation.h"
 
+#include <cstdint>
+#include <utility>
+
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "operator/backend/kube/object_fields.h"
 #include "operator/backend/kube/scheduling_facts.h"
 #include "operator/model/replicas.h"
+#include "operator/reconcile/recovery_policy.h"
 
 namespace coach::backend::kube {
 
@@ -31,6 +36,49 @@ const json* DefaultContainerStatus(const json& pod, const std::string& default_n
   return &cs[0];
 }
 
+// status.reason values that the kubelet (NodeLost: the node controller of old releases) writes
+// when it fails or ends a pod for its node's sake; the admission failures are matched in
+// PodDisruption. Terminated is graceful node shutdown's since 1.22, Shutdown its name before.
+constexpr std::pair<const char*, const char*> kPodReasons[] = {
+    {"Evicted", "evicted"},        {"Preempting", "preempted"},
+    {"NodeLost", "node lost"},     {"Terminated", "node shutdown"},
+    {"Shutdown", "node shutdown"}, {"NodeShutdown", "node shutdown"},
+};
+
+// Reasons of the DisruptionTarget condition (k8s.io/api/core/v1 and the controllers that set
+// it: scheduler, eviction API, taint eviction, pod GC, kubelet).
+constexpr std::pair<const char*, const char*> kDisruptionReasons[] = {
+    {"PreemptionByScheduler", "preempted"}, {"PreemptionByKubeScheduler", "preempted"},
+    {"EvictionByEvictionAPI", "evicted"},   {"DeletionByTaintManager", "evicted"},
+    {"DeletionByPodGC", "node lost"},       {"TerminationByKubelet", "terminated by the kubelet"},
+};
+
+// The pod's DisruptionTarget condition when its status is True.
+const json* DisruptionTarget(const json& pod) {
+  const json& conditions = Field(Field(pod, "status"), "conditions");
+  if (!conditions.is_array()) return nullptr;
+  for (const json& c : conditions) {
+    if (StringField(c, "type") == "DisruptionTarget" && StringField(c, "status") == "True") {
+      return &c;
+    }
+  }
+  return nullptr;
+}
+
+// `text` on one line and at most kMaxDisruptionLength bytes: a reason's message may hold a
+// node's whole story, and the reconciler puts this into events and conditions.
+std::string Bounded(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  if (text.size() <= kMaxDisruptionLength) return text;
+  size_t cut = kMaxDisruptionLength - 3;
+  // Not inside a UTF-8 sequence: back up over continuation bytes (10xxxxxx).
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  text.resize(cut);
+  return text + "...";
+}
+
 std::string CamelType(const model::Job& job, const std::string& label_value) {
   for (const std::string& type : reconcile::ReplicaTypes(job)) {
     if (reconcile::Lower(type) == label_value) return type;
@@ -44,7 +92,7 @@ json Trim(const json& o, bool pod) {
   const json& meta = Field(o, "metadata");
   json m = json::object();
   for (const char* key : {"name", "namespace", "uid", "labels", "creationTimestamp",
-                          "deletionTimestamp", "resourceVersion"}) {
+                          "deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"}) {
     const json& v = Field(meta, key);
     if (!v.is_null()) m[key] = v;
   }
@@ -66,14 +114,17 @@ json Trim(const json& o, bool pod) {
   const json& s = Field(o, "status");
   const json& conditions = Field(s, "conditions");
   if (conditions.is_array()) {
+    json out = json::array();
     for (const json& c : conditions) {
-      if (StringField(c, "type") != "PodScheduled") continue;
+      const std::string type = StringField(c, "type");
+      if (type != "PodScheduled" && type != "DisruptionTarget") continue;
       json kept = json::object();
       for (const char* key : {"type", "status", "reason", "message", "lastTransitionTime"}) {
         if (!Field(c, key).is_null()) kept[key] = Field(c, key);
       }
-      status["conditions"] = json::array({std::move(kept)});
+      out.push_back(std::move(kept));
     }
+    if (!out.empty()) status["conditions"] = std::move(out);
   }
   for (const char* key : {"phase", "message", "reason"}) {
     if (!Field(s, key).is_null()) status[key] = Field(s, key);
@@ -141,7 +192,48 @@ model::ObservedPod ToObservedPod(const model::Job& job, const json& pod,
   }
   p.message = StringField(status, "message");
   if (p.message.empty()) p.message = reason;
+  int attempt = 0;
+  if (absl::SimpleAtoi(Label(pod, reconcile::kLabelAttempt), &attempt) && attempt >= 0) {
+    p.attempt = attempt;
+  }
+  p.disruption = PodDisruption(pod);
+  p.deletion_requested = DeletionRequested(pod);
   return p;
+}
+
+std::string PodDisruption(const json& pod) {
+  const json& status = Field(pod, "status");
+  std::string what;
+  std::string message;
+  const std::string reason = StringField(status, "reason");
+  for (const auto& [r, words] : kPodReasons) {
+    if (reason == r) what = words;
+  }
+  if (what.empty() && (absl::StartsWith(reason, "OutOf") || reason == "UnexpectedAdmissionError" ||
+                       reason == "NodeAffinity" || reason == "TopologyAffinityError")) {
+    what = absl::StrCat("not admitted (", reason, ")");
+  }
+  if (!what.empty()) {
+    message = StringField(status, "message");
+  } else if (const json* c = DisruptionTarget(pod)) {
+    const std::string r = StringField(*c, "reason");
+    for (const auto& [known, words] : kDisruptionReasons) {
+      if (r == known) what = words;
+    }
+    if (what.empty()) what = r.empty() ? "disrupted" : absl::StrCat("disrupted (", r, ")");
+    message = StringField(*c, "message");
+  }
+  if (what.empty()) return "";
+  return Bounded(message.empty() ? what : absl::StrCat(what, ": ", message));
+}
+
+absl::Time DeletionRequested(const json& pod) {
+  const json& meta = Field(pod, "metadata");
+  const absl::Time at = ParseTime(StringField(meta, "deletionTimestamp"));
+  if (at == absl::InfinitePast()) return at;
+  const json& grace = Field(meta, "deletionGracePeriodSeconds");
+  if (!grace.is_number_integer() || grace.get<int64_t>() <= 0) return at;
+  return at - absl::Seconds(grace.get<int64_t>());
 }
 
 }  // namespace coach::backend::kube

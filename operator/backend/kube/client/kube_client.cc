@@ -35,6 +35,33 @@ const char* PatchContentType(PatchType t) {
   return "application/merge-patch+json";
 }
 
+nlohmann::json DeleteOptionsBody(const DeleteOptions& options) {
+  nlohmann::json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
+  if (options.precondition_uid.has_value()) {
+    body["preconditions"]["uid"] = *options.precondition_uid;
+  }
+  if (options.precondition_resource_version.has_value()) {
+    body["preconditions"]["resourceVersion"] = *options.precondition_resource_version;
+  }
+  switch (options.propagation) {
+    case PropagationPolicy::kDefault:
+      break;
+    case PropagationPolicy::kOrphan:
+      body["propagationPolicy"] = "Orphan";
+      break;
+    case PropagationPolicy::kBackground:
+      body["propagationPolicy"] = "Background";
+      break;
+    case PropagationPolicy::kForeground:
+      body["propagationPolicy"] = "Foreground";
+      break;
+  }
+  if (options.grace_period_seconds.has_value()) {
+    body["gracePeriodSeconds"] = *options.grace_period_seconds;
+  }
+  return body;
+}
+
 absl::StatusOr<std::string> GetLogs(KubeClient& client, const std::string& ns,
                                     const std::string& pod, LogOptions options) {
   options.follow = false;

@@ -96,8 +96,15 @@ struct DeleteOptions {
   std::optional<std::string> precondition_uid;
   std::optional<std::string> precondition_resource_version;
   PropagationPolicy propagation = PropagationPolicy::kDefault;
+  // 0 on a Pod: removed at once, without waiting for its kubelet to confirm that the containers
+  // stopped (what a pod on a lost node needs; `kubectl delete --force --grace-period=0`).
   std::optional<int64_t> grace_period_seconds;
 };
+
+// `options` as the meta/v1 DeleteOptions body of a DELETE request (kind, apiVersion,
+// preconditions, propagationPolicy, gracePeriodSeconds), what RestKubeClient sends and
+// FakeKubeClient records.
+nlohmann::json DeleteOptionsBody(const DeleteOptions& options);
 
 struct LogOptions {
   std::string container;  // required when the pod has several containers

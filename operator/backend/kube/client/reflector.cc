@@ -51,7 +51,9 @@ absl::Status Reflector::ListAll() {
       }
       return page.status();
     }
-    for (auto& item : page->items) items.push_back(std::move(item));
+    for (auto& item : page->items) {
+      items.push_back(handlers_.transform ? handlers_.transform(std::move(item)) : std::move(item));
+    }
     if (rv.empty() || lo.continue_token.empty()) rv = page->resource_version;
     if (page->continue_token.empty() || stop_.load()) break;
     lo.continue_token = page->continue_token;

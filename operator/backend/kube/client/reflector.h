@@ -40,6 +40,10 @@ struct ReflectorHandlers {
   std::function<void(const WatchEvent& event)> on_event;
   // Every failed list or watch (for logs and metrics); optional.
   std::function<void(const absl::Status& status)> on_error;
+  // Optional: applied to every listed item as its page arrives, before on_replace (as
+  // client-go's SetTransform), so that the list of a cluster-sized resource (Nodes) is held
+  // whole only in the form the caller keeps. Watch events, one object each, come as they are.
+  std::function<nlohmann::json(nlohmann::json object)> transform;
 };
 
 class Reflector {

@@ -114,6 +114,31 @@ TEST(ReflectorTest, ListsPagesThenWatchesAndRelistsOnGone) {
   EXPECT_LT(absl::Now() - stop_at, absl::Seconds(1));
 }
 
+// The transform sees every listed item, page by page, and on_replace gets what it returned.
+TEST(ReflectorTest, TransformTrimsListedItems) {
+  FakeKubeClient fake;
+  auto cms = resources::ConfigMaps();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(fake.Create(cms, "ns", Cm("cm" + std::to_string(i))).ok());
+  }
+  Cache cache;
+  ReflectorHandlers h = cache.Handlers();
+  std::atomic<int> transformed{0};
+  h.transform = [&](json item) {
+    ++transformed;
+    return json{{"metadata", {{"name", NameOf(item)}}}, {"data", {{"v", "trimmed"}}}};
+  };
+  ReflectorOptions o;
+  o.page_size = 2;
+  Reflector r(&fake, cms, "ns", o, std::move(h));
+  std::thread t([&] { r.Run(); });
+  ASSERT_TRUE(Eventually([&] { return cache.Snapshot().size() == 3; }));
+  EXPECT_EQ(transformed.load(), 3);
+  EXPECT_EQ(cache.Snapshot()["cm2"], "trimmed");
+  r.Stop();
+  t.join();
+}
+
 // A continue token that expires mid-list restarts a paged list (an unpaged answer for a large
 // cluster can exceed the client's body cap); only repeated expiry falls back to one unpaged list.
 TEST(ReflectorTest, ExpiredContinueTokenRestartsPagedThenUnpaged) {

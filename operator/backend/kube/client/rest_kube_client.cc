@@ -351,31 +351,10 @@ absl::StatusOr<json> RestKubeClient::Patch(const ResourceDescriptor& resource,
 absl::Status RestKubeClient::Delete(const ResourceDescriptor& resource, const std::string& ns,
                                     const std::string& name, const DeleteOptions& options) {
   if (name.empty()) return absl::InvalidArgumentError("Delete: name is empty");
-  json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
-  if (options.precondition_uid.has_value())
-    body["preconditions"]["uid"] = *options.precondition_uid;
-  if (options.precondition_resource_version.has_value()) {
-    body["preconditions"]["resourceVersion"] = *options.precondition_resource_version;
-  }
-  switch (options.propagation) {
-    case PropagationPolicy::kDefault:
-      break;
-    case PropagationPolicy::kOrphan:
-      body["propagationPolicy"] = "Orphan";
-      break;
-    case PropagationPolicy::kBackground:
-      body["propagationPolicy"] = "Background";
-      break;
-    case PropagationPolicy::kForeground:
-      body["propagationPolicy"] = "Foreground";
-      break;
-  }
-  if (options.grace_period_seconds.has_value())
-    body["gracePeriodSeconds"] = *options.grace_period_seconds;
   HttpRequest r;
   r.method = "DELETE";
   r.path = resource.ObjectPath(ns, name);
-  r.body = body.dump();
+  r.body = DeleteOptionsBody(options).dump();
   return Do(r).status();
 }
 

@@ -444,7 +444,7 @@ absl::StatusOr<json> FakeKubeClient::GetStatus(const ResourceDescriptor& r, cons
 
 absl::Status FakeKubeClient::Delete(const ResourceDescriptor& r, const std::string& ns,
                                     const std::string& name, const DeleteOptions& options) {
-  absl::Status b = Begin({"Delete", r.GroupResource(), ns, name, nullptr});
+  absl::Status b = Begin({"Delete", r.GroupResource(), ns, name, DeleteOptionsBody(options)});
   if (!b.ok()) return b;
   std::lock_guard<std::mutex> l(mu_);
   auto it = objects_.find(Key(r, ns, name));

@@ -12,7 +12,8 @@
 // history (the last `history_limit` events; older resourceVersions are Gone), synthetic
 // ADDED events for a watch without a resourceVersion, bookmarks on demand; pod logs set by
 // the test.
-// What it does not: namespaces need not exist (unless require_namespaces), strategic merge
+// What it does not: namespaces need not exist (unless require_namespaces), a pod is removed at
+// once whatever its grace period (as if its kubelet confirmed at once), strategic merge
 // patches are applied as merge patches, no defaulting or schema validation, no garbage
 // collection by ownerReferences, lists are not snapshots across pages.
 //
@@ -37,8 +38,10 @@ struct FakeCall {
                          // "GetStatus", "UpdateStatus", "PatchStatus", "StreamLogs"
   std::string resource;  // GroupResource(): "pods", "pytorchjobs.kubeflow.org"
   std::string ns;
-  std::string name;     // "" for List/Watch
-  nlohmann::json body;  // the object or patch written, when any
+  std::string name;  // "" for List/Watch
+  // The object or patch written, when any; for Delete the DeleteOptions body a real client
+  // sends (DeleteOptionsBody: preconditions, propagationPolicy, gracePeriodSeconds).
+  nlohmann::json body;
 };
 
 struct FakeKubeClientOptions {
