@@ -54,7 +54,7 @@ struct ObservedPod {
   // The job attempt the pod was created for (its coach.dev/attempt label; 0 without one).
   int attempt = 0;
   // Non-empty: the pod failed, or is going away, for a reason the program did not cause,
-  // in words ("evicted: ...", "preempted: ...", "DisruptionTarget: ..."). Such a failure
+  // in words ("evicted: <message>", "preempted", "node lost: ..."). Such a failure
   // restarts a job-scoped job without spending its budget.
   std::string disruption;
   // The pod's node is NotReady/Unknown or gone: the pod will not run again there.
