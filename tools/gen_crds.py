@@ -220,8 +220,8 @@ def run_policy():
     }, default={})
 
 
-def elastic_policy():
-    return obj("Elastic training (torchrun rendezvous; Paddle elastic).", {
+def elastic_policy(kind):
+    props = {
         "maxReplicas": integer("Upper bound of Worker replicas.", minimum=1),
         "maxRestarts": integer("torchrun --max-restarts.", minimum=0),
         "metrics": {
@@ -231,6 +231,11 @@ def elastic_policy():
                          required=["type"], **{"x-kubernetes-preserve-unknown-fields": True}),
         },
         "minReplicas": integer("Lower bound of Worker replicas.", minimum=1),
+    }
+    # Upstream's PaddleElasticPolicy has only these four; the rendezvous fields are torchrun's.
+    if kind == "PaddleJob":
+        return obj("Elastic training (Paddle elastic).", props)
+    return obj("Elastic training (torchrun rendezvous).", dict(props, **{
         "nProcPerNode": integer("Deprecated: use spec.nprocPerNode.", minimum=1),
         "rdzvBackend": string("Rendezvous backend: c10d (default), etcd or etcd-v2."),
         "rdzvConf": {
@@ -243,23 +248,24 @@ def elastic_policy():
         "rdzvPort": integer("Rendezvous port (default the Worker's pytorchjob-port).",
                             minimum=1, maximum=65535),
         "standalone": {"type": "boolean", "description": "torchrun --standalone."},
-    })
+    }))
 
 
 EXTRA_FIELDS = {
     "elasticPolicy": elastic_policy,
-    "nprocPerNode": lambda: string(
+    "nprocPerNode": lambda _kind: string(
         "Processes per pod: auto (default), cpu, gpu or a positive integer.",
         pattern=r"^(auto|cpu|gpu|0*[1-9][0-9]*)$"),
-    "successPolicy": lambda: string(
+    "successPolicy": lambda _kind: string(
         "Empty (default: the Chief, or Worker 0) or AllWorkers.", enum=["", "AllWorkers"]),
-    "enableDynamicWorker": lambda: {"type": "boolean",
-                                    "description": "Sparse TF_CONFIG cluster for elastic workers."},
-    "slotsPerWorker": lambda: integer("MPI slots per worker in the hostfile (default 1).",
-                                      minimum=1),
-    "cleanPodPolicy": lambda: dict(CLEAN_POD_POLICY, description=(
+    "enableDynamicWorker": lambda _kind: {
+        "type": "boolean", "description": "Sparse TF_CONFIG cluster for elastic workers."},
+    "slotsPerWorker": lambda _kind: integer("MPI slots per worker in the hostfile (default 1).",
+                                            minimum=1),
+    "cleanPodPolicy": lambda _kind: dict(CLEAN_POD_POLICY, description=(
         "Deprecated MPIJob-level cleanPodPolicy; use spec.runPolicy.cleanPodPolicy.")),
-    "mainContainer": lambda: string("Name of the launcher's MPI container (default: the first)."),
+    "mainContainer": lambda _kind: string(
+        "Name of the launcher's MPI container (default: the first)."),
 }
 
 
@@ -317,7 +323,7 @@ def crd(k):
     spec_props = {k["key"]: specs}
     spec_props["runPolicy"] = run_policy()
     for f in k["extra"]:
-        spec_props[f] = EXTRA_FIELDS[f]()
+        spec_props[f] = EXTRA_FIELDS[f](k["kind"])
     spec_props = dict(sorted(spec_props.items()))
     schema = obj(k["kind"] + " (kubeflow.org/v1), served by coach.", {
         "apiVersion": {"type": "string"},
