@@ -97,6 +97,11 @@ CONTAINERS_MAX = 128
 # CEL rule) rather than as "too many" (CEL rules are skipped once the schema failed).
 REPLICA_TYPES_MAX = 16
 
+# status.coach's bounds: api/v1/coach_status.h.
+MAX_PROGRESS_METRICS = 64
+MAX_METRIC_NAME_LENGTH = 250
+MAX_RESTARTS_BY_TYPE = 16
+
 QUANTITY = {
     "anyOf": [{"type": "integer"}, {"type": "string"}],
     "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
@@ -272,6 +277,7 @@ EXTRA_FIELDS = {
 def status():
     time = lambda d: {"type": "string", "format": "date-time", "description": d}
     return obj("Observed state, written by the operator.", {
+        "coach": coach_status(time),
         "completionTime": time("When the job finished."),
         "conditions": {
             "type": "array",
@@ -302,6 +308,39 @@ def status():
                 "succeeded": integer("Succeeded pods."),
             })),
         "startTime": time("When the operator first saw the job (reset on resume)."),
+    })
+
+
+def coach_status(time):
+    """status.coach: coach's own part (api/v1/training_job.proto CoachJobStatus), which upstream
+    readers ignore. Bounds as coach's decoder holds them (api/v1/coach_status.h)."""
+    count = lambda d: integer(d, minimum=0)
+    return obj("coach's own status: the job's attempts (coach.dev/restart-scope: Job) and its "
+               "progress. Absent until either applies.", {
+        "attempt": count("The attempt running now; 0 is the first."),
+        "attemptRunningTime": time("When every replica of the current attempt was first seen "
+                                   "running."),
+        "disruptions": count("Whole-job restarts after a disruption the program did not cause "
+                             "(eviction, preemption, a lost node); not counted against the "
+                             "budget."),
+        "progress": obj("The training's progress, as its replicas last reported it.", {
+            "lastProgressTime": time("When the latest progress report was made."),
+            "metrics": obj("The latest value of each reported metric.",
+                           additionalProperties={"type": "number"},
+                           maxProperties=MAX_PROGRESS_METRICS,
+                           **{"x-kubernetes-validations": [{
+                               "rule": "self.all(k, size(k) >= 1 && size(k) <= %d)"
+                                       % MAX_METRIC_NAME_LENGTH,
+                               "message": "a metric name must have 1 to %d characters"
+                                          % MAX_METRIC_NAME_LENGTH}]}),
+            "step": integer("The highest step of the latest report.", minimum=0, fmt="int64"),
+            "stepsPerSecond": {"type": "number", "minimum": 0,
+                               "description": "Steps per second recently; absent when unknown."},
+        }),
+        "restarts": count("Whole-job restarts that spent the budget (coach.dev/max-restarts)."),
+        "restartsByType": obj("Counted restarts by the replica type that caused them.",
+                              additionalProperties=count(""),
+                              maxProperties=MAX_RESTARTS_BY_TYPE),
     })
 
 
@@ -342,6 +381,12 @@ def crd(k):
             {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string",
              "description": "The last condition: Created, Running, Restarting, Succeeded, "
                             "Suspended or Failed."},
+            {"jsonPath": ".status.coach.progress.step", "name": "Step", "type": "integer",
+             "description": "The training step of the last progress report."},
+            {"jsonPath": ".status.coach.progress.lastProgressTime", "name": "Progress",
+             "type": "date", "description": "time of the last progress report"},
+            {"jsonPath": ".status.coach.attempt", "name": "Attempt", "type": "integer",
+             "priority": 1, "description": "The attempt running now (0 is the first)."},
             {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
         ],
         "schema": {"openAPIV3Schema": strip_empty_descriptions(schema)},
