@@ -97,6 +97,11 @@ CONTAINERS_MAX = 128
 # CEL rule) rather than as "too many" (CEL rules are skipped once the schema failed).
 REPLICA_TYPES_MAX = 16
 
+# status.coach's bounds: api/v1/coach_status.h.
+MAX_PROGRESS_METRICS = 64
+MAX_METRIC_NAME_LENGTH = 250
+MAX_RESTARTS_BY_TYPE = 16
+
 QUANTITY = {
     "anyOf": [{"type": "integer"}, {"type": "string"}],
     "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
@@ -220,8 +225,8 @@ def run_policy():
     }, default={})
 
 
-def elastic_policy():
-    return obj("Elastic training (torchrun rendezvous; Paddle elastic).", {
+def elastic_policy(kind):
+    props = {
         "maxReplicas": integer("Upper bound of Worker replicas.", minimum=1),
         "maxRestarts": integer("torchrun --max-restarts.", minimum=0),
         "metrics": {
@@ -231,6 +236,11 @@ def elastic_policy():
                          required=["type"], **{"x-kubernetes-preserve-unknown-fields": True}),
         },
         "minReplicas": integer("Lower bound of Worker replicas.", minimum=1),
+    }
+    # Upstream's PaddleElasticPolicy has only these four; the rendezvous fields are torchrun's.
+    if kind == "PaddleJob":
+        return obj("Elastic training (Paddle elastic).", props)
+    return obj("Elastic training (torchrun rendezvous).", dict(props, **{
         "nProcPerNode": integer("Deprecated: use spec.nprocPerNode.", minimum=1),
         "rdzvBackend": string("Rendezvous backend: c10d (default), etcd or etcd-v2."),
         "rdzvConf": {
@@ -243,29 +253,31 @@ def elastic_policy():
         "rdzvPort": integer("Rendezvous port (default the Worker's pytorchjob-port).",
                             minimum=1, maximum=65535),
         "standalone": {"type": "boolean", "description": "torchrun --standalone."},
-    })
+    }))
 
 
 EXTRA_FIELDS = {
     "elasticPolicy": elastic_policy,
-    "nprocPerNode": lambda: string(
+    "nprocPerNode": lambda _kind: string(
         "Processes per pod: auto (default), cpu, gpu or a positive integer.",
         pattern=r"^(auto|cpu|gpu|0*[1-9][0-9]*)$"),
-    "successPolicy": lambda: string(
+    "successPolicy": lambda _kind: string(
         "Empty (default: the Chief, or Worker 0) or AllWorkers.", enum=["", "AllWorkers"]),
-    "enableDynamicWorker": lambda: {"type": "boolean",
-                                    "description": "Sparse TF_CONFIG cluster for elastic workers."},
-    "slotsPerWorker": lambda: integer("MPI slots per worker in the hostfile (default 1).",
-                                      minimum=1),
-    "cleanPodPolicy": lambda: dict(CLEAN_POD_POLICY, description=(
+    "enableDynamicWorker": lambda _kind: {
+        "type": "boolean", "description": "Sparse TF_CONFIG cluster for elastic workers."},
+    "slotsPerWorker": lambda _kind: integer("MPI slots per worker in the hostfile (default 1).",
+                                            minimum=1),
+    "cleanPodPolicy": lambda _kind: dict(CLEAN_POD_POLICY, description=(
         "Deprecated MPIJob-level cleanPodPolicy; use spec.runPolicy.cleanPodPolicy.")),
-    "mainContainer": lambda: string("Name of the launcher's MPI container (default: the first)."),
+    "mainContainer": lambda _kind: string(
+        "Name of the launcher's MPI container (default: the first)."),
 }
 
 
 def status():
     time = lambda d: {"type": "string", "format": "date-time", "description": d}
     return obj("Observed state, written by the operator.", {
+        "coach": coach_status(time),
         "completionTime": time("When the job finished."),
         "conditions": {
             "type": "array",
@@ -299,6 +311,39 @@ def status():
     })
 
 
+def coach_status(time):
+    """status.coach: coach's own part (api/v1/training_job.proto CoachJobStatus), which upstream
+    readers ignore. Bounds as coach's decoder holds them (api/v1/coach_status.h)."""
+    count = lambda d: integer(d, minimum=0)
+    return obj("coach's own status: the job's attempts (coach.dev/restart-scope: Job) and its "
+               "progress. Absent until either applies.", {
+        "attempt": count("The attempt running now; 0 is the first."),
+        "attemptRunningTime": time("When every replica of the current attempt was first seen "
+                                   "running."),
+        "disruptions": count("Whole-job restarts after a disruption the program did not cause "
+                             "(eviction, preemption, a lost node); not counted against the "
+                             "budget."),
+        "progress": obj("The training's progress, as its replicas last reported it.", {
+            "lastProgressTime": time("When the latest progress report was made."),
+            "metrics": obj("The latest value of each reported metric.",
+                           additionalProperties={"type": "number"},
+                           maxProperties=MAX_PROGRESS_METRICS,
+                           **{"x-kubernetes-validations": [{
+                               "rule": "self.all(k, size(k) >= 1 && size(k) <= %d)"
+                                       % MAX_METRIC_NAME_LENGTH,
+                               "message": "a metric name must have 1 to %d characters"
+                                          % MAX_METRIC_NAME_LENGTH}]}),
+            "step": integer("The highest step of the latest report.", minimum=0, fmt="int64"),
+            "stepsPerSecond": {"type": "number", "minimum": 0,
+                               "description": "Steps per second recently; absent when unknown."},
+        }),
+        "restarts": count("Whole-job restarts that spent the budget (coach.dev/max-restarts)."),
+        "restartsByType": obj("Counted restarts by the replica type that caused them.",
+                              additionalProperties=count(""),
+                              maxProperties=MAX_RESTARTS_BY_TYPE),
+    })
+
+
 def strip_empty_descriptions(s):
     if isinstance(s, dict):
         return {k: strip_empty_descriptions(v) for k, v in s.items()
@@ -317,7 +362,7 @@ def crd(k):
     spec_props = {k["key"]: specs}
     spec_props["runPolicy"] = run_policy()
     for f in k["extra"]:
-        spec_props[f] = EXTRA_FIELDS[f]()
+        spec_props[f] = EXTRA_FIELDS[f](k["kind"])
     spec_props = dict(sorted(spec_props.items()))
     schema = obj(k["kind"] + " (kubeflow.org/v1), served by coach.", {
         "apiVersion": {"type": "string"},
@@ -336,6 +381,12 @@ def crd(k):
             {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string",
              "description": "The last condition: Created, Running, Restarting, Succeeded, "
                             "Suspended or Failed."},
+            {"jsonPath": ".status.coach.progress.step", "name": "Step", "type": "integer",
+             "description": "The training step of the last progress report."},
+            {"jsonPath": ".status.coach.progress.lastProgressTime", "name": "Progress",
+             "type": "date", "description": "time of the last progress report"},
+            {"jsonPath": ".status.coach.attempt", "name": "Attempt", "type": "integer",
+             "priority": 1, "description": "The attempt running now (0 is the first)."},
             {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
         ],
         "schema": {"openAPIV3Schema": strip_empty_descriptions(schema)},

@@ -8,7 +8,8 @@
 #     unusual pod templates) goes through `kubectl apply --dry-run=server` first with upstream's
 #     CRDs installed, then, after deleting them, with coach's; tools/crd_compat/compare.py fails
 #     on anything upstream accepts that coach rejects, and on any stored field that differs;
-#  4. on coach's CRDs for real: printer columns (State, Age), the category, the status and
+#  4. on coach's CRDs for real: printer columns (State, Step, Progress, Age; Attempt with
+#     -o wide), status.coach stored and its bounds refused, the category, the status and
 #     scale subresources (`kubectl scale` changes Worker replicas), unknown template fields kept;
 #  5. `helm install` of the chart, and the ServiceAccount's RBAC: what the kube backend needs is
 #     allowed (including granting the MPI launcher Role), nothing else is.
@@ -204,14 +205,30 @@ assert spec["futurePodField"] == {"x": 1}, spec
 assert spec["containers"][0]["futureContainerKnob"] is True, spec
 PY
 header=$(k get pytorchjobs -n compat | head -n 1)
-[[ $header =~ ^NAME\ +STATE\ +AGE ]] || fail "kubectl get pytorchjobs header is '$header'"
+[[ $header =~ ^NAME\ +STATE\ +STEP\ +PROGRESS\ +AGE ]] || fail "kubectl get pytorchjobs header is '$header'"
+header=$(k get pytorchjobs -n compat -o wide | head -n 1)
+[[ $header =~ ^NAME\ +STATE\ +STEP\ +PROGRESS\ +ATTEMPT\ +AGE ]] ||
+  fail "kubectl get pytorchjobs -o wide header is '$header'"
 k patch pytorchjob "$name" -n compat --subresource=status --type=merge -p '{"status":{
   "conditions":[{"type":"Created","status":"True","reason":"PyTorchJobCreated"},
                 {"type":"Running","status":"True","reason":"PyTorchJobRunning"}],
   "replicaStatuses":{"Worker":{"active":1,"selector":"training.kubeflow.org/job-name='"$name"',training.kubeflow.org/replica-type=worker"}},
-  "startTime":"2025-01-01T00:00:00Z"}}' >/dev/null || fail "status patch"
-state=$(k get pytorchjob "$name" -n compat --no-headers | awk '{print $2}')
+  "startTime":"2025-01-01T00:00:00Z",
+  "coach":{"attempt":2,"restarts":1,"restartsByType":{"Worker":1},"attemptRunningTime":"2025-01-01T00:00:00Z",
+           "progress":{"step":1200,"metrics":{"loss":0.25,"epoch":3},"stepsPerSecond":3.5,
+                       "lastProgressTime":"2025-01-01T00:05:00Z"}}}}' >/dev/null || fail "status patch"
+read -r _ state step _ attempt _ <<<"$(k get pytorchjob "$name" -n compat --no-headers -o wide)"
 [[ $state == Running ]] || fail "STATE column is '$state', want Running"
+[[ $step == 1200 && $attempt == 2 ]] || fail "STEP and ATTEMPT columns are '$step' and '$attempt', want 1200 and 2"
+k get pytorchjob "$name" -n compat -o jsonpath='{.status.coach.progress.metrics.loss}' | grep -qx 0.25 ||
+  fail "status.coach.progress.metrics was not stored"
+# The bounds coach's decoder holds status.coach to (api/v1/coach_status.h) hold at the API server.
+for bad in '{"attempt":-1}' '{"progress":{"metrics":{"":1}}}' '{"progress":{"stepsPerSecond":-1}}'; do
+  if k patch pytorchjob "$name" -n compat --subresource=status --type=merge \
+    -p '{"status":{"coach":'"$bad"'}}' >/dev/null 2>&1; then
+    fail "status.coach $bad was accepted"
+  fi
+done
 k get kubeflow -n compat -o name | grep -q "pytorchjob.kubeflow.org/$name" || fail "category kubeflow does not list the job"
 k scale "pytorchjob/$name" -n compat --replicas=3 >/dev/null || fail "kubectl scale"
 replicas=$(k get pytorchjob "$name" -n compat -o jsonpath='{.spec.pytorchReplicaSpecs.Worker.replicas}')
@@ -222,7 +239,7 @@ python3 -c 'import json,sys; s=json.loads(sys.argv[1]); assert s["spec"]["replic
 for p in paddlejobs jaxjobs; do
   k get --raw "/apis/kubeflow.org/v1/namespaces/compat/$p" >/dev/null || fail "list $p"
 done
-say "coach CRDs: State/Age columns, category, status and scale subresources, unknown fields kept"
+say "coach CRDs: State/Step/Progress/Age (and Attempt) columns, status.coach, category, status and scale subresources, unknown fields kept"
 
 suite_case "helm install and RBAC"
 # ---- 5. helm install and RBAC ----------------------------------------------------------------

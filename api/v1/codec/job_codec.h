@@ -20,7 +20,14 @@
 // Round trip: for a valid manifest without nulls, JobToJson(JobFromJson(m)) == m, status
 // included, with two normalisations that upstream's Go types also make: zero counts in
 // status.replicaStatuses and empty strings in optional string fields are left out, and
-// timestamps are written in UTC (RFC 3339).
+// timestamps are written in UTC (RFC 3339). In coach's own status.coach, zero counts, step and
+// stepsPerSecond are left out too, and numbers are doubles (a metric of 1 is written 1.0).
+//
+// status.coach (CoachJobStatus) is {attempt, restarts, disruptions, restartsByType: {Worker: 1},
+// attemptRunningTime, progress: {step, metrics: {loss: 0.25}, stepsPerSecond, lastProgressTime}};
+// counts and step are >= 0, metrics at most kMaxProgressMetrics with names of 1 to
+// kMaxMetricNameLength characters, restartsByType at most kMaxRestartsByType
+// (api/v1/coach_status.h).
 
 // The decoder (job_decoder.h) and the encoder (job_encoder.h) are separate libraries;
 // this header names both for callers that need either direction.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -28,6 +29,12 @@ std::string ReadFile(const std::string& path) {
 
 std::string Valid(const std::string& name) {
   return ReadFile("api/v1/testdata/valid/" + name + ".yaml");
+}
+
+TrainingJob ValidJobOf(const std::string& name) {
+  auto jobs = ParseManifests(Valid(name));
+  EXPECT_TRUE(jobs.ok()) << jobs.status();
+  return jobs.ok() ? jobs->front() : TrainingJob();
 }
 
 std::string ErrorOf(const std::string& text) {
@@ -121,6 +128,213 @@ TEST(JobCodecTest, StatusIsDecoded) {
   EXPECT_EQ(status.conditions(1).type(), "Running");
   EXPECT_EQ(status.replica_statuses().at("Worker").active(), 2);
   EXPECT_EQ(status.start_time().seconds(), 1714564800);
+}
+
+constexpr char kCoachStatusJob[] = R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: p}
+spec:
+  pytorchReplicaSpecs: {Worker: {replicas: 2}}
+status:
+  coach:
+    attempt: 2
+    restarts: 1
+    disruptions: 1
+    restartsByType: {Worker: 1}
+    attemptRunningTime: "2024-05-01T12:00:00Z"
+    progress:
+      step: 1200
+      metrics: {loss: 0.25, accuracy: 0.5, epoch: 3.0}
+      stepsPerSecond: 3.5
+      lastProgressTime: "2024-05-01T12:05:00Z"
+)";
+
+TEST(JobCodecTest, CoachStatusRoundTrips) {
+  auto jobs = ParseManifests(kCoachStatusJob);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  const CoachJobStatus& coach = jobs->front().status().coach();
+  EXPECT_EQ(coach.attempt(), 2);
+  EXPECT_EQ(coach.restarts(), 1);
+  EXPECT_EQ(coach.disruptions(), 1);
+  EXPECT_EQ(coach.restarts_by_type().at("Worker"), 1);
+  EXPECT_EQ(coach.attempt_running_time().seconds(), 1714564800);
+  EXPECT_EQ(coach.progress().step(), 1200);
+  EXPECT_EQ(coach.progress().metrics().at("loss"), 0.25);
+  EXPECT_EQ(coach.progress().metrics().at("epoch"), 3.0);
+  EXPECT_EQ(coach.progress().steps_per_second(), 3.5);
+  EXPECT_EQ(coach.progress().last_progress_time().seconds(), 1714565100);
+
+  const json original = *ParseYaml(kCoachStatusJob);
+  EXPECT_EQ(JobToJson(jobs->front()), original);
+  auto from_yaml = ParseManifests(JobToYamlString(jobs->front()));
+  ASSERT_TRUE(from_yaml.ok()) << from_yaml.status();
+  EXPECT_EQ(JobToJson(from_yaml->front()), original);
+  auto from_json = ParseManifests(JobsToJson(*jobs));
+  ASSERT_TRUE(from_json.ok()) << from_json.status();
+  EXPECT_EQ(JobToJson(from_json->front()), original);
+  auto recoded = RecodeJob(jobs->front());
+  ASSERT_TRUE(recoded.ok()) << recoded.status();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*recoded, jobs->front()));
+}
+
+// The API server writes a number without a fraction as an integer: it reads as the double.
+TEST(JobCodecTest, CoachStatusNumbersMayBeIntegers) {
+  auto job = JobFromJson(json::parse(R"({
+    "apiVersion": "kubeflow.org/v1", "kind": "JAXJob", "metadata": {"name": "j"},
+    "spec": {"jaxReplicaSpecs": {"Worker": {}}},
+    "status": {"coach": {"progress": {"metrics": {"loss": 2, "big": 18446744073709551615},
+                                      "stepsPerSecond": 4}}}})"));
+  ASSERT_TRUE(job.ok()) << job.status();
+  const JobProgress& progress = job->status().coach().progress();
+  EXPECT_EQ(progress.metrics().at("loss"), 2.0);
+  EXPECT_EQ(progress.metrics().at("big"), 18446744073709551615.0);
+  EXPECT_EQ(progress.steps_per_second(), 4.0);
+}
+
+// As the rest of the status: zeros are left out, so a job without coach status, or with an empty
+// one, encodes as it would without the field.
+TEST(JobEncoderTest, CoachStatusLeavesOutZeros) {
+  TrainingJob job = ValidJobOf("tfjob");
+  const json before = JobToJson(job);
+  EXPECT_FALSE(before["status"].contains("coach"));
+  CoachJobStatus* coach = job.mutable_status()->mutable_coach();
+  EXPECT_EQ(JobToJson(job)["status"]["coach"], json::object());
+  coach->mutable_progress()->set_step(0);
+  (*coach->mutable_restarts_by_type())["Worker"] = 0;
+  EXPECT_EQ(JobToJson(job)["status"]["coach"],
+            json::parse(R"({"restartsByType": {"Worker": 0}, "progress": {}})"));
+  json without = JobToJson(job);
+  without["status"].erase("coach");
+  EXPECT_EQ(without, before);
+}
+
+// JSON has no NaN or infinity: such a metric or rate is left out, without a problem, and the
+// manifest stays valid JSON that reads back.
+TEST(JobEncoderTest, NonFiniteProgressNumbersAreLeftOut) {
+  TrainingJob job = ValidJobOf("pytorchjob");
+  JobProgress* progress = job.mutable_status()->mutable_coach()->mutable_progress();
+  progress->set_step(7);
+  progress->set_steps_per_second(std::numeric_limits<double>::quiet_NaN());
+  auto& metrics = *progress->mutable_metrics();
+  metrics["loss"] = std::numeric_limits<double>::quiet_NaN();
+  metrics["grad_norm"] = std::numeric_limits<double>::infinity();
+  metrics["lr"] = -std::numeric_limits<double>::infinity();
+  metrics["accuracy"] = 0.5;
+  json manifest;
+  EXPECT_TRUE(EncodeJob(job, &manifest).empty());
+  EXPECT_EQ(manifest["status"]["coach"]["progress"],
+            json::parse(R"({"step": 7, "metrics": {"accuracy": 0.5}})"));
+  const std::string text = JobsToJson({job});
+  EXPECT_EQ(text.find("null"), std::string::npos) << text;
+  auto read = ParseManifests(text);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->front().status().coach().progress().metrics().size(), 1u);
+  EXPECT_TRUE(RecodeJob(job).ok());
+  // Only non-finite metrics: no metrics at all.
+  metrics.erase("accuracy");
+  EXPECT_FALSE(JobToJson(job)["status"]["coach"]["progress"].contains("metrics"));
+}
+
+TEST(JobCodecTest, BadCoachStatusNamesTheField) {
+  std::string error = ErrorOf(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: p}
+spec: {pytorchReplicaSpecs: {Worker: {}}}
+status:
+  coach:
+    attempt: -1
+    restarts: "x"
+    disruptions: 1.5
+    restartsByType: {Worker: -2, Master: "one"}
+    attemptRunningTime: yesterday
+    bogus: 1
+    progress:
+      step: -5
+      stepsPerSecond: -1.5
+      metrics: {"": 1, loss: "low", ok: 1}
+      lastProgressTime: 5
+      extra: {}
+)");
+  for (const char* want : {
+           "status.coach.attempt: must be >= 0, got -1",
+           "status.coach.restarts: must be an integer, got string \"x\"",
+           "status.coach.disruptions: must be an integer, got number 1.5",
+           "status.coach.restartsByType[Worker]: must be >= 0, got -2",
+           "status.coach.restartsByType[Master]: must be an integer, got string \"one\"",
+           "status.coach.attemptRunningTime: must be an RFC 3339 timestamp",
+           "status.coach.bogus: unknown field",
+           "status.coach.progress.step: must be >= 0, got -5",
+           "status.coach.progress.stepsPerSecond: must be >= 0, got -1.5",
+           "status.coach.progress.metrics: a metric name must have 1 to 250 characters, got "
+           "string \"\"",
+           "status.coach.progress.metrics[loss]: must be a number, got string \"low\"",
+           "status.coach.progress.lastProgressTime: must be an RFC 3339 timestamp",
+           "status.coach.progress.extra: unknown field",
+       }) {
+    EXPECT_NE(error.find(want), std::string::npos) << want << " in:\n" << error;
+  }
+  EXPECT_EQ(std::count(error.begin(), error.end(), '\n'), 12) << error;
+  EXPECT_EQ(ErrorOf(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: p}
+spec: {pytorchReplicaSpecs: {Worker: {}}}
+status: {coach: [1]}
+)"),
+            "status.coach: must be an object, got a list");
+}
+
+TEST(JobCodecTest, CoachStatusMapsAreBounded) {
+  json manifest = *ParseYaml(kCoachStatusJob);
+  json& coach = manifest["status"]["coach"];
+  for (int i = 0; i < 65; ++i) coach["progress"]["metrics"]["m" + std::to_string(i)] = i;
+  for (int i = 0; i < 17; ++i) coach["restartsByType"]["T" + std::to_string(i)] = 1;
+  auto job = JobFromJson(manifest);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().message(),
+            "status.coach.restartsByType: must have at most 16 entries, got 18\n"
+            "status.coach.progress.metrics: must have at most 64 entries, got 68");
+
+  // At the bounds: accepted.
+  coach["progress"]["metrics"] = json::object();
+  coach["restartsByType"] = json::object();
+  for (int i = 0; i < 64; ++i) coach["progress"]["metrics"]["m" + std::to_string(i)] = i;
+  for (int i = 0; i < 16; ++i) coach["restartsByType"]["T" + std::to_string(i)] = 1;
+  coach["progress"]["metrics"][std::string(250, 'n')] = 1;
+  coach["progress"]["metrics"].erase("m0");
+  ASSERT_TRUE(JobFromJson(manifest).ok()) << JobFromJson(manifest).status();
+  // Characters, not bytes, as the CRD's rule counts them: 250 two-byte characters.
+  std::string accented;
+  for (int i = 0; i < 250; ++i) accented += "\u00e9";
+  coach["progress"]["metrics"].erase("m1");
+  coach["progress"]["metrics"][accented] = 1;
+  ASSERT_TRUE(JobFromJson(manifest).ok()) << JobFromJson(manifest).status();
+  coach["progress"]["metrics"].erase(accented);
+
+  coach["progress"]["metrics"].erase(std::string(250, 'n'));
+  coach["progress"]["metrics"][std::string(251, 'n')] = 1;
+  auto long_name = JobFromJson(manifest);
+  ASSERT_FALSE(long_name.ok());
+  EXPECT_NE(long_name.status().message().find(
+                "status.coach.progress.metrics: a metric name must have 1 to 250 characters, got "
+                "string \"nnnn"),
+            std::string::npos)
+      << long_name.status();
+}
+
+TEST(JobCodecTest, CoachStatusRejectsNonFiniteNumbersBuiltInCode) {
+  json manifest = *ParseYaml(kCoachStatusJob);
+  manifest["status"]["coach"]["progress"]["metrics"]["loss"] =
+      std::numeric_limits<double>::quiet_NaN();
+  manifest["status"]["coach"]["progress"]["stepsPerSecond"] =
+      std::numeric_limits<double>::infinity();
+  auto job = JobFromJson(manifest);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().message(),
+            "status.coach.progress.stepsPerSecond: must be a finite number\n"
+            "status.coach.progress.metrics[loss]: must be a finite number");
 }
 
 TEST(JobCodecTest, ReplicaTypesAreNormalised) {
@@ -237,11 +451,7 @@ TEST(JobCodecTest, EmptyTextIsAnError) {
   EXPECT_NE(jobs.status().message().find("no manifest"), std::string::npos);
 }
 
-TrainingJob ValidJob() {
-  auto jobs = ParseManifests(Valid("pytorchjob"));
-  EXPECT_TRUE(jobs.ok()) << jobs.status();
-  return jobs->front();
-}
+TrainingJob ValidJob() { return ValidJobOf("pytorchjob"); }
 
 // A job whose free-form fields hold what no manifest could: the encoder says which and leaves
 // them out instead of throwing (a throw from JobToJson on an extra_json of [1,2] would abort

@@ -1,10 +1,12 @@
 #include "api/v1/codec/job_decoder.h"
 
+#include <cmath>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/v1/coach_status.h"
 #include "api/v1/codec/field_decoder.h"
 #include "api/v1/codec/kind_fields.h"
 #include "api/v1/codec/yaml_json.h"
@@ -242,16 +244,147 @@ void DecodeSpec(FieldDecoder& d, const json& v, const KindInfo& info, TrainingJo
   }
 }
 
+// A count of status.coach: an int32 that is not negative.
+template <typename Set>
+void Count(FieldDecoder& d, const json& object, const std::string& key, const std::string& path,
+           Set set) {
+  d.Int32(object, key, path, [&](int32_t i) {
+    if (i < 0) {
+      d.Error(Join(path, key), absl::StrCat("must be >= 0, got ", i));
+    } else {
+      set(i);
+    }
+  });
+}
+
+// A finite number (JSON has no other; a value built in code might), integers included: the
+// API server writes a float that has no fraction as an integer.
+bool Number(FieldDecoder& d, const json& v, const std::string& path, double* out) {
+  if (!v.is_number()) {
+    d.Expected(path, "a number", v);
+    return false;
+  }
+  *out = v.get<double>();
+  if (!std::isfinite(*out)) {
+    d.Error(path, "must be a finite number");
+    return false;
+  }
+  return true;
+}
+
+// The members of the map at `path`, or nullptr (with an error) when it is no object or has more
+// than `max` of them.
+const json* BoundedMap(FieldDecoder& d, const json& v, const std::string& path, int max) {
+  const json* map = d.Object(v, path);
+  if (map != nullptr && map->size() > static_cast<size_t>(max)) {
+    d.Error(path, absl::StrCat("must have at most ", max, " entries, got ", map->size()));
+    return nullptr;
+  }
+  return map;
+}
+
+// Characters of UTF-8 text, as the CRD's rule counts them (CEL's size()): bytes that do not
+// continue a character.
+size_t Characters(const std::string& text) {
+  size_t n = 0;
+  for (unsigned char c : text) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+void DecodeProgress(FieldDecoder& d, const json& v, const std::string& path,
+                    JobProgress* progress) {
+  const json* object = d.Object(v, path);
+  if (object == nullptr) return;
+  d.Unknown(*object, path, {"step", "metrics", "stepsPerSecond", "lastProgressTime"});
+  d.Int64(*object, "step", path, [&](int64_t step) {
+    if (step < 0) {
+      d.Error(Join(path, "step"), absl::StrCat("must be >= 0, got ", step));
+    } else {
+      progress->set_step(step);
+    }
+  });
+  auto rate = object->find("stepsPerSecond");
+  if (rate != object->end() && !rate->is_null()) {
+    const std::string rate_path = Join(path, "stepsPerSecond");
+    double value;
+    if (Number(d, *rate, rate_path, &value)) {
+      if (value < 0) {
+        d.Error(rate_path, absl::StrCat("must be >= 0, got ", rate->dump()));
+      } else {
+        progress->set_steps_per_second(value);
+      }
+    }
+  }
+  COACH_TIME_FIELD(d, *object, "lastProgressTime", path, progress, JobProgress, last_progress_time);
+  auto metrics = object->find("metrics");
+  if (metrics == object->end() || metrics->is_null()) return;
+  const std::string metrics_path = Join(path, "metrics");
+  const json* map = BoundedMap(d, *metrics, metrics_path, kMaxProgressMetrics);
+  if (map == nullptr) return;
+  for (auto it = map->begin(); it != map->end(); ++it) {
+    const size_t length = Characters(it.key());
+    if (length == 0 || length > kMaxMetricNameLength) {
+      d.Error(metrics_path, absl::StrCat("a metric name must have 1 to ", kMaxMetricNameLength,
+                                         " characters, got ", Describe(json(it.key()))));
+      continue;
+    }
+    double value;
+    if (Number(d, *it, absl::StrCat(metrics_path, "[", it.key(), "]"), &value)) {
+      (*progress->mutable_metrics())[it.key()] = value;
+    }
+  }
+}
+
+void DecodeCoachStatus(FieldDecoder& d, const json& v, CoachJobStatus* coach) {
+  const std::string path = "status.coach";
+  const json* object = d.Object(v, path);
+  if (object == nullptr) return;
+  d.Unknown(
+      *object, path,
+      {"attempt", "restarts", "disruptions", "restartsByType", "attemptRunningTime", "progress"});
+  Count(d, *object, "attempt", path, [&](int32_t i) { coach->set_attempt(i); });
+  Count(d, *object, "restarts", path, [&](int32_t i) { coach->set_restarts(i); });
+  Count(d, *object, "disruptions", path, [&](int32_t i) { coach->set_disruptions(i); });
+  COACH_TIME_FIELD(d, *object, "attemptRunningTime", path, coach, CoachJobStatus,
+                   attempt_running_time);
+  auto by_type = object->find("restartsByType");
+  if (by_type != object->end() && !by_type->is_null()) {
+    const std::string by_type_path = Join(path, "restartsByType");
+    const json* map = BoundedMap(d, *by_type, by_type_path, kMaxRestartsByType);
+    if (map != nullptr) {
+      for (auto it = map->begin(); it != map->end(); ++it) {
+        int32_t restarts;
+        const std::string entry_path = absl::StrCat(by_type_path, "[", it.key(), "]");
+        if (!d.Integer(*it, entry_path, &restarts)) continue;
+        if (restarts < 0) {
+          d.Error(entry_path, absl::StrCat("must be >= 0, got ", restarts));
+          continue;
+        }
+        (*coach->mutable_restarts_by_type())[it.key()] = restarts;
+      }
+    }
+  }
+  auto progress = object->find("progress");
+  if (progress != object->end() && !progress->is_null()) {
+    DecodeProgress(d, *progress, Join(path, "progress"), coach->mutable_progress());
+  }
+}
+
 void DecodeStatus(FieldDecoder& d, const json& v, TrainingJobStatus* status) {
   const std::string path = "status";
   const json* object = d.Object(v, path);
   if (object == nullptr) return;
   d.Unknown(*object, path,
-            {"conditions", "replicaStatuses", "startTime", "completionTime", "lastReconcileTime"});
+            {"conditions", "replicaStatuses", "startTime", "completionTime", "lastReconcileTime",
+             "coach"});
   COACH_TIME_FIELD(d, *object, "startTime", path, status, TrainingJobStatus, start_time);
   COACH_TIME_FIELD(d, *object, "completionTime", path, status, TrainingJobStatus, completion_time);
   COACH_TIME_FIELD(d, *object, "lastReconcileTime", path, status, TrainingJobStatus,
                    last_reconcile_time);
+  auto coach = object->find("coach");
+  if (coach != object->end() && !coach->is_null()) {
+    DecodeCoachStatus(d, *coach, status->mutable_coach());
+  }
   auto conditions = object->find("conditions");
   if (conditions != object->end() && !conditions->is_null()) {
     const std::string cpath = Join(path, "conditions");

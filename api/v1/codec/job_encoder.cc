@@ -1,5 +1,6 @@
 #include "api/v1/codec/job_encoder.h"
 
+#include <cmath>
 #include <optional>
 #include <utility>
 
@@ -261,6 +262,45 @@ class Encoder {
     if (status.has_completion_time()) out["completionTime"] = FormatTime(status.completion_time());
     if (status.has_last_reconcile_time()) {
       out["lastReconcileTime"] = FormatTime(status.last_reconcile_time());
+    }
+    if (status.has_coach()) out["coach"] = Coach(status.coach());
+    return out;
+  }
+
+  static json Coach(const CoachJobStatus& coach) {
+    json out = json::object();
+    if (coach.attempt() != 0) out["attempt"] = coach.attempt();
+    if (coach.restarts() != 0) out["restarts"] = coach.restarts();
+    if (coach.disruptions() != 0) out["disruptions"] = coach.disruptions();
+    if (!coach.restarts_by_type().empty()) {
+      json by_type = json::object();
+      for (const auto& [type, restarts] : coach.restarts_by_type()) by_type[type] = restarts;
+      out["restartsByType"] = by_type;
+    }
+    if (coach.has_attempt_running_time()) {
+      out["attemptRunningTime"] = FormatTime(coach.attempt_running_time());
+    }
+    if (coach.has_progress()) out["progress"] = Progress(coach.progress());
+    return out;
+  }
+
+  // A metric or rate that is NaN or infinite is left out, silently: JSON has no such numbers
+  // (nlohmann would write null, which the decoder refuses as a number and the API server
+  // prunes), and a loss that went NaN is a fact of training, not a broken job: it must not make
+  // the job's status unwritable or the job unreadable. The replica's log still has the value.
+  static json Progress(const JobProgress& progress) {
+    json out = json::object();
+    if (progress.step() != 0) out["step"] = progress.step();
+    json metrics = json::object();
+    for (const auto& [name, value] : progress.metrics()) {
+      if (std::isfinite(value)) metrics[name] = value;
+    }
+    if (!metrics.empty()) out["metrics"] = metrics;
+    if (std::isfinite(progress.steps_per_second()) && progress.steps_per_second() != 0) {
+      out["stepsPerSecond"] = progress.steps_per_second();
+    }
+    if (progress.has_last_progress_time()) {
+      out["lastProgressTime"] = FormatTime(progress.last_progress_time());
     }
     return out;
   }

@@ -15,14 +15,16 @@ namespace coach::api::v1::codec {
 
 // The manifest of `job` (apiVersion, kind, metadata, spec, status when set), and every problem
 // that kept a part of the job out of it; empty: success. Every field set in the job is written,
-// spec fields of another kind too (DecodeJob refuses those, as in a manifest). The free-form JSON
-// fields (ObjectMeta.extra_json, ReplicaSpec.template_json, ElasticPolicy.metrics_json,
-// ReplicaStatus.label_selector_json) are read as manifest text is (ParseYamlDocuments, with the
-// depth the field has in a manifest counting toward kMaxYamlDepth) and must be JSON; extra_json
-// must be an object that holds none of the fields ObjectMeta models. A field that fails is left
-// out, with a problem at its manifest path ("spec.pytorchReplicaSpecs.Worker.template",
-// "metadata.extra_json") whose message names the proto field. Whether the values are of the
-// type the manifest wants is DecodeJob's to say.
+// spec fields of another kind too (DecodeJob refuses those, as in a manifest), except a NaN or
+// infinite number in status.coach.progress (a metric, stepsPerSecond): JSON has no such number,
+// so it is left out without a problem (a diverged loss must not make a job unwritable). The
+// free-form JSON fields (ObjectMeta.extra_json, ReplicaSpec.template_json,
+// ElasticPolicy.metrics_json, ReplicaStatus.label_selector_json) are read as manifest text is
+// (ParseYamlDocuments, with the depth the field has in a manifest counting toward kMaxYamlDepth)
+// and must be JSON; extra_json must be an object that holds none of the fields ObjectMeta models. A
+// field that fails is left out, with a problem at its manifest path
+// ("spec.pytorchReplicaSpecs.Worker.template", "metadata.extra_json") whose message names the proto
+// field. Whether the values are of the type the manifest wants is DecodeJob's to say.
 std::vector<FieldError> EncodeJob(const TrainingJob& job, nlohmann::json* manifest);
 
 // EncodeJob's manifest, or InvalidArgument listing every problem (as FieldErrorsToStatus

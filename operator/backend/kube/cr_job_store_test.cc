@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -224,6 +225,36 @@ TEST_P(CrJobStoreTest, CreateWithStatusWritesIt) {
   ASSERT_TRUE(created.ok()) << created.status();
   ASSERT_EQ(created->status().conditions_size(), 1);
   EXPECT_EQ(store_->Get({ns_, "s"})->status().conditions(0).reason(), "PyTorchJobCreated");
+}
+
+// status.coach through the CRD's schema and back: nothing pruned, a metric of 3.0 (which the API
+// server writes as 3) still a number, and a NaN metric left out instead of failing the write.
+TEST_P(CrJobStoreTest, CoachStatusSurvivesTheApiServer) {
+  auto created = store_->Create(Job("PyTorchJob", ns_, "progress"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  api::v1::TrainingJob job = *created;
+  api::v1::CoachJobStatus* coach = job.mutable_status()->mutable_coach();
+  coach->set_attempt(2);
+  coach->set_restarts(1);
+  coach->set_disruptions(1);
+  (*coach->mutable_restarts_by_type())["Worker"] = 1;
+  coach->mutable_attempt_running_time()->set_seconds(1714564800);
+  api::v1::JobProgress* progress = coach->mutable_progress();
+  progress->set_step(1200);
+  progress->set_steps_per_second(2.0);
+  progress->mutable_last_progress_time()->set_seconds(1714565100);
+  (*progress->mutable_metrics())["loss"] = 0.25;
+  (*progress->mutable_metrics())["epoch"] = 3.0;
+  (*progress->mutable_metrics())["grad_norm"] = std::numeric_limits<double>::quiet_NaN();
+  auto written = store_->UpdateStatus(job);
+  ASSERT_TRUE(written.ok()) << written.status();
+  auto got = store_->Get({ns_, "progress"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(api::v1::codec::JobToJson(*got)["status"]["coach"], json::parse(R"({
+    "attempt": 2, "restarts": 1, "disruptions": 1, "restartsByType": {"Worker": 1},
+    "attemptRunningTime": "2024-05-01T12:00:00Z",
+    "progress": {"step": 1200, "stepsPerSecond": 2.0, "lastProgressTime": "2024-05-01T12:05:00Z",
+                 "metrics": {"loss": 0.25, "epoch": 3.0}}})"));
 }
 
 TEST_P(CrJobStoreTest, SameNameInTwoKindsNeedsTheKind) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "api/v1/codec/job_codec.h"
 #include "nlohmann/json.hpp"
+#include "sdk/cpp/cli/coach_status_text.h"
 #include "sdk/cpp/cli/exit_codes.h"
 #include "sdk/cpp/cli/progress.h"
 #include "sdk/cpp/cli/table_printer.h"
@@ -290,6 +291,8 @@ int RunDescribe(const RemoteOptions& options, RemoteEnv& env) {
     }
     replicas.Print(out, "  ");
   }
+
+  PrintCoachStatus(job, now, out);
 
   if (std::vector<std::pair<std::string, std::string>> runs = MlflowRuns(job); !runs.empty()) {
     out << "MLflow Runs:\n";

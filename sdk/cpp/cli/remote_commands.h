@@ -74,7 +74,8 @@ int RunGet(const RemoteOptions& options, RemoteEnv& env);
 // -o, a job that is no valid manifest is left out with an error naming it (exit 8); the others
 // are printed.
 int RunList(const RemoteOptions& options, RemoteEnv& env);
-// Conditions, replicas (state, restarts, exit codes) and recent events.
+// Conditions, replicas (state, restarts, exit codes), the job's recovery and progress
+// (coach_status_text.h), MLflow runs and recent events.
 int RunDescribe(const RemoteOptions& options, RemoteEnv& env);
 // The log bytes as they come.
 int RunLogs(const RemoteOptions& options, RemoteEnv& env);

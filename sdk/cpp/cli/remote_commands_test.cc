@@ -124,9 +124,9 @@ TEST_F(RemoteCommandsTest, ListPrintsATable) {
   server_.AddJob(Job("other", "x", {}));
   EXPECT_EQ(RunList(options_, env_), kExitOk);
   EXPECT_EQ(out_.str(),
-            "NAME    KIND         STATE     REPLICAS   AGE   MESSAGE\n"
-            "bert    PyTorchJob   Created   2/2        2h    boom\n"
-            "mnist   PyTorchJob   Running   2/2        5m\n");
+            "NAME    KIND         STATE     REPLICAS   AGE   STEP   LAST-PROGRESS   MESSAGE\n"
+            "bert    PyTorchJob   Created   2/2        2h    -      -               boom\n"
+            "mnist   PyTorchJob   Running   2/2        5m    -      -\n");
   EXPECT_EQ(ListRequests()[0].namespace_(), "default");
 }
 
@@ -145,6 +145,36 @@ TEST_F(RemoteCommandsTest, ListAsJsonUsesTheCodec) {
   options_.output = "json";
   EXPECT_EQ(RunList(options_, env_), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("\"kind\": \"PyTorchJob\""));
+}
+
+// A job that reports progress: its step and how long ago it reported, as `kubectl get` shows
+// them from the CRD's printer columns.
+TEST_F(RemoteCommandsTest, GetShowsTheProgress) {
+  TrainingJob job = Job("default", "mnist", {"Created", "Running"});
+  api::v1::JobProgress* progress = job.mutable_status()->mutable_coach()->mutable_progress();
+  progress->set_step(1200);
+  progress->mutable_last_progress_time()->set_seconds(100000 - 12);
+  server_.AddJob(job);
+  options_.job = "mnist";
+  EXPECT_EQ(RunGet(options_, env_), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(),
+            "NAME    KIND         STATE     REPLICAS   AGE   STEP   LAST-PROGRESS   MESSAGE\n"
+            "mnist   PyTorchJob   Running   2/2        5m    1200   12s\n");
+}
+
+TEST_F(RemoteCommandsTest, GetAsYamlShowsCoachStatus) {
+  TrainingJob job = Job("default", "mnist", {"Created", "Running"});
+  job.mutable_status()->mutable_coach()->set_attempt(1);
+  (*job.mutable_status()->mutable_coach()->mutable_progress()->mutable_metrics())["loss"] = 0.25;
+  server_.AddJob(job);
+  options_.job = "mnist";
+  options_.output = "yaml";
+  EXPECT_EQ(RunGet(options_, env_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("  coach:\n"
+                                    "    attempt: 1\n"
+                                    "    progress:\n"
+                                    "      metrics:\n"
+                                    "        loss: 0.25\n"));
 }
 
 TEST_F(RemoteCommandsTest, GetAsYaml) {
@@ -315,6 +345,68 @@ TEST_F(RemoteCommandsTest, DescribeShowsConditionsReplicasAndEvents) {
   EXPECT_THAT(text, HasSubstr("Conditions:\n  TYPE"));
   EXPECT_THAT(text, HasSubstr("worker-0   Worker   Failed   2          137"));
   EXPECT_THAT(text, HasSubstr("Warning   Restarting   30s   worker-0 exited 137"));
+  // No status.coach: neither of its sections.
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("Recovery:")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("Progress:")));
+}
+
+TEST_F(RemoteCommandsTest, DescribeShowsRecoveryAndProgress) {
+  TrainingJob job = Job("default", "mnist", {"Created", "Running"});
+  auto& annotations = *job.mutable_metadata()->mutable_annotations();
+  annotations["coach.dev/restart-scope"] = "Job";
+  annotations["coach.dev/max-restarts"] = "3";
+  annotations["coach.dev/max-restarts-worker"] = "2";
+  job.mutable_spec()->mutable_run_policy()->set_backoff_limit(10);
+  api::v1::CoachJobStatus* coach = job.mutable_status()->mutable_coach();
+  coach->set_attempt(2);
+  coach->set_restarts(1);
+  coach->set_disruptions(1);
+  (*coach->mutable_restarts_by_type())["Worker"] = 1;
+  (*coach->mutable_restarts_by_type())["Master"] = 0;
+  coach->mutable_attempt_running_time()->set_seconds(100000 - 300);
+  api::v1::JobProgress* progress = coach->mutable_progress();
+  progress->set_step(1200);
+  progress->set_steps_per_second(3.5);
+  progress->mutable_last_progress_time()->set_seconds(100000 - 12);
+  (*progress->mutable_metrics())["loss"] = 0.25;
+  (*progress->mutable_metrics())["accuracy"] = 0.9125;
+  server_.AddJob(job);
+  options_.job = "mnist";
+  EXPECT_EQ(RunDescribe(options_, env_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("Recovery:\n"
+                                    "  Attempt:          2, running since 1970-01-02T03:41:40Z "
+                                    "(5m ago)\n"
+                                    "  Restarts:         1 of 3\n"
+                                    "  Disruptions:      1\n"
+                                    "  Restarts by type: Master=0, Worker=1 of 2\n"
+                                    "Progress:\n"
+                                    "  Step:             1200\n"
+                                    "  Steps/s:          3.5\n"
+                                    "  Last progress:    1970-01-02T03:46:28Z (12s ago)\n"
+                                    "  Metrics:\n"
+                                    "    accuracy=0.9125\n"
+                                    "    loss=0.25\n"));
+
+  // Without coach.dev/max-restarts the budget is backoffLimit; progress alone is no recovery.
+  annotations.erase("coach.dev/max-restarts");
+  TrainingJob progress_only = Job("default", "progress-only", {"Created", "Running"});
+  progress_only.mutable_status()->mutable_coach()->mutable_progress()->set_step(5);
+  server_.AddJob(progress_only);
+  job.mutable_metadata()->set_name("backoff");
+  server_.AddJob(job);
+  out_.str("");
+  options_.job = "backoff";
+  EXPECT_EQ(RunDescribe(options_, env_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("  Restarts:         1 of 10\n"));
+  out_.str("");
+  options_.job = "progress-only";
+  EXPECT_EQ(RunDescribe(options_, env_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), ::testing::Not(HasSubstr("Recovery:")));
+  EXPECT_THAT(out_.str(), HasSubstr("Progress:\n"
+                                    "  Step:             5\n"
+                                    "  Steps/s:          -\n"
+                                    "  Last progress:    -\n"
+                                    "Events:"));
 }
 
 TEST_F(RemoteCommandsTest, DescribeListsTheJobsMlflowRuns) {

@@ -81,8 +81,20 @@ std::string StateMessage(const api::v1::TrainingJob& job) {
   return absl::EndsWith(message, " is created.") ? "" : message;
 }
 
+std::string ProgressStep(const api::v1::TrainingJob& job) {
+  if (!job.status().coach().has_progress()) return "-";
+  return absl::StrCat(job.status().coach().progress().step());
+}
+
+std::string LastProgressAge(const api::v1::TrainingJob& job, absl::Time now) {
+  const api::v1::JobProgress& progress = job.status().coach().progress();
+  if (!progress.has_last_progress_time()) return "-";
+  return FormatAgeSince(progress.last_progress_time(), now);
+}
+
 std::vector<std::string> JobTableHeaders(bool with_namespace) {
-  std::vector<std::string> headers = {"NAME", "KIND", "STATE", "REPLICAS", "AGE", "MESSAGE"};
+  std::vector<std::string> headers = {"NAME", "KIND", "STATE",         "REPLICAS",
+                                      "AGE",  "STEP", "LAST-PROGRESS", "MESSAGE"};
   if (with_namespace) headers.insert(headers.begin(), "NAMESPACE");
   return headers;
 }
@@ -95,6 +107,8 @@ std::vector<std::string> JobTableRow(const api::v1::TrainingJob& job, absl::Time
                                   state.empty() ? "Pending" : state,
                                   ReplicaSummary(job),
                                   FormatAgeSince(job.metadata().creation_timestamp(), now),
+                                  ProgressStep(job),
+                                  LastProgressAge(job, now),
                                   StateMessage(job)};
   if (with_namespace) row.insert(row.begin(), job.metadata().namespace_());
   return row;

@@ -44,8 +44,13 @@ std::string ReplicaSummary(const api::v1::TrainingJob& job);
 // NodeClaim or Karpenter's reason); Failed or Restarting: that condition's message; else "".
 std::string StateMessage(const api::v1::TrainingJob& job);
 
-// The columns of `coach list`/`coach get`: NAME, KIND, STATE, REPLICAS, AGE, MESSAGE
-// (NAMESPACE first when with_namespace).
+// The training's progress as status.coach.progress holds it: the step of the last report, and
+// how long ago it was made (FormatAge); "-" when the job reported none.
+std::string ProgressStep(const api::v1::TrainingJob& job);
+std::string LastProgressAge(const api::v1::TrainingJob& job, absl::Time now);
+
+// The columns of `coach list`/`coach get`: NAME, KIND, STATE, REPLICAS, AGE, STEP,
+// LAST-PROGRESS, MESSAGE (NAMESPACE first when with_namespace). MESSAGE, free text, stays last.
 std::vector<std::string> JobTableHeaders(bool with_namespace);
 std::vector<std::string> JobTableRow(const api::v1::TrainingJob& job, absl::Time now,
                                      bool with_namespace);

@@ -71,11 +71,31 @@ TEST(JobTableTest, RowCells) {
   api::v1::TrainingJob job = RunningJob();
   EXPECT_EQ(ReplicaSummary(job), "2/3");
   std::vector<std::string> row = JobTableRow(job, absl::FromUnixSeconds(1000 + 300), false);
-  EXPECT_EQ(row, (std::vector<std::string>{"mnist", "PyTorchJob", "Running", "2/3", "5m", ""}));
+  EXPECT_EQ(
+      row, (std::vector<std::string>{"mnist", "PyTorchJob", "Running", "2/3", "5m", "-", "-", ""}));
   std::vector<std::string> with_ns = JobTableRow(job, absl::FromUnixSeconds(1045), true);
   EXPECT_EQ(with_ns[0], "ml");
   EXPECT_EQ(with_ns[5], "45s");
   EXPECT_EQ(JobTableHeaders(true)[0], "NAMESPACE");
+}
+
+TEST(JobTableTest, ProgressCells) {
+  api::v1::TrainingJob job = RunningJob();
+  const absl::Time now = absl::FromUnixSeconds(1000 + 300);
+  api::v1::JobProgress* progress = job.mutable_status()->mutable_coach()->mutable_progress();
+  // Progress without a time: its step, and no age.
+  EXPECT_EQ(ProgressStep(job), "0");
+  EXPECT_EQ(LastProgressAge(job, now), "-");
+  progress->set_step(1200);
+  progress->mutable_last_progress_time()->set_seconds(1000 + 288);
+  std::vector<std::string> row = JobTableRow(job, now, false);
+  EXPECT_EQ(row[5], "1200");
+  EXPECT_EQ(row[6], "12s");
+  EXPECT_EQ(JobTableHeaders(false)[5], "STEP");
+  EXPECT_EQ(JobTableHeaders(false)[6], "LAST-PROGRESS");
+  EXPECT_EQ(JobTableHeaders(false).back(), "MESSAGE");
+  progress->mutable_last_progress_time()->set_seconds(1000 - 200);
+  EXPECT_EQ(LastProgressAge(job, now), "8m");
 }
 
 TEST(JobTableTest, MessageSaysWhyAJobWaits) {
