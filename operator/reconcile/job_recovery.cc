@@ -1,12 +1,14 @@
 #include "operator/reconcile/job_recovery.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/v1/coach_status.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/restart_rule.h"
@@ -155,8 +157,19 @@ std::optional<absl::Time> UpdateProgressStatus(const std::vector<ObservedPod>& p
   api::v1::JobProgress& progress = *status.mutable_coach()->mutable_progress();
   progress.set_step(step);
   progress.clear_metrics();
-  for (const auto& [name, value] : newest->metrics) (*progress.mutable_metrics())[name] = value;
-  progress.set_steps_per_second(newest->steps_per_second);
+  // Within what the status may hold (api/v1/coach_status.h), whoever reported: a NaN loss or an
+  // odd name is left out, never a status the API server refuses.
+  for (const auto& [name, value] : newest->metrics) {
+    if (progress.metrics_size() >= api::v1::kMaxProgressMetrics) break;
+    if (!std::isfinite(value) || name.empty() || name.size() > api::v1::kMaxMetricNameLength) {
+      continue;
+    }
+    (*progress.mutable_metrics())[name] = value;
+  }
+  progress.set_steps_per_second(std::isfinite(newest->steps_per_second) &&
+                                        newest->steps_per_second > 0
+                                    ? newest->steps_per_second
+                                    : 0);
   *progress.mutable_last_progress_time() = ToTimestamp(newest->time);
   return std::nullopt;
 }

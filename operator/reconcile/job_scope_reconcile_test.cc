@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -345,6 +346,20 @@ TEST(JobScopeReconcileTest, ProgressReachesTheStatusAtMostEveryInterval) {
   EXPECT_EQ(soon.requeue_at, kT0 + absl::Seconds(11));
   auto later = Reconcile(job, with(9, kT0 + absl::Seconds(11)), kT0 + absl::Seconds(11), {});
   EXPECT_EQ(later.status.coach().progress().step(), 9);
+
+  // What JSON cannot carry never reaches the status.
+  auto odd = ObservedBuilder(job)
+                 .Running("Master", 0)
+                 .Last([&](ObservedPod& p) {
+                   p.progress = ObservedPod::Progress{
+                       3, {{"loss", std::nan("")}, {"acc", 0.5}}, INFINITY, kT0 + absl::Seconds(1)};
+                 })
+                 .Running("Worker", 0)
+                 .Build();
+  model::Job fresh = MakePyTorchJob("ns", "ddp").Master(1).Workers(1).StartTime(kT0).Build();
+  auto filtered = Reconcile(fresh, odd, kT0 + absl::Seconds(1), {});
+  EXPECT_EQ(filtered.status.coach().progress().metrics().size(), 1u);
+  EXPECT_EQ(filtered.status.coach().progress().steps_per_second(), 0);
 }
 
 TEST(JobScopeReconcileTest, UpstreamJobsKeepUpstreamPods) {
