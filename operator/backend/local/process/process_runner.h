@@ -72,10 +72,11 @@ class ProcessRunner {
   // or operator process. Errors: Internal (unreadable exit file).
   virtual absl::StatusOr<PollResult> Poll(const ProcessHandle& handle) = 0;
 
-  // SIGTERM to the group, SIGKILL after `grace` if anything is still there; blocks until
-  // the replica ended (at most grace + a few seconds) and returns the final Poll.
-  // Stopping a replica that already ended is not an error; leftovers of a vanished
-  // replica's group (same group and session) are killed too.
+  // SIGTERM and SIGCONT to the group (a stopped process acts on SIGTERM only once continued),
+  // SIGKILL after `grace` if anything is still there; blocks until the replica ended (at most
+  // grace + a few seconds) and returns the final Poll. Stopping a replica that already ended
+  // is not an error; leftovers of a vanished replica's group (same group and session) are
+  // killed too.
   // Errors: Internal, DeadlineExceeded (still alive after SIGKILL: unkillable D state).
   virtual absl::StatusOr<PollResult> Stop(const ProcessHandle& handle, absl::Duration grace) = 0;
 

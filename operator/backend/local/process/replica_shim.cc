@@ -13,7 +13,7 @@
 // Once COMMAND started (or failed to), the shim writes B's process file and then "pgid <n>\n"
 // on F, and keeps F open until it exits, so that the runner learns of the end from the end of
 // file at once rather than by polling. SIGTERM/SIGINT/SIGHUP sent to the shim are forwarded
-// to COMMAND's group.
+// to COMMAND's group, each followed by SIGCONT so that a stopped process acts on it.
 //
 // Every process COMMAND starts dies with it, also those that left its group or session: the
 // shim is their subreaper (orphans are re-parented to it, not to init), and, unless
@@ -63,8 +63,13 @@ using coach::backend::local::ProcStat;
 
 volatile sig_atomic_t g_child_pgid = 0;
 
+// A stopped process acts on a signal only once continued: a container runtime's kill ends a
+// stopped container too.
 void Forward(int sig) {
-  if (g_child_pgid > 0) kill(-g_child_pgid, sig);
+  if (g_child_pgid > 0) {
+    kill(-g_child_pgid, sig);
+    kill(-g_child_pgid, SIGCONT);
+  }
 }
 
 struct Args {

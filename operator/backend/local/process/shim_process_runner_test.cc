@@ -87,6 +87,19 @@ class ShimProcessRunnerTest : public ::testing::Test {
     return -1;
   }
 
+  // Waits until /proc shows a process of group `pgid` stopped. Not necessarily its leader:
+  // a shell stopped while it waits for a vfork child sleeps uninterruptibly (D) until that
+  // child, stopped too, runs on.
+  static void WaitGroupStopped(pid_t pgid) {
+    for (int i = 0; i < 500; ++i) {
+      for (const ProcStat& p : ListProcesses()) {
+        if (p.pgrp == pgid && IsStopped(p)) return;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    ADD_FAILURE() << "no process of group " << pgid << " stopped";
+  }
+
   static bool Alive(pid_t pid) {
     auto st = ReadProcStat(pid);
     return st.ok() && st->state != 'Z';
@@ -236,6 +249,54 @@ TEST_F(ShimProcessRunnerTest, StopWithGraceLetsTermHandlerFinish) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->state, ProcessState::kExited);
   EXPECT_EQ(p->exit_code, 7);
+}
+
+// A stopped process acts on SIGTERM only once continued: Stop continues it, so a stopped
+// replica ends within the grace rather than after it.
+TEST_F(ShimProcessRunnerTest, StopEndsAStoppedReplicaWithinTheGrace) {
+  std::string ready = dir_ + "/ready";
+  auto h = runner_->Start(
+      Spec({"sh", "-c", absl::StrCat("echo $$ > ", ready, "; while true; do sleep 0.05; done")}));
+  ASSERT_TRUE(h.ok()) << h.status();
+  ReadPidFile(ready);
+  ASSERT_EQ(kill(-h->pgid, SIGSTOP), 0);
+  WaitGroupStopped(h->pgid);
+  absl::Time start = absl::Now();
+  auto p = runner_->Stop(*h, absl::Seconds(30));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_EQ(p->state, ProcessState::kExited);
+  EXPECT_EQ(p->signal, SIGTERM);
+}
+
+TEST_F(ShimProcessRunnerTest, StopKillsAStoppedReplicaThatIgnoresTermAfterTheGrace) {
+  std::string ready = dir_ + "/ready";
+  auto h = runner_->Start(
+      Spec({"sh", "-c",
+            absl::StrCat("trap '' TERM; echo $$ > ", ready, "; while true; do sleep 0.05; done")}));
+  ASSERT_TRUE(h.ok()) << h.status();
+  ReadPidFile(ready);
+  ASSERT_EQ(kill(-h->pgid, SIGSTOP), 0);
+  WaitGroupStopped(h->pgid);
+  auto p = runner_->Stop(*h, absl::Milliseconds(300));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->state, ProcessState::kExited);
+  EXPECT_EQ(p->signal, SIGKILL);
+}
+
+// The shim forwards a SIGTERM sent to itself, and continues the group after it.
+TEST_F(ShimProcessRunnerTest, TermToTheShimEndsAStoppedReplica) {
+  std::string ready = dir_ + "/ready";
+  auto h = runner_->Start(
+      Spec({"sh", "-c", absl::StrCat("echo $$ > ", ready, "; while true; do sleep 0.05; done")}));
+  ASSERT_TRUE(h.ok()) << h.status();
+  ReadPidFile(ready);
+  ASSERT_EQ(kill(-h->pgid, SIGSTOP), 0);
+  WaitGroupStopped(h->pgid);
+  ASSERT_EQ(kill(h->pid, SIGTERM), 0);
+  PollResult p = WaitExit(*h, absl::Seconds(10));
+  EXPECT_EQ(p.state, ProcessState::kExited);
+  EXPECT_EQ(p.signal, SIGTERM);
 }
 
 TEST_F(ShimProcessRunnerTest, StopKillsTheWholeGroup) {
