@@ -26,9 +26,10 @@ struct ProcessSpec {
   std::string log_path;
   // Rotation threshold for log_path (copytruncate to <log>.1); <= 0 means unbounded.
   int64_t max_log_bytes = 0;
-  // Absolute, ending in '.'; names the shim's `process` and `exit` files (ReplicaFile in
-  // exit_record.h: "<dir>/<pod>." for <dir>/<pod>.exit). Their directory is created when
-  // missing; a stale `exit` from an earlier run of the same replica is removed by Start.
+  // Absolute, ending in '.'; names the shim's `process`, `exit` and `progress` files and the
+  // replica's `heartbeat` (ReplicaFile in exit_record.h: "<dir>/<pod>." for <dir>/<pod>.exit).
+  // Their directory is created when missing; those of an earlier run of the same replica
+  // (kRunFileNames) are removed by Start.
   std::string replica_files;
 };
 

@@ -118,7 +118,7 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
   if (const std::string log_dir = DirName(spec.log_path); log_dir != files_dir) {
     RETURN_IF_ERROR(MakeDirs(log_dir));
   }
-  for (const char* f : {kExitFileName, kProcessFileName}) {
+  for (const char* f : kRunFileNames) {
     std::string p = ReplicaFile(spec.replica_files, f);
     if (unlink(p.c_str()) != 0 && errno != ENOENT) return Errno(absl::StrCat("unlink ", p));
   }
