@@ -160,7 +160,7 @@ std::unique_ptr<MetricsPipeline> StartMetrics(const EnvMap& env, OutputForwarder
   pipeline->logger = std::move(logger).value();
   mlflow::MetricLogger* raw = pipeline->logger.get();
   pipeline->tee = std::make_unique<MetricsTee>(
-      [raw](const MetricLine& m, int64_t now_ms) {
+      [raw](const metrics::MetricLine& m, int64_t now_ms) {
         raw->Log(m.name, m.value, m.step, m.timestamp_ms.value_or(now_ms));
       },
       [out](const std::string& line) { out->Write(STDERR_FILENO, line + "\n"); });

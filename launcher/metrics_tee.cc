@@ -24,7 +24,7 @@ void MetricsTee::WatchFile(const std::string& path, absl::Duration poll) {
 }
 
 void MetricsTee::OnLine(absl::string_view line) {
-  absl::StatusOr<std::optional<MetricLine>> parsed = ParseMetricLine(line);
+  absl::StatusOr<std::optional<metrics::MetricLine>> parsed = metrics::ParseMetricLine(line);
   if (!parsed.ok()) {
     if (malformed_lines_.fetch_add(1) < kReportedMalformed && report_) {
       report_(absl::StrCat("coach-launch: ", parsed.status().message(),

@@ -20,14 +20,14 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "launcher/metric_line.h"
+#include "common/metrics/metric_line.h"
 
 namespace coach::launcher {
 
 class MetricsTee {
  public:
   // `now_ms`: when the line was read, for lines without timestamp=.
-  using Sink = std::function<void(const MetricLine& metric, int64_t now_ms)>;
+  using Sink = std::function<void(const metrics::MetricLine& metric, int64_t now_ms)>;
   // One diagnostic line, without '\n'.
   using Report = std::function<void(const std::string& line)>;
 

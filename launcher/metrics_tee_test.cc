@@ -14,6 +14,8 @@
 namespace coach::launcher {
 namespace {
 
+using metrics::MetricLine;
+
 std::string TmpPath(const std::string& name) {
   return ::coach::testing::FreshTestDir("metrics_tee") + "/" + name;
 }

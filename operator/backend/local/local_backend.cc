@@ -15,10 +15,12 @@
 #include "integrations/mlflow/binding.h"
 #include "operator/backend/local/fs_util.h"
 #include "operator/backend/local/net/local_address_plan.h"
+#include "operator/backend/local/process/exit_record.h"
 #include "operator/backend/local/process/log_files.h"
 #include "operator/backend/local/process/pod_process.h"
 #include "operator/backend/local/process/shim_process_runner.h"
 #include "operator/model/replicas.h"
+#include "operator/reconcile/recovery_policy.h"
 
 extern char** environ;
 
@@ -71,6 +73,14 @@ std::string Label(const Json& pod, const char* key) {
     return "";
   }
   return (*labels)[key].get<std::string>();
+}
+
+// The job attempt a pod was created for: its coach.dev/attempt label; 0 without one, or when
+// it is not a number >= 0 (the reconciler writes it; an edited pod must not fail here).
+int AttemptOf(const Json& pod) {
+  int attempt = 0;
+  return absl::SimpleAtoi(Label(pod, reconcile::kLabelAttempt), &attempt) && attempt >= 0 ? attempt
+                                                                                          : 0;
 }
 
 // "master-0" for pod "<job>-master-0"; "launcher" for the MPI launcher "<job>-launcher".
@@ -147,6 +157,7 @@ LocalBackend::LocalBackend(LocalBackendOptions options, std::unique_ptr<ProcessR
       end_watcher_(std::move(end_watcher)),
       ports_(options_.store),
       objects_(options_.store),
+      facts_(options_.clock),
       poller_(
           end_watcher_.get(), options_.poll_interval, [this] { return PollRunning(); },
           [this](const std::set<JobKey>& jobs) { Wake(jobs); }),
@@ -328,6 +339,7 @@ std::shared_ptr<const model::AddressPlan> LocalBackend::AddressPlanFor(const mod
 absl::StatusOr<model::ObservedState> LocalBackend::Observe(const model::Job& job) {
   const JobKey key = KeyOf(job);
   model::ObservedState out;
+  std::vector<ReplicaFacts::Replica> runs;
   {
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(std::vector<ReplicaRecord> records, options_.store->ListReplicas(key));
@@ -342,8 +354,16 @@ absl::StatusOr<model::ObservedState> LocalBackend::Observe(const model::Job& job
       pod.restart_count = r.restart_count;
       pod.created = r.started_at;
       pod.message = r.message;
+      pod.attempt = r.attempt;
       out.pods.push_back(std::move(pod));
+      runs.push_back(ReplicaFacts::Replica{r.process, r.phase == PodPhase::kRunning});
     }
+  }
+  // Outside the lock: files and /proc, which the starters and the poller need not wait for.
+  const std::vector<ReplicaFacts::Facts> facts = facts_.Read(runs);
+  for (size_t i = 0; i < out.pods.size(); ++i) {
+    out.pods[i].progress = facts[i].progress;
+    out.pods[i].stopped = facts[i].stopped;
   }
   ASSIGN_OR_RETURN(out.objects, objects_.List(key));
   return out;
@@ -494,6 +514,7 @@ absl::StatusOr<std::optional<LocalBackend::PreparedStart>> LocalBackend::Prepare
   record.replica_type =
       api::v1::CanonicalReplicaType(job.kind(), Label(pod.body, reconcile::kLabelReplicaType));
   absl::SimpleAtoi(Label(pod.body, reconcile::kLabelReplicaIndex), &record.index);
+  record.attempt = AttemptOf(pod.body);
   ASSIGN_OR_RETURN(record.log_path, layout_.LogPath(key, pod.name));
   if (auto ports = reads.ports.find(pod.name); ports != reads.ports.end()) {
     record.ports = ports->second;
@@ -525,12 +546,19 @@ absl::StatusOr<std::optional<LocalBackend::PreparedStart>> LocalBackend::Prepare
   }
 
   ProcessSpec& spec = out.spec;
+  spec.replica_files = layout_.ReplicaFiles(key, pod.name);
+  // The backend's file, whatever the pod says, as CUDA_VISIBLE_DEVICES above.
+  const std::string heartbeat = ReplicaFile(spec.replica_files, kHeartbeatFileName);
+  bool heartbeat_set = false;
+  for (auto& [n, v] : proc.env) {
+    if (n == kEnvHeartbeatFile) v = heartbeat, heartbeat_set = true;
+  }
+  if (!heartbeat_set) proc.env.emplace_back(kEnvHeartbeatFile, heartbeat);
   spec.argv = proc.argv;
   spec.env = EnvEntries(proc.env);
   spec.working_dir = proc.working_dir.empty() ? options_.default_working_dir : proc.working_dir;
   spec.log_path = record.log_path;
   spec.max_log_bytes = options_.max_log_bytes;
-  spec.replica_files = layout_.ReplicaFiles(key, pod.name);
   out.container = proc.container;
   out.ignored_containers = proc.ignored_containers;
   return out;
@@ -627,6 +655,7 @@ absl::Status LocalBackend::DeletePod(const model::Job& job, const std::string& n
   const int restarts = record->restart_count + (record->phase == PodPhase::kFailed ? 1 : 0);
   RETURN_IF_ERROR(layout_.CarryRestartCount(key, name, restarts));
   RETURN_IF_ERROR(layout_.RemoveEndedAttemptFiles(key, name));
+  facts_.Forget(layout_.ReplicaFiles(key, name));
   absl::MutexLock lock(&mu_);
   gpus_->Release(GpuOwner(key, name));
   absl::Status s = options_.store->DeleteReplica(key, name);
@@ -674,6 +703,7 @@ absl::Status LocalBackend::Forget(const model::Job& job) {
     absl::MutexLock lock(&mu_);
     for (const ReplicaRecord& r : records) {
       gpus_->Release(GpuOwner(key, r.name));
+      facts_.Forget(layout_.ReplicaFiles(key, r.name));
       absl::Status s = options_.store->DeleteReplica(key, r.name);
       if (!s.ok() && !absl::IsNotFound(s)) return s;
     }

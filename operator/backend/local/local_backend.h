@@ -11,7 +11,18 @@
 // `$(VAR)` is expanded as a kubelet does, fieldRef is answered for this host, envFrom
 // and configMap/secret refs are rejected unless optional, the base environment is
 // HOSTNAME (pod name) plus the operator's PATH, HOME and LANG, and CUDA_VISIBLE_DEVICES
-// comes from the GPU allocator.
+// comes from the GPU allocator. Every replica also gets COACH_HEARTBEAT_FILE (below).
+//
+// Recovery facts (model::ObservedPod): `attempt` is the pod's coach.dev/attempt label, kept in
+// its replica record; `progress` is what the replica reported in this run: its coach-metric
+// lines, as the shim keeps them in the replica's progress file (process/progress_file.h), and
+// the mtime of the file COACH_HEARTBEAT_FILE names, which the program may touch to say it is
+// alive without a metric; `stopped` says a process of a running replica is stopped by a signal
+// (replica_facts.h; looked at no more than once a second). Deleting a pod continues its stopped
+// processes after the SIGTERM, so that they end within the grace. `disruption`, `node_lost` and
+// `deletion_requested` do not occur on this host. Nothing wakes a job when its progress changes or
+// a process stops: the reconciler reads them when it passes (it requeues itself for a progress
+// deadline).
 //
 // Other objects (Service, ConfigMap, ServiceAccount, Role, RoleBinding, PodGroup) have no
 // effect here; they are recorded (object_table.h) so that Observe reports them. A
@@ -57,6 +68,7 @@
 #include "operator/backend/local/object_table.h"
 #include "operator/backend/local/process/pod_process.h"
 #include "operator/backend/local/process/process_runner.h"
+#include "operator/backend/local/replica_facts.h"
 #include "operator/backend/local/replica_poller.h"
 #include "operator/backend/local/replica_starter.h"
 #include "operator/backend/local/store/replica_store.h"
@@ -94,6 +106,10 @@ struct LocalBackendOptions {
   // directory, so that relative paths in commands mean what they mean in a shell there.
   std::string default_working_dir;
 };
+
+// The replica's heartbeat file (absolute): touching it (creating it, or setting its mtime) is
+// progress in time only. Set in every replica's environment, replacing the pod's own value.
+inline constexpr char kEnvHeartbeatFile[] = "COACH_HEARTBEAT_FILE";
 
 class LocalBackend : public Backend {
  public:
@@ -202,6 +218,7 @@ class LocalBackend : public Backend {
   std::unique_ptr<EndWatcher> end_watcher_;
   PortAllocator ports_;
   ObjectTable objects_;
+  ReplicaFacts facts_;
 
   // Serialises replica-record writes between the controller's calls, the starters and the
   // poller.

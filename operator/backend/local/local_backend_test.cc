@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -25,6 +27,7 @@
 #include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/desired_objects.h"
+#include "operator/reconcile/recovery_policy.h"
 
 namespace coach::backend::local {
 namespace {
@@ -57,14 +60,15 @@ class LocalBackendTest : public ::testing::Test {
     for (const model::Job& j : jobs_) EXPECT_TRUE(backend_->Forget(j).ok());
   }
 
-  std::unique_ptr<LocalBackend> NewBackend(absl::Duration poll_interval = absl::Milliseconds(20)) {
+  std::unique_ptr<LocalBackend> NewBackend(absl::Duration poll_interval = absl::Milliseconds(20),
+                                           absl::Duration grace = absl::Seconds(2)) {
     LocalBackendOptions o;
     o.state_dir = dir_ + "/state";
     o.store = store_->replicas();
     o.jobs = store_.get();
     o.shim_path = ShimPath();
     o.poll_interval = poll_interval;
-    o.grace_period = absl::Seconds(2);
+    o.grace_period = grace;
     o.gpus = &gpus_;
     o.node_name = "testnode";
     o.base_env = {{"PATH", "/usr/bin:/bin"},
@@ -142,6 +146,40 @@ class LocalBackendTest : public ::testing::Test {
   }
 
   void Touch(const std::string& path) { std::ofstream(path) << "x"; }
+
+  // Observes the job until its one pod satisfies `done`.
+  model::ObservedPod WaitPodUntil(const model::Job& job,
+                                  const std::function<bool(const model::ObservedPod&)>& done,
+                                  const std::string& what) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    model::ObservedPod last;
+    while (absl::Now() < deadline) {
+      auto seen = backend_->Observe(job);
+      EXPECT_TRUE(seen.ok()) << seen.status();
+      if (seen.ok() && !seen->pods.empty()) {
+        last = seen->pods[0];
+        if (done(last)) return last;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    ADD_FAILURE() << "pod never " << what;
+    return last;
+  }
+
+  // Waits until `path` holds a number followed by a newline (written by a replica).
+  pid_t ReadPidFile(const std::string& path) {
+    for (int i = 0; i < 1000; ++i) {
+      auto text = ReadFile(path);
+      pid_t pid = 0;
+      if (text.ok() && absl::EndsWith(*text, "\n") &&
+          absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &pid)) {
+        return pid;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    ADD_FAILURE() << "no pid in " << path;
+    return 0;
+  }
 
   std::string dir_;
   std::unique_ptr<SqliteJobStore> store_;
@@ -339,6 +377,8 @@ TEST_F(LocalBackendTest, EnvironmentIsExactlyThePods) {
     else
       want.push_back(absl::StrCat(name, "=", e["value"].get<std::string>()));
   }
+  want.push_back(
+      absl::StrCat("COACH_HEARTBEAT_FILE=", dir_, "/state/replicas/ns/env/env-worker-0.heartbeat"));
   want.push_back("HOSTNAME=env-worker-0");
   want.push_back("PATH=/usr/bin:/bin");
   want.push_back("HOME=/nonexistent");
@@ -394,6 +434,90 @@ TEST_F(LocalBackendTest, DeleteStopsTheWholeGroup) {
   ASSERT_TRUE(seen.ok());
   EXPECT_TRUE(seen->pods.empty());
   EXPECT_TRUE(Delete(job, "Pod", "del-worker-0").ok()) << "deleting twice is OK";
+}
+
+// A replica's coach-metric lines and its heartbeat are its progress, and only its own: the
+// next pod of the same name starts without them.
+TEST_F(LocalBackendTest, ProgressFromMetricLinesAndTheHeartbeat) {
+  const std::string go = dir_ + "/go";
+  model::Job job = MakeJob(
+      "prog", {{"command", Argv(absl::StrCat("echo 'coach-metric name=loss value=0.5 step=3'; ",
+                                             "while [ ! -e ", go, " ]; do sleep 0.02; done; ",
+                                             "touch \"$COACH_HEARTBEAT_FILE\"; sleep 30"))}});
+  ASSERT_TRUE(Create(job, Pod(job)).ok());
+  model::ObservedPod p = WaitPodUntil(
+      job, [](const model::ObservedPod& p) { return p.progress.has_value(); }, "reported");
+  ASSERT_TRUE(p.progress.has_value());
+  EXPECT_EQ(p.phase, PodPhase::kRunning);
+  EXPECT_EQ(p.progress->step, 3);
+  EXPECT_EQ(p.progress->metrics, (std::map<std::string, double>{{"loss", 0.5}}));
+  const absl::Time reported = p.progress->time;
+  EXPECT_GT(reported, absl::Now() - absl::Minutes(1));
+  EXPECT_FALSE(p.stopped);
+
+  absl::SleepFor(absl::Milliseconds(50));  // so that the heartbeat's mtime is later
+  Touch(go);
+  p = WaitPodUntil(
+      job,
+      [&](const model::ObservedPod& p) {
+        return p.progress.has_value() && p.progress->time > reported;
+      },
+      "beat");
+  EXPECT_EQ(p.progress->step, 3) << "a heartbeat moves the time only";
+  EXPECT_EQ(p.progress->metrics.count("loss"), 1u);
+
+  // The next pod of the name reports nothing: it has no progress, its predecessor's is gone.
+  ASSERT_TRUE(Delete(job, "Pod", "prog-worker-0").ok());
+  model::KubeObject quiet = Pod(job);
+  quiet.body["spec"]["containers"][0]["command"] = Argv("echo started; sleep 30");
+  ASSERT_TRUE(Create(job, quiet).ok());
+  for (int i = 0; i < 500 && Logs(job).empty(); ++i) absl::SleepFor(absl::Milliseconds(10));
+  p = WaitPod(job, PodPhase::kRunning);
+  EXPECT_FALSE(p.progress.has_value()) << "the deleted pod's progress is not the new one's";
+}
+
+// A process of a running replica stopped by a signal is observed as such; deleting the pod
+// continues it after the SIGTERM, so it ends well within the grace.
+TEST_F(LocalBackendTest, AStoppedReplicaIsObservedAndDeletedWithinTheGrace) {
+  backend_ = NewBackend(absl::Milliseconds(20), /*grace=*/absl::Seconds(30));
+  const std::string pidfile = dir_ + "/pid";
+  model::Job job = MakeJob(
+      "stopped", {{"command", Argv(absl::StrCat("echo $$$$ > ", pidfile, "; sleep 300 & wait"))}});
+  ASSERT_TRUE(Create(job, Pod(job)).ok());
+  const pid_t leader = ReadPidFile(pidfile);
+  ASSERT_GT(leader, 0);
+  EXPECT_FALSE(WaitPod(job, PodPhase::kRunning).stopped);
+  ASSERT_EQ(kill(-leader, SIGSTOP), 0);
+  EXPECT_TRUE(WaitPodUntil(
+                  job, [](const model::ObservedPod& p) { return p.stopped; }, "stopped")
+                  .stopped);
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(Delete(job, "Pod", "stopped-worker-0").ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << "the grace is 30 s";
+  EXPECT_TRUE(kill(leader, 0) != 0 && errno == ESRCH);
+  auto seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  EXPECT_TRUE(seen->pods.empty());
+}
+
+// The attempt is the pod's coach.dev/attempt label, kept with the replica's record.
+TEST_F(LocalBackendTest, TheAttemptIsThePodsLabel) {
+  model::Job job = MakeJob("attempt", {{"command", Argv("exit 0")}});
+  model::KubeObject pod = Pod(job);
+  pod.body["metadata"]["labels"][reconcile::kLabelAttempt] = "2";
+  ASSERT_TRUE(Create(job, pod).ok());
+  EXPECT_EQ(WaitPod(job, PodPhase::kSucceeded).attempt, 2);
+  backend_ = NewBackend();
+  auto seen = backend_->Observe(job);
+  ASSERT_TRUE(seen.ok());
+  ASSERT_EQ(seen->pods.size(), 1u);
+  EXPECT_EQ(seen->pods[0].attempt, 2) << "after an operator restart too";
+  for (const char* label : {"", "two", "-1"}) {
+    ASSERT_TRUE(Delete(job, "Pod", pod.name).ok());
+    pod.body["metadata"]["labels"][reconcile::kLabelAttempt] = label;
+    ASSERT_TRUE(Create(job, pod).ok());
+    EXPECT_EQ(WaitPod(job, PodPhase::kSucceeded).attempt, 0) << "label \"" << label << "\"";
+  }
 }
 
 TEST_F(LocalBackendTest, ReadoptedAfterOperatorRestartAndCallbackFires) {

@@ -73,7 +73,7 @@ absl::Status LocalLayout::CarryRestartCount(const store::JobKey& job, const std:
 
 absl::Status LocalLayout::RemoveEndedAttemptFiles(const store::JobKey& job,
                                                   const std::string& pod) const {
-  for (const char* f : {kExitFileName, kProcessFileName}) {
+  for (const char* f : kRunFileNames) {
     const std::string path = ReplicaFile(ReplicaFiles(job, pod), f);
     if (unlink(path.c_str()) != 0 && errno != ENOENT) {
       return absl::InternalError(absl::StrCat("unlink ", path, ": ", strerror(errno)));

@@ -5,6 +5,8 @@
 //   replicas/<ns>/<job>/<pod>.log            (log_files.h; the shim's, rotated to .log.1)
 //   replicas/<ns>/<job>/<pod>.process        (the shim's process and exit files, exit_record.h)
 //   replicas/<ns>/<job>/<pod>.exit
+//   replicas/<ns>/<job>/<pod>.progress       (the shim's, progress_file.h)
+//   replicas/<ns>/<job>/<pod>.heartbeat      (the replica's own, COACH_HEARTBEAT_FILE)
 //   replicas/<ns>/<job>/<pod>.restart_count  (restarts carried over to the next pod of the name)
 //   configmaps/<ns>/<job>/<name>/<key>       (ConfigMap data)
 //   mlflow-python/                           (the MLflow binding, integrations/mlflow/binding.h)
@@ -47,8 +49,9 @@ class LocalLayout {
   // Carries `restarts` over to the next pod of this name (synced). Errors: Internal.
   absl::Status CarryRestartCount(const store::JobKey& job, const std::string& pod,
                                  int restarts) const;
-  // Removes the process and exit files of the pod's ended attempt, which its job's directory
-  // outlives (restart_count stays). Left there, a crash after the next attempt's record is
+  // Removes the files of the pod's ended run (kRunFileNames: process, exit, progress,
+  // heartbeat), which its job's directory outlives (restart_count stays), so that nothing of
+  // it reads as the next run's. Left there, a crash after the next attempt's record is
   // written but before its process starts would let LocalBackend::Start() adopt the ended
   // attempt as the new one and count its exit as one more failure (found by
   // e2e/local:chaos_kill_test: a job failed for backoffLimit with every replica restarted

@@ -3,11 +3,14 @@
 // The files the replica shim leaves for a replica, read back by the runner even after an
 // operator restart (when the replica is no longer the operator's child). `replica_files`
 // names them (ReplicaFile):
-//   process  {"pid","pgid","start_time"[,"cgroup"]}   written once the command started
-//   exit     {"exit_code","signal","finished_at","message",
-//             "process": {"pid","pgid","start_time"}}  written last
-// Both are written atomically (tmp + rename), so a reader sees all of a file or none. Only
-// the exit file is synced: it also names the process, so that an ended replica is still
+//   process    {"pid","pgid","start_time"[,"cgroup"]}   written once the command started
+//   exit       {"exit_code","signal","finished_at","message",
+//               "process": {"pid","pgid","start_time"}}  written last
+//   progress   the replica's progress (progress_file.h), when it reported any
+//   heartbeat  the replica's own (COACH_HEARTBEAT_FILE), when it touched it
+// The exit and progress files are written atomically (tmp + rename), so a reader sees all of
+// one or none; the process file in place (a temporary file would cost an inode per start).
+// Only the exit file is synced: it also names the process, so that an ended replica is still
 // recognised when a power cut lost its process file.
 
 #include <sys/types.h>
@@ -26,6 +29,12 @@ inline constexpr char kExitFileName[] = "exit";
 // full disk): the runner, when it is the shim's parent, says so instead of "gone".
 inline constexpr int kShimExitNotRecorded = 75;  // EX_TEMPFAIL
 inline constexpr char kProcessFileName[] = "process";
+inline constexpr char kProgressFileName[] = "progress";
+inline constexpr char kHeartbeatFileName[] = "heartbeat";
+// The files of one run of a replica: removed before the next run of the same pod starts, so
+// that nothing of an ended run reads as the new one's (its exit, its process, its progress).
+inline constexpr const char* kRunFileNames[] = {kExitFileName, kProcessFileName, kProgressFileName,
+                                                kHeartbeatFileName};
 
 // The path of the replica's file `name`: `replica_files` is a prefix ending in '.'
 // ("<job dir>/<pod>." names <job dir>/<pod>.exit: one directory per job, not per replica, as

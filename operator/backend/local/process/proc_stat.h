@@ -22,6 +22,12 @@ struct ProcStat {
   uint64_t start_time = 0;
 };
 
+// Whether the process is stopped: by a signal (SIGSTOP, SIGTSTP: 'T') or by a tracer ('t').
+// It makes no progress, and acts on no signal but SIGKILL and SIGCONT, until continued.
+inline bool IsStopped(const ProcStat& process) {
+  return process.state == 'T' || process.state == 't';
+}
+
 // Errors: NotFound (no such process), Internal (unparsable stat line).
 absl::StatusOr<ProcStat> ReadProcStat(pid_t pid);
 

@@ -26,9 +26,10 @@ struct ProcessSpec {
   std::string log_path;
   // Rotation threshold for log_path (copytruncate to <log>.1); <= 0 means unbounded.
   int64_t max_log_bytes = 0;
-  // Absolute, ending in '.'; names the shim's `process` and `exit` files (ReplicaFile in
-  // exit_record.h: "<dir>/<pod>." for <dir>/<pod>.exit). Their directory is created when
-  // missing; a stale `exit` from an earlier run of the same replica is removed by Start.
+  // Absolute, ending in '.'; names the shim's `process`, `exit` and `progress` files and the
+  // replica's `heartbeat` (ReplicaFile in exit_record.h: "<dir>/<pod>." for <dir>/<pod>.exit).
+  // Their directory is created when missing; those of an earlier run of the same replica
+  // (kRunFileNames) are removed by Start.
   std::string replica_files;
 };
 
@@ -72,10 +73,11 @@ class ProcessRunner {
   // or operator process. Errors: Internal (unreadable exit file).
   virtual absl::StatusOr<PollResult> Poll(const ProcessHandle& handle) = 0;
 
-  // SIGTERM to the group, SIGKILL after `grace` if anything is still there; blocks until
-  // the replica ended (at most grace + a few seconds) and returns the final Poll.
-  // Stopping a replica that already ended is not an error; leftovers of a vanished
-  // replica's group (same group and session) are killed too.
+  // SIGTERM and SIGCONT to the group (a stopped process acts on SIGTERM only once continued),
+  // SIGKILL after `grace` if anything is still there; blocks until the replica ended (at most
+  // grace + a few seconds) and returns the final Poll. Stopping a replica that already ended
+  // is not an error; leftovers of a vanished replica's group (same group and session) are
+  // killed too.
   // Errors: Internal, DeadlineExceeded (still alive after SIGKILL: unkillable D state).
   virtual absl::StatusOr<PollResult> Stop(const ProcessHandle& handle, absl::Duration grace) = 0;
 

@@ -13,15 +13,19 @@
 // Once COMMAND started (or failed to), the shim writes B's process file and then "pgid <n>\n"
 // on F, and keeps F open until it exits, so that the runner learns of the end from the end of
 // file at once rather than by polling. SIGTERM/SIGINT/SIGHUP sent to the shim are forwarded
-// to COMMAND's group.
+// to COMMAND's group, each followed by SIGCONT so that a stopped process acts on it.
+//
+// The coach-metric lines in COMMAND's output are the replica's progress, which the shim keeps
+// in B's progress file (progress_writer.h).
 //
 // Every process COMMAND starts dies with it, also those that left its group or session: the
 // shim is their subreaper (orphans are re-parented to it, not to init), and, unless
 // --no-cgroup or the host does not let it, COMMAND runs in a cgroup of its own
 // (replica_cgroup.h). When COMMAND ends, the shim kills its group, the cgroup, and every
 // process still descended from the shim, until none is left; then it copies what is still in
-// the pipe to L, writes B's exit file and exits 0. So the exit file, once there, follows the
-// last line of the log and the end of every process of the replica.
+// the pipe to L, writes B's progress file (when the replica reported any), then B's exit file,
+// and exits 0. So the exit file, once there, follows the last line of the log, the last
+// progress and the end of every process of the replica.
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +43,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +56,7 @@
 #include "operator/backend/local/process/exit_record.h"
 #include "operator/backend/local/process/log_files.h"
 #include "operator/backend/local/process/proc_stat.h"
+#include "operator/backend/local/process/progress_writer.h"
 #include "operator/backend/local/process/replica_cgroup.h"
 
 extern char** environ;
@@ -60,11 +66,17 @@ namespace {
 using coach::backend::local::ExitRecord;
 using coach::backend::local::LogWriter;
 using coach::backend::local::ProcStat;
+using coach::backend::local::ProgressWriter;
 
 volatile sig_atomic_t g_child_pgid = 0;
 
+// A stopped process acts on a signal only once continued: a container runtime's kill ends a
+// stopped container too.
 void Forward(int sig) {
-  if (g_child_pgid > 0) kill(-g_child_pgid, sig);
+  if (g_child_pgid > 0) {
+    kill(-g_child_pgid, sig);
+    kill(-g_child_pgid, SIGCONT);
+  }
 }
 
 struct Args {
@@ -147,6 +159,7 @@ int Fail(const Args& args, const std::string& message) {
 struct Output {
   int fd;
   LogWriter* log;
+  ProgressWriter* progress;
   bool eof = false;
   int64_t rotations_seen = 0;
 
@@ -162,8 +175,10 @@ struct Output {
         eof = true;
         return;
       }
+      const absl::string_view bytes(buf, static_cast<size_t>(n));
       // A failed write (a full disk) drops these bytes; the next ones are tried again.
-      (void)log->Write(absl::string_view(buf, static_cast<size_t>(n)));
+      (void)log->Write(bytes);
+      progress->Feed(bytes);
       if (log->rotations() != rotations_seen) {
         // The shim's own stdout and stderr (what the runner gave it) follow the live file.
         rotations_seen = log->rotations();
@@ -363,20 +378,29 @@ int main(int argc, char** argv) {
   (void)coach::backend::local::WriteProcessFile(args.replica_files, pf);
   WriteStatus(args.status_fd, absl::StrCat("pgid ", child, "\n"));
 
-  Output output{out_pipe[0], log->get()};
+  ProgressWriter progress(args.replica_files, clock);
+  Output output{out_pipe[0], log->get(), &progress};
   fcntl(output.fd, F_SETFL, O_NONBLOCK);
   const int child_fd = signalfd(-1, &child_ended, SFD_NONBLOCK | SFD_CLOEXEC);
   int status = 0;
   bool ended = false;
   bool wait_failed = false;
   while (!ended) {
-    // Without a signalfd (never seen), SIGCHLD is looked for every 20 ms.
+    // Without a signalfd (never seen), SIGCHLD is looked for every 20 ms. A pending progress
+    // write bounds the wait too.
+    int timeout_ms = child_fd >= 0 ? -1 : 20;
+    if (std::optional<absl::Duration> due = progress.UntilDue(); due.has_value()) {
+      const int due_ms =
+          static_cast<int>(absl::ToInt64Milliseconds(absl::Ceil(*due, absl::Milliseconds(1))));
+      timeout_ms = timeout_ms < 0 ? due_ms : std::min(timeout_ms, due_ms);
+    }
     struct pollfd fds[2] = {{output.eof ? -1 : output.fd, POLLIN, 0}, {child_fd, POLLIN, 0}};
-    if (poll(fds, 2, child_fd >= 0 ? -1 : 20) < 0 && errno != EINTR) {
+    if (poll(fds, 2, timeout_ms) < 0 && errno != EINTR) {
       struct timespec pause = {0, 20 * 1000 * 1000};  // ENOMEM: try again shortly
       nanosleep(&pause, nullptr);
     }
     if (fds[0].revents != 0) output.Copy(/*max_reads=*/16);
+    progress.WriteIfDue();
     if (fds[1].revents != 0) {
       struct signalfd_siginfo info;
       while (read(child_fd, &info, sizeof(info)) > 0) {
@@ -405,6 +429,8 @@ int main(int argc, char** argv) {
   // descriptor passed to a process outside the replica) is waited for only briefly.
   output.Drain(clock, absl::Seconds(2));
   close(output.fd);
+  // Before the exit file: once that is there, the progress file is final.
+  progress.Flush();
 
   ExitRecord record;
   record.finished_at = clock->Now();

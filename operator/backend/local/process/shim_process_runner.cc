@@ -118,7 +118,7 @@ absl::StatusOr<ProcessHandle> ShimProcessRunner::Start(const ProcessSpec& spec) 
   if (const std::string log_dir = DirName(spec.log_path); log_dir != files_dir) {
     RETURN_IF_ERROR(MakeDirs(log_dir));
   }
-  for (const char* f : {kExitFileName, kProcessFileName}) {
+  for (const char* f : kRunFileNames) {
     std::string p = ReplicaFile(spec.replica_files, f);
     if (unlink(p.c_str()) != 0 && errno != ENOENT) return Errno(absl::StrCat("unlink ", p));
   }
@@ -328,6 +328,9 @@ absl::StatusOr<PollResult> ShimProcessRunner::Stop(const ProcessHandle& handle,
     if (kill(-handle.pgid, SIGTERM) != 0 && errno != ESRCH) {
       return Errno(absl::StrCat("kill -TERM -", handle.pgid));
     }
+    // A stopped process acts on SIGTERM only once continued (as a container runtime's kill
+    // does); without this a stopped replica would wait out the whole grace.
+    kill(-handle.pgid, SIGCONT);
     ASSIGN_OR_RETURN(PollResult p, WaitEnded(handle, grace));
     if (p.state != ProcessState::kRunning) return p;
     kill(-handle.pgid, SIGKILL);
@@ -346,6 +349,7 @@ absl::StatusOr<PollResult> ShimProcessRunner::Stop(const ProcessHandle& handle,
   // The supervisor is gone; its group may not be (the shim was killed on its own), nor
   // its cgroup, which also holds what left the group: the group gets its grace first.
   if (SignalLeftovers(handle, SIGTERM) > 0) {
+    SignalLeftovers(handle, SIGCONT);
     absl::Time deadline = options_.clock->Now() + grace;
     while (!ListGroupMembers(handle.pgid, handle.pid).empty() && options_.clock->Now() < deadline) {
       absl::SleepFor(absl::Milliseconds(10));

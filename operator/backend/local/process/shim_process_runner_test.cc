@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "operator/backend/local/process/exit_record.h"
 #include "operator/backend/local/process/log_files.h"
 #include "operator/backend/local/process/proc_stat.h"
+#include "operator/backend/local/process/progress_file.h"
 #include "operator/backend/local/process/replica_cgroup.h"
 
 namespace coach::backend::local {
@@ -85,6 +87,19 @@ class ShimProcessRunnerTest : public ::testing::Test {
     }
     ADD_FAILURE() << "no pid in " << path;
     return -1;
+  }
+
+  // Waits until /proc shows a process of group `pgid` stopped. Not necessarily its leader:
+  // a shell stopped while it waits for a vfork child sleeps uninterruptibly (D) until that
+  // child, stopped too, runs on.
+  static void WaitGroupStopped(pid_t pgid) {
+    for (int i = 0; i < 500; ++i) {
+      for (const ProcStat& p : ListProcesses()) {
+        if (p.pgrp == pgid && IsStopped(p)) return;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    ADD_FAILURE() << "no process of group " << pgid << " stopped";
   }
 
   static bool Alive(pid_t pid) {
@@ -236,6 +251,54 @@ TEST_F(ShimProcessRunnerTest, StopWithGraceLetsTermHandlerFinish) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->state, ProcessState::kExited);
   EXPECT_EQ(p->exit_code, 7);
+}
+
+// A stopped process acts on SIGTERM only once continued: Stop continues it, so a stopped
+// replica ends within the grace rather than after it.
+TEST_F(ShimProcessRunnerTest, StopEndsAStoppedReplicaWithinTheGrace) {
+  std::string ready = dir_ + "/ready";
+  auto h = runner_->Start(
+      Spec({"sh", "-c", absl::StrCat("echo $$ > ", ready, "; while true; do sleep 0.05; done")}));
+  ASSERT_TRUE(h.ok()) << h.status();
+  ReadPidFile(ready);
+  ASSERT_EQ(kill(-h->pgid, SIGSTOP), 0);
+  WaitGroupStopped(h->pgid);
+  absl::Time start = absl::Now();
+  auto p = runner_->Stop(*h, absl::Seconds(30));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_EQ(p->state, ProcessState::kExited);
+  EXPECT_EQ(p->signal, SIGTERM);
+}
+
+TEST_F(ShimProcessRunnerTest, StopKillsAStoppedReplicaThatIgnoresTermAfterTheGrace) {
+  std::string ready = dir_ + "/ready";
+  auto h = runner_->Start(
+      Spec({"sh", "-c",
+            absl::StrCat("trap '' TERM; echo $$ > ", ready, "; while true; do sleep 0.05; done")}));
+  ASSERT_TRUE(h.ok()) << h.status();
+  ReadPidFile(ready);
+  ASSERT_EQ(kill(-h->pgid, SIGSTOP), 0);
+  WaitGroupStopped(h->pgid);
+  auto p = runner_->Stop(*h, absl::Milliseconds(300));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->state, ProcessState::kExited);
+  EXPECT_EQ(p->signal, SIGKILL);
+}
+
+// The shim forwards a SIGTERM sent to itself, and continues the group after it.
+TEST_F(ShimProcessRunnerTest, TermToTheShimEndsAStoppedReplica) {
+  std::string ready = dir_ + "/ready";
+  auto h = runner_->Start(
+      Spec({"sh", "-c", absl::StrCat("echo $$ > ", ready, "; while true; do sleep 0.05; done")}));
+  ASSERT_TRUE(h.ok()) << h.status();
+  ReadPidFile(ready);
+  ASSERT_EQ(kill(-h->pgid, SIGSTOP), 0);
+  WaitGroupStopped(h->pgid);
+  ASSERT_EQ(kill(h->pid, SIGTERM), 0);
+  PollResult p = WaitExit(*h, absl::Seconds(10));
+  EXPECT_EQ(p.state, ProcessState::kExited);
+  EXPECT_EQ(p.signal, SIGTERM);
 }
 
 TEST_F(ShimProcessRunnerTest, StopKillsTheWholeGroup) {
@@ -434,6 +497,46 @@ TEST_F(ShimProcessRunnerTest, RestartReplacesStaleExitFile) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->state, ProcessState::kRunning);
   EXPECT_EQ(WaitExit(*h2).exit_code, 2);
+}
+
+// The shim keeps the replica's progress from its coach-metric lines: written while it runs,
+// final when the exit file is there.
+TEST_F(ShimProcessRunnerTest, MetricLinesAreTheReplicasProgress) {
+  const std::string go = dir_ + "/go";
+  ProcessSpec spec =
+      Spec({"sh", "-c",
+            absl::StrCat("echo 'coach-metric name=loss value=0.75 step=1'; echo noise >&2; ",
+                         "echo 'coach-metric name=loss value=0.5 step=3'; ", "while [ ! -e ", go,
+                         " ]; do sleep 0.01; done; ",
+                         "echo 'coach-metric name=accuracy value=0.25 step=2'")});
+  auto h = runner_->Start(spec);
+  ASSERT_TRUE(h.ok()) << h.status();
+  absl::StatusOr<ProgressRecord> progress;
+  for (int i = 0; i < 1000; ++i) {
+    progress = ReadProgressFile(spec.replica_files);
+    if (progress.ok() && progress->step == 3) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_TRUE(progress.ok()) << progress.status();
+  EXPECT_EQ(progress->step, 3);
+  EXPECT_EQ(progress->metrics, (std::map<std::string, double>{{"loss", 0.5}}));
+  std::ofstream(go).close();
+  EXPECT_EQ(WaitExit(*h).exit_code, 0);
+  progress = ReadProgressFile(spec.replica_files);
+  ASSERT_TRUE(progress.ok()) << progress.status();
+  EXPECT_EQ(progress->step, 3);
+  EXPECT_EQ(progress->metrics, (std::map<std::string, double>{{"loss", 0.5}, {"accuracy", 0.25}}));
+  EXPECT_EQ(ReadFile(spec.log_path).value_or(""),
+            "coach-metric name=loss value=0.75 step=1\nnoise\n"
+            "coach-metric name=loss value=0.5 step=3\n"
+            "coach-metric name=accuracy value=0.25 step=2\n")
+      << "the log has every line";
+  // The next run of the replica starts without it, and one that reports nothing has none.
+  spec.argv = {"sh", "-c", "exit 0"};
+  auto h2 = runner_->Start(spec);
+  ASSERT_TRUE(h2.ok()) << h2.status();
+  EXPECT_EQ(WaitExit(*h2).exit_code, 0);
+  EXPECT_TRUE(absl::IsNotFound(ReadProgressFile(spec.replica_files).status()));
 }
 
 TEST_F(ShimProcessRunnerTest, RunawayLogIsRotated) {

@@ -47,6 +47,8 @@ struct ReplicaRecord {
   model::PodPhase phase = model::PodPhase::kPending;
   std::optional<int> exit_code;
   int restart_count = 0;
+  // The job attempt the pod was created for: its coach.dev/attempt label (0 without one).
+  int attempt = 0;
   std::map<std::string, int> ports;  // Port name -> allocated TCP port.
   std::vector<int> gpus;             // Device indices (CUDA_VISIBLE_DEVICES).
   absl::Time started_at = absl::InfinitePast();

@@ -87,6 +87,10 @@ CREATE TABLE objects (
   FOREIGN KEY (namespace, job_name) REFERENCES jobs (namespace, name) ON DELETE CASCADE
 ) WITHOUT ROWID;
 )sql",
+    // 2: the job attempt a replica's pod was created for (its coach.dev/attempt label).
+    R"sql(
+ALTER TABLE replicas ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteDatabase::kSchemaVersion,
               "one migration per schema version");

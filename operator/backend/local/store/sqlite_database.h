@@ -55,7 +55,7 @@ class SqliteDatabase {
   };
 
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Creates `state_dir` when missing, makes it private to this user (0700: it holds jobs'
   // environments, logs and processes) and opens (or creates) coach.db in it, its schema

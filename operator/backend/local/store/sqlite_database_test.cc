@@ -83,6 +83,44 @@ TEST_F(SqliteDatabaseTest, SurvivesReopen) {
   EXPECT_TRUE(FileSize(dir_ + "/coach.db").ok());
 }
 
+// A store written before replicas had an attempt (schema 1) opens with its replicas at attempt
+// 0, and keeps the attempts written after.
+TEST_F(SqliteDatabaseTest, MigratesAVersionOneStore) {
+  {
+    auto store = SqliteJobStore::Open(dir_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->Create(MakeJob("ns", "a")).ok());
+    ReplicaRecord r;
+    r.job = {"ns", "a"};
+    r.name = "a-worker-0";
+    r.process.pid = 77;
+    r.attempt = 5;
+    ASSERT_TRUE((*store)->replicas()->PutReplica(r).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ + "/coach.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "ALTER TABLE replicas DROP COLUMN attempt; "
+                         "DELETE FROM schema_migrations WHERE version > 1",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = SqliteJobStore::Open(dir_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(*(*store)->database().SchemaVersion(), SqliteDatabase::kSchemaVersion);
+  auto replicas = (*store)->replicas()->ListAllReplicas();
+  ASSERT_TRUE(replicas.ok()) << replicas.status();
+  ASSERT_EQ(replicas->size(), 1u);
+  EXPECT_EQ(replicas->at(0).process.pid, 77);
+  EXPECT_EQ(replicas->at(0).attempt, 0);
+  ReplicaRecord r = replicas->at(0);
+  r.attempt = 3;
+  ASSERT_TRUE((*store)->replicas()->PutReplica(r).ok());
+  EXPECT_EQ((*store)->replicas()->ListAllReplicas()->at(0).attempt, 3);
+}
+
 TEST_F(SqliteDatabaseTest, CommittedWritesSurviveKill9) {
   // A child process creates jobs and is SIGKILLed without closing anything.
   pid_t pid = fork();

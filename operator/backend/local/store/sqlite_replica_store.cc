@@ -12,7 +12,7 @@ namespace {
 const char kReplicaColumns[] =
     "namespace, job_name, name, replica_type, idx, pid, pgid, start_time, replica_files, "
     "log_path, phase, exit_code, restart_count, ports_json, gpus_json, started_us, "
-    "finished_us, message";
+    "finished_us, message, attempt";
 
 absl::StatusOr<ReplicaRecord> ReadReplica(const SqliteStatement& s) {
   ReplicaRecord r;
@@ -38,6 +38,7 @@ absl::StatusOr<ReplicaRecord> ReadReplica(const SqliteStatement& s) {
   r.started_at = s.Time(15);
   r.finished_at = s.Time(16);
   r.message = s.Text(17);
+  r.attempt = static_cast<int>(s.Int(18));
   return r;
 }
 
@@ -85,9 +86,9 @@ absl::Status SqliteReplicaStore::PutReplicaLocked(const ReplicaRecord& r) {
   for (const auto& [k, v] : r.ports) ports[k] = v;
   nlohmann::json gpus = r.gpus;
   RETURN_IF_ERROR(db_->JobExists(r.job));
-  ASSIGN_OR_RETURN(SqliteStatement s,
-                   db_->Statement(absl::StrCat("INSERT OR REPLACE INTO replicas (", kReplicaColumns,
-                                               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")));
+  ASSIGN_OR_RETURN(SqliteStatement s, db_->Statement(absl::StrCat(
+                                          "INSERT OR REPLACE INTO replicas (", kReplicaColumns,
+                                          ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")));
   s.Bind(1, r.job.namespace_)
       .Bind(2, r.job.name)
       .Bind(3, r.name)
@@ -104,7 +105,8 @@ absl::Status SqliteReplicaStore::PutReplicaLocked(const ReplicaRecord& r) {
       .Bind(15, gpus.dump())
       .BindTime(16, r.started_at)
       .BindTime(17, r.finished_at)
-      .Bind(18, r.message);
+      .Bind(18, r.message)
+      .Bind(19, int64_t{r.attempt});
   if (r.exit_code.has_value()) s.Bind(12, int64_t{*r.exit_code});
   return s.Run();
 }

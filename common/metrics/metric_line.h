@@ -1,7 +1,9 @@
 #pragma once
 
-// The metric line format that coach-launch reads from its workers' stdout (and from
-// $COACH_METRICS_FILE) and logs to the job's MLflow run:
+// The metric line format that training programs print. coach-launch reads it from its
+// workers' stdout (and from $COACH_METRICS_FILE) and logs it to the job's MLflow run; the local
+// backend's replica shim reads it from the replica's output as the replica's progress
+// (operator/backend/local/process/progress_tracker.h):
 //
 //   coach-metric name=<key> value=<number> [step=<int>] [timestamp=<ms since epoch>]
 //
@@ -23,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace coach::launcher {
+namespace coach::metrics {
 
 struct MetricLine {
   std::string name;
@@ -35,4 +37,4 @@ struct MetricLine {
 // nullopt: not a metric line. InvalidArgument: a malformed metric line.
 absl::StatusOr<std::optional<MetricLine>> ParseMetricLine(absl::string_view line);
 
-}  // namespace coach::launcher
+}  // namespace coach::metrics

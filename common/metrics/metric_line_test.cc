@@ -1,10 +1,10 @@
-#include "launcher/metric_line.h"
+#include "common/metrics/metric_line.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-namespace coach::launcher {
+namespace coach::metrics {
 namespace {
 
 MetricLine Parse(absl::string_view line) {
@@ -63,4 +63,4 @@ TEST(MetricLineTest, MalformedMetricLinesNameTheField) {
 }
 
 }  // namespace
-}  // namespace coach::launcher
+}  // namespace coach::metrics

@@ -1,4 +1,4 @@
-#include "launcher/metric_line.h"
+#include "common/metrics/metric_line.h"
 
 #include <cmath>
 #include <limits>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace coach::launcher {
+namespace coach::metrics {
 namespace {
 
 constexpr absl::string_view kPrefix = "coach-metric";
@@ -99,4 +99,4 @@ absl::StatusOr<std::optional<MetricLine>> ParseMetricLine(absl::string_view line
   return std::optional<MetricLine>(std::move(m));
 }
 
-}  // namespace coach::launcher
+}  // namespace coach::metrics
