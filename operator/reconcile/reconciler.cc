@@ -166,7 +166,11 @@ class Pass {
 std::vector<ObservedPod> Pass::CurrentPods() const {
   std::vector<ObservedPod> out;
   for (const ObservedPod& pod : observed_.pods) {
-    if (!Stale(pod)) out.push_back(pod);
+    if (Stale(pod)) continue;
+    out.push_back(pod);
+    // A report from the future (a skewed clock, a heartbeat file's mtime set by the program)
+    // counts as now: it must not put the stall clock, or the status, ahead of time.
+    if (out.back().progress && out.back().progress->time > now_) out.back().progress->time = now_;
   }
   return out;
 }
@@ -349,7 +353,7 @@ bool Pass::StalledUnderReplicaScope() {
     return false;
   }
   const StallCheck stall =
-      CheckStall(job_, observed_.pods, FromTimestamp(status().coach().attempt_running_time()),
+      CheckStall(job_, CurrentPods(), FromTimestamp(status().coach().attempt_running_time()),
                  *policy_.progress_deadline, now_);
   if (!stall.stalled) {
     RequeueBy(stall.due);
