@@ -87,8 +87,12 @@ pid_t RankPid(const std::string& marker, int rank) {
     if (!absl::SimpleAtoi(entry.path().filename().string(), &pid)) continue;
     std::string cmdline = ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (!absl::StrContains(cmdline, marker) || !absl::StrContains(cmdline, "ddp_train.py"))
+    // The training process itself, not its shim (whose command line and environment hold
+    // the same words).
+    if (!absl::StartsWith(cmdline, "/usr/bin/python3 ") || !absl::StrContains(cmdline, marker) ||
+        !absl::StrContains(cmdline, "ddp_train.py")) {
       continue;
+    }
     for (absl::string_view e :
          absl::StrSplit(ReadFile(absl::StrCat("/proc/", pid, "/environ")), '\0')) {
       if (e == absl::StrCat("RANK=", rank)) return pid;

@@ -76,7 +76,12 @@ class RecoveryTest : public OperatorTest {
   // The pid of the training process of global rank `rank` of the job's current attempt.
   pid_t RankPid(int rank) const {
     for (const ProcessInfo& p : op_->Processes()) {
-      if (!absl::StrContains(p.cmdline, "ddp_train.py")) continue;
+      // The training process itself, not its shim (whose command line and environment hold
+      // the same words).
+      if (!absl::StartsWith(p.cmdline, "/usr/bin/python3 ") ||
+          !absl::StrContains(p.cmdline, "ddp_train.py")) {
+        continue;
+      }
       if (EnvOf(p.pid, "RANK") == absl::StrCat(rank)) return p.pid;
     }
     return 0;

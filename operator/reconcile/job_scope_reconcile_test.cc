@@ -143,6 +143,13 @@ TEST(JobScopeReconcileTest, RunningAttemptIsNotedOnceEveryReplicaRuns) {
   auto r = Reconcile(job, AllRunning(job, 0).Build(), kT0 + absl::Seconds(3), {});
   EXPECT_EQ(FromTimestamp(r.status.coach().attempt_running_time()), kT0 + absl::Seconds(3));
   EXPECT_THAT(Acts(r), IsEmpty());
+  EXPECT_FALSE(r.requeue_at.has_value());
+
+  // With a progress deadline the stall clock starts, and the job is looked at again when it
+  // runs out even if no replica ever reports.
+  model::Job watched = ScopedJob().Annotation("coach.dev/progress-deadline", "60s").Build();
+  auto w = Reconcile(watched, AllRunning(watched, 0).Build(), kT0 + absl::Seconds(3), {});
+  EXPECT_EQ(w.requeue_at, kT0 + absl::Seconds(63));
 }
 
 TEST(JobScopeReconcileTest, SpentBudgetFailsTheJob) {
@@ -346,6 +353,8 @@ TEST(JobScopeReconcileTest, ProgressReachesTheStatusAtMostEveryInterval) {
   EXPECT_EQ(soon.requeue_at, kT0 + absl::Seconds(11));
   auto later = Reconcile(job, with(9, kT0 + absl::Seconds(11)), kT0 + absl::Seconds(11), {});
   EXPECT_EQ(later.status.coach().progress().step(), 9);
+  // A job whose replicas report is looked at again after the interval.
+  EXPECT_EQ(later.requeue_at, kT0 + absl::Seconds(21));
 
   // What JSON cannot carry never reaches the status.
   auto odd = ObservedBuilder(job)

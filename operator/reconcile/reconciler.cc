@@ -343,6 +343,8 @@ void Pass::NoteAttemptRunning() {
   api::v1::CoachJobStatus& coach = *status().mutable_coach();
   coach.set_attempt(attempt_);
   *coach.mutable_attempt_running_time() = ToTimestamp(now_);
+  // The stall clock starts here; nothing else may wake the job if no replica ever reports.
+  if (policy_.progress_deadline) RequeueBy(now_ + *policy_.progress_deadline);
 }
 
 // Replica scope: restarting one replica of a hung collective does not help; a stall fails the
@@ -710,9 +712,18 @@ model::ReconcileResult Pass::Run() {
   ExplainPending();
   NoteAttemptRunning();
   if (StalledUnderReplicaScope()) return Done();
-  if (std::optional<absl::Time> at = UpdateProgressStatus(
-          CurrentPods(), config_.progress_status_interval, IsFinished(status()), status())) {
+  const std::vector<ObservedPod> current = CurrentPods();
+  if (std::optional<absl::Time> at = UpdateProgressStatus(current, config_.progress_status_interval,
+                                                          IsFinished(status()), status())) {
     if (!IsFinished(status())) RequeueBy(*at);
+  }
+  // A backend need not wake a job for each report: a job whose replicas report looks again
+  // after the interval, so its status follows their progress.
+  if (!IsFinished(status()) &&
+      std::any_of(current.begin(), current.end(), [](const ObservedPod& p) {
+        return p.progress.has_value() && p.phase == PodPhase::kRunning;
+      })) {
+    RequeueBy(now_ + config_.progress_status_interval);
   }
   if (IsFinished(status())) {
     // Nothing new starts for a finished job; what ran is cleaned up per policy.
