@@ -29,6 +29,7 @@
 #include "launcher/mlflow_binding_env.h"
 #include "launcher/output_forwarder.h"
 #include "launcher/peer_wait.h"
+#include "launcher/progress_reporter.h"
 #include "launcher/self_install.h"
 #include "launcher/supervisor.h"
 #include "launcher/worker_env.h"
@@ -71,6 +72,10 @@ that the workers print on stdout (copied to stdout unchanged) and that they appe
 $COACH_METRICS_FILE are logged to that run. At the end the launcher waits at most
 $COACH_METRICS_FLUSH_TIMEOUT seconds (default 5) for delivery and reports what was not delivered;
 $COACH_METRICS_BUFFER caps the points held while MLflow is unreachable (default 1048576).
+With COACH_PROGRESS_ADDRESS, COACH_PROGRESS_TOKEN_FILE, COACH_POD_NAMESPACE and COACH_POD_NAME
+set (the operator sets them for replicas that report progress), the same lines' highest step,
+latest values and a steps/s estimate go to the operator at most every 2 s while they change,
+with a heartbeat at least every 30 s; failures are counted, never fatal.
 --wait-for-host HOST waits (up to --peer-timeout, default 300s) until every HOST resolves in
 DNS, then exits 0 without running anything; 1 when one does not in time, 2 on a bad HOST.
 --install DIR copies this executable to DIR/bin/coach-launch, its shared libraries to DIR/lib
@@ -104,24 +109,26 @@ std::string Getenv(const EnvMap& env, const char* name) {
   return it == env.end() ? "" : it->second;
 }
 
-// MLflow logging of the workers' metric lines: nullptr when not configured or not possible
-// (training goes on either way).
+// The workers' metric lines, read off their stdout (and $COACH_METRICS_FILE), go to the job's
+// MLflow run and, on Kubernetes, to the operator as progress reports; nullptr when neither is
+// configured (training goes on either way).
 struct MetricsPipeline {
   std::unique_ptr<mlflow::RestTrackingClient> client;
   std::unique_ptr<mlflow::MetricLogger> logger;
+  std::unique_ptr<ProgressReporter> progress;
   std::unique_ptr<MetricsTee> tee;
   absl::Duration flush_timeout = absl::Seconds(5);
 };
 
-std::unique_ptr<MetricsPipeline> StartMetrics(const EnvMap& env, OutputForwarder* out) {
+// The MLflow logger into `pipeline`, when configured and possible.
+void StartMlflow(const EnvMap& env, MetricsPipeline& pipeline) {
   // The job's run (operator/reconcile/mlflow_env.h), else one the container names itself.
   const bool job_run = !Getenv(env, "COACH_MLFLOW_RUN_ID").empty();
   const std::string run_id = Getenv(env, job_run ? "COACH_MLFLOW_RUN_ID" : "MLFLOW_RUN_ID");
   const char* uri_var = job_run ? "COACH_MLFLOW_TRACKING_URI" : "MLFLOW_TRACKING_URI";
-  if (Getenv(env, uri_var).empty() || run_id.empty()) return nullptr;
+  if (Getenv(env, uri_var).empty() || run_id.empty()) return;
   auto fail = [](const std::string& why) {
     std::fprintf(stderr, "coach-launch: metrics not logged to MLflow: %s\n", why.c_str());
-    return nullptr;
   };
   absl::StatusOr<mlflow::RestTrackingOptions> options =
       mlflow::RestTrackingOptions::FromEnv([&env, uri_var](const char* name) -> const char* {
@@ -136,11 +143,6 @@ std::unique_ptr<MetricsPipeline> StartMetrics(const EnvMap& env, OutputForwarder
   options->retry.max_backoff = absl::Seconds(1);
   options->request_timeout = absl::Seconds(5);
   options->connect_timeout = absl::Seconds(2);
-  auto pipeline = std::make_unique<MetricsPipeline>();
-  absl::StatusOr<std::unique_ptr<mlflow::RestTrackingClient>> client =
-      mlflow::RestTrackingClient::Create(*options);
-  if (!client.ok()) return fail(std::string(client.status().message()));
-  pipeline->client = std::move(client).value();
   mlflow::MetricLoggerOptions logger_options;
   if (std::string b = Getenv(env, "COACH_METRICS_BUFFER"); !b.empty()) {
     int64_t n = 0;
@@ -151,27 +153,61 @@ std::unique_ptr<MetricsPipeline> StartMetrics(const EnvMap& env, OutputForwarder
   if (std::string t = Getenv(env, "COACH_METRICS_FLUSH_TIMEOUT"); !t.empty()) {
     double s = 0;
     if (!absl::SimpleAtod(t, &s) || s < 0) return fail("COACH_METRICS_FLUSH_TIMEOUT: not seconds");
-    pipeline->flush_timeout = absl::Seconds(s);
+    pipeline.flush_timeout = absl::Seconds(s);
   }
+  absl::StatusOr<std::unique_ptr<mlflow::RestTrackingClient>> client =
+      mlflow::RestTrackingClient::Create(*options);
+  if (!client.ok()) return fail(std::string(client.status().message()));
   logger_options.max_backoff = absl::Seconds(2);
   absl::StatusOr<std::unique_ptr<mlflow::MetricLogger>> logger =
-      mlflow::MetricLogger::Create(pipeline->client.get(), run_id, logger_options);
+      mlflow::MetricLogger::Create(client->get(), run_id, logger_options);
   if (!logger.ok()) return fail(std::string(logger.status().message()));
-  pipeline->logger = std::move(logger).value();
-  mlflow::MetricLogger* raw = pipeline->logger.get();
+  pipeline.client = std::move(client).value();
+  pipeline.logger = std::move(logger).value();
+}
+
+std::unique_ptr<MetricsPipeline> StartMetrics(const EnvMap& env, OutputForwarder* out) {
+  auto pipeline = std::make_unique<MetricsPipeline>();
+  StartMlflow(env, *pipeline);
+  auto log = [out](const std::string& line) { out->Write(STDERR_FILENO, line + "\n"); };
+  absl::StatusOr<std::unique_ptr<ProgressReporter>> progress = ProgressReporter::FromEnv(env, log);
+  if (!progress.ok()) {
+    std::fprintf(stderr, "coach-launch: progress not reported to the operator: %s\n",
+                 std::string(progress.status().message()).c_str());
+  } else {
+    pipeline->progress = std::move(progress).value();
+  }
+  if (pipeline->logger == nullptr && pipeline->progress == nullptr) return nullptr;
+  mlflow::MetricLogger* logger = pipeline->logger.get();
+  ProgressReporter* reporter = pipeline->progress.get();
   pipeline->tee = std::make_unique<MetricsTee>(
-      [raw](const metrics::MetricLine& m, int64_t now_ms) {
-        raw->Log(m.name, m.value, m.step, m.timestamp_ms.value_or(now_ms));
+      [logger, reporter](const metrics::MetricLine& m, int64_t now_ms) {
+        if (logger != nullptr)
+          logger->Log(m.name, m.value, m.step, m.timestamp_ms.value_or(now_ms));
+        if (reporter != nullptr) reporter->OnMetric(m);
       },
-      [out](const std::string& line) { out->Write(STDERR_FILENO, line + "\n"); });
+      log);
   if (std::string file = Getenv(env, "COACH_METRICS_FILE"); !file.empty()) {
     pipeline->tee->WatchFile(file);
   }
+  if (reporter != nullptr) reporter->Start();
   return pipeline;
 }
 
 void FinishMetrics(MetricsPipeline& p) {
   p.tee->Finish();
+  if (p.progress != nullptr) {
+    // The final step reaches the operator, at most 2 s later.
+    p.progress->Finish(absl::Seconds(2));
+    const ProgressReporterStats s = p.progress->stats();
+    std::fprintf(stderr,
+                 "coach-launch: progress: %lld report(s) to the operator, %lld kept, %lld "
+                 "failed%s\n",
+                 static_cast<long long>(s.sent), static_cast<long long>(s.accepted),
+                 static_cast<long long>(s.failed),
+                 s.stopped ? " (the operator takes no reports)" : "");
+  }
+  if (p.logger == nullptr) return;
   mlflow::MetricLoggerStats s = p.logger->Shutdown(p.flush_timeout);
   std::fprintf(stderr,
                "coach-launch: metrics: %lld line(s), %lld delivered to MLflow run %s, %lld not "

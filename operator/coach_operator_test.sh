@@ -76,6 +76,28 @@ done
 expect_usage "--tls-key: it is not the private key of the certificate" \
   --tls-cert="$TMP/a.pem" --tls-key="$TMP/b.key"
 expect_usage "--tls-cert: no PEM certificate" --tls-cert="$TMP/a.key" --tls-key="$TMP/a.key"
+# Replicas' progress reports: where pods reach the API and what they trust there.
+expect_usage "--progress-report-address: only with --backend=kube" \
+  --progress-report-address=coach.coach-system.svc:7450
+expect_usage "--progress-report-address: want host:port" --backend=kube \
+  --progress-report-address=http://coach:7450
+expect_usage "--progress-report-address: want host:port" --backend=kube --progress-report-address=coach
+expect_usage "--progress-report-ca-file: only with --progress-report-address" --backend=kube \
+  --progress-report-ca-file="$TMP/a.pem"
+expect_usage "--progress-report-ca-file: only with TLS" --backend=kube \
+  --progress-report-address=coach:7450 --progress-report-ca-file="$TMP/a.pem"
+expect_usage "--progress-report-ca-file must name the CA" --backend=kube \
+  --progress-report-address=coach:7450 --tls-cert="$TMP/a.pem" --tls-key="$TMP/a.key"
+expect_usage "--progress-report-ca-file: $TMP/a.key holds no PEM certificate" --backend=kube \
+  --progress-report-address=coach:7450 --tls-cert="$TMP/a.pem" --tls-key="$TMP/a.key" \
+  --progress-report-ca-file="$TMP/a.key"
+expect_usage "replica pods have no client certificate for --tls-client-ca" --backend=kube \
+  --progress-report-address=coach:7450 --tls-cert="$TMP/a.pem" --tls-key="$TMP/a.key" \
+  --tls-client-ca="$TMP/b.pem" --progress-report-ca-file="$TMP/a.pem"
+# Good ones get as far as the kubeconfig.
+expect_usage "--kubeconfig" --backend=kube --progress-report-address=coach.coach-system.svc:7450 \
+  --tls-cert="$TMP/a.pem" --tls-key="$TMP/a.key" --progress-report-ca-file="$TMP/a.pem"
+expect_usage "--kubeconfig" --backend=kube --progress-report-address="[::1]:7450"
 expect_usage "--workers" --workers=0
 expect_usage "--gang-scheduler" --gang-scheduler=kueue
 expect_usage "--log-level" --log-level=loud

@@ -25,6 +25,7 @@
 #include "operator/backend/kube/cr_job_store.h"
 #include "operator/backend/kube/kube_backend.h"
 #include "operator/backend/kube/leader_election.h"
+#include "operator/backend/progress_receiver.h"
 #include "operator/cmd/allocator_trim.h"
 #include "operator/cmd/api_auth_wiring.h"
 #include "operator/cmd/flags.h"
@@ -36,6 +37,8 @@
 #include "operator/metrics/operator_metrics.h"
 #include "operator/server/grpc_server.h"
 #include "operator/server/http_server.h"
+#include "operator/server/pod_token_auth.h"
+#include "operator/server/progress_intake.h"
 #include "operator/server/token_auth.h"
 #include "operator/server/training_service_impl.h"
 #include "operator/tracking/mlflow_tracker.h"
@@ -265,7 +268,26 @@ int main(int argc, char** argv) {
     return kExitFailure;
   }
   const std::string auth_mode = (*api_auth)->Mode();
+  // Replicas' own progress reports (--progress-report-address): each pod's token, reviewed for
+  // audience "coach", lets it report for itself to the kube backend, whatever --api-auth is.
+  std::unique_ptr<coach::server::PodTokenAuth> pod_tokens;
+  std::unique_ptr<coach::server::ProgressIntake> progress_intake;
+  auto* progress_receiver = dynamic_cast<coach::backend::ProgressReceiver*>(backend_ptr);
+  if (!config.progress_report_address.empty() && progress_receiver != nullptr &&
+      wiring.kube_client != nullptr) {
+    coach::server::PodTokenAuthOptions pod_token_options;
+    pod_token_options.clock = clock;
+    pod_tokens =
+        std::make_unique<coach::server::PodTokenAuth>(wiring.kube_client.get(), pod_token_options);
+    progress_intake =
+        std::make_unique<coach::server::ProgressIntake>(pod_tokens.get(), progress_receiver);
+  }
   coach::server::TrainingServiceImpl service(&jobs, *std::move(api_auth));
+  if (progress_intake != nullptr) {
+    service.SetProgressIntake(progress_intake.get());
+    spdlog::info("coach-operator: replicas report progress to {}{}", config.progress_report_address,
+                 config.progress_report_ca_pem.empty() ? "" : " (TLS)");
+  }
   auto grpc = coach::server::GrpcServer::Start(&service, settings.grpc_options);
   if (!grpc.ok()) {
     spdlog::error("--listen: {}", grpc.status().ToString());

@@ -198,6 +198,16 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                   "mpioperator/kubectl-delivery:latest; tools/image/build-kubectl-delivery "
                   "builds coach's)")
       ->envname("COACH_MPI_KUBECTL_DELIVERY_IMAGE");
+  app->add_option("--progress-report-address", flags->progress_report_address,
+                  "host:port at which replica pods reach this API (e.g. the chart's Service, "
+                  "coach.coach-system.svc:7450): replicas of jobs behind coach-launch that have "
+                  "coach.dev/progress-deadline or restart as a whole job report their progress "
+                  "there with a token of their own pod (--backend=kube; empty: no reports)")
+      ->envname("COACH_PROGRESS_REPORT_ADDRESS");
+  app->add_option("--progress-report-ca-file", flags->progress_report_ca_file,
+                  "CA certificate(s) (PEM) replica pods trust for --progress-report-address; "
+                  "required when the API serves TLS")
+      ->envname("COACH_PROGRESS_REPORT_CA_FILE");
   app->add_option("--namespaces", flags->namespaces,
                   "Comma-separated namespaces whose jobs this operator manages (--backend=kube); "
                   "empty: all")

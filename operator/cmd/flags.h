@@ -49,6 +49,8 @@ struct Flags {
   int pytorch_init_container_max_tries = 100;
   std::string pytorch_restart_scope = "Replica";
   std::string mpi_kubectl_delivery_image;  // empty: upstream's image
+  std::string progress_report_address;     // empty: replicas do not report progress
+  std::string progress_report_ca_file;
   bool leader_elect = false;
   std::string leader_elect_namespace;
   std::string leader_elect_lease_name = "coach-operator";

@@ -41,6 +41,10 @@ absl::Status Validate(Flags* flags, Settings* settings);
 // Validate's part for --backend=kube (validate_kube.cc); reads the kubeconfig last.
 absl::Status ValidateKubeFlags(const Flags& flags, Settings* settings);
 
+// Validate's part for --progress-report-address and --progress-report-ca-file
+// (validate_progress.cc); `kube`: --backend=kube. Fills the config's progress_report_*.
+absl::Status ValidateProgressReportFlags(const Flags& flags, bool kube, Settings* settings);
+
 // The usage error Validate returns.
 absl::Status UsageError(absl::string_view message);
 

@@ -287,6 +287,7 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
       return UsageError(absl::StrCat(flag, ": ", message.substr(message.find(": ") + 2)));
     }
   }
+  if (absl::Status s = ValidateProgressReportFlags(flags, kube, settings); !s.ok()) return s;
   std::string& token = settings->token;
   if (!flags.token_file.empty()) {
     absl::StatusOr<std::string> read = coach::server::ReadTokenFile(flags.token_file);

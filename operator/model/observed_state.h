@@ -90,6 +90,10 @@ struct ObservedState {
   // `kubectl apply` to a cluster whose CRDs predate the rule) or the API server refused one
   // of its objects as invalid. The reconciler marks such a job Failed.
   std::string refused;
+  // The backend knows progress reports (ObservedPod::progress) made from this time on only: the
+  // kube backend keeps them in memory, so after an operator starts (or takes the lead) the
+  // reports made before are gone. A stall is counted from here at the earliest.
+  absl::Time progress_since = absl::InfinitePast();
 };
 
 }  // namespace coach::model

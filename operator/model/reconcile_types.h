@@ -68,6 +68,13 @@ struct ReconcileConfig {
   // A pod stuck deleting on a lost node this long is force-deleted (grace 0), so that its
   // replacement can start.
   absl::Duration lost_node_grace = absl::Minutes(2);
+  // Where replicas behind coach-launch report their progress (operator/reconcile/
+  // progress_report_env.h): the operator's API as pods reach it, "host:port"
+  // (--progress-report-address). Empty: no replica reports.
+  std::string progress_report_address;
+  // The CA certificates (PEM) replicas trust for that address when the API serves TLS
+  // (--progress-report-ca-file); empty: plaintext.
+  std::string progress_report_ca_pem;
   // Progress reaches the job's status at most this often (each write is an API call on
   // Kubernetes); stall detection reads the replicas' reports, not the status.
   absl::Duration progress_status_interval = absl::Seconds(10);

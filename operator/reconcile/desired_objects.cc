@@ -14,6 +14,7 @@
 #include "operator/reconcile/master_wait.h"
 #include "operator/reconcile/mlflow_env.h"
 #include "operator/reconcile/mpi_objects.h"
+#include "operator/reconcile/progress_report_env.h"
 #include "operator/reconcile/recovery_policy.h"
 
 namespace coach::reconcile {
@@ -62,6 +63,7 @@ absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& 
   }
   AddMlflowEnv(job, config.mlflow, type, index, tmpl);
   WrapWithLauncher(job, config, tmpl);
+  AddProgressReporting(job, config, tmpl);
   AddMasterWait(job, type, config, tmpl);
   const std::string policy = RestartPolicy(job, type);
   tmpl["spec"]["restartPolicy"] =

@@ -288,6 +288,21 @@ TEST(JobScopeReconcileTest, StallWithNoBudgetLeftFailsWithReasonStalled) {
   EXPECT_THAT(Last(r.status).message(), HasSubstr("no replica reported progress for 1m1s"));
 }
 
+// An operator that started at kT0+50s has heard no report made before: the deadline runs from
+// then, not from when the attempt ran.
+TEST(JobScopeReconcileTest, StallCountsFromWhenTheBackendBeganToKnowReports) {
+  const model::Job job =
+      InAttempt(ScopedJob().Annotation("coach.dev/progress-deadline", "60s").Build(), 0);
+  model::ObservedState observed = AllRunning(job, 0).Build();
+  observed.progress_since = kT0 + absl::Seconds(50);
+  auto quiet = Reconcile(job, observed, kT0 + absl::Seconds(100), {});
+  EXPECT_THAT(Acts(quiet), IsEmpty());
+  EXPECT_EQ(quiet.requeue_at, kT0 + absl::Seconds(110));
+  auto r = Reconcile(job, observed, kT0 + absl::Seconds(110), {});
+  EXPECT_THAT(Acts(r), ::testing::SizeIs(3));
+  EXPECT_THAT(Last(r.status).message(), HasSubstr("no replica reported progress for 1m"));
+}
+
 TEST(JobScopeReconcileTest, ReplicaScopeStallFails) {
   model::Job job = InAttempt(MakePyTorchJob("ns", "ddp")
                                  .Master(1)

@@ -144,6 +144,12 @@ class Pass {
   bool AttemptRunning() const {
     return status().has_coach() && status().coach().has_attempt_running_time();
   }
+  // Where a stall's no-progress time starts: when the attempt ran, or when the backend began to
+  // know reports (an operator that just started has heard none yet), whichever is later.
+  absl::Time StallClockStart() const {
+    return std::max(FromTimestamp(status().coach().attempt_running_time()),
+                    observed_.progress_since);
+  }
   const model::JobStatus& status() const { return result_.status; }
   void NoteAttemptRunning();
   bool StalledUnderReplicaScope();
@@ -278,8 +284,7 @@ bool Pass::RecoverJob() {
   if (trigger.kind == RestartTrigger::Kind::kNone && policy_.progress_deadline &&
       AttemptRunning() && HasTrueCondition(status(), kJobRunning)) {
     const StallCheck stall =
-        CheckStall(job_, current, FromTimestamp(status().coach().attempt_running_time()),
-                   *policy_.progress_deadline, now_);
+        CheckStall(job_, current, StallClockStart(), *policy_.progress_deadline, now_);
     if (stall.stalled) {
       trigger.kind = RestartTrigger::Kind::kStalled;
       trigger.replica_type = stall.replica_type;
@@ -355,8 +360,7 @@ bool Pass::StalledUnderReplicaScope() {
     return false;
   }
   const StallCheck stall =
-      CheckStall(job_, CurrentPods(), FromTimestamp(status().coach().attempt_running_time()),
-                 *policy_.progress_deadline, now_);
+      CheckStall(job_, CurrentPods(), StallClockStart(), *policy_.progress_deadline, now_);
   if (!stall.stalled) {
     RequeueBy(stall.due);
     return false;

@@ -5,8 +5,11 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/server/grpc_status.h"
+#include "operator/server/progress_token.h"
+#include "operator/server/token_auth.h"
 
 namespace coach::server {
 namespace {
@@ -33,14 +36,30 @@ api::v1::JobEvent::Type EventType(core::WatchEventType type) {
   return api::v1::JobEvent::TYPE_UNSPECIFIED;
 }
 
+// The `authorization` metadata into *value; false when absent.
+bool AuthorizationHeader(grpc::ServerContext* context, std::string* value) {
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return false;
+  value->assign(it->second.data(), it->second.size());
+  return true;
+}
+
 }  // namespace
 
 grpc::Status TrainingServiceImpl::Authenticate(grpc::ServerContext* context, UserInfo* user) {
-  const auto& metadata = context->client_metadata();
-  auto it = metadata.find("authorization");
   std::string value;
-  if (it != metadata.end()) value.assign(it->second.data(), it->second.size());
-  absl::StatusOr<UserInfo> who = calls_.Authenticate(it == metadata.end() ? nullptr : &value);
+  const bool present = AuthorizationHeader(context, &value);
+  if (present) {
+    // A pod's progress token is good for ReportProgress alone, whatever else would take it.
+    absl::StatusOr<std::string> token = BearerToken(&value);
+    if (token.ok() && IsProgressToken(*token)) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          absl::StrCat("a token of audience \"", kProgressAudience,
+                                       "\" may only report progress (ReportProgress)"));
+    }
+  }
+  absl::StatusOr<UserInfo> who = calls_.Authenticate(present ? &value : nullptr);
   if (!who.ok()) return ToGrpcStatus(who.status());
   *user = *std::move(who);
   return grpc::Status::OK;
@@ -247,6 +266,23 @@ grpc::Status TrainingServiceImpl::GetJobLogs(grpc::ServerContext* context,
   monitor.join();
   if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
   return ToGrpcStatus(status);
+}
+
+grpc::Status TrainingServiceImpl::ReportProgress(grpc::ServerContext* context,
+                                                 const api::v1::ReportProgressRequest* request,
+                                                 api::v1::ReportProgressResponse* response) {
+  if (progress_ == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                        "this operator takes no progress reports: they go to one with "
+                        "--backend=kube and --progress-report-address (the local backend reads "
+                        "its replicas' progress from their shim)");
+  }
+  std::string value;
+  const bool present = AuthorizationHeader(context, &value);
+  absl::StatusOr<bool> accepted = progress_->Report(present ? &value : nullptr, *request);
+  if (!accepted.ok()) return ToGrpcStatus(accepted.status());
+  response->set_accepted(*accepted);
+  return grpc::Status::OK;
 }
 
 }  // namespace coach::server

@@ -4,6 +4,9 @@
 // codes, nothing else. Every call is authenticated first and then authorized for what it
 // does (call_authorizer.h: with --api-auth=kubernetes, Kubernetes RBAC decides).
 // Streaming calls end when the client cancels, the stream breaks, or BeginShutdown().
+// ReportProgress is the replica pods' own door (progress_intake.h: a pod's token of audience
+// "coach", good for nothing else: every other call refuses it with PERMISSION_DENIED); without
+// SetProgressIntake it is UNIMPLEMENTED.
 
 #include <grpcpp/grpcpp.h>
 
@@ -14,6 +17,7 @@
 #include "operator/core/job_service.h"
 #include "operator/server/api_auth.h"
 #include "operator/server/call_authorizer.h"
+#include "operator/server/progress_intake.h"
 #include "operator/server/token_auth.h"
 
 namespace coach::server {
@@ -29,6 +33,8 @@ class TrainingServiceImpl final : public api::v1::TrainingService::Service {
 
   // Ends every open WatchJobs/GetJobLogs stream with UNAVAILABLE soon.
   void BeginShutdown() { shutting_down_ = true; }
+  // Where ReportProgress goes (not owned; outlives this). Set before serving.
+  void SetProgressIntake(ProgressIntake* intake) { progress_ = intake; }
 
   grpc::Status CreateJob(grpc::ServerContext* context, const api::v1::CreateJobRequest* request,
                          api::v1::TrainingJob* response) override;
@@ -48,6 +54,9 @@ class TrainingServiceImpl final : public api::v1::TrainingService::Service {
                          api::v1::TrainingJob* response) override;
   grpc::Status DescribeJob(grpc::ServerContext* context, const api::v1::DescribeJobRequest* request,
                            api::v1::DescribeJobResponse* response) override;
+  grpc::Status ReportProgress(grpc::ServerContext* context,
+                              const api::v1::ReportProgressRequest* request,
+                              api::v1::ReportProgressResponse* response) override;
 
  private:
   // The caller, from the `authorization` metadata.
@@ -59,6 +68,7 @@ class TrainingServiceImpl final : public api::v1::TrainingService::Service {
   core::JobService* const jobs_;
   const std::unique_ptr<ApiAuth> auth_;
   CallAuthorizer calls_;
+  ProgressIntake* progress_ = nullptr;
   std::atomic<bool> shutting_down_{false};
 };
 

@@ -50,6 +50,23 @@ false
 {{- end -}}
 {{- end -}}
 
+{{/*
+"true" when replicas report progress (--progress-report-address): progressReports.enabled, and no
+mutual TLS (replica pods have no client certificate).
+*/}}
+{{- define "coach.progressReports" -}}
+{{- if and .Values.progressReports.enabled (not (and .Values.tls.enabled .Values.tls.clientCA)) -}}
+true
+{{- else -}}
+false
+{{- end -}}
+{{- end -}}
+
+{{/* host:port at which replica pods reach the gRPC API: progressReports.address, else this Service. */}}
+{{- define "coach.progressReportAddress" -}}
+{{- .Values.progressReports.address | default (printf "%s.%s.svc:%v" (include "coach.fullname" .) .Release.Namespace .Values.service.grpcPort) -}}
+{{- end -}}
+
 {{/* The namespaces the operator acts in (namespaced scope). */}}
 {{- define "coach.namespaces" -}}
 {{- if .Values.rbac.namespaces -}}

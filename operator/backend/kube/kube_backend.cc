@@ -114,7 +114,8 @@ absl::StatusOr<std::unique_ptr<KubeBackend>> KubeBackend::Create(KubeBackendOpti
   return backend;
 }
 
-KubeBackend::KubeBackend(KubeBackendOptions options) : options_(std::move(options)) {
+KubeBackend::KubeBackend(KubeBackendOptions options)
+    : options_(std::move(options)), progress_(options_.progress) {
   auto add = [this](ResourceDescriptor resource, const std::string& selector_label,
                     const std::string& job_label) {
     auto state = std::make_unique<KindState>();
@@ -224,6 +225,7 @@ absl::Status KubeBackend::Start() {
     absl::MutexLock lock(&mu_);
     if (mu_.AwaitWithTimeout(absl::Condition(&all_synced), options_.sync_timeout)) {
       started_ = true;
+      started_at_ = Now();
       spdlog::info("kube backend: caches synced ({} kinds, namespaces: {})", kinds_.size(),
                    options_.namespaces.empty() ? "all" : absl::StrJoin(options_.namespaces, ","));
       return absl::OkStatus();
@@ -271,6 +273,14 @@ void KubeBackend::OnReplace(KindState* state, const std::string& ns,
     }
     for (const std::string& key : old_keys) state->Erase(key, &jobs);
     for (const json& item : items) state->Upsert(item, &jobs);
+    if (state->kind == "Pod") {
+      // Pods that went while the watch was down take their reports with them.
+      progress_.Retain([state](const std::string& key, const std::string& uid) {
+        auto it = state->objects.find(key);
+        return it != state->objects.end() &&
+               StringField(Field(it->second, "metadata"), "uid") == uid;
+      });
+    }
     state->synced.insert(ns);
     for (const std::string& job : jobs) SettleLocked(job);
   }
@@ -287,6 +297,7 @@ void KubeBackend::OnEvent(KindState* state, const WatchEvent& event) {
     const std::string job_key = state->JobKeyOfObject(event.object);
     if (event.type == WatchEventType::kDeleted) {
       state->Erase(key, &jobs);
+      if (state->kind == "Pod") progress_.Forget(key);
     } else {
       if (state->kind == "Pod") ObserveScheduled(state->Find(ns_of(meta), name), event.object);
       state->Upsert(event.object, &jobs);
@@ -319,6 +330,11 @@ void KubeBackend::ExportMetrics(coach::metrics::Registry* registry) {
       "Replica pod creation to PodScheduled=True (API server times), by the pod's "
       "karpenter.sh/nodepool selector",
       {0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800}, {"nodepool"}));
+  progress_reports_.store(registry->Counter(
+      "coach_progress_reports_total",
+      "Progress reports of replica pods (ReportProgress) by outcome: accepted, dropped (within "
+      "a second of the pod's last), refused (no such pod of a job here), full (too many pods)",
+      {"outcome"}));
 }
 
 void KubeBackend::ObserveScheduled(const json* before, const json& after) {
@@ -533,6 +549,7 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
           model::ObservedPod pod = ToObservedPod(job, *object, default_container);
           pod.waiting = facts_.Explain(*object);
           pod.node_lost = nodes_.Lost(StringField(Field(*object, "spec"), "nodeName"));
+          pod.progress = progress_.Get(absl::StrCat(ns, "/", name), pod.uid);
           auto e = expected.find(ObjectKey("Pod", name));
           if (e != expected.end() && !e->second.create) {
             pod.deleting = true;
@@ -565,7 +582,52 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
     }
   }
   SortByName(observed.pods);
+  observed.progress_since = started_at_;
   return observed;
+}
+
+absl::StatusOr<bool> KubeBackend::ReceiveProgress(const PodReport& report) {
+  auto count = [this](const char* outcome) {
+    if (coach::metrics::Family* f = progress_reports_.load()) f->Add({outcome});
+  };
+  const std::string pod_key = absl::StrCat(report.namespace_, "/", report.pod);
+  std::string job_key;
+  ProgressBook::Recorded recorded;
+  {
+    // A reader: reports of many pods go on at once; the book has its own lock. Holding mu_
+    // keeps a pod's deletion (OnEvent) from passing between the check and the record.
+    absl::ReaderMutexLock lock(&mu_);
+    if (!started_) {
+      return absl::UnavailableError(
+          "this operator replica does not reconcile jobs (not the leader, or starting)");
+    }
+    const KindState* pods = StateFor("Pod");
+    const json* pod = pods == nullptr ? nullptr : pods->Find(report.namespace_, report.pod);
+    if (pod != nullptr && StringField(Field(*pod, "metadata"), "uid") == report.pod_uid) {
+      job_key = pods->JobKeyOfObject(*pod);
+    }
+    if (job_key.empty()) {
+      count("refused");
+      return absl::PermissionDeniedError(
+          absl::StrCat("pod ", pod_key, " (uid ", report.pod_uid,
+                       ") is not a replica of a job this operator runs"));
+    }
+    recorded = progress_.Record(pod_key, report.pod_uid, job_key, report.report, Now());
+  }
+  switch (recorded.outcome) {
+    case ProgressBook::Outcome::kFull:
+      count("full");
+      return absl::ResourceExhaustedError(
+          "the operator holds progress reports of as many pods as it may; this pod's are dropped");
+    case ProgressBook::Outcome::kTooSoon:
+      count("dropped");
+      return false;
+    case ProgressBook::Outcome::kAccepted:
+      break;
+  }
+  count("accepted");
+  if (recorded.notify_job) Notify({job_key});
+  return true;
 }
 
 absl::StatusOr<std::vector<json>> KubeBackend::ListJobPods(const std::string& ns,

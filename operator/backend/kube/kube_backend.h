@@ -63,6 +63,13 @@
 // ConfigMap/ServiceAccount/Role/RoleBinding/PodGroup actions first, in order, and then pods
 // and services concurrently on up to create_parallelism threads.
 //
+// Progress (ProgressReceiver): the API hands each replica pod's report of its own progress to
+// ReceiveProgress, which keeps it in a ProgressBook (progress_book.h: bounded, one report per
+// second per pod, the job reconciled at most every 5 s for it) only for a pod the cache holds
+// with that UID and a job-name label; Observe fills ObservedPod::progress from the book and
+// ObservedState::progress_since with when the caches started (reports made before are not
+// known). A pod's entry goes with the pod (deleted, or gone at a re-list).
+//
 // Thread-safety: every method is thread-safe; the controller serialises calls per job.
 
 #include <atomic>
@@ -85,7 +92,9 @@
 #include "operator/backend/kube/client/reflector.h"
 #include "operator/backend/kube/expectations.h"
 #include "operator/backend/kube/node_health.h"
+#include "operator/backend/kube/progress_book.h"
 #include "operator/backend/kube/scheduling_facts.h"
+#include "operator/backend/progress_receiver.h"
 #include "operator/metrics/registry.h"
 
 namespace coach::backend::kube {
@@ -112,9 +121,11 @@ struct KubeBackendOptions {
   // Test hook: called on the request thread around every create/delete request
   // (entering = true before, false after). Lets tests count requests in flight.
   std::function<void(const model::Action& action, bool entering)> request_hook;
+  // Limits of the progress reports of replica pods.
+  ProgressBookOptions progress;
 };
 
-class KubeBackend : public Backend {
+class KubeBackend : public Backend, public ProgressReceiver {
  public:
   // InvalidArgument: no client, an unknown gang scheduler, create_parallelism < 1.
   static absl::StatusOr<std::unique_ptr<KubeBackend>> Create(KubeBackendOptions options);
@@ -155,8 +166,13 @@ class KubeBackend : public Backend {
   absl::Status StreamLogs(const model::Job& job, const LogOptions& options, const LogSink& sink,
                           const std::atomic<bool>& cancelled) override;
 
-  // Registers coach_replica_schedule_seconds{nodepool} in `registry` (which outlives the
-  // backend) and observes into it from then on.
+  // A replica pod's report of its own progress (see the file comment). PermissionDenied names
+  // the pod; Unavailable before Start() (a replica that does not lead).
+  absl::StatusOr<bool> ReceiveProgress(const PodReport& report) override;
+
+  // Registers coach_replica_schedule_seconds{nodepool} and
+  // coach_progress_reports_total{outcome} in `registry` (which outlives the backend) and
+  // observes into them from then on.
   void ExportMetrics(coach::metrics::Registry* registry);
 
   // --- introspection (tests, metrics) ---
@@ -166,6 +182,8 @@ class KubeBackend : public Backend {
                                                          const std::string& name) const;
   // Cached object count of `kind` (all jobs).
   size_t CachedCount(const std::string& kind) const;
+  // Pods in the progress book.
+  size_t ProgressEntries() const { return progress_.size(); }
   // True while an ApplyAll runs or within `linger` after the last one ended: the operator is
   // creating objects, and work that can wait (Events) should.
   bool Busy(absl::Duration linger = absl::Milliseconds(250)) const;
@@ -229,7 +247,12 @@ class KubeBackend : public Backend {
   bool watch_nodes_ ABSL_GUARDED_BY(mu_) = false;  // the Node watch runs
   bool nodes_synced_ ABSL_GUARDED_BY(mu_) = false;
   std::string nodes_error_ ABSL_GUARDED_BY(mu_);
+  // When Start() synced the caches: progress reports are known from then on.
+  absl::Time started_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // Its own lock, taken inside mu_ (never the other way round).
+  ProgressBook progress_;
   std::atomic<coach::metrics::Family*> schedule_seconds_{nullptr};
+  std::atomic<coach::metrics::Family*> progress_reports_{nullptr};
 
   absl::Mutex run_mu_;  // serialises Start/Stop
   std::vector<std::unique_ptr<coach::kubeclient::Reflector>> reflectors_;

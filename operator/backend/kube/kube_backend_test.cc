@@ -239,6 +239,87 @@ TEST_F(KubeBackendTest, ObserveBeforeStartListsTheJobsOwnPodsFromTheServer) {
   EXPECT_TRUE((*b)->Admit(reconcile::testing::SeedPyTorchJob()).ok());
 }
 
+TEST_F(KubeBackendTest, ProgressReportsOfItsOwnPodsReachObserve) {
+  FakeClock clock;
+  KubeBackendOptions options;
+  options.clock = &clock;
+  PodReport early{"default", "pytorch-mnist-master-0", "uid", {}};
+  {
+    KubeBackendOptions o;
+    o.client = &fake_;
+    auto b = KubeBackend::Create(o);
+    ASSERT_TRUE(b.ok());
+    // A replica that does not lead has no caches: the report goes elsewhere.
+    EXPECT_TRUE(absl::IsUnavailable((*b)->ReceiveProgress(early).status()));
+  }
+  StartBackend(options);
+  const model::Job job = reconcile::testing::SeedPyTorchJob();
+  auto created =
+      fake_.Create(resources::Pods(), "default", MakePod("default", "pytorch-mnist", "master", 0));
+  ASSERT_TRUE(created.ok());
+  const std::string uid = (*created)["metadata"]["uid"];
+  ASSERT_TRUE(WaitFor(
+      [&] { return backend_->CachedCount("Pod") == 1 && Changes("default/pytorch-mnist") >= 1; }));
+  const int changes_before = Changes("default/pytorch-mnist");
+
+  PodReport report{"default", "pytorch-mnist-master-0", uid, {}};
+  report.report.step = 42;
+  report.report.metrics = {{"loss", 0.25}};
+  report.report.steps_per_second = 3;
+  absl::StatusOr<bool> accepted = backend_->ReceiveProgress(report);
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  EXPECT_TRUE(*accepted);
+  // The job is asked for a pass.
+  EXPECT_EQ(Changes("default/pytorch-mnist"), changes_before + 1);
+  // Within the second: dropped, without an error.
+  report.report.step = 43;
+  accepted = backend_->ReceiveProgress(report);
+  ASSERT_TRUE(accepted.ok());
+  EXPECT_FALSE(*accepted);
+
+  absl::StatusOr<model::ObservedState> observed = backend_->Observe(job);
+  ASSERT_TRUE(observed.ok());
+  const model::ObservedPod* pod = FindPod(*observed, "pytorch-mnist-master-0");
+  ASSERT_NE(pod, nullptr);
+  ASSERT_TRUE(pod->progress.has_value());
+  EXPECT_EQ(pod->progress->step, 42);
+  EXPECT_EQ(pod->progress->metrics.at("loss"), 0.25);
+  EXPECT_EQ(pod->progress->time, clock.Now());
+  EXPECT_EQ(observed->progress_since, clock.Now());
+
+  // Another instance of that name, or a pod the operator does not run: refused.
+  PodReport other = report;
+  other.pod_uid = "another-uid";
+  EXPECT_TRUE(absl::IsPermissionDenied(backend_->ReceiveProgress(other).status()));
+  other = report;
+  other.pod = "not-a-replica";
+  absl::Status refused = backend_->ReceiveProgress(other).status();
+  EXPECT_TRUE(absl::IsPermissionDenied(refused)) << refused;
+  EXPECT_NE(refused.message().find("default/not-a-replica"), std::string::npos);
+
+  // The pod goes, and its entry with it.
+  EXPECT_EQ(backend_->ProgressEntries(), 1u);
+  ASSERT_TRUE(fake_.Delete(resources::Pods(), "default", "pytorch-mnist-master-0", {}).ok());
+  ASSERT_TRUE(WaitFor([&] { return backend_->ProgressEntries() == 0; }));
+}
+
+TEST_F(KubeBackendTest, ProgressBookIsBounded) {
+  KubeBackendOptions options;
+  options.progress.max_pods = 1;
+  StartBackend(options);
+  std::vector<std::string> uids;
+  for (int i = 0; i < 2; ++i) {
+    auto created =
+        fake_.Create(resources::Pods(), "default", MakePod("default", "big", "worker", i));
+    ASSERT_TRUE(created.ok());
+    uids.push_back((*created)["metadata"]["uid"]);
+  }
+  ASSERT_TRUE(WaitFor([&] { return backend_->CachedCount("Pod") == 2; }));
+  EXPECT_TRUE(backend_->ReceiveProgress({"default", "big-worker-0", uids[0], {}}).ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(
+      backend_->ReceiveProgress({"default", "big-worker-1", uids[1], {}}).status()));
+}
+
 TEST_F(KubeBackendTest, DelayedWatchEventNeverCreatesTwice) {
   StartBackend();
   const model::Job job = reconcile::testing::SeedPyTorchJob();  // 1 master + 2 workers

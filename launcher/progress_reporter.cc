@@ -1,0 +1,219 @@
+#include "launcher/progress_reporter.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "api/v1/training_service.grpc.pb.h"
+
+namespace coach::launcher {
+namespace {
+
+class GrpcProgressSender : public ProgressSender {
+ public:
+  GrpcProgressSender(std::string address, std::string ca_pem, Clock* clock)
+      : address_(std::move(address)), ca_pem_(std::move(ca_pem)), clock_(clock) {}
+
+  absl::StatusOr<bool> Send(const api::v1::ReportProgressRequest& request, const std::string& token,
+                            absl::Duration timeout) override {
+    if (stub_ == nullptr) {
+      std::shared_ptr<grpc::ChannelCredentials> creds;
+      if (ca_pem_.empty()) {
+        creds = grpc::InsecureChannelCredentials();
+      } else {
+        grpc::SslCredentialsOptions ssl;
+        ssl.pem_root_certs = ca_pem_;
+        creds = grpc::SslCredentials(ssl);
+      }
+      grpc::ChannelArguments args;
+      // A channel of its own connection: Reconnect must reach a new connection (through the
+      // Service, perhaps to another operator replica), not the process-wide one it shared.
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      stub_ = api::v1::TrainingService::NewStub(grpc::CreateCustomChannel(address_, creds, args));
+    }
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(clock_->Now() + timeout));
+    context.AddMetadata("authorization", absl::StrCat("Bearer ", token));
+    api::v1::ReportProgressResponse response;
+    grpc::Status status = stub_->ReportProgress(&context, request, &response);
+    if (!status.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                          status.error_message());
+    }
+    return response.accepted();
+  }
+
+  void Reconnect() override { stub_.reset(); }
+
+ private:
+  const std::string address_;
+  const std::string ca_pem_;
+  Clock* const clock_;
+  std::unique_ptr<api::v1::TrainingService::Stub> stub_;
+};
+
+std::string Get(const std::map<std::string, std::string>& env, const char* name) {
+  auto it = env.find(name);
+  return it == env.end() ? "" : it->second;
+}
+
+}  // namespace
+
+std::unique_ptr<ProgressSender> NewGrpcProgressSender(std::string address, std::string ca_pem,
+                                                      Clock* clock) {
+  return std::make_unique<GrpcProgressSender>(std::move(address), std::move(ca_pem), clock);
+}
+
+absl::StatusOr<std::unique_ptr<ProgressReporter>> ProgressReporter::FromEnv(
+    const std::map<std::string, std::string>& env, Log log) {
+  const std::string address = Get(env, "COACH_PROGRESS_ADDRESS");
+  if (address.empty()) return nullptr;
+  ProgressReporterConfig config;
+  config.token_file = Get(env, "COACH_PROGRESS_TOKEN_FILE");
+  config.namespace_ = Get(env, "COACH_POD_NAMESPACE");
+  config.pod = Get(env, "COACH_POD_NAME");
+  for (const auto& [name, value] :
+       {std::pair<const char*, const std::string&>{"COACH_PROGRESS_TOKEN_FILE", config.token_file},
+        {"COACH_POD_NAMESPACE", config.namespace_},
+        {"COACH_POD_NAME", config.pod}}) {
+    if (value.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": required with COACH_PROGRESS_ADDRESS"));
+    }
+  }
+  return std::make_unique<ProgressReporter>(
+      std::move(config), NewGrpcProgressSender(address, Get(env, "COACH_PROGRESS_CA_PEM")),
+      std::move(log));
+}
+
+ProgressReporter::ProgressReporter(ProgressReporterConfig config,
+                                   std::unique_ptr<ProgressSender> sender, Log log, Clock* clock)
+    : config_(std::move(config)),
+      sender_(std::move(sender)),
+      log_(std::move(log)),
+      clock_(clock),
+      tracker_(config_.tracker) {}
+
+ProgressReporter::~ProgressReporter() {
+  bool finished;
+  {
+    absl::MutexLock lock(&mu_);
+    finished = finished_;
+  }
+  if (!finished) Finish(absl::ZeroDuration());
+}
+
+void ProgressReporter::OnMetric(const metrics::MetricLine& metric) {
+  tracker_.Observe(metric, clock_->Monotonic());
+}
+
+void ProgressReporter::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void ProgressReporter::Run() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&stop_), config_.poll)) return;
+    }
+    const absl::Duration now = clock_->Monotonic();
+    std::optional<ProgressSnapshot> due = tracker_.Due(now);
+    if (!due) continue;
+    // The intervals count from the try: a failing operator is not asked more often.
+    tracker_.Sent(*due, now);
+    if (!SendOne(*due, config_.call_timeout)) return;
+  }
+}
+
+void ProgressReporter::Finish(absl::Duration timeout) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (finished_) return;
+    finished_ = true;
+    stop_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  bool stopped;
+  {
+    absl::MutexLock lock(&mu_);
+    stopped = stats_.stopped;
+  }
+  if (stopped || timeout <= absl::ZeroDuration()) return;
+  // The last progress (the final step) reaches the operator even when it came within the
+  // interval of the previous report.
+  const absl::Duration now = clock_->Monotonic();
+  if (std::optional<ProgressSnapshot> last = tracker_.Unsent(now)) {
+    tracker_.Sent(*last, now);
+    SendOne(*last, std::min(timeout, config_.call_timeout));
+  }
+}
+
+bool ProgressReporter::SendOne(const ProgressSnapshot& snapshot, absl::Duration timeout) {
+  // Read afresh each time: the kubelet replaces the token well before it expires.
+  std::ifstream in(config_.token_file);
+  std::stringstream content;
+  content << in.rdbuf();
+  const std::string token(absl::StripAsciiWhitespace(content.str()));
+  if (!in || token.empty()) {
+    {
+      absl::MutexLock lock(&mu_);
+      ++stats_.failed;
+    }
+    LogOnce("token", absl::StrCat("coach-launch: progress not reported: cannot read the token in ",
+                                  config_.token_file, " (COACH_PROGRESS_TOKEN_FILE)"));
+    return true;
+  }
+  api::v1::ReportProgressRequest request;
+  request.set_namespace_(config_.namespace_);
+  request.set_pod(config_.pod);
+  request.set_step(snapshot.step);
+  request.mutable_metrics()->insert(snapshot.metrics.begin(), snapshot.metrics.end());
+  request.set_steps_per_second(snapshot.steps_per_second);
+  request.set_heartbeat(snapshot.heartbeat);
+  absl::StatusOr<bool> answer = sender_->Send(request, token, timeout);
+  const absl::Status& s = answer.status();
+  const bool unimplemented = absl::IsUnimplemented(s);
+  {
+    absl::MutexLock lock(&mu_);
+    if (answer.ok()) {
+      ++stats_.sent;
+      if (*answer) ++stats_.accepted;
+      return true;
+    }
+    ++stats_.failed;
+    if (unimplemented) stats_.stopped = true;
+  }
+  if (unimplemented) {
+    LogOnce("unimplemented",
+            absl::StrCat("coach-launch: the operator takes no progress reports; not reporting: ",
+                         s.message()));
+    return false;
+  }
+  if (absl::IsUnavailable(s)) sender_->Reconnect();
+  const std::string kind = absl::StatusCodeToString(s.code());
+  LogOnce(kind,
+          absl::StrCat("coach-launch: progress report failed (", kind, "): ", s.message(),
+                       "; training goes on, and later failures of this kind are only counted"));
+  return true;
+}
+
+void ProgressReporter::LogOnce(const std::string& kind, const std::string& line) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!logged_.insert(kind).second) return;
+  }
+  if (log_) log_(line);
+}
+
+ProgressReporterStats ProgressReporter::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+}  // namespace coach::launcher

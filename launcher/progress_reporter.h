@@ -1,0 +1,117 @@
+#pragma once
+
+// ProgressReporter: coach-launch's reports of its workers' progress to the operator (the API's
+// ReportProgress), on Kubernetes, where the operator reads no pod's logs. On when the pod has
+//   COACH_PROGRESS_ADDRESS     host:port of the operator's API
+//   COACH_PROGRESS_TOKEN_FILE  the pod's projected token of audience "coach"
+//   COACH_POD_NAMESPACE, COACH_POD_NAME   the pod
+//   COACH_PROGRESS_CA_PEM      the CA to trust (TLS); absent: plaintext
+// (operator/reconcile/progress_report_env.h sets them). What is sent and when: ProgressTracker
+// (progress_tracker.h: the newest progress at most every 2 s while it changes, a heartbeat at
+// least every 30 s otherwise).
+//
+// Never in the training's way: OnMetric only updates the tracker; one thread of its own sends,
+// each call bounded by `call_timeout`. The token file is read afresh for every report (the
+// kubelet rotates it). A failed report is counted and the next one goes on as usual; the first
+// failure of each kind is logged once. UNAVAILABLE (another operator replica, one that does not
+// lead, or a restart) makes the next report use a new connection. UNIMPLEMENTED (an operator
+// that takes no reports) ends reporting.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "api/v1/training_service.pb.h"
+#include "common/clock.h"
+#include "common/metrics/metric_line.h"
+#include "launcher/progress_tracker.h"
+
+namespace coach::launcher {
+
+// The transport of one report. Thread-compatible (the reporter's thread alone calls it).
+class ProgressSender {
+ public:
+  virtual ~ProgressSender() = default;
+  // The operator's answer: accepted or dropped; a failed call's status (gRPC codes as absl's).
+  virtual absl::StatusOr<bool> Send(const api::v1::ReportProgressRequest& request,
+                                    const std::string& token, absl::Duration timeout) = 0;
+  // The next Send opens a new connection.
+  virtual void Reconnect() = 0;
+};
+
+// gRPC to `address`; TLS trusting `ca_pem` when it is not empty. The channel is made at the
+// first Send. `clock` (not owned) sets the calls' deadlines.
+std::unique_ptr<ProgressSender> NewGrpcProgressSender(std::string address, std::string ca_pem,
+                                                      Clock* clock = Clock::Real());
+
+struct ProgressReporterConfig {
+  std::string namespace_;
+  std::string pod;
+  std::string token_file;
+  ProgressTrackerOptions tracker;
+  absl::Duration call_timeout = absl::Seconds(5);
+  // How often the thread looks whether a report is due.
+  absl::Duration poll = absl::Milliseconds(250);
+};
+
+struct ProgressReporterStats {
+  int64_t sent = 0;      // reports the operator answered
+  int64_t accepted = 0;  // ... and kept
+  int64_t failed = 0;    // reports that could not be made (token, network, refusal)
+  bool stopped = false;  // the operator takes no reports
+};
+
+class ProgressReporter {
+ public:
+  using Log = std::function<void(const std::string& line)>;
+
+  // From the environment: nullptr when COACH_PROGRESS_ADDRESS is unset. InvalidArgument naming
+  // the variable when it is set but the others are missing.
+  static absl::StatusOr<std::unique_ptr<ProgressReporter>> FromEnv(
+      const std::map<std::string, std::string>& env, Log log);
+
+  // `clock` is not owned.
+  ProgressReporter(ProgressReporterConfig config, std::unique_ptr<ProgressSender> sender, Log log,
+                   Clock* clock = Clock::Real());
+  ~ProgressReporter();  // Finish(0) unless finished
+
+  // A metric line of the workers. Never blocks on the network.
+  void OnMetric(const metrics::MetricLine& metric);
+  // Starts the sending thread.
+  void Start();
+  // Sends what changed since the last report (waiting at most `timeout`), then stops.
+  void Finish(absl::Duration timeout);
+
+  ProgressReporterStats stats() const;
+
+ private:
+  void Run();
+  // One report now; false when reporting should end.
+  bool SendOne(const ProgressSnapshot& snapshot, absl::Duration timeout);
+  void LogOnce(const std::string& kind, const std::string& line);
+
+  const ProgressReporterConfig config_;
+  const std::unique_ptr<ProgressSender> sender_;
+  const Log log_;
+  Clock* const clock_;
+  ProgressTracker tracker_;
+  std::thread thread_;
+
+  mutable absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  ProgressReporterStats stats_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> logged_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace coach::launcher

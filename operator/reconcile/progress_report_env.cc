@@ -1,0 +1,45 @@
+#include "operator/reconcile/progress_report_env.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "operator/reconcile/launcher_wrap.h"
+#include "operator/reconcile/recovery_policy.h"
+
+namespace coach::reconcile {
+
+bool ReportsProgress(const model::Job& job, const model::ReconcileConfig& config) {
+  if (config.progress_report_address.empty() || !LauncherEnabled(job)) return false;
+  absl::StatusOr<RecoveryPolicy> policy = ParseRecoveryPolicy(job, config);
+  return policy.ok() && (policy->scope == RestartScope::kJob || policy->progress_deadline);
+}
+
+void AddProgressReporting(const model::Job& job, const model::ReconcileConfig& config,
+                          Json& pod_template) {
+  if (!ReportsProgress(job, config)) return;
+  absl::StatusOr<const api::v1::KindInfo*> kind = KindOf(job);
+  if (!kind.ok()) return;
+  Json* containers = MutableContainers(pod_template);
+  std::optional<size_t> index = DefaultContainerIndex(pod_template, **kind);
+  if (containers == nullptr || !index.has_value()) return;
+  EnsureArray(pod_template["spec"], "volumes")
+      .push_back({{"name", kProgressTokenVolume},
+                  {"projected",
+                   {{"sources", Json::array({{{"serviceAccountToken",
+                                               {{"audience", kProgressTokenAudience},
+                                                {"expirationSeconds", kProgressTokenSeconds},
+                                                {"path", "token"}}}}})}}}});
+  Json& container = (*containers)[*index];
+  EnsureArray(container, "volumeMounts")
+      .push_back(
+          {{"name", kProgressTokenVolume}, {"mountPath", kProgressTokenDir}, {"readOnly", true}});
+  AppendEnv(container, kEnvProgressAddress, config.progress_report_address);
+  AppendEnv(container, kEnvProgressTokenFile, absl::StrCat(kProgressTokenDir, "/token"));
+  if (!config.progress_report_ca_pem.empty()) {
+    AppendEnv(container, kEnvProgressCaPem, config.progress_report_ca_pem);
+  }
+  AppendEnvFieldRef(container, kEnvPodNamespace, "metadata.namespace");
+  AppendEnvFieldRef(container, kEnvPodName, "metadata.name");
+}
+
+}  // namespace coach::reconcile

@@ -1,0 +1,226 @@
+// ReportProgress without gRPC: who may report (a pod, with its own token of audience "coach",
+// for itself only), what is checked, and what reaches the backend.
+
+#include "operator/server/progress_intake.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/testing/fake_clock.h"
+#include "operator/server/pod_token_auth.h"
+#include "operator/server/progress_token.h"
+#include "operator/server/testing/token_reviewer.h"
+
+namespace coach::server {
+namespace {
+
+using testing::kApiAudience;
+using testing::MakeJwt;
+using testing::TokenReviewer;
+
+// Keeps what it is given; answers what the test says.
+class RecordingReceiver : public backend::ProgressReceiver {
+ public:
+  absl::StatusOr<bool> ReceiveProgress(const backend::PodReport& report) override {
+    std::lock_guard<std::mutex> lock(mu);
+    reports.push_back(report);
+    return answer;
+  }
+  std::mutex mu;
+  std::vector<backend::PodReport> reports;
+  absl::StatusOr<bool> answer = true;
+};
+
+class ProgressIntakeTest : public ::testing::Test {
+ protected:
+  PodTokenAuthOptions Options() {
+    PodTokenAuthOptions o;
+    o.clock = &clock_;
+    return o;
+  }
+  std::string PodToken(const std::string& ns, const std::string& pod, const std::string& uid,
+                       std::vector<std::string> audiences = {kProgressAudience}) {
+    return "Bearer " + reviewer_.Issue(ns, "trainer", pod, uid, std::move(audiences),
+                                       clock_.Now() + absl::Hours(1));
+  }
+  static api::v1::ReportProgressRequest Request(const std::string& ns, const std::string& pod) {
+    api::v1::ReportProgressRequest r;
+    r.set_namespace_(ns);
+    r.set_pod(pod);
+    r.set_step(10);
+    (*r.mutable_metrics())["loss"] = 0.75;
+    r.set_steps_per_second(1.5);
+    return r;
+  }
+
+  FakeClock clock_;
+  TokenReviewer reviewer_;
+  RecordingReceiver receiver_;
+};
+
+TEST_F(ProgressIntakeTest, APodReportsForItself) {
+  PodTokenAuth auth(&reviewer_, Options());
+  ProgressIntake intake(&auth, &receiver_);
+  const std::string token = PodToken("team-a", "ddp-worker-0", "uid-w0");
+  absl::StatusOr<bool> accepted = intake.Report(&token, Request("team-a", "ddp-worker-0"));
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  EXPECT_TRUE(*accepted);
+  ASSERT_EQ(receiver_.reports.size(), 1u);
+  const backend::PodReport& r = receiver_.reports[0];
+  EXPECT_EQ(r.namespace_, "team-a");
+  EXPECT_EQ(r.pod, "ddp-worker-0");
+  // The instance is the token's: the backend checks it against the pod it holds.
+  EXPECT_EQ(r.pod_uid, "uid-w0");
+  EXPECT_EQ(r.report.step, 10);
+  EXPECT_EQ(r.report.metrics.at("loss"), 0.75);
+  EXPECT_EQ(r.report.steps_per_second, 1.5);
+  // The review named coach's audience, and the answer is remembered.
+  ASSERT_EQ(reviewer_.review_bodies().size(), 1u);
+  EXPECT_EQ(reviewer_.review_bodies()[0]["spec"]["audiences"], nlohmann::json::array({"coach"}));
+  ASSERT_TRUE(intake.Report(&token, Request("team-a", "ddp-worker-0")).ok());
+  EXPECT_EQ(reviewer_.reviews(), 1);
+  // The receiver's answer is passed on (dropped within a second).
+  receiver_.answer = false;
+  accepted = intake.Report(&token, Request("team-a", "ddp-worker-0"));
+  ASSERT_TRUE(accepted.ok());
+  EXPECT_FALSE(*accepted);
+}
+
+TEST_F(ProgressIntakeTest, APodMayNotReportForAnotherPod) {
+  PodTokenAuth auth(&reviewer_, Options());
+  ProgressIntake intake(&auth, &receiver_);
+  const std::string token = PodToken("team-a", "ddp-worker-0", "uid-w0");
+  for (const auto& [ns, pod] : std::vector<std::pair<std::string, std::string>>{
+           {"team-a", "ddp-worker-1"}, {"team-b", "ddp-worker-0"}, {"team-b", "other"}}) {
+    absl::Status s = intake.Report(&token, Request(ns, pod)).status();
+    EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+    EXPECT_EQ(s.message(),
+              "pod team-a/ddp-worker-0 may report progress only for itself, not for pod " + ns +
+                  "/" + pod);
+  }
+  EXPECT_TRUE(receiver_.reports.empty());
+}
+
+TEST_F(ProgressIntakeTest, OnlyAPodsOwnTokenForCoachIdentifiesIt) {
+  PodTokenAuth auth(&reviewer_, Options());
+  ProgressIntake intake(&auth, &receiver_);
+  const api::v1::ReportProgressRequest request = Request("team-a", "ddp-worker-0");
+  // The pod's ordinary token (the API server's audience): not for coach.
+  std::string api_token = PodToken("team-a", "ddp-worker-0", "uid-w0", {kApiAudience});
+  EXPECT_TRUE(absl::IsUnauthenticated(intake.Report(&api_token, request).status()));
+  // A ServiceAccount token of audience coach that no pod is bound to.
+  std::string account_token =
+      "Bearer " + reviewer_.Issue("team-a", "trainer", "", "", {kProgressAudience},
+                                  clock_.Now() + absl::Hours(1));
+  absl::Status s = intake.Report(&account_token, request).status();
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  EXPECT_NE(s.message().find("only a pod's own ServiceAccount token"), std::string::npos) << s;
+  // No token, a token nobody issued.
+  EXPECT_TRUE(absl::IsUnauthenticated(intake.Report(nullptr, request).status()));
+  std::string forged = "Bearer " + MakeJwt(R"({"aud":["coach"]})");
+  s = intake.Report(&forged, request).status();
+  EXPECT_TRUE(absl::IsUnauthenticated(s)) << s;
+  EXPECT_EQ(s.message().find(forged.substr(7)), std::string::npos);
+  EXPECT_TRUE(receiver_.reports.empty());
+}
+
+TEST_F(ProgressIntakeTest, AnInvalidReportIsRefusedAfterTheCallerIsKnown) {
+  PodTokenAuth auth(&reviewer_, Options());
+  ProgressIntake intake(&auth, &receiver_);
+  api::v1::ReportProgressRequest bad = Request("team-a", "ddp-worker-0");
+  bad.set_step(-1);
+  std::string nobody = "Bearer nobody-knows-this-token";
+  EXPECT_TRUE(absl::IsUnauthenticated(intake.Report(&nobody, bad).status()));
+  const std::string token = PodToken("team-a", "ddp-worker-0", "uid-w0");
+  absl::Status s = intake.Report(&token, bad).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("step: must be >= 0"), std::string::npos) << s;
+  EXPECT_TRUE(receiver_.reports.empty());
+}
+
+TEST_F(ProgressIntakeTest, IdentitiesAreRememberedUntilTheTokenExpiresAtMostTenMinutes) {
+  PodTokenAuth auth(&reviewer_, Options());
+  const std::string token =
+      "Bearer " + reviewer_.Issue("team-a", "trainer", "p", "u", {kProgressAudience},
+                                  clock_.Now() + absl::Minutes(3));
+  ASSERT_TRUE(auth.Authenticate(&token).ok());
+  clock_.Advance(absl::Minutes(2));
+  ASSERT_TRUE(auth.Authenticate(&token).ok());
+  EXPECT_EQ(auth.token_reviews(), 1);
+  // Past its expiry the token is reviewed again (and the API server refuses it).
+  clock_.Advance(absl::Minutes(1));
+  reviewer_.Revoke(token.substr(7));
+  EXPECT_TRUE(absl::IsUnauthenticated(auth.Authenticate(&token).status()));
+  EXPECT_EQ(auth.token_reviews(), 2);
+  // A refusal is remembered briefly.
+  EXPECT_TRUE(absl::IsUnauthenticated(auth.Authenticate(&token).status()));
+  EXPECT_EQ(auth.token_reviews(), 2);
+
+  const std::string long_lived =
+      "Bearer " + reviewer_.Issue("team-a", "trainer", "q", "v", {kProgressAudience},
+                                  clock_.Now() + absl::Hours(1));
+  ASSERT_TRUE(auth.Authenticate(&long_lived).ok());
+  clock_.Advance(absl::Minutes(10));
+  ASSERT_TRUE(auth.Authenticate(&long_lived).ok());
+  EXPECT_EQ(auth.token_reviews(), 4);
+}
+
+TEST_F(ProgressIntakeTest, ReviewsBeyondTheLimitAreUnavailableAtOnce) {
+  PodTokenAuthOptions options = Options();
+  options.max_reviews_in_flight = 1;
+  PodTokenAuth auth(&reviewer_, options);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false, release = false;
+  reviewer_.SetReviewHook([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    entered = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  });
+  const std::string first = PodToken("team-a", "a", "ua");
+  const std::string second = PodToken("team-a", "b", "ub");
+  std::thread held([&] { EXPECT_TRUE(auth.Authenticate(&first).ok()); });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return entered; });
+  }
+  absl::Status busy = auth.Authenticate(&second).status();
+  EXPECT_TRUE(absl::IsUnavailable(busy)) << busy;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  held.join();
+  reviewer_.SetReviewHook(nullptr);
+  EXPECT_TRUE(auth.Authenticate(&second).ok());
+}
+
+TEST_F(ProgressIntakeTest, TheOperatorWithoutReviewRightsIsUnavailableNeverAllowed) {
+  PodTokenAuth auth(&reviewer_, Options());
+  reviewer_.FailNextReview(absl::PermissionDeniedError("tokenreviews is forbidden"));
+  const std::string token = PodToken("team-a", "a", "ua");
+  absl::Status s = auth.Authenticate(&token).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  // Not remembered: the next call asks again.
+  EXPECT_TRUE(auth.Authenticate(&token).ok());
+}
+
+TEST(ProgressTokenTest, OnlyATokenForCoachAloneIsAProgressToken) {
+  EXPECT_TRUE(IsProgressToken(MakeJwt(R"({"aud":"coach"})")));
+  EXPECT_TRUE(IsProgressToken(MakeJwt(R"({"aud":["coach"],"exp":1})")));
+  EXPECT_FALSE(IsProgressToken(MakeJwt(R"({"aud":["coach","https://kubernetes.default.svc"]})")));
+  EXPECT_FALSE(IsProgressToken(MakeJwt(R"({"aud":[]})")));
+  EXPECT_FALSE(IsProgressToken(MakeJwt(R"({"sub":"x"})")));
+  EXPECT_FALSE(IsProgressToken("a-shared-token-0123456789abcdef"));
+  EXPECT_FALSE(IsProgressToken("a.b.c"));
+  EXPECT_FALSE(IsProgressToken(""));
+}
+
+}  // namespace
+}  // namespace coach::server

@@ -1,0 +1,91 @@
+#include "operator/server/progress_request.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace coach::server {
+namespace {
+
+api::v1::ReportProgressRequest Valid() {
+  api::v1::ReportProgressRequest r;
+  r.set_namespace_("team-a");
+  r.set_pod("ddp-worker-0");
+  r.set_step(120);
+  (*r.mutable_metrics())["loss"] = 0.5;
+  (*r.mutable_metrics())["train/accuracy"] = 0.9;
+  r.set_steps_per_second(3.5);
+  return r;
+}
+
+std::string Problem(const api::v1::ReportProgressRequest& r) {
+  absl::Status s = ValidateReportProgressRequest(r);
+  EXPECT_TRUE(s.ok() || absl::IsInvalidArgument(s)) << s;
+  return std::string(s.message());
+}
+
+TEST(ProgressRequestTest, AValidRequestAndItsReport) {
+  api::v1::ReportProgressRequest r = Valid();
+  r.set_heartbeat(true);
+  EXPECT_TRUE(ValidateReportProgressRequest(r).ok());
+  backend::ProgressReport report = ToProgressReport(r);
+  EXPECT_EQ(report.step, 120);
+  EXPECT_EQ(report.metrics.size(), 2u);
+  EXPECT_EQ(report.metrics.at("loss"), 0.5);
+  EXPECT_EQ(report.steps_per_second, 3.5);
+  EXPECT_TRUE(report.heartbeat);
+}
+
+// Each case: one field broken, and the message that names it.
+TEST(ProgressRequestTest, EachRuleNamesItsField) {
+  struct Case {
+    void (*breaks)(api::v1::ReportProgressRequest&);
+    std::string message;
+  };
+  const Case cases[] = {
+      {[](auto& r) { r.clear_namespace_(); }, "namespace: required"},
+      {[](auto& r) { r.set_namespace_("Team_A"); }, "namespace: must be a namespace name"},
+      {[](auto& r) { r.clear_pod(); }, "pod: required"},
+      {[](auto& r) { r.set_pod(std::string(254, 'a')); }, "pod: must be a pod name"},
+      {[](auto& r) { r.set_pod("a..b"); }, "pod: must be a pod name"},
+      {[](auto& r) { r.set_step(-1); }, "step: must be >= 0, got -1"},
+      {[](auto& r) { r.set_steps_per_second(-2); }, "steps_per_second: must be finite and >= 0"},
+      {[](auto& r) { r.set_steps_per_second(std::numeric_limits<double>::infinity()); },
+       "steps_per_second: must be finite"},
+      {[](auto& r) { (*r.mutable_metrics())["loss"] = std::nan(""); },
+       "metrics[\"loss\"]: value must be finite, got nan"},
+      {[](auto& r) { (*r.mutable_metrics())["bad name"] = 1; },
+       "metrics[\"bad name\"]: name must be 1 to 250 printable characters without spaces"},
+      {[](auto& r) { (*r.mutable_metrics())[""] = 1; }, "metrics[\"\"]: name must be 1 to 250"},
+      {[](auto& r) { (*r.mutable_metrics())[std::string(251, 'm')] = 1; },
+       "metrics[\"" + std::string(64, 'm') + "...\"]: name must be 1 to 250"},
+      {[](auto& r) {
+         for (int i = 0; i < 63; ++i) (*r.mutable_metrics())["m" + std::to_string(i)] = i;
+       },
+       "metrics: at most 64 metrics, got 65"},
+  };
+  for (const Case& c : cases) {
+    api::v1::ReportProgressRequest r = Valid();
+    c.breaks(r);
+    EXPECT_NE(Problem(r).find(c.message), std::string::npos)
+        << "want \"" << c.message << "\" in \"" << Problem(r) << "\"";
+  }
+}
+
+TEST(ProgressRequestTest, SixtyFourMetricsAreAllowedAndEveryProblemIsListed) {
+  api::v1::ReportProgressRequest r = Valid();
+  r.clear_metrics();
+  for (int i = 0; i < 64; ++i) (*r.mutable_metrics())["m" + std::to_string(i)] = i;
+  EXPECT_TRUE(ValidateReportProgressRequest(r).ok());
+
+  r.clear_pod();
+  r.set_step(-5);
+  const std::string message = Problem(r);
+  EXPECT_NE(message.find("pod: required"), std::string::npos) << message;
+  EXPECT_NE(message.find("step: must be >= 0"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace coach::server
