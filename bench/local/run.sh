@@ -5,9 +5,10 @@
 # (temporary state dir, loopback ports) for each benchmark and stops it afterwards.
 #
 # Usage: bench/local/run.sh [--iterations N] [--jobs N] [--clients N]
-#                           [--operator PATH] [--only latency|throughput]
+#                           [--operator PATH] [--only latency|throughput|recovery]
+#   --only recovery   whole-job recovery with real torch (recovery --help), not run otherwise
 #   --operator PATH   an already built coach-operator to measure instead (A/B comparisons)
-# Environment: COACH_BENCH_LATENCY_ARGS / COACH_BENCH_THROUGHPUT_ARGS add flags to each
+# Environment: COACH_BENCH_LATENCY_ARGS / _THROUGHPUT_ARGS / _RECOVERY_ARGS add flags to each
 # binary (see `submit_latency --help`, `throughput --help`).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,6 +31,7 @@ while (($#)); do
 done
 
 targets=(//bench/local:submit_latency //bench/local:throughput //bench/local:replica_probe
+         //bench/local:recovery
          //operator:coach-operator //operator/backend/local:coach-replica-shim)
 if ! bazel build -c opt "${targets[@]}" >/tmp/coach-bench-local-build.log 2>&1; then
   cat /tmp/coach-bench-local-build.log
@@ -59,5 +61,12 @@ if [[ -z "$only" || "$only" == throughput ]]; then
   # shellcheck disable=SC2086  # the extra flags, split into words on purpose
   "$bin/bench/local/throughput" --jobs "$jobs" --clients "$clients" "${common[@]}" \
     ${COACH_BENCH_THROUGHPUT_ARGS:-} || rc=1
+fi
+# Minutes of real torch training: only when asked for.
+if [[ "$only" == recovery ]]; then
+  echo
+  # shellcheck disable=SC2086  # the extra flags, split into words on purpose
+  "$bin/bench/local/recovery" --program "$PWD/examples/pytorch/ddp_train.py" "${common[@]}" \
+    ${COACH_BENCH_RECOVERY_ARGS:-} || rc=1
 fi
 exit $rc
