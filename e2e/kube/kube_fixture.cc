@@ -86,11 +86,15 @@ void ControlPlane::Stop() {
   g_cp = nullptr;
 }
 
-CmdResult ControlPlane::Kubectl(const std::vector<std::string>& args, const std::string& input,
-                                absl::Duration timeout) const {
+std::vector<std::string> ControlPlane::KubectlArgv(const std::vector<std::string>& args) const {
   std::vector<std::string> argv = {env_->bin() + "/kubectl", "--kubeconfig", kubeconfig()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return RunCommand(argv, input, timeout);
+  return argv;
+}
+
+CmdResult ControlPlane::Kubectl(const std::vector<std::string>& args, const std::string& input,
+                                absl::Duration timeout) const {
+  return RunCommand(KubectlArgv(args), input, timeout);
 }
 
 absl::Status ControlPlane::RestartApiServer(absl::Duration down_for) {

@@ -70,6 +70,9 @@ class ControlPlane {
   // kubectl --kubeconfig ... args; `input` goes to its stdin.
   CmdResult Kubectl(const std::vector<std::string>& args, const std::string& input = "",
                     absl::Duration timeout = absl::Seconds(60)) const;
+  // The argv of `kubectl --kubeconfig ... args`, for a kubectl that runs beside the test (a
+  // watch) rather than to its end.
+  std::vector<std::string> KubectlArgv(const std::vector<std::string>& args) const;
   // kill -9 the kube-apiserver, start it again with the same command line, wait for /readyz.
   // NotFound when this binary did not start the control plane (COACH_TESTENV_KUBECONFIG).
   absl::Status RestartApiServer(absl::Duration down_for = absl::Seconds(3));
