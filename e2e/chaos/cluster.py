@@ -143,17 +143,25 @@ class Api:
 
     def must(self, method, path, body=None, ok=(200, 201), deadline_s=120):
         """Like call, retried while the API server is down or answers 5xx/429 (the chaos
-        suites restart it); any other answer outside `ok` raises."""
+        suites restart it); any other answer outside `ok` raises. A create whose answer was
+        lost (the server went down mid-call, or answered 5xx) may have been made: its retry's
+        AlreadyExists is the create's success."""
         end = time.monotonic() + deadline_s
+        answer_lost = False
         while True:
             try:
                 status, parsed = self.call(method, path, body)
                 if status in ok:
                     return parsed
+                if (method == "POST" and status == 409 and answer_lost and
+                        isinstance(parsed, dict) and parsed.get("reason") == "AlreadyExists"):
+                    return parsed
                 if status < 500 and status != 429:
                     raise RuntimeError(f"{method} {path}: {status} {parsed}")
+                answer_lost = answer_lost or status >= 500
             except (OSError, http.client.HTTPException) as e:
                 status, parsed = None, str(e)
+                answer_lost = True
             if time.monotonic() > end:
                 raise RuntimeError(f"{method} {path}: {status} {parsed} after {deadline_s} s")
             time.sleep(0.5)

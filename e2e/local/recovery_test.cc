@@ -186,11 +186,15 @@ TEST_F(RecoveryTest, StoppedRankIsCaughtByTheProgressDeadline) {
   const absl::Duration caught = absl::Now() - stopped;
   // The deadline counts from the last progress, which came before the stop.
   EXPECT_LT(caught, absl::Seconds(10 + 5)) << "stall caught after " << caught;
-  std::string message;
-  for (const auto& c : restarting->status().conditions()) {
-    if (c.type() == "Restarting") message = c.message();
+  // The Restarting condition gives way to Running once the next attempt runs; the event stays.
+  absl::StatusOr<api::v1::DescribeJobResponse> described =
+      op_->client().DescribeJob(kNs, "stop-worker");
+  ASSERT_TRUE(described.ok()) << described.status();
+  std::string messages;
+  for (const auto& e : described->events()) {
+    if (e.reason() == "PyTorchJobRestarting") absl::StrAppend(&messages, e.message(), "\n");
   }
-  EXPECT_TRUE(absl::StrContains(message, "Worker replica 0 stopped")) << message;
+  EXPECT_TRUE(absl::StrContains(messages, "it stalled: Worker replica 0 stopped")) << messages;
   const TrainingJob done = ExpectRecovered("stop-worker");
   EXPECT_GE(done.status().coach().progress().step(), 7) << done.status().ShortDebugString();
 }
