@@ -1,60 +1,23 @@
 #include "launcher/progress_tracker.h"
 
-#include <cmath>
-
 namespace coach::launcher {
 namespace {
 
-constexpr absl::Duration kSampleSpacing = absl::Milliseconds(100);
+metrics::ProgressAccumulatorOptions AccumulatorOptions(const ProgressTrackerOptions& options) {
+  metrics::ProgressAccumulatorOptions o;
+  o.rate_window = options.rate_window;
+  o.max_metrics = options.max_metrics;
+  return o;
+}
 
 }  // namespace
 
+ProgressTracker::ProgressTracker(ProgressTrackerOptions options)
+    : options_(options), progress_(AccumulatorOptions(options)) {}
+
 void ProgressTracker::Observe(const metrics::MetricLine& metric, absl::Duration at) {
   absl::MutexLock lock(&mu_);
-  bool changed = false;
-  if (metric.step > step_) {
-    step_ = metric.step;
-    // At most one sample per kSampleSpacing, and none older than the window needs: memory stays
-    // small however fast the steps come, and whether or not anyone asks for the rate.
-    if (!samples_.empty() && at - samples_.back().at < kSampleSpacing) {
-      samples_.back().step = step_;
-    } else {
-      samples_.push_back({at, step_});
-    }
-    PruneLocked(at);
-    changed = true;
-  }
-  if (std::isfinite(metric.value)) {
-    auto it = metrics_.find(metric.name);
-    if (it == metrics_.end()) {
-      if (metrics_.size() < options_.max_metrics) {
-        metrics_.emplace(metric.name, metric.value);
-        changed = true;
-      } else {
-        ++dropped_names_;
-      }
-    } else if (it->second != metric.value) {
-      it->second = metric.value;
-      changed = true;
-    }
-  }
-  if (changed) ++version_;
-}
-
-void ProgressTracker::PruneLocked(absl::Duration now) {
-  // Keep one sample at or before the window's start as the anchor the rate is measured from.
-  while (samples_.size() > 1 && samples_[1].at <= now - options_.rate_window) {
-    samples_.pop_front();
-  }
-}
-
-double ProgressTracker::RateLocked(absl::Duration now) {
-  PruneLocked(now);
-  if (samples_.empty()) return 0;
-  const Sample& first = samples_.front();
-  const double seconds = absl::ToDoubleSeconds(now - first.at);
-  if (samples_.size() < 2 || seconds <= 0) return 0;
-  return static_cast<double>(samples_.back().step - first.step) / seconds;
+  if (progress_.Observe(metric, at)) ++version_;
 }
 
 std::optional<ProgressSnapshot> ProgressTracker::Due(absl::Duration now) {
@@ -75,9 +38,9 @@ std::optional<ProgressSnapshot> ProgressTracker::Unsent(absl::Duration now) {
 
 ProgressSnapshot ProgressTracker::SnapshotLocked(absl::Duration now, bool heartbeat) {
   ProgressSnapshot s;
-  s.step = step_;
-  s.metrics = metrics_;
-  s.steps_per_second = RateLocked(now);
+  s.step = progress_.step();
+  s.metrics = progress_.metrics();
+  s.steps_per_second = progress_.StepsPerSecond(now);
   s.heartbeat = heartbeat;
   s.version = version_;
   return s;
@@ -91,7 +54,7 @@ void ProgressTracker::Sent(const ProgressSnapshot& sent, absl::Duration now) {
 
 int64_t ProgressTracker::dropped_names() const {
   absl::MutexLock lock(&mu_);
-  return dropped_names_;
+  return progress_.dropped_names();
 }
 
 }  // namespace coach::launcher

@@ -2,20 +2,15 @@
 
 // ProgressTracker: what coach-launch tells the operator about its workers' progress, and when
 // (the sending is progress_reporter.h's). Fed the metric lines MetricsTee parses
-// (metric_line.h), it keeps
-//   step              the highest step= seen (0 before any; never below 0)
-//   metrics           the latest value of each metric name, at most `max_metrics` names (later
-//                     new names are dropped and counted); non-finite values are left out (the
-//                     operator refuses them) and the previous value stays
-//   steps_per_second  the highest step's advance over about the last `rate_window`, measured
-//                     up to the time asked, so that it falls to 0 when steps stop
-// and says when to send:
+// (metric_line.h), it keeps their progress (common/metrics/progress_accumulator.h: the highest
+// step, the latest finite value of each metric name, at most `max_metrics` names, and the
+// steps per second over about `rate_window` up to the time asked; non-finite values are left
+// out because the operator refuses them) and says when to send:
 //   a report          when any of it changed since the last send and `min_interval` passed
 //   a heartbeat       when nothing changed and `heartbeat_interval` passed since the last send
 // Times are monotonic readings (Clock::Monotonic) the caller passes in. Thread-safe.
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/metrics/metric_line.h"
+#include "common/metrics/progress_accumulator.h"
 
 namespace coach::launcher {
 
@@ -45,7 +41,7 @@ struct ProgressSnapshot {
 
 class ProgressTracker {
  public:
-  explicit ProgressTracker(ProgressTrackerOptions options = {}) : options_(options) {}
+  explicit ProgressTracker(ProgressTrackerOptions options = {});
 
   // A metric line the workers printed, read at `at`.
   void Observe(const metrics::MetricLine& metric, absl::Duration at);
@@ -61,24 +57,16 @@ class ProgressTracker {
   int64_t dropped_names() const;
 
  private:
-  struct Sample {
-    absl::Duration at;
-    int64_t step;
-  };
-  void PruneLocked(absl::Duration now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  double RateLocked(absl::Duration now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ProgressSnapshot SnapshotLocked(absl::Duration now, bool heartbeat)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ProgressTrackerOptions options_;
   mutable absl::Mutex mu_;
-  int64_t step_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<std::string, double> metrics_ ABSL_GUARDED_BY(mu_);
-  std::deque<Sample> samples_ ABSL_GUARDED_BY(mu_);
+  metrics::ProgressAccumulator progress_ ABSL_GUARDED_BY(mu_);
+  // Counts the changes to progress_; the last one sent.
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t sent_version_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<absl::Duration> last_sent_ ABSL_GUARDED_BY(mu_);
-  int64_t dropped_names_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace coach::launcher
