@@ -135,6 +135,8 @@ class Pass {
   bool JobScope() const { return policy_.scope == RestartScope::kJob; }
   // A pod of an earlier attempt of a job-scoped job: it goes before the next attempt starts.
   bool Stale(const ObservedPod& pod) const { return JobScope() && pod.attempt < attempt_; }
+  // The pods of the attempt running now (every pod outside Job scope), as the recovery rules
+  // read them; made once the attempt is known.
   std::vector<ObservedPod> CurrentPods() const;
   void ForceDeleteLostPods();
   bool ReplicaLimitsReached(std::string& message) const;
@@ -167,6 +169,7 @@ class Pass {
   std::set<std::pair<std::string, std::string>> deleted_;
   RecoveryPolicy policy_;
   int attempt_ = 0;
+  std::vector<ObservedPod> current_;
 };
 
 std::vector<ObservedPod> Pass::CurrentPods() const {
@@ -279,7 +282,7 @@ void Pass::RestartJob(bool counted, const std::string& replica_type, const std::
 // Job scope: a trigger among the current attempt's pods restarts the whole job, or fails it.
 // True when the pass is decided (restarted or failed).
 bool Pass::RecoverJob() {
-  const std::vector<ObservedPod> current = CurrentPods();
+  const std::vector<ObservedPod>& current = current_;
   RestartTrigger trigger = FindRestartTrigger(job_, current, AttemptRunning());
   if (trigger.kind == RestartTrigger::Kind::kNone && policy_.progress_deadline &&
       AttemptRunning() && HasTrueCondition(status(), kJobRunning)) {
@@ -338,7 +341,7 @@ void Pass::NoteAttemptRunning() {
   if (!JobScope() && !policy_.progress_deadline) return;
   if (AttemptRunning() || IsFinished(status())) return;
   int running = 0;
-  for (const ObservedPod& pod : CurrentPods()) {
+  for (const ObservedPod& pod : current_) {
     if (pod.phase == PodPhase::kRunning && !pod.deleting && pod.index >= 0 &&
         pod.index < Replicas(job_, pod.replica_type)) {
       ++running;
@@ -360,7 +363,7 @@ bool Pass::StalledUnderReplicaScope() {
     return false;
   }
   const StallCheck stall =
-      CheckStall(job_, CurrentPods(), StallClockStart(), *policy_.progress_deadline, now_);
+      CheckStall(job_, current_, StallClockStart(), *policy_.progress_deadline, now_);
   if (!stall.stalled) {
     RequeueBy(stall.due);
     return false;
@@ -651,6 +654,7 @@ model::ReconcileResult Pass::Run() {
     for (const ObservedPod& pod : observed_.pods) attempt_ = std::max(attempt_, pod.attempt);
     if (attempt_ != status().coach().attempt()) status().mutable_coach()->set_attempt(attempt_);
   }
+  current_ = CurrentPods();
 
   const auto& rp = job_.spec().run_policy();
   if (rp.has_suspend() && rp.suspend()) {
@@ -707,7 +711,7 @@ model::ReconcileResult Pass::Run() {
 
   ForceDeleteLostPods();
   if (JobScope() && RecoverJob()) {
-    UpdateProgressStatus(CurrentPods(), config_.progress_status_interval, true, status());
+    UpdateProgressStatus(current_, config_.progress_status_interval, true, status());
     return Done();
   }
   std::map<std::string, bool> nonretryable;
@@ -716,7 +720,7 @@ model::ReconcileResult Pass::Run() {
   ExplainPending();
   NoteAttemptRunning();
   if (StalledUnderReplicaScope()) return Done();
-  const std::vector<ObservedPod> current = CurrentPods();
+  const std::vector<ObservedPod>& current = current_;
   if (std::optional<absl::Time> at = UpdateProgressStatus(current, config_.progress_status_interval,
                                                           IsFinished(status()), status())) {
     if (!IsFinished(status())) RequeueBy(*at);
