@@ -22,6 +22,7 @@
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Env = std::map<std::string, std::string>;
 
 constexpr char kLauncher[] = "launcher/coach-launch";
@@ -211,6 +212,37 @@ TEST(CoachLaunchTest, GracePeriodThenSigkill) {
   EXPECT_GE(after, absl::Seconds(1));
   EXPECT_LT(after, absl::Seconds(5));
   EXPECT_THAT(l.Stderr(), HasSubstr("grace period over"));
+}
+
+// The state letter of /proc/<pid>/stat ("" when there is no such process).
+std::string ProcState(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string p, comm, state;
+  if (!(stat >> p >> comm >> state)) return "";
+  return state;
+}
+
+TEST(CoachLaunchTest, SigtermReachesAStoppedWorkerAtOnce) {
+  // The pod deleted while its worker is stopped (SIGSTOP): the worker ends by the SIGTERM the
+  // launcher forwards (and continues), not by the SIGKILL at the end of the grace period.
+  const std::string dir = TmpDir("stopped");
+  Launcher l({"--nproc-per-node=1", "--grace-period=20s", "--", "/bin/sh", "-c",
+              "echo $$ > " + dir + "/pid.tmp; mv " + dir + "/pid.tmp " + dir +
+                  "/pid; kill -STOP $$; exit 0"},
+             {}, "stopped");
+  ASSERT_TRUE(WaitForFile(dir + "/pid"));
+  pid_t worker = 0;
+  std::istringstream(ReadFile(dir + "/pid")) >> worker;
+  ASSERT_GT(worker, 0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (ProcState(worker) != "T" && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  ASSERT_EQ(ProcState(worker), "T");
+  const absl::Time sent = absl::Now();
+  l.Signal(SIGTERM);
+  EXPECT_EQ(l.Wait(), 128 + SIGTERM);
+  EXPECT_LT(absl::Now() - sent, absl::Seconds(10));
+  EXPECT_THAT(l.Stderr(), Not(HasSubstr("grace period over")));
+  EXPECT_THAT(l.Stderr(), HasSubstr("killed by signal 15"));
 }
 
 bool Gone(pid_t pid) {

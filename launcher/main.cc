@@ -75,7 +75,8 @@ $COACH_METRICS_BUFFER caps the points held while MLflow is unreachable (default 
 With COACH_PROGRESS_ADDRESS, COACH_PROGRESS_TOKEN_FILE, COACH_POD_NAMESPACE and COACH_POD_NAME
 set (the operator sets them for replicas that report progress), the same lines' highest step,
 latest values and a steps/s estimate go to the operator at most every 2 s while they change,
-with a heartbeat at least every 30 s; failures are counted, never fatal.
+with a heartbeat at least every 30 s; failures are counted, never fatal, and a failed report
+goes again 2 s later.
 --wait-for-host HOST waits (up to --peer-timeout, default 300s) until every HOST resolves in
 DNS, then exits 0 without running anything; 1 when one does not in time, 2 on a bad HOST.
 --install DIR copies this executable to DIR/bin/coach-launch, its shared libraries to DIR/lib

@@ -125,9 +125,18 @@ void ProgressReporter::Run() {
     const absl::Duration now = clock_->Monotonic();
     std::optional<ProgressSnapshot> due = tracker_.Due(now);
     if (!due) continue;
-    // The intervals count from the try: a failing operator is not asked more often.
-    tracker_.Sent(*due, now);
-    if (!SendOne(*due, config_.call_timeout)) return;
+    // The intervals count from the try: a failing operator is not asked more often. What a
+    // failed report carried is sent again (the operator takes a heartbeat for no progress).
+    switch (SendOne(*due, config_.call_timeout)) {
+      case Outcome::kAnswered:
+        tracker_.Sent(*due, now);
+        break;
+      case Outcome::kFailed:
+        tracker_.Failed(now);
+        break;
+      case Outcome::kStop:
+        return;
+    }
   }
 }
 
@@ -154,7 +163,8 @@ void ProgressReporter::Finish(absl::Duration timeout) {
   }
 }
 
-bool ProgressReporter::SendOne(const ProgressSnapshot& snapshot, absl::Duration timeout) {
+ProgressReporter::Outcome ProgressReporter::SendOne(const ProgressSnapshot& snapshot,
+                                                    absl::Duration timeout) {
   // Read afresh each time: the kubelet replaces the token well before it expires.
   std::ifstream in(config_.token_file);
   std::stringstream content;
@@ -167,7 +177,7 @@ bool ProgressReporter::SendOne(const ProgressSnapshot& snapshot, absl::Duration 
     }
     LogOnce("token", absl::StrCat("coach-launch: progress not reported: cannot read the token in ",
                                   config_.token_file, " (COACH_PROGRESS_TOKEN_FILE)"));
-    return true;
+    return Outcome::kFailed;
   }
   api::v1::ReportProgressRequest request;
   request.set_namespace_(config_.namespace_);
@@ -184,7 +194,7 @@ bool ProgressReporter::SendOne(const ProgressSnapshot& snapshot, absl::Duration 
     if (answer.ok()) {
       ++stats_.sent;
       if (*answer) ++stats_.accepted;
-      return true;
+      return Outcome::kAnswered;
     }
     ++stats_.failed;
     if (unimplemented) stats_.stopped = true;
@@ -193,14 +203,14 @@ bool ProgressReporter::SendOne(const ProgressSnapshot& snapshot, absl::Duration 
     LogOnce("unimplemented",
             absl::StrCat("coach-launch: the operator takes no progress reports; not reporting: ",
                          s.message()));
-    return false;
+    return Outcome::kStop;
   }
   if (absl::IsUnavailable(s)) sender_->Reconnect();
   const std::string kind = absl::StatusCodeToString(s.code());
   LogOnce(kind,
           absl::StrCat("coach-launch: progress report failed (", kind, "): ", s.message(),
                        "; training goes on, and later failures of this kind are only counted"));
-  return true;
+  return Outcome::kFailed;
 }
 
 void ProgressReporter::LogOnce(const std::string& kind, const std::string& line) {

@@ -12,10 +12,12 @@
 //
 // Never in the training's way: OnMetric only updates the tracker; one thread of its own sends,
 // each call bounded by `call_timeout`. The token file is read afresh for every report (the
-// kubelet rotates it). A failed report is counted and the next one goes on as usual; the first
-// failure of each kind is logged once. UNAVAILABLE (another operator replica, one that does not
-// lead, or a restart) makes the next report use a new connection. UNIMPLEMENTED (an operator
-// that takes no reports) ends reporting.
+// kubelet rotates it). A failed report is counted, and what it carried goes again after the
+// tracker's min_interval (a heartbeat: after heartbeat_interval), so that no progress is lost to
+// a failure (the operator takes a heartbeat for no progress); the first failure of each kind is
+// logged once. UNAVAILABLE (another operator replica, one that does not lead, or a restart)
+// makes the next report use a new connection. UNIMPLEMENTED (an operator that takes no reports)
+// ends reporting.
 
 #include <atomic>
 #include <cstdint>
@@ -96,8 +98,10 @@ class ProgressReporter {
 
  private:
   void Run();
-  // One report now; false when reporting should end.
-  bool SendOne(const ProgressSnapshot& snapshot, absl::Duration timeout);
+  enum class Outcome { kAnswered, kFailed, kStop };
+  // One report now: the operator answered it (kept or dropped), it failed, or reporting should
+  // end.
+  Outcome SendOne(const ProgressSnapshot& snapshot, absl::Duration timeout);
   void LogOnce(const std::string& kind, const std::string& line);
 
   const ProgressReporterConfig config_;

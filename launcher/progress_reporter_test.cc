@@ -47,6 +47,12 @@ class RecordingService : public api::v1::TrainingService::Service {
     std::lock_guard<std::mutex> lock(mu);
     answer = std::move(status);
   }
+  // Answer() that returns how many calls came before: those got the previous answer.
+  size_t AnswerFromNowOn(grpc::Status status) {
+    std::lock_guard<std::mutex> lock(mu);
+    answer = std::move(status);
+    return calls.size();
+  }
 
   std::mutex mu;
   std::vector<Call> calls;
@@ -181,6 +187,30 @@ TEST_F(ProgressReporterTest, FailuresAreCountedAndLoggedOnceAndTrainingIsNeverHe
   ASSERT_TRUE(WaitFor([&] { return Log().size() == 2; }));
   EXPECT_NE(Log()[1].find("cannot read the token"), std::string::npos) << Log()[1];
   reporter->Finish(absl::Seconds(1));
+}
+
+TEST_F(ProgressReporterTest, AFailedReportsProgressGoesAgainNotAsAHeartbeat) {
+  // The replica that does not lead answers UNAVAILABLE; the next try reaches the leader. The
+  // step the failed report carried must reach it as progress: a heartbeat is none.
+  service_.Answer(grpc::Status(grpc::StatusCode::UNAVAILABLE, "not the leader"));
+  std::unique_ptr<ProgressReporter> reporter = Reporter();
+  reporter->Start();
+  reporter->OnMetric(Line("loss", 0.5, 7));
+  ASSERT_TRUE(WaitFor([&] {
+    for (const auto& c : service_.Calls()) {
+      if (c.request.step() == 7) return true;
+    }
+    return false;
+  }));
+  ASSERT_TRUE(WaitFor([&] { return reporter->stats().failed >= 1; }));
+  const size_t refused = service_.AnswerFromNowOn(grpc::Status::OK);
+  ASSERT_TRUE(WaitFor([&] { return reporter->stats().sent >= 1; }));
+  reporter->Finish(absl::ZeroDuration());
+  const auto calls = service_.Calls();
+  ASSERT_GT(calls.size(), refused);
+  const RecordingService::Call& answered = calls[refused];  // the first one answered OK
+  EXPECT_EQ(answered.request.step(), 7);
+  EXPECT_FALSE(answered.request.heartbeat());
 }
 
 TEST_F(ProgressReporterTest, AnOperatorThatTakesNoReportsEndsReporting) {

@@ -52,6 +52,11 @@ void ProgressTracker::Sent(const ProgressSnapshot& sent, absl::Duration now) {
   last_sent_ = now;
 }
 
+void ProgressTracker::Failed(absl::Duration now) {
+  absl::MutexLock lock(&mu_);
+  last_sent_ = now;
+}
+
 int64_t ProgressTracker::dropped_names() const {
   absl::MutexLock lock(&mu_);
   return progress_.dropped_names();

@@ -6,8 +6,9 @@
 // step, the latest finite value of each metric name, at most `max_metrics` names, and the
 // steps per second over about `rate_window` up to the time asked; non-finite values are left
 // out because the operator refuses them) and says when to send:
-//   a report          when any of it changed since the last send and `min_interval` passed
-//   a heartbeat       when nothing changed and `heartbeat_interval` passed since the last send
+//   a report          when any of it changed since the last report that went out and
+//                     `min_interval` passed since the last try
+//   a heartbeat       when nothing changed and `heartbeat_interval` passed since the last try
 // Times are monotonic readings (Clock::Monotonic) the caller passes in. Thread-safe.
 
 #include <cstdint>
@@ -50,8 +51,11 @@ class ProgressTracker {
   std::optional<ProgressSnapshot> Due(absl::Duration now);
   // What changed since the last send, whatever the intervals say (the last report at exit).
   std::optional<ProgressSnapshot> Unsent(absl::Duration now);
-  // `sent` went out (or was tried) at `now`: the intervals count from here.
+  // `sent` went out at `now`: the intervals count from here.
   void Sent(const ProgressSnapshot& sent, absl::Duration now);
+  // A report was tried at `now` and failed: the intervals count from here, and what changed
+  // stays unsent (due again after min_interval).
+  void Failed(absl::Duration now);
 
   // Metric names left out over max_metrics.
   int64_t dropped_names() const;

@@ -58,6 +58,32 @@ TEST(ProgressTrackerTest, AHeartbeatEveryThirtySecondsWhileNothingChanges) {
   EXPECT_FALSE(t.Due(S(32))->heartbeat);
 }
 
+TEST(ProgressTrackerTest, AFailedReportsChangeIsDueAgainAfterTheInterval) {
+  ProgressTracker t;
+  t.Sent(*t.Due(S(0)), S(0));
+  t.Observe(Line("loss", 1, 7), S(1));
+  std::optional<ProgressSnapshot> s = t.Due(S(2));
+  ASSERT_TRUE(s.has_value());
+  t.Failed(S(2));
+  // Not asked more often than the interval, and then the change again, not a heartbeat.
+  EXPECT_FALSE(t.Due(S(3.9)).has_value());
+  std::optional<ProgressSnapshot> again = t.Due(S(4));
+  ASSERT_TRUE(again.has_value());
+  EXPECT_FALSE(again->heartbeat);
+  EXPECT_EQ(again->step, 7);
+  EXPECT_TRUE(t.Unsent(S(4)).has_value());
+  t.Sent(*again, S(4));
+  EXPECT_FALSE(t.Due(S(6)).has_value());
+  EXPECT_FALSE(t.Unsent(S(6)).has_value());
+  // A failed heartbeat: the next one after the heartbeat interval.
+  std::optional<ProgressSnapshot> beat = t.Due(S(34));
+  ASSERT_TRUE(beat.has_value());
+  EXPECT_TRUE(beat->heartbeat);
+  t.Failed(S(34));
+  EXPECT_FALSE(t.Due(S(63.9)).has_value());
+  EXPECT_TRUE(t.Due(S(64))->heartbeat);
+}
+
 TEST(ProgressTrackerTest, TheHighestStepTheLatestValueAndOnlyFiniteOnes) {
   ProgressTracker t;
   t.Observe(Line("loss", 1, 50), S(0));

@@ -119,11 +119,18 @@ class Run {
     for (const Running& r : running_) kill(-r.pid, sig);
   }
 
+  // `sig`, then SIGCONT: a stopped process (SIGSTOP, a debugger) acts on nothing but SIGKILL
+  // until it is continued.
+  void StopAll(int sig) {
+    SignalAll(sig);
+    SignalAll(SIGCONT);
+  }
+
   void BeginStopping() {
     if (stopping_) return;
     stopping_ = true;
     kill_at_ = Clock::now() + absl::ToChronoNanoseconds(options_.grace_period);
-    SignalAll(SIGTERM);
+    StopAll(SIGTERM);
   }
 
   void RecordFailure(int code) {
@@ -140,7 +147,7 @@ class Run {
       stopping_ = true;
       kill_at_ = Clock::now() + absl::ToChronoNanoseconds(options_.grace_period);
     }
-    SignalAll(sig);  // forward what we got (SIGINT stays SIGINT), every time we get it
+    StopAll(sig);  // forward what we got (SIGINT stays SIGINT), every time we get it
   }
 
   // Consumes signals already pending, without waiting.

@@ -9,10 +9,11 @@
 // PR_SET_PDEATHSIG(SIGKILL) so it dies with the launcher even if the launcher is SIGKILLed.
 //
 // Policy:
-//  - SIGTERM/SIGINT received by the launcher are forwarded to every running group; after
-//    `grace_period` the survivors get SIGKILL.
+//  - SIGTERM/SIGINT received by the launcher are forwarded to every running group, each
+//    followed by SIGCONT so that a stopped worker acts on it at once; after `grace_period` the
+//    survivors get SIGKILL.
 //  - The first worker to fail (non-zero exit, or killed by signal n: code 128+n) makes the
-//    launcher stop the others the same way (SIGTERM, grace, SIGKILL).
+//    launcher stop the others the same way (SIGTERM and SIGCONT, grace, SIGKILL).
 //  - Exit code: the first failing worker's code; else 128+signal when the launcher itself
 //    was signalled; else 0.
 //  - One line per worker exit goes to `log`: rank, local rank, pid, code or signal, duration.

@@ -99,6 +99,21 @@ TEST(SuperviseTest, GraceIsRespectedThenKilled) {
   EXPECT_LT(run.took, absl::Seconds(4));
 }
 
+TEST(SuperviseTest, AStoppedWorkerActsOnSigtermAtOnce) {
+  const std::string dir = TmpDir("stopped");
+  // Rank 0 stops itself (SIGSTOP, state T); rank 1 fails once it sees that. Rank 0 ends by the
+  // SIGTERM (continued), not by the SIGKILL at the end of the grace period.
+  Outcome run = Supervise({Sh(0, "echo $$ > " + dir + "/pid.tmp; mv " + dir + "/pid.tmp " + dir +
+                                     "/pid; kill -STOP $$; exec sleep 30"),
+                           Sh(1, "while [ ! -s " + dir + "/pid ]; do sleep 0.02; done; " +
+                                     "while ! grep -q '^[0-9]* ([^)]*) T' /proc/$(cat " + dir +
+                                     "/pid)/stat; do sleep 0.02; done; exit 4")},
+                          absl::Seconds(20));
+  EXPECT_EQ(run.result.exit_code, 4);
+  EXPECT_EQ(CodeOf(run, 0), 128 + SIGTERM);
+  EXPECT_LT(run.took, absl::Seconds(10));
+}
+
 TEST(SuperviseTest, WholeProcessGroupIsStopped) {
   const std::string dir = TmpDir("group");
   // The worker's own child (a background sleep) must go too.

@@ -9,16 +9,21 @@ Environment (tools/suites/realpods.sh and e2e/kind/run.sh set these):
                               node); empty: anywhere
   COACH_E2E_TOLERATE          a taint key the replicas tolerate (the testenv's real node's)
   COACH_E2E_OPERATOR_NS       the namespace coach was installed in (default coach)
+  COACH_E2E_OPERATOR_SERVICE  the chart's Service there (default coach)
+  COACH_E2E_COACH_CLI         the coach binary
 """
+import contextlib
 import copy
 import json
 import os
+import socket
 import subprocess
 import time
 
 KUBECTL = os.environ.get("COACH_E2E_KUBECTL", "kubectl")
 TRAINING_IMAGE = os.environ.get("COACH_E2E_TRAINING_IMAGE", "coach.local/coach-training:dev")
 OPERATOR_NS = os.environ.get("COACH_E2E_OPERATOR_NS", "coach")
+OPERATOR_SERVICE = os.environ.get("COACH_E2E_OPERATOR_SERVICE", "coach")
 SPECS_KEY = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs",
              "XGBoostJob": "xgbReplicaSpecs", "MPIJob": "mpiReplicaSpecs",
              "PaddleJob": "paddleReplicaSpecs", "JAXJob": "jaxReplicaSpecs"}
@@ -131,3 +136,69 @@ def describe_namespace(namespace):
         pod = name["metadata"]["name"]
         parts.append("--- logs %s\n%s" % (pod, "\n".join(logs(pod, namespace).splitlines()[-20:])))
     return "\n".join(parts)
+
+
+def coach_cli():
+    """The coach binary (COACH_E2E_COACH_CLI)."""
+    cli = os.environ.get("COACH_E2E_COACH_CLI", "")
+    assert cli and os.access(cli, os.X_OK), "COACH_E2E_COACH_CLI must name the coach binary"
+    return cli
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def reader_token(namespace, directory, name, resources):
+    """A token file (in `directory`) for a new ServiceAccount `name` that may only `get`
+    `resources` (kubectl create role's --resource) in `namespace`: the chart's default
+    auth.mode=kubernetes has coach check the caller's own RBAC."""
+    kubectl("create", "serviceaccount", name, "-n", namespace)
+    kubectl("create", "role", name, "-n", namespace, "--verb=get", "--resource=" + resources)
+    kubectl("create", "rolebinding", name, "-n", namespace, "--role=" + name,
+            "--serviceaccount=%s:%s" % (namespace, name))
+    path = os.path.join(directory, name + ".token")
+    with open(path, "w") as f:
+        f.write(kubectl("create", "token", name, "-n", namespace).stdout.strip())
+    return path
+
+
+@contextlib.contextmanager
+def operator_api():
+    """Yields "127.0.0.1:<port>", forwarded to the gRPC port of the chart's Service until the
+    block ends."""
+    port = free_port()
+    forward = subprocess.Popen([KUBECTL, "port-forward", "-n", OPERATOR_NS,
+                                "svc/" + OPERATOR_SERVICE, "%d:7450" % port],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0, 30,
+                 "the port-forward")
+        yield "127.0.0.1:%d" % port
+    finally:
+        forward.kill()
+        forward.wait()
+
+
+def table_cell(table, row, column):
+    """The cell of `column` in the row whose first cell is `row`, from a table as kubectl and
+    coach print them (columns aligned under their headers); None without either."""
+    lines = table.splitlines()
+    if not lines:
+        return None
+    header = lines[0]
+    starts = [i for i in range(len(header))
+              if header[i] != " " and (i == 0 or header[i - 1] == " ")]
+    names = [header[i:].split(" ", 1)[0] for i in starts]
+    if column not in names:
+        return None
+    k = names.index(column)
+    for line in lines[1:]:
+        if line.split(" ", 1)[0] == row:
+            end = starts[k + 1] if k + 1 < len(starts) else len(line)
+            return line[starts[k]:end].strip()
+    return None

@@ -2,7 +2,6 @@
 gRPC API, port-forwarded from its Service)."""
 import os
 import select
-import socket
 import subprocess
 import time
 
@@ -67,48 +66,16 @@ def test_kubectl_logs_follow_a_running_replica(ns):
     assert running(ns, "ticker-master-0")
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def reader_token(ns, tmp):
-    """A token file for a ServiceAccount that may read jobs and pods' logs in `ns` only: the
-    chart's default auth.mode=kubernetes has coach check the caller's own RBAC."""
-    kube.kubectl("create", "serviceaccount", "log-reader", "-n", ns)
-    kube.kubectl("create", "role", "log-reader", "-n", ns, "--verb=get",
-                 "--resource=pytorchjobs.kubeflow.org,pods/log")
-    kube.kubectl("create", "rolebinding", "log-reader", "-n", ns, "--role=log-reader",
-                 "--serviceaccount=%s:log-reader" % ns)
-    path = os.path.join(tmp, "token")
-    with open(path, "w") as f:
-        f.write(kube.kubectl("create", "token", "log-reader", "-n", ns).stdout.strip())
-    return path
-
-
 def test_coach_logs_follow_a_running_replica(ns, tmp_path):
-    cli = os.environ.get("COACH_E2E_COACH_CLI", "")
-    assert cli and os.access(cli, os.X_OK), "COACH_E2E_COACH_CLI must name the coach binary"
-    service = os.environ.get("COACH_E2E_OPERATOR_SERVICE", "coach")
+    cli = kube.coach_cli()
     kube.apply(ticker_job("cticker"), ns)
-    token = reader_token(ns, str(tmp_path))
+    token = kube.reader_token(ns, str(tmp_path), "log-reader",
+                              "pytorchjobs.kubeflow.org,pods/log")
     kube.wait_for(lambda: running(ns, "cticker-master-0"), 120, "the replica Running")
-    port = free_port()
-    forward = subprocess.Popen([kube.KUBECTL, "port-forward", "-n", kube.OPERATOR_NS,
-                                "svc/" + service, "%d:7450" % port],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        kube.wait_for(lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0, 30,
-                      "the port-forward")
-        out, err = follow([cli, "--server", "127.0.0.1:%d" % port, "--token-file", token,
+    with kube.operator_api() as server:
+        out, err = follow([cli, "--server", server, "--token-file", token,
                            "logs", "cticker", "-n", ns,
                            "--replica", "master-0", "-f"], 5)
         lines = [l for l in out if "tick " in l]
-    finally:
-        forward.kill()
-        forward.wait()
     assert len(lines) >= 5, (out, err)
     assert running(ns, "cticker-master-0")

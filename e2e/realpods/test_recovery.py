@@ -1,22 +1,31 @@
-"""Whole-job recovery on real pods: the 3-rank gloo job of examples/pytorch/pytorch-ddp-recovery-kube.yaml
-(coach.dev/restart-scope: Job, a checkpoint after every epoch on a hostPath volume) loses rank 2's
-training process to a kill -9 from the host; the job restarts every replica once, resumes from the
-checkpoint and succeeds with one set of parameters on every rank.
+"""Whole-job recovery on real pods, with the 3-rank gloo job of
+examples/pytorch/pytorch-ddp-recovery-kube.yaml (coach.dev/restart-scope: Job, a checkpoint after
+every epoch on a hostPath volume):
 
-The kill comes from the host, not from inside the container: the program is the container's PID 1,
-which ignores SIGKILL sent from its own PID namespace. So the node's processes must be visible from
+- rank 2's training process dies of a kill -9; the job restarts every replica once, resumes from
+  the checkpoint and succeeds with one set of parameters on every rank;
+- behind coach-launch (coach.dev/launcher: "true"), which reports rank 0's coach-metric steps to
+  the operator, rank 1's training process is stopped (SIGSTOP): its peers wait in a collective,
+  nothing reports progress, and the job restarts as a whole once the progress deadline passed.
+
+The signals come from the host, not from inside the containers: a program that is the container's
+PID 1 ignores SIGKILL sent from its own PID namespace. So the node's processes must be visible from
 here (the testenv's real node is this host; kind's nodes are containers of this host): the test
-finds the process by RANK=2 in its environment and the job's own checkpoint directory in its
-command line.
+finds the training process by RANK=<rank> in its environment and the job's own checkpoint directory
+in its command line.
 
 Printed, as figures: the cold start (apply -> the first coach-metric line of rank 0) and the
-recovery (kill -> the first coach-metric line of rank 0 in attempt 1), both from the container
-runtime's log timestamps (kubectl logs --timestamps).
+recovery (kill or stop -> the first coach-metric line of rank 0 in attempt 1), from the container
+runtime's log timestamps (kubectl logs --timestamps); for the stop, the detection (stop -> the job's
+status says attempt 1), measured here.
 """
 import datetime
 import os
+import re
 import shutil
 import signal
+import subprocess
+import threading
 import time
 
 import yaml
@@ -30,6 +39,14 @@ EPOCH_SECONDS = 2
 KILL_AFTER_EPOCH = 2
 # The host directory of the checkpoints: one per test (the namespace's name), removed afterwards.
 CHECKPOINT_ROOT = "/var/lib/coach-ddp-recovery"
+STOP_AFTER_EPOCH = 2
+# Short, yet far above what the node needs between two reports: the stall clock starts when every
+# replica runs, and rank 0's first coach-metric comes after torch is imported by three ranks on 2
+# shared CPUs (about 10 s, see the cold start printed); then one every EPOCH_SECONDS.
+PROGRESS_DEADLINE_SECONDS = 40
+# The stop is seen as a restart by deadline + this (the operator's clock, one reconcile, the
+# polling here, on a loaded node).
+DETECTION_SLACK_SECONDS = 15
 
 
 def recovery_job(name, checkpoint_dir):
@@ -65,14 +82,19 @@ def recovery_job(name, checkpoint_dir):
 
 def find_rank_process(rank, checkpoint_dir):
     """The pid of the training process of global rank `rank` of the job that checkpoints in
-    `checkpoint_dir`, from /proc; None when there is none."""
+    `checkpoint_dir`, from /proc; None when there is none.
+
+    The training process is python3 running ddp_train.py. Behind coach-launch its parent, the
+    launcher, has the same program in its command line (after `--`) and RANK in its environment
+    too: argv[0] tells them apart."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open("/proc/%s/cmdline" % entry, "rb") as f:
                 argv = f.read().split(b"\0")
-            if not any(a.endswith(b"ddp_train.py") for a in argv) or \
+            if not argv[0].endswith(b"python3") or \
+                    not any(a.endswith(b"ddp_train.py") for a in argv) or \
                     checkpoint_dir.encode() not in argv:
                 continue
             with open("/proc/%s/environ" % entry, "rb") as f:
@@ -82,6 +104,25 @@ def find_rank_process(rank, checkpoint_dir):
         if ("RANK=%d" % rank).encode() in environ:
             return int(entry)
     return None
+
+
+def process_stat(pid):
+    """(state, start time in clock ticks after boot) of a process, from /proc/<pid>/stat; None
+    when there is no such process."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # after "pid (comm)"
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[19])
+
+
+def alive(process):
+    """True while the process (pid, start time) exists and is no zombie (a pid reused later is
+    another process)."""
+    pid, started = process
+    stat = process_stat(pid)
+    return stat is not None and stat[1] == started and stat[0] != "Z"
 
 
 def parse_timestamp(text):
@@ -185,5 +226,237 @@ def test_kill_nine_of_a_rank_restarts_the_whole_job_once_and_resumes(ns, capsys)
         shutil.rmtree(checkpoint_dir, ignore_errors=True)
         try:
             os.rmdir(CHECKPOINT_ROOT)  # the kubelet made it for the hostPath; kept if not empty
+        except OSError:
+            pass
+
+
+def launcher_stall_job(name, checkpoint_dir):
+    """recovery_job behind coach-launch, with a deadline short enough to time a stall."""
+    job = recovery_job(name, checkpoint_dir)
+    annotations = job["metadata"]["annotations"]
+    annotations["coach.dev/launcher"] = "true"
+    annotations["coach.dev/progress-deadline"] = "%ds" % PROGRESS_DEADLINE_SECONDS
+    return job
+
+
+def since(timestamp, then):
+    """"<then - timestamp> s" for an RFC 3339 time of the job's status; what it got otherwise."""
+    try:
+        return "%.1f s" % (then - parse_timestamp(timestamp))
+    except (AttributeError, TypeError, ValueError):
+        return "no time (%r)" % (timestamp,)
+
+
+class ProgressWatcher(threading.Thread):
+    """Reads the job's status.coach.progress.step once a second, as kubectl's jsonpath gives it,
+    until stopped. The first time the job runs (Running, not finished) with a step above 0, keeps
+    what `kubectl get pytorchjob` and `coach get` print for it, until both show that step's
+    column above 0."""
+
+    FIELDS = ('jsonpath={.status.coach.progress.step}{"|"}'
+              '{.status.conditions[?(@.status=="True")].type}')
+
+    def __init__(self, name, namespace, coach_get):
+        super().__init__(daemon=True)
+        self.name, self.namespace, self.coach_get = name, namespace, coach_get
+        self.samples = []  # (time, step or None, True conditions)
+        self.tables = None  # {"kubectl": text, "coach": text} once taken
+        self.table_steps = None  # {"kubectl": cell, "coach": cell}
+        self.errors = []
+        self._stop_event = threading.Event()
+
+    def stop(self):
+        self._stop_event.set()
+        if self.is_alive():
+            self.join(10)
+
+    def running_steps(self):
+        """The steps above 0 read while the job ran."""
+        return [step for _, step, types in self.samples
+                if step and "Running" in types and not types & {"Succeeded", "Failed"}]
+
+    def run(self):
+        while not self._stop_event.wait(1.0):
+            try:
+                self._sample()
+            except Exception as e:  # kept for the test to show; the watch goes on
+                self.errors.append(repr(e))
+
+    def _sample(self):
+        r = kube.kubectl("get", "pytorchjob", self.name, "-n", self.namespace, "-o", self.FIELDS,
+                         check=False)
+        if r.returncode != 0:
+            return
+        step_text, _, types = r.stdout.partition("|")
+        step = int(step_text) if step_text.strip() else None
+        types = set(types.split())
+        self.samples.append((time.time(), step, types))
+        if not step or "Running" not in types or types & {"Succeeded", "Failed"}:
+            return
+        if self.table_steps and all(c and c.isdigit() and int(c) > 0
+                                    for c in self.table_steps.values()):
+            return
+        tables = {"kubectl": kube.kubectl("get", "pytorchjob", self.name, "-n", self.namespace,
+                                          check=False).stdout,
+                  "coach": self.coach_get()}
+        self.tables = tables
+        self.table_steps = {"kubectl": kube.table_cell(tables["kubectl"], self.name, "STEP"),
+                            "coach": kube.table_cell(tables["coach"], self.name, "STEP")}
+
+
+REPORTS_LINE = re.compile(r"coach-launch: progress: (\d+) report\(s\) to the operator, (\d+) kept")
+
+
+def launcher_reports(lines):
+    """(reports, kept) from the line coach-launch ends with about its progress reports; None
+    without one."""
+    found = None
+    for line in lines:
+        m = REPORTS_LINE.match(line)
+        if m:
+            found = (int(m.group(1)), int(m.group(2)))
+    return found
+
+
+def test_stopped_rank_behind_coach_launch_stalls_and_the_whole_job_restarts(ns, capsys, tmp_path):
+    """SIGSTOP of rank 1's training process: nothing reports progress any more; at the deadline
+    the job restarts as a whole (counted), the stopped process goes with its pod, and attempt 1
+    resumes from the checkpoint and succeeds."""
+    checkpoint_dir = "%s/%s" % (CHECKPOINT_ROOT, ns)
+    cli = kube.coach_cli()
+    token = kube.reader_token(ns, str(tmp_path), "job-reader", "pytorchjobs.kubeflow.org")
+    stopped = None
+    watcher = None
+    try:
+        with kube.operator_api() as server:
+            def coach_get():
+                r = subprocess.run([cli, "--server", server, "--token-file", token, "get",
+                                    "stall", "-n", ns], capture_output=True, text=True, timeout=60)
+                return r.stdout + r.stderr
+
+            job = launcher_stall_job("stall", checkpoint_dir)
+            submitted = time.time()
+            kube.apply(job, ns)
+            watcher = ProgressWatcher("stall", ns, coach_get)
+            watcher.start()
+
+            # Attempt 0, until rank 0 saved the checkpoint of epoch STOP_AFTER_EPOCH.
+            saved = "coach-checkpoint saved epoch=%d" % STOP_AFTER_EPOCH
+
+            def saved_lines():
+                lines = timestamped_logs("stall-master-0", ns)
+                return lines if any(line.startswith(saved) for _, line in lines) else None
+
+            first_run = kube.wait_for(saved_lines, 300, "rank 0 to log '%s'" % saved,
+                                      interval=0.5)
+            cold_metric = first_metric(first_run)
+            assert cold_metric is not None, first_run
+            pid = kube.wait_for(lambda: find_rank_process(1, checkpoint_dir), 30,
+                                "rank 1's training process on this host (the node must be this "
+                                "host)")
+            stat = process_stat(pid)
+            assert stat is not None, pid
+            stopped = (pid, stat[1])
+            stopped_at = time.time()
+            os.kill(pid, signal.SIGSTOP)
+            kube.wait_for(lambda: (process_stat(pid) or ("gone",))[0] == "T", 10,
+                          "rank 1's training process stopped (state T)", interval=0.1)
+
+            # The stall: attempt 1 in the job's status.
+            def restarted():
+                j = kube.get_json("pytorchjob", "stall", "-n", ns)
+                return j if coach_status(j).get("attempt", 0) >= 1 else None
+
+            restarting = kube.wait_for(restarted, PROGRESS_DEADLINE_SECONDS + 120,
+                                       "status.coach.attempt 1", interval=0.5)
+            detected = time.time()
+            message = (kube.condition(restarting, "Restarting") or {}).get("message", "")
+            last_report = coach_status(restarting).get("progress", {}).get("lastProgressTime")
+            # The stopped process goes with its pod: a SIGKILL at the end of the grace period
+            # reaches a stopped process too.
+            kube.wait_for(lambda: not alive(stopped), 120,
+                          "the stopped process to end with its pod", interval=0.5)
+            stopped_gone = time.time()
+
+            done = kube.wait_finished("PyTorchJob", "stall", ns, timeout=420)
+            watcher.stop()
+
+        with capsys.disabled():  # in the suite's log without pytest -s
+            print("\n[realpods] stall behind coach-launch: SIGSTOP of rank 1 -> status.coach."
+                  "attempt 1 after %.1f s (coach.dev/progress-deadline: %ds; the last progress "
+                  "report -> that: %s); the stopped process ended %.1f s after that; "
+                  "Restarting: %s"
+                  % (detected - stopped_at, PROGRESS_DEADLINE_SECONDS,
+                     since(last_report, detected), stopped_gone - detected, message))
+            print("[realpods] progress steps read while the job ran (kubectl jsonpath, 1/s): %s; "
+                  "rank 0's coach-launch in attempt 0 before the stop: %s"
+                  % (sorted(set(watcher.running_steps())),
+                     [line for _, line in first_run if line.startswith("coach-launch: progress")]
+                     or "no line about its reports"))
+            for what, table in sorted((watcher.tables or {}).items()):
+                print("[realpods] %s get while training:\n%s" % (what, table.rstrip()))
+
+        assert "it stalled: no replica reported progress for " in message, message
+        assert "coach.dev/progress-deadline: %ds" % PROGRESS_DEADLINE_SECONDS in message, message
+        assert coach_status(restarting).get("restarts", 0) == 1, restarting["status"]
+        assert detected - stopped_at < PROGRESS_DEADLINE_SECONDS + DETECTION_SLACK_SECONDS, \
+            (detected - stopped_at, message)
+
+        # Progress reports reached the job's status on real pods, and both tables show the step.
+        assert not watcher.errors, watcher.errors
+        assert watcher.running_steps(), watcher.samples
+        assert watcher.table_steps is not None, watcher.samples
+        for what, cell in watcher.table_steps.items():
+            assert cell and cell.isdigit() and int(cell) > 0, (what, watcher.tables)
+
+        assert kube.condition(done, "Succeeded")["status"] == "True", done["status"]
+        coach = coach_status(done)
+        assert coach.get("restarts", 0) == 1, coach
+        assert coach.get("attempt", 0) == 1, coach
+        assert coach.get("disruptions", 0) == 0, coach
+
+        pods = kube.pods_of("stall", ns)
+        assert set(pods) == {"stall-master-0", "stall-worker-0", "stall-worker-1"}
+        for name, pod in pods.items():
+            assert pod["metadata"]["labels"].get("coach.dev/attempt") == "1", (name, pod["metadata"])
+            inits = [c["name"] for c in pod["spec"]["initContainers"]]
+            assert "coach-launch-install" in inits, (name, inits)
+        results = kube.results(pods, ns)
+        assert set(results) == set(pods), results
+        assert {r["rank"] for r in results.values()} == {"0", "1", "2"}, results
+        for name, r in results.items():
+            assert r["status"] == "ok", (name, r)
+            assert r["attempt"] == "1", (name, r)
+            assert int(r["resumed_from"]) >= 1, (name, r)
+        assert len({r["params_checksum"] for r in results.values()}) == 1, results
+
+        second_run = timestamped_logs("stall-master-0", ns)
+        recovered_metric = first_metric(second_run)
+        assert recovered_metric is not None, second_run
+        # Rank 0's launcher reported (what the operator kept is printed: a replica that does not
+        # lead answers UNAVAILABLE, and the Service sends a connection to either).
+        reports = launcher_reports(line for _, line in second_run)
+        assert reports is not None, [line for _, line in second_run]
+        resumed = [line for _, line in second_run if line.startswith("coach-checkpoint resumed")]
+        with capsys.disabled():
+            print("[realpods] stall behind coach-launch: cold start (apply -> first coach-metric "
+                  "of rank 0) %.1f s; SIGSTOP -> first coach-metric of rank 0 in attempt 1 %.1f s "
+                  "(restart seen -> that metric %.1f s); rank 0's coach-launch in attempt 1: %d "
+                  "report(s), %d kept; %s"
+                  % (cold_metric - submitted, recovered_metric - stopped_at,
+                     recovered_metric - detected, reports[0], reports[1],
+                     resumed[0] if resumed else "no resume line"))
+    finally:
+        if watcher is not None:
+            watcher.stop()
+        if stopped is not None and alive(stopped):  # never leave a stopped process behind
+            for sig in (signal.SIGKILL, signal.SIGCONT):
+                try:
+                    os.kill(stopped[0], sig)
+                except ProcessLookupError:
+                    pass
+        shutil.rmtree(checkpoint_dir, ignore_errors=True)
+        try:
+            os.rmdir(CHECKPOINT_ROOT)
         except OSError:
             pass

@@ -133,7 +133,9 @@ StallCheck CheckStall(const model::Job& job, const std::vector<ObservedPod>& pod
   if (!stopped.empty()) {
     out.who = absl::StrCat(absl::StrJoin(stopped, ", "), " stopped (a process in state T)");
   } else {
-    out.who = absl::StrCat("no replica reported progress for ", absl::FormatDuration(now - last));
+    // Whole seconds: deadlines are 10 s and more, and the operator's clock has nanoseconds.
+    out.who = absl::StrCat("no replica reported progress for ",
+                           absl::FormatDuration(absl::Trunc(now - last, absl::Seconds(1))));
   }
   return out;
 }

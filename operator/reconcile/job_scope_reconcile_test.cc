@@ -282,10 +282,12 @@ TEST(JobScopeReconcileTest, StoppedRankIsCaughtAtTheProgressDeadline) {
 TEST(JobScopeReconcileTest, StallWithNoBudgetLeftFailsWithReasonStalled) {
   const model::Job job =
       InAttempt(ScopedJob().Annotation("coach.dev/progress-deadline", "60s").Build(), 2, 2);
-  auto r = Reconcile(job, AllRunning(job, 2).Build(), kT0 + absl::Seconds(61), {});
+  auto r = Reconcile(job, AllRunning(job, 2).Build(),
+                     kT0 + absl::Seconds(61) + absl::Nanoseconds(250'000'007), {});
   EXPECT_EQ(Last(r.status).type(), "Failed");
   EXPECT_EQ(Last(r.status).reason(), "PyTorchJobStalled");
-  EXPECT_THAT(Last(r.status).message(), HasSubstr("no replica reported progress for 1m1s"));
+  // In whole seconds.
+  EXPECT_THAT(Last(r.status).message(), HasSubstr("no replica reported progress for 1m1s ("));
 }
 
 // An operator that started at kT0+50s has heard no report made before: the deadline runs from
