@@ -28,15 +28,15 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "api/v1/recovery_annotations.h"
 #include "operator/model/reconcile_types.h"
 
 namespace coach::reconcile {
 
-inline constexpr char kAnnotationRestartScope[] = "coach.dev/restart-scope";
-inline constexpr char kAnnotationMaxRestarts[] = "coach.dev/max-restarts";
-// Followed by the lowercase replica type.
-inline constexpr char kAnnotationMaxRestartsPrefix[] = "coach.dev/max-restarts-";
-inline constexpr char kAnnotationProgressDeadline[] = "coach.dev/progress-deadline";
+using api::v1::kAnnotationMaxRestarts;
+using api::v1::kAnnotationMaxRestartsPrefix;
+using api::v1::kAnnotationProgressDeadline;
+using api::v1::kAnnotationRestartScope;
 
 // The pod label that says which attempt a job-scoped job's pod belongs to.
 inline constexpr char kLabelAttempt[] = "coach.dev/attempt";

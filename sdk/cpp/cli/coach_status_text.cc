@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/v1/recovery_annotations.h"
 #include "sdk/cpp/cli/table_printer.h"
 
 namespace coach::cli {
@@ -18,11 +19,9 @@ namespace {
 using api::v1::CoachJobStatus;
 using api::v1::TrainingJob;
 
-// The annotation names are operator/reconcile/recovery_policy.h's; the SDK does not depend on
-// the operator, so they are spelled again here.
-constexpr char kRestartScope[] = "coach.dev/restart-scope";
-constexpr char kMaxRestarts[] = "coach.dev/max-restarts";
-constexpr char kMaxRestartsPrefix[] = "coach.dev/max-restarts-";
+using api::v1::kAnnotationMaxRestarts;
+using api::v1::kAnnotationMaxRestartsPrefix;
+using api::v1::kAnnotationRestartScope;
 
 const std::string* Annotation(const TrainingJob& job, const std::string& name) {
   auto it = job.metadata().annotations().find(name);
@@ -46,7 +45,7 @@ std::string Counted(int restarts, std::optional<int> budget) {
 
 bool HasAttempts(const TrainingJob& job) {
   const CoachJobStatus& coach = job.status().coach();
-  const std::string* scope = Annotation(job, kRestartScope);
+  const std::string* scope = Annotation(job, kAnnotationRestartScope);
   return coach.attempt() != 0 || coach.restarts() != 0 || coach.disruptions() != 0 ||
          !coach.restarts_by_type().empty() || coach.has_attempt_running_time() ||
          (scope != nullptr && *scope == "Job");
@@ -75,7 +74,7 @@ void PrintRecovery(const TrainingJob& job, absl::Time now, std::ostream& out) {
   }
   Line(out, "Attempt:", attempt);
   std::optional<int> budget;
-  if (const std::string* annotation = Annotation(job, kMaxRestarts)) {
+  if (const std::string* annotation = Annotation(job, kAnnotationMaxRestarts)) {
     budget = Count(annotation);
   } else if (job.spec().run_policy().has_backoff_limit()) {
     budget = job.spec().run_policy().backoff_limit();
@@ -87,10 +86,10 @@ void PrintRecovery(const TrainingJob& job, absl::Time now, std::ostream& out) {
                                              coach.restarts_by_type().end());
     std::vector<std::string> cells;
     for (const auto& [type, restarts] : by_type) {
-      cells.push_back(absl::StrCat(
-          type, "=",
-          Counted(restarts,
-                  Count(Annotation(job, kMaxRestartsPrefix + absl::AsciiStrToLower(type))))));
+      cells.push_back(
+          absl::StrCat(type, "=",
+                       Counted(restarts, Count(Annotation(job, kAnnotationMaxRestartsPrefix +
+                                                                   absl::AsciiStrToLower(type))))));
     }
     Line(out, "Restarts by type:", absl::StrJoin(cells, ", "));
   }
