@@ -167,6 +167,31 @@ class RecoveryTest : public KubeTest {
 
   // What a kubelet writes of a pod it started: what kwok's stages/pod-ready.yaml writes on its
   // own nodes.
+  // Waits until the job's Master is scheduled, expects it on `node` (the test's own, which no
+  // kubelet runs) and plays that node's kubelet for it. The pod as first seen scheduled; nullopt
+  // (with the failure recorded) when it is not scheduled, or elsewhere.
+  std::optional<json> MasterRunningOn(const std::string& job, const std::string& node) {
+    json master;
+    const bool scheduled = Eventually(
+        [&] {
+          std::optional<json> p = Get("pod", job + "-master-0");
+          if (!p || (*p)["spec"].value("nodeName", "").empty()) return false;
+          master = *p;
+          return true;
+        },
+        absl::Seconds(60), kKubectlPoll);
+    if (!scheduled) {
+      ADD_FAILURE() << job << "-master-0 was not scheduled\n" << OperatorLogTail();
+      return std::nullopt;
+    }
+    if (master["spec"].value("nodeName", "") != node) {
+      ADD_FAILURE() << job << "-master-0 is not on " << node << ": " << master.dump();
+      return std::nullopt;
+    }
+    PlayKubelet(master);
+    return master;
+  }
+
   void PlayKubelet(const json& pod) {
     const std::string now = Now();
     json containers = json::array();
@@ -268,18 +293,8 @@ class RecoveryTest : public KubeTest {
 TEST_F(RecoveryTest, LostNodeRestartsTheWholeJobWithoutSpendingTheBudget) {
   const std::string node = MakeTestNode();
   Apply(Job("lost", true, 0, node));
-  json master;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        std::optional<json> p = Get("pod", "lost-master-0");
-        if (!p || (*p)["spec"].value("nodeName", "").empty()) return false;
-        master = *p;
-        return true;
-      },
-      absl::Seconds(60), kKubectlPoll))
-      << OperatorLogTail();
-  ASSERT_EQ(master["spec"].value("nodeName", ""), node) << master.dump();
-  PlayKubelet(master);
+  std::optional<json> master = MasterRunningOn("lost", node);
+  ASSERT_TRUE(master.has_value());
   std::vector<json> first;
   ASSERT_TRUE(Eventually([&] { return RunningPods("lost", 0, 3, &first); }, absl::Seconds(60),
                          kKubectlPoll))
@@ -292,7 +307,7 @@ TEST_F(RecoveryTest, LostNodeRestartsTheWholeJobWithoutSpendingTheBudget) {
       EXPECT_NE(p["spec"].value("nodeName", ""), node) << "only the Master tolerates the node";
     }
   }
-  const std::string master_uid = master["metadata"]["uid"];
+  const std::string master_uid = (*master)["metadata"]["uid"];
 
   PodWatch watch(cp(), ns(), absl::StrCat(TestTmpDir(), "/", ns(), "-pods.watch"));
   // The watch's first events (the pods there) say it is established.
@@ -491,18 +506,8 @@ TEST_F(RecoveryTest, BudgetZeroFailsOnTheFirstRetryableExit) {
 TEST_F(RecoveryTest, WithoutTheAnnotationsOnlyTheFailedPodIsRecreated) {
   const std::string node = MakeTestNode();
   Apply(Job("upstream", false, 0, node));
-  json master;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        std::optional<json> p = Get("pod", "upstream-master-0");
-        if (!p || (*p)["spec"].value("nodeName", "").empty()) return false;
-        master = *p;
-        return true;
-      },
-      absl::Seconds(60), kKubectlPoll))
-      << OperatorLogTail();
-  ASSERT_EQ(master["spec"].value("nodeName", ""), node) << master.dump();
-  PlayKubelet(master);
+  std::optional<json> master = MasterRunningOn("upstream", node);
+  ASSERT_TRUE(master.has_value());
   std::vector<json> pods;
   ASSERT_TRUE(Eventually([&] { return RunningPods("upstream", -1, 3, &pods); }, absl::Seconds(60),
                          kKubectlPoll))
