@@ -320,6 +320,10 @@ def coach_status(time):
         "attempt": count("The attempt running now; 0 is the first."),
         "attemptRunningTime": time("When every replica of the current attempt was first seen "
                                    "running."),
+        "inPlaceRestarts": count("Whole-job restarts in which coach-launch restarted the ranks "
+                                 "inside their pods (coach.dev/restart-mode: InPlace)."),
+        "restartTime": time("When the current attempt was asked for (the latest whole-job "
+                            "restart)."),
         "disruptions": count("Whole-job restarts after a disruption the program did not cause "
                              "(eviction, preemption, a lost node); not counted against the "
                              "budget."),

@@ -10,5 +10,6 @@ inline constexpr char kAnnotationMaxRestarts[] = "coach.dev/max-restarts";
 // Followed by the lowercase replica type.
 inline constexpr char kAnnotationMaxRestartsPrefix[] = "coach.dev/max-restarts-";
 inline constexpr char kAnnotationProgressDeadline[] = "coach.dev/progress-deadline";
+inline constexpr char kAnnotationRestartMode[] = "coach.dev/restart-mode";
 
 }  // namespace coach::api::v1

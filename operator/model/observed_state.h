@@ -74,6 +74,15 @@ struct ObservedPod {
     absl::Time time = absl::InfinitePast();
   };
   std::optional<Progress> progress;
+  // What coach-launch in the pod last said of its workers, when it restarts them in place
+  // (coach.dev/restart-mode: InPlace); the pod's phase stays Running across attempts.
+  struct Launch {
+    enum class Phase { kRunning, kFailed, kStopped };
+    int attempt = 0;
+    Phase phase = Phase::kRunning;
+    int exit_code = 0;  // kFailed: the first failing worker's
+  };
+  std::optional<Launch> launch;
 };
 
 struct ObservedObject {

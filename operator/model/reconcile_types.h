@@ -78,6 +78,9 @@ struct ReconcileConfig {
   // Progress reaches the job's status at most this often (each write is an API call on
   // Kubernetes); stall detection reads the replicas' reports, not the status.
   absl::Duration progress_status_interval = absl::Seconds(10);
+  // A restart in place (coach.dev/restart-mode: InPlace) whose ranks are not all running the
+  // new attempt this long after it was asked for recreates the pods instead.
+  absl::Duration in_place_restart_timeout = absl::Seconds(60);
 };
 
 struct Action {
@@ -99,6 +102,17 @@ struct JobEventRecord {
   std::string message;
 };
 
+// What the coach-launch of each pod of a job that restarts in place is told (the API's
+// LaunchDirective).
+struct LaunchDirective {
+  int attempt = 0;
+  bool start = false;
+  bool exit = false;
+  bool operator==(const LaunchDirective& o) const {
+    return attempt == o.attempt && start == o.start && exit == o.exit;
+  }
+};
+
 struct ReconcileResult {
   std::vector<Action> actions;
   // The status the job should have now; write it only when status_changed.
@@ -107,6 +121,8 @@ struct ReconcileResult {
   // Reconcile again at this time even if nothing happens (deadline, TTL, backoff).
   std::optional<absl::Time> requeue_at;
   std::vector<JobEventRecord> events;
+  // Set for a job that restarts in place: what its pods' coach-launch is told from now on.
+  std::optional<LaunchDirective> launch;
 };
 
 }  // namespace coach::model

@@ -26,8 +26,9 @@ namespace {
 
 // The operator restarts a job-scoped job as a whole: a kubelet restarting one container in
 // place would bring one rank back into a rendezvous its peers have left, so the pod never
-// restarts on its own. Every container learns the attempt (torchrun's name for it too).
-void StampAttempt(int attempt, Json& tmpl) {
+// restarts on its own. Every container learns the attempt (torchrun's name for it too), and,
+// when its coach-launch is to restart its ranks in place, that it is.
+void StampAttempt(int attempt, bool in_place, Json& tmpl) {
   tmpl["spec"]["restartPolicy"] = api::v1::kRestartPolicyNever;
   tmpl["metadata"]["labels"][kLabelAttempt] = std::to_string(attempt);
   if (Json* containers = MutableContainers(tmpl)) {
@@ -35,6 +36,7 @@ void StampAttempt(int attempt, Json& tmpl) {
       if (!c.is_object()) continue;
       AppendEnv(c, kEnvAttempt, std::to_string(attempt));
       AppendEnv(c, "TORCHELASTIC_RESTART_COUNT", std::to_string(attempt));
+      if (in_place) AppendEnv(c, kEnvRestartMode, "InPlace");
     }
   }
 }
@@ -68,7 +70,9 @@ absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& 
   const std::string policy = RestartPolicy(job, type);
   tmpl["spec"]["restartPolicy"] =
       policy == api::v1::kRestartPolicyExitCode ? api::v1::kRestartPolicyNever : policy;
-  if (JobScoped(job, config)) StampAttempt(job.status().coach().attempt(), tmpl);
+  if (JobScoped(job, config)) {
+    StampAttempt(job.status().coach().attempt(), RestartsInPlace(job, config), tmpl);
+  }
   DecorateForGang(job, type, config, tmpl);
   RETURN_IF_ERROR(PlaceForKarpenter(job, config, tmpl));
 

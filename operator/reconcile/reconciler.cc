@@ -133,8 +133,31 @@ class Pass {
 
   // Whole-job recovery (recovery_policy.h).
   bool JobScope() const { return policy_.scope == RestartScope::kJob; }
-  // A pod of an earlier attempt of a job-scoped job: it goes before the next attempt starts.
-  bool Stale(const ObservedPod& pod) const { return JobScope() && pod.attempt < attempt_; }
+  // A pod of an earlier attempt of a job-scoped job: it goes before the next attempt starts,
+  // unless its coach-launch carries it into the next attempt (InPlaceMember).
+  bool Stale(const ObservedPod& pod) const {
+    return JobScope() && pod.attempt < attempt_ && !InPlaceMember(pod);
+  }
+  // Restarts in place (coach.dev/restart-mode: InPlace): the operator takes reports, so the
+  // pods' coach-launch hears of a restart.
+  bool InPlace() const {
+    return JobScope() && policy_.in_place && !config_.progress_report_address.empty();
+  }
+  // A pod whose coach-launch restarts its ranks in place: it outlives attempts.
+  bool InPlaceMember(const ObservedPod& pod) const {
+    return InPlace() && pod.launch.has_value() && pod.phase == PodPhase::kRunning &&
+           !pod.deleting && !pod.node_lost && pod.disruption.empty();
+  }
+  // The pod as the attempt `attempt_` sees it: an in-place member between attempts is
+  // Pending, one whose workers failed in this attempt is Failed with their code.
+  ObservedPod AsOfAttempt(const ObservedPod& pod) const;
+  // Every replica is one in-place member running the current attempt's ranks (or failed in
+  // it): a restart can be made in place.
+  bool InPlaceReady() const;
+  // No rank of an earlier attempt runs any more: the ranks of `attempt` may start.
+  bool InPlaceReleased(int attempt) const;
+  // Ranks that did not all come back in place within the timeout: the pods are recreated.
+  bool InPlaceTimedOut();
   // The pods of the attempt running now (every pod outside Job scope), as the recovery rules
   // read them; made once the attempt is known.
   std::vector<ObservedPod> CurrentPods() const;
@@ -172,11 +195,79 @@ class Pass {
   std::vector<ObservedPod> current_;
 };
 
+ObservedPod Pass::AsOfAttempt(const ObservedPod& pod) const {
+  ObservedPod view = pod;
+  if (!InPlaceMember(pod)) return view;
+  const ObservedPod::Launch& launch = *pod.launch;
+  if (launch.attempt != attempt_) {
+    view.phase = PodPhase::kPending;
+  } else if (launch.phase == ObservedPod::Launch::Phase::kFailed) {
+    view.phase = PodPhase::kFailed;
+    view.exit_code = launch.exit_code;
+  } else if (launch.phase == ObservedPod::Launch::Phase::kStopped) {
+    view.phase = PodPhase::kPending;
+  }
+  return view;
+}
+
+bool Pass::InPlaceReady() const {
+  if (!InPlace()) return false;
+  std::map<std::pair<std::string, int>, int> seen;
+  for (const ObservedPod& pod : observed_.pods) {
+    if (!InPlaceMember(pod) || pod.launch->attempt != attempt_) return false;
+    ++seen[{pod.replica_type, pod.index}];
+  }
+  for (const std::string& type : ReplicaTypes(job_)) {
+    for (int index = 0; index < Replicas(job_, type); ++index) {
+      auto it = seen.find({type, index});
+      if (it == seen.end() || it->second != 1) return false;
+    }
+  }
+  return static_cast<int>(seen.size()) == TotalReplicas(job_);
+}
+
+bool Pass::InPlaceReleased(int attempt) const {
+  for (const ObservedPod& pod : observed_.pods) {
+    if (InPlaceMember(pod)) {
+      if (pod.launch->attempt < attempt &&
+          pod.launch->phase == ObservedPod::Launch::Phase::kRunning) {
+        return false;
+      }
+    } else if (pod.attempt < attempt) {
+      return false;  // a pod of an earlier attempt, not (or no longer) in place, still there
+    }
+  }
+  return true;
+}
+
+bool Pass::InPlaceTimedOut() {
+  if (!InPlace() || AttemptRunning() || !status().coach().has_restart_time()) return false;
+  bool waiting = false;
+  for (const ObservedPod& pod : observed_.pods) {
+    waiting = waiting || (InPlaceMember(pod) && pod.launch->attempt < attempt_);
+  }
+  if (!waiting) return false;
+  const absl::Time at =
+      FromTimestamp(status().coach().restart_time()) + config_.in_place_restart_timeout;
+  if (now_ < at) {
+    RequeueBy(at);
+    return false;
+  }
+  Event("Warning", kind_name_ + "InPlaceRestartTimedOut",
+        absl::StrCat(kind_name_, " ", name(), ": the ranks did not all restart in place within ",
+                     absl::FormatDuration(config_.in_place_restart_timeout),
+                     "; recreating its pods for attempt ", attempt_));
+  for (const ObservedPod& pod : observed_.pods) {
+    if (!pod.deleting) Delete("Pod", pod.name, pod.uid);
+  }
+  return true;
+}
+
 std::vector<ObservedPod> Pass::CurrentPods() const {
   std::vector<ObservedPod> out;
   for (const ObservedPod& pod : observed_.pods) {
     if (Stale(pod)) continue;
-    out.push_back(pod);
+    out.push_back(AsOfAttempt(pod));
     // A report from the future (a skewed clock, a heartbeat file's mtime set by the program)
     // counts as now: it must not put the stall clock, or the status, ahead of time.
     if (out.back().progress && out.back().progress->time > now_) out.back().progress->time = now_;
@@ -251,9 +342,12 @@ void Pass::FailRecovery(const std::string& reason, const std::string& message) {
 }
 
 void Pass::RestartJob(bool counted, const std::string& replica_type, const std::string& why) {
+  const bool in_place = InPlaceReady();
   api::v1::CoachJobStatus& coach = *status().mutable_coach();
   coach.set_attempt(attempt_ + 1);
   coach.clear_attempt_running_time();
+  *coach.mutable_restart_time() = ToTimestamp(now_);
+  if (in_place) coach.set_in_place_restarts(coach.in_place_restarts() + 1);
   std::string budget;
   if (counted) {
     coach.set_restarts(coach.restarts() + 1);
@@ -267,13 +361,16 @@ void Pass::RestartJob(bool counted, const std::string& replica_type, const std::
     coach.set_disruptions(coach.disruptions() + 1);
     budget = "not counted: a disruption";
   }
-  const std::string msg =
-      absl::StrCat(kind_name_, " ", name(), " is restarting as a whole job (attempt ",
-                   coach.attempt(), ", ", budget, ") because ", why, ".");
+  const std::string msg = absl::StrCat(kind_name_, " ", name(), " is restarting as a whole job",
+                                       in_place ? ", its ranks in place" : "", " (attempt ",
+                                       coach.attempt(), ", ", budget, ") because ", why, ".");
   MarkRestarting(status(), kind_name_, msg, now_);
   Event(counted ? "Warning" : "Normal", kind_name_ + api::v1::kJobRestartingReason, msg);
-  // Every replica of the attempt goes, its Service stays (the next attempt's pods have the same
-  // names); nothing of the next attempt starts until they are gone (ReconcileReplicas).
+  // In place: each pod's coach-launch stops its ranks and starts the next attempt's once every
+  // rank of this one is gone (the launch directive). Otherwise every replica of the attempt
+  // goes, its Service stays (the next attempt's pods have the same names); nothing of the next
+  // attempt starts until they are gone (ReconcileReplicas).
+  if (in_place) return;
   for (const ObservedPod& pod : observed_.pods) {
     if (!pod.deleting) Delete("Pod", pod.name, pod.uid);
   }
@@ -386,9 +483,10 @@ void Pass::CountReplicas() {
     rs.set_label_selector_json(old_label_selectors[type]);
     statuses[type] = rs;
   }
-  for (const ObservedPod& pod : observed_.pods) {
-    auto it = statuses.find(pod.replica_type);
-    if (it == statuses.end() || Stale(pod)) continue;
+  for (const ObservedPod& observed : observed_.pods) {
+    auto it = statuses.find(observed.replica_type);
+    if (it == statuses.end() || Stale(observed)) continue;
+    const ObservedPod pod = AsOfAttempt(observed);
     api::v1::ReplicaStatus& rs = it->second;
     switch (pod.phase) {
       case PodPhase::kRunning:
@@ -461,6 +559,10 @@ void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
   // rank must never meet an old one at the rendezvous.
   bool previous_attempt_left = false;
   for (const ObservedPod& p : observed_.pods) {
+    if (InPlaceMember(p) && p.launch->attempt < attempt_ &&
+        p.launch->phase == ObservedPod::Launch::Phase::kRunning) {
+      previous_attempt_left = true;
+    }
     if (!Stale(p)) continue;
     previous_attempt_left = true;
     if (!p.deleting) Delete("Pod", p.name, p.uid);
@@ -606,6 +708,11 @@ void Pass::ExplainPending() {
 }
 
 model::ReconcileResult Pass::Done() {
+  if (InPlace()) {
+    const int attempt = status().coach().attempt();
+    result_.launch =
+        model::LaunchDirective{attempt, InPlaceReleased(attempt), IsFinished(status())};
+  }
   model::JobStatus before = job_.status();
   model::JobStatus after = status();
   before.clear_last_reconcile_time();
@@ -710,6 +817,10 @@ model::ReconcileResult Pass::Run() {
   }
 
   ForceDeleteLostPods();
+  if (InPlaceTimedOut()) {
+    UpdateProgressStatus(current_, config_.progress_status_interval, false, status());
+    return Done();
+  }
   if (JobScope() && RecoverJob()) {
     UpdateProgressStatus(current_, config_.progress_status_interval, true, status());
     return Done();

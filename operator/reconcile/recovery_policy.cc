@@ -84,6 +84,19 @@ absl::StatusOr<RecoveryPolicy> ParseRecoveryPolicy(const model::Job& job,
     }
     policy.progress_deadline = d;
   }
+  if (const std::string* v = AnnotationOf(job, kAnnotationRestartMode)) {
+    if (*v != "InPlace" && *v != "Recreate") {
+      return Bad(kAnnotationRestartMode,
+                 absl::StrCat("must be \"InPlace\" or \"Recreate\", got \"", *v, "\""));
+    }
+    const std::string* scope = AnnotationOf(job, kAnnotationRestartScope);
+    if (*v == "InPlace" && scope != nullptr && *scope == "Replica") {
+      return Bad(kAnnotationRestartMode,
+                 absl::StrCat("InPlace restarts the whole job; it needs ", kAnnotationRestartScope,
+                              ": Job, not Replica"));
+    }
+    policy.in_place = *v == "InPlace" && policy.scope == RestartScope::kJob;
+  }
   return policy;
 }
 
@@ -94,6 +107,11 @@ absl::Status ValidateRecoveryAnnotations(const model::Job& job) {
 bool JobScoped(const model::Job& job, const model::ReconcileConfig& config) {
   absl::StatusOr<RecoveryPolicy> policy = ParseRecoveryPolicy(job, config);
   return policy.ok() && policy->scope == RestartScope::kJob;
+}
+
+bool RestartsInPlace(const model::Job& job, const model::ReconcileConfig& config) {
+  absl::StatusOr<RecoveryPolicy> policy = ParseRecoveryPolicy(job, config);
+  return policy.ok() && policy->in_place && !config.progress_report_address.empty();
 }
 
 }  // namespace coach::reconcile

@@ -16,6 +16,11 @@
 //                                    reported for that long the job stalled: under Job it
 //                                    restarts (counted), under Replica, or with no budget
 //                                    left, it fails with reason Stalled
+//   coach.dev/restart-mode           Recreate (default: a whole-job restart recreates every
+//                                    pod) | InPlace: where every pod runs coach-launch and
+//                                    reports progress, its ranks restart inside the pods (no
+//                                    rescheduling), else the pods are recreated. Only under
+//                                    scope Job; with restart-scope: Replica it is refused.
 //
 // Which failures are retryable follows upstream (restart_rule.h). Under Job, a failure the
 // program did not cause (ObservedPod::disruption, a lost node) restarts without spending the
@@ -36,6 +41,7 @@ namespace coach::reconcile {
 using api::v1::kAnnotationMaxRestarts;
 using api::v1::kAnnotationMaxRestartsPrefix;
 using api::v1::kAnnotationProgressDeadline;
+using api::v1::kAnnotationRestartMode;
 using api::v1::kAnnotationRestartScope;
 
 // The pod label that says which attempt a job-scoped job's pod belongs to.
@@ -43,6 +49,8 @@ inline constexpr char kLabelAttempt[] = "coach.dev/attempt";
 // The attempt, in every container of a job-scoped job (torchrun's TORCHELASTIC_RESTART_COUNT
 // carries it too).
 inline constexpr char kEnvAttempt[] = "COACH_ATTEMPT";
+// "InPlace" in the containers of a job that restarts in place (coach-launch reads it).
+inline constexpr char kEnvRestartMode[] = "COACH_RESTART_MODE";
 
 inline constexpr int kMaxRestartsLimit = 1000;
 inline constexpr absl::Duration kMinProgressDeadline = absl::Seconds(10);
@@ -57,6 +65,8 @@ struct RecoveryPolicy {
   // Canonical replica type ("Worker") -> its budget.
   std::map<std::string, int> max_restarts_by_type;
   std::optional<absl::Duration> progress_deadline;
+  // coach.dev/restart-mode: InPlace (only ever true under kJob).
+  bool in_place = false;
 };
 
 // The job's policy. InvalidArgument naming the first bad annotation; a per-type budget for a
@@ -70,5 +80,10 @@ absl::Status ValidateRecoveryAnnotations(const model::Job& job);
 // True when the job's pods carry the attempt (label and environment): job-scoped jobs only,
 // so that the pods of every other job are upstream's.
 bool JobScoped(const model::Job& job, const model::ReconcileConfig& config);
+
+// True when the job's pods are told to restart in place (COACH_RESTART_MODE): job-scoped,
+// InPlace, and the operator takes progress reports (the launcher's only way to hear of a
+// restart).
+bool RestartsInPlace(const model::Job& job, const model::ReconcileConfig& config);
 
 }  // namespace coach::reconcile

@@ -75,12 +75,45 @@ TEST(RecoveryPolicyTest, BadAnnotationsNameTheAnnotation) {
        "metadata.annotations[coach.dev/progress-deadline]: must be a duration from 10s to 168h"},
       {"coach.dev/progress-deadline", "soon", "got \"soon\""},
       {"coach.dev/progress-deadline", "169h", "got \"169h\""},
+      {"coach.dev/restart-mode", "inplace",
+       "metadata.annotations[coach.dev/restart-mode]: must be \"InPlace\" or \"Recreate\", "
+       "got \"inplace\""},
   };
   for (const Case& c : cases) {
     absl::Status s = ValidateRecoveryAnnotations(Job().Annotation(c.key, c.value).Build());
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.key << "=" << c.value;
     EXPECT_THAT(std::string(s.message()), HasSubstr(c.message)) << c.key << "=" << c.value;
   }
+}
+
+TEST(RecoveryPolicyTest, RestartModeInPlaceIsForWholeJobRestarts) {
+  auto in_place = ParseRecoveryPolicy(Job()
+                                          .Annotation("coach.dev/restart-scope", "Job")
+                                          .Annotation("coach.dev/restart-mode", "InPlace")
+                                          .Build(),
+                                      {});
+  ASSERT_TRUE(in_place.ok()) << in_place.status();
+  EXPECT_TRUE(in_place->in_place);
+  // The operator's PyTorchJob default makes it job-scoped without the scope annotation.
+  model::ReconcileConfig job_default;
+  job_default.pytorch_job_scope_default = true;
+  const model::Job unscoped = Job().Annotation("coach.dev/restart-mode", "InPlace").Build();
+  EXPECT_TRUE(ParseRecoveryPolicy(unscoped, job_default)->in_place);
+  EXPECT_FALSE(ParseRecoveryPolicy(unscoped, {})->in_place);
+  EXPECT_TRUE(ValidateRecoveryAnnotations(unscoped).ok());
+  // Pods are told only where the operator takes the reports that carry the restart.
+  EXPECT_FALSE(RestartsInPlace(unscoped, job_default));
+  job_default.progress_report_address = "coach-operator:7450";
+  EXPECT_TRUE(RestartsInPlace(unscoped, job_default));
+
+  absl::Status replica =
+      ValidateRecoveryAnnotations(Job()
+                                      .Annotation("coach.dev/restart-scope", "Replica")
+                                      .Annotation("coach.dev/restart-mode", "InPlace")
+                                      .Build());
+  EXPECT_THAT(std::string(replica.message()),
+              HasSubstr("metadata.annotations[coach.dev/restart-mode]: InPlace restarts the "
+                        "whole job; it needs coach.dev/restart-scope: Job, not Replica"));
 }
 
 }  // namespace

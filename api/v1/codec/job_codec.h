@@ -23,8 +23,9 @@
 // timestamps are written in UTC (RFC 3339). In coach's own status.coach, zero counts, step and
 // stepsPerSecond are left out too, and numbers are doubles (a metric of 1 is written 1.0).
 //
-// status.coach (CoachJobStatus) is {attempt, restarts, disruptions, restartsByType: {Worker: 1},
-// attemptRunningTime, progress: {step, metrics: {loss: 0.25}, stepsPerSecond, lastProgressTime}};
+// status.coach (CoachJobStatus) is {attempt, restarts, disruptions, inPlaceRestarts,
+// restartsByType: {Worker: 1}, attemptRunningTime, restartTime, progress: {step,
+// metrics: {loss: 0.25}, stepsPerSecond, lastProgressTime}};
 // counts and step are >= 0, metrics at most kMaxProgressMetrics with names of 1 to
 // kMaxMetricNameLength characters, restartsByType at most kMaxRestartsByType
 // (api/v1/coach_status.h).

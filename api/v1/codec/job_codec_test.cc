@@ -141,8 +141,10 @@ status:
     attempt: 2
     restarts: 1
     disruptions: 1
+    inPlaceRestarts: 1
     restartsByType: {Worker: 1}
     attemptRunningTime: "2024-05-01T12:00:00Z"
+    restartTime: "2024-05-01T11:59:50Z"
     progress:
       step: 1200
       metrics: {loss: 0.25, accuracy: 0.5, epoch: 3.0}
@@ -159,6 +161,8 @@ TEST(JobCodecTest, CoachStatusRoundTrips) {
   EXPECT_EQ(coach.disruptions(), 1);
   EXPECT_EQ(coach.restarts_by_type().at("Worker"), 1);
   EXPECT_EQ(coach.attempt_running_time().seconds(), 1714564800);
+  EXPECT_EQ(coach.restart_time().seconds(), 1714564790);
+  EXPECT_EQ(coach.in_place_restarts(), 1);
   EXPECT_EQ(coach.progress().step(), 1200);
   EXPECT_EQ(coach.progress().metrics().at("loss"), 0.25);
   EXPECT_EQ(coach.progress().metrics().at("epoch"), 3.0);
@@ -249,6 +253,8 @@ status:
     disruptions: 1.5
     restartsByType: {Worker: -2, Master: "one"}
     attemptRunningTime: yesterday
+    restartTime: later
+    inPlaceRestarts: -3
     bogus: 1
     progress:
       step: -5
@@ -264,6 +270,8 @@ status:
            "status.coach.restartsByType[Worker]: must be >= 0, got -2",
            "status.coach.restartsByType[Master]: must be an integer, got string \"one\"",
            "status.coach.attemptRunningTime: must be an RFC 3339 timestamp",
+           "status.coach.restartTime: must be an RFC 3339 timestamp",
+           "status.coach.inPlaceRestarts: must be >= 0, got -3",
            "status.coach.bogus: unknown field",
            "status.coach.progress.step: must be >= 0, got -5",
            "status.coach.progress.stepsPerSecond: must be >= 0, got -1.5",
@@ -275,7 +283,7 @@ status:
        }) {
     EXPECT_NE(error.find(want), std::string::npos) << want << " in:\n" << error;
   }
-  EXPECT_EQ(std::count(error.begin(), error.end(), '\n'), 12) << error;
+  EXPECT_EQ(std::count(error.begin(), error.end(), '\n'), 14) << error;
   EXPECT_EQ(ErrorOf(R"(
 apiVersion: kubeflow.org/v1
 kind: PyTorchJob

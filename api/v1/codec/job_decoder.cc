@@ -341,10 +341,13 @@ void DecodeCoachStatus(FieldDecoder& d, const json& v, CoachJobStatus* coach) {
   if (object == nullptr) return;
   d.Unknown(
       *object, path,
-      {"attempt", "restarts", "disruptions", "restartsByType", "attemptRunningTime", "progress"});
+      {"attempt", "restarts", "disruptions", "restartsByType", "attemptRunningTime", "progress",
+       "restartTime", "inPlaceRestarts"});
   Count(d, *object, "attempt", path, [&](int32_t i) { coach->set_attempt(i); });
   Count(d, *object, "restarts", path, [&](int32_t i) { coach->set_restarts(i); });
   Count(d, *object, "disruptions", path, [&](int32_t i) { coach->set_disruptions(i); });
+  Count(d, *object, "inPlaceRestarts", path, [&](int32_t i) { coach->set_in_place_restarts(i); });
+  COACH_TIME_FIELD(d, *object, "restartTime", path, coach, CoachJobStatus, restart_time);
   COACH_TIME_FIELD(d, *object, "attemptRunningTime", path, coach, CoachJobStatus,
                    attempt_running_time);
   auto by_type = object->find("restartsByType");

@@ -272,6 +272,8 @@ class Encoder {
     if (coach.attempt() != 0) out["attempt"] = coach.attempt();
     if (coach.restarts() != 0) out["restarts"] = coach.restarts();
     if (coach.disruptions() != 0) out["disruptions"] = coach.disruptions();
+    if (coach.in_place_restarts() != 0) out["inPlaceRestarts"] = coach.in_place_restarts();
+    if (coach.has_restart_time()) out["restartTime"] = FormatTime(coach.restart_time());
     if (!coach.restarts_by_type().empty()) {
       json by_type = json::object();
       for (const auto& [type, restarts] : coach.restarts_by_type()) by_type[type] = restarts;
