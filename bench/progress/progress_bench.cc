@@ -384,8 +384,9 @@ int Operator(const Options& o, const char* self) {
     const double c0 = CpuSeconds();
     for (auto& [header, request] : direct) {
       request.set_step(100000 + round);
-      absl::StatusOr<bool> kept = direct_intake.Report(&header, request);
-      direct_kept += kept.ok() && *kept;
+      absl::StatusOr<coach::api::v1::ReportProgressResponse> kept =
+          direct_intake.Report(&header, request);
+      direct_kept += kept.ok() && kept->accepted();
       ++direct_calls;
     }
     direct_cpu += CpuSeconds() - c0;

@@ -118,6 +118,16 @@ class Backend {
   // Errors: NotFound (no such replica), Unavailable.
   virtual absl::Status StreamLogs(const model::Job& job, const LogOptions& options,
                                   const LogSink& sink, const std::atomic<bool>& cancelled) = 0;
+
+  // After a pass whose status stands (written, or unchanged): what the coach-launch of the
+  // job's replicas is told when the job restarts in place (model::ReconcileResult::launch);
+  // nullopt: nothing. The default tells nobody: only replicas that report to the operator
+  // (the kube backend's) can hear it.
+  virtual void DirectLaunchers(const model::Job& job,
+                               const std::optional<model::LaunchDirective>& directive) {
+    (void)job;
+    (void)directive;
+  }
 };
 
 }  // namespace coach::backend

@@ -7,9 +7,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "operator/model/observed_state.h"
+#include "operator/model/reconcile_types.h"
 
 namespace coach::backend {
 
@@ -20,6 +23,17 @@ struct ProgressReport {
   double steps_per_second = 0;
   // Nothing changed since the pod's last report.
   bool heartbeat = false;
+  // What coach-launch's workers do, from a launcher that restarts them in place.
+  std::optional<model::ObservedPod::Launch> launch;
+};
+
+// The receiver's answer to a report.
+struct ProgressReceipt {
+  // False: dropped (the pod reported less than a second ago).
+  bool accepted = false;
+  // For a pod of a job that restarts in place (model::ReconcileResult::launch), dropped
+  // reports included.
+  std::optional<model::LaunchDirective> launch;
 };
 
 // A report and who made it, as the API verified: the pod its token is bound to.
@@ -34,12 +48,11 @@ class ProgressReceiver {
  public:
   virtual ~ProgressReceiver() = default;
 
-  // True: recorded; false: dropped (the pod reported less than a second ago).
-  // Errors: PermissionDenied (no replica pod of a job by that name and UID is known: another
-  // instance, or a pod the operator does not run), ResourceExhausted (reports of too many pods
-  // held), Unavailable (not reconciling here: caches not started, e.g. not the leader).
-  // Thread-safe.
-  virtual absl::StatusOr<bool> ReceiveProgress(const PodReport& report) = 0;
+  // Recorded or dropped, and the pod's launch directive if its job has one. Errors:
+  // PermissionDenied (no replica pod of a job by that name and UID is known: another instance, or a
+  // pod the operator does not run), ResourceExhausted (reports of too many pods held), Unavailable
+  // (not reconciling here: caches not started, e.g. not the leader). Thread-safe.
+  virtual absl::StatusOr<ProgressReceipt> ReceiveProgress(const PodReport& report) = 0;
 };
 
 }  // namespace coach::backend

@@ -413,6 +413,7 @@ absl::StatusOr<PassResult> Controller::Pass(const JobKey& key, PassRecord* recor
     watchers_->Publish(WatchEventType::kModified, *written);
     job = std::move(written).value();
   }
+  backend_->DirectLaunchers(job, result.launch);
   std::vector<store::JobEvent> events;
   for (const model::JobEventRecord& event : result.events) {
     events.push_back({event.type, event.reason, event.message, now});

@@ -16,8 +16,8 @@ absl::Status AuthorizeProgressReport(const PodIdentity& who,
                    request.pod()));
 }
 
-absl::StatusOr<bool> ProgressIntake::Report(const std::string* authorization_header,
-                                            const api::v1::ReportProgressRequest& request) {
+absl::StatusOr<api::v1::ReportProgressResponse> ProgressIntake::Report(
+    const std::string* authorization_header, const api::v1::ReportProgressRequest& request) {
   absl::StatusOr<PodIdentity> who = auth_->Authenticate(authorization_header);
   if (!who.ok()) return who.status();
   if (absl::Status valid = ValidateReportProgressRequest(request); !valid.ok()) return valid;
@@ -27,7 +27,17 @@ absl::StatusOr<bool> ProgressIntake::Report(const std::string* authorization_hea
   report.pod = who->pod_name;
   report.pod_uid = who->pod_uid;
   report.report = ToProgressReport(request);
-  return receiver_->ReceiveProgress(report);
+  absl::StatusOr<backend::ProgressReceipt> receipt = receiver_->ReceiveProgress(report);
+  if (!receipt.ok()) return receipt.status();
+  api::v1::ReportProgressResponse response;
+  response.set_accepted(receipt->accepted);
+  if (receipt->launch) {
+    api::v1::LaunchDirective& launch = *response.mutable_launch();
+    launch.set_attempt(receipt->launch->attempt);
+    launch.set_start(receipt->launch->start);
+    launch.set_exit(receipt->launch->exit);
+  }
+  return response;
 }
 
 }  // namespace coach::server

@@ -35,9 +35,10 @@ class ProgressIntake {
   ProgressIntake(PodTokenAuth* auth, backend::ProgressReceiver* receiver)
       : auth_(auth), receiver_(receiver) {}
 
-  // True: kept; false: dropped (the pod reported less than a second ago). Thread-safe.
-  absl::StatusOr<bool> Report(const std::string* authorization_header,
-                              const api::v1::ReportProgressRequest& request);
+  // The answer to the pod: kept or dropped (the pod reported less than a second ago), and its
+  // launch directive where its job has one. Thread-safe.
+  absl::StatusOr<api::v1::ReportProgressResponse> Report(
+      const std::string* authorization_header, const api::v1::ReportProgressRequest& request);
 
  private:
   PodTokenAuth* const auth_;

@@ -25,14 +25,15 @@ using testing::TokenReviewer;
 // Keeps what it is given; answers what the test says.
 class RecordingReceiver : public backend::ProgressReceiver {
  public:
-  absl::StatusOr<bool> ReceiveProgress(const backend::PodReport& report) override {
+  absl::StatusOr<backend::ProgressReceipt> ReceiveProgress(
+      const backend::PodReport& report) override {
     std::lock_guard<std::mutex> lock(mu);
     reports.push_back(report);
     return answer;
   }
   std::mutex mu;
   std::vector<backend::PodReport> reports;
-  absl::StatusOr<bool> answer = true;
+  absl::StatusOr<backend::ProgressReceipt> answer = backend::ProgressReceipt{true, std::nullopt};
 };
 
 class ProgressIntakeTest : public ::testing::Test {
@@ -66,9 +67,11 @@ TEST_F(ProgressIntakeTest, APodReportsForItself) {
   PodTokenAuth auth(&reviewer_, Options());
   ProgressIntake intake(&auth, &receiver_);
   const std::string token = PodToken("team-a", "ddp-worker-0", "uid-w0");
-  absl::StatusOr<bool> accepted = intake.Report(&token, Request("team-a", "ddp-worker-0"));
+  absl::StatusOr<api::v1::ReportProgressResponse> accepted =
+      intake.Report(&token, Request("team-a", "ddp-worker-0"));
   ASSERT_TRUE(accepted.ok()) << accepted.status();
-  EXPECT_TRUE(*accepted);
+  EXPECT_TRUE(accepted->accepted());
+  EXPECT_FALSE(accepted->has_launch());
   ASSERT_EQ(receiver_.reports.size(), 1u);
   const backend::PodReport& r = receiver_.reports[0];
   EXPECT_EQ(r.namespace_, "team-a");
@@ -84,10 +87,24 @@ TEST_F(ProgressIntakeTest, APodReportsForItself) {
   ASSERT_TRUE(intake.Report(&token, Request("team-a", "ddp-worker-0")).ok());
   EXPECT_EQ(reviewer_.reviews(), 1);
   // The receiver's answer is passed on (dropped within a second).
-  receiver_.answer = false;
+  receiver_.answer = backend::ProgressReceipt{false, std::nullopt};
   accepted = intake.Report(&token, Request("team-a", "ddp-worker-0"));
   ASSERT_TRUE(accepted.ok());
-  EXPECT_FALSE(*accepted);
+  EXPECT_FALSE(accepted->accepted());
+  // A job that restarts in place: its directive reaches the pod, a dropped report's too.
+  receiver_.answer = backend::ProgressReceipt{false, model::LaunchDirective{2, true, false}};
+  api::v1::ReportProgressRequest launching = Request("team-a", "ddp-worker-0");
+  launching.mutable_launch()->set_attempt(1);
+  launching.mutable_launch()->set_phase(api::v1::LaunchState::STOPPED);
+  accepted = intake.Report(&token, launching);
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  EXPECT_EQ(accepted->launch().attempt(), 2);
+  EXPECT_TRUE(accepted->launch().start());
+  EXPECT_FALSE(accepted->launch().exit());
+  ASSERT_TRUE(receiver_.reports.back().report.launch.has_value());
+  EXPECT_EQ(receiver_.reports.back().report.launch->attempt, 1);
+  EXPECT_EQ(receiver_.reports.back().report.launch->phase,
+            model::ObservedPod::Launch::Phase::kStopped);
 }
 
 TEST_F(ProgressIntakeTest, APodMayNotReportForAnotherPod) {

@@ -90,6 +90,27 @@ absl::Status ValidateReportProgressRequest(const api::v1::ReportProgressRequest&
       }
     }
   }
+  if (request.has_launch()) {
+    const api::v1::LaunchState& launch = request.launch();
+    if (launch.attempt() < 0 || launch.attempt() > kMaxLaunchAttempt) {
+      errors.push_back({"launch.attempt", absl::StrCat("must be 0..", kMaxLaunchAttempt, ", got ",
+                                                       launch.attempt())});
+    }
+    if (launch.phase() != api::v1::LaunchState::RUNNING &&
+        launch.phase() != api::v1::LaunchState::FAILED &&
+        launch.phase() != api::v1::LaunchState::STOPPED) {
+      errors.push_back({"launch.phase", absl::StrCat("must be RUNNING, FAILED or STOPPED, got ",
+                                                     static_cast<int>(launch.phase()))});
+    }
+    const bool failed = launch.phase() == api::v1::LaunchState::FAILED;
+    if (failed && (launch.exit_code() < 1 || launch.exit_code() > 255)) {
+      errors.push_back({"launch.exit_code",
+                        absl::StrCat("must be 1..255 when FAILED, got ", launch.exit_code())});
+    } else if (!failed && launch.exit_code() != 0) {
+      errors.push_back(
+          {"launch.exit_code", absl::StrCat("must be 0 unless FAILED, got ", launch.exit_code())});
+    }
+  }
   return api::v1::FieldErrorsToStatus(errors);
 }
 
@@ -99,6 +120,16 @@ backend::ProgressReport ToProgressReport(const api::v1::ReportProgressRequest& r
   report.metrics.insert(request.metrics().begin(), request.metrics().end());
   report.steps_per_second = request.steps_per_second();
   report.heartbeat = request.heartbeat();
+  if (request.has_launch()) {
+    using Phase = model::ObservedPod::Launch::Phase;
+    const api::v1::LaunchState& launch = request.launch();
+    report.launch = model::ObservedPod::Launch{
+        launch.attempt(),
+        launch.phase() == api::v1::LaunchState::FAILED    ? Phase::kFailed
+        : launch.phase() == api::v1::LaunchState::STOPPED ? Phase::kStopped
+                                                          : Phase::kRunning,
+        launch.exit_code()};
+  }
   return report;
 }
 

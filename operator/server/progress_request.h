@@ -9,6 +9,8 @@
 //   metrics            at most kMaxReportMetrics; each name 1..kMaxMetricNameLength printable
 //                      characters without spaces; each value finite
 //   steps_per_second   finite, >= 0
+//   launch             (when set) attempt 0..kMaxLaunchAttempt; phase RUNNING, FAILED or
+//                      STOPPED; exit_code 1..255 when FAILED, else 0
 //
 // A report that breaks one is refused whole: InvalidArgument listing every offending field as
 // "<field>: <problem>" (a metric as metrics["<name>"], its name cut at 64 characters).
@@ -23,6 +25,7 @@ namespace coach::server {
 
 inline constexpr size_t kMaxReportMetrics = 64;
 inline constexpr size_t kMaxMetricNameLength = 250;
+inline constexpr int kMaxLaunchAttempt = 1000000;
 
 absl::Status ValidateReportProgressRequest(const api::v1::ReportProgressRequest& request);
 

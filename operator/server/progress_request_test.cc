@@ -36,6 +36,17 @@ TEST(ProgressRequestTest, AValidRequestAndItsReport) {
   EXPECT_EQ(report.metrics.at("loss"), 0.5);
   EXPECT_EQ(report.steps_per_second, 3.5);
   EXPECT_TRUE(report.heartbeat);
+  EXPECT_FALSE(report.launch.has_value());
+
+  r.mutable_launch()->set_attempt(3);
+  r.mutable_launch()->set_phase(api::v1::LaunchState::FAILED);
+  r.mutable_launch()->set_exit_code(137);
+  EXPECT_TRUE(ValidateReportProgressRequest(r).ok());
+  report = ToProgressReport(r);
+  ASSERT_TRUE(report.launch.has_value());
+  EXPECT_EQ(report.launch->attempt, 3);
+  EXPECT_EQ(report.launch->phase, model::ObservedPod::Launch::Phase::kFailed);
+  EXPECT_EQ(report.launch->exit_code, 137);
 }
 
 // Each case: one field broken, and the message that names it.
@@ -65,6 +76,18 @@ TEST(ProgressRequestTest, EachRuleNamesItsField) {
          for (int i = 0; i < 63; ++i) (*r.mutable_metrics())["m" + std::to_string(i)] = i;
        },
        "metrics: at most 64 metrics, got 65"},
+      {[](auto& r) { r.mutable_launch()->set_attempt(-1); },
+       "launch.attempt: must be 0..1000000, got -1"},
+      {[](auto& r) { r.mutable_launch()->set_attempt(1000001); }, "launch.attempt: must be"},
+      {[](auto& r) { r.mutable_launch()->set_attempt(0); },
+       "launch.phase: must be RUNNING, FAILED or STOPPED, got 0"},
+      {[](auto& r) { r.mutable_launch()->set_phase(api::v1::LaunchState::FAILED); },
+       "launch.exit_code: must be 1..255 when FAILED, got 0"},
+      {[](auto& r) {
+         r.mutable_launch()->set_phase(api::v1::LaunchState::RUNNING);
+         r.mutable_launch()->set_exit_code(3);
+       },
+       "launch.exit_code: must be 0 unless FAILED, got 3"},
   };
   for (const Case& c : cases) {
     api::v1::ReportProgressRequest r = Valid();

@@ -21,10 +21,11 @@ namespace {
 
 class KeepingReceiver : public backend::ProgressReceiver {
  public:
-  absl::StatusOr<bool> ReceiveProgress(const backend::PodReport& report) override {
+  absl::StatusOr<backend::ProgressReceipt> ReceiveProgress(
+      const backend::PodReport& report) override {
     std::lock_guard<std::mutex> lock(mu);
     reports.push_back(report);
-    return true;
+    return backend::ProgressReceipt{true, std::nullopt};
   }
   std::mutex mu;
   std::vector<backend::PodReport> reports;

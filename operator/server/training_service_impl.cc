@@ -279,9 +279,10 @@ grpc::Status TrainingServiceImpl::ReportProgress(grpc::ServerContext* context,
   }
   std::string value;
   const bool present = AuthorizationHeader(context, &value);
-  absl::StatusOr<bool> accepted = progress_->Report(present ? &value : nullptr, *request);
-  if (!accepted.ok()) return ToGrpcStatus(accepted.status());
-  response->set_accepted(*accepted);
+  absl::StatusOr<api::v1::ReportProgressResponse> answer =
+      progress_->Report(present ? &value : nullptr, *request);
+  if (!answer.ok()) return ToGrpcStatus(answer.status());
+  *response = *std::move(answer);
   return grpc::Status::OK;
 }
 

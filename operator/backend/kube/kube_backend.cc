@@ -550,6 +550,7 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
           pod.waiting = facts_.Explain(*object);
           pod.node_lost = nodes_.Lost(StringField(Field(*object, "spec"), "nodeName"));
           pod.progress = progress_.Get(absl::StrCat(ns, "/", name), pod.uid);
+          pod.launch = progress_.Launch(absl::StrCat(ns, "/", name), pod.uid);
           auto e = expected.find(ObjectKey("Pod", name));
           if (e != expected.end() && !e->second.create) {
             pod.deleting = true;
@@ -586,13 +587,24 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
   return observed;
 }
 
-absl::StatusOr<bool> KubeBackend::ReceiveProgress(const PodReport& report) {
+void KubeBackend::DirectLaunchers(const model::Job& job,
+                                  const std::optional<model::LaunchDirective>& directive) {
+  absl::MutexLock lock(&directives_mu_);
+  if (directive) {
+    directives_[JobKeyOf(job)] = *directive;
+  } else {
+    directives_.erase(JobKeyOf(job));
+  }
+}
+
+absl::StatusOr<ProgressReceipt> KubeBackend::ReceiveProgress(const PodReport& report) {
   auto count = [this](const char* outcome) {
     if (coach::metrics::Family* f = progress_reports_.load()) f->Add({outcome});
   };
   const std::string pod_key = absl::StrCat(report.namespace_, "/", report.pod);
   std::string job_key;
   ProgressBook::Recorded recorded;
+  ProgressReceipt receipt;
   {
     // A reader: reports of many pods go on at once; the book has its own lock. Holding mu_
     // keeps a pod's deletion (OnEvent) from passing between the check and the record.
@@ -613,6 +625,8 @@ absl::StatusOr<bool> KubeBackend::ReceiveProgress(const PodReport& report) {
                        ") is not a replica of a job this operator runs"));
     }
     recorded = progress_.Record(pod_key, report.pod_uid, job_key, report.report, Now());
+    absl::MutexLock directives(&directives_mu_);
+    if (auto it = directives_.find(job_key); it != directives_.end()) receipt.launch = it->second;
   }
   switch (recorded.outcome) {
     case ProgressBook::Outcome::kFull:
@@ -621,13 +635,14 @@ absl::StatusOr<bool> KubeBackend::ReceiveProgress(const PodReport& report) {
           "the operator holds progress reports of as many pods as it may; this pod's are dropped");
     case ProgressBook::Outcome::kTooSoon:
       count("dropped");
-      return false;
+      return receipt;
     case ProgressBook::Outcome::kAccepted:
       break;
   }
   count("accepted");
   if (recorded.notify_job) Notify({job_key});
-  return true;
+  receipt.accepted = true;
+  return receipt;
 }
 
 absl::StatusOr<std::vector<json>> KubeBackend::ListJobPods(const std::string& ns,
@@ -853,6 +868,10 @@ absl::Status KubeBackend::Forget(const model::Job& job) {
       first_error = absl::Status(deleted.code(), absl::StrCat("delete ", resource.kind, " ", name,
                                                               ": ", deleted.message()));
     }
+  }
+  {
+    absl::MutexLock lock(&directives_mu_);
+    directives_.erase(job_key);
   }
   if (first_error.ok()) {
     absl::MutexLock lock(&mu_);

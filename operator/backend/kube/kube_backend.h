@@ -168,7 +168,11 @@ class KubeBackend : public Backend, public ProgressReceiver {
 
   // A replica pod's report of its own progress (see the file comment). PermissionDenied names
   // the pod; Unavailable before Start() (a replica that does not lead).
-  absl::StatusOr<bool> ReceiveProgress(const PodReport& report) override;
+  // With the launch directive of the pod's job, when it restarts in place.
+  absl::StatusOr<ProgressReceipt> ReceiveProgress(const PodReport& report) override;
+  // Kept in memory for ReceiveProgress's answers until replaced or the job is forgotten.
+  void DirectLaunchers(const model::Job& job,
+                       const std::optional<model::LaunchDirective>& directive) override;
 
   // Registers coach_replica_schedule_seconds{nodepool} and
   // coach_progress_reports_total{outcome} in `registry` (which outlives the backend) and
@@ -251,6 +255,10 @@ class KubeBackend : public Backend, public ProgressReceiver {
   absl::Time started_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // Its own lock, taken inside mu_ (never the other way round).
   ProgressBook progress_;
+  // job key "ns/name" -> what its launchers are told; its own lock, taken inside mu_.
+  absl::Mutex directives_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::unordered_map<std::string, model::LaunchDirective> directives_
+      ABSL_GUARDED_BY(directives_mu_);
   std::atomic<coach::metrics::Family*> schedule_seconds_{nullptr};
   std::atomic<coach::metrics::Family*> progress_reports_{nullptr};
 

@@ -266,16 +266,32 @@ TEST_F(KubeBackendTest, ProgressReportsOfItsOwnPodsReachObserve) {
   report.report.step = 42;
   report.report.metrics = {{"loss", 0.25}};
   report.report.steps_per_second = 3;
-  absl::StatusOr<bool> accepted = backend_->ReceiveProgress(report);
+  absl::StatusOr<ProgressReceipt> accepted = backend_->ReceiveProgress(report);
   ASSERT_TRUE(accepted.ok()) << accepted.status();
-  EXPECT_TRUE(*accepted);
+  EXPECT_TRUE(accepted->accepted);
+  EXPECT_FALSE(accepted->launch.has_value());
   // The job is asked for a pass.
   EXPECT_EQ(Changes("default/pytorch-mnist"), changes_before + 1);
   // Within the second: dropped, without an error.
   report.report.step = 43;
   accepted = backend_->ReceiveProgress(report);
   ASSERT_TRUE(accepted.ok());
-  EXPECT_FALSE(*accepted);
+  EXPECT_FALSE(accepted->accepted);
+  // A job that restarts in place: its directive answers every report of its pods, and the
+  // launcher's state reaches Observe.
+  backend_->DirectLaunchers(job, model::LaunchDirective{1, false, false});
+  report.report.launch =
+      model::ObservedPod::Launch{0, model::ObservedPod::Launch::Phase::kFailed, 9};
+  report.report.heartbeat = true;
+  clock.Advance(absl::Milliseconds(100));
+  accepted = backend_->ReceiveProgress(report);
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  EXPECT_TRUE(accepted->accepted);
+  ASSERT_TRUE(accepted->launch.has_value());
+  EXPECT_EQ(accepted->launch->attempt, 1);
+  EXPECT_FALSE(accepted->launch->start);
+  report.report.launch.reset();
+  report.report.heartbeat = false;
 
   absl::StatusOr<model::ObservedState> observed = backend_->Observe(job);
   ASSERT_TRUE(observed.ok());
@@ -284,8 +300,10 @@ TEST_F(KubeBackendTest, ProgressReportsOfItsOwnPodsReachObserve) {
   ASSERT_TRUE(pod->progress.has_value());
   EXPECT_EQ(pod->progress->step, 42);
   EXPECT_EQ(pod->progress->metrics.at("loss"), 0.25);
-  EXPECT_EQ(pod->progress->time, clock.Now());
-  EXPECT_EQ(observed->progress_since, clock.Now());
+  EXPECT_EQ(pod->progress->time, clock.Now() - absl::Milliseconds(100));
+  EXPECT_EQ(observed->progress_since, clock.Now() - absl::Milliseconds(100));
+  ASSERT_TRUE(pod->launch.has_value());
+  EXPECT_EQ(pod->launch->exit_code, 9);
 
   // Another instance of that name, or a pod the operator does not run: refused.
   PodReport other = report;
@@ -296,6 +314,13 @@ TEST_F(KubeBackendTest, ProgressReportsOfItsOwnPodsReachObserve) {
   absl::Status refused = backend_->ReceiveProgress(other).status();
   EXPECT_TRUE(absl::IsPermissionDenied(refused)) << refused;
   EXPECT_NE(refused.message().find("default/not-a-replica"), std::string::npos);
+
+  backend_->DirectLaunchers(job, std::nullopt);
+  report.report.step = 50;
+  clock.Advance(absl::Seconds(2));
+  accepted = backend_->ReceiveProgress(report);
+  ASSERT_TRUE(accepted.ok());
+  EXPECT_FALSE(accepted->launch.has_value());
 
   // The pod goes, and its entry with it.
   EXPECT_EQ(backend_->ProgressEntries(), 1u);

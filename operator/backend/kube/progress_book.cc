@@ -22,22 +22,32 @@ ProgressBook::Recorded ProgressBook::Record(const std::string& pod_key, const st
     ++jobs_[job_key].pods;
   }
   Entry& e = it->second;
+  // A launcher's new state (its ranks failed, stopped, or started) is what a restart in place
+  // waits for: it is kept sooner, and its job is told at once.
+  const bool launch_changed =
+      report.launch &&
+      (!e.launch || e.launch->attempt != report.launch->attempt ||
+       e.launch->phase != report.launch->phase || e.launch->exit_code != report.launch->exit_code);
+  const absl::Duration min_interval =
+      launch_changed ? options_.launch_min_interval : options_.min_interval;
   // Within the interval either way: a clock set back does not let a burst through.
-  if (absl::AbsDuration(now - e.last_accepted) < options_.min_interval) {
+  if (absl::AbsDuration(now - e.last_accepted) < min_interval) {
     return {Outcome::kTooSoon, false};
   }
   e.last_accepted = now;
+  if (report.launch) e.launch = report.launch;
   const bool changed = !report.heartbeat && (!e.progress || e.progress->step != report.step ||
                                              e.progress->metrics != report.metrics);
   if (!changed) {
     // The rate is the reporter's latest estimate even when nothing advanced (it decays to 0).
     if (e.progress) e.progress->steps_per_second = report.steps_per_second;
-    return {Outcome::kAccepted, false};
+    if (launch_changed) jobs_[job_key].last_notified = now;
+    return {Outcome::kAccepted, launch_changed};
   }
   e.progress =
       model::ObservedPod::Progress{report.step, report.metrics, report.steps_per_second, now};
   JobEntry& job = jobs_[job_key];
-  if (absl::AbsDuration(now - job.last_notified) >= options_.notify_interval) {
+  if (launch_changed || absl::AbsDuration(now - job.last_notified) >= options_.notify_interval) {
     job.last_notified = now;
     return {Outcome::kAccepted, true};
   }
@@ -50,6 +60,14 @@ std::optional<model::ObservedPod::Progress> ProgressBook::Get(const std::string&
   auto it = pods_.find(pod_key);
   if (it == pods_.end() || it->second.uid != uid) return std::nullopt;
   return it->second.progress;
+}
+
+std::optional<model::ObservedPod::Launch> ProgressBook::Launch(const std::string& pod_key,
+                                                               const std::string& uid) const {
+  absl::MutexLock lock(&mu_);
+  auto it = pods_.find(pod_key);
+  if (it == pods_.end() || it->second.uid != uid) return std::nullopt;
+  return it->second.launch;
 }
 
 std::optional<absl::Time> ProgressBook::LastSeen(const std::string& pod_key,

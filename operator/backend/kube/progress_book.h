@@ -12,6 +12,9 @@
 //   per job     Record asks the job to be reconciled (notify_job) only when a report changed
 //               its progress, at most once per `notify_interval` (5 s) per job; the reconciler
 //               writes status every 10 s and requeues stall deadlines itself
+//   launch      a report whose launch state (coach-launch restarting in place) differs from the
+//               pod's last one is kept after `launch_min_interval` (100 ms) and asks for a pass
+//               at once: a restart in place waits on these
 //   time        the operator's own clock stamps a report (a pod's clock is not trusted)
 //
 // Progress is what advanced: a report whose step or metrics differ from the pod's last ones
@@ -41,6 +44,7 @@ namespace coach::backend::kube {
 struct ProgressBookOptions {
   absl::Duration min_interval = absl::Seconds(1);
   absl::Duration notify_interval = absl::Seconds(5);
+  absl::Duration launch_min_interval = absl::Milliseconds(100);
   size_t max_pods = 100000;
 };
 
@@ -65,6 +69,9 @@ class ProgressBook {
   // The pod's progress, if the instance `uid` reported any.
   std::optional<model::ObservedPod::Progress> Get(const std::string& pod_key,
                                                   const std::string& uid) const;
+  // The launch state the instance `uid` last reported, if any.
+  std::optional<model::ObservedPod::Launch> Launch(const std::string& pod_key,
+                                                   const std::string& uid) const;
   // When the instance `uid` last made an accepted report, heartbeats included.
   std::optional<absl::Time> LastSeen(const std::string& pod_key, const std::string& uid) const;
 
@@ -82,6 +89,7 @@ class ProgressBook {
     std::string job_key;
     absl::Time last_accepted = absl::InfinitePast();
     std::optional<model::ObservedPod::Progress> progress;
+    std::optional<model::ObservedPod::Launch> launch;
   };
   struct JobEntry {
     size_t pods = 0;

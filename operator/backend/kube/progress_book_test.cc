@@ -84,6 +84,44 @@ TEST(ProgressBookTest, HeartbeatsAndRepeatsKeepTheProgressTime) {
   EXPECT_EQ(book.Get("ns/p", "u")->time, kT0 + absl::Seconds(62));
 }
 
+ProgressReport Launching(int attempt, model::ObservedPod::Launch::Phase phase, int code = 0) {
+  ProgressReport r = Heartbeat(5);
+  r.launch = model::ObservedPod::Launch{attempt, phase, code};
+  return r;
+}
+
+TEST(ProgressBookTest, ALaunchersNewStateIsKeptSoonerAndAsksForAPassAtOnce) {
+  using Phase = model::ObservedPod::Launch::Phase;
+  ProgressBook book;
+  auto first = book.Record("ns/p", "u", "ns/j", Launching(0, Phase::kRunning), kT0);
+  EXPECT_EQ(first.outcome, Outcome::kAccepted);
+  EXPECT_TRUE(first.notify_job);
+  // The same state again within the second: dropped, as any report.
+  EXPECT_EQ(
+      book.Record("ns/p", "u", "ns/j", Launching(0, Phase::kRunning), kT0 + absl::Milliseconds(200))
+          .outcome,
+      Outcome::kTooSoon);
+  // A new state 100 ms after the last kept report: kept, and the job is told though it was
+  // told less than five seconds ago.
+  EXPECT_EQ(book.Record("ns/p", "u", "ns/j", Launching(0, Phase::kFailed, 137),
+                        kT0 + absl::Milliseconds(50))
+                .outcome,
+            Outcome::kTooSoon);
+  auto failed = book.Record("ns/p", "u", "ns/j", Launching(0, Phase::kFailed, 137),
+                            kT0 + absl::Milliseconds(100));
+  EXPECT_EQ(failed.outcome, Outcome::kAccepted);
+  EXPECT_TRUE(failed.notify_job);
+  auto launch = book.Launch("ns/p", "u");
+  ASSERT_TRUE(launch.has_value());
+  EXPECT_EQ(launch->phase, Phase::kFailed);
+  EXPECT_EQ(launch->exit_code, 137);
+  EXPECT_FALSE(book.Launch("ns/p", "another-uid").has_value());
+  // A report without a launch state leaves the last one.
+  EXPECT_EQ(book.Record("ns/p", "u", "ns/j", Step(9), kT0 + absl::Seconds(2)).outcome,
+            Outcome::kAccepted);
+  EXPECT_EQ(book.Launch("ns/p", "u")->phase, Phase::kFailed);
+}
+
 TEST(ProgressBookTest, AsksForAPassAtMostEveryFiveSecondsPerJob) {
   ProgressBook book;
   int notified = 0;
