@@ -34,6 +34,10 @@ expect_usage "--lost-node-grace" --backend=kube --lost-node-grace=soon
 # Both ends of the range pass (the kubeconfig, read last, is what fails).
 expect_usage "--kubeconfig" --backend=kube --lost-node-grace=0s
 expect_usage "--kubeconfig" --backend=kube --lost-node-grace=1h
+expect_usage "--in-place-restart-timeout" --backend=kube --in-place-restart-timeout=4s
+expect_usage "--in-place-restart-timeout" --backend=kube --in-place-restart-timeout=61m
+expect_usage "--in-place-restart-timeout" --backend=kube --in-place-restart-timeout=later
+expect_usage "--kubeconfig" --backend=kube --in-place-restart-timeout=5s
 expect_usage "--pytorch-init-container-max-tries" --pytorch-init-container-max-tries=0
 expect_usage "--pytorch-restart-scope: must be Replica or Job" --pytorch-restart-scope=job
 expect_usage "--pytorch-wait-for-master" --pytorch-wait-for-master=maybe

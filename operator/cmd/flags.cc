@@ -161,6 +161,12 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                   "itself")
       ->envname("COACH_LOST_NODE_GRACE")
       ->capture_default_str();
+  app->add_option("--in-place-restart-timeout", flags->in_place_restart_timeout,
+                  "How long after a whole-job restart in place (coach.dev/restart-mode: InPlace) "
+                  "every rank must run the new attempt before the operator recreates the job's "
+                  "pods instead (--backend=kube; 5s..1h)")
+      ->envname("COACH_IN_PLACE_RESTART_TIMEOUT")
+      ->capture_default_str();
   app->add_option("--kube-api-burst", flags->kube_api_burst,
                   "Requests above the client-side limit allowed in a burst (a fixed --kube-api-qps "
                   "or auto's fallback of 20 qps)")

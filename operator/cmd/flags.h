@@ -42,6 +42,7 @@ struct Flags {
   int kube_event_burst = 100;
   double kube_event_shutdown_grace_s = 20;
   std::string lost_node_grace = "2m";
+  std::string in_place_restart_timeout = "60s";
   std::string namespaces;
   std::string launcher_image;
   bool pytorch_wait_for_master = true;

@@ -76,6 +76,16 @@ absl::Status ValidateKubeFlags(const Flags& flags, Settings* settings) {
                      flags.lost_node_grace, "\""));
   }
   settings->config.lost_node_grace = lost_node_grace;
+  // At least a launcher's grace for its workers to stop is needed; past an hour a job whose
+  // launchers cannot restart waits longer than recreating its pods takes.
+  absl::Duration in_place_timeout;
+  if (!absl::ParseDuration(flags.in_place_restart_timeout, &in_place_timeout) ||
+      in_place_timeout < absl::Seconds(5) || in_place_timeout > absl::Hours(1)) {
+    return UsageError(absl::StrCat(
+        "--in-place-restart-timeout: want a duration from 5s to 1h such as 60s or 2m, got \"",
+        flags.in_place_restart_timeout, "\""));
+  }
+  settings->config.in_place_restart_timeout = in_place_timeout;
   for (absl::string_view part : absl::StrSplit(flags.namespaces, ',')) {
     const std::string ns(absl::StripAsciiWhitespace(part));
     if (ns.empty()) continue;

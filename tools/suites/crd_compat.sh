@@ -83,6 +83,8 @@ nodes=$(grep -A12 'name: coach-nodes$' "$WORK/tmpl-namespaced.yaml")
 [[ $nodes == *'resources: [nodes]'* && $nodes == *'verbs: [list, watch]'* ]] ||
   fail "namespaced: the nodes ClusterRole does not grant list and watch on nodes"
 grep -q -- '--lost-node-grace=2m' "$WORK/tmpl-default.yaml" || fail "default: no --lost-node-grace=2m"
+grep -q -- '--in-place-restart-timeout=60s' "$WORK/tmpl-default.yaml" ||
+  fail "default: no --in-place-restart-timeout=60s"
 "$HELM" template coach "$CHART" --set rbac.readNodes=false | grep -q 'coach-nodes' &&
   fail "rbac.readNodes=false still grants nodes"
 grep -q -- '--api-auth=kubernetes' "$WORK/tmpl-default.yaml" || fail "default: no --api-auth=kubernetes"
