@@ -21,6 +21,7 @@ using api::v1::TrainingJob;
 
 using api::v1::kAnnotationMaxRestarts;
 using api::v1::kAnnotationMaxRestartsPrefix;
+using api::v1::kAnnotationRestartMode;
 using api::v1::kAnnotationRestartScope;
 
 const std::string* Annotation(const TrainingJob& job, const std::string& name) {
@@ -93,6 +94,12 @@ void PrintRecovery(const TrainingJob& job, absl::Time now, std::ostream& out) {
     }
     Line(out, "Restarts by type:", absl::StrJoin(cells, ", "));
   }
+  const std::string* mode = Annotation(job, kAnnotationRestartMode);
+  if (coach.in_place_restarts() != 0 || (mode != nullptr && *mode == "InPlace")) {
+    Line(out, "In place:",
+         absl::StrCat(coach.in_place_restarts(), " (ranks restarted inside their pods)"));
+  }
+  if (coach.has_restart_time()) Line(out, "Last restart:", TimeAndAge(coach.restart_time(), now));
 }
 
 void PrintProgress(const api::v1::JobProgress& progress, absl::Time now, std::ostream& out) {

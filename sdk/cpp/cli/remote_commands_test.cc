@@ -398,6 +398,19 @@ TEST_F(RemoteCommandsTest, DescribeShowsRecoveryAndProgress) {
   options_.job = "backoff";
   EXPECT_EQ(RunDescribe(options_, env_), kExitOk) << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("  Restarts:         1 of 10\n"));
+
+  // Restarts in place: how many, and when the last restart was asked for.
+  annotations["coach.dev/restart-mode"] = "InPlace";
+  coach->set_in_place_restarts(1);
+  coach->mutable_restart_time()->set_seconds(100000 - 320);
+  job.mutable_metadata()->set_name("in-place");
+  server_.AddJob(job);
+  out_.str("");
+  options_.job = "in-place";
+  EXPECT_EQ(RunDescribe(options_, env_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("  Restarts by type: Master=0, Worker=1 of 2\n"
+                                    "  In place:         1 (ranks restarted inside their pods)\n"
+                                    "  Last restart:     1970-01-02T03:41:20Z (5m ago)\n"));
   out_.str("");
   options_.job = "progress-only";
   EXPECT_EQ(RunDescribe(options_, env_), kExitOk) << err_.str();
