@@ -460,3 +460,100 @@ def test_stopped_rank_behind_coach_launch_stalls_and_the_whole_job_restarts(ns, 
             os.rmdir(CHECKPOINT_ROOT)
         except OSError:
             pass
+
+
+def first_metric_after_resume(lines):
+    """The time of the first coach-metric line after rank 0's `coach-checkpoint resumed` line: the
+    first step of the attempt that resumed (in place, one container's log holds both attempts)."""
+    resumed = False
+    for t, line in lines:
+        if line.startswith("coach-checkpoint resumed"):
+            resumed = True
+        elif resumed and line.startswith("coach-metric "):
+            return t
+    return None
+
+
+def kill_round_behind_coach_launch(name, ns, checkpoint_dir, restart_mode):
+    """Runs recovery_job behind coach-launch with `coach.dev/restart-mode: <restart_mode>`, kills
+    rank 2's training process once rank 0 saved epoch KILL_AFTER_EPOCH, and waits for the end.
+    Returns the figures and what the assertions read."""
+    job = recovery_job(name, checkpoint_dir)
+    job["metadata"]["annotations"]["coach.dev/launcher"] = "true"
+    job["metadata"]["annotations"]["coach.dev/restart-mode"] = restart_mode
+    submitted = time.time()
+    kube.apply(job, ns)
+    saved = "coach-checkpoint saved epoch=%d" % KILL_AFTER_EPOCH
+    master = "%s-master-0" % name
+
+    def saved_lines():
+        lines = timestamped_logs(master, ns)
+        return lines if any(line.startswith(saved) for _, line in lines) else None
+
+    first_run = kube.wait_for(saved_lines, 300, "rank 0 to log '%s'" % saved, interval=0.5)
+    cold_metric = first_metric(first_run)
+    assert cold_metric is not None, first_run
+    uids = {n: p["metadata"]["uid"] for n, p in kube.pods_of(name, ns).items()}
+    pid = kube.wait_for(lambda: find_rank_process(2, checkpoint_dir), 30,
+                        "rank 2's training process on this host (the node must be this host)")
+    killed = time.time()
+    os.kill(pid, signal.SIGKILL)
+    done = kube.wait_finished("PyTorchJob", name, ns, timeout=420)
+    lines = timestamped_logs(master, ns)
+    recovered = first_metric_after_resume(lines)
+    assert recovered is not None, lines
+    return {"done": done, "uids_before": uids, "pods": kube.pods_of(name, ns), "lines": lines,
+            "cold": cold_metric - submitted, "recovery": recovered - killed}
+
+
+def test_kill_nine_behind_coach_launch_restarts_in_place_and_against_recreating(ns, capsys):
+    """The same job behind coach-launch, rank 2 killed at the same point: restarted by recreating
+    its pods, then (coach.dev/restart-mode: InPlace) by restarting the ranks inside the pods it
+    has. Both resume and succeed; in place, the pods are the ones that ran attempt 0. Printed: the
+    recovery time of each, and their ratio."""
+    figures = {}
+    for mode in ("Recreate", "InPlace"):
+        name = "kill-" + mode.lower()
+        checkpoint_dir = "%s/%s-%s" % (CHECKPOINT_ROOT, ns, mode.lower())
+        try:
+            r = kill_round_behind_coach_launch(name, ns, checkpoint_dir, mode)
+        finally:
+            shutil.rmtree(checkpoint_dir, ignore_errors=True)
+        done = r["done"]
+        assert kube.condition(done, "Succeeded")["status"] == "True", (mode, done["status"])
+        coach = coach_status(done)
+        assert coach.get("restarts", 0) == 1, (mode, coach)
+        assert coach.get("attempt", 0) == 1, (mode, coach)
+        assert coach.get("disruptions", 0) == 0, (mode, coach)
+        pods = r["pods"]
+        assert set(pods) == {name + "-master-0", name + "-worker-0", name + "-worker-1"}, pods
+        uids_after = {n: p["metadata"]["uid"] for n, p in pods.items()}
+        if mode == "InPlace":
+            assert coach.get("inPlaceRestarts", 0) == 1, coach
+            # The very pods of attempt 0: nothing was rescheduled.
+            assert uids_after == r["uids_before"], (uids_after, r["uids_before"])
+            for n, pod in pods.items():
+                assert pod["metadata"]["labels"].get("coach.dev/attempt") == "0", (n, pod["metadata"])
+        else:
+            assert coach.get("inPlaceRestarts", 0) == 0, coach
+            assert not set(uids_after.values()) & set(r["uids_before"].values()), uids_after
+        results = kube.results(pods, ns)
+        assert set(results) == set(pods), (mode, results)
+        assert {x["rank"] for x in results.values()} == {"0", "1", "2"}, results
+        for n, x in results.items():
+            assert x["status"] == "ok", (mode, n, x)
+            assert x["attempt"] == "1", (mode, n, x)
+            assert int(x["resumed_from"]) >= 1, (mode, n, x)
+        assert len({x["params_checksum"] for x in results.values()}) == 1, (mode, results)
+        figures[mode] = r
+    try:
+        os.rmdir(CHECKPOINT_ROOT)
+    except OSError:
+        pass
+    with capsys.disabled():  # in the suite's log without pytest -s
+        print("\n[realpods] kill -9 of rank 2 behind coach-launch -> first coach-metric of rank 0 "
+              "after the resume: recreating the pods %.1f s (cold start %.1f s), in place %.1f s "
+              "(cold start %.1f s): in place / recreate x%.2f"
+              % (figures["Recreate"]["recovery"], figures["Recreate"]["cold"],
+                 figures["InPlace"]["recovery"], figures["InPlace"]["cold"],
+                 figures["InPlace"]["recovery"] / figures["Recreate"]["recovery"]))
