@@ -22,14 +22,17 @@
 #include "common/version/version.h"
 #include "integrations/mlflow/metric_logger.h"
 #include "integrations/mlflow/rest_tracking_client.h"
+#include "launcher/attempt_runner.h"
 #include "launcher/gpu_discovery.h"
 #include "launcher/host_wait.h"
+#include "launcher/in_place_restarts.h"
 #include "launcher/launch_config.h"
 #include "launcher/metrics_tee.h"
 #include "launcher/mlflow_binding_env.h"
 #include "launcher/output_forwarder.h"
 #include "launcher/peer_wait.h"
 #include "launcher/progress_reporter.h"
+#include "launcher/restart_mode.h"
 #include "launcher/self_install.h"
 #include "launcher/supervisor.h"
 #include "launcher/worker_env.h"
@@ -77,6 +80,16 @@ set (the operator sets them for replicas that report progress), the same lines' 
 latest values and a steps/s estimate go to the operator at most every 2 s while they change,
 with a heartbeat at least every 30 s; failures are counted, never fatal, and a failed report
 goes again 2 s later.
+With COACH_RESTART_MODE=InPlace as well (the operator sets it, and COACH_ATTEMPT, for a job whose
+ranks restart in place; Recreate or unset: they do not), a failing worker does not end the
+launcher: the others are stopped as usual, the operator is told, and when it restarts the job
+the workers start again in this pod with COACH_ATTEMPT and TORCHELASTIC_RESTART_COUNT set to the
+new attempt (peers are not waited for again). When the operator restarts the job while the
+workers run (another pod's rank failed), they are stopped and started likewise; a heartbeat goes
+every 2 s, and a report every 0.5 s while the launcher waits. It exits with the failed worker's
+code (143 after such a stop) when the operator says so, answers without a word on restarts, or
+says nothing within $COACH_IN_PLACE_WAIT seconds (default 60); on SIGTERM/SIGINT as always.
+COACH_ATTEMPT: 0..1000000, default 0. Without progress reports InPlace is warned about and off.
 --wait-for-host HOST waits (up to --peer-timeout, default 300s) until every HOST resolves in
 DNS, then exits 0 without running anything; 1 when one does not in time, 2 on a bad HOST.
 --install DIR copies this executable to DIR/bin/coach-launch, its shared libraries to DIR/lib
@@ -282,6 +295,11 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "coach-launch: %s\n", std::string(config.status().message()).c_str());
     return 2;
   }
+  absl::StatusOr<RestartConfig> restart = ParseRestartConfig(env);
+  if (!restart.ok()) {
+    std::fprintf(stderr, "coach-launch: %s\n", std::string(restart.status().message()).c_str());
+    return 2;
+  }
   if (config->wait_for_peers && !config->peers.empty()) {
     PeerWaitOptions wait;
     wait.timeout = config->peer_timeout;
@@ -309,6 +327,14 @@ int Main(int argc, char** argv) {
   }
   OutputForwarder& out = **forwarder;
   std::unique_ptr<MetricsPipeline> metrics = StartMetrics(env, &out);
+  ProgressReporter* reporter = metrics != nullptr ? metrics->progress.get() : nullptr;
+  const bool in_place = restart->mode == RestartMode::kInPlace && reporter != nullptr;
+  if (restart->mode == RestartMode::kInPlace && !in_place) {
+    std::fputs(
+        "coach-launch: COACH_RESTART_MODE=InPlace, but progress is not reported to the operator "
+        "(COACH_PROGRESS_ADDRESS and the rest): the ranks do not restart in place\n",
+        stderr);
+  }
   std::vector<WorkerSpec> workers;
   for (int local = 0; local < config->nproc_per_node; ++local) {
     workers.push_back(WorkerSpec{GlobalRank(*config, local), local, config->program,
@@ -351,14 +377,28 @@ int Main(int argc, char** argv) {
     out.Sync(absl::Seconds(1));
     out.Write(STDERR_FILENO, line + "\n");
   };
-  absl::StatusOr<SupervisionResult> result = Supervise(workers, options);
+  absl::StatusOr<int> code;
+  if (in_place) {
+    InPlaceRestartOptions restarts;
+    restarts.first_attempt = restart->attempt;
+    restarts.wait = restart->in_place_wait;
+    restarts.log = options.log;
+    code = RunInPlace(*NewProcessAttemptRunner(workers, options), *reporter, restarts);
+  } else {
+    absl::StatusOr<SupervisionResult> result = Supervise(workers, options);
+    if (result.ok()) {
+      code = result->exit_code;
+    } else {
+      code = result.status();
+    }
+  }
   out.Finish(absl::Seconds(2));
   if (metrics != nullptr) FinishMetrics(*metrics);
-  if (!result.ok()) {
-    std::fprintf(stderr, "coach-launch: %s\n", std::string(result.status().message()).c_str());
+  if (!code.ok()) {
+    std::fprintf(stderr, "coach-launch: %s\n", std::string(code.status().message()).c_str());
     return 1;
   }
-  return result->exit_code;
+  return *code;
 }
 
 }  // namespace

@@ -19,8 +19,9 @@ class GrpcProgressSender : public ProgressSender {
   GrpcProgressSender(std::string address, std::string ca_pem, Clock* clock)
       : address_(std::move(address)), ca_pem_(std::move(ca_pem)), clock_(clock) {}
 
-  absl::StatusOr<bool> Send(const api::v1::ReportProgressRequest& request, const std::string& token,
-                            absl::Duration timeout) override {
+  absl::StatusOr<api::v1::ReportProgressResponse> Send(
+      const api::v1::ReportProgressRequest& request, const std::string& token,
+      absl::Duration timeout) override {
     if (stub_ == nullptr) {
       std::shared_ptr<grpc::ChannelCredentials> creds;
       if (ca_pem_.empty()) {
@@ -45,7 +46,7 @@ class GrpcProgressSender : public ProgressSender {
       return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                           status.error_message());
     }
-    return response.accepted();
+    return response;
   }
 
   void Reconnect() override { stub_.reset(); }
@@ -116,14 +117,25 @@ void ProgressReporter::Start() {
   thread_ = std::thread([this] { Run(); });
 }
 
+bool ProgressReporter::WakeLocked() const { return stop_ || launch_changed_; }
+
 void ProgressReporter::Run() {
   while (true) {
+    // Not past the tracker's due time: the reports while waiting for the operator keep their
+    // interval rather than the poll's multiple.
+    const absl::Duration wait =
+        std::clamp(tracker_.UntilDue(clock_->Monotonic()), absl::Milliseconds(1), config_.poll);
+    bool launch_changed;
     {
       absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&stop_), config_.poll)) return;
+      mu_.AwaitWithTimeout(absl::Condition(this, &ProgressReporter::WakeLocked), wait);
+      if (stop_) return;
+      launch_changed = launch_changed_;
+      launch_changed_ = false;
     }
     const absl::Duration now = clock_->Monotonic();
     std::optional<ProgressSnapshot> due = tracker_.Due(now);
+    if (!due && launch_changed) due = tracker_.Current(now);
     if (!due) continue;
     // The intervals count from the try: a failing operator is not asked more often. What a
     // failed report carried is sent again (the operator takes a heartbeat for no progress).
@@ -163,6 +175,29 @@ void ProgressReporter::Finish(absl::Duration timeout) {
   }
 }
 
+void ProgressReporter::SetLaunchState(const api::v1::LaunchState& state) {
+  bool new_attempt;
+  {
+    absl::MutexLock lock(&mu_);
+    new_attempt = launch_.has_value() && launch_->attempt() != state.attempt();
+  }
+  // Before the state is visible: its first report carries the new attempt's progress only.
+  if (new_attempt) tracker_.Restart();
+  if (state.phase() == api::v1::LaunchState::RUNNING) {
+    tracker_.SetIntervals(config_.tracker.min_interval, config_.launch_heartbeat_interval);
+  } else {
+    tracker_.SetIntervals(config_.launch_wait_interval, config_.launch_wait_interval);
+  }
+  absl::MutexLock lock(&mu_);
+  launch_ = state;
+  launch_changed_ = true;
+}
+
+void ProgressReporter::SetLaunchAnswerCallback(LaunchAnswer callback) {
+  absl::MutexLock lock(&answer_mu_);
+  on_launch_answer_ = std::move(callback);
+}
+
 ProgressReporter::Outcome ProgressReporter::SendOne(const ProgressSnapshot& snapshot,
                                                     absl::Duration timeout) {
   // Read afresh each time: the kubelet replaces the token well before it expires.
@@ -186,18 +221,37 @@ ProgressReporter::Outcome ProgressReporter::SendOne(const ProgressSnapshot& snap
   request.mutable_metrics()->insert(snapshot.metrics.begin(), snapshot.metrics.end());
   request.set_steps_per_second(snapshot.steps_per_second);
   request.set_heartbeat(snapshot.heartbeat);
-  absl::StatusOr<bool> answer = sender_->Send(request, token, timeout);
+  std::optional<api::v1::LaunchState> launch;
+  {
+    absl::MutexLock lock(&mu_);
+    launch = launch_;
+  }
+  if (launch) *request.mutable_launch() = *launch;
+  absl::StatusOr<api::v1::ReportProgressResponse> answer = sender_->Send(request, token, timeout);
   const absl::Status& s = answer.status();
   const bool unimplemented = absl::IsUnimplemented(s);
   {
     absl::MutexLock lock(&mu_);
     if (answer.ok()) {
       ++stats_.sent;
-      if (*answer) ++stats_.accepted;
-      return Outcome::kAnswered;
+      if (answer->accepted()) ++stats_.accepted;
+    } else {
+      ++stats_.failed;
+      if (unimplemented) stats_.stopped = true;
     }
-    ++stats_.failed;
-    if (unimplemented) stats_.stopped = true;
+  }
+  if (answer.ok()) {
+    if (launch) {
+      // A dropped answer carries the directive too: the operator's word does not wait for the
+      // report interval.
+      absl::MutexLock lock(&answer_mu_);
+      if (on_launch_answer_) {
+        on_launch_answer_(*launch, answer->has_launch()
+                                       ? std::optional<api::v1::LaunchDirective>(answer->launch())
+                                       : std::nullopt);
+      }
+    }
+    return Outcome::kAnswered;
   }
   if (unimplemented) {
     LogOnce("unimplemented",

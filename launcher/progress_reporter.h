@@ -18,12 +18,21 @@
 // logged once. UNAVAILABLE (another operator replica, one that does not lead, or a restart)
 // makes the next report use a new connection. UNIMPLEMENTED (an operator that takes no reports)
 // ends reporting.
+//
+// For a launcher that restarts its ranks in place (in_place_restarts.h), every report also
+// carries the workers' launch state (SetLaunchState): a new state goes at once, not at the
+// tracker's next due time; while the workers run the heartbeat comes every
+// `launch_heartbeat_interval`, so that a launcher whose workers hang after a peer died learns of
+// the job's restart soon; while it waits for the operator's word a report goes every
+// `launch_wait_interval`. The operator's directive in each answer to such a report, dropped
+// answers included, goes to the launch answer callback.
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -44,9 +53,11 @@ namespace coach::launcher {
 class ProgressSender {
  public:
   virtual ~ProgressSender() = default;
-  // The operator's answer: accepted or dropped; a failed call's status (gRPC codes as absl's).
-  virtual absl::StatusOr<bool> Send(const api::v1::ReportProgressRequest& request,
-                                    const std::string& token, absl::Duration timeout) = 0;
+  // The operator's answer (accepted or dropped, with a launch directive for a job that restarts
+  // in place); a failed call's status (gRPC codes as absl's).
+  virtual absl::StatusOr<api::v1::ReportProgressResponse> Send(
+      const api::v1::ReportProgressRequest& request, const std::string& token,
+      absl::Duration timeout) = 0;
   // The next Send opens a new connection.
   virtual void Reconnect() = 0;
 };
@@ -64,6 +75,10 @@ struct ProgressReporterConfig {
   absl::Duration call_timeout = absl::Seconds(5);
   // How often the thread looks whether a report is due.
   absl::Duration poll = absl::Milliseconds(250);
+  // Once a launch state is set: the heartbeat interval while the workers run (RUNNING), and
+  // the interval of every report while the launcher waits (FAILED, STOPPED).
+  absl::Duration launch_heartbeat_interval = absl::Seconds(2);
+  absl::Duration launch_wait_interval = absl::Milliseconds(500);
 };
 
 struct ProgressReporterStats {
@@ -76,6 +91,10 @@ struct ProgressReporterStats {
 class ProgressReporter {
  public:
   using Log = std::function<void(const std::string& line)>;
+  // An answer to a report that carried the launch state `sent`, with the operator's directive
+  // when the answer has one.
+  using LaunchAnswer = std::function<void(
+      const api::v1::LaunchState& sent, const std::optional<api::v1::LaunchDirective>& directive)>;
 
   // From the environment: nullptr when COACH_PROGRESS_ADDRESS is unset. InvalidArgument naming
   // the variable when it is set but the others are missing.
@@ -94,6 +113,14 @@ class ProgressReporter {
   // Sends what changed since the last report (waiting at most `timeout`), then stops.
   void Finish(absl::Duration timeout);
 
+  // From now on every report carries `state`, and one goes at once. A state of another attempt
+  // than the last one starts the progress afresh (ProgressTracker::Restart). One thread calls it.
+  void SetLaunchState(const api::v1::LaunchState& state);
+  // Called on the reporter's thread for every answer to a report that carried a launch state;
+  // must not block. Returns once no call of the previous callback is in progress, so that the
+  // owner of a callback can unset it (nullptr) before it goes away.
+  void SetLaunchAnswerCallback(LaunchAnswer callback);
+
   ProgressReporterStats stats() const;
 
  private:
@@ -103,6 +130,7 @@ class ProgressReporter {
   // end.
   Outcome SendOne(const ProgressSnapshot& snapshot, absl::Duration timeout);
   void LogOnce(const std::string& kind, const std::string& line);
+  bool WakeLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ProgressReporterConfig config_;
   const std::unique_ptr<ProgressSender> sender_;
@@ -116,6 +144,13 @@ class ProgressReporter {
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   ProgressReporterStats stats_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> logged_ ABSL_GUARDED_BY(mu_);
+  std::optional<api::v1::LaunchState> launch_ ABSL_GUARDED_BY(mu_);
+  // A launch state not yet sent: the thread sends at once.
+  bool launch_changed_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Held while the callback runs (see SetLaunchAnswerCallback).
+  absl::Mutex answer_mu_;
+  LaunchAnswer on_launch_answer_ ABSL_GUARDED_BY(answer_mu_);
 };
 
 }  // namespace coach::launcher

@@ -9,7 +9,10 @@
 //   a report          when any of it changed since the last report that went out and
 //                     `min_interval` passed since the last try
 //   a heartbeat       when nothing changed and `heartbeat_interval` passed since the last try
-// Times are monotonic readings (Clock::Monotonic) the caller passes in. Thread-safe.
+// The intervals may change while it runs (SetIntervals: an in-place restart's launcher reports
+// more often), and the progress may start afresh (Restart: a new attempt resumes from a
+// checkpoint, its steps may be lower than the last attempt's). Times are monotonic readings
+// (Clock::Monotonic) the caller passes in. Thread-safe.
 
 #include <cstdint>
 #include <map>
@@ -49,6 +52,10 @@ class ProgressTracker {
 
   // What to send at `now`, if anything is due (see the file comment).
   std::optional<ProgressSnapshot> Due(absl::Duration now);
+  // What to send at `now` whatever the intervals say: what changed, else a heartbeat.
+  ProgressSnapshot Current(absl::Duration now);
+  // How long after `now` Due will have something without a new Observe; zero when it has now.
+  absl::Duration UntilDue(absl::Duration now);
   // What changed since the last send, whatever the intervals say (the last report at exit).
   std::optional<ProgressSnapshot> Unsent(absl::Duration now);
   // `sent` went out at `now`: the intervals count from here.
@@ -56,6 +63,12 @@ class ProgressTracker {
   // A report was tried at `now` and failed: the intervals count from here, and what changed
   // stays unsent (due again after min_interval).
   void Failed(absl::Duration now);
+
+  // From now on; both > 0.
+  void SetIntervals(absl::Duration min_interval, absl::Duration heartbeat_interval);
+  // Forgets the progress (step, metrics, rate window) and what of it was unsent; the intervals
+  // still count from the last try.
+  void Restart();
 
   // Metric names left out over max_metrics.
   int64_t dropped_names() const;
@@ -66,7 +79,10 @@ class ProgressTracker {
 
   const ProgressTrackerOptions options_;
   mutable absl::Mutex mu_;
-  metrics::ProgressAccumulator progress_ ABSL_GUARDED_BY(mu_);
+  absl::Duration min_interval_ ABSL_GUARDED_BY(mu_);
+  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_);
+  // Always set; emplaced afresh by Restart (its options are const).
+  std::optional<metrics::ProgressAccumulator> progress_ ABSL_GUARDED_BY(mu_);
   // Counts the changes to progress_; the last one sent.
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t sent_version_ ABSL_GUARDED_BY(mu_) = 0;

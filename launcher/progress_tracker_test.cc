@@ -132,5 +132,63 @@ TEST(ProgressTrackerTest, UnsentIgnoresTheIntervals) {
   EXPECT_FALSE(last->heartbeat);
 }
 
+TEST(ProgressTrackerTest, CurrentIgnoresTheIntervalsAndIsAHeartbeatWhenNothingChanged) {
+  ProgressTracker t;
+  t.Observe(Line("loss", 1, 1), S(0));
+  t.Sent(*t.Due(S(0)), S(0));
+  ProgressSnapshot beat = t.Current(S(0.1));
+  EXPECT_TRUE(beat.heartbeat);
+  EXPECT_EQ(beat.step, 1);
+  t.Observe(Line("loss", 0.5, 2), S(0.2));
+  ProgressSnapshot change = t.Current(S(0.2));
+  EXPECT_FALSE(change.heartbeat);
+  EXPECT_EQ(change.step, 2);
+}
+
+TEST(ProgressTrackerTest, IntervalsChangeWhileItRuns) {
+  ProgressTracker t;
+  EXPECT_EQ(t.UntilDue(S(0)), absl::ZeroDuration());  // never sent: due at once
+  t.Sent(*t.Due(S(0)), S(0));
+  EXPECT_EQ(t.UntilDue(S(10)), S(20));
+  t.SetIntervals(S(0.5), S(0.5));
+  EXPECT_EQ(t.UntilDue(S(0.25)), S(0.25));
+  EXPECT_FALSE(t.Due(S(0.4)).has_value());
+  std::optional<ProgressSnapshot> beat = t.Due(S(0.5));
+  ASSERT_TRUE(beat.has_value());
+  EXPECT_TRUE(beat->heartbeat);
+  t.Sent(*beat, S(0.5));
+  t.Observe(Line("loss", 1, 3), S(0.6));
+  EXPECT_EQ(t.UntilDue(S(0.6)), S(0.4));
+  EXPECT_FALSE(t.Due(S(0.9)).has_value());
+  EXPECT_FALSE(t.Due(S(1))->heartbeat);
+}
+
+TEST(ProgressTrackerTest, RestartForgetsTheProgressAndWhatWasUnsent) {
+  ProgressTrackerOptions o;
+  o.rate_window = absl::Seconds(10);
+  ProgressTracker t(o);
+  for (int i = 0; i <= 10; ++i) t.Observe(Line("loss", 1, 100 + i * 10), S(i));
+  std::optional<ProgressSnapshot> before = t.Due(S(10));
+  ASSERT_TRUE(before.has_value());
+  t.Observe(Line("loss", 0.5, 300), S(10.5));
+  t.Restart();
+  // The last attempt's step 300 never goes out, and the snapshot taken before the restart,
+  // answered after it, does not hide what the new attempt prints.
+  EXPECT_FALSE(t.Unsent(S(11)).has_value());
+  t.Sent(*before, S(11));
+  ProgressSnapshot fresh = t.Current(S(11));
+  EXPECT_TRUE(fresh.heartbeat);
+  EXPECT_EQ(fresh.step, 0);
+  EXPECT_TRUE(fresh.metrics.empty());
+  EXPECT_EQ(fresh.steps_per_second, 0);
+  // The new attempt resumes from a checkpoint at a lower step: that is its progress.
+  t.Observe(Line("loss", 0.75, 120), S(12));
+  std::optional<ProgressSnapshot> resumed = t.Due(S(13));
+  ASSERT_TRUE(resumed.has_value());
+  EXPECT_FALSE(resumed->heartbeat);
+  EXPECT_EQ(resumed->step, 120);
+  EXPECT_EQ(resumed->metrics.at("loss"), 0.75);
+}
+
 }  // namespace
 }  // namespace coach::launcher

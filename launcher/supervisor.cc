@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -68,7 +69,8 @@ class Run {
     const pid_t parent = getpid();
     for (size_t i = 0; i < workers_.size(); ++i) {
       PreparedExec exec = Prepare(workers_[i]);
-      // A pending SIGTERM must not start more workers only to stop them.
+      // A pending SIGTERM or stop request must not start more workers only to stop them.
+      CheckStopRequest();
       if (stopping_) break;
       const pid_t pid = fork();
       if (pid < 0) {
@@ -87,6 +89,8 @@ class Run {
       result_.exit_code = *failure_code_;
     } else if (result_.received_signal != 0) {
       result_.exit_code = 128 + result_.received_signal;
+    } else if (result_.stopped_on_request) {
+      result_.exit_code = 128 + SIGTERM;
     }
     return result_;
   }
@@ -138,6 +142,16 @@ class Run {
     BeginStopping();
   }
 
+  void CheckStopRequest() {
+    if (options_.stop == nullptr || stopping_) return;
+    std::optional<std::string> why = options_.stop->Requested();
+    if (!why) return;
+    result_.stopped_on_request = true;
+    Log(absl::StrCat("coach-launch: ", *why, "; stopping ", running_.size(), " worker(s) (grace ",
+                     absl::FormatDuration(options_.grace_period), ")"));
+    BeginStopping();
+  }
+
   void OnSignal(int sig) {
     if (sig == SIGCHLD) return;
     if (result_.received_signal == 0) result_.received_signal = sig;
@@ -179,6 +193,9 @@ class Run {
         ts.tv_nsec = ns % 1000000000;
         timeout = &ts;
       }
+    } else if (!stopping_ && options_.stop != nullptr) {
+      ts = absl::ToTimespec(std::max(options_.stop_poll, absl::Milliseconds(1)));
+      timeout = &ts;
     }
     // Reap first: a SIGCHLD consumed by PollSignals may have left exits unreaped.
     Reap();
@@ -186,6 +203,7 @@ class Run {
     int sig = sigtimedwait(&set, nullptr, timeout);
     if (sig > 0) OnSignal(sig);
     Reap();
+    CheckStopRequest();
   }
 
   void Reap() {
@@ -217,7 +235,8 @@ class Run {
       Log(absl::StrFormat("coach-launch: rank %d (local %d, pid %d) %s after %.3fs", exit.rank,
                           exit.local_rank, done.pid, how, absl::ToDoubleSeconds(exit.duration)));
       result_.exits.push_back(exit);
-      if (exit.exit_code != 0) RecordFailure(exit.exit_code);
+      // Workers stopped on request end by the stop, not by a failure of their own.
+      if (exit.exit_code != 0 && !result_.stopped_on_request) RecordFailure(exit.exit_code);
     }
   }
 
@@ -241,6 +260,16 @@ class Run {
 };
 
 }  // namespace
+
+void StopRequest::Request(const std::string& why) {
+  absl::MutexLock lock(&mu_);
+  if (!why_) why_ = why;
+}
+
+std::optional<std::string> StopRequest::Requested() const {
+  absl::MutexLock lock(&mu_);
+  return why_;
+}
 
 absl::StatusOr<SupervisionResult> Supervise(const std::vector<WorkerSpec>& workers,
                                             const SupervisorOptions& options) {

@@ -14,8 +14,10 @@
 //    survivors get SIGKILL.
 //  - The first worker to fail (non-zero exit, or killed by signal n: code 128+n) makes the
 //    launcher stop the others the same way (SIGTERM and SIGCONT, grace, SIGKILL).
+//  - A StopRequest made from another thread (an in-place restart of the whole job) stops every
+//    worker the same way; the exits that follow are no failure.
 //  - Exit code: the first failing worker's code; else 128+signal when the launcher itself
-//    was signalled; else 0.
+//    was signalled; else 143 (SIGTERM's) when stopped on request; else 0.
 //  - One line per worker exit goes to `log`: rank, local rank, pid, code or signal, duration.
 // A worker whose program cannot be executed exits 127 (not found) or 126 (other exec error)
 // after printing why on its stderr.
@@ -23,10 +25,13 @@
 #include <signal.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "launcher/launch_config.h"
 
@@ -51,8 +56,24 @@ struct WorkerExit {
 
 struct SupervisionResult {
   int exit_code = 0;
-  int received_signal = 0;        // first SIGTERM/SIGINT the launcher got, or 0
+  int received_signal = 0;  // first SIGTERM/SIGINT the launcher got, or 0
+  // The workers were stopped by a StopRequest before any failed.
+  bool stopped_on_request = false;
   std::vector<WorkerExit> exits;  // in the order they were reaped
+};
+
+// Asks a running Supervise, from another thread, to stop every worker. Thread-safe.
+class StopRequest {
+ public:
+  // The first call wins. `why` begins the supervisor's line
+  // "coach-launch: <why>; stopping N worker(s) (grace D)".
+  void Request(const std::string& why);
+  // The reason, once requested.
+  std::optional<std::string> Requested() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  std::optional<std::string> why_ ABSL_GUARDED_BY(mu_);
 };
 
 struct SupervisorOptions {
@@ -61,6 +82,10 @@ struct SupervisorOptions {
   // The signal mask workers start with; null: the caller's mask at the call. A launcher that
   // blocked SIGCHLD/SIGTERM/SIGINT before starting threads passes its original mask here.
   const sigset_t* child_mask = nullptr;
+  // Not owned; may be null. Looked at every `stop_poll` while the workers run (a signal wait
+  // cannot also wait for another thread), so it takes effect within that.
+  const StopRequest* stop = nullptr;
+  absl::Duration stop_poll = absl::Milliseconds(100);
 };
 
 // Starts every worker and returns once all have exited. Blocks SIGCHLD, SIGTERM and SIGINT

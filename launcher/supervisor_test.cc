@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "common/testing/test_dir.h"
 
@@ -29,10 +30,13 @@ struct Outcome {
   absl::Duration took;
 };
 
-Outcome Supervise(const std::vector<WorkerSpec>& workers, absl::Duration grace = absl::Seconds(5)) {
+Outcome Supervise(const std::vector<WorkerSpec>& workers, absl::Duration grace = absl::Seconds(5),
+                  const StopRequest* stop = nullptr) {
   Outcome run;
   SupervisorOptions options;
   options.grace_period = grace;
+  options.stop = stop;
+  options.stop_poll = absl::Milliseconds(20);
   options.log = [&run](const std::string& l) { run.log.push_back(l); };
   const absl::Time start = absl::Now();
   auto result = coach::launcher::Supervise(workers, options);
@@ -156,6 +160,77 @@ TEST(SuperviseTest, ArgumentsAreNotInterpretedByAShell) {
       {WorkerSpec{0, 0, {"/bin/echo", "$(touch " + marker + ")", ";", "touch", marker}, {}}});
   EXPECT_EQ(run.result.exit_code, 0);
   EXPECT_NE(access(marker.c_str(), F_OK), 0);
+}
+
+// Another thread asks for the stop once every file of `ready` exists.
+void RequestStopWhenReady(StopRequest& stop, const std::vector<std::string>& ready) {
+  for (const std::string& f : ready) {
+    while (access(f.c_str(), F_OK) != 0) absl::SleepFor(absl::Milliseconds(10));
+  }
+  stop.Request("the operator restarts the job in place as attempt 2");
+}
+
+TEST(SuperviseTest, AStopRequestStopsEveryWorkerAndIsNoFailure) {
+  const std::string dir = TmpDir("stop-request");
+  StopRequest stop;
+  std::thread requester(RequestStopWhenReady, std::ref(stop),
+                        std::vector<std::string>{dir + "/ready0", dir + "/ready"});
+  // Rank 1 exits by itself with 0 and is reaped (its /proc entry gone) before the stop; ranks 0
+  // and 2 answer SIGTERM with codes of their own, which are not the launcher's.
+  const std::string pid1 = dir + "/pid1";
+  Outcome run = Supervise(
+      {Sh(0, "trap 'exit 7' TERM; touch " + dir + "/ready0; while :; do sleep 0.05; done"),
+       Sh(1, "echo $$ > " + pid1 + ".tmp; mv " + pid1 + ".tmp " + pid1),
+       Sh(2, "trap 'exit 1' TERM; while [ ! -s " + pid1 + " ]; do sleep 0.02; done; " +
+                 "while [ -e /proc/$(cat " + pid1 + ") ]; do sleep 0.02; done; touch " + dir +
+                 "/ready; while :; do sleep 0.05; done")},
+      absl::Seconds(5), &stop);
+  requester.join();
+  EXPECT_TRUE(run.result.stopped_on_request);
+  EXPECT_EQ(run.result.exit_code, 128 + SIGTERM);
+  EXPECT_EQ(CodeOf(run, 0), 7);
+  EXPECT_EQ(CodeOf(run, 1), 0);
+  EXPECT_EQ(CodeOf(run, 2), 1);
+  EXPECT_LT(run.took, absl::Seconds(4));
+  std::vector<std::string> stops;
+  for (const std::string& l : run.log) {
+    if (l.find("; stopping ") != std::string::npos) stops.push_back(l);
+  }
+  EXPECT_THAT(stops,
+              ::testing::ElementsAre(
+                  "coach-launch: the operator restarts the job in place as attempt 2; stopping 2 "
+                  "worker(s) (grace 5s)"));
+}
+
+TEST(SuperviseTest, AStopRequestKillsAfterTheGracePeriod) {
+  const std::string dir = TmpDir("stop-grace");
+  StopRequest stop;
+  std::thread requester(RequestStopWhenReady, std::ref(stop),
+                        std::vector<std::string>{dir + "/ready"});
+  Outcome run =
+      Supervise({Sh(0, "trap '' TERM; touch " + dir + "/ready; while :; do sleep 0.05; done")},
+                absl::Milliseconds(500), &stop);
+  requester.join();
+  EXPECT_TRUE(run.result.stopped_on_request);
+  EXPECT_EQ(run.result.exit_code, 128 + SIGTERM);
+  EXPECT_EQ(CodeOf(run, 0), 137);
+  EXPECT_GE(run.took, absl::Milliseconds(500));
+  EXPECT_LT(run.took, absl::Seconds(4));
+}
+
+TEST(SuperviseTest, AFailureBeforeTheStopRequestKeepsItsCode) {
+  StopRequest stop;
+  Outcome run = Supervise({Sh(0, "exec sleep 30"), Sh(1, "exit 6")}, absl::Seconds(5), &stop);
+  stop.Request("too late");
+  EXPECT_FALSE(run.result.stopped_on_request);
+  EXPECT_EQ(run.result.exit_code, 6);
+  // A request made before any worker starts stops them at once: none is started.
+  StopRequest early;
+  early.Request("early");
+  Outcome none = Supervise({Sh(0, "exec sleep 30")}, absl::Seconds(5), &early);
+  EXPECT_TRUE(none.result.stopped_on_request);
+  EXPECT_TRUE(none.result.exits.empty());
+  EXPECT_LT(none.took, absl::Seconds(2));
 }
 
 TEST(SuperviseTest, RejectsEmptyInput) {

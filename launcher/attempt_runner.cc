@@ -1,0 +1,53 @@
+#include "launcher/attempt_runner.h"
+
+#include <signal.h>
+
+#include <string>
+#include <utility>
+
+namespace coach::launcher {
+namespace {
+
+class ProcessAttemptRunner : public AttemptRunner {
+ public:
+  ProcessAttemptRunner(std::vector<WorkerSpec> workers, SupervisorOptions options)
+      : workers_(std::move(workers)), options_(std::move(options)) {}
+
+  absl::StatusOr<SupervisionResult> Run(int attempt, const StopRequest& stop) override {
+    std::vector<WorkerSpec> workers;
+    workers.reserve(workers_.size());
+    for (const WorkerSpec& w : workers_) workers.push_back(ForAttempt(w, attempt));
+    SupervisorOptions options = options_;
+    options.stop = &stop;
+    return Supervise(workers, options);
+  }
+
+  int WaitForSignal(absl::Duration timeout) override {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    const timespec ts = absl::ToTimespec(timeout);
+    const int sig = sigtimedwait(&set, nullptr, &ts);
+    return sig > 0 ? sig : 0;
+  }
+
+ private:
+  const std::vector<WorkerSpec> workers_;
+  const SupervisorOptions options_;
+};
+
+}  // namespace
+
+WorkerSpec ForAttempt(WorkerSpec spec, int attempt) {
+  spec.env["COACH_ATTEMPT"] = std::to_string(attempt);
+  spec.env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(attempt);
+  return spec;
+}
+
+std::unique_ptr<AttemptRunner> NewProcessAttemptRunner(std::vector<WorkerSpec> workers,
+                                                       SupervisorOptions options) {
+  return std::make_unique<ProcessAttemptRunner>(std::move(workers), std::move(options));
+}
+
+}  // namespace coach::launcher
