@@ -10,8 +10,11 @@ namespace {
 
 class ProcessAttemptRunner : public AttemptRunner {
  public:
-  ProcessAttemptRunner(std::vector<WorkerSpec> workers, SupervisorOptions options)
-      : workers_(std::move(workers)), options_(std::move(options)) {}
+  ProcessAttemptRunner(std::vector<WorkerSpec> workers, SupervisorOptions options,
+                       std::function<void()> attempt_ended)
+      : workers_(std::move(workers)),
+        options_(std::move(options)),
+        attempt_ended_(std::move(attempt_ended)) {}
 
   absl::StatusOr<SupervisionResult> Run(int attempt, const StopRequest& stop) override {
     std::vector<WorkerSpec> workers;
@@ -19,7 +22,9 @@ class ProcessAttemptRunner : public AttemptRunner {
     for (const WorkerSpec& w : workers_) workers.push_back(ForAttempt(w, attempt));
     SupervisorOptions options = options_;
     options.stop = &stop;
-    return Supervise(workers, options);
+    absl::StatusOr<SupervisionResult> result = Supervise(workers, options);
+    if (attempt_ended_) attempt_ended_();
+    return result;
   }
 
   int WaitForSignal(absl::Duration timeout) override {
@@ -35,6 +40,7 @@ class ProcessAttemptRunner : public AttemptRunner {
  private:
   const std::vector<WorkerSpec> workers_;
   const SupervisorOptions options_;
+  const std::function<void()> attempt_ended_;
 };
 
 }  // namespace
@@ -46,8 +52,10 @@ WorkerSpec ForAttempt(WorkerSpec spec, int attempt) {
 }
 
 std::unique_ptr<AttemptRunner> NewProcessAttemptRunner(std::vector<WorkerSpec> workers,
-                                                       SupervisorOptions options) {
-  return std::make_unique<ProcessAttemptRunner>(std::move(workers), std::move(options));
+                                                       SupervisorOptions options,
+                                                       std::function<void()> attempt_ended) {
+  return std::make_unique<ProcessAttemptRunner>(std::move(workers), std::move(options),
+                                                std::move(attempt_ended));
 }
 
 }  // namespace coach::launcher

@@ -41,6 +41,13 @@ class LineSplitter {
   void Flush(const Emit& emit);
 
   size_t held() const { return buf_.size(); }
+  // Whether the next byte starts a line.
+  bool at_line_start() const { return at_line_start_; }
+  // After a Flush whose tail the caller ended itself (its writer is gone): the next byte starts
+  // a line.
+  void StartLine() {
+    if (buf_.empty()) at_line_start_ = true;
+  }
 
  private:
   const size_t max_piece_;

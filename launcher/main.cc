@@ -383,7 +383,9 @@ int Main(int argc, char** argv) {
     restarts.first_attempt = restart->attempt;
     restarts.wait = restart->in_place_wait;
     restarts.log = options.log;
-    code = RunInPlace(*NewProcessAttemptRunner(workers, options), *reporter, restarts);
+    code = RunInPlace(
+        *NewProcessAttemptRunner(workers, options, [&out] { out.EndLines(absl::Seconds(1)); }),
+        *reporter, restarts);
   } else {
     absl::StatusOr<SupervisionResult> result = Supervise(workers, options);
     if (result.ok()) {

@@ -161,12 +161,14 @@ void OutputForwarder::Loop() {
       break;
     }
     uint64_t sync_target = 0;
+    uint64_t end_lines_target = 0;
     if (fds[0].revents != 0) {
       char bytes[64];
       while (read(wake_read_, bytes, sizeof(bytes)) > 0) {
       }
       std::lock_guard<std::mutex> lock(done_mu_);
       sync_target = sync_requested_;
+      if (end_lines_requested_ > end_lines_served_) end_lines_target = end_lines_requested_;
     }
     for (size_t i = 0; i < polled.size(); ++i) {
       Stream& s = *polled[i];
@@ -177,9 +179,22 @@ void OutputForwarder::Loop() {
         CloseStream(s);
       }
     }
+    if (end_lines_target != 0) {
+      for (auto& s : streams_) {
+        if (s->read_fd < 0) continue;
+        const bool tail = s->splitter.held() > 0;
+        Deliver(*s, {}, /*eof=*/true, out);  // a tail gets its '\n'
+        // No tail, yet inside a line: a progress bar's '\r' piece, or a long line's last chunk.
+        if (!tail && !s->splitter.at_line_start() && s->read_fd >= 0) {
+          WriteLocked(s->dest_fd, "\n");
+        }
+        s->splitter.StartLine();
+      }
+    }
     if (sync_target != 0) {
       std::lock_guard<std::mutex> lock(done_mu_);
       sync_served_ = std::max(sync_served_, sync_target);
+      end_lines_served_ = std::max(end_lines_served_, end_lines_target);
       done_cv_.notify_all();
     }
   }
@@ -201,13 +216,18 @@ void OutputForwarder::Loop() {
   done_cv_.notify_all();
 }
 
-void OutputForwarder::Sync(absl::Duration timeout) {
+void OutputForwarder::Sync(absl::Duration timeout) { SyncAndMaybeEndLines(timeout, false); }
+
+void OutputForwarder::EndLines(absl::Duration timeout) { SyncAndMaybeEndLines(timeout, true); }
+
+void OutputForwarder::SyncAndMaybeEndLines(absl::Duration timeout, bool end_lines) {
   if (!started_ || finished_) return;
   uint64_t ticket = 0;
   {
     std::lock_guard<std::mutex> lock(done_mu_);
     if (done_) return;
     ticket = ++sync_requested_;
+    if (end_lines) end_lines_requested_ = ticket;
   }
   const char byte = 0;
   (void)!write(wake_write_, &byte, 1);

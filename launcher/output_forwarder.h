@@ -69,6 +69,11 @@ class OutputForwarder {
   // line about its exit comes after the worker's last lines. No-op before Start, after Finish.
   void Sync(absl::Duration timeout);
 
+  // Sync, then every stream's unterminated last line is passed on with '\n' added: its workers
+  // have exited (an attempt ended, coach-launch restarts them in place), and the next workers'
+  // first lines must not continue it.
+  void EndLines(absl::Duration timeout);
+
   // Closes the write ends and lets the thread drain every pipe to end of file for up to
   // `timeout` (a worker's own child may still hold a pipe open); then whatever the pipes hold
   // is read once more, unterminated tails are passed on, and the pipes are closed.
@@ -88,6 +93,7 @@ class OutputForwarder {
 
   OutputForwarder(int wake_read, int wake_write, size_t max_piece);
   void Loop();
+  void SyncAndMaybeEndLines(absl::Duration timeout, bool end_lines);
   // Reads what `s` holds now (up to a bound). False at end of file or on a read error.
   bool Drain(Stream& s, std::string& scratch, std::string& out);
   void Deliver(Stream& s, absl::string_view data, bool eof, std::string& out);
@@ -105,9 +111,11 @@ class OutputForwarder {
   std::vector<int> broken_dests_;  // guarded by out_mu_
   std::mutex done_mu_;
   std::condition_variable done_cv_;
-  bool done_ = false;            // guarded by done_mu_: every pipe reached end of file
-  uint64_t sync_requested_ = 0;  // guarded by done_mu_
-  uint64_t sync_served_ = 0;     // guarded by done_mu_
+  bool done_ = false;                 // guarded by done_mu_: every pipe reached end of file
+  uint64_t sync_requested_ = 0;       // guarded by done_mu_
+  uint64_t sync_served_ = 0;          // guarded by done_mu_
+  uint64_t end_lines_requested_ = 0;  // guarded by done_mu_: the Sync ticket of the last EndLines
+  uint64_t end_lines_served_ = 0;     // guarded by done_mu_
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> forwarded_bytes_{0};
   bool started_ = false;

@@ -69,6 +69,41 @@ TEST(OutputForwarderTest, SyncDeliversWhatThePipesHoldBeforeTheLaunchersLine) {
   (*f)->Sync(absl::Seconds(5));  // after Finish: returns at once
 }
 
+TEST(OutputForwarderTest, EndLinesEndsAnUnterminatedLineSoTheNextWorkersStartTheirOwn) {
+  Dest out("fwd_end_lines");
+  auto f = OutputForwarder::Create();
+  ASSERT_TRUE(f.ok());
+  absl::StatusOr<int> w = (*f)->AddPipe(out.fd(), "[rank0]:");
+  ASSERT_TRUE(w.ok());
+  (*f)->Start();
+  Write(*w, "attempt 0 whole\nattempt 0 cut");
+  (*f)->Sync(absl::Seconds(5));
+  EXPECT_EQ(out.Read(), "[rank0]:attempt 0 whole\n");  // the cut line waits for its end
+  (*f)->EndLines(absl::Seconds(5));
+  Write(*w, "attempt 1 first\n");
+  (*f)->Finish(absl::Seconds(1));
+  EXPECT_EQ(out.Read(),
+            "[rank0]:attempt 0 whole\n[rank0]:attempt 0 cut\n[rank0]:attempt 1 first\n");
+}
+
+TEST(OutputForwarderTest, EndLinesEndsAProgressBarLine) {
+  Dest out("fwd_end_bar");
+  auto f = OutputForwarder::Create();
+  ASSERT_TRUE(f.ok());
+  absl::StatusOr<int> w = (*f)->AddPipe(out.fd(), "");
+  ASSERT_TRUE(w.ok());
+  (*f)->Start();
+  Write(*w, "10%\r20%\rx");  // pieces end at each '\r'; "x" is held
+  (*f)->Sync(absl::Seconds(5));
+  (*f)->EndLines(absl::Seconds(5));
+  Write(*w, "30%\r");
+  (*f)->Sync(absl::Seconds(5));
+  (*f)->EndLines(absl::Seconds(5));
+  Write(*w, "next\n");
+  (*f)->Finish(absl::Seconds(1));
+  EXPECT_EQ(out.Read(), "10%\r20%\rx\n30%\r\nnext\n");
+}
+
 TEST(OutputForwarderTest, PrefixesLinesPerStreamAndKeepsDestinationsApart) {
   Dest out("fwd_out"), err("fwd_err");
   auto f = OutputForwarder::Create();
