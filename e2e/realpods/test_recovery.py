@@ -529,7 +529,7 @@ def test_kill_nine_behind_coach_launch_restarts_in_place_and_against_recreating(
         assert set(pods) == {name + "-master-0", name + "-worker-0", name + "-worker-1"}, pods
         uids_after = {n: p["metadata"]["uid"] for n, p in pods.items()}
         if mode == "InPlace":
-            assert coach.get("inPlaceRestarts", 0) == 1, coach
+            assert coach.get("inPlaceRestarts", 0) == 1, (coach, kube.condition(done, "Restarting"))
             # The very pods of attempt 0: nothing was rescheduled.
             assert uids_after == r["uids_before"], (uids_after, r["uids_before"])
             for n, pod in pods.items():

@@ -170,7 +170,9 @@ TEST(InPlaceReconcileTest, PodsWithoutALauncherAreRecreated) {
                                    "delete Pod/ddp-worker-1"));
   EXPECT_EQ(r.status.coach().attempt(), 1);
   EXPECT_EQ(r.status.coach().in_place_restarts(), 0);
-  EXPECT_THAT(Last(r.status).message(), Not(HasSubstr("in place")));
+  EXPECT_THAT(Last(r.status).message(),
+              HasSubstr("because Worker replica 1 exited with code 137. Its pods are recreated: "
+                        "pod ddp-worker-0's coach-launch has not reported."));
 }
 
 TEST(InPlaceReconcileTest, DisruptionRecreatesThePods) {

@@ -152,8 +152,8 @@ class Pass {
   // Pending, one whose workers failed in this attempt is Failed with their code.
   ObservedPod AsOfAttempt(const ObservedPod& pod) const;
   // Every replica is one in-place member running the current attempt's ranks (or failed in
-  // it): a restart can be made in place.
-  bool InPlaceReady() const;
+  // it): a restart can be made in place. Otherwise `why_not` says what stands in the way.
+  bool InPlaceReady(std::string& why_not) const;
   // No rank of an earlier attempt runs any more: the ranks of `attempt` may start.
   bool InPlaceReleased(int attempt) const;
   // Ranks that did not all come back in place within the timeout: the pods are recreated.
@@ -210,20 +210,36 @@ ObservedPod Pass::AsOfAttempt(const ObservedPod& pod) const {
   return view;
 }
 
-bool Pass::InPlaceReady() const {
+bool Pass::InPlaceReady(std::string& why_not) const {
   if (!InPlace()) return false;
   std::map<std::pair<std::string, int>, int> seen;
   for (const ObservedPod& pod : observed_.pods) {
-    if (!InPlaceMember(pod) || pod.launch->attempt != attempt_) return false;
-    ++seen[{pod.replica_type, pod.index}];
+    if (!pod.launch.has_value()) {
+      why_not = absl::StrCat("pod ", pod.name, "'s coach-launch has not reported");
+    } else if (pod.phase != PodPhase::kRunning || pod.deleting) {
+      why_not = absl::StrCat("pod ", pod.name, " is not running");
+    } else if (!InPlaceMember(pod)) {
+      why_not = absl::StrCat("pod ", pod.name, " was disrupted");
+    } else if (pod.launch->attempt != attempt_) {
+      why_not =
+          absl::StrCat("pod ", pod.name, "'s coach-launch runs attempt ", pod.launch->attempt);
+    } else {
+      ++seen[{pod.replica_type, pod.index}];
+      continue;
+    }
+    return false;
   }
   for (const std::string& type : ReplicaTypes(job_)) {
     for (int index = 0; index < Replicas(job_, type); ++index) {
       auto it = seen.find({type, index});
-      if (it == seen.end() || it->second != 1) return false;
+      if (it == seen.end() || it->second != 1) {
+        why_not = absl::StrCat(type, " replica ", index, " has ", it == seen.end() ? 0 : it->second,
+                               " pods");
+        return false;
+      }
     }
   }
-  return static_cast<int>(seen.size()) == TotalReplicas(job_);
+  return true;
 }
 
 bool Pass::InPlaceReleased(int attempt) const {
@@ -342,7 +358,8 @@ void Pass::FailRecovery(const std::string& reason, const std::string& message) {
 }
 
 void Pass::RestartJob(bool counted, const std::string& replica_type, const std::string& why) {
-  const bool in_place = InPlaceReady();
+  std::string not_in_place;
+  const bool in_place = InPlaceReady(not_in_place);
   api::v1::CoachJobStatus& coach = *status().mutable_coach();
   coach.set_attempt(attempt_ + 1);
   coach.clear_attempt_running_time();
@@ -361,9 +378,11 @@ void Pass::RestartJob(bool counted, const std::string& replica_type, const std::
     coach.set_disruptions(coach.disruptions() + 1);
     budget = "not counted: a disruption";
   }
-  const std::string msg = absl::StrCat(kind_name_, " ", name(), " is restarting as a whole job",
-                                       in_place ? ", its ranks in place" : "", " (attempt ",
-                                       coach.attempt(), ", ", budget, ") because ", why, ".");
+  const std::string msg = absl::StrCat(
+      kind_name_, " ", name(), " is restarting as a whole job",
+      in_place ? ", its ranks in place" : "", " (attempt ", coach.attempt(), ", ", budget,
+      ") because ", why, ".", not_in_place.empty() ? "" : " Its pods are recreated: ", not_in_place,
+      not_in_place.empty() ? "" : ".");
   MarkRestarting(status(), kind_name_, msg, now_);
   Event(counted ? "Warning" : "Normal", kind_name_ + api::v1::kJobRestartingReason, msg);
   // In place: each pod's coach-launch stops its ranks and starts the next attempt's once every
