@@ -155,6 +155,26 @@ TEST(InPlaceReconcileTest, NextAttemptStartsOnceEveryRankOfTheLastStopped) {
   EXPECT_EQ(again.launch, (LaunchDirective{2, false, false}));
 }
 
+TEST(InPlaceReconcileTest, PodsThatFinishTheAttemptTheyWereCarriedIntoBelongToIt) {
+  model::Job job = InPlaceJob(1);
+  job.mutable_status()->mutable_coach()->set_restarts(1);
+  // Created for attempt 0, restarted in place into attempt 1, where the Master's ranks and then
+  // its container ended: it is attempt 1's, not a pod someone deleted.
+  auto observed = ObservedBuilder(job)
+                      .Succeeded("Master", 0)
+                      .Last(Launch(1, Phase::kRunning))
+                      .Running("Worker", 0)
+                      .Last(Launch(1, Phase::kRunning))
+                      .Running("Worker", 1)
+                      .Last(Launch(1, Phase::kRunning))
+                      .Build();
+  auto r = Reconcile(job, observed, kT0 + absl::Seconds(40), Reporting());
+  EXPECT_THAT(Acts(r), IsEmpty());
+  EXPECT_EQ(r.status.coach().attempt(), 1);
+  EXPECT_EQ(r.status.coach().disruptions(), 0);
+  EXPECT_EQ(Last(r.status).type(), "Succeeded");  // a PyTorchJob succeeds with its Master
+}
+
 TEST(InPlaceReconcileTest, PodsWithoutALauncherAreRecreated) {
   const model::Job job = InPlaceJob();
   // Worker 0's container does not run coach-launch (it never reported).

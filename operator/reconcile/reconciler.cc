@@ -143,10 +143,12 @@ class Pass {
   bool InPlace() const {
     return JobScope() && policy_.in_place && !config_.progress_report_address.empty();
   }
-  // A pod whose coach-launch restarts its ranks in place: it outlives attempts.
+  // A pod whose coach-launch restarts its ranks in place: it outlives attempts, running, and
+  // also once it ended (succeeded, failed) in the attempt its launcher carried it into.
   bool InPlaceMember(const ObservedPod& pod) const {
-    return InPlace() && pod.launch.has_value() && pod.phase == PodPhase::kRunning &&
-           !pod.deleting && !pod.node_lost && pod.disruption.empty();
+    return InPlace() && pod.launch.has_value() && !pod.deleting && !pod.node_lost &&
+           pod.disruption.empty() &&
+           (pod.phase == PodPhase::kRunning || pod.launch->attempt == attempt_);
   }
   // The pod as the attempt `attempt_` sees it: an in-place member between attempts is
   // Pending, one whose workers failed in this attempt is Failed with their code.
@@ -197,7 +199,7 @@ class Pass {
 
 ObservedPod Pass::AsOfAttempt(const ObservedPod& pod) const {
   ObservedPod view = pod;
-  if (!InPlaceMember(pod)) return view;
+  if (!InPlaceMember(pod) || pod.phase != PodPhase::kRunning) return view;
   const ObservedPod::Launch& launch = *pod.launch;
   if (launch.attempt != attempt_) {
     view.phase = PodPhase::kPending;
@@ -217,6 +219,7 @@ bool Pass::InPlaceReady(std::string& why_not) const {
     if (!pod.launch.has_value()) {
       why_not = absl::StrCat("pod ", pod.name, "'s coach-launch has not reported");
     } else if (pod.phase != PodPhase::kRunning || pod.deleting) {
+      // A pod that ended (its container, not only its ranks) or goes: its replacement is new.
       why_not = absl::StrCat("pod ", pod.name, " is not running");
     } else if (!InPlaceMember(pod)) {
       why_not = absl::StrCat("pod ", pod.name, " was disrupted");
