@@ -227,7 +227,15 @@ ProgressReporter::Outcome ProgressReporter::SendOne(const ProgressSnapshot& snap
     launch = launch_;
   }
   if (launch) *request.mutable_launch() = *launch;
+  // UNAVAILABLE is mostly an operator replica that does not lead, reached through a Service
+  // that balances connections over all of them: a new connection at once reaches the leader
+  // with the odds of one replica in N, not one report interval later.
   absl::StatusOr<api::v1::ReportProgressResponse> answer = sender_->Send(request, token, timeout);
+  for (int retry = 0; retry < config_.unavailable_retries && absl::IsUnavailable(answer.status());
+       ++retry) {
+    sender_->Reconnect();
+    answer = sender_->Send(request, token, timeout);
+  }
   const absl::Status& s = answer.status();
   const bool unimplemented = absl::IsUnimplemented(s);
   {

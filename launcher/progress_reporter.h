@@ -16,7 +16,8 @@
 // tracker's min_interval (a heartbeat: after heartbeat_interval), so that no progress is lost to
 // a failure (the operator takes a heartbeat for no progress); the first failure of each kind is
 // logged once. UNAVAILABLE (another operator replica, one that does not lead, or a restart)
-// makes the next report use a new connection. UNIMPLEMENTED (an operator that takes no reports)
+// is tried again at once on a new connection, up to `unavailable_retries` times, and makes the
+// next report use a new connection. UNIMPLEMENTED (an operator that takes no reports)
 // ends reporting.
 //
 // For a launcher that restarts its ranks in place (in_place_restarts.h), every report also
@@ -79,6 +80,8 @@ struct ProgressReporterConfig {
   // the interval of every report while the launcher waits (FAILED, STOPPED).
   absl::Duration launch_heartbeat_interval = absl::Seconds(2);
   absl::Duration launch_wait_interval = absl::Milliseconds(500);
+  // A report answered UNAVAILABLE goes again at once on a new connection, this many times.
+  int unavailable_retries = 4;
 };
 
 struct ProgressReporterStats {

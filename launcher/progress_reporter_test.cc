@@ -35,6 +35,10 @@ class RecordingService : public api::v1::TrainingService::Service {
       call.authorization.assign(it->second.data(), it->second.size());
     }
     calls.push_back(call);
+    if (unavailable_calls > 0) {
+      --unavailable_calls;
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not the leader");
+    }
     response->set_accepted(true);
     return answer;
   }
@@ -54,9 +58,15 @@ class RecordingService : public api::v1::TrainingService::Service {
     return calls.size();
   }
 
+  void UnavailableFor(int n) {
+    std::lock_guard<std::mutex> lock(mu);
+    unavailable_calls = n;
+  }
+
   std::mutex mu;
   std::vector<Call> calls;
   grpc::Status answer = grpc::Status::OK;
+  int unavailable_calls = 0;  // the next calls answered UNAVAILABLE before `answer`
 };
 
 class ProgressReporterTest : public ::testing::Test {
@@ -211,6 +221,20 @@ TEST_F(ProgressReporterTest, AFailedReportsProgressGoesAgainNotAsAHeartbeat) {
   const RecordingService::Call& answered = calls[refused];  // the first one answered OK
   EXPECT_EQ(answered.request.step(), 7);
   EXPECT_FALSE(answered.request.heartbeat());
+}
+
+TEST_F(ProgressReporterTest, AReplicaThatDoesNotLeadIsPassedByAtOnceOnANewConnection) {
+  // Two answers from replicas that do not lead, then the leader: one report, no failure.
+  service_.UnavailableFor(2);
+  std::unique_ptr<ProgressReporter> reporter = Reporter();
+  reporter->Start();
+  reporter->OnMetric(Line("loss", 0.5, 7));
+  ASSERT_TRUE(WaitFor([&] { return reporter->stats().sent >= 1; }));
+  reporter->Finish(absl::ZeroDuration());
+  EXPECT_EQ(reporter->stats().failed, 0);
+  const auto calls = service_.Calls();
+  ASSERT_GE(calls.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(calls[i].request.step(), 7) << i;
 }
 
 TEST_F(ProgressReporterTest, AnOperatorThatTakesNoReportsEndsReporting) {
