@@ -175,6 +175,24 @@ TEST(InPlaceReconcileTest, PodsThatFinishTheAttemptTheyWereCarriedIntoBelongToIt
   EXPECT_EQ(Last(r.status).type(), "Succeeded");  // a PyTorchJob succeeds with its Master
 }
 
+TEST(InPlaceReconcileTest, AStalledJobRestartsInPlace) {
+  model::Job job = InPlaceJob();
+  (*job.mutable_metadata()->mutable_annotations())["coach.dev/progress-deadline"] = "60s";
+  // Every launcher answers; the training behind them made no progress for the deadline.
+  model::ObservedState observed =
+      Pods(job, {0, Phase::kRunning}, {0, Phase::kRunning}, {0, Phase::kRunning});
+  for (ObservedPod& p : observed.pods) {
+    p.progress = ObservedPod::Progress{4, {}, 0, kT0 + absl::Seconds(10)};
+  }
+  auto r = Reconcile(job, observed, kT0 + absl::Seconds(70), Reporting());
+  EXPECT_THAT(Acts(r), IsEmpty());
+  EXPECT_EQ(r.status.coach().attempt(), 1);
+  EXPECT_EQ(r.status.coach().in_place_restarts(), 1);
+  EXPECT_THAT(Last(r.status).message(), HasSubstr("its ranks in place"));
+  EXPECT_THAT(Last(r.status).message(), HasSubstr("stalled"));
+  EXPECT_EQ(r.launch, (LaunchDirective{1, false, false}));
+}
+
 TEST(InPlaceReconcileTest, PodsWithoutALauncherAreRecreated) {
   const model::Job job = InPlaceJob();
   // Worker 0's container does not run coach-launch (it never reported).
