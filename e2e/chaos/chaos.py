@@ -38,6 +38,22 @@ def env_float(name, default):
     return float(os.environ.get(name, default))
 
 
+def wait_established(kubectl, kubeconfig, timeout):
+    """Waits until every CRD is Established. `kubectl wait --for=condition=Established` fails at
+    once, rather than waiting, on a CRD so new that its status has no conditions yet."""
+    base = [kubectl, "--kubeconfig", kubeconfig]
+    names = subprocess.run(base + ["get", "crd", "-o", "name"], check=True, capture_output=True,
+                           text=True).stdout.split()
+    deadline = time.time() + timeout
+    jsonpath = 'jsonpath={.status.conditions[?(@.type=="Established")].status}'
+    for name in names:
+        while subprocess.run(base + ["get", name, "-o", jsonpath], capture_output=True,
+                             text=True).stdout.strip() != "True":
+            if time.time() > deadline:
+                raise RuntimeError("%s not Established in %d s" % (name, timeout))
+            time.sleep(0.2)
+
+
 class Run:
     """One suite: its control plane, namespace, watch and operator, and its summary."""
 
@@ -57,9 +73,7 @@ class Run:
         kubectl = os.path.join(self.tenv.env["COACH_TESTENV_BIN"], "kubectl")
         subprocess.run([kubectl, "--kubeconfig", self.tenv.kubeconfig, "apply", "-f", crds],
                        check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([kubectl, "--kubeconfig", self.tenv.kubeconfig, "wait",
-                        "--for=condition=Established", "crd", "--all", "--timeout=60s"],
-                       check=True, stdout=subprocess.DEVNULL)
+        wait_established(kubectl, self.tenv.kubeconfig, 60)
         self.api.create_namespace(self.ns)
         self.watch = cluster.PodWatch(self.api, self.ns, os.path.join(self.work, "pods.trace"))
         self.watch.start()

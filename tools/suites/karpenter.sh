@@ -64,7 +64,7 @@ kubeconfig=$(COACH_TESTENV_NODES=0 "$TESTENV" up --dir "$DIR") || fail "testenv 
 K() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 "$KARPENTER" up --dir "$DIR" || fail "karpenter up"
 K apply --server-side -f charts/coach/crds >/dev/null || fail "coach's CRDs"
-K wait --for=condition=Established --timeout=60s crd --all >/dev/null || fail "CRDs established"
+suite_crds_established K 60 --all || fail "CRDs established"
 read -r grpc_port http_port <<<"$(/usr/bin/python3 -c '
 import socket; s=[socket.socket() for _ in range(2)]
 [x.bind(("127.0.0.1", 0)) for x in s]; print(*[x.getsockname()[1] for x in s])')"
@@ -89,7 +89,7 @@ suite_case "the chart's NodePools and EC2NodeClass pass Karpenter's CRDs"
 # dry run: the CRDs' schemas and CEL rules), in three shapes; named apart from the kwok
 # NodePools of the same default names, which a dry run would otherwise patch.
 K apply --server-side -f "$("$KARPENTER" bin)/crds-aws" >/dev/null || fail "the EC2NodeClass CRD"
-K wait --for=condition=Established --timeout=300s crd ec2nodeclasses.karpenter.k8s.aws >/dev/null ||
+suite_crds_established K 300 crd/ec2nodeclasses.karpenter.k8s.aws ||
   fail "the EC2NodeClass CRD is not established"
 chart_set=(--set karpenter.gpuNodePool=chart-gpu --set karpenter.cpuNodePool=chart-cpu
   --set karpenter.nodePools.create=true --set karpenter.ec2NodeClass.create=true

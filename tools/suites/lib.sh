@@ -155,6 +155,26 @@ suite_testenv_build() {
   TESTENV_BIN=$(tools/testenv/testenv bin) || fail "tools/testenv/testenv bin"
 }
 
+# Waits until CRDs are Established: `suite_crds_established KUBECTL SECONDS NAME...` (`crd/<name>`, or `--all` for
+# every CRD), KUBECTL a command or function taking kubectl's arguments. `kubectl wait
+# --for=condition=Established` fails at once, rather than waiting, on a CRD so new that its
+# status has no conditions yet ("status.conditions accessor error").
+suite_crds_established() {
+  local kubectl=$1 deadline=$((SECONDS + $2)) crd
+  local established='jsonpath={.status.conditions[?(@.type=="Established")].status}'
+  shift 2
+  local crds=("$@")
+  if [[ ${crds[0]:-} == --all ]]; then
+    mapfile -t crds < <("$kubectl" get crd -o name) || return 1
+  fi
+  for crd in "${crds[@]}"; do
+    until [[ $("$kubectl" get "$crd" -o "$established" 2>/dev/null) == True ]]; do
+      ((SECONDS < deadline)) || return 1
+      sleep 0.2
+    done
+  done
+}
+
 # One real kubelet node per machine (fixed host paths, iptables chains): the suites that bring one
 # up take turns here, for as long as the suite runs.
 suite_real_node_lock() {

@@ -73,8 +73,7 @@ k() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 CRDS=${COACH_UPSTREAM_SDK_CRDS:-charts/coach/crds}
 k apply --server-side -f "$CRDS" >"$WORK/crds.log" 2>&1 ||
   { cat "$WORK/crds.log" >&2; fail "kubectl apply --server-side -f $CRDS"; }
-k wait --for=condition=Established crd --all --timeout=60s >/dev/null ||
-  fail "coach's CRDs not Established in 60 s"
+suite_crds_established k 60 --all || fail "coach's CRDs not Established in 60 s"
 say "control plane up and CRDs ($CRDS) Established in $((SECONDS - t0)) s ($DIR)"
 
 suite_case "the operator"
