@@ -237,6 +237,7 @@ absl::StatusOr<MergedTrainJob> MergeRuntime(const json& train_job, const json& r
   if (spec.contains("suspend")) plan.spec["suspend"] = spec["suspend"];
 
   MergedTrainJob out;
+  out.trainer_job = plan.JobName(plan.trainer_index);
   json metadata = {{"name", plan.name}, {"namespace", plan.namespace_}};
   if (!labels.empty()) metadata["labels"] = labels;
   if (!annotations.empty()) metadata["annotations"] = annotations;
@@ -262,7 +263,6 @@ absl::StatusOr<MergedTrainJob> MergeRuntime(const json& train_job, const json& r
     out.ml_policy["numNodes"] = nodes;
   }
   out.pod_group_policy = runtime_spec.value("podGroupPolicy", json());
-  out.trainer_job = plan.JobName(plan.trainer_index);
   return out;
 }
 
