@@ -192,7 +192,23 @@ void ApplyPodGroupPolicy(const json& policy, Plan& plan) {
 
 }  // namespace
 
+namespace {
+absl::StatusOr<MergedTrainJob> MergeChecked(const json& train_job, const json& runtime);
+}  // namespace
+
 absl::StatusOr<MergedTrainJob> MergeRuntime(const json& train_job, const json& runtime) {
+  // The shapes are checked before and after the patches, but a patch may put a value of the
+  // wrong type anywhere it reaches: a job author must never make the operator throw.
+  try {
+    return MergeChecked(train_job, runtime);
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.runtimePatches: the merged runtime has a field of the wrong type (", e.what(), ")"));
+  }
+}
+
+namespace {
+absl::StatusOr<MergedTrainJob> MergeChecked(const json& train_job, const json& runtime) {
   RETURN_IF_ERROR(ValidateTrainJob(train_job));
   RETURN_IF_ERROR(ValidateRuntime(train_job, runtime));
 
@@ -265,6 +281,8 @@ absl::StatusOr<MergedTrainJob> MergeRuntime(const json& train_job, const json& r
   out.pod_group_policy = runtime_spec.value("podGroupPolicy", json());
   return out;
 }
+
+}  // namespace
 
 namespace internal {
 

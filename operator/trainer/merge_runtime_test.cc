@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "operator/trainer/realize.h"
 #include "operator/trainer/reference_data.h"
 
 namespace coach::trainer {
@@ -442,6 +444,35 @@ TEST(MergeRuntimeTest, ErrorsNameTheField) {
     ASSERT_FALSE(m.ok()) << c.scenario;
     EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << c.scenario;
     EXPECT_THAT(m.status().message(), HasSubstr(c.want)) << c.scenario;
+  }
+}
+
+// A job author's patch may give any field any type: the merge and the pods it becomes answer
+// InvalidArgument, never throw.
+TEST(MergeRuntimeTest, PatchesOfTheWrongTypeAreRefusedNotThrown) {
+  const char* containers[] = {
+      R"({"name": "node", "volumeMounts": "x"})", R"({"name": "node", "env": 5})",
+      R"({"name": "node", "resources": []})",     R"({"name": "node", "ports": [7]})",
+      R"({"name": "node", "command": {"a": 1}})",
+  };
+  for (const char* container : containers) {
+    json train_job = TrainJob("t", "torch-distributed", json::parse(R"({"numNodes": 2})"));
+    train_job["spec"]["runtimePatches"] = json::array({json::parse(
+        absl::StrCat(R"({"manager": "a.io/b", "trainingRuntimeSpec": {"template": {"spec":
+            {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec":
+            {"containers": [)",
+                     container, "]}}}}}]}}}}"))});
+    absl::StatusOr<MergedTrainJob> m;
+    ASSERT_NO_THROW(m = MergeRuntime(train_job, Runtime("torch_distributed.yaml"))) << container;
+    if (!m.ok()) {
+      EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << container;
+      continue;
+    }
+    absl::StatusOr<RealizedTrainJob> r;
+    ASSERT_NO_THROW(r = RealizeTrainJob(train_job, *m, ClusterFacts())) << container;
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << container;
+    }
   }
 }
 

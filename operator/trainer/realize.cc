@@ -216,9 +216,26 @@ json Hostfile(const JobSetView& js, const MergedTrainJob& merged, const json& tr
 
 }  // namespace
 
+namespace {
+absl::StatusOr<RealizedTrainJob> RealizeChecked(const json& train_job, const MergedTrainJob& merged,
+                                                const ClusterFacts& facts);
+}  // namespace
+
 absl::StatusOr<RealizedTrainJob> RealizeTrainJob(const json& train_job,
                                                  const MergedTrainJob& merged,
                                                  const ClusterFacts& facts) {
+  // As MergeRuntime: no field a job author wrote may make the operator throw.
+  try {
+    return RealizeChecked(train_job, merged, facts);
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.template.spec: the merged JobSet has a field of the wrong type (", e.what(), ")"));
+  }
+}
+
+namespace {
+absl::StatusOr<RealizedTrainJob> RealizeChecked(const json& train_job, const MergedTrainJob& merged,
+                                                const ClusterFacts& facts) {
   const json& job_set = merged.job_set;
   const json& spec = job_set["spec"];
   JobSetView js;
@@ -287,5 +304,6 @@ absl::StatusOr<RealizedTrainJob> RealizeTrainJob(const json& train_job,
   }
   return out;
 }
+}  // namespace
 
 }  // namespace coach::trainer
