@@ -45,7 +45,6 @@ absl::StatusOr<Result> ValidateTrainingRuntime(const nlohmann::json& runtime,
 // `now` (RFC 3339, seconds) on create where unset, and on update for patches whose manager is
 // new (where unset) or whose content changed; an unchanged patch keeps its old time.
 absl::StatusOr<nlohmann::json> DefaultTrainJob(const nlohmann::json& train_job,
-                                               const nlohmann::json* old_train_job,
-                                               absl::Time now);
+                                               const nlohmann::json* old_train_job, absl::Time now);
 
 }  // namespace coach::trainer::admission

@@ -74,7 +74,8 @@ absl::StatusOr<Result> ValidateTrainingRuntime(const json& runtime, const json* 
     for (const RuntimeContainer& c : job.containers) has_required |= c.name == required;
     if (!has_required) {
       result.errors.push_back(Invalid(
-          path + ".template.spec.template.spec.containers", nlohmann::ordered_json(job.containers_json),
+          path + ".template.spec.template.spec.containers",
+          nlohmann::ordered_json(job.containers_json),
           absl::StrCat("must contain the required container for the ancestor: ", *job.ancestor)));
     }
   }

@@ -169,9 +169,7 @@ class TrainJobRules {
  public:
   TrainJobRules(const json& train_job, const json& runtime, const json* old,
                 const std::vector<RuntimeJob>& jobs)
-      : spec_(At(train_job, "spec")),
-        ml_(At(At(runtime, "spec"), "mlPolicy")),
-        old_(old) {
+      : spec_(At(train_job, "spec")), ml_(At(At(runtime, "spec"), "mlPolicy")), old_(old) {
     for (const RuntimeJob& j : jobs) jobs_[j.name] = &j;
   }
 
@@ -201,14 +199,14 @@ class TrainJobRules {
     if (job == nullptr) {
       errors.push_back(
           Invalid("spec.runtimeRef", ref,
-                  absl::StrCat("must have ", job_name, " job when trainJob is configured with input ",
-                               config)));
+                  absl::StrCat("must have ", job_name,
+                               " job when trainJob is configured with input ", config)));
       return;
     }
     if (!job->HasContainer(job_name)) {
-      errors.push_back(Invalid(
-          "spec.runtimeRef", ref,
-          absl::StrCat("must have container with name - ", job_name, " in the ", job_name, " job")));
+      errors.push_back(Invalid("spec.runtimeRef", ref,
+                               absl::StrCat("must have container with name - ", job_name,
+                                            " in the ", job_name, " job")));
       return;
     }
     // Upstream looks for the mount in containers only, although an initContainer of that name
@@ -219,10 +217,10 @@ class TrainJobRules {
         if (m == kInitializerVolume) return;
       }
     }
-    errors.push_back(Invalid("spec.runtimeRef", ref,
-                             absl::StrCat("must have volumeMount with name - ", kInitializerVolume,
-                                          " in container ", job_name, " of the ", job_name,
-                                          " job")));
+    errors.push_back(
+        Invalid("spec.runtimeRef", ref,
+                absl::StrCat("must have volumeMount with name - ", kInitializerVolume,
+                             " in container ", job_name, " of the ", job_name, " job")));
   }
 
   void PatchesImmutable(std::vector<FieldError>& errors) const {
@@ -250,16 +248,19 @@ class TrainJobRules {
           At(At(At(At(patch, "trainingRuntimeSpec"), "template"), "spec"), "replicatedJobs");
       if (!rjobs.is_array()) continue;
       for (const json& rjob : rjobs) {
-        const std::string name = At(rjob, "name").is_string() ? At(rjob, "name").get<std::string>() : "";
+        const std::string name =
+            At(rjob, "name").is_string() ? At(rjob, "name").get<std::string>() : "";
         const RuntimeJob* job = Job(name);
         if (job == nullptr) {
           errors.push_back(Invalid(
-              path, shown, "must not have replicated job that doesn't exist in the runtime job template"));
+              path, shown,
+              "must not have replicated job that doesn't exist in the runtime job template"));
           continue;
         }
         const json& pod = At(At(At(At(rjob, "template"), "spec"), "template"), "spec");
         for (const json& c : At(pod, "initContainers")) {
-          if (!job->HasContainer(At(c, "name").is_string() ? At(c, "name").get<std::string>() : "")) {
+          if (!job->HasContainer(At(c, "name").is_string() ? At(c, "name").get<std::string>()
+                                                           : "")) {
             errors.push_back(Invalid(path, shown,
                                      absl::StrCat("must not have initContainer that doesn't exist "
                                                   "in the runtime job ",
@@ -267,13 +268,15 @@ class TrainJobRules {
           }
         }
         for (const json& c : At(pod, "containers")) {
-          const std::string cname = At(c, "name").is_string() ? At(c, "name").get<std::string>() : "";
+          const std::string cname =
+              At(c, "name").is_string() ? At(c, "name").get<std::string>() : "";
           if (!job->HasContainer(cname)) {
             errors.push_back(Invalid(
                 path, shown,
-                absl::StrCat("must not have container that doesn't exist in the runtime job ", name)));
-          } else if (!At(c, "env").empty() &&
-                     (cname == kDatasetInitializer || cname == kModelInitializer || cname == kNode)) {
+                absl::StrCat("must not have container that doesn't exist in the runtime job ",
+                             name)));
+          } else if (!At(c, "env").empty() && (cname == kDatasetInitializer ||
+                                               cname == kModelInitializer || cname == kNode)) {
             errors.push_back(Invalid(path, shown,
                                      "must not have envs for the dataset-initializer, "
                                      "model-initializer, node containers"));
@@ -288,15 +291,16 @@ class TrainJobRules {
       const std::string job_name = At(target, "jobName").get<std::string>();
       ordered_json shown = ordered_json::object();
       shown["jobName"] = job_name;
-      if (!At(target, "containerNames").empty()) shown["containerNames"] = At(target, "containerNames");
+      if (!At(target, "containerNames").empty())
+        shown["containerNames"] = At(target, "containerNames");
       for (const json& c : At(target, "containerNames")) {
         const std::string cname = c.get<std::string>();
         const RuntimeJob* job = Job(job_name);
         if (job != nullptr && job->HasContainer(cname)) continue;
-        errors.push_back(Invalid("spec.runtimeRef", shown,
-                                 absl::StrCat("envInjection target podSet ", GoQuote(job_name),
-                                              " container ", GoQuote(cname),
-                                              " not found in runtime template")));
+        errors.push_back(
+            Invalid("spec.runtimeRef", shown,
+                    absl::StrCat("envInjection target podSet ", GoQuote(job_name), " container ",
+                                 GoQuote(cname), " not found in runtime template")));
       }
     }
     ReservedEnv(TorchReservedEnv(), errors);
@@ -316,9 +320,10 @@ class TrainJobRules {
     const int64_t nodes = num_nodes.is_number_integer() ? num_nodes.get<int64_t>() : 1;
     if (nodes >= 2 && IsTrue(At(At(ml_, "mpi"), "runLauncherAsNode")) &&
         (Job(kLauncher) == nullptr || Job(kNode) == nullptr)) {
-      errors.push_back(Invalid("spec.trainer.numNodes", nodes,
-                               "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode "
-                               "does not have either launcher and node"));
+      errors.push_back(
+          Invalid("spec.trainer.numNodes", nodes,
+                  "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode "
+                  "does not have either launcher and node"));
     }
     ReservedEnv(MpiReservedEnv(), errors);
   }
@@ -364,12 +369,12 @@ absl::StatusOr<Result> Validate(const json& train_job, const json* runtime, cons
   const bool cluster = kind == kClusterKind;
   if (runtime == nullptr) {
     const std::string name = At(*ref, "name").get<std::string>();
-    result.errors.push_back(Invalid(
-        cluster ? "spec.RuntimeRef" : "spec.runtimeRef", RuntimeRefValue(*ref),
-        absl::StrCat(cluster ? "clustertrainingruntimes" : "trainingruntimes", ".", kGroup, " ",
-                     GoQuote(name), " not found: specified ",
-                     cluster ? "clusterTrainingRuntime" : "trainingRuntime",
-                     " must be created before the TrainJob is created")));
+    result.errors.push_back(
+        Invalid(cluster ? "spec.RuntimeRef" : "spec.runtimeRef", RuntimeRefValue(*ref),
+                absl::StrCat(cluster ? "clustertrainingruntimes" : "trainingruntimes", ".", kGroup,
+                             " ", GoQuote(name), " not found: specified ",
+                             cluster ? "clusterTrainingRuntime" : "trainingRuntime",
+                             " must be created before the TrainJob is created")));
     return result;
   }
   RETURN_IF_ERROR(trainer::ValidateRuntime(train_job, *runtime));

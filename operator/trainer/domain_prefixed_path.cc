@@ -43,7 +43,8 @@ bool IsHttpPath(absl::string_view s) {
 
 }  // namespace
 
-std::vector<FieldError> DomainPrefixedPathErrors(const std::string& path, const std::string& value) {
+std::vector<FieldError> DomainPrefixedPathErrors(const std::string& path,
+                                                 const std::string& value) {
   if (value.empty()) return {Required(path, "")};
   const size_t slash = value.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == value.size()) {

@@ -65,8 +65,7 @@ absl::StatusOr<std::string> StringMember(const json& obj, const char* key,
   return *s == nullptr ? std::string() : (*s)->get<std::string>();
 }
 
-absl::StatusOr<const json*> ObjectList(const json& obj, const char* key,
-                                       const std::string& path) {
+absl::StatusOr<const json*> ObjectList(const json& obj, const char* key, const std::string& path) {
   absl::StatusOr<const json*> list = Member(obj, key, json::value_t::array, path);
   if (!list.ok() || *list == nullptr) return list;
   for (size_t i = 0; i < (*list)->size(); ++i) {

@@ -13,8 +13,7 @@ namespace coach::trainer {
 // obj[key] when it is of type `want`; nullptr when `obj` lacks it or it is null. `obj` must be
 // an object; `path` is the member's path for the error.
 absl::StatusOr<const nlohmann::json*> Member(const nlohmann::json& obj, const char* key,
-                                             nlohmann::json::value_t want,
-                                             const std::string& path);
+                                             nlohmann::json::value_t want, const std::string& path);
 
 // Like Member for an object whose values must all be strings (labels, annotations).
 absl::StatusOr<const nlohmann::json*> StringMap(const nlohmann::json& obj, const char* key,

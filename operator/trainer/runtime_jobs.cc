@@ -24,9 +24,9 @@ absl::StatusOr<std::vector<RuntimeContainer>> ReadContainers(const json& pod, co
     ASSIGN_OR_RETURN(const json* mounts, ObjectList(c, "volumeMounts", cp + ".volumeMounts"));
     if (mounts != nullptr) {
       for (size_t m = 0; m < mounts->size(); ++m) {
-        ASSIGN_OR_RETURN(std::string name, StringMember((*mounts)[m], "name",
-                                                        absl::StrCat(cp, ".volumeMounts[", m,
-                                                                     "].name")));
+        ASSIGN_OR_RETURN(
+            std::string name,
+            StringMember((*mounts)[m], "name", absl::StrCat(cp, ".volumeMounts[", m, "].name")));
         rc.volume_mounts.push_back(std::move(name));
       }
     }
@@ -57,7 +57,8 @@ absl::StatusOr<RuntimeJob> ReadJob(const json& job, const std::string& path) {
   const std::string sp = path + ".template.spec";
   ASSIGN_OR_RETURN(const json* spec, Member(*tmpl, "spec", value_t::object, sp));
   if (spec == nullptr) return out;
-  ASSIGN_OR_RETURN(const json* pod_tmpl, Member(*spec, "template", value_t::object, sp + ".template"));
+  ASSIGN_OR_RETURN(const json* pod_tmpl,
+                   Member(*spec, "template", value_t::object, sp + ".template"));
   if (pod_tmpl == nullptr) return out;
   const std::string pp = sp + ".template.spec";
   ASSIGN_OR_RETURN(const json* pod, Member(*pod_tmpl, "spec", value_t::object, pp));

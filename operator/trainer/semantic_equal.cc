@@ -5,7 +5,9 @@ namespace {
 
 using nlohmann::json;
 
-bool IsEmpty(const json& v) { return v.is_null() || ((v.is_array() || v.is_object()) && v.empty()); }
+bool IsEmpty(const json& v) {
+  return v.is_null() || ((v.is_array() || v.is_object()) && v.empty());
+}
 
 }  // namespace
 
