@@ -1,6 +1,7 @@
 #include "operator/reconcile/quantity.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace coach::reconcile {
@@ -118,6 +119,14 @@ std::optional<Quantity> Quantity::Parse(std::string_view s) {
   }
   q.nanos_ = value;
   return q;
+}
+
+int64_t Quantity::Value() const {
+  const absl::int128 kNano = 1000000000;
+  absl::int128 units = Abs(nanos_) / kNano + (Abs(nanos_) % kNano != 0 ? 1 : 0);
+  const absl::int128 kMax = std::numeric_limits<int64_t>::max();
+  if (units > kMax) units = kMax;
+  return static_cast<int64_t>(nanos_ < 0 ? -units : units);
 }
 
 std::string Quantity::ToString() const {

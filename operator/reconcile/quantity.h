@@ -4,6 +4,7 @@
 // as summing pod requests into a PodGroup's minResources needs: parse, add, print in the
 // canonical form the Go client would send.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,10 @@ class Quantity {
   // Keeps this quantity's format, as Quantity.Add does: "1Gi" + "512Mi" is "1536Mi",
   // "1" + "500m" is "1500m".
   void Add(const Quantity& other) { nanos_ += other.nanos_; }
+
+  // Whole units rounded away from zero, as Quantity.Value() does: "1500m" is 2, "-1500m" -2.
+  // Saturates at the int64 range.
+  int64_t Value() const;
 
   // Canonical form: a binary quantity prints with the largest Ki..Ei suffix that divides it
   // (decimal when it is below 1024 or not whole, "1536" rather than "1.5Ki"); a decimal one

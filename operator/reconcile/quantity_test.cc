@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +71,20 @@ TEST(QuantityTest, SumsInCanonicalForm) {
       sum->Add(*q);
     }
     EXPECT_EQ(sum->ToString(), c.want);
+  }
+}
+
+TEST(QuantityTest, ValueRoundsWholeUnitsAwayFromZero) {
+  struct Case {
+    const char* text;
+    int64_t want;
+  };
+  const Case cases[] = {{"2", 2}, {"1500m", 2}, {"1", 1},       {"1m", 1},
+                        {"0", 0}, {"2.0", 2},   {"-1500m", -2}, {"16Gi", 17179869184}};
+  for (const Case& c : cases) {
+    std::optional<Quantity> q = Quantity::Parse(c.text);
+    ASSERT_TRUE(q.has_value()) << c.text;
+    EXPECT_EQ(q->Value(), c.want) << c.text;
   }
 }
 
