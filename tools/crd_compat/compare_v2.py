@@ -34,11 +34,14 @@ def main(argv):
     corpus, up_dir, coach_dir = argv[1], argv[2], argv[3]
     rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(corpus, "index.tsv")) if l.strip()]
     failures, pod_defaults = [], set()
-    counts = {}
+    counts, outcome = {}, {"both": 0, "upstream only": 0, "coach only": 0, "neither": 0}
+    cel_checked = 0
     for case, expect, message, _note in rows:
         up_rc, up_obj, up_out = load(up_dir, case)
         co_rc, co_obj, co_out = load(coach_dir, case)
         counts[expect] = counts.get(expect, 0) + 1
+        outcome["both" if up_rc == 0 and co_rc == 0 else "upstream only" if up_rc == 0 else
+                "coach only" if co_rc == 0 else "neither"] += 1
         with open(os.path.join(corpus, case + ".json")) as f:
             manifest = json.load(f)
         part = "status" if os.path.exists(os.path.join(corpus, case + ".status.json")) else "spec"
@@ -61,6 +64,7 @@ def main(argv):
         if up_rc != 0 and co_rc == 0:
             fail("upstream refuses (%s), coach accepts" % first_line(up_out))
         if expect == "reject" and message:
+            cel_checked += 1
             for who, out, rc in (("upstream", up_out, up_rc), ("coach", co_out, co_rc)):
                 if rc != 0 and message not in out:
                     fail("%s's error lacks %r: %s" % (who, message, first_line(out)))
@@ -83,8 +87,9 @@ def main(argv):
         for path, v in leaves(co_s):
             if get(up_s, path) is KeyError:
                 fail("%s.%s=%s only under coach" % (part, ".".join(map(str, path)), json.dumps(v)))
-    print("crd_compat v2: %d cases (%s)" % (len(rows), ", ".join(
-        "%s %d" % kv for kv in sorted(counts.items()))))
+    print("crd_compat v2: %d cases (%s): accepted by %s; %d refusals checked for upstream's "
+          "CEL message" % (len(rows), ", ".join("%s %d" % kv for kv in sorted(counts.items())),
+                           ", ".join("%s %d" % kv for kv in outcome.items()), cel_checked))
     if pod_defaults:
         print("crd_compat v2: pod-template defaults only upstream stores (the API server gives "
               "Pods the same): %s" % ", ".join(sorted(pod_defaults)[:12]))
