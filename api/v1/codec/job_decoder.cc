@@ -339,10 +339,9 @@ void DecodeCoachStatus(FieldDecoder& d, const json& v, CoachJobStatus* coach) {
   const std::string path = "status.coach";
   const json* object = d.Object(v, path);
   if (object == nullptr) return;
-  d.Unknown(
-      *object, path,
-      {"attempt", "restarts", "disruptions", "restartsByType", "attemptRunningTime", "progress",
-       "restartTime", "inPlaceRestarts"});
+  d.Unknown(*object, path,
+            {"attempt", "restarts", "disruptions", "restartsByType", "attemptRunningTime",
+             "progress", "restartTime", "inPlaceRestarts"});
   Count(d, *object, "attempt", path, [&](int32_t i) { coach->set_attempt(i); });
   Count(d, *object, "restarts", path, [&](int32_t i) { coach->set_restarts(i); });
   Count(d, *object, "disruptions", path, [&](int32_t i) { coach->set_disruptions(i); });
