@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # coach's CRDs and Helm chart (charts/coach) against a real API server (tools/testenv):
-#  1. the generated CRDs are up to date (tools/gen_crds.py --check) and small enough for
-#     client-side `kubectl apply` (last-applied annotation limit 262144 bytes);
+#  1. the generated CRDs are up to date (tools/gen_crds.py and tools/gen_trainer_crds.py
+#     --check) and small enough for client-side `kubectl apply` (last-applied annotation limit
+#     262144 bytes);
 #  2. helm lint / helm template over several value sets, the refusals the chart promises, and
 #     the probes on the probe port (--probe-listen);
 #  3. a corpus (tools/crd_compat/corpus.py: testdata + manifests walked from upstream's schema +
 #     unusual pod templates) goes through `kubectl apply --dry-run=server` first with upstream's
 #     CRDs installed, then, after deleting them, with coach's; tools/crd_compat/compare.py fails
 #     on anything upstream accepts that coach rejects, and on any stored field that differs;
+#     likewise for trainer.kubeflow.org/v1alpha1 (tools/crd_compat/corpus_v2.py: upstream's
+#     runtimes and examples, variants, each CEL rule's failing case, updates of the immutable
+#     fields, status patches; compare_v2.py also fails on what upstream refuses and coach accepts,
+#     and on a CEL message coach does not give);
 #  4. on coach's CRDs for real: printer columns (State, Step, Progress, Age; Attempt with
 #     -o wide), status.coach stored and its bounds refused, the category, the status and
 #     scale subresources (`kubectl scale` changes Worker replicas), unknown template fields kept;
@@ -19,11 +24,16 @@ set -uo pipefail
 source "$(dirname "$(readlink -f "$0")")/lib.sh"
 suite_init crd_compat
 UPSTREAM=$COACH_SHARED_DIR/reference/kubeflow-v1-crds
+REFERENCE_V2=$COACH_SHARED_DIR/reference/kubeflow-v2
+UPSTREAM_V2=$REFERENCE_V2/crds
 TESTENV=tools/testenv/testenv
 
 suite_case "generated CRDs are current"
 [[ -d $UPSTREAM ]] || fail "upstream CRDs not found in $UPSTREAM (set COACH_SHARED_DIR)"
+[[ -d $UPSTREAM_V2 ]] || fail "upstream Trainer v2 CRDs not found in $UPSTREAM_V2 (set COACH_SHARED_DIR)"
 python3 tools/gen_crds.py --check || fail "charts/coach/crds is stale: run tools/gen_crds.py"
+python3 tools/gen_trainer_crds.py --check ||
+  fail "charts/coach/crds is stale: run tools/gen_trainer_crds.py"
 
 suite_case "control plane build"
 suite_testenv_build
@@ -46,7 +56,11 @@ suite_case "CRD sizes"
 # ---- 1. sizes --------------------------------------------------------------------------------
 for f in charts/coach/crds/*.yaml; do
   size=$(wc -c <"$f")
-  up=$(wc -c <"$UPSTREAM/$(basename "$f")")
+  if [[ $(basename "$f") == trainer.kubeflow.org_* ]]; then
+    up=$(wc -c <"$UPSTREAM_V2/$(basename "$f")")
+  else
+    up=$(wc -c <"$UPSTREAM/$(basename "$f")")
+  fi
   say "$(basename "$f"): $size bytes (upstream $up)"
   ((size < 200000)) || fail "$f is $size bytes: too big for client-side kubectl apply"
 done
@@ -117,8 +131,10 @@ for bad in "--set replicas=2 --set leaderElection.enabled=false" "--set operator
   # shellcheck disable=SC2086  # a bad values set: --set flags, split into words on purpose
   if "$HELM" template coach "$CHART" $bad >/dev/null 2>&1; then fail "helm template accepted: $bad"; fi
 done
-[[ $("$HELM" template coach "$CHART" --include-crds | grep -c '^kind: CustomResourceDefinition') == 6 ]] ||
-  fail "helm template --include-crds does not render the 6 CRDs"
+[[ $("$HELM" template coach "$CHART" --include-crds | grep -c '^kind: CustomResourceDefinition') == 9 ]] ||
+  fail "helm template --include-crds does not render the 9 CRDs"
+# No controller reads the Trainer v2 kinds yet: the operator's RBAC does not name them.
+grep -q 'trainer.kubeflow.org' "$WORK"/tmpl-*.yaml && fail "the chart's RBAC grants trainer.kubeflow.org"
 say "helm lint/template: ${#VALUESETS[@]} value sets render, 10 bad ones are refused; probes on the probe port"
 
 suite_case "the corpus under upstream's and coach's CRDs"
@@ -130,24 +146,31 @@ export BIN kubeconfig
 for ns in compat team-a kubeflow; do k create namespace "$ns" >/dev/null || fail "create namespace $ns"; done
 
 crd_names=(pytorchjobs tfjobs xgboostjobs mpijobs paddlejobs jaxjobs)
+v2_names=(trainjobs trainingruntimes clustertrainingruntimes)
+all_crds=()
+for p in "${crd_names[@]}"; do all_crds+=("$p.kubeflow.org"); done
+for p in "${v2_names[@]}"; do all_crds+=("$p.trainer.kubeflow.org"); done
 wait_established() {
-  for p in "${crd_names[@]}"; do
-    k wait --for=condition=Established --timeout=60s "crd/$p.kubeflow.org" >/dev/null ||
-      fail "crd $p not Established"
+  for c in "${all_crds[@]}"; do
+    k wait --for=condition=Established --timeout=60s "crd/$c" >/dev/null ||
+      fail "crd $c not Established"
   done
 }
 wait_gone() {
-  local deadline=$((SECONDS + 60))
-  for p in "${crd_names[@]}"; do
-    while k get "crd/$p.kubeflow.org" >/dev/null 2>&1; do
-      ((SECONDS < deadline)) || fail "crd $p not deleted in 60 s"
+  local deadline=$((SECONDS + 90))
+  for c in "${all_crds[@]}"; do
+    while k get "crd/$c" >/dev/null 2>&1; do
+      ((SECONDS < deadline)) || fail "crd $c not deleted in 90 s"
       sleep 0.5
     done
   done
   # Discovery must forget the kinds too before the next set is installed.
-  while k api-resources --api-group=kubeflow.org -o name 2>/dev/null | grep -q .; do
-    ((SECONDS < deadline)) || fail "kubeflow.org still served 60 s after deleting the CRDs"
-    sleep 0.5
+  local g
+  for g in kubeflow.org trainer.kubeflow.org; do
+    while k api-resources --api-group=$g -o name 2>/dev/null | grep -q .; do
+      ((SECONDS < deadline)) || fail "$g still served 90 s after deleting the CRDs"
+      sleep 0.5
+    done
   done
 }
 run_corpus() { # results-dir
@@ -162,8 +185,39 @@ run_corpus() { # results-dir
     fail "corpus run incomplete in $1"
 }
 
+# The v2 corpus, case by case (corpus_v2.py): a plain case is a server-side dry run; an update
+# case first creates its base for real, then dry-runs the change (apply) or the status patch.
+run_corpus_v2() { # results-dir
+  mkdir -p "$1"
+  # shellcheck disable=SC2016  # the script's $1..$3 are its own
+  cut -f1 "$WORK/corpus-v2/index.tsv" |
+    xargs -P 8 -I{} bash -c '
+      d=$1 c=$2 r=$3
+      if [[ -f $d/$c.base.json ]]; then
+        if ! k apply -f "$d/$c.base.json" >"$r/$c.base.out" 2>&1; then
+          cp "$r/$c.base.out" "$r/$c.out"; echo 1 >"$r/$c.rc"; exit 0
+        fi
+        if [[ -f $d/$c.status.json ]]; then
+          k patch -f "$d/$c.base.json" --subresource=status --type=merge \
+            --patch-file "$d/$c.status.json" --dry-run=server -o json >"$r/$c.out" 2>&1
+        else
+          k apply --dry-run=server -o json -f "$d/$c.json" >"$r/$c.out" 2>&1
+        fi
+      else
+        k apply --dry-run=server -o json -f "$d/$c.json" >"$r/$c.out" 2>&1
+      fi
+      echo $? >"$r/$c.rc"' bash "$WORK/corpus-v2" {} "$1" ||
+    true
+  [[ $(find "$1" -maxdepth 1 -name '*.rc' | wc -l) == $(($(wc -l <"$WORK/corpus-v2/index.tsv"))) ]] ||
+    fail "v2 corpus run incomplete in $1"
+}
+python3 tools/crd_compat/corpus_v2.py "$REFERENCE_V2" "$WORK/corpus-v2" >/dev/null ||
+  fail "v2 corpus generation"
+say "v2 corpus: $(wc -l <"$WORK/corpus-v2/index.tsv") cases"
+
 up_files=()
 for p in "${crd_names[@]}"; do up_files+=(-f "$UPSTREAM/kubeflow.org_$p.yaml"); done
+for p in "${v2_names[@]}"; do up_files+=(-f "$UPSTREAM_V2/trainer.kubeflow.org_$p.yaml"); done
 # Upstream's CRDs are too big for client-side apply (the last-applied annotation): show it, then
 # create them.
 if k apply --dry-run=server -f "$UPSTREAM/kubeflow.org_pytorchjobs.yaml" >"$WORK/up-apply.txt" 2>&1; then
@@ -181,19 +235,28 @@ say "corpus: $(wc -l <"$WORK/corpus/index.tsv") manifests"
 t0=$SECONDS
 run_corpus "$WORK/res-upstream"
 say "upstream CRDs: corpus applied in $((SECONDS - t0)) s"
+t0=$SECONDS
+run_corpus_v2 "$WORK/res-v2-upstream"
+say "upstream v2 CRDs: v2 corpus applied in $((SECONDS - t0)) s"
 k delete "${up_files[@]}" --wait=true >/dev/null || fail "delete upstream CRDs"
 wait_gone
 
 # coach's CRDs: plain client-side apply must work, twice (the second is a no-op).
 k apply -f charts/coach/crds/ >"$WORK/apply1.txt" 2>&1 || { cat "$WORK/apply1.txt" >&2; fail "client-side kubectl apply of charts/coach/crds"; }
 k apply -f charts/coach/crds/ >"$WORK/apply2.txt" 2>&1 || { cat "$WORK/apply2.txt" >&2; fail "second kubectl apply"; }
-[[ $(grep -c unchanged "$WORK/apply2.txt") == 6 ]] || { cat "$WORK/apply2.txt" >&2; fail "second apply changed something"; }
+[[ $(grep -c unchanged "$WORK/apply2.txt") == 9 ]] || { cat "$WORK/apply2.txt" >&2; fail "second apply changed something"; }
 wait_established
 t0=$SECONDS
 run_corpus "$WORK/res-coach"
 say "coach CRDs: corpus applied in $((SECONDS - t0)) s"
-python3 tools/crd_compat/compare.py "$WORK/corpus" "$WORK/res-upstream" "$WORK/res-coach" ||
-  fail "coach's CRDs differ from upstream's (see above)"
+t0=$SECONDS
+run_corpus_v2 "$WORK/res-v2-coach"
+say "coach v2 CRDs: v2 corpus applied in $((SECONDS - t0)) s"
+v1_same=true
+python3 tools/crd_compat/compare.py "$WORK/corpus" "$WORK/res-upstream" "$WORK/res-coach" || v1_same=false
+python3 tools/crd_compat/compare_v2.py "$WORK/corpus-v2" "$WORK/res-v2-upstream" "$WORK/res-v2-coach" ||
+  fail "coach's trainer.kubeflow.org CRDs differ from upstream's (see above)"
+$v1_same || fail "coach's kubeflow.org CRDs differ from upstream's (see above)"
 
 suite_case "coach's CRDs: columns, category, subresources"
 # ---- 4. coach's CRDs for real ----------------------------------------------------------------
@@ -242,6 +305,30 @@ for p in paddlejobs jaxjobs; do
   k get --raw "/apis/kubeflow.org/v1/namespaces/compat/$p" >/dev/null || fail "list $p"
 done
 say "coach CRDs: State/Step/Progress/Age (and Attempt) columns, status.coach, category, status and scale subresources, unknown fields kept"
+
+suite_case "coach's Trainer v2 CRDs: columns, scope, status"
+k apply -n compat -f - >/dev/null <<'YAML' || fail "create a TrainJob"
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: state}
+spec: {runtimeRef: {name: torch-distributed}}
+YAML
+header=$(k get trainjobs -n compat | head -n 1)
+[[ $header =~ ^NAME\ +STATE\ +AGE$ ]] || fail "kubectl get trainjobs header is '$header'"
+# STATE is the last condition's type whatever its status (a resumed job shows Suspended).
+k patch trainjob state -n compat --subresource=status --type=merge -p '{"status":{"conditions":[
+  {"type":"Failed","status":"False","reason":"R","message":"","lastTransitionTime":"2025-01-01T00:00:00Z"},
+  {"type":"Suspended","status":"False","reason":"Resumed","message":"TrainJob is resumed","lastTransitionTime":"2025-01-01T00:00:00Z"}]}}' \
+  >/dev/null || fail "TrainJob status patch"
+read -r _ state _ <<<"$(k get trainjob state -n compat --no-headers)"
+[[ $state == Suspended ]] || fail "TrainJob STATE column is '$state', want Suspended"
+defaults=$(k get trainjob state -n compat -o jsonpath='{.spec.runtimeRef.apiGroup} {.spec.runtimeRef.kind} {.spec.managedBy} {.spec.suspend}')
+[[ $defaults == "trainer.kubeflow.org ClusterTrainingRuntime trainer.kubeflow.org/trainjob-controller false" ]] ||
+  fail "TrainJob defaults: '$defaults'"
+scopes=$(k api-resources --api-group=trainer.kubeflow.org --no-headers | awk '{print $1, $(NF-1)}' | sort | tr '\n' ' ')
+[[ $scopes == "clustertrainingruntimes false trainingruntimes true trainjobs true " ]] ||
+  fail "trainer.kubeflow.org scopes (resource, namespaced): '$scopes'"
+say "coach v2 CRDs: TrainJob STATE/AGE columns and defaults, ClusterTrainingRuntime cluster-scoped"
 
 suite_case "helm install and RBAC"
 # ---- 5. helm install and RBAC ----------------------------------------------------------------
