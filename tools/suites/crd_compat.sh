@@ -152,8 +152,7 @@ for p in "${crd_names[@]}"; do all_crds+=("$p.kubeflow.org"); done
 for p in "${v2_names[@]}"; do all_crds+=("$p.trainer.kubeflow.org"); done
 wait_established() {
   for c in "${all_crds[@]}"; do
-    k wait --for=condition=Established --timeout=60s "crd/$c" >/dev/null ||
-      fail "crd $c not Established"
+    suite_crds_established k 60 "crd/$c" || fail "crd $c not Established"
   done
 }
 wait_gone() {
