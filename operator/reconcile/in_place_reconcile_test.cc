@@ -264,6 +264,22 @@ TEST(InPlaceReconcileTest, PermanentFailureFailsTheJobAndTellsTheLaunchersToExit
   EXPECT_EQ(r.launch, (LaunchDirective{0, true, true}));
 }
 
+TEST(InPlaceReconcileTest, AFinishedJobsLaunchersAreToldToExitOnEveryPass) {
+  const model::Job job = InPlaceJob(0, "ExitCode");
+  auto failed =
+      Reconcile(job, Pods(job, {0, Phase::kRunning}, {0, Phase::kFailed, 2}, {0, Phase::kRunning}),
+                kT0 + absl::Seconds(12), Reporting());
+  ASSERT_EQ(Last(failed.status).type(), "Failed");
+  // A later pass (an event, a resync, another operator): the word is still exit, else a
+  // launcher still waiting would hear no directive at all.
+  auto later =
+      Reconcile(Restarted(job, failed.status),
+                Pods(job, {0, Phase::kRunning}, {0, Phase::kFailed, 2}, {0, Phase::kRunning}),
+                kT0 + absl::Seconds(20), Reporting());
+  ASSERT_TRUE(later.launch.has_value());
+  EXPECT_TRUE(later.launch->exit);
+}
+
 TEST(InPlaceReconcileTest, WithoutProgressReportsNoLauncherIsDirected) {
   // No launcher runs in place then (its pod has no COACH_RESTART_MODE): a failed rank fails
   // its pod, which restarts the job by recreating its pods.

@@ -745,6 +745,11 @@ model::ReconcileResult Pass::Done() {
 }
 
 model::ReconcileResult Pass::Run() {
+  // Before any early return: the launchers of a job that restarts in place hear that it is
+  // over (Done's directive) on every pass of the finished job, not only on the pass that
+  // finished it.
+  absl::StatusOr<RecoveryPolicy> policy = ParseRecoveryPolicy(job_, config_);
+  if (policy.ok()) policy_ = *policy;
   if (!HasTrueCondition(status(), api::v1::kJobCreated)) {
     MarkCreated(status(), kind_name_, absl::StrCat(kind_name_, " ", name(), " is created."), now_);
   }
@@ -769,14 +774,12 @@ model::ReconcileResult Pass::Run() {
     return Done();
   }
 
-  absl::StatusOr<RecoveryPolicy> policy = ParseRecoveryPolicy(job_, config_);
   if (!policy.ok()) {
     CleanUp();
     Fail(api::v1::kJobFailedValidationReason, std::string(policy.status().message()));
     ApplyTtl();
     return Done();
   }
-  policy_ = *std::move(policy);
   if (JobScope()) {
     attempt_ = status().coach().attempt();
     // A status write lost after a restart's deletes: the pods know the attempt.
