@@ -472,13 +472,12 @@ def render(k):
     return head + "---\n" + "\n".join(to_yaml(crd(k))) + "\n"
 
 
-def main(argv):
-    check = "--check" in argv
+def write_or_check(texts, check, tool):
+    """Writes each path's text; with `check`, writes nothing and says which files differ.
+    Returns the exit code (1: a file is stale)."""
     stale = []
     os.makedirs(OUT_DIR, exist_ok=True)
-    for k in KINDS:
-        path = os.path.join(OUT_DIR, "kubeflow.org_%s.yaml" % k["plural"])
-        text = render(k)
+    for path, text in texts.items():
         if check:
             try:
                 with open(path) as f:
@@ -490,9 +489,14 @@ def main(argv):
             with open(path, "w") as f:
                 f.write(text)
     if stale:
-        print("stale (run tools/gen_crds.py): " + " ".join(stale), file=sys.stderr)
+        print("stale (run %s): %s" % (tool, " ".join(stale)), file=sys.stderr)
         return 1
     return 0
+
+
+def main(argv):
+    texts = {os.path.join(OUT_DIR, "kubeflow.org_%s.yaml" % k["plural"]): render(k) for k in KINDS}
+    return write_or_check(texts, "--check" in argv, "tools/gen_crds.py")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
-from gen_crds import QUANTITY, OUT_DIR, integer, obj, string, strip_empty_descriptions, to_yaml
+from gen_crds import (QUANTITY, OUT_DIR, integer, obj, string, strip_empty_descriptions, to_yaml,
+                      write_or_check)
 
 GROUP = "trainer.kubeflow.org"
 DNS1035 = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
@@ -529,26 +530,8 @@ def render(k):
 
 
 def main(argv):
-    check = "--check" in argv
-    stale = []
-    os.makedirs(OUT_DIR, exist_ok=True)
-    for k in KINDS:
-        path = os.path.join(OUT_DIR, "%s_%s.yaml" % (GROUP, k["plural"]))
-        text = render(k)
-        if check:
-            try:
-                with open(path) as f:
-                    if f.read() != text:
-                        stale.append(path)
-            except FileNotFoundError:
-                stale.append(path)
-        else:
-            with open(path, "w") as f:
-                f.write(text)
-    if stale:
-        print("stale (run tools/gen_trainer_crds.py): " + " ".join(stale), file=sys.stderr)
-        return 1
-    return 0
+    texts = {os.path.join(OUT_DIR, "%s_%s.yaml" % (GROUP, k["plural"])): render(k) for k in KINDS}
+    return write_or_check(texts, "--check" in argv, "tools/gen_trainer_crds.py")
 
 
 if __name__ == "__main__":

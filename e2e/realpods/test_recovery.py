@@ -166,6 +166,24 @@ def coach_status(job):
     return job.get("status", {}).get("coach", {})
 
 
+def assert_one_restart_resumed(done, pods, ns, context=""):
+    """The job Succeeded after one counted whole-job restart, and every rank of `pods` ended
+    attempt 1 resumed from a checkpoint with one set of parameters."""
+    assert kube.condition(done, "Succeeded")["status"] == "True", (context, done["status"])
+    coach = coach_status(done)
+    assert coach.get("restarts", 0) == 1, (context, coach)
+    assert coach.get("attempt", 0) == 1, (context, coach)
+    assert coach.get("disruptions", 0) == 0, (context, coach)
+    results = kube.results(pods, ns)
+    assert set(results) == set(pods), (context, results)
+    assert {r["rank"] for r in results.values()} == {"0", "1", "2"}, (context, results)
+    for name, r in results.items():
+        assert r["status"] == "ok", (context, name, r)
+        assert r["attempt"] == "1", (context, name, r)
+        assert int(r["resumed_from"]) >= 1, (context, name, r)
+    assert len({r["params_checksum"] for r in results.values()}) == 1, (context, results)
+
+
 def test_kill_nine_of_a_rank_restarts_the_whole_job_once_and_resumes(ns, capsys):
     checkpoint_dir = "%s/%s" % (CHECKPOINT_ROOT, ns)
     try:
@@ -190,24 +208,11 @@ def test_kill_nine_of_a_rank_restarts_the_whole_job_once_and_resumes(ns, capsys)
         os.kill(pid, signal.SIGKILL)
 
         done = kube.wait_finished("PyTorchJob", "recover", ns, timeout=420)
-        assert kube.condition(done, "Succeeded")["status"] == "True", done["status"]
-        coach = coach_status(done)
-        assert coach.get("restarts", 0) == 1, coach
-        assert coach.get("attempt", 0) == 1, coach
-        assert coach.get("disruptions", 0) == 0, coach
-
         pods = kube.pods_of("recover", ns)
         assert set(pods) == {"recover-master-0", "recover-worker-0", "recover-worker-1"}
         for name, pod in pods.items():
             assert pod["metadata"]["labels"].get("coach.dev/attempt") == "1", (name, pod["metadata"])
-        results = kube.results(pods, ns)
-        assert set(results) == set(pods), results
-        assert {r["rank"] for r in results.values()} == {"0", "1", "2"}, results
-        for name, r in results.items():
-            assert r["status"] == "ok", (name, r)
-            assert r["attempt"] == "1", (name, r)
-            assert int(r["resumed_from"]) >= 1, (name, r)
-        assert len({r["params_checksum"] for r in results.values()}) == 1, results
+        assert_one_restart_resumed(done, pods, ns)
 
         # The figures: the recovery against the cold start of the same job.
         second_run = timestamped_logs("recover-master-0", ns)
@@ -409,26 +414,13 @@ def test_stopped_rank_behind_coach_launch_stalls_and_the_whole_job_restarts(ns, 
         for what, cell in watcher.table_steps.items():
             assert cell and cell.isdigit() and int(cell) > 0, (what, watcher.tables)
 
-        assert kube.condition(done, "Succeeded")["status"] == "True", done["status"]
-        coach = coach_status(done)
-        assert coach.get("restarts", 0) == 1, coach
-        assert coach.get("attempt", 0) == 1, coach
-        assert coach.get("disruptions", 0) == 0, coach
-
         pods = kube.pods_of("stall", ns)
         assert set(pods) == {"stall-master-0", "stall-worker-0", "stall-worker-1"}
         for name, pod in pods.items():
             assert pod["metadata"]["labels"].get("coach.dev/attempt") == "1", (name, pod["metadata"])
             inits = [c["name"] for c in pod["spec"]["initContainers"]]
             assert "coach-launch-install" in inits, (name, inits)
-        results = kube.results(pods, ns)
-        assert set(results) == set(pods), results
-        assert {r["rank"] for r in results.values()} == {"0", "1", "2"}, results
-        for name, r in results.items():
-            assert r["status"] == "ok", (name, r)
-            assert r["attempt"] == "1", (name, r)
-            assert int(r["resumed_from"]) >= 1, (name, r)
-        assert len({r["params_checksum"] for r in results.values()}) == 1, results
+        assert_one_restart_resumed(done, pods, ns)
 
         second_run = timestamped_logs("stall-master-0", ns)
         recovered_metric = first_metric(second_run)
@@ -520,11 +512,7 @@ def test_kill_nine_behind_coach_launch_restarts_in_place_and_against_recreating(
         finally:
             shutil.rmtree(checkpoint_dir, ignore_errors=True)
         done = r["done"]
-        assert kube.condition(done, "Succeeded")["status"] == "True", (mode, done["status"])
         coach = coach_status(done)
-        assert coach.get("restarts", 0) == 1, (mode, coach)
-        assert coach.get("attempt", 0) == 1, (mode, coach)
-        assert coach.get("disruptions", 0) == 0, (mode, coach)
         pods = r["pods"]
         assert set(pods) == {name + "-master-0", name + "-worker-0", name + "-worker-1"}, pods
         uids_after = {n: p["metadata"]["uid"] for n, p in pods.items()}
@@ -537,14 +525,7 @@ def test_kill_nine_behind_coach_launch_restarts_in_place_and_against_recreating(
         else:
             assert coach.get("inPlaceRestarts", 0) == 0, coach
             assert not set(uids_after.values()) & set(r["uids_before"].values()), uids_after
-        results = kube.results(pods, ns)
-        assert set(results) == set(pods), (mode, results)
-        assert {x["rank"] for x in results.values()} == {"0", "1", "2"}, results
-        for n, x in results.items():
-            assert x["status"] == "ok", (mode, n, x)
-            assert x["attempt"] == "1", (mode, n, x)
-            assert int(x["resumed_from"]) >= 1, (mode, n, x)
-        assert len({x["params_checksum"] for x in results.values()}) == 1, (mode, results)
+        assert_one_restart_resumed(done, pods, ns, mode)
         figures[mode] = r
     try:
         os.rmdir(CHECKPOINT_ROOT)
