@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "api/v1/training_service.grpc.pb.h"
 #include "common/testing/test_dir.h"
+#include "launcher/testing/spawn.h"
 
 namespace {
 
@@ -103,26 +104,10 @@ struct Launched {
 };
 
 Launched Start(const std::vector<std::string>& args, std::map<std::string, std::string> env) {
-  env.emplace("PATH", "/usr/bin:/bin");
   Launched l;
   l.err = coach::testing::FreshTestDir("in-place-launch") + "/stderr";
-  std::vector<std::string> argv_s = {kLauncher};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<std::string> env_s;
-  for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
-  std::vector<char*> argv, envp;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
   l.started = absl::Now();
-  l.pid = fork();
-  if (l.pid == 0) {
-    const int fd = open(l.err.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-    dup2(fd, STDERR_FILENO);
-    execve(argv[0], argv.data(), envp.data());
-    _exit(99);
-  }
+  l.pid = coach::launcher::testing::Spawn(kLauncher, args, std::move(env), l.err);
   return l;
 }
 

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "api/v1/training_service.grpc.pb.h"
 #include "common/testing/test_dir.h"
+#include "launcher/testing/spawn.h"
 
 namespace {
 
@@ -44,24 +45,8 @@ class RecordingService : public coach::api::v1::TrainingService::Service {
 // Runs coach-launch with `env` and `args` to the end; its stderr.
 std::string RunLauncher(const std::vector<std::string>& args,
                         std::map<std::string, std::string> env, int* exit_code) {
-  env.emplace("PATH", "/usr/bin:/bin");
   const std::string err = coach::testing::FreshTestDir("progress-launch") + "/stderr";
-  std::vector<std::string> argv_s = {kLauncher};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<std::string> env_s;
-  for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
-  std::vector<char*> argv, envp;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = open(err.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-    dup2(fd, STDERR_FILENO);
-    execve(argv[0], argv.data(), envp.data());
-    _exit(99);
-  }
+  const pid_t pid = coach::launcher::testing::Spawn(kLauncher, args, std::move(env), err);
   int status = 0;
   waitpid(pid, &status, 0);
   *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/testing/test_dir.h"
+#include "launcher/testing/spawn.h"
 
 namespace {
 
@@ -53,28 +54,11 @@ class Launcher {
  public:
   // Starts coach-launch with exactly `env`; its stdout and stderr go to files.
   Launcher(const std::vector<std::string>& args, Env env, const std::string& name) {
-    env.emplace("PATH", "/usr/bin:/bin");
     stderr_path_ = TmpDir("stderr") + "/" + name;
     stdout_path_ = TmpDir("stdout") + "/" + name;
-    std::vector<std::string> argv_s = {kLauncher};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<std::string> env_s;
-    for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
-    std::vector<char*> argv, envp;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : env_s) envp.push_back(e.data());
-    envp.push_back(nullptr);
     start_ = absl::Now();
-    pid_ = fork();
-    if (pid_ == 0) {
-      int fd = open(stderr_path_.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-      dup2(fd, STDERR_FILENO);
-      fd = open(stdout_path_.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-      dup2(fd, STDOUT_FILENO);
-      execve(argv[0], argv.data(), envp.data());
-      _exit(99);
-    }
+    pid_ = coach::launcher::testing::Spawn(kLauncher, args, std::move(env), stderr_path_,
+                                           stdout_path_);
   }
   ~Launcher() {
     if (pid_ > 0 && !waited_) {
