@@ -9,6 +9,7 @@
 
 #include "operator/model/testing/job_builder.h"
 #include "operator/model/testing/observed_builder.h"
+#include "operator/model/testing/result_text.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/desired_objects.h"
 #include "operator/reconcile/reconciler.h"
@@ -37,16 +38,8 @@ model::ReconcileConfig Reporting() {
   return config;
 }
 
-std::vector<std::string> Acts(const model::ReconcileResult& r) {
-  std::vector<std::string> out;
-  for (const Action& a : r.actions) {
-    out.push_back(std::string(a.type == Action::Type::kCreate ? "create " : "delete ") +
-                  a.object.kind + "/" + a.object.name);
-  }
-  return out;
-}
-
-const api::v1::JobCondition& Last(const model::JobStatus& s) { return *s.conditions().rbegin(); }
+std::vector<std::string> Acts(const model::ReconcileResult& r) { return ActionsText(r); }
+const api::v1::JobCondition& Last(const model::JobStatus& s) { return LastCondition(s); }
 
 // 1 Master + 2 Workers restarting in place, in `attempt`, its replicas running since kT0.
 model::Job InPlaceJob(int attempt = 0, const std::string& restart_policy = "OnFailure") {
@@ -247,9 +240,7 @@ TEST(InPlaceReconcileTest, RanksNotBackInTimeAreRecreated) {
   auto after = Reconcile(restarted, stuck, kT0 + absl::Seconds(60), Reporting());
   EXPECT_THAT(Acts(after), ElementsAre("delete Pod/ddp-master-0", "delete Pod/ddp-worker-0",
                                        "delete Pod/ddp-worker-1"));
-  std::vector<std::string> reasons;
-  for (const auto& e : after.events) reasons.push_back(e.reason);
-  EXPECT_THAT(reasons, Contains("PyTorchJobInPlaceRestartTimedOut"));
+  EXPECT_THAT(EventReasons(after), Contains("PyTorchJobInPlaceRestartTimedOut"));
   EXPECT_EQ(after.status.coach().attempt(), 1);  // the same attempt, in new pods
   EXPECT_EQ(after.status.coach().restarts(), 1);
 }

@@ -11,6 +11,7 @@
 #include "operator/model/replicas.h"
 #include "operator/model/testing/job_builder.h"
 #include "operator/model/testing/observed_builder.h"
+#include "operator/model/testing/result_text.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/reconciler.h"
 
@@ -27,17 +28,8 @@ using namespace coach::reconcile::testing;  // NOLINT
 
 const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
 
-std::vector<std::string> Acts(const model::ReconcileResult& r) {
-  std::vector<std::string> out;
-  for (const Action& a : r.actions) {
-    std::string verb = a.type == Action::Type::kCreate ? "create" : "delete";
-    if (a.force) verb += "!";
-    out.push_back(verb + " " + a.object.kind + "/" + a.object.name);
-  }
-  return out;
-}
-
-const api::v1::JobCondition& Last(const model::JobStatus& s) { return *s.conditions().rbegin(); }
+std::vector<std::string> Acts(const model::ReconcileResult& r) { return ActionsText(r); }
+const api::v1::JobCondition& Last(const model::JobStatus& s) { return LastCondition(s); }
 
 // A running 1 Master + 2 Workers job-scoped job in `attempt`, its replicas running since kT0.
 JobBuilder ScopedJob() {

@@ -9,6 +9,7 @@
 #include "operator/model/replicas.h"
 #include "operator/model/testing/job_builder.h"
 #include "operator/model/testing/observed_builder.h"
+#include "operator/model/testing/result_text.h"
 #include "operator/reconcile/conditions.h"
 
 namespace coach::reconcile {
@@ -24,22 +25,8 @@ using namespace coach::reconcile::testing;  // NOLINT
 
 const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
 
-std::vector<std::string> Acts(const model::ReconcileResult& r) {
-  std::vector<std::string> out;
-  for (const Action& a : r.actions) {
-    const char* verb = a.type == Action::Type::kCreate   ? "create"
-                       : a.type == Action::Type::kDelete ? "delete"
-                                                         : "deletejob";
-    out.push_back(std::string(verb) + " " + a.object.kind + "/" + a.object.name);
-  }
-  return out;
-}
-
-std::vector<std::string> Reasons(const model::ReconcileResult& r) {
-  std::vector<std::string> out;
-  for (const auto& e : r.events) out.push_back(e.reason);
-  return out;
-}
+std::vector<std::string> Acts(const model::ReconcileResult& r) { return ActionsText(r); }
+std::vector<std::string> Reasons(const model::ReconcileResult& r) { return EventReasons(r); }
 
 // "Type=Status" for every condition, in order.
 std::vector<std::string> Conds(const model::JobStatus& s) {

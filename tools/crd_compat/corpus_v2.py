@@ -34,6 +34,8 @@ import sys
 
 import yaml
 
+from corpus import path_name, set_path  # the v1 corpus, beside this file
+
 KINDS = {"TrainJob": "trainjobs", "TrainingRuntime": "trainingruntimes",
          "ClusterTrainingRuntime": "clustertrainingruntimes"}
 API = "trainer.kubeflow.org/v1alpha1"
@@ -136,16 +138,6 @@ def drop_defaults(schema, value):
     if isinstance(value, list):
         return [drop_defaults(schema.get("items", {}), v) for v in value]
     return value
-
-
-def set_path(obj, path, value):
-    for p in path[:-1]:
-        obj = obj[p]
-    obj[path[-1]] = value
-
-
-def path_name(path):
-    return ".".join(str(p) for p in path).replace("/", "_")
 
 
 def container(name="node", **extra):
