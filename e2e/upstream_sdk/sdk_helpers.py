@@ -96,6 +96,13 @@ def condition(job, ctype):
     return None
 
 
+def replica_status(job, rtype):
+    """The job's replicaStatuses entry for `rtype`, or None: the operator writes status after its first
+    pass, and a spec update between a pass and its status write postpones that write to the next pass."""
+    statuses = (job.status.replica_statuses or {}) if job.status else {}
+    return statuses.get(rtype)
+
+
 def wait_condition(client, name, ctype, timeout=60, status="True"):
     """Polls get_job until condition `ctype` has `status`; returns the job."""
 

@@ -5,7 +5,7 @@ import json
 import pytest
 from kubeflow.training import models
 
-from sdk_helpers import make_job, names, update_with_retry, wait_until
+from sdk_helpers import make_job, names, replica_status, update_with_retry, wait_until
 
 KIND = "TFJob"
 
@@ -60,8 +60,12 @@ def test_update_job_scales_workers(training_client):
     assert tc.get_job("tf-scale").spec.tf_replica_specs["Worker"].replicas == 2
     wait_until(lambda: sorted(tc.get_job_pod_names("tf-scale", replica_type="worker")) ==
                ["tf-scale-worker-0", "tf-scale-worker-1"], 60, "worker-1 after the update")
-    wait_until(lambda: tc.get_job("tf-scale").status.replica_statuses["Worker"].active == 2, 60,
-               "replicaStatuses.Worker.active == 2")
+
+    def two_active():
+        worker = replica_status(tc.get_job("tf-scale"), "Worker")
+        return worker is not None and worker.active == 2
+
+    wait_until(two_active, 60, "replicaStatuses.Worker.active == 2")
 
     tc.delete_job("tf-scale")
     assert "tf-scale" not in names(tc.list_jobs())
