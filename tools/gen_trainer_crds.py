@@ -24,6 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
+import gen_crds  # noqa: E402
 from gen_crds import (QUANTITY, OUT_DIR, integer, obj, string, strip_empty_descriptions, to_yaml,
                       write_or_check)
 
@@ -432,6 +433,18 @@ def trainjob_spec():
     }, required=["runtimeRef"])
 
 
+def trainjob_coach_status():
+    """status.coach of a TrainJob: coach's own status (gen_crds.coach_status) beside the job's
+    conditions, replica counts and times in coach's vocabulary, which upstream readers of
+    status.conditions must not see (api/v1/codec/train_job_decoder.cc)."""
+    v1 = gen_crds.status()
+    props = dict(v1["properties"].pop("coach")["properties"])
+    props.update(v1["properties"])
+    return obj("coach's view of the job: its conditions (Created, Running, Restarting, "
+               "Succeeded, Suspended, Failed; the last one is the PHASE column), pod counts per "
+               "replicated job, times, attempts and progress. Upstream readers ignore it.", props)
+
+
 def trainjob_status():
     time = lambda d: {"type": "string", "format": "date-time", "description": d}
     count = lambda d: integer(d, minimum=0)
@@ -458,6 +471,7 @@ def trainjob_status():
             "suspended": count("Suspended Jobs."),
         }, required=["active", "failed", "name", "ready", "succeeded", "suspended"]),
             ["name"], max_items=100),
+        "coach": trainjob_coach_status(),
         "trainerStatus": obj("Progress the trainer reported.", {
             "estimatedRemainingSeconds": count("Seconds left."),
             "lastUpdatedTime": time("When reported."),
@@ -497,6 +511,11 @@ def crd(k):
             {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string",
              "description": "The last condition's type: Suspended, Complete or Failed; empty "
                             "while running."},
+            {"jsonPath": ".status.coach.conditions[-1:].type", "name": "Phase", "type": "string",
+             "description": "coach's view: Created (pending), Running, Restarting, Succeeded, "
+                            "Suspended or Failed."},
+            {"jsonPath": ".status.coach.progress.step", "name": "Step", "type": "integer",
+             "description": "The training's latest reported step.", "priority": 1},
             {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
         ]
         version["subresources"] = {"status": {}}

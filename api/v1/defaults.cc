@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "api/v1/job_policies.h"
 #include "api/v1/kinds.h"
 
 namespace coach::api::v1 {
@@ -73,12 +74,31 @@ void SetElasticDefaults(TrainingJobSpec* spec) {
   }
 }
 
+// What the TrainJob CRD defaults, for a TrainJob that did not come through an API server.
+void SetTrainJobDefaults(TrainingJobSpec* spec) {
+  json kept = json::parse(spec->train_job_spec_json(), nullptr, false);
+  if (!kept.is_object()) return;  // the validation names the field
+  json& ref = kept["runtimeRef"];
+  if (ref.is_object()) {
+    if (!ref.contains("apiGroup")) ref["apiGroup"] = std::string(kTrainerGroup);
+    if (!ref.contains("kind")) ref["kind"] = "ClusterTrainingRuntime";
+  }
+  spec->set_train_job_spec_json(kept.dump());
+  RunPolicy* rp = spec->mutable_run_policy();
+  if (!rp->has_suspend()) rp->set_suspend(false);
+  if (!rp->has_managed_by()) rp->set_managed_by(kTrainJobController);
+}
+
 }  // namespace
 
 void SetDefaults(TrainingJob* job) {
   if (job->metadata().namespace_().empty()) job->mutable_metadata()->set_namespace_("default");
   const KindInfo* info = FindKind(job->kind());
   if (info == nullptr) return;
+  if (info->kind == TRAIN_JOB) {
+    SetTrainJobDefaults(job->mutable_spec());
+    return;
+  }
   TrainingJobSpec* spec = job->mutable_spec();
   NormaliseReplicaTypes(info->kind, spec);
   const std::string restart(info->default_restart_policy);

@@ -33,4 +33,19 @@ inline constexpr char kJobFailedValidationReason[] = "FailedValidation";
 // left to try.
 inline constexpr char kJobStalledReason[] = "Stalled";
 
+// Kubeflow Trainer v2's TrainJob conditions (Trainer v2.3 and JobSet v0.12 constants), the only
+// ones a TrainJob's status.conditions holds: coach's own vocabulary above stays in
+// status.coach (api/v1/codec/train_job_decoder.cc).
+inline constexpr char kTrainJobComplete[] = "Complete";
+inline constexpr char kTrainJobCompleteReason[] = "AllJobsCompleted";
+inline constexpr char kTrainJobCompleteMessage[] = "jobset completed successfully";
+inline constexpr char kTrainJobSuspendedReason[] = "Suspended";
+inline constexpr char kTrainJobSuspendedMessage[] = "TrainJob is suspended";
+inline constexpr char kTrainJobResumedReason[] = "Resumed";
+inline constexpr char kTrainJobResumedMessage[] = "TrainJob is resumed";
+inline constexpr char kTrainJobFailedJobsReason[] = "FailedJobs";
+inline constexpr char kTrainJobMaxRestartsReason[] = "ReachedMaxRestarts";
+inline constexpr char kTrainJobDeadlineReason[] = "DeadlineExceeded";
+inline constexpr char kTrainJobDeadlineMessage[] = "TrainJob exceeded its active deadline";
+
 }  // namespace coach::api::v1

@@ -19,6 +19,8 @@ inline constexpr char kCleanPodPolicyRunning[] = "Running";
 inline constexpr char kCleanPodPolicyAll[] = "All";
 
 // TFJob spec.successPolicy: "" (the default: the chief, or worker 0) or AllWorkers.
+// A TrainJob's spec.managedBy default: the controller coach acts as for TrainJobs.
+inline constexpr char kTrainJobController[] = "trainer.kubeflow.org/trainjob-controller";
 inline constexpr char kSuccessPolicyDefault[] = "";
 inline constexpr char kSuccessPolicyAllWorkers[] = "AllWorkers";
 

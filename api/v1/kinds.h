@@ -1,7 +1,9 @@
 #pragma once
 
-// Per-kind facts of kubeflow.org/v1 (upstream v1.9): names, replica types, defaults.
-// One table so that the codec, the defaulting, the validation and the reconciler agree.
+// Per-kind facts of kubeflow.org/v1 (upstream v1.9): names, replica types, defaults; and of
+// Kubeflow Trainer v2's TrainJob (trainer.kubeflow.org/v1alpha1), whose replica types are the
+// replicated jobs of its runtime (operator/trainer). One table so that the codec, the
+// defaulting, the validation and the reconciler agree.
 
 #include <string>
 #include <string_view>
@@ -54,12 +56,16 @@ struct KindInfo {
   // A replica failure makes the job Restarting only under restartPolicy ExitCode; under
   // every other policy it fails the job (XGBoostJob). False: any policy but Never restarts.
   bool restarts_only_under_exit_code = false;
+  std::string_view group = "kubeflow.org";
+  std::string_view api_version = "kubeflow.org/v1";
 };
 
 inline constexpr std::string_view kApiVersion = "kubeflow.org/v1";
 inline constexpr std::string_view kGroup = "kubeflow.org";
+inline constexpr std::string_view kTrainerApiVersion = "trainer.kubeflow.org/v1alpha1";
+inline constexpr std::string_view kTrainerGroup = "trainer.kubeflow.org";
 
-// Every supported kind, in a stable order.
+// Every supported kind, in a stable order: the six kubeflow.org/v1 kinds, then TrainJob.
 const std::vector<KindInfo>& AllKinds();
 
 // The entry for `kind`; JOB_KIND_UNSPECIFIED has none (returns nullptr).

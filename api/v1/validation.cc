@@ -142,7 +142,11 @@ class Validator {
     ValidateMetadata();
     info_ = FindKind(job_.kind());
     if (info_ == nullptr) {
-      Error("kind", "must be set to one of the six kubeflow.org/v1 kinds");
+      Error("kind", "must be set to one of the six kubeflow.org/v1 kinds or TrainJob");
+      return errors_;
+    }
+    if (info_->kind == TRAIN_JOB) {
+      ValidateTrainJob();
       return errors_;
     }
     replica_path_ = absl::StrCat("spec.", std::string(info_->replica_specs_key));
@@ -185,6 +189,33 @@ class Validator {
     if (it == job_.spec().replica_specs().end()) return 0;
     if (it->second.has_replicas()) return it->second.replicas();
     return (info_->kind == MPI_JOB && type == "Worker") ? 0 : 1;
+  }
+
+  // The TrainJob CRD's own rules; the rest needs the runtime (operator/trainer/admission.h).
+  void ValidateTrainJob() {
+    if (const size_t bytes = job_.ByteSizeLong(); bytes > kMaxJobBytes) {
+      Error("spec", absl::StrCat("the job is ", bytes, " bytes, more than the ", kMaxJobBytes,
+                                 " a Kubernetes object may have (etcd's request limit)"));
+    }
+    const json spec = json::parse(job_.spec().train_job_spec_json(), nullptr, false);
+    if (!spec.is_object()) {
+      Error("spec", "required: a TrainJob's spec, as a JSON object");
+      return;
+    }
+    const auto ref = spec.find("runtimeRef");
+    if (ref == spec.end() || !ref->is_object() || !ref->contains("name") ||
+        !(*ref)["name"].is_string() || (*ref)["name"].get<std::string>().empty()) {
+      Error("spec.runtimeRef.name", "required: the runtime to build the job from");
+    }
+    const RunPolicy& rp = job_.spec().run_policy();
+    if (rp.has_active_deadline_seconds()) {
+      AtLeast("spec.activeDeadlineSeconds", rp.active_deadline_seconds(), 1);
+    }
+    if (rp.has_managed_by() && rp.managed_by() != kTrainJobController &&
+        rp.managed_by() != "kueue.x-k8s.io/multikueue") {
+      Error("spec.managedBy", absl::StrCat("ManagedBy must be ", kTrainJobController,
+                                           " or kueue.x-k8s.io/multikueue if set"));
+    }
   }
 
   void ValidateMetadata() {

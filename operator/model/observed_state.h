@@ -103,6 +103,13 @@ struct ObservedState {
   // kube backend keeps them in memory, so after an operator starts (or takes the lead) the
   // reports made before are gone. A stall is counted from here at the earliest.
   absl::Time progress_since = absl::InfinitePast();
+  // TrainJobs: the TrainingRuntime or ClusterTrainingRuntime its spec.runtimeRef names, as a
+  // JSON object's text: the job's snapshot of it (the `<job>-runtime-snapshot` ConfigMap) when
+  // it has one, else the runtime as the backend knows it now. Empty when neither exists;
+  // `runtime_missing` then says what was looked for.
+  std::string train_job_runtime;
+  bool runtime_from_snapshot = false;
+  std::string runtime_missing;
 };
 
 }  // namespace coach::model

@@ -180,7 +180,7 @@ std::string ReplicaSelector(const Job& job, std::string_view type) {
 Json OwnerReferences(const Job& job) {
   const api::v1::KindInfo* info = api::v1::FindKind(job.kind());
   return Json::array({{
-      {"apiVersion", std::string(api::v1::kApiVersion)},
+      {"apiVersion", std::string(info == nullptr ? api::v1::kApiVersion : info->api_version)},
       {"kind", info == nullptr ? "" : std::string(info->name)},
       {"name", job.metadata().name()},
       {"uid", job.metadata().uid()},

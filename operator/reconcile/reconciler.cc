@@ -23,6 +23,7 @@
 #include "operator/reconcile/recovery_policy.h"
 #include "operator/reconcile/restart_rule.h"
 #include "operator/reconcile/success_rule.h"
+#include "operator/reconcile/train_job_plan.h"
 
 namespace coach::reconcile {
 namespace {
@@ -44,13 +45,15 @@ constexpr int kUnknownExitCode = 0xbeef;
 class Pass {
  public:
   Pass(const model::Job& job, const model::ObservedState& observed, absl::Time now,
-       const model::ReconcileConfig& config, const api::v1::KindInfo& kind)
+       const model::ReconcileConfig& config, const api::v1::KindInfo& kind,
+       const TrainJobPlan* plan = nullptr)
       : job_(job),
         observed_(observed),
         now_(now),
         config_(config),
         kind_(kind),
-        kind_name_(kind.name) {
+        kind_name_(kind.name),
+        plan_(plan) {
     result_.status = job.status();
   }
 
@@ -124,7 +127,15 @@ class Pass {
   }
   void CountReplicas();
   void Succeed(const std::string& message);
-  void Fail(const std::string& reason, const std::string& message);
+  // `failed_type`: the replica type whose failure failed the job, when one did; a TrainJob
+  // says it in upstream's words (FailedJobs naming the first failed Job).
+  void Fail(const std::string& reason, const std::string& message,
+            const std::string& failed_type = "");
+  // The pod of `type`/`index`: the TrainJob plan's, else built from the replica spec.
+  absl::StatusOr<KubeObject> PodFor(const std::string& type, int index) const;
+  // A TrainJob's replicated job may start: the jobs it depends on reached their state.
+  bool DependenciesMet(const std::string& type) const;
+  void UpdateJobsStatus();
   void ApplyTtl();
   void ReconcileReplicas(std::map<std::string, bool>& nonretryable);
   void UpdateConditions(const std::map<std::string, bool>& nonretryable);
@@ -192,6 +203,11 @@ class Pass {
   std::string kind_name_;
   model::ReconcileResult result_;
   std::set<std::pair<std::string, std::string>> deleted_;
+  const TrainJobPlan* plan_;
+  std::string failed_type_;  // the replica type a permanent failure in job scope came from
+  // A TrainJob's failure in upstream's reason (DeadlineExceeded, ReachedMaxRestarts), set by
+  // the rule that fails it; empty: FailedJobs.
+  std::string upstream_failure_;
   RecoveryPolicy policy_;
   int attempt_ = 0;
   std::vector<ObservedPod> current_;
@@ -356,7 +372,7 @@ bool Pass::ReplicaLimitsReached(std::string& message) const {
 void Pass::FailRecovery(const std::string& reason, const std::string& message) {
   result_.requeue_at.reset();
   CleanUp();
-  Fail(reason, message);
+  Fail(reason, message, failed_type_);
   ApplyTtl();
 }
 
@@ -420,6 +436,7 @@ bool Pass::RecoverJob() {
     case RestartTrigger::Kind::kNone:
       return false;
     case RestartTrigger::Kind::kPermanent:
+      failed_type_ = trigger.failed_type;
       FailRecovery(kJobFailedReason, absl::StrCat(kind_name_, " ", name(), " is failed because ",
                                                   trigger.failed_count, " ", trigger.failed_type,
                                                   " replica(s) failed: ", trigger.why, "."));
@@ -447,6 +464,7 @@ bool Pass::RecoverJob() {
     }
   }
   if (!spent.empty()) {
+    upstream_failure_ = api::v1::kTrainJobMaxRestartsReason;
     FailRecovery(stalled ? api::v1::kJobStalledReason : kJobFailedReason,
                  absl::StrCat(kind_name_, " ", name(), " has failed because ", trigger.why, " and ",
                               spent, "."));
@@ -536,9 +554,88 @@ void Pass::Succeed(const std::string& message) {
   Event("Normal", kind_name_ + api::v1::kJobSucceededReason, message);
 }
 
-void Pass::Fail(const std::string& reason, const std::string& message) {
-  MarkFailed(status(), kind_name_, reason, message, now_);
+void Pass::Fail(const std::string& reason, const std::string& message,
+                const std::string& failed_type) {
   Event("Warning", kind_name_ + reason, message);
+  if (plan_ == nullptr || reason == api::v1::kJobFailedValidationReason ||
+      reason == api::v1::kJobStalledReason) {
+    MarkFailed(status(), kind_name_, reason, message, now_);
+    return;
+  }
+  // Upstream's words (JobSet v0.12 constants); the event above keeps coach's detail.
+  if (upstream_failure_ == api::v1::kTrainJobDeadlineReason) {
+    MarkFailed(status(), "", upstream_failure_, api::v1::kTrainJobDeadlineMessage, now_);
+  } else if (upstream_failure_ == api::v1::kTrainJobMaxRestartsReason) {
+    MarkFailed(status(), "", upstream_failure_,
+               "jobset failed due to reaching max number of restarts", now_);
+  } else {
+    const std::string& rjob = failed_type.empty() ? plan_->trainer_job : failed_type;
+    MarkFailed(status(), "", api::v1::kTrainJobFailedJobsReason,
+               absl::StrCat("jobset failed due to one or more job failures (first failed job: ",
+                            name(), "-", rjob, "-0)"),
+               now_);
+  }
+}
+
+absl::StatusOr<KubeObject> Pass::PodFor(const std::string& type, int index) const {
+  if (plan_ == nullptr) return DesiredPod(job_, type, index, config_);
+  auto it = plan_->pods.find({type, index});
+  if (it == plan_->pods.end()) {
+    return absl::NotFoundError(absl::StrCat("no pod ", type, "/", index, " in the TrainJob plan"));
+  }
+  return it->second;
+}
+
+bool Pass::DependenciesMet(const std::string& type) const {
+  if (plan_ == nullptr) return true;
+  auto deps = plan_->depends_on.find(type);
+  if (deps == plan_->depends_on.end()) return true;
+  for (const auto& [rjob, state] : deps->second) {
+    if (!JobReached(*plan_, rjob, state, current_)) return false;
+  }
+  return true;
+}
+
+// jobsStatus: one Job per replicated job, so each counter is 0 or 1.
+void Pass::UpdateJobsStatus() {
+  if (plan_ == nullptr) return;
+  const bool suspended = job_.spec().run_policy().suspend();
+  const bool failed = HasTrueCondition(status(), api::v1::kJobFailed);
+  auto& out = *status().mutable_jobs_status();
+  out.Clear();
+  for (const std::string& rjob : plan_->jobs) {
+    api::v1::ReplicatedJobStatus& js = *out.Add();
+    js.set_name(rjob);
+    const int replicas = Replicas(job_, rjob);
+    int succeeded = 0, running = 0, pending = 0, failed_pods = 0;
+    for (const ObservedPod& p : current_) {
+      if (p.replica_type != rjob) continue;
+      switch (p.phase) {
+        case PodPhase::kSucceeded:
+          ++succeeded;
+          break;
+        case PodPhase::kRunning:
+          ++running;
+          break;
+        case PodPhase::kFailed:
+          ++failed_pods;
+          break;
+        default:
+          ++pending;
+          break;
+      }
+    }
+    if (suspended) {
+      js.set_suspended(1);
+    } else if (succeeded >= replicas) {
+      js.set_succeeded(1);
+    } else if (failed && failed_pods > 0) {
+      js.set_failed(1);
+    } else if (running + pending > 0 || succeeded > 0) {
+      js.set_active(1);
+    }
+    if (!suspended && running + succeeded >= replicas && succeeded < replicas) js.set_ready(1);
+  }
 }
 
 void Pass::ApplyTtl() {
@@ -549,7 +646,7 @@ void Pass::ApplyTtl() {
       FromTimestamp(status().completion_time()) + absl::Seconds(rp.ttl_seconds_after_finished());
   if (now_ >= at) {
     KubeObject obj;
-    obj.api_version = std::string(api::v1::kApiVersion);
+    obj.api_version = std::string(kind_.api_version);
     obj.kind = kind_name_;
     obj.name = name();
     obj.namespace_ = job_.metadata().namespace_();
@@ -574,7 +671,11 @@ void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
       }
     }
   }
-  if (auto pg = DesiredPodGroup(job_, config_); pg && !Exists("PodGroup", pg->name)) {
+  if (plan_ != nullptr) {
+    for (const KubeObject& o : plan_->objects) {
+      if (!Exists(o.kind, o.name)) Create(o);
+    }
+  } else if (auto pg = DesiredPodGroup(job_, config_); pg && !Exists("PodGroup", pg->name)) {
     Create(std::move(*pg));
   }
   // The next attempt of a job-scoped job starts once every pod of the last one is gone: a new
@@ -601,8 +702,8 @@ void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
     for (int index = 0; index < limit; ++index) {
       auto it = by_index.find(index);
       if (it == by_index.end()) {
-        if (index >= replicas || previous_attempt_left) continue;
-        auto pod = DesiredPod(job_, type, index, config_);
+        if (index >= replicas || previous_attempt_left || !DependenciesMet(type)) continue;
+        auto pod = PodFor(type, index);
         if (!pod.ok()) {
           Event("Warning", kind_name_ + "InvalidSpec", std::string(pod.status().message()));
           continue;
@@ -631,7 +732,9 @@ void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
         }
       }
     }
-    if (job_.kind() == api::v1::MPI_JOB) continue;
+    // MPIJob's replicas and a TrainJob's (one headless Service, a plan object) have no Service
+    // each.
+    if (job_.kind() == api::v1::MPI_JOB || plan_ != nullptr) continue;
     for (int index = 0; index < replicas; ++index) {
       const std::string svc = ReplicaName(job_, type, index);
       if (Exists("Service", svc)) continue;
@@ -664,9 +767,22 @@ void Pass::UpdateConditions(const std::map<std::string, bool>& nonretryable) {
       worker0_succeeded = true;
     }
   }
-  const JobProgress progress = EvaluateSuccessRule(kind_, job_, rs, worker0_succeeded);
+  JobProgress progress;
+  if (plan_ == nullptr) {
+    progress = EvaluateSuccessRule(kind_, job_, rs, worker0_succeeded);
+  } else {
+    // JobSet's successPolicy over the target replicated jobs; running once any pod runs.
+    int reached = 0;
+    for (const std::string& rjob : plan_->success_jobs) {
+      reached += JobReached(*plan_, rjob, "Complete", current_) ? 1 : 0;
+    }
+    progress.succeeded =
+        plan_->success_any ? reached > 0 : reached == static_cast<int>(plan_->success_jobs.size());
+    for (const auto& [type, s] : rs) progress.running = progress.running || s.active() > 0;
+  }
 
   std::string fail_msg;
+  std::string fail_type;
   std::string restart_msg;
   for (const std::string& type : ReplicaTypes(job_)) {
     const api::v1::ReplicaStatus s = get(type);
@@ -681,13 +797,14 @@ void Pass::UpdateConditions(const std::map<std::string, bool>& nonretryable) {
     } else if (fail_msg.empty()) {
       fail_msg = absl::StrCat(kind_name_, " ", name(), " is failed because ", s.failed(), " ", type,
                               " replica(s) failed.");
+      fail_type = type;
     }
   }
 
   if (progress.succeeded) {
     Succeed(absl::StrCat(kind_name_, " ", full, " successfully completed."));
   } else if (!fail_msg.empty()) {
-    Fail(kJobFailedReason, fail_msg);
+    Fail(kJobFailedReason, fail_msg, fail_type);
   } else if (!restart_msg.empty()) {
     MarkRestarting(status(), kind_name_, restart_msg, now_);
     Event("Warning", kind_name_ + api::v1::kJobRestartingReason, restart_msg);
@@ -730,6 +847,7 @@ void Pass::ExplainPending() {
 }
 
 model::ReconcileResult Pass::Done() {
+  UpdateJobsStatus();
   if (InPlace()) {
     const int attempt = status().coach().attempt();
     result_.launch =
@@ -827,6 +945,7 @@ model::ReconcileResult Pass::Run() {
     const absl::Time deadline =
         FromTimestamp(status().start_time()) + absl::Seconds(rp.active_deadline_seconds());
     if (now_ >= deadline) {
+      upstream_failure_ = api::v1::kTrainJobDeadlineReason;
       limit_msg = absl::StrCat("Job ", name(),
                                " has failed because it was active longer than specified deadline");
     } else {
@@ -887,13 +1006,41 @@ model::ReconcileResult Pass::Run() {
   return Done();
 }
 
+// A TrainJob runs as the job its plan expands it to. A finished one needs no plan (nothing is
+// created for it any more), so a runtime deleted since does not matter to it.
+model::ReconcileResult ReconcileTrainJob(const model::Job& job,
+                                         const model::ObservedState& observed, absl::Time now,
+                                         const model::ReconcileConfig& config,
+                                         const api::v1::KindInfo& kind) {
+  int attempt = job.status().coach().attempt();
+  for (const ObservedPod& pod : observed.pods) attempt = std::max(attempt, pod.attempt);
+  absl::StatusOr<TrainJobPlan> plan = PlanTrainJob(job, observed, attempt);
+  if (absl::IsFailedPrecondition(plan.status())) {
+    // Upstream: an event and a retry, no condition (the runtime may yet be created).
+    model::ReconcileResult waiting;
+    waiting.status = job.status();
+    waiting.events.push_back(
+        {"Warning", "TrainJobResourcesCreationFailed",
+         absl::StrCat("TrainJob resources reconciliation failed: ", plan.status().message())});
+    waiting.requeue_at = now + absl::Seconds(10);
+    return waiting;
+  }
+  if (!plan.ok()) {
+    model::ObservedState refused = observed;
+    refused.refused = std::string(plan.status().message());
+    return Pass(job, refused, now, config, kind).Run();
+  }
+  return Pass(plan->job, observed, now, config, kind, &*plan).Run();
+}
+
 }  // namespace
 
 model::ReconcileResult Reconcile(const model::Job& job, const model::ObservedState& observed,
                                  absl::Time now, const model::ReconcileConfig& config) {
   const auto& rp = job.spec().run_policy();
-  if (rp.has_managed_by() && !rp.managed_by().empty() &&
-      rp.managed_by() != config.controller_name) {
+  const std::string controller =
+      job.kind() == api::v1::TRAIN_JOB ? api::v1::kTrainJobController : config.controller_name;
+  if (rp.has_managed_by() && !rp.managed_by().empty() && rp.managed_by() != controller) {
     model::ReconcileResult untouched;
     untouched.status = job.status();
     return untouched;
@@ -904,6 +1051,9 @@ model::ReconcileResult Reconcile(const model::Job& job, const model::ObservedSta
     bad.status = job.status();
     bad.events.push_back({"Warning", "InvalidSpec", std::string(kind.status().message())});
     return bad;
+  }
+  if (job.kind() == api::v1::TRAIN_JOB && !IsFinished(job.status())) {
+    return ReconcileTrainJob(job, observed, now, config, **kind);
   }
   return Pass(job, observed, now, config, **kind).Run();
 }

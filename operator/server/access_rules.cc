@@ -5,9 +5,17 @@
 namespace coach::server {
 namespace {
 
+// The API group of a job kind's plural: kubeflow.org, or trainer.kubeflow.org for trainjobs.
+std::string GroupOf(std::string_view plural) {
+  for (const api::v1::KindInfo& kind : api::v1::AllKinds()) {
+    if (kind.plural == plural) return std::string(kind.group);
+  }
+  return std::string(api::v1::kGroup);
+}
+
 ResourceAttributes Job(const char* verb, std::string_view plural, const std::string& ns,
                        const std::string& name) {
-  return {verb, std::string(api::v1::kGroup), std::string(plural), "", ns, name};
+  return {verb, GroupOf(plural), std::string(plural), "", ns, name};
 }
 
 }  // namespace

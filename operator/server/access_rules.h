@@ -13,8 +13,9 @@
 //   GetJobLogs   get <kind> NAME, get pods/log   (the replicas' logs are the pods' logs)
 //   DescribeJob  get <kind> NAME, list events    (describe shows the job's events)
 //
-// <kind> is the job kind's plural in API group kubeflow.org ("pytorchjobs"). Pods' and
-// events' rights are asked for the whole namespace: coach reads several pods of the job.
+// <kind> is the job kind's plural in its API group ("pytorchjobs" in kubeflow.org, "trainjobs"
+// in trainer.kubeflow.org). Pods' and events' rights are asked for the whole namespace: coach
+// reads several pods of the job.
 
 #include <string>
 #include <string_view>

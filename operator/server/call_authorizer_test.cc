@@ -124,7 +124,7 @@ TEST_F(CallAuthorizerTest, ListAndWatchGetTheKindsTheCallerMaySee) {
             absl::StatusCode::kPermissionDenied);
 
   RuleAuth admin({"list pytorchjobs *", "list tfjobs *", "list mpijobs *", "list xgboostjobs *",
-                  "list paddlejobs *", "list jaxjobs *"});
+                  "list paddlejobs *", "list jaxjobs *", "list trainjobs *"});
   CallAuthorizer admin_calls(&admin, env_.service.get());
   absl::StatusOr<KindFilter> everything = admin_calls.ForCollection(user_, ApiCall::kListJobs, "");
   ASSERT_TRUE(everything.ok()) << everything.status();

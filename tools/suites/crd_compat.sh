@@ -133,8 +133,10 @@ for bad in "--set replicas=2 --set leaderElection.enabled=false" "--set operator
 done
 [[ $("$HELM" template coach "$CHART" --include-crds | grep -c '^kind: CustomResourceDefinition') == 9 ]] ||
   fail "helm template --include-crds does not render the 9 CRDs"
-# No controller reads the Trainer v2 kinds yet: the operator's RBAC does not name them.
-grep -q 'trainer.kubeflow.org' "$WORK"/tmpl-*.yaml && fail "the chart's RBAC grants trainer.kubeflow.org"
+# The operator runs TrainJobs and only reads the runtimes they name.
+grep -q 'resources: \[trainjobs\]' "$WORK/tmpl-default.yaml" || fail "the chart's RBAC lacks trainjobs"
+[[ $(grep -A1 'resources: \[trainingruntimes, clustertrainingruntimes\]' "$WORK/tmpl-default.yaml" |
+  grep -c 'verbs: \[get, list, watch\]') == 1 ]] || fail "the chart's RBAC does more than read runtimes"
 say "helm lint/template: ${#VALUESETS[@]} value sets render, 10 bad ones are refused; probes on the probe port"
 
 suite_case "the corpus under upstream's and coach's CRDs"

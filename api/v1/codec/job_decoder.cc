@@ -8,14 +8,16 @@
 #include "absl/strings/str_join.h"
 #include "api/v1/coach_status.h"
 #include "api/v1/codec/field_decoder.h"
+#include "api/v1/codec/job_decoder_internal.h"
 #include "api/v1/codec/kind_fields.h"
 #include "api/v1/codec/yaml_json.h"
 #include "api/v1/kinds.h"
 
 namespace coach::api::v1::codec {
-namespace {
 
 using nlohmann::json;
+
+namespace internal {
 
 void DecodeMetadata(FieldDecoder& d, const json& v, ObjectMeta* meta) {
   const std::string path = "metadata";
@@ -37,6 +39,12 @@ void DecodeMetadata(FieldDecoder& d, const json& v, ObjectMeta* meta) {
   }
   if (!extra.empty()) meta->set_extra_json(extra.dump());
 }
+
+}  // namespace internal
+
+namespace {
+
+using internal::DecodeMetadata;
 
 void DecodeSchedulingPolicy(FieldDecoder& d, const json& v, const std::string& path,
                             SchedulingPolicy* policy) {
@@ -335,13 +343,28 @@ void DecodeProgress(FieldDecoder& d, const json& v, const std::string& path,
   }
 }
 
-void DecodeCoachStatus(FieldDecoder& d, const json& v, CoachJobStatus* coach) {
-  const std::string path = "status.coach";
+}  // namespace
+
+namespace internal {
+
+const std::set<std::string>& CoachStatusFields() {
+  static const std::set<std::string>* fields = new std::set<std::string>{
+      "attempt",  "restarts",    "disruptions",    "restartsByType", "attemptRunningTime",
+      "progress", "restartTime", "inPlaceRestarts"};
+  return *fields;
+}
+
+const std::set<std::string>& JobStatusFields() {
+  static const std::set<std::string>* fields = new std::set<std::string>{
+      "conditions", "replicaStatuses", "startTime", "completionTime", "lastReconcileTime"};
+  return *fields;
+}
+
+void DecodeCoachStatus(FieldDecoder& d, const json& v, const std::string& path, bool check_unknown,
+                       CoachJobStatus* coach) {
   const json* object = d.Object(v, path);
   if (object == nullptr) return;
-  d.Unknown(*object, path,
-            {"attempt", "restarts", "disruptions", "restartsByType", "attemptRunningTime",
-             "progress", "restartTime", "inPlaceRestarts"});
+  if (check_unknown) d.Unknown(*object, path, CoachStatusFields());
   Count(d, *object, "attempt", path, [&](int32_t i) { coach->set_attempt(i); });
   Count(d, *object, "restarts", path, [&](int32_t i) { coach->set_restarts(i); });
   Count(d, *object, "disruptions", path, [&](int32_t i) { coach->set_disruptions(i); });
@@ -372,21 +395,14 @@ void DecodeCoachStatus(FieldDecoder& d, const json& v, CoachJobStatus* coach) {
   }
 }
 
-void DecodeStatus(FieldDecoder& d, const json& v, TrainingJobStatus* status) {
-  const std::string path = "status";
+void DecodeStatusFields(FieldDecoder& d, const json& v, const std::string& path,
+                        TrainingJobStatus* status) {
   const json* object = d.Object(v, path);
   if (object == nullptr) return;
-  d.Unknown(*object, path,
-            {"conditions", "replicaStatuses", "startTime", "completionTime", "lastReconcileTime",
-             "coach"});
   COACH_TIME_FIELD(d, *object, "startTime", path, status, TrainingJobStatus, start_time);
   COACH_TIME_FIELD(d, *object, "completionTime", path, status, TrainingJobStatus, completion_time);
   COACH_TIME_FIELD(d, *object, "lastReconcileTime", path, status, TrainingJobStatus,
                    last_reconcile_time);
-  auto coach = object->find("coach");
-  if (coach != object->end() && !coach->is_null()) {
-    DecodeCoachStatus(d, *coach, status->mutable_coach());
-  }
   auto conditions = object->find("conditions");
   if (conditions != object->end() && !conditions->is_null()) {
     const std::string cpath = Join(path, "conditions");
@@ -442,6 +458,24 @@ void DecodeStatus(FieldDecoder& d, const json& v, TrainingJobStatus* status) {
   }
 }
 
+}  // namespace internal
+
+namespace {
+
+void DecodeStatus(FieldDecoder& d, const json& v, TrainingJobStatus* status) {
+  const std::string path = "status";
+  const json* object = d.Object(v, path);
+  if (object == nullptr) return;
+  std::set<std::string> known = internal::JobStatusFields();
+  known.insert("coach");
+  d.Unknown(*object, path, known);
+  internal::DecodeStatusFields(d, *object, path, status);
+  auto coach = object->find("coach");
+  if (coach != object->end() && !coach->is_null()) {
+    internal::DecodeCoachStatus(d, *coach, Join(path, "coach"), true, status->mutable_coach());
+  }
+}
+
 std::string KindNames() {
   std::vector<std::string> names;
   for (const KindInfo& info : AllKinds()) names.push_back(std::string(info.name));
@@ -464,17 +498,19 @@ std::vector<FieldError> DecodeJob(const json& manifest, TrainingJob* job) {
     return d.errors;
   }
   d.Unknown(manifest, "", {"apiVersion", "kind", "metadata", "spec", "status"});
-  auto api_version = manifest.find("apiVersion");
-  if (api_version == manifest.end() || !api_version->is_string() ||
-      api_version->get<std::string>() != kApiVersion) {
-    d.Error("apiVersion",
-            absl::StrCat("must be ", std::string(kApiVersion), ", got ",
-                         api_version == manifest.end() ? "nothing" : Describe(*api_version)));
-  }
   const KindInfo* info = nullptr;
   auto kind = manifest.find("kind");
   if (kind != manifest.end() && kind->is_string()) {
     info = FindKindByName(kind->get<std::string>());
+  }
+  // The kind says which apiVersion it needs (TrainJob: trainer.kubeflow.org/v1alpha1).
+  const std::string_view want = info != nullptr ? info->api_version : kApiVersion;
+  auto api_version = manifest.find("apiVersion");
+  if (api_version == manifest.end() || !api_version->is_string() ||
+      api_version->get<std::string>() != want) {
+    d.Error("apiVersion",
+            absl::StrCat("must be ", std::string(want), ", got ",
+                         api_version == manifest.end() ? "nothing" : Describe(*api_version)));
   }
   if (info == nullptr) {
     d.Error("kind", absl::StrCat("must be one of ", KindNames(), ", got ",
@@ -488,13 +524,23 @@ std::vector<FieldError> DecodeJob(const json& manifest, TrainingJob* job) {
   } else {
     DecodeMetadata(d, *metadata, job->mutable_metadata());
   }
+  const bool train_job = info != nullptr && info->kind == TRAIN_JOB;
   if (info != nullptr) {
     auto spec = manifest.find("spec");
-    DecodeSpec(d, spec == manifest.end() ? json() : *spec, *info, job->mutable_spec());
+    const json& spec_value = spec == manifest.end() ? json() : *spec;
+    if (train_job) {
+      internal::DecodeTrainJobSpec(d, spec_value, job->mutable_spec());
+    } else {
+      DecodeSpec(d, spec_value, *info, job->mutable_spec());
+    }
   }
   auto status = manifest.find("status");
   if (status != manifest.end() && !status->is_null()) {
-    DecodeStatus(d, *status, job->mutable_status());
+    if (train_job) {
+      internal::DecodeTrainJobStatus(d, *status, job->mutable_status());
+    } else {
+      DecodeStatus(d, *status, job->mutable_status());
+    }
   }
   return d.errors;
 }

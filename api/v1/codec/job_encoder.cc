@@ -8,6 +8,7 @@
 #include "api/v1/codec/field_decoder.h"
 #include "api/v1/codec/kind_fields.h"
 #include "api/v1/codec/yaml_json.h"
+#include "api/v1/job_conditions.h"
 #include "api/v1/kinds.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -53,9 +54,14 @@ class Encoder {
   json Job(const TrainingJob& job) {
     const KindInfo* info = FindKind(job.kind());
     json out = json::object();
-    out["apiVersion"] = std::string(kApiVersion);
+    out["apiVersion"] = std::string(info != nullptr ? info->api_version : kApiVersion);
     if (info != nullptr) out["kind"] = std::string(info->name);
     out["metadata"] = Metadata(job.metadata());
+    if (job.kind() == TRAIN_JOB) {
+      out["spec"] = TrainJobSpec(job.spec());
+      if (job.has_status()) out["status"] = TrainJobStatus(job.status());
+      return out;
+    }
     if (info != nullptr) out["spec"] = Spec(job, *info);
     if (job.has_status()) out["status"] = Status(job.status());
     return out;
@@ -264,6 +270,85 @@ class Encoder {
       out["lastReconcileTime"] = FormatTime(status.last_reconcile_time());
     }
     if (status.has_coach()) out["coach"] = Coach(status.coach());
+    return out;
+  }
+
+  json TrainJobSpec(const TrainingJobSpec& spec) {
+    json out = json::object();
+    if (!spec.train_job_spec_json().empty()) {
+      const std::string path = "spec.train_job_spec_json";
+      std::optional<json> kept = Stored(spec.train_job_spec_json(), path, "train_job_spec_json", 1);
+      if (kept.has_value() && kept->is_object()) {
+        out = std::move(*kept);
+      } else if (kept.has_value()) {
+        Error(path,
+              absl::StrCat("must be a JSON object (a TrainJob's spec), got ", Describe(*kept)));
+      }
+    }
+    const RunPolicy& rp = spec.run_policy();
+    if (rp.has_suspend()) out["suspend"] = rp.suspend();
+    if (rp.has_active_deadline_seconds()) {
+      out["activeDeadlineSeconds"] = rp.active_deadline_seconds();
+    }
+    if (rp.has_managed_by()) out["managedBy"] = rp.managed_by();
+    return out;
+  }
+
+  // A TrainJob's status: upstream's conditions (Suspended, Complete, Failed) seen from coach's
+  // (api/v1/job_conditions.h), jobsStatus, trainerStatus; coach's own conditions, replica
+  // counts and times beside its status.coach fields, in status.coach.
+  json TrainJobStatus(const TrainingJobStatus& status) {
+    json out = json::object();
+    json conditions = json::array();
+    for (const JobCondition& c : status.conditions()) {
+      json item;
+      if (c.type() == kJobSuspended) {
+        const bool suspended = c.status() == kConditionTrue;
+        item = {{"type", kJobSuspended},
+                {"status", c.status()},
+                {"reason", suspended ? kTrainJobSuspendedReason : kTrainJobResumedReason},
+                {"message", suspended ? kTrainJobSuspendedMessage : kTrainJobResumedMessage}};
+      } else if (c.type() == kJobSucceeded && c.status() == kConditionTrue) {
+        item = {{"type", kTrainJobComplete},
+                {"status", kConditionTrue},
+                {"reason", kTrainJobCompleteReason},
+                {"message", kTrainJobCompleteMessage}};
+      } else if (c.type() == kJobFailed && c.status() == kConditionTrue) {
+        item = {{"type", kJobFailed},
+                {"status", kConditionTrue},
+                {"reason", c.reason().empty() ? kTrainJobFailedJobsReason : c.reason()},
+                {"message", c.message()}};
+      } else {
+        continue;
+      }
+      if (c.has_last_transition_time()) {
+        item["lastTransitionTime"] = FormatTime(c.last_transition_time());
+      }
+      conditions.push_back(std::move(item));
+    }
+    if (!conditions.empty()) out["conditions"] = std::move(conditions);
+    if (status.jobs_status_size() > 0) {
+      json jobs = json::array();
+      for (const ReplicatedJobStatus& j : status.jobs_status()) {
+        jobs.push_back({{"name", j.name()},
+                        {"ready", j.ready()},
+                        {"succeeded", j.succeeded()},
+                        {"failed", j.failed()},
+                        {"active", j.active()},
+                        {"suspended", j.suspended()}});
+      }
+      out["jobsStatus"] = std::move(jobs);
+    }
+    if (!status.trainer_status_json().empty()) {
+      std::optional<json> trainer =
+          Stored(status.trainer_status_json(), "status.trainerStatus", "trainer_status_json", 2);
+      if (trainer.has_value()) out["trainerStatus"] = std::move(*trainer);
+    }
+    TrainingJobStatus own = status;
+    own.clear_coach();
+    json coach = Status(own);
+    if (status.has_coach()) coach.update(Coach(status.coach()));
+    if (!coach.empty()) out["coach"] = std::move(coach);
     return out;
   }
 

@@ -34,7 +34,13 @@ const api::v1::KindInfo& KindAt(int i) { return api::v1::AllKinds()[static_cast<
 
 k8s::ResourceDescriptor Descriptor(int i) {
   const api::v1::KindInfo& info = KindAt(i);
-  return k8s::resources::Kubeflow(std::string(info.plural), std::string(info.name));
+  const std::string_view version = info.api_version.substr(info.api_version.find('/') + 1);
+  return {std::string(info.group),
+          std::string(version),
+          std::string(info.plural),
+          std::string(info.name),
+          true,
+          true};
 }
 
 std::string KindName(int i) { return std::string(KindAt(i).name); }
@@ -232,7 +238,8 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Create(const api::v1::TrainingJ
   if (key.namespace_.empty()) return absl::InvalidArgumentError("metadata.namespace: required");
   if (key.name.empty()) return absl::InvalidArgumentError("metadata.name: required");
   const int kind = KindIndexOf(job.kind());
-  if (kind < 0) return absl::InvalidArgumentError("kind: not one of the kubeflow.org/v1 kinds");
+  if (kind < 0)
+    return absl::InvalidArgumentError("kind: not one of the kubeflow.org/v1 kinds or TrainJob");
   if (!options_.namespaces.empty() &&
       std::find(options_.namespaces.begin(), options_.namespaces.end(), key.namespace_) ==
           options_.namespaces.end()) {
@@ -352,7 +359,7 @@ absl::StatusOr<store::ListResult> CrJobStore::List(const store::ListOptions& opt
     Entry& e = entries[i];
     if (!e.object.contains("kind")) e.object["kind"] = KindName(e.kind);
     if (!e.object.contains("apiVersion"))
-      e.object["apiVersion"] = std::string(api::v1::kApiVersion);
+      e.object["apiVersion"] = std::string(KindAt(e.kind).api_version);
     absl::StatusOr<api::v1::TrainingJob> job = Decode(e.object);
     if (!job.ok()) {
       // One unreadable object must not hide every other job.
@@ -389,7 +396,8 @@ absl::StatusOr<api::v1::TrainingJob> CrJobStore::Write(const api::v1::TrainingJo
                                                    status ? "a status update" : "an update"));
   }
   const int kind = KindIndexOf(job.kind());
-  if (kind < 0) return absl::InvalidArgumentError("kind: not one of the kubeflow.org/v1 kinds");
+  if (kind < 0)
+    return absl::InvalidArgumentError("kind: not one of the kubeflow.org/v1 kinds or TrainJob");
   ASSIGN_OR_RETURN(json manifest, api::v1::codec::JobToJsonChecked(job));
   // PUT of the object ignores .status and PUT of /status ignores the rest: send what counts.
   if (!status) manifest.erase("status");
@@ -498,11 +506,26 @@ absl::StatusOr<std::vector<JobEvent>> CrJobStore::ListEvents(const JobKey& job) 
 absl::Status CrJobStore::StartWatching(JobChangeCallback callback) {
   std::vector<std::string> namespaces = options_.namespaces;
   if (namespaces.empty()) namespaces.push_back("");
-  if (!watch_.Begin(static_cast<size_t>(NumKinds()) * namespaces.size())) {
+  // A kind whose CRD is not installed is not watched: a chart upgraded by Helm keeps the CRDs
+  // of its first install (Helm installs crds/ only then), and the v1 kinds must run without
+  // trainer.kubeflow.org's.
+  std::vector<int> served;
+  for (int kind = 0; kind < NumKinds(); ++kind) {
+    k8s::ListOptions probe;
+    probe.limit = 1;
+    absl::StatusOr<k8s::ListResult> listed = client_->List(Descriptor(kind), namespaces[0], probe);
+    if (absl::IsNotFound(listed.status())) {
+      spdlog::warn("{} is not served (is its CRD installed?): such jobs are not run",
+                   Descriptor(kind).GroupResource());
+      continue;
+    }
+    served.push_back(kind);
+  }
+  if (!watch_.Begin(served.size() * namespaces.size())) {
     return absl::FailedPreconditionError("CrJobStore: already watching");
   }
   callback_ = std::move(callback);
-  for (int kind = 0; kind < NumKinds(); ++kind) {
+  for (int kind : served) {
     for (const std::string& ns : namespaces) {
       k8s::ReflectorHandlers handlers;
       handlers.on_replace = [this, kind, ns](const std::vector<json>& items, const std::string&) {
@@ -539,7 +562,8 @@ void CrJobStore::OnReplace(int kind, const std::string& ns, const std::vector<js
   for (const json& item : items) {
     json object = item;
     if (!object.contains("kind")) object["kind"] = KindName(kind);
-    if (!object.contains("apiVersion")) object["apiVersion"] = std::string(api::v1::kApiVersion);
+    if (!object.contains("apiVersion"))
+      object["apiVersion"] = std::string(KindAt(kind).api_version);
     Notify(JobChangeType::kAdded, kind, KeyOfObject(object), &object);
   }
   // Synced only once the callback has heard the listing (WaitForSync promises that).
@@ -549,7 +573,7 @@ void CrJobStore::OnReplace(int kind, const std::string& ns, const std::vector<js
 void CrJobStore::OnEvent(int kind, const k8s::WatchEvent& event) {
   json object = event.object;
   if (!object.contains("kind")) object["kind"] = KindName(kind);
-  if (!object.contains("apiVersion")) object["apiVersion"] = std::string(api::v1::kApiVersion);
+  if (!object.contains("apiVersion")) object["apiVersion"] = std::string(KindAt(kind).api_version);
   const JobKey key = KeyOfObject(object);
   if (event.type == k8s::WatchEventType::kAdded || event.type == k8s::WatchEventType::kModified) {
     watch_.Put(key, kind, object);

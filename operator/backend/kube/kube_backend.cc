@@ -10,12 +10,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "api/v1/codec/yaml_json.h"
 #include "common/status_macros.h"
 #include "operator/backend/kube/object_fields.h"
 #include "operator/backend/kube/pod_logs.h"
 #include "operator/backend/kube/pod_observation.h"
 #include "operator/backend/kube/scheduling_facts.h"
 #include "operator/model/replicas.h"
+#include "operator/reconcile/train_job_plan.h"
 
 namespace coach::backend::kube {
 
@@ -45,24 +48,51 @@ std::string ObjectKey(const std::string& kind, const std::string& name) {
   return absl::StrCat(kind, "/", name);
 }
 
+constexpr char kRuntimeSnapshotSuffix[] = "-runtime-snapshot";
+
+// True when `o`'s labels satisfy `selector`, a label selector of existence terms ("key",
+// "!key") joined by commas: the only forms the caches' selectors use.
+bool MatchesSelector(const std::string& selector, const json& o) {
+  for (absl::string_view term : absl::StrSplit(selector, ',')) {
+    const bool absent = absl::ConsumePrefix(&term, "!");
+    if (Label(o, std::string(term)).empty() != absent) return false;
+  }
+  return true;
+}
+
+// (namespace, selector) of every reflector a kind's cache runs.
+std::vector<std::pair<std::string, std::string>> FeedsOfSelectors(
+    const std::vector<std::string>& selectors, const std::vector<std::string>& namespaces) {
+  std::vector<std::pair<std::string, std::string>> feeds;
+  for (const std::string& selector : selectors) {
+    for (const std::string& ns : namespaces) feeds.emplace_back(ns, selector);
+  }
+  return feeds;
+}
+
 }  // namespace
 
 struct KubeBackend::KindState {
   std::string kind;
   ResourceDescriptor resource;
-  std::string selector_label;  // must exist on cached objects
-  std::string job_label;       // names the owning job
-  bool enabled = true;         // false: the resource (PodGroup CRD) is not installed
+  // One reflector per selector and watched namespace; the selectors select disjoint objects.
+  std::vector<std::string> selectors;
+  std::vector<std::string> job_labels;  // the first one an object has names its job
+  bool enabled = true;                  // false: the resource (PodGroup CRD) is not installed
   // Guarded by KubeBackend::mu_.
   std::map<std::string, json> objects;                  // "ns/name" -> trimmed object
   std::map<std::string, std::set<std::string>> by_job;  // "ns/job" -> names
-  std::set<std::string> synced;                         // namespaces listed at least once
+  std::set<std::string> synced;                         // "namespace|selector" listed at least once
   std::string last_error;
 
   std::string JobKeyOfObject(const json& o) const {
-    const std::string job = Label(o, job_label);
-    if (job.empty()) return "";
-    return absl::StrCat(StringField(Field(o, "metadata"), "namespace"), "/", job);
+    for (const std::string& label : job_labels) {
+      const std::string job = Label(o, label);
+      if (!job.empty()) {
+        return absl::StrCat(StringField(Field(o, "metadata"), "namespace"), "/", job);
+      }
+    }
+    return "";
   }
   // Inserts or replaces; returns the job keys touched (old and new owner).
   void Upsert(const json& o, std::set<std::string>* jobs) {
@@ -72,6 +102,11 @@ struct KubeBackend::KindState {
     const std::string key = absl::StrCat(ns, "/", name);
     Erase(key, jobs);
     json trimmed = Trim(o, kind == "Pod");
+    // A TrainJob's runtime snapshot is read from the cache (Observe): its content stays.
+    if (kind == "ConfigMap" && absl::EndsWith(name, kRuntimeSnapshotSuffix)) {
+      const json& runtime = Field(Field(o, "data"), reconcile::kRuntimeSnapshotKey);
+      if (runtime.is_string()) trimmed["data"][reconcile::kRuntimeSnapshotKey] = runtime;
+    }
     const std::string job_key = JobKeyOfObject(trimmed);
     if (!job_key.empty()) {
       by_job[job_key].insert(name);
@@ -121,13 +156,20 @@ KubeBackend::KubeBackend(KubeBackendOptions options)
     auto state = std::make_unique<KindState>();
     state->kind = resource.kind;
     state->resource = std::move(resource);
-    state->selector_label = selector_label;
-    state->job_label = job_label;
+    state->selectors = {selector_label};
+    state->job_labels = {job_label};
     kinds_.push_back(std::move(state));
   };
   namespace r = coach::kubeclient::resources;
   add(r::Pods(), reconcile::kLabelOperatorName, reconcile::kLabelJobName);
   add(r::Services(), reconcile::kLabelOperatorName, reconcile::kLabelJobName);
+  // A TrainJob's pods and Service carry upstream's labels, not the v1 ones: coach's own label
+  // (stamped by Apply) selects them.
+  for (size_t i = 0; i < 2; ++i) {
+    kinds_[i]->selectors.push_back(
+        absl::StrCat(kCoachJobNameLabel, ",!", reconcile::kLabelOperatorName));
+    kinds_[i]->job_labels.push_back(kCoachJobNameLabel);
+  }
   add(r::ConfigMaps(), kCoachJobNameLabel, kCoachJobNameLabel);
   add({"", "v1", "serviceaccounts", "ServiceAccount", true, false}, kCoachJobNameLabel,
       kCoachJobNameLabel);
@@ -194,12 +236,13 @@ absl::Status KubeBackend::Start() {
       state->enabled = true;
       state->synced.clear();
     }
-    for (const std::string& ns : namespaces) {
+    for (const auto& [ns, selector] : FeedsOfSelectors(state->selectors, namespaces)) {
       coach::kubeclient::ReflectorOptions ro = options_.reflector;
-      ro.label_selector = state->selector_label;
+      ro.label_selector = selector;
       coach::kubeclient::ReflectorHandlers handlers;
-      handlers.on_replace = [this, state, ns](const std::vector<json>& items, const std::string&) {
-        OnReplace(state, ns, items);
+      handlers.on_replace = [this, state, ns = ns, selector = selector](
+                                const std::vector<json>& items, const std::string&) {
+        OnReplace(state, ns, selector, items);
       };
       handlers.on_event = [this, state](const WatchEvent& event) { OnEvent(state, event); };
       handlers.on_error = [this, state](const absl::Status& status) {
@@ -216,7 +259,7 @@ absl::Status KubeBackend::Start() {
   const size_t want = namespaces.size();
   auto all_synced = [this, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const auto& s : kinds_) {
-      if (s->enabled && s->synced.size() < want) return false;
+      if (s->enabled && s->synced.size() < want * s->selectors.size()) return false;
     }
     return !watch_nodes_ || nodes_synced_;
   };
@@ -231,7 +274,7 @@ absl::Status KubeBackend::Start() {
       return absl::OkStatus();
     }
     for (const auto& s : kinds_) {
-      if (s->enabled && s->synced.size() < want) {
+      if (s->enabled && s->synced.size() < want * s->selectors.size()) {
         absl::StrAppend(&missing, missing.empty() ? "" : "; ", s->resource.GroupResource(),
                         s->last_error.empty() ? "" : ": ", s->last_error);
       }
@@ -260,14 +303,15 @@ void KubeBackend::Stop() {
   started_ = false;
 }
 
-void KubeBackend::OnReplace(KindState* state, const std::string& ns,
+void KubeBackend::OnReplace(KindState* state, const std::string& ns, const std::string& selector,
                             const std::vector<json>& items) {
   std::set<std::string> jobs;
   {
     absl::MutexLock lock(&mu_);
     std::vector<std::string> old_keys;
     for (const auto& [key, object] : state->objects) {
-      if (ns.empty() || StringField(Field(object, "metadata"), "namespace") == ns) {
+      if ((ns.empty() || StringField(Field(object, "metadata"), "namespace") == ns) &&
+          MatchesSelector(selector, object)) {
         old_keys.push_back(key);
       }
     }
@@ -281,7 +325,7 @@ void KubeBackend::OnReplace(KindState* state, const std::string& ns,
                StringField(Field(it->second, "metadata"), "uid") == uid;
       });
     }
-    state->synced.insert(ns);
+    state->synced.insert(absl::StrCat(ns, "|", selector));
     for (const std::string& job : jobs) SettleLocked(job);
   }
   Notify(jobs);
@@ -521,10 +565,6 @@ std::shared_ptr<const model::AddressPlan> KubeBackend::AddressPlanFor(const mode
 }
 
 absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job) {
-  const std::string job_key = JobKeyOf(job);
-  const std::string& ns = job.metadata().namespace_();
-  const std::string default_container = DefaultContainerName(job);
-  model::ObservedState observed;
   bool started;
   {
     absl::MutexLock lock(&mu_);
@@ -532,7 +572,83 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
   }
   // Only the leader's backend starts its caches; the other replicas still serve the API
   // (describe), so they ask the API server for the job's pods, as they do for logs.
-  if (!started) return ObserveFromServer(job);
+  ASSIGN_OR_RETURN(model::ObservedState observed,
+                   started ? ObserveCached(job) : ObserveFromServer(job));
+  if (job.kind() == api::v1::TRAIN_JOB) RETURN_IF_ERROR(ObserveRuntime(job, observed));
+  return observed;
+}
+
+absl::Status KubeBackend::ObserveRuntime(const model::Job& job, model::ObservedState& observed) {
+  const std::string& ns = job.metadata().namespace_();
+  const std::string snapshot = job.metadata().name() + kRuntimeSnapshotSuffix;
+  std::optional<std::string> yaml;
+  bool cached;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    cached = started_;
+    const KindState* config_maps = StateFor("ConfigMap");
+    if (cached && config_maps != nullptr) {
+      if (const json* cm = config_maps->Find(ns, snapshot); cm != nullptr) {
+        const json& text = Field(Field(*cm, "data"), reconcile::kRuntimeSnapshotKey);
+        yaml = text.is_string() ? text.get<std::string>() : "";
+      }
+    }
+  }
+  if (!cached) {
+    absl::StatusOr<json> cm =
+        options_.client->Get(coach::kubeclient::resources::ConfigMaps(), ns, snapshot);
+    if (cm.ok()) {
+      const json& text = Field(Field(*cm, "data"), reconcile::kRuntimeSnapshotKey);
+      yaml = text.is_string() ? text.get<std::string>() : "";
+    } else if (!absl::IsNotFound(cm.status())) {
+      return cm.status();
+    }
+  }
+  if (yaml.has_value()) {
+    absl::StatusOr<std::vector<json>> docs = api::v1::codec::ParseYamlDocuments(*yaml);
+    if (!docs.ok() || docs->size() != 1 || !docs->front().is_object()) {
+      observed.refused =
+          absl::StrCat("ConfigMap ", snapshot, ": data.", reconcile::kRuntimeSnapshotKey,
+                       " is not the runtime this TrainJob was built from");
+      return absl::OkStatus();
+    }
+    observed.train_job_runtime = docs->front().dump();
+    observed.runtime_from_snapshot = true;
+    return absl::OkStatus();
+  }
+  const json spec = json::parse(job.spec().train_job_spec_json(), nullptr, false);
+  const json& ref = Field(spec, "runtimeRef");
+  const std::string kind =
+      Field(ref, "kind").is_string() ? StringField(ref, "kind") : "ClusterTrainingRuntime";
+  const std::string name = StringField(ref, "name");
+  const bool cluster = kind == "ClusterTrainingRuntime";
+  if (!cluster && kind != "TrainingRuntime") {
+    observed.runtime_missing = absl::StrCat("spec.runtimeRef.kind: unsupported runtime: ", kind);
+    return absl::OkStatus();
+  }
+  const coach::kubeclient::ResourceDescriptor resource{
+      "trainer.kubeflow.org",
+      "v1alpha1",
+      cluster ? "clustertrainingruntimes" : "trainingruntimes",
+      kind,
+      !cluster,
+      false};
+  absl::StatusOr<json> runtime = options_.client->Get(resource, cluster ? "" : ns, name);
+  if (absl::IsNotFound(runtime.status())) {
+    observed.runtime_missing = absl::StrCat("spec.runtimeRef: ", kind, " \"", name, "\" not found",
+                                            cluster ? "" : absl::StrCat(" in namespace ", ns));
+    return absl::OkStatus();
+  }
+  if (!runtime.ok()) return runtime.status();
+  observed.train_job_runtime = runtime->dump();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<model::ObservedState> KubeBackend::ObserveCached(const model::Job& job) {
+  const std::string job_key = JobKeyOf(job);
+  const std::string& ns = job.metadata().namespace_();
+  const std::string default_container = DefaultContainerName(job);
+  model::ObservedState observed;
   absl::MutexLock lock(&mu_);
   if (!started_) return absl::UnavailableError("kube backend: waiting for the cache (not started)");
   SettleLocked(job_key);

@@ -211,7 +211,13 @@ class KubeBackend : public Backend, public ProgressReceiver {
                                                           const std::string& pod_name);
 
   // Reflector handlers (one reflector thread per kind and namespace).
-  void OnReplace(KindState* state, const std::string& ns, const std::vector<nlohmann::json>& items);
+  // The caches' view of a job (Observe on the leader).
+  absl::StatusOr<model::ObservedState> ObserveCached(const model::Job& job);
+  // A TrainJob's runtime: its snapshot ConfigMap's, else the runtime its spec names, read from
+  // the API server (ObservedState::train_job_runtime).
+  absl::Status ObserveRuntime(const model::Job& job, model::ObservedState& observed);
+  void OnReplace(KindState* state, const std::string& ns, const std::string& selector,
+                 const std::vector<nlohmann::json>& items);
   void OnEvent(KindState* state, const coach::kubeclient::WatchEvent& event);
   void Notify(const std::set<std::string>& job_keys);
   // The events and NodeClaim watches (see the file comment); called by Start().

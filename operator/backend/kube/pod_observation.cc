@@ -86,6 +86,18 @@ std::string CamelType(const model::Job& job, const std::string& label_value) {
   return label_value;  // a type the job no longer declares: kept, so it is visible
 }
 
+constexpr char kLabelReplicatedJob[] = "jobset.sigs.k8s.io/replicatedjob-name";
+constexpr char kLabelCompletionIndex[] = "batch.kubernetes.io/job-completion-index";
+
+bool HasContainer(const json& pod, const std::string& name) {
+  const json& containers = Field(Field(pod, "spec"), "containers");
+  if (!containers.is_array()) return false;
+  for (const json& c : containers) {
+    if (StringField(c, "name") == name) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 json Trim(const json& o, bool pod) {
@@ -156,9 +168,18 @@ model::ObservedPod ToObservedPod(const model::Job& job, const json& pod,
   const json& meta = Field(pod, "metadata");
   p.name = StringField(meta, "name");
   p.uid = StringField(meta, "uid");
-  p.replica_type = CamelType(job, Label(pod, reconcile::kLabelReplicaType));
   int index = 0;
-  if (absl::SimpleAtoi(Label(pod, reconcile::kLabelReplicaIndex), &index)) p.index = index;
+  std::string container = default_container;
+  if (job.kind() == api::v1::TRAIN_JOB) {
+    // A TrainJob's replica types are its replicated jobs; JobSet and the Job controller label
+    // them. An initializer's main container is named after its job, a trainer's `node`.
+    p.replica_type = Label(pod, kLabelReplicatedJob);
+    if (absl::SimpleAtoi(Label(pod, kLabelCompletionIndex), &index)) p.index = index;
+    if (HasContainer(pod, p.replica_type)) container = p.replica_type;
+  } else {
+    p.replica_type = CamelType(job, Label(pod, reconcile::kLabelReplicaType));
+    if (absl::SimpleAtoi(Label(pod, reconcile::kLabelReplicaIndex), &index)) p.index = index;
+  }
   const json& status = Field(pod, "status");
   p.phase = ParsePhase(StringField(status, "phase"));
   p.deleting = Deleting(pod);
@@ -171,7 +192,7 @@ model::ObservedPod ToObservedPod(const model::Job& job, const json& pod,
     }
   }
   std::string reason;
-  if (const json* c = DefaultContainerStatus(pod, default_container)) {
+  if (const json* c = DefaultContainerStatus(pod, container)) {
     const json& terminated = Field(Field(*c, "state"), "terminated");
     const json& last = Field(Field(*c, "lastState"), "terminated");
     const json& t = terminated.is_object() ? terminated : last;

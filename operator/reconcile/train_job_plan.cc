@@ -1,0 +1,155 @@
+#include "operator/reconcile/train_job_plan.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "api/v1/codec/job_codec.h"
+#include "api/v1/codec/yaml_json.h"
+#include "api/v1/job_policies.h"
+#include "api/v1/recovery_annotations.h"
+#include "common/status_macros.h"
+#include "operator/model/replicas.h"
+#include "operator/reconcile/recovery_policy.h"
+#include "operator/trainer/merge_runtime.h"
+#include "operator/trainer/realize.h"
+
+namespace coach::reconcile {
+namespace {
+
+using nlohmann::json;
+
+// Kubernetes' default Job backoffLimit: what a runtime that sets none gets upstream.
+constexpr int kJobBackoffLimit = 6;
+
+model::KubeObject ObjectOf(json body) {
+  model::KubeObject o;
+  o.api_version = body.value("apiVersion", "v1");
+  o.kind = body.value("kind", "");
+  o.name = body["metadata"].value("name", "");
+  o.namespace_ = body["metadata"].value("namespace", "");
+  o.body = std::move(body);
+  return o;
+}
+
+// The replicated job's Job template spec in the merged JobSet (null when absent).
+const json& JobSpecOf(const json& job_set, const std::string& rjob) {
+  static const json* const kNull = new json();
+  for (const json& j : job_set["spec"]["replicatedJobs"]) {
+    if (j.value("name", "") == rjob) return j["template"]["spec"];
+  }
+  return *kNull;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
+                                          const model::ObservedState& observed, int attempt) {
+  if (observed.train_job_runtime.empty()) {
+    return absl::FailedPreconditionError(observed.runtime_missing.empty()
+                                             ? std::string("spec.runtimeRef: runtime not found")
+                                             : observed.runtime_missing);
+  }
+  const json runtime = json::parse(observed.train_job_runtime, nullptr, false);
+  if (!runtime.is_object()) {
+    return absl::InvalidArgumentError("spec.runtimeRef: the runtime is not a JSON object");
+  }
+  json train_job = api::v1::codec::JobToJson(job);
+  train_job.erase("status");
+  ASSIGN_OR_RETURN(trainer::MergedTrainJob merged, trainer::MergeRuntime(train_job, runtime));
+  trainer::ClusterFacts facts;
+  facts.job_set_uid = job.metadata().uid();
+  facts.restarts = attempt;
+  for (const json& rjob : merged.job_set["spec"]["replicatedJobs"]) {
+    facts.job_uids[rjob.value("name", "")] = job.metadata().uid();
+  }
+  ASSIGN_OR_RETURN(trainer::RealizedTrainJob realized,
+                   trainer::RealizeTrainJob(train_job, merged, facts));
+
+  TrainJobPlan plan;
+  plan.job = job;
+  plan.trainer_job = merged.trainer_job;
+  model::Job& expanded = plan.job;
+  auto& specs = *expanded.mutable_spec()->mutable_replica_specs();
+  specs.clear();
+  const Json owners = OwnerReferences(job);
+  for (trainer::RealizedJob& rjob : realized.jobs) {
+    plan.jobs.push_back(rjob.name);
+    api::v1::ReplicaSpec& spec = specs[rjob.name];
+    spec.set_replicas(rjob.pod_count);
+    std::string restart_policy = api::v1::kRestartPolicyOnFailure;
+    if (!rjob.pods.empty()) {
+      restart_policy = rjob.pods.front()["spec"].value("restartPolicy", restart_policy);
+    }
+    spec.set_restart_policy(restart_policy);
+    for (const json& dep : rjob.depends_on) {
+      plan.depends_on[rjob.name].emplace_back(dep.value("name", ""), dep.value("status", ""));
+    }
+    for (size_t i = 0; i < rjob.pods.size(); ++i) {
+      json& pod = rjob.pods[i];
+      pod["metadata"]["ownerReferences"] = owners;
+      pod["metadata"]["labels"][kLabelAttempt] = absl::StrCat(attempt);
+      plan.pods[{rjob.name, static_cast<int>(i)}] = ObjectOf(std::move(pod));
+    }
+  }
+
+  api::v1::RunPolicy& rp = *expanded.mutable_spec()->mutable_run_policy();
+  const json& trainer_spec = JobSpecOf(merged.job_set, plan.trainer_job);
+  rp.set_backoff_limit(trainer_spec.is_object() && trainer_spec.contains("backoffLimit") &&
+                               trainer_spec["backoffLimit"].is_number_integer()
+                           ? trainer_spec["backoffLimit"].get<int>()
+                           : kJobBackoffLimit);
+  rp.set_clean_pod_policy(api::v1::kCleanPodPolicyRunning);
+  const json& spec = merged.job_set["spec"];
+  if (spec.contains("failurePolicy") && spec["failurePolicy"].is_object()) {
+    const int max_restarts = spec["failurePolicy"].value("maxRestarts", 0);
+    if (max_restarts > 0) {
+      auto& annotations = *expanded.mutable_metadata()->mutable_annotations();
+      annotations[api::v1::kAnnotationRestartScope] = "Job";
+      annotations[api::v1::kAnnotationMaxRestarts] = absl::StrCat(max_restarts);
+    }
+  }
+  if (spec.contains("successPolicy") && spec["successPolicy"].is_object()) {
+    const json& policy = spec["successPolicy"];
+    plan.success_any = policy.value("operator", "All") == "Any";
+    for (const json& target : policy.value("targetReplicatedJobs", json::array())) {
+      if (target.is_string()) plan.success_jobs.push_back(target.get<std::string>());
+    }
+  }
+  if (plan.success_jobs.empty()) plan.success_jobs = plan.jobs;
+
+  json service = std::move(realized.service);
+  service["metadata"]["ownerReferences"] = owners;
+  plan.objects.push_back(ObjectOf(std::move(service)));
+  if (realized.mpi_hostfile.is_object()) {
+    realized.mpi_hostfile["metadata"]["ownerReferences"] = owners;
+    plan.objects.push_back(ObjectOf(std::move(realized.mpi_hostfile)));
+  }
+  if (!observed.runtime_from_snapshot) {
+    plan.objects.push_back(
+        ObjectOf({{"apiVersion", "v1"},
+                  {"kind", "ConfigMap"},
+                  {"metadata",
+                   {{"name", absl::StrCat(job.metadata().name(), "-runtime-snapshot")},
+                    {"namespace", job.metadata().namespace_()},
+                    {"ownerReferences", owners}}},
+                  {"data", {{kRuntimeSnapshotKey, api::v1::codec::ToYaml(runtime)}}}}));
+  }
+  return plan;
+}
+
+bool JobReached(const TrainJobPlan& plan, const std::string& rjob, const std::string& state,
+                const std::vector<model::ObservedPod>& pods) {
+  auto spec = plan.job.spec().replica_specs().find(rjob);
+  if (spec == plan.job.spec().replica_specs().end()) return false;
+  int reached = 0;
+  for (const model::ObservedPod& p : pods) {
+    if (p.replica_type != rjob || p.deleting) continue;
+    if (p.phase == model::PodPhase::kSucceeded ||
+        (state == "Ready" && p.phase == model::PodPhase::kRunning)) {
+      ++reached;
+    }
+  }
+  return reached >= spec->second.replicas();
+}
+
+}  // namespace coach::reconcile

@@ -1,0 +1,63 @@
+#pragma once
+
+// A TrainJob as the reconciler runs it: its runtime merged in (operator/trainer), its
+// replicated jobs as the job model's replica types, and every object upstream's JobSet and Job
+// controllers would have made for it. Pure: a function of the TrainJob, the runtime the backend
+// observed, and the attempt.
+//
+// The expanded job the reconciler reads: one replica spec per replicated job (replicas = its
+// pod count, restartPolicy = its pods'), runPolicy.backoffLimit = the trainer Job's
+// backoffLimit (Kubernetes' default 6), cleanPodPolicy Running (a finished JobSet deletes its
+// active Jobs), and with JobSet failurePolicy.maxRestarts > 0 the whole-job restart rule
+// (coach.dev/restart-scope: Job, coach.dev/max-restarts) that JobSet's restarts are.
+//
+// Deliberate differences from upstream (operator/trainer/README.md): pods and the Service are
+// owned by the TrainJob (there are no JobSet and Job objects to own them) and carry
+// coach.dev/attempt; Job-level backoffLimit is the trainer Job's for the whole TrainJob.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "operator/model/kube_object.h"
+#include "operator/model/observed_state.h"
+#include "operator/model/reconcile_types.h"
+
+namespace coach::reconcile {
+
+inline constexpr char kRuntimeSnapshotKey[] = "runtime";
+
+struct TrainJobPlan {
+  model::Job job;  // the expanded job
+  // Replicated jobs in the runtime's order.
+  std::vector<std::string> jobs;
+  // Per replicated job: the (replicated job, "Complete" | "Ready") it waits for.
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> depends_on;
+  // The replicated jobs whose completion completes the TrainJob (JobSet successPolicy);
+  // `success_any`: any one of them completing is enough.
+  std::vector<std::string> success_jobs;
+  bool success_any = false;
+  // The trainer's replicated job (its first pod's name is the "first failed job" upstream names).
+  std::string trainer_job;
+  // (replicated job, completion index) -> the complete Pod.
+  std::map<std::pair<std::string, int>, model::KubeObject> pods;
+  // The headless Service, the MPI hostfile ConfigMap, and (when the backend has no snapshot of
+  // the runtime for this job yet) the `<trainjob>-runtime-snapshot` ConfigMap.
+  std::vector<model::KubeObject> objects;
+};
+
+// Errors: FailedPrecondition when the backend found no runtime (observed.train_job_runtime
+// empty; observed.refused-style text in the message); InvalidArgument naming the field when the
+// TrainJob and its runtime cannot be merged or realised.
+absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
+                                          const model::ObservedState& observed, int attempt);
+
+// The status of a replicated job's Job: "Complete" when every pod succeeded, "Ready" when every
+// pod runs or succeeded; what dependsOn waits for.
+bool JobReached(const TrainJobPlan& plan, const std::string& rjob, const std::string& state,
+                const std::vector<model::ObservedPod>& pods);
+
+}  // namespace coach::reconcile

@@ -1,0 +1,225 @@
+// A TrainJob through the one reconciler: its runtime merged and realised into pods (names,
+// labels and env as Trainer v2.3 and JobSet give them), initializers before the trainer, and
+// upstream's status (no condition while it runs, Complete/Failed in upstream's words, jobsStatus).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "api/v1/codec/job_codec.h"
+#include "api/v1/codec/yaml_json.h"
+#include "api/v1/job_conditions.h"
+#include "operator/model/testing/result_text.h"
+#include "operator/reconcile/conditions.h"
+#include "operator/reconcile/reconciler.h"
+#include "operator/trainer/reference_data.h"
+
+namespace coach::reconcile {
+namespace {
+
+using nlohmann::json;
+using testing::ActionsText;
+using ::testing::ElementsAre;
+using testing::EventReasons;
+
+json TorchRuntime() {
+  absl::StatusOr<json> runtime = trainer::testing::LoadReferenceKind(
+      "runtimes/torch_distributed.yaml", "ClusterTrainingRuntime");
+  EXPECT_TRUE(runtime.ok()) << runtime.status();
+  return runtime.ok() ? *runtime : json();
+}
+
+// A runtime whose trainer waits for a dataset initializer to complete.
+json InitializerRuntime() {
+  auto docs = api::v1::codec::ParseYamlDocuments(R"(
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata: {name: with-data, labels: {trainer.kubeflow.org/framework: torch}}
+spec:
+  mlPolicy: {numNodes: 1, torch: {}}
+  template:
+    spec:
+      replicatedJobs:
+      - name: dataset-initializer
+        template:
+          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: dataset-initializer}}
+          spec:
+            template:
+              spec:
+                containers:
+                - name: dataset-initializer
+                  image: init:1
+                  volumeMounts: [{name: initializer, mountPath: /workspace}]
+                volumes: [{name: initializer, emptyDir: {}}]
+      - name: node
+        dependsOn: [{name: dataset-initializer, status: Complete}]
+        template:
+          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}
+          spec:
+            template:
+              spec:
+                containers: [{name: node, image: train:1}]
+)");
+  EXPECT_TRUE(docs.ok()) << docs.status();
+  return docs.ok() ? docs->front() : json();
+}
+
+model::Job TrainJob(const std::string& runtime, int nodes) {
+  json doc = {{"apiVersion", "trainer.kubeflow.org/v1alpha1"},
+              {"kind", "TrainJob"},
+              {"metadata", {{"name", "mnist"}, {"namespace", "ns"}, {"uid", "uid-1"}}},
+              {"spec",
+               {{"runtimeRef",
+                 {{"name", runtime},
+                  {"kind", "ClusterTrainingRuntime"},
+                  {"apiGroup", "trainer.kubeflow.org"}}},
+                {"trainer", {{"numNodes", nodes}, {"command", {"torchrun", "train.py"}}}},
+                {"suspend", false},
+                {"managedBy", "trainer.kubeflow.org/trainjob-controller"}}}};
+  absl::StatusOr<model::Job> job = api::v1::codec::JobFromJson(doc);
+  EXPECT_TRUE(job.ok()) << job.status();
+  return job.ok() ? *job : model::Job();
+}
+
+model::ObservedState Observed(const json& runtime) {
+  model::ObservedState o;
+  o.train_job_runtime = runtime.dump();
+  return o;
+}
+
+model::ObservedPod Pod(const model::KubeObject& created, model::PodPhase phase) {
+  model::ObservedPod p;
+  p.name = created.name;
+  p.replica_type = created.body["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"];
+  p.index = std::stoi(created.body["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]
+                          .get<std::string>());
+  p.phase = phase;
+  return p;
+}
+
+const absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);
+
+TEST(TrainJobReconcileTest, RunsAsUpstreamAndCompletesInUpstreamsWords) {
+  const model::Job job = TrainJob("torch-distributed", 2);
+  model::ObservedState observed = Observed(TorchRuntime());
+  model::ReconcileResult first = Reconcile(job, observed, kNow, {});
+  const std::vector<std::string> actions = ActionsText(first);
+  ASSERT_EQ(actions.size(), 4u) << ::testing::PrintToString(actions);
+  EXPECT_EQ(actions[0], "create Service/mnist");
+  EXPECT_EQ(actions[1], "create ConfigMap/mnist-runtime-snapshot");
+  EXPECT_EQ(actions[2].rfind("create Pod/mnist-node-0-0-", 0), 0u) << actions[2];
+  EXPECT_EQ(actions[3].rfind("create Pod/mnist-node-0-1-", 0), 0u) << actions[3];
+  const json& pod = first.actions[2].object.body;
+  EXPECT_EQ(pod["spec"]["hostname"], "mnist-node-0-0");
+  EXPECT_EQ(pod["spec"]["subdomain"], "mnist");
+  EXPECT_EQ(pod["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"], "mnist");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["kind"], "TrainJob");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["apiVersion"], "trainer.kubeflow.org/v1alpha1");
+  json env = json::object();
+  for (const json& e : pod["spec"]["containers"][0]["env"]) env[e["name"].get<std::string>()] = e;
+  EXPECT_EQ(env["PET_NNODES"]["value"], "2");
+  EXPECT_EQ(env["PET_MASTER_ADDR"]["value"], "mnist-node-0-0.mnist");
+  EXPECT_NE(first.actions[1].object.body["data"]["runtime"].get<std::string>().find(
+                "name: torch-distributed"),
+            std::string::npos);
+
+  model::Job running = job;
+  *running.mutable_status() = first.status;
+  observed.runtime_from_snapshot = true;
+  observed.objects = {{"Service", "mnist"}, {"ConfigMap", "mnist-runtime-snapshot"}};
+  observed.pods = {Pod(first.actions[2].object, model::PodPhase::kRunning),
+                   Pod(first.actions[3].object, model::PodPhase::kRunning)};
+  model::ReconcileResult second = Reconcile(running, observed, kNow + absl::Seconds(5), {});
+  EXPECT_TRUE(ActionsText(second).empty()) << ::testing::PrintToString(ActionsText(second));
+  *running.mutable_status() = second.status;
+  const json shown = api::v1::codec::JobToJson(running);
+  // Upstream readers (the Kubeflow SDK) see a running job: no condition at all.
+  EXPECT_FALSE(shown["status"].contains("conditions")) << shown["status"].dump();
+  EXPECT_EQ(shown["status"]["coach"]["conditions"].back()["type"], "Running");
+  EXPECT_EQ(shown["status"]["jobsStatus"],
+            json::parse(R"([{"name":"node","ready":1,"succeeded":0,"failed":0,"active":1,
+                             "suspended":0}])"));
+
+  for (model::ObservedPod& p : observed.pods) p.phase = model::PodPhase::kSucceeded;
+  model::ReconcileResult third = Reconcile(running, observed, kNow + absl::Seconds(9), {});
+  *running.mutable_status() = third.status;
+  const json done = api::v1::codec::JobToJson(running);
+  ASSERT_EQ(done["status"]["conditions"].size(), 1u) << done["status"].dump();
+  EXPECT_EQ(done["status"]["conditions"][0]["type"], "Complete");
+  EXPECT_EQ(done["status"]["conditions"][0]["reason"], "AllJobsCompleted");
+  EXPECT_EQ(done["status"]["conditions"][0]["message"], "jobset completed successfully");
+  EXPECT_EQ(done["status"]["jobsStatus"][0]["succeeded"], 1);
+}
+
+TEST(TrainJobReconcileTest, TheTrainerWaitsForItsInitializer) {
+  const model::Job job = TrainJob("with-data", 1);
+  model::ObservedState observed = Observed(InitializerRuntime());
+  model::ReconcileResult first = Reconcile(job, observed, kNow, {});
+  std::vector<std::string> pods;
+  for (const std::string& a : ActionsText(first)) {
+    if (a.rfind("create Pod/", 0) == 0) pods.push_back(a);
+  }
+  ASSERT_EQ(pods.size(), 1u) << ::testing::PrintToString(ActionsText(first));
+  EXPECT_EQ(pods[0].rfind("create Pod/mnist-dataset-initializer-0-0-", 0), 0u) << pods[0];
+
+  model::Job running = job;
+  *running.mutable_status() = first.status;
+  observed.runtime_from_snapshot = true;
+  observed.objects = {{"Service", "mnist"}, {"ConfigMap", "mnist-runtime-snapshot"}};
+  model::KubeObject init_pod;
+  for (const model::Action& a : first.actions) {
+    if (a.object.kind == "Pod") init_pod = a.object;
+  }
+  observed.pods = {Pod(init_pod, model::PodPhase::kRunning)};
+  EXPECT_TRUE(ActionsText(Reconcile(running, observed, kNow + absl::Seconds(1), {})).empty());
+
+  observed.pods = {Pod(init_pod, model::PodPhase::kSucceeded)};
+  model::ReconcileResult next = Reconcile(running, observed, kNow + absl::Seconds(2), {});
+  ASSERT_EQ(next.actions.size(), 1u) << ::testing::PrintToString(ActionsText(next));
+  EXPECT_EQ(next.actions[0].object.name.rfind("mnist-node-0-0-", 0), 0u);
+  // An initializer that finished is not a finished TrainJob.
+  EXPECT_FALSE(IsFinished(next.status));
+}
+
+TEST(TrainJobReconcileTest, AFailedNodeFailsTheJobInUpstreamsWords) {
+  const model::Job job = TrainJob("torch-distributed", 1);
+  model::ObservedState observed = Observed(TorchRuntime());
+  model::ReconcileResult first = Reconcile(job, observed, kNow, {});
+  model::Job running = job;
+  *running.mutable_status() = first.status;
+  observed.runtime_from_snapshot = true;
+  model::ObservedPod failed = Pod(first.actions[2].object, model::PodPhase::kFailed);
+  failed.restart_count = 7;  // past the Job's default backoffLimit (6)
+  observed.pods = {failed};
+  model::ReconcileResult r = Reconcile(running, observed, kNow + absl::Seconds(30), {});
+  *running.mutable_status() = r.status;
+  const json shown = api::v1::codec::JobToJson(running);
+  ASSERT_EQ(shown["status"]["conditions"].size(), 1u) << shown["status"].dump();
+  EXPECT_EQ(shown["status"]["conditions"][0]["type"], "Failed");
+  EXPECT_EQ(shown["status"]["conditions"][0]["reason"], "FailedJobs");
+  EXPECT_EQ(shown["status"]["conditions"][0]["message"],
+            "jobset failed due to one or more job failures (first failed job: mnist-node-0)");
+}
+
+TEST(TrainJobReconcileTest, AMissingRuntimeIsAnEventAndARetryNotAFailure) {
+  const model::Job job = TrainJob("nowhere", 1);
+  model::ObservedState observed;
+  observed.runtime_missing = "spec.runtimeRef: ClusterTrainingRuntime nowhere not found";
+  model::ReconcileResult r = Reconcile(job, observed, kNow, {});
+  EXPECT_TRUE(r.actions.empty());
+  EXPECT_THAT(EventReasons(r), ElementsAre("TrainJobResourcesCreationFailed"));
+  EXPECT_EQ(r.requeue_at, kNow + absl::Seconds(10));
+  EXPECT_FALSE(r.status_changed);
+}
+
+TEST(TrainJobReconcileTest, AnotherManagerIsLeftAlone) {
+  model::Job job = TrainJob("torch-distributed", 1);
+  job.mutable_spec()->mutable_run_policy()->set_managed_by("kueue.x-k8s.io/multikueue");
+  model::ReconcileResult r = Reconcile(job, Observed(TorchRuntime()), kNow, {});
+  EXPECT_TRUE(r.actions.empty());
+  EXPECT_FALSE(r.status_changed);
+}
+
+}  // namespace
+}  // namespace coach::reconcile
