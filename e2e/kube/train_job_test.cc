@@ -1,0 +1,282 @@
+// Kubeflow Trainer v2's TrainJob on a real control plane, applied with kubectl as a user of
+// upstream's would: upstream's torch runtime unchanged, the pods, Service and env a Trainer
+// v2.3 deployment gives, upstream's status (no condition while running, Complete/Failed in
+// upstream's words, every jobsStatus counter), suspend and resume, and a runtime created after
+// the TrainJob that names it.
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/time.h"
+#include "e2e/kube/kube_fixture.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace coach::e2e::kube {
+namespace {
+
+using nlohmann::json;
+
+std::string SharedFile(const std::string& relative) {
+  const char* dir = std::getenv("COACH_SHARED_DIR");
+  EXPECT_NE(dir, nullptr) << "COACH_SHARED_DIR must point at the shared folder";
+  return absl::StrCat(dir != nullptr ? dir : "", "/", relative);
+}
+
+// A TrainJob of `nodes` trainer pods on the runtime `runtime` (a ClusterTrainingRuntime).
+std::string TrainJobYaml(const std::string& name, const std::string& runtime, int nodes,
+                         bool suspend = false) {
+  return absl::StrCat(R"(
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: )",
+                      name, R"(
+spec:
+  runtimeRef:
+    name: )",
+                      runtime, R"(
+  suspend: )",
+                      suspend ? "true" : "false", R"(
+  trainer:
+    numNodes: )",
+                      nodes, R"(
+    command: [torchrun, train.py]
+)");
+}
+
+// A torch ClusterTrainingRuntime whose node pods exit with `exit_code` after `seconds` on kwok;
+// `restart_policy` and `backoff_limit` of the trainer's Job as given.
+std::string KwokRuntimeYaml(const std::string& name, int exit_code, int seconds,
+                            const std::string& restart_policy, int backoff_limit) {
+  return absl::StrReplaceAll(R"(
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata:
+  name: NAME
+  labels: {trainer.kubeflow.org/framework: torch}
+spec:
+  mlPolicy: {numNodes: 1, torch: {}}
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          metadata:
+            labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}
+          spec:
+            backoffLimit: LIMIT
+            template:
+              metadata:
+                annotations: {coach.test/exit-code: "CODE", coach.test/run-seconds: "SECONDS"}
+              spec:
+                restartPolicy: POLICY
+                containers:
+                - name: node
+                  image: coach.local/none:latest
+)",
+                             {{"NAME", name},
+                              {"CODE", std::to_string(exit_code)},
+                              {"SECONDS", std::to_string(seconds)},
+                              {"POLICY", restart_policy},
+                              {"LIMIT", std::to_string(backoff_limit)}});
+}
+
+class TrainJobTest : public KubeTest {
+ protected:
+  std::vector<json> TrainJobPods(const std::string& name) const {
+    return List("pods", "jobset.sigs.k8s.io/jobset-name=" + name);
+  }
+  // The TrainJob once `pred` holds for it (nullopt, with the operator's log, on timeout).
+  std::optional<json> WaitTrainJob(const std::string& name,
+                                   const std::function<bool(const json&)>& pred,
+                                   const std::string& what,
+                                   absl::Duration timeout = absl::Seconds(90)) {
+    std::optional<json> last;
+    if (Eventually(
+            [&] {
+              last = Get("trainjobs", name);
+              return last.has_value() && pred(*last);
+            },
+            timeout, kKubectlPoll)) {
+      return last;
+    }
+    ADD_FAILURE() << name << ": timed out waiting for " << what
+                  << "; last: " << (last ? (*last)["status"].dump() : "none") << "\n"
+                  << OperatorLogTail();
+    return std::nullopt;
+  }
+  static json UpstreamCondition(const json& job, const std::string& type) {
+    for (const json& c : job["status"].value("conditions", json::array())) {
+      if (c.value("type", "") == type) return c;
+    }
+    return nullptr;
+  }
+  static std::string Phase(const json& job) {
+    const json conditions =
+        job["status"].value("coach", json::object()).value("conditions", json::array());
+    return conditions.empty() ? "" : conditions.back().value("type", "");
+  }
+};
+
+TEST_F(TrainJobTest, UpstreamRuntimeAndTrainJobRunAsTrainerV2) {
+  const CmdResult runtime =
+      Kubectl({"apply", "--server-side", "-f",
+               SharedFile("reference/kubeflow-v2/runtimes/torch_distributed.yaml")});
+  ASSERT_EQ(runtime.exit_code, 0) << runtime.err;
+  Apply(TrainJobYaml("mnist", "torch-distributed", 2));
+
+  std::vector<json> pods;
+  ASSERT_TRUE(Eventually([&] { return (pods = TrainJobPods("mnist")).size() == 2; },
+                         absl::Seconds(60), kKubectlPoll))
+      << OperatorLogTail();
+  for (const json& pod : pods) {
+    const json& labels = pod["metadata"]["labels"];
+    const std::string index = labels.value("batch.kubernetes.io/job-completion-index", "");
+    ASSERT_FALSE(index.empty()) << pod["metadata"].dump();
+    EXPECT_EQ(pod["metadata"]["name"].get<std::string>().rfind("mnist-node-0-" + index + "-", 0),
+              0u);
+    EXPECT_EQ(labels.value("jobset.sigs.k8s.io/replicatedjob-name", ""), "node");
+    EXPECT_EQ(labels.value("batch.kubernetes.io/job-name", ""), "mnist-node-0");
+    EXPECT_EQ(pod["metadata"]["annotations"].value("batch.kubernetes.io/job-completion-index", ""),
+              index);
+    EXPECT_EQ(pod["spec"]["hostname"], "mnist-node-0-" + index);
+    EXPECT_EQ(pod["spec"]["subdomain"], "mnist");
+    EXPECT_EQ(pod["spec"]["restartPolicy"], "OnFailure");
+    EXPECT_EQ(pod["spec"]["containers"][0]["name"], "node");
+    EXPECT_EQ(PodEnv(pod, "PET_NNODES"), "2");
+    EXPECT_EQ(PodEnv(pod, "PET_MASTER_ADDR"), "mnist-node-0-0.mnist");
+    EXPECT_EQ(PodEnv(pod, "PET_MASTER_PORT"), "29500");
+    EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["kind"], "TrainJob");
+  }
+  std::optional<json> service = Get("service", "mnist");
+  ASSERT_TRUE(service) << OperatorLogTail();
+  EXPECT_EQ((*service)["spec"]["clusterIP"], "None");
+  EXPECT_EQ((*service)["spec"]["selector"]["jobset.sigs.k8s.io/jobset-name"], "mnist");
+  EXPECT_EQ((*service)["spec"]["publishNotReadyAddresses"], true);
+  std::optional<json> snapshot = Get("configmap", "mnist-runtime-snapshot");
+  ASSERT_TRUE(snapshot);
+  EXPECT_NE((*snapshot)["data"].value("runtime", "").find("torch-distributed"), std::string::npos);
+
+  // Running: upstream readers see no condition at all; coach's phase says Running.
+  std::optional<json> running = WaitTrainJob(
+      "mnist", [](const json& j) { return Phase(j) == "Running"; }, "coach's Running");
+  ASSERT_TRUE(running);
+  EXPECT_FALSE((*running)["status"].contains("conditions")) << (*running)["status"].dump();
+  const json jobs = (*running)["status"]["jobsStatus"];
+  ASSERT_EQ(jobs.size(), 1u) << (*running)["status"].dump();
+  for (const char* counter : {"ready", "succeeded", "failed", "active", "suspended"}) {
+    EXPECT_TRUE(jobs[0].contains(counter)) << counter;
+  }
+  EXPECT_EQ(jobs[0]["name"], "node");
+  EXPECT_EQ(jobs[0]["active"], 1);
+
+  // kubectl's columns: STATE empty (upstream's), PHASE coach's.
+  const CmdResult table = Kubectl({"get", "trainjob", "mnist", "-n", ns(), "--no-headers"});
+  EXPECT_NE(table.out.find("Running"), std::string::npos) << table.out;
+}
+
+TEST_F(TrainJobTest, CompletesAndFailsInUpstreamsWords) {
+  const std::string ok_runtime = "kwok-ok-" + ns();
+  const std::string bad_runtime = "kwok-fail-" + ns();
+  Apply(KwokRuntimeYaml(ok_runtime, 0, 2, "OnFailure", 6));
+  Apply(KwokRuntimeYaml(bad_runtime, 1, 2, "Never", 0));
+  Apply(TrainJobYaml("good", ok_runtime, 2));
+  Apply(TrainJobYaml("bad", bad_runtime, 1));
+
+  std::optional<json> good = WaitTrainJob(
+      "good", [](const json& j) { return !UpstreamCondition(j, "Complete").is_null(); },
+      "Complete");
+  ASSERT_TRUE(good);
+  const json complete = UpstreamCondition(*good, "Complete");
+  EXPECT_EQ(complete["status"], "True");
+  EXPECT_EQ(complete["reason"], "AllJobsCompleted");
+  EXPECT_EQ(complete["message"], "jobset completed successfully");
+  EXPECT_TRUE(complete.contains("lastTransitionTime"));
+  EXPECT_EQ((*good)["status"]["conditions"].size(), 1u) << (*good)["status"].dump();
+  EXPECT_EQ((*good)["status"]["jobsStatus"][0]["succeeded"], 1);
+  EXPECT_EQ(Phase(*good), "Succeeded");
+
+  std::optional<json> bad = WaitTrainJob(
+      "bad", [](const json& j) { return !UpstreamCondition(j, "Failed").is_null(); }, "Failed");
+  ASSERT_TRUE(bad);
+  const json failed = UpstreamCondition(*bad, "Failed");
+  EXPECT_EQ(failed["reason"], "FailedJobs");
+  EXPECT_EQ(failed["message"],
+            "jobset failed due to one or more job failures (first failed job: bad-node-0)");
+  EXPECT_EQ((*bad)["status"]["jobsStatus"][0]["failed"], 1) << (*bad)["status"].dump();
+  Kubectl({"delete", "clustertrainingruntime", ok_runtime, bad_runtime});
+}
+
+TEST_F(TrainJobTest, SuspendAndResumeAsUpstream) {
+  const std::string runtime = "kwok-run-" + ns();
+  Apply(KwokRuntimeYaml(runtime, 0, 600, "OnFailure", 6));
+  Apply(TrainJobYaml("pausing", runtime, 2));
+  ASSERT_TRUE(Eventually([&] { return TrainJobPods("pausing").size() == 2; }, absl::Seconds(60),
+                         kKubectlPoll))
+      << OperatorLogTail();
+
+  ASSERT_EQ(Kubectl({"patch", "trainjob", "pausing", "-n", ns(), "--type=merge", "-p",
+                     R"({"spec":{"suspend":true}})"})
+                .exit_code,
+            0);
+  std::optional<json> suspended = WaitTrainJob(
+      "pausing",
+      [](const json& j) {
+        const json c = UpstreamCondition(j, "Suspended");
+        return !c.is_null() && c["status"] == "True";
+      },
+      "Suspended");
+  ASSERT_TRUE(suspended);
+  EXPECT_EQ(UpstreamCondition(*suspended, "Suspended")["reason"], "Suspended");
+  EXPECT_EQ(UpstreamCondition(*suspended, "Suspended")["message"], "TrainJob is suspended");
+  ASSERT_TRUE(
+      Eventually([&] { return TrainJobPods("pausing").empty(); }, absl::Seconds(60), kKubectlPoll));
+
+  ASSERT_EQ(Kubectl({"patch", "trainjob", "pausing", "-n", ns(), "--type=merge", "-p",
+                     R"({"spec":{"suspend":false}})"})
+                .exit_code,
+            0);
+  std::optional<json> resumed = WaitTrainJob(
+      "pausing",
+      [](const json& j) {
+        const json c = UpstreamCondition(j, "Suspended");
+        return !c.is_null() && c["status"] == "False";
+      },
+      "Resumed");
+  ASSERT_TRUE(resumed);
+  EXPECT_EQ(UpstreamCondition(*resumed, "Suspended")["reason"], "Resumed");
+  EXPECT_EQ(UpstreamCondition(*resumed, "Suspended")["message"], "TrainJob is resumed");
+  EXPECT_TRUE(Eventually([&] { return TrainJobPods("pausing").size() == 2; }, absl::Seconds(60),
+                         kKubectlPoll));
+  Kubectl({"delete", "clustertrainingruntime", runtime});
+}
+
+TEST_F(TrainJobTest, ARuntimeCreatedAfterItsTrainJobStartsIt) {
+  const std::string runtime = "kwok-late-" + ns();
+  Apply(TrainJobYaml("early", runtime, 1));
+  // Upstream's event, no condition, while the runtime does not exist.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const CmdResult events = Kubectl({"get", "events", "-n", ns(), "--field-selector",
+                                          "involvedObject.name=early", "-o", "json"});
+        return events.out.find("TrainJobResourcesCreationFailed") != std::string::npos;
+      },
+      absl::Seconds(60), kKubectlPoll))
+      << OperatorLogTail();
+  std::optional<json> waiting = Get("trainjobs", "early");
+  ASSERT_TRUE(waiting);
+  EXPECT_FALSE((*waiting)["status"].contains("conditions")) << (*waiting)["status"].dump();
+  EXPECT_TRUE(TrainJobPods("early").empty());
+
+  Apply(KwokRuntimeYaml(runtime, 0, 600, "OnFailure", 6));
+  EXPECT_TRUE(Eventually([&] { return TrainJobPods("early").size() == 1; }, absl::Seconds(60),
+                         kKubectlPoll))
+      << OperatorLogTail();
+  Kubectl({"delete", "clustertrainingruntime", runtime});
+}
+
+}  // namespace
+}  // namespace coach::e2e::kube
