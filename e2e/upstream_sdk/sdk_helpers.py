@@ -1,7 +1,5 @@
 """Helpers of the upstream-SDK tests: jobs built with the SDK's model classes, waiting, retries."""
 
-import os
-import shutil
 import subprocess
 import time
 
@@ -11,6 +9,8 @@ from kubernetes.client.rest import ApiException
 
 from kubeflow.training import models
 from kubeflow.training.constants import constants
+
+from kube_fixtures import kubectl_path, wait_until  # noqa: F401  (conftest put it on sys.path)
 
 # An image name that is never pulled: kwok runs no containers.
 IMAGE = "coach.local/none:latest"
@@ -26,23 +26,7 @@ MODEL = {
 }
 
 
-def kubectl_path():
-    return os.environ.get("COACH_UPSTREAM_SDK_KUBECTL") or shutil.which("kubectl")
-
-
 # --------------------------------------------------------------------------------- helpers
-
-
-def wait_until(pred, timeout, what, interval=0.25):
-    """Polls pred() until it is truthy; returns its value, or fails the test after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
 
 
 def pod_template(container, exit_code="0", run_seconds="3", image=IMAGE, annotations=None):

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The upstream Kubeflow Training Python SDK (kubeflow-training 1.9.4, unchanged) against coach's
-# Kubernetes backend: e2e/upstream_sdk's pytest tests drive a real control plane (tools/testenv) on
-# which the real coach-operator --backend=kube reconciles the jobs. See e2e/upstream_sdk/README.md.
+# The upstream Kubeflow Python SDKs, unchanged, against coach's Kubernetes backend: kubeflow-training
+# 1.9.4 (v1 jobs, e2e/upstream_sdk) and kubeflow 0.5.0 (Trainer v2's TrainJobs, e2e/kubeflow_sdk). Their
+# pytest tests drive a real control plane (tools/testenv) on which the real coach-operator --backend=kube
+# reconciles the jobs. See e2e/upstream_sdk/README.md and e2e/kubeflow_sdk/README.md.
 #
 #  1. tools/upstream_sdk_env.sh install (the pinned venv), coach-operator from the suite's
 #     runfiles, tools/testenv/testenv build (a no-op once the binaries are cached);
 #  2. testenv up, coach's CRDs applied server-side and Established;
 #  3. coach-operator --backend=kube on free loopback ports, ready when /readyz answers 200;
-#  4. pytest e2e/upstream_sdk with KUBECONFIG set; its exit status is the suite's;
+#  4. pytest e2e/upstream_sdk, then pytest e2e/kubeflow_sdk (each SDK's venv), KUBECONFIG set;
 #  5. always: the operator stopped, the control plane down (trap).
 # Outside CI a machine without Go (to build tools/testenv) skips; under CI=true every missing
 # component fails. COACH_KEEP_WORK=1 keeps the work folder (logs, control plane down) on success too;
@@ -23,7 +24,8 @@ suite_case "what it needs"
 command -v go >/dev/null || skip "go is not installed (needed to build tools/testenv)"
 command -v curl >/dev/null || skip "curl is not installed"
 tools/upstream_sdk_env.sh install || fail "tools/upstream_sdk_env.sh install failed"
-PY=$(tools/upstream_sdk_env.sh python) || fail "the upstream SDK venv is not usable"
+PY=$(tools/upstream_sdk_env.sh python training) || fail "the kubeflow-training venv is not usable"
+PY_V2=$(tools/upstream_sdk_env.sh python kubeflow) || fail "the kubeflow (Trainer v2 SDK) venv is not usable"
 
 WORK=$(mktemp -d /tmp/coach-upstream-sdk.XXXXXX)
 DIR=$WORK/kube
@@ -113,15 +115,23 @@ done
 
 suite_case "the tests"
 t0=$SECONDS
-status=0
-report=$(suite_report_file upstream-sdk-pytest.xml)
-suite_add_report "$report"
-env KUBECONFIG="$kubeconfig" COACH_UPSTREAM_SDK_OPERATOR_LOG="$WORK/operator-$attempt.log" \
-  COACH_UPSTREAM_SDK_KUBECTL="$BIN/kubectl" \
-  "$PY" -m pytest -p no:cacheprovider -v -rfEs --junitxml="$report" e2e/upstream_sdk "$@" || status=$?
-kill -0 "$OP_PID" 2>/dev/null || fail "coach-operator died during the tests"
-case $status in
-  0) say "tests: $((SECONDS - t0)) s" ;;
-  5) fail "pytest collected no tests" ;;
-  *) fail "pytest exited $status (tests $((SECONDS - t0)) s)" ;;
-esac
+collected=0
+# A -k argument may select tests of one SDK only: "no tests collected" (5) is a failure only when
+# neither SDK's pytest ran any.
+for sdk in upstream_sdk kubeflow_sdk; do
+  py=$PY
+  [[ $sdk == kubeflow_sdk ]] && py=$PY_V2
+  status=0
+  report=$(suite_report_file "$sdk-pytest.xml")
+  suite_add_report "$report"
+  env KUBECONFIG="$kubeconfig" COACH_UPSTREAM_SDK_OPERATOR_LOG="$WORK/operator-$attempt.log" \
+    COACH_UPSTREAM_SDK_KUBECTL="$BIN/kubectl" \
+    "$py" -m pytest -p no:cacheprovider -v -rfEs --junitxml="$report" "e2e/$sdk" "$@" || status=$?
+  kill -0 "$OP_PID" 2>/dev/null || fail "coach-operator died during the $sdk tests"
+  case $status in
+    0) collected=1; say "$sdk tests: $((SECONDS - t0)) s" ;;
+    5) ;;
+    *) fail "$sdk: pytest exited $status (tests $((SECONDS - t0)) s)" ;;
+  esac
+done
+((collected)) || fail "pytest collected no tests"
