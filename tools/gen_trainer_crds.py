@@ -438,6 +438,8 @@ def trainjob_coach_status():
     conditions, replica counts and times in coach's vocabulary, which upstream readers of
     status.conditions must not see (api/v1/codec/train_job_decoder.cc)."""
     v1 = gen_crds.status()
+    v1["properties"]["replicaStatuses"]["additionalProperties"]["properties"]["replicas"] = integer(
+        "Pods of this replicated job (from the runtime).")
     props = dict(v1["properties"].pop("coach")["properties"])
     props.update(v1["properties"])
     return obj("coach's view of the job: its conditions (Created, Running, Restarting, "

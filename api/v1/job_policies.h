@@ -19,6 +19,9 @@ inline constexpr char kCleanPodPolicyRunning[] = "Running";
 inline constexpr char kCleanPodPolicyAll[] = "All";
 
 // TFJob spec.successPolicy: "" (the default: the chief, or worker 0) or AllWorkers.
+// A TrainJob's TTL after it finished, in seconds (Trainer v2 has no such field; a v1 job's is
+// runPolicy.ttlSecondsAfterFinished).
+inline constexpr char kAnnotationTtlSecondsAfterFinished[] = "coach.dev/ttl-seconds-after-finished";
 // A TrainJob's spec.managedBy default: the controller coach acts as for TrainJobs.
 inline constexpr char kTrainJobController[] = "trainer.kubeflow.org/trainjob-controller";
 inline constexpr char kSuccessPolicyDefault[] = "";

@@ -4,6 +4,7 @@
 // upstream's words, every jobsStatus counter), suspend and resume, and a runtime created after
 // the TrainJob that names it.
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -210,6 +211,23 @@ TEST_F(TrainJobTest, CompletesAndFailsInUpstreamsWords) {
   Kubectl({"delete", "clustertrainingruntime", ok_runtime, bad_runtime});
 }
 
+TEST_F(TrainJobTest, AFinishedTrainJobGoesAfterItsTtl) {
+  const std::string runtime = "kwok-ttl-" + ns();
+  Apply(KwokRuntimeYaml(runtime, 0, 1, "OnFailure", 6));
+  std::string job = TrainJobYaml("brief", runtime, 1);
+  job = absl::StrReplaceAll(job, {{"  name: brief\n",
+                                   "  name: brief\n  annotations: "
+                                   "{coach.dev/ttl-seconds-after-finished: \"2\"}\n"}});
+  Apply(job);
+  ASSERT_TRUE(WaitTrainJob(
+      "brief", [](const json& j) { return !UpstreamCondition(j, "Complete").is_null(); },
+      "Complete"));
+  EXPECT_TRUE(Eventually([&] { return !Get("trainjobs", "brief").has_value(); }, absl::Seconds(30),
+                         kKubectlPoll))
+      << OperatorLogTail();
+  Kubectl({"delete", "clustertrainingruntime", runtime});
+}
+
 TEST_F(TrainJobTest, SuspendAndResumeAsUpstream) {
   const std::string runtime = "kwok-run-" + ns();
   Apply(KwokRuntimeYaml(runtime, 0, 600, "OnFailure", 6));
@@ -275,6 +293,31 @@ TEST_F(TrainJobTest, ARuntimeCreatedAfterItsTrainJobStartsIt) {
   EXPECT_TRUE(Eventually([&] { return TrainJobPods("early").size() == 1; }, absl::Seconds(60),
                          kKubectlPoll))
       << OperatorLogTail();
+  Kubectl({"delete", "clustertrainingruntime", runtime});
+}
+
+TEST_F(TrainJobTest, TheCoachCliSubmitsShowsAndWaitsForATrainJob) {
+  const std::string runtime = "kwok-cli-" + ns();
+  Apply(KwokRuntimeYaml(runtime, 0, 3, "OnFailure", 6));
+  const std::string path = TestTmpDir() + "/cli-trainjob.yaml";
+  WriteFileOrDie(path, TrainJobYaml("viacli", runtime, 2));
+  CmdResult submit = Coach({"submit", "-f", path, "-n", ns()});
+  ASSERT_EQ(submit.exit_code, 0) << submit.out << submit.err;
+  CmdResult wait = Coach({"wait", "viacli", "-n", ns(), "--for", "Succeeded"});
+  EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err << OperatorLogTail();
+  CmdResult list = Coach({"list", "-n", ns()});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("TrainJob"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("Succeeded"), std::string::npos) << list.out;
+  CmdResult describe = Coach({"describe", "viacli", "-n", ns()});
+  EXPECT_EQ(describe.exit_code, 0) << describe.err;
+  EXPECT_NE(describe.out.find("node"), std::string::npos) << describe.out;
+  std::fprintf(stderr, "[kube-e2e] coach list:\n%s\ncoach describe:\n%s\n", list.out.c_str(),
+               describe.out.c_str());
+  // The object the CLI created is upstream's TrainJob, with upstream's status.
+  std::optional<json> stored = Get("trainjobs", "viacli");
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(UpstreamCondition(*stored, "Complete")["reason"], "AllJobsCompleted");
   Kubectl({"delete", "clustertrainingruntime", runtime});
 }
 

@@ -521,6 +521,7 @@ void Pass::CountReplicas() {
     api::v1::ReplicaStatus rs;
     rs.set_selector(ReplicaSelector(job_, type));
     rs.set_label_selector_json(old_label_selectors[type]);
+    if (plan_ != nullptr) rs.set_replicas(Replicas(job_, type));
     statuses[type] = rs;
   }
   for (const ObservedPod& observed : observed_.pods) {

@@ -440,11 +440,13 @@ void DecodeStatusFields(FieldDecoder& d, const json& v, const std::string& path,
         d.Expected(ipath, "an object", *it);
         continue;
       }
-      d.Unknown(*it, ipath, {"active", "succeeded", "failed", "selector", "labelSelector"});
+      d.Unknown(*it, ipath,
+                {"active", "succeeded", "failed", "selector", "labelSelector", "replicas"});
       ReplicaStatus& rs = (*status->mutable_replica_statuses())[it.key()];
       d.Int32(*it, "active", ipath, [&](int32_t i) { rs.set_active(i); });
       d.Int32(*it, "succeeded", ipath, [&](int32_t i) { rs.set_succeeded(i); });
       d.Int32(*it, "failed", ipath, [&](int32_t i) { rs.set_failed(i); });
+      d.Int32(*it, "replicas", ipath, [&](int32_t i) { rs.set_replicas(i); });
       d.String(*it, "selector", ipath, [&](std::string s) { rs.set_selector(s); });
       auto selector = it->find("labelSelector");
       if (selector != it->end() && !selector->is_null()) {
@@ -530,6 +532,7 @@ std::vector<FieldError> DecodeJob(const json& manifest, TrainingJob* job) {
     const json& spec_value = spec == manifest.end() ? json() : *spec;
     if (train_job) {
       internal::DecodeTrainJobSpec(d, spec_value, job->mutable_spec());
+      internal::DecodeTrainJobAnnotations(d, job->metadata(), job->mutable_spec());
     } else {
       DecodeSpec(d, spec_value, *info, job->mutable_spec());
     }

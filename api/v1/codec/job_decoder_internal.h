@@ -29,5 +29,7 @@ void DecodeStatusFields(FieldDecoder& d, const nlohmann::json& v, const std::str
 // spec and status of a trainer.kubeflow.org/v1alpha1 TrainJob (train_job_decoder.cc).
 void DecodeTrainJobSpec(FieldDecoder& d, const nlohmann::json& v, TrainingJobSpec* spec);
 void DecodeTrainJobStatus(FieldDecoder& d, const nlohmann::json& v, TrainingJobStatus* status);
+// What a TrainJob says in coach's annotations (coach.dev/ttl-seconds-after-finished) into the spec.
+void DecodeTrainJobAnnotations(FieldDecoder& d, const ObjectMeta& meta, TrainingJobSpec* spec);
 
 }  // namespace coach::api::v1::codec::internal

@@ -9,6 +9,7 @@
 #include "api/v1/codec/kind_fields.h"
 #include "api/v1/codec/yaml_json.h"
 #include "api/v1/job_conditions.h"
+#include "api/v1/job_policies.h"
 #include "api/v1/kinds.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -58,6 +59,11 @@ class Encoder {
     if (info != nullptr) out["kind"] = std::string(info->name);
     out["metadata"] = Metadata(job.metadata());
     if (job.kind() == TRAIN_JOB) {
+      // A TTL set through the model lives where a TrainJob keeps it: coach's annotation.
+      if (job.spec().run_policy().has_ttl_seconds_after_finished()) {
+        out["metadata"]["annotations"][kAnnotationTtlSecondsAfterFinished] =
+            absl::StrCat(job.spec().run_policy().ttl_seconds_after_finished());
+      }
       out["spec"] = TrainJobSpec(job.spec());
       if (job.has_status()) out["status"] = TrainJobStatus(job.status());
       return out;
@@ -252,6 +258,7 @@ class Encoder {
         if (rs.active() != 0) item["active"] = rs.active();
         if (rs.succeeded() != 0) item["succeeded"] = rs.succeeded();
         if (rs.failed() != 0) item["failed"] = rs.failed();
+        if (rs.replicas() != 0) item["replicas"] = rs.replicas();
         if (!rs.selector().empty()) item["selector"] = rs.selector();
         if (!rs.label_selector_json().empty()) {
           std::optional<json> selector =

@@ -82,6 +82,25 @@ TEST(TrainJobCodecTest, RunPolicyFieldsComeFromTheSpec) {
   EXPECT_EQ(JobToJson(suspended)["spec"]["suspend"], true);
 }
 
+TEST(TrainJobCodecTest, TtlAfterFinishedIsCoachsAnnotation) {
+  json doc = Doc(kTrainJob);
+  doc["metadata"]["annotations"]["coach.dev/ttl-seconds-after-finished"] = "30";
+  absl::StatusOr<TrainingJob> job = JobFromJson(doc);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->spec().run_policy().ttl_seconds_after_finished(), 30);
+  EXPECT_EQ(JobToJson(*job), doc);
+  // Set through the model, it is written where a TrainJob keeps it.
+  TrainingJob plain = *JobFromJson(Doc(kTrainJob));
+  plain.mutable_spec()->mutable_run_policy()->set_ttl_seconds_after_finished(5);
+  EXPECT_EQ(JobToJson(plain)["metadata"]["annotations"]["coach.dev/ttl-seconds-after-finished"],
+            "5");
+  doc["metadata"]["annotations"]["coach.dev/ttl-seconds-after-finished"] = "soon";
+  EXPECT_NE(
+      JobFromJson(doc).status().message().find(
+          "metadata.annotations[coach.dev/ttl-seconds-after-finished]: must be a whole number"),
+      std::string::npos);
+}
+
 TEST(TrainJobCodecTest, WrongShapesNameTheField) {
   json doc = Doc(kTrainJob);
   doc["apiVersion"] = "kubeflow.org/v1";

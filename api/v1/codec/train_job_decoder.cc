@@ -5,9 +5,11 @@
 // Running, Restarting, ...), which upstream readers ignore; without it, the upstream
 // conditions are read back into that vocabulary.
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "api/v1/codec/job_decoder_internal.h"
 #include "api/v1/job_conditions.h"
+#include "api/v1/job_policies.h"
 
 namespace coach::api::v1::codec::internal {
 namespace {
@@ -115,6 +117,18 @@ void DecodeTrainJobSpec(FieldDecoder& d, const json& v, TrainingJobSpec* spec) {
     it = it->is_null() ? kept.erase(it) : std::next(it);
   }
   spec->set_train_job_spec_json(kept.dump());
+}
+
+void DecodeTrainJobAnnotations(FieldDecoder& d, const ObjectMeta& meta, TrainingJobSpec* spec) {
+  auto ttl = meta.annotations().find(kAnnotationTtlSecondsAfterFinished);
+  if (ttl == meta.annotations().end()) return;
+  int32_t seconds = -1;
+  if (!absl::SimpleAtoi(ttl->second, &seconds) || seconds < 0) {
+    d.Error(absl::StrCat("metadata.annotations[", kAnnotationTtlSecondsAfterFinished, "]"),
+            absl::StrCat("must be a whole number of seconds >= 0, got \"", ttl->second, "\""));
+    return;
+  }
+  spec->mutable_run_policy()->set_ttl_seconds_after_finished(seconds);
 }
 
 void DecodeTrainJobStatus(FieldDecoder& d, const json& v, TrainingJobStatus* status) {

@@ -66,6 +66,8 @@ std::string ReplicaSummary(const api::v1::TrainingJob& job) {
   for (const auto& [type, spec] : job.spec().replica_specs()) {
     total += spec.has_replicas() ? spec.replicas() : 1;
   }
+  // A TrainJob's pod counts come from its runtime: the operator writes them into its status.
+  for (const auto& [type, status] : job.status().replica_statuses()) total += status.replicas();
   int64_t active = 0;
   for (const auto& [type, status] : job.status().replica_statuses()) active += status.active();
   return absl::StrCat(active, "/", total);
