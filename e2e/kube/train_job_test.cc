@@ -211,6 +211,32 @@ TEST_F(TrainJobTest, CompletesAndFailsInUpstreamsWords) {
   Kubectl({"delete", "clustertrainingruntime", ok_runtime, bad_runtime});
 }
 
+TEST_F(TrainJobTest, InvalidTrainJobsAreRefusedNamingTheField) {
+  const std::string runtime = "kwok-inv-" + ns();
+  Apply(KwokRuntimeYaml(runtime, 0, 600, "OnFailure", 6));
+  // The CRD's own rules: kubectl is refused, nothing is stored.
+  CmdResult bad_name =
+      Kubectl({"apply", "-n", ns(), "-f", "-"}, TrainJobYaml("Not-A-DNS-Label", runtime, 1));
+  EXPECT_NE(bad_name.exit_code, 0);
+  EXPECT_NE(bad_name.err.find("metadata.name must match RFC 1035 DNS label format"),
+            std::string::npos)
+      << bad_name.err;
+  // Upstream's webhook rules: the job fails at once, naming the field, and runs nothing.
+  std::string reserved = TrainJobYaml("reserved", runtime, 1);
+  reserved += "    env: [{name: PET_NNODES, value: \"9\"}]\n";
+  Apply(reserved);
+  std::optional<json> failed = WaitTrainJob(
+      "reserved", [](const json& j) { return !UpstreamCondition(j, "Failed").is_null(); },
+      "Failed");
+  ASSERT_TRUE(failed);
+  const json c = UpstreamCondition(*failed, "Failed");
+  EXPECT_EQ(c["reason"], "FailedValidation");
+  EXPECT_NE(c["message"].get<std::string>().find("spec.trainer.env"), std::string::npos)
+      << c.dump();
+  EXPECT_TRUE(TrainJobPods("reserved").empty());
+  Kubectl({"delete", "clustertrainingruntime", runtime});
+}
+
 TEST_F(TrainJobTest, AFinishedTrainJobGoesAfterItsTtl) {
   const std::string runtime = "kwok-ttl-" + ns();
   Apply(KwokRuntimeYaml(runtime, 0, 1, "OnFailure", 6));

@@ -39,6 +39,9 @@ using model::KubeObject;
 using model::ObservedPod;
 using model::PodPhase;
 
+// A TrainJob's trainer replicated job when no plan says which (every shipped runtime's name).
+constexpr char kTrainerNode[] = "node";
+
 // Upstream's "no exit code seen" marker (0xbeef): >= 128, so retryable under ExitCode.
 constexpr int kUnknownExitCode = 0xbeef;
 
@@ -558,9 +561,14 @@ void Pass::Succeed(const std::string& message) {
 void Pass::Fail(const std::string& reason, const std::string& message,
                 const std::string& failed_type) {
   Event("Warning", kind_name_ + reason, message);
-  if (plan_ == nullptr || reason == api::v1::kJobFailedValidationReason ||
-      reason == api::v1::kJobStalledReason) {
+  if (job_.kind() != api::v1::TRAIN_JOB) {
     MarkFailed(status(), kind_name_, reason, message, now_);
+    return;
+  }
+  // A TrainJob's reasons are unprefixed, as upstream's are; coach's own (a refused job, a stall)
+  // keep coach's words.
+  if (reason == api::v1::kJobFailedValidationReason || reason == api::v1::kJobStalledReason) {
+    MarkFailed(status(), "", reason, message, now_);
     return;
   }
   // Upstream's words (JobSet v0.12 constants); the event above keeps coach's detail.
@@ -570,7 +578,9 @@ void Pass::Fail(const std::string& reason, const std::string& message,
     MarkFailed(status(), "", upstream_failure_,
                "jobset failed due to reaching max number of restarts", now_);
   } else {
-    const std::string& rjob = failed_type.empty() ? plan_->trainer_job : failed_type;
+    const std::string rjob = !failed_type.empty() ? failed_type
+                             : plan_ != nullptr   ? plan_->trainer_job
+                                                  : kTrainerNode;
     MarkFailed(status(), "", api::v1::kTrainJobFailedJobsReason,
                absl::StrCat("jobset failed due to one or more job failures (first failed job: ",
                             name(), "-", rjob, "-0)"),
@@ -1016,6 +1026,12 @@ model::ReconcileResult ReconcileTrainJob(const model::Job& job,
   int attempt = job.status().coach().attempt();
   for (const ObservedPod& pod : observed.pods) attempt = std::max(attempt, pod.attempt);
   absl::StatusOr<TrainJobPlan> plan = PlanTrainJob(job, observed, attempt);
+  // Admission once, on the pass that first sees the job with its runtime (before it is created).
+  if (plan.ok() && !HasTrueCondition(job.status(), api::v1::kJobCreated)) {
+    if (absl::Status admitted = AdmitTrainJob(job, observed); !admitted.ok()) {
+      plan = admitted;
+    }
+  }
   if (absl::IsFailedPrecondition(plan.status())) {
     // Upstream: an event and a retry, no condition (the runtime may yet be created).
     model::ReconcileResult waiting;

@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/recovery_policy.h"
+#include "operator/trainer/admission.h"
 #include "operator/trainer/merge_runtime.h"
 #include "operator/trainer/realize.h"
 
@@ -135,6 +136,17 @@ absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
                   {"data", {{kRuntimeSnapshotKey, api::v1::codec::ToYaml(runtime)}}}}));
   }
   return plan;
+}
+
+absl::Status AdmitTrainJob(const model::Job& job, const model::ObservedState& observed) {
+  const json runtime = json::parse(observed.train_job_runtime, nullptr, false);
+  json train_job = api::v1::codec::JobToJson(job);
+  train_job.erase("status");
+  ASSIGN_OR_RETURN(trainer::admission::Result result,
+                   trainer::admission::ValidateTrainJob(
+                       train_job, runtime.is_object() ? &runtime : nullptr, nullptr));
+  if (!result.allowed()) return absl::InvalidArgumentError(result.Message());
+  return absl::OkStatus();
 }
 
 bool JobReached(const TrainJobPlan& plan, const std::string& rjob, const std::string& state,

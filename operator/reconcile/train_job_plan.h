@@ -55,6 +55,12 @@ struct TrainJobPlan {
 absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
                                           const model::ObservedState& observed, int attempt);
 
+// Upstream's TrainJob admission (operator/trainer/admission.h) against the runtime the backend
+// observed: InvalidArgument with the webhook's aggregated field errors when it would have refused
+// the job (coach has no webhook: a TrainJob applied with kubectl is checked here, on its first
+// pass, and fails naming the field).
+absl::Status AdmitTrainJob(const model::Job& job, const model::ObservedState& observed);
+
 // The status of a replicated job's Job: "Complete" when every pod succeeded, "Ready" when every
 // pod runs or succeeded; what dependsOn waits for.
 bool JobReached(const TrainJobPlan& plan, const std::string& rjob, const std::string& state,

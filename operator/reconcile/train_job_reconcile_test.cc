@@ -213,6 +213,28 @@ TEST(TrainJobReconcileTest, AMissingRuntimeIsAnEventAndARetryNotAFailure) {
   EXPECT_FALSE(r.status_changed);
 }
 
+TEST(TrainJobReconcileTest, WhatUpstreamsWebhookRefusesFailsNamingTheField) {
+  absl::StatusOr<model::Job> job = api::v1::codec::JobFromJson(json::parse(R"({
+    "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+    "metadata": {"name": "mnist", "namespace": "ns", "uid": "uid-1"},
+    "spec": {"runtimeRef": {"name": "torch-distributed", "kind": "ClusterTrainingRuntime",
+                            "apiGroup": "trainer.kubeflow.org"},
+             "trainer": {"numNodes": 1, "env": [{"name": "PET_NNODES", "value": "9"}]},
+             "suspend": false, "managedBy": "trainer.kubeflow.org/trainjob-controller"}})"));
+  ASSERT_TRUE(job.ok()) << job.status();
+  model::ReconcileResult r = Reconcile(*job, Observed(TorchRuntime()), kNow, {});
+  EXPECT_TRUE(ActionsText(r).empty()) << ::testing::PrintToString(ActionsText(r));
+  model::Job failed = *job;
+  *failed.mutable_status() = r.status;
+  const json shown = api::v1::codec::JobToJson(failed);
+  ASSERT_EQ(shown["status"]["conditions"].size(), 1u) << shown["status"].dump();
+  EXPECT_EQ(shown["status"]["conditions"][0]["type"], "Failed");
+  EXPECT_EQ(shown["status"]["conditions"][0]["reason"], "FailedValidation");
+  EXPECT_NE(shown["status"]["conditions"][0]["message"].get<std::string>().find("spec.trainer.env"),
+            std::string::npos)
+      << shown["status"]["conditions"][0]["message"];
+}
+
 TEST(TrainJobReconcileTest, AnotherManagerIsLeftAlone) {
   model::Job job = TrainJob("torch-distributed", 1);
   job.mutable_spec()->mutable_run_policy()->set_managed_by("kueue.x-k8s.io/multikueue");
