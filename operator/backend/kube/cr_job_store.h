@@ -57,13 +57,14 @@
 //     '/'. That kind only is read.
 //   - Otherwise, when the watch (StartWatching) has listed every kind and knows exactly one kind
 //     with that (namespace, name), that kind is read (one GET). When it knows none, or the
-//     store is not watching, all six kinds are read (six GETs, in AllKinds() order).
+//     store is not watching, every kind is read (a GET each, in AllKinds() order).
 //   - Found in no kind: NotFound. Found in two or more: FailedPrecondition naming each
 //     ("ns/x exists as PyTorchJob and TFJob; name the kind: pytorchjobs/x or tfjobs/x").
 //   Update/UpdateStatus use the job's own `kind` field and need no rule.
 //
 // Change feed: StartWatching runs one Reflector per (kind, namespace) (one per kind when every
-// namespace is watched) and calls the callback for every ADDED/MODIFIED/DELETED job, whoever
+// namespace is watched; a kind whose CRD the API server does not serve is skipped with a
+// warning) and calls the callback for every ADDED/MODIFIED/DELETED job, whoever
 // made the change (coach or kubectl); after a re-list, jobs that vanished meanwhile are
 // reported DELETED (without an object). The callback runs on the reflector's thread and
 // must not block for long.

@@ -7,12 +7,15 @@
 // Caches. One Reflector (list + watch, re-list on Gone) per kind and watched namespace,
 // label-selected so that memory follows coach's objects, not the cluster:
 //   Pods, Services                 training.kubeflow.org/operator-name (exists): what the
-//                                  reconciler labels every pod and service with (objects of
-//                                  an earlier operator are adopted, as upstream does)
+//                                  reconciler labels every v1 pod and service with (objects
+//                                  of an earlier operator are adopted, as upstream does); and
+//                                  coach.dev/job-name,!training.kubeflow.org/operator-name: a
+//                                  TrainJob's, which carry upstream's JobSet labels instead
 //   ConfigMaps, ServiceAccounts,   coach.dev/job-name (exists): the reconciler does not label
 //   Roles, RoleBindings, PodGroups these, so Apply stamps the label on every object it creates
 // Objects are indexed by job: namespace + the job-name label (training.kubeflow.org/job-name
-// for pods and services, coach.dev/job-name for the rest). Cached objects are trimmed to the
+// for v1 pods and services, coach.dev/job-name for the rest). A TrainJob's runtime snapshot
+// ConfigMap keeps its data.runtime in the cache (ObserveRuntime reads it). Cached objects are trimmed to the
 // fields Observe reads (metadata, a pod's container names and status). Every event calls
 // the change callback for the owning job. PodGroups are watched only with a gang scheduler
 // configured ("volcano": scheduling.volcano.sh/v1beta1, "scheduler-plugins":
