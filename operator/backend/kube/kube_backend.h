@@ -15,9 +15,9 @@
 //   Roles, RoleBindings, PodGroups these, so Apply stamps the label on every object it creates
 // Objects are indexed by job: namespace + the job-name label (training.kubeflow.org/job-name
 // for v1 pods and services, coach.dev/job-name for the rest). A TrainJob's runtime snapshot
-// ConfigMap keeps its data.runtime in the cache (ObserveRuntime reads it). Cached objects are trimmed to the
-// fields Observe reads (metadata, a pod's container names and status). Every event calls
-// the change callback for the owning job. PodGroups are watched only with a gang scheduler
+// ConfigMap keeps its data.runtime in the cache (ObserveRuntime reads it). Cached objects are
+// trimmed to the fields Observe reads (metadata, a pod's container names and status). Every event
+// calls the change callback for the owning job. PodGroups are watched only with a gang scheduler
 // configured ("volcano": scheduling.volcano.sh/v1beta1, "scheduler-plugins":
 // scheduling.x-k8s.io/v1alpha1); when their CRD is absent Start() logs a warning, skips that
 // cache, and creating a PodGroup fails with FailedPrecondition naming the missing CRD.
