@@ -89,6 +89,21 @@ absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& 
   return KubeObject{"v1", "Pod", name, job.metadata().namespace_(), std::move(body)};
 }
 
+absl::Status DecoratePlannedPod(const model::Job& job, const std::string& type, int index,
+                                const model::ReconcileConfig& config, KubeObject& pod) {
+  Json tmpl = {{"metadata", pod.body["metadata"]}, {"spec", pod.body["spec"]}};
+  AddMlflowEnv(job, config.mlflow, type, index, tmpl);
+  WrapWithLauncher(job, config, tmpl);
+  AddProgressReporting(job, config, tmpl);
+  if (JobScoped(job, config)) {
+    StampAttempt(job.status().coach().attempt(), RestartsInPlace(job, config), tmpl);
+  }
+  RETURN_IF_ERROR(PlaceForKarpenter(job, config, tmpl));
+  pod.body["metadata"] = std::move(tmpl["metadata"]);
+  pod.body["spec"] = std::move(tmpl["spec"]);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<KubeObject> DesiredService(const model::Job& job, const std::string& type,
                                           int index) {
   ASSIGN_OR_RETURN(const api::v1::KindInfo* kind, KindOf(job));

@@ -26,6 +26,12 @@ absl::StatusOr<std::vector<model::KubeObject>> DesiredObjects(const model::Job& 
 absl::StatusOr<model::KubeObject> DesiredPod(const model::Job& job, const std::string& type,
                                              int index, const model::ReconcileConfig& config);
 
+// A pod built elsewhere (a TrainJob's, operator/reconcile/train_job_plan.h) given what coach adds
+// to every replica: MLflow env, coach-launch, progress reporting, the attempt under job-scoped
+// restarts, Karpenter placement. Errors as PlaceForKarpenter's.
+absl::Status DecoratePlannedPod(const model::Job& job, const std::string& type, int index,
+                                const model::ReconcileConfig& config, model::KubeObject& pod);
+
 // The headless Service of replica `type`/`index`: clusterIP None, selecting the pod's
 // operator labels, exposing the default container's named ports (sorted by name).
 absl::StatusOr<model::KubeObject> DesiredService(const model::Job& job, const std::string& type,

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "api/v1/job_conditions.h"
 #include "api/v1/job_policies.h"
+#include "common/status_macros.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/desired_objects.h"
@@ -594,7 +595,9 @@ absl::StatusOr<KubeObject> Pass::PodFor(const std::string& type, int index) cons
   if (it == plan_->pods.end()) {
     return absl::NotFoundError(absl::StrCat("no pod ", type, "/", index, " in the TrainJob plan"));
   }
-  return it->second;
+  KubeObject pod = it->second;
+  RETURN_IF_ERROR(DecoratePlannedPod(job_, type, index, config_, pod));
+  return pod;
 }
 
 bool Pass::DependenciesMet(const std::string& type) const {

@@ -235,6 +235,30 @@ TEST(TrainJobReconcileTest, WhatUpstreamsWebhookRefusesFailsNamingTheField) {
       << shown["status"]["conditions"][0]["message"];
 }
 
+TEST(TrainJobReconcileTest, TrainJobPodsGetWhatCoachAddsToEveryReplica) {
+  model::Job job = TrainJob("torch-distributed", 1);
+  (*job.mutable_metadata()->mutable_annotations())["coach.dev/launcher"] = "true";
+  model::ReconcileConfig config;
+  config.mlflow.tracking_uri = "http://mlflow.example:5000";
+  config.launcher_image = "coach:dev";
+  model::ReconcileResult r = Reconcile(job, Observed(TorchRuntime()), kNow, config);
+  const model::KubeObject* pod = nullptr;
+  for (const model::Action& a : r.actions) {
+    if (a.object.kind == "Pod") pod = &a.object;
+  }
+  ASSERT_NE(pod, nullptr);
+  const json& node = pod->body["spec"]["containers"][0];
+  json env = json::object();
+  for (const json& e : node["env"]) env[e["name"].get<std::string>()] = e.value("value", "");
+  EXPECT_EQ(env["MLFLOW_TRACKING_URI"], "http://mlflow.example:5000") << node.dump();
+  EXPECT_EQ(env["PET_NNODES"], "1");
+  // coach-launch runs the trainer's own command.
+  const std::string command = node["command"].dump();
+  EXPECT_NE(command.find("coach-launch"), std::string::npos) << command;
+  EXPECT_NE(command.find("torchrun"), std::string::npos) << command;
+  EXPECT_EQ(pod->body["spec"]["initContainers"][0]["name"], "coach-launch-install");
+}
+
 TEST(TrainJobReconcileTest, AnotherManagerIsLeftAlone) {
   model::Job job = TrainJob("torch-distributed", 1);
   job.mutable_spec()->mutable_run_policy()->set_managed_by("kueue.x-k8s.io/multikueue");
