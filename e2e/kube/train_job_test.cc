@@ -327,6 +327,14 @@ TEST_F(TrainJobTest, TheCoachCliSubmitsShowsAndWaitsForATrainJob) {
   Apply(KwokRuntimeYaml(runtime, 0, 3, "OnFailure", 6));
   const std::string path = TestTmpDir() + "/cli-trainjob.yaml";
   WriteFileOrDie(path, TrainJobYaml("viacli", runtime, 2));
+  // Upstream's webhook rules at submit: refused, naming the field, nothing stored.
+  const std::string bad_path = TestTmpDir() + "/cli-bad-trainjob.yaml";
+  WriteFileOrDie(bad_path, TrainJobYaml("badcli", runtime, 1) +
+                               "    env: [{name: PET_NNODES, value: \"9\"}]\n");
+  CmdResult refused = Coach({"submit", "-f", bad_path, "-n", ns()});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("spec.trainer.env"), std::string::npos) << refused.err;
+  EXPECT_FALSE(Get("trainjobs", "badcli").has_value());
   CmdResult submit = Coach({"submit", "-f", path, "-n", ns()});
   ASSERT_EQ(submit.exit_code, 0) << submit.out << submit.err;
   CmdResult wait = Coach({"wait", "viacli", "-n", ns(), "--for", "Succeeded"});

@@ -17,6 +17,7 @@
 #include "operator/reconcile/mlflow_env.h"
 #include "operator/reconcile/pending.h"
 #include "operator/reconcile/recovery_policy.h"
+#include "operator/reconcile/train_job_plan.h"
 
 namespace coach::core {
 
@@ -100,6 +101,12 @@ absl::StatusOr<api::v1::TrainingJob> JobService::Admission(const CreateRequest& 
   reconcile::ClearOperatorMlflowAnnotations(&job);
   api::v1::SetDefaults(&job);
   RETURN_IF_ERROR(CheckJobSpec(job, options_.mlflow));
+  if (job.kind() == api::v1::TRAIN_JOB) {
+    // Upstream's webhook, against the runtime the backend would build the job from (none: the
+    // webhook's "must be created before the TrainJob" refusal).
+    ASSIGN_OR_RETURN(model::ObservedState observed, backend_->Observe(job));
+    RETURN_IF_ERROR(reconcile::AdmitTrainJob(job, observed));
+  }
   return job;
 }
 

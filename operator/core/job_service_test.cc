@@ -40,6 +40,44 @@ TEST(JobServiceTest, CreateStoresDefaultedJobAndCounts) {
   EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists);
 }
 
+// A TrainJob is held to upstream's webhook against the runtime the backend would build it from.
+TEST(JobServiceTest, TrainJobsAreAdmittedAgainstTheirRuntime) {
+  CoreEnv env;
+  const std::string train_job = R"(
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: tj}
+spec:
+  runtimeRef: {name: torch-distributed}
+  trainer: {numNodes: 2, env: [{name: PET_NNODES, value: "9"}]}
+)";
+  auto missing = env.Create(train_job);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.status().message().find("must be created before the TrainJob is created"),
+            std::string::npos)
+      << missing.status();
+
+  env.backend.SetTrainJobRuntime(R"({"apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "ClusterTrainingRuntime", "metadata": {"name": "torch-distributed"},
+    "spec": {"mlPolicy": {"numNodes": 1, "torch": {}}, "template": {"spec": {"replicatedJobs": [
+      {"name": "node", "replicas": 1,
+       "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                    "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "t"}]}}}}}]}}}})");
+  auto reserved = env.Create(train_job);
+  EXPECT_EQ(reserved.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(reserved.status().message().find("spec.trainer.env"), std::string::npos)
+      << reserved.status();
+  EXPECT_EQ(StoredJobs(env), 0u);
+
+  std::string fine = train_job;
+  fine.replace(fine.find(", env: ["),
+               std::string(", env: [{name: PET_NNODES, value: \"9\"}]").size(), "");
+  auto created = env.Create(fine);
+  ASSERT_TRUE(created.ok()) << created.status() << "\n" << fine;
+  EXPECT_EQ(created->kind(), api::v1::TRAIN_JOB);
+  EXPECT_EQ(StoredJobs(env), 1u);
+}
+
 TEST(JobServiceTest, NamespaceFromRequestWhenJobHasNone) {
   CoreEnv env;
   CreateRequest request;

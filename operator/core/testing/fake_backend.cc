@@ -37,11 +37,17 @@ absl::StatusOr<model::ObservedState> FakeBackend::Observe(const model::Job& job)
   absl::MutexLock lock(&mu_);
   if (!observe_error_.ok()) return observe_error_;
   model::ObservedState state;
+  if (job.kind() == api::v1::TRAIN_JOB) state.train_job_runtime = train_job_runtime_;
   auto it = jobs_.find(Key(job.metadata().namespace_(), job.metadata().name()));
   if (it == jobs_.end()) return state;
   for (const auto& [name, pod] : it->second.pods) state.pods.push_back(pod);
   for (const auto& [name, kind] : it->second.objects) state.objects.push_back({kind, name});
   return state;
+}
+
+void FakeBackend::SetTrainJobRuntime(const std::string& runtime_json) {
+  absl::MutexLock lock(&mu_);
+  train_job_runtime_ = runtime_json;
 }
 
 absl::Status FakeBackend::Apply(const model::Job& job, const model::Action& action) {

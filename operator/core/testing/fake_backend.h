@@ -59,6 +59,8 @@ class FakeBackend : public backend::Backend {
   void SetApplyError(absl::Status s);
   // Log text of a pod, served by StreamLogs.
   void SetLog(const std::string& pod, const std::string& text);
+  // The runtime (JSON text) every TrainJob's Observe reports; "" (the default): none exists.
+  void SetTrainJobRuntime(const std::string& runtime_json);
 
   std::vector<AppliedAction> applied() const;
   int CreateCount(const std::string& ns, const std::string& job) const;
@@ -83,6 +85,7 @@ class FakeBackend : public backend::Backend {
   std::vector<std::string> forgotten_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> admitted_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> logs_ ABSL_GUARDED_BY(mu_);
+  std::string train_job_runtime_ ABSL_GUARDED_BY(mu_);
   absl::Status admit_error_ ABSL_GUARDED_BY(mu_);
   absl::Status observe_error_ ABSL_GUARDED_BY(mu_);
   absl::Status apply_error_ ABSL_GUARDED_BY(mu_);

@@ -1,0 +1,72 @@
+"""A Kubeflow Trainer v2 TrainJob that really trains on real pods: upstream's torch runtime, applied
+unchanged, the trainer's image and command set in the TrainJob, gloo DDP across 2 nodes that find
+each other through the names Trainer v2 gives them (PET_MASTER_ADDR = <job>-node-0-0.<job>)."""
+import os
+
+import yaml
+
+import kube
+from test_pytorch import assert_trained_in_sync
+
+SHARED = os.environ.get("COACH_SHARED_DIR", "")
+RUNTIME = os.path.join(SHARED, "reference/kubeflow-v2/runtimes/torch_distributed.yaml")
+
+
+def trainjob(name, nodes):
+    """A TrainJob on torch-distributed whose node pods go where the suite places replicas."""
+    pod_spec = kube.place({})["spec"]
+    patch = {"manager": "coach.dev/realpods-suite",
+             "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+                 {"name": "node", "template": {"spec": {"template": {"spec": pod_spec}}}}]}}}}
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {
+                "numNodes": nodes,
+                "image": kube.TRAINING_IMAGE,
+                "command": ["python3", "-m", "torch.distributed.run", "examples/pytorch/ddp_train.py",
+                            "--epochs", "2"],
+                "resourcesPerNode": {"requests": {"cpu": "100m", "memory": "256Mi"}},
+            },
+            "runtimePatches": [patch] if pod_spec else [],
+        },
+    }
+
+
+def wait_trainjob_finished(name, namespace, timeout=420):
+    def finished():
+        job = kube.get_json("trainjobs", name, "-n", namespace)
+        for c in job.get("status", {}).get("conditions", []):
+            if c["type"] in ("Complete", "Failed") and c["status"] == "True":
+                return job
+        return None
+    return kube.wait_for(finished, timeout, "TrainJob %s/%s to finish" % (namespace, name), 2)
+
+
+def test_torch_trainjob_trains_with_ddp_across_two_nodes(ns):
+    assert os.path.isfile(RUNTIME), "COACH_SHARED_DIR must hold the reference runtimes"
+    with open(RUNTIME) as f:
+        runtime = yaml.safe_load(f)
+    kube.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(runtime))
+    job = trainjob("tj", 2)
+    job["metadata"]["namespace"] = ns
+    kube.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
+
+    done = wait_trainjob_finished("tj", ns)
+    complete = [c for c in done["status"]["conditions"] if c["type"] == "Complete"]
+    assert complete and complete[0]["reason"] == "AllJobsCompleted", done["status"]
+    pods = {p["metadata"]["name"]: p for p in kube.get_json(
+        "pods", "-n", ns, "-l", "jobset.sigs.k8s.io/jobset-name=tj")["items"]}
+    assert sorted(p["spec"]["hostname"] for p in pods.values()) == ["tj-node-0-0", "tj-node-0-1"]
+    results = []
+    for name in pods:
+        for line in kube.logs(name, ns).splitlines():
+            if line.startswith("coach-result "):
+                results.append(dict(kv.split("=", 1) for kv in line.split()[1:]))
+    # torchrun on each node: PET_NNODES=2, PET_NPROC_PER_NODE=1 (100m of CPU), one rank per pod.
+    assert_trained_in_sync(results, 2)
+    assert done["status"]["jobsStatus"] == [
+        {"name": "node", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0}]
