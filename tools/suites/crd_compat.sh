@@ -315,21 +315,27 @@ metadata: {name: state}
 spec: {runtimeRef: {name: torch-distributed}}
 YAML
 header=$(k get trainjobs -n compat | head -n 1)
-[[ $header =~ ^NAME\ +STATE\ +AGE$ ]] || fail "kubectl get trainjobs header is '$header'"
-# STATE is the last condition's type whatever its status (a resumed job shows Suspended).
+[[ $header =~ ^NAME\ +STATE\ +PHASE\ +AGE$ ]] || fail "kubectl get trainjobs header is '$header'"
+# STATE is the last upstream condition's type whatever its status (a resumed job shows
+# Suspended); PHASE the last of coach's own conditions in status.coach.
 k patch trainjob state -n compat --subresource=status --type=merge -p '{"status":{"conditions":[
   {"type":"Failed","status":"False","reason":"R","message":"","lastTransitionTime":"2025-01-01T00:00:00Z"},
-  {"type":"Suspended","status":"False","reason":"Resumed","message":"TrainJob is resumed","lastTransitionTime":"2025-01-01T00:00:00Z"}]}}' \
+  {"type":"Suspended","status":"False","reason":"Resumed","message":"TrainJob is resumed","lastTransitionTime":"2025-01-01T00:00:00Z"}],
+  "coach":{"conditions":[{"type":"Created","status":"True"},{"type":"Running","status":"True"}],
+           "replicaStatuses":{"node":{"active":2,"replicas":2}}}}}' \
   >/dev/null || fail "TrainJob status patch"
-read -r _ state _ <<<"$(k get trainjob state -n compat --no-headers)"
+read -r _ state phase _ <<<"$(k get trainjob state -n compat --no-headers)"
 [[ $state == Suspended ]] || fail "TrainJob STATE column is '$state', want Suspended"
+[[ $phase == Running ]] || fail "TrainJob PHASE column is '$phase', want Running"
+kept=$(k get trainjob state -n compat -o jsonpath='{.status.coach.replicaStatuses.node.replicas}')
+[[ $kept == 2 ]] || fail "TrainJob status.coach.replicaStatuses pruned: '$kept'"
 defaults=$(k get trainjob state -n compat -o jsonpath='{.spec.runtimeRef.apiGroup} {.spec.runtimeRef.kind} {.spec.managedBy} {.spec.suspend}')
 [[ $defaults == "trainer.kubeflow.org ClusterTrainingRuntime trainer.kubeflow.org/trainjob-controller false" ]] ||
   fail "TrainJob defaults: '$defaults'"
 scopes=$(k api-resources --api-group=trainer.kubeflow.org --no-headers | awk '{print $1, $(NF-1)}' | sort | tr '\n' ' ')
 [[ $scopes == "clustertrainingruntimes false trainingruntimes true trainjobs true " ]] ||
   fail "trainer.kubeflow.org scopes (resource, namespaced): '$scopes'"
-say "coach v2 CRDs: TrainJob STATE/AGE columns and defaults, ClusterTrainingRuntime cluster-scoped"
+say "coach v2 CRDs: TrainJob STATE/PHASE/AGE columns, status.coach kept, defaults, ClusterTrainingRuntime cluster-scoped"
 
 suite_case "helm install and RBAC"
 # ---- 5. helm install and RBAC ----------------------------------------------------------------
@@ -345,14 +351,17 @@ for check in "create pytorchjobs.kubeflow.org -n compat" "update mpijobs.kubeflo
   "create events -n compat" "list events -n compat" "update leases.coordination.k8s.io/coach-operator -n coach" \
   "update tfjobs.kubeflow.org --subresource=finalizers -n compat" \
   "create tokenreviews.authentication.k8s.io" "create subjectaccessreviews.authorization.k8s.io" \
-  "list nodes" "watch nodes"; do
+  "list nodes" "watch nodes" "create trainjobs.trainer.kubeflow.org -n compat" \
+  "update trainjobs.trainer.kubeflow.org --subresource=status -n compat" \
+  "watch clustertrainingruntimes.trainer.kubeflow.org" "get trainingruntimes.trainer.kubeflow.org -n compat"; do
   # shellcheck disable=SC2086  # a can-i query (verb, resource, flags), split into words on purpose
   can $check || fail "the operator's ServiceAccount cannot: $check"
 done
 for check in "get secrets -n compat" "update pods --subresource=status -n compat" \
   "update leases.coordination.k8s.io/other -n coach" "create podgroups.scheduling.volcano.sh -n compat" \
   "delete nodes" "update nodes --subresource=status" "create clusterroles.rbac.authorization.k8s.io" \
-  "delete namespaces"; do
+  "delete namespaces" "update clustertrainingruntimes.trainer.kubeflow.org" \
+  "create trainingruntimes.trainer.kubeflow.org -n compat"; do
   # shellcheck disable=SC2086  # as above
   can $check && fail "the operator's ServiceAccount can: $check (least privilege)"
 done
