@@ -64,6 +64,11 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                   "working directory of local replicas whose container sets no workingDir; "
                   "default: this process's working directory")
       ->envname("COACH_WORKDIR");
+  app->add_option("--training-runtimes", flags->training_runtimes,
+                  "local backend: a directory of Kubeflow Trainer v2 runtimes (YAML files of "
+                  "ClusterTrainingRuntimes and TrainingRuntimes, read recursively) that "
+                  "TrainJobs name; default: none")
+      ->envname("COACH_TRAINING_RUNTIMES");
   app->add_option("--mlflow-tracking-uri", flags->mlflow_tracking_uri,
                   "Track every job in this MLflow server (default: $MLFLOW_TRACKING_URI; jobs "
                   "may also name one with the coach.dev/mlflow-tracking-uri annotation)")

@@ -27,6 +27,7 @@ struct Flags {
   std::string log_level = "info";
   std::string shim;
   std::string workdir;
+  std::string training_runtimes;  // --backend=local: a directory of Trainer v2 runtimes
   std::string mlflow_tracking_uri;
   std::vector<std::string> mlflow_allowed_tracking_uris;
   std::string mlflow_experiment;

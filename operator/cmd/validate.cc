@@ -311,12 +311,24 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
                  flags.tls_cert.empty() ? " but no TLS" : "");
   }
   std::error_code ec;
+  if (kube && !flags.training_runtimes.empty()) {
+    return UsageError(
+        "--training-runtimes: only with --backend=local (on Kubernetes the runtimes are the "
+        "cluster's ClusterTrainingRuntime and TrainingRuntime objects)");
+  }
   if (!kube) {
     if (flags.workdir.empty()) flags.workdir = std::filesystem::current_path(ec).string();
     if (!std::filesystem::is_directory(flags.workdir, ec)) {
       return UsageError(absl::StrCat("--workdir: ", flags.workdir, " is not a directory"));
     }
     flags.workdir = std::filesystem::absolute(flags.workdir, ec).string();
+    if (!flags.training_runtimes.empty()) {
+      if (!std::filesystem::is_directory(flags.training_runtimes, ec)) {
+        return UsageError(
+            absl::StrCat("--training-runtimes: ", flags.training_runtimes, " is not a directory"));
+      }
+      flags.training_runtimes = std::filesystem::absolute(flags.training_runtimes, ec).string();
+    }
     std::filesystem::create_directories(flags.state_dir, ec);
     flags.state_dir = std::filesystem::absolute(flags.state_dir, ec).string();
     if (!settings->own_token_file.empty()) {

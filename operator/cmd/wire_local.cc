@@ -20,6 +20,7 @@ absl::Status WireLocal(const Flags& flags, BackendWiring* wiring) {
   backend_options.jobs = sqlite->get();
   backend_options.shim_path = flags.shim;
   backend_options.default_working_dir = flags.workdir;
+  backend_options.training_runtimes_dir = flags.training_runtimes;
   auto local = coach::backend::local::LocalBackend::Create(std::move(backend_options));
   if (!local.ok()) {
     return absl::Status(local.status().code(),

@@ -16,6 +16,8 @@
 #include "operator/reconcile/mpi_objects.h"
 #include "operator/reconcile/progress_report_env.h"
 #include "operator/reconcile/recovery_policy.h"
+#include "operator/reconcile/train_job_plan.h"
+#include "operator/trainer/merge_runtime.h"
 
 namespace coach::reconcile {
 
@@ -89,9 +91,37 @@ absl::StatusOr<KubeObject> DesiredPod(const model::Job& job, const std::string& 
   return KubeObject{"v1", "Pod", name, job.metadata().namespace_(), std::move(body)};
 }
 
+namespace {
+
+// Off Kubernetes (the local backend's plan) the trainer's first pod is not reachable by the
+// name Trainer v2 gives it: the variables that name it point at the plan's host and the
+// rendezvous port the backend reserved for the job.
+void ReaddressTrainJobPod(const model::Job& job, const model::AddressPlan& plan, Json& tmpl) {
+  const std::string host = plan.Host(job, kTrainerReplicatedJob, 0);
+  const std::string port = std::to_string(
+      plan.Port(job, kTrainerReplicatedJob, 0, kTrainerPortName, trainer::kTrainerPort));
+  const std::map<std::string, std::string> values = {{"PET_MASTER_ADDR", host},
+                                                     {"PET_MASTER_PORT", port},
+                                                     {"JAX_COORDINATOR_ADDRESS", host + ":" + port},
+                                                     {"DMLC_TRACKER_URI", host},
+                                                     {"DMLC_TRACKER_PORT", port}};
+  Json* containers = MutableContainers(tmpl);
+  if (containers == nullptr) return;
+  for (Json& c : *containers) {
+    if (!c.is_object() || !c.contains("env") || !c["env"].is_array()) continue;
+    for (Json& e : c["env"]) {
+      auto it = values.find(e.value("name", ""));
+      if (it != values.end() && e.contains("value")) e["value"] = it->second;
+    }
+  }
+}
+
+}  // namespace
+
 absl::Status DecoratePlannedPod(const model::Job& job, const std::string& type, int index,
                                 const model::ReconcileConfig& config, KubeObject& pod) {
   Json tmpl = {{"metadata", pod.body["metadata"]}, {"spec", pod.body["spec"]}};
+  if (config.address_plan != nullptr) ReaddressTrainJobPod(job, *config.address_plan, tmpl);
   AddMlflowEnv(job, config.mlflow, type, index, tmpl);
   WrapWithLauncher(job, config, tmpl);
   AddProgressReporting(job, config, tmpl);

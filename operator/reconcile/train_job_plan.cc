@@ -130,12 +130,28 @@ absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
         ObjectOf({{"apiVersion", "v1"},
                   {"kind", "ConfigMap"},
                   {"metadata",
-                   {{"name", absl::StrCat(job.metadata().name(), "-runtime-snapshot")},
+                   {{"name", RuntimeSnapshotName(job)},
                     {"namespace", job.metadata().namespace_()},
                     {"ownerReferences", owners}}},
                   {"data", {{kRuntimeSnapshotKey, api::v1::codec::ToYaml(runtime)}}}}));
   }
   return plan;
+}
+
+RuntimeReference RuntimeReferenceOf(const model::Job& job) {
+  const json spec = json::parse(job.spec().train_job_spec_json(), nullptr, false);
+  RuntimeReference ref{"ClusterTrainingRuntime", ""};
+  if (!spec.is_object() || !spec.contains("runtimeRef") || !spec["runtimeRef"].is_object()) {
+    return ref;
+  }
+  const json& r = spec["runtimeRef"];
+  if (r.contains("kind") && r["kind"].is_string()) ref.kind = r["kind"].get<std::string>();
+  if (r.contains("name") && r["name"].is_string()) ref.name = r["name"].get<std::string>();
+  return ref;
+}
+
+std::string RuntimeSnapshotName(const model::Job& job) {
+  return absl::StrCat(job.metadata().name(), kRuntimeSnapshotSuffix);
 }
 
 absl::Status AdmitTrainJob(const model::Job& job, const model::ObservedState& observed) {

@@ -29,6 +29,10 @@
 namespace coach::reconcile {
 
 inline constexpr char kRuntimeSnapshotKey[] = "runtime";
+// The labels a TrainJob's pods carry (JobSet's and the Job controller's) that say which replica
+// they are: the replicated job (the job model's replica type) and the completion index.
+inline constexpr char kLabelReplicatedJob[] = "jobset.sigs.k8s.io/replicatedjob-name";
+inline constexpr char kLabelCompletionIndex[] = "batch.kubernetes.io/job-completion-index";
 
 struct TrainJobPlan {
   model::Job job;  // the expanded job
@@ -54,6 +58,24 @@ struct TrainJobPlan {
 // TrainJob and its runtime cannot be merged or realised.
 absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
                                           const model::ObservedState& observed, int attempt);
+
+// What a TrainJob's spec.runtimeRef names, CRD defaults applied: kind "ClusterTrainingRuntime"
+// (or "TrainingRuntime") and name ("" when the spec has none).
+struct RuntimeReference {
+  std::string kind;
+  std::string name;
+  bool cluster() const { return kind == "ClusterTrainingRuntime"; }
+};
+RuntimeReference RuntimeReferenceOf(const model::Job& job);
+
+// The name of a TrainJob's runtime snapshot ConfigMap: "<job>-runtime-snapshot".
+inline constexpr char kRuntimeSnapshotSuffix[] = "-runtime-snapshot";
+std::string RuntimeSnapshotName(const model::Job& job);
+
+// The local backend's rendezvous port of a TrainJob: reserved under this name for the trainer's
+// first pod (model::AddressPlan), and what PET_MASTER_PORT & co. become there.
+inline constexpr char kTrainerPortName[] = "trainer";
+inline constexpr char kTrainerReplicatedJob[] = "node";
 
 // Upstream's TrainJob admission (operator/trainer/admission.h) against the runtime the backend
 // observed: InvalidArgument with the webhook's aggregated field errors when it would have refused

@@ -48,8 +48,6 @@ std::string ObjectKey(const std::string& kind, const std::string& name) {
   return absl::StrCat(kind, "/", name);
 }
 
-constexpr char kRuntimeSnapshotSuffix[] = "-runtime-snapshot";
-
 // True when `o`'s labels satisfy `selector`, a label selector of existence terms ("key",
 // "!key") joined by commas: the only forms the caches' selectors use.
 bool MatchesSelector(const std::string& selector, const json& o) {
@@ -103,7 +101,7 @@ struct KubeBackend::KindState {
     Erase(key, jobs);
     json trimmed = Trim(o, kind == "Pod");
     // A TrainJob's runtime snapshot is read from the cache (Observe): its content stays.
-    if (kind == "ConfigMap" && absl::EndsWith(name, kRuntimeSnapshotSuffix)) {
+    if (kind == "ConfigMap" && absl::EndsWith(name, reconcile::kRuntimeSnapshotSuffix)) {
       const json& runtime = Field(Field(o, "data"), reconcile::kRuntimeSnapshotKey);
       if (runtime.is_string()) trimmed["data"][reconcile::kRuntimeSnapshotKey] = runtime;
     }
@@ -580,7 +578,7 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
 
 absl::Status KubeBackend::ObserveRuntime(const model::Job& job, model::ObservedState& observed) {
   const std::string& ns = job.metadata().namespace_();
-  const std::string snapshot = job.metadata().name() + kRuntimeSnapshotSuffix;
+  const std::string snapshot = reconcile::RuntimeSnapshotName(job);
   std::optional<std::string> yaml;
   bool cached;
   {
@@ -616,12 +614,10 @@ absl::Status KubeBackend::ObserveRuntime(const model::Job& job, model::ObservedS
     observed.runtime_from_snapshot = true;
     return absl::OkStatus();
   }
-  const json spec = json::parse(job.spec().train_job_spec_json(), nullptr, false);
-  const json& ref = Field(spec, "runtimeRef");
-  const std::string kind =
-      Field(ref, "kind").is_string() ? StringField(ref, "kind") : "ClusterTrainingRuntime";
-  const std::string name = StringField(ref, "name");
-  const bool cluster = kind == "ClusterTrainingRuntime";
+  const reconcile::RuntimeReference ref = reconcile::RuntimeReferenceOf(job);
+  const std::string& kind = ref.kind;
+  const std::string& name = ref.name;
+  const bool cluster = ref.cluster();
   if (!cluster && kind != "TrainingRuntime") {
     observed.runtime_missing = absl::StrCat("spec.runtimeRef.kind: unsupported runtime: ", kind);
     return absl::OkStatus();

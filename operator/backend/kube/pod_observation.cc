@@ -10,6 +10,7 @@
 #include "operator/backend/kube/scheduling_facts.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/recovery_policy.h"
+#include "operator/reconcile/train_job_plan.h"
 
 namespace coach::backend::kube {
 
@@ -85,9 +86,6 @@ std::string CamelType(const model::Job& job, const std::string& label_value) {
   }
   return label_value;  // a type the job no longer declares: kept, so it is visible
 }
-
-constexpr char kLabelReplicatedJob[] = "jobset.sigs.k8s.io/replicatedjob-name";
-constexpr char kLabelCompletionIndex[] = "batch.kubernetes.io/job-completion-index";
 
 bool HasContainer(const json& pod, const std::string& name) {
   const json& containers = Field(Field(pod, "spec"), "containers");
@@ -173,8 +171,8 @@ model::ObservedPod ToObservedPod(const model::Job& job, const json& pod,
   if (job.kind() == api::v1::TRAIN_JOB) {
     // A TrainJob's replica types are its replicated jobs; JobSet and the Job controller label
     // them. An initializer's main container is named after its job, a trainer's `node`.
-    p.replica_type = Label(pod, kLabelReplicatedJob);
-    if (absl::SimpleAtoi(Label(pod, kLabelCompletionIndex), &index)) p.index = index;
+    p.replica_type = Label(pod, reconcile::kLabelReplicatedJob);
+    if (absl::SimpleAtoi(Label(pod, reconcile::kLabelCompletionIndex), &index)) p.index = index;
     if (HasContainer(pod, p.replica_type)) container = p.replica_type;
   } else {
     p.replica_type = CamelType(job, Label(pod, reconcile::kLabelReplicaType));

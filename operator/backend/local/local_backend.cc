@@ -4,12 +4,15 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/v1/codec/yaml_json.h"
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
 #include "integrations/mlflow/binding.h"
@@ -21,6 +24,8 @@
 #include "operator/backend/local/process/shim_process_runner.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/recovery_policy.h"
+#include "operator/reconcile/train_job_plan.h"
+#include "operator/trainer/runtime_directory.h"
 
 extern char** environ;
 
@@ -366,7 +371,46 @@ absl::StatusOr<model::ObservedState> LocalBackend::Observe(const model::Job& job
     out.pods[i].stopped = facts[i].stopped;
   }
   ASSIGN_OR_RETURN(out.objects, objects_.List(key));
+  if (job.kind() == api::v1::TRAIN_JOB) RETURN_IF_ERROR(ObserveRuntime(job, out));
   return out;
+}
+
+absl::Status LocalBackend::ObserveRuntime(const model::Job& job,
+                                          model::ObservedState& observed) const {
+  ASSIGN_OR_RETURN(const std::string dir,
+                   layout_.ConfigMapDir(KeyOf(job), reconcile::RuntimeSnapshotName(job)));
+  std::ifstream snapshot(absl::StrCat(dir, "/", reconcile::kRuntimeSnapshotKey));
+  if (snapshot.good()) {
+    std::stringstream text;
+    text << snapshot.rdbuf();
+    absl::StatusOr<std::vector<nlohmann::json>> docs =
+        api::v1::codec::ParseYamlDocuments(text.str());
+    if (!docs.ok() || docs->size() != 1 || !docs->front().is_object()) {
+      observed.refused = absl::StrCat("ConfigMap ", reconcile::RuntimeSnapshotName(job),
+                                      ": not the runtime this TrainJob was built from");
+      return absl::OkStatus();
+    }
+    observed.train_job_runtime = docs->front().dump();
+    observed.runtime_from_snapshot = true;
+    return absl::OkStatus();
+  }
+  const reconcile::RuntimeReference ref = reconcile::RuntimeReferenceOf(job);
+  const std::string what = absl::StrCat("spec.runtimeRef: ", ref.kind, " \"", ref.name, "\"");
+  if (options_.training_runtimes_dir.empty()) {
+    observed.runtime_missing =
+        absl::StrCat(what, " not found: this operator has no runtimes (--training-runtimes)");
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::optional<nlohmann::json>> found = trainer::FindRuntimeInDirectory(
+      options_.training_runtimes_dir, ref.kind, job.metadata().namespace_(), ref.name);
+  if (!found.ok()) return found.status();
+  if (!found->has_value()) {
+    observed.runtime_missing =
+        absl::StrCat(what, " not found in --training-runtimes ", options_.training_runtimes_dir);
+    return absl::OkStatus();
+  }
+  observed.train_job_runtime = (*found)->dump();
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -511,9 +555,14 @@ absl::StatusOr<std::optional<LocalBackend::PreparedStart>> LocalBackend::Prepare
   ReplicaRecord& record = out.record;
   record.job = key;
   record.name = pod.name;
-  record.replica_type =
-      api::v1::CanonicalReplicaType(job.kind(), Label(pod.body, reconcile::kLabelReplicaType));
-  absl::SimpleAtoi(Label(pod.body, reconcile::kLabelReplicaIndex), &record.index);
+  if (job.kind() == api::v1::TRAIN_JOB) {
+    record.replica_type = Label(pod.body, reconcile::kLabelReplicatedJob);
+    absl::SimpleAtoi(Label(pod.body, reconcile::kLabelCompletionIndex), &record.index);
+  } else {
+    record.replica_type =
+        api::v1::CanonicalReplicaType(job.kind(), Label(pod.body, reconcile::kLabelReplicaType));
+    absl::SimpleAtoi(Label(pod.body, reconcile::kLabelReplicaIndex), &record.index);
+  }
   record.attempt = AttemptOf(pod.body);
   ASSIGN_OR_RETURN(record.log_path, layout_.LogPath(key, pod.name));
   if (auto ports = reads.ports.find(pod.name); ports != reads.ports.end()) {

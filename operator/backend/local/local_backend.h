@@ -105,6 +105,10 @@ struct LocalBackendOptions {
   // its job's directory under state_dir. The operator passes its own working
   // directory, so that relative paths in commands mean what they mean in a shell there.
   std::string default_working_dir;
+  // A directory of training runtimes (YAML files of ClusterTrainingRuntimes and
+  // TrainingRuntimes, operator/trainer/runtime_directory.h) that TrainJobs name; empty: none, and
+  // every TrainJob is refused for want of its runtime.
+  std::string training_runtimes_dir;
 };
 
 // The replica's heartbeat file (absolute): touching it (creating it, or setting its mtime) is
@@ -139,6 +143,9 @@ class LocalBackend : public Backend {
   // (128 + n for signal n) or, when the supervisor vanished, with a message and no code.
   // Changes are persisted in the replica records.
   absl::StatusOr<model::ObservedState> Observe(const model::Job& job) override;
+  // A TrainJob's runtime: its snapshot (the ConfigMap's file under the state dir), else the one
+  // training_runtimes_dir holds.
+  absl::Status ObserveRuntime(const model::Job& job, model::ObservedState& observed) const;
   // kCreate Pod: runs it (replica_starter.h); returns once the Pending record is stored, the
   // process starts in the background. Errors: InvalidArgument (pod_process.h),
   // FailedPrecondition ("waiting for N GPUs"), Internal (the previous start of this pod

@@ -5,6 +5,7 @@
 #include "api/v1/kinds.h"
 #include "operator/backend/local/process/pod_process.h"
 #include "operator/model/replicas.h"
+#include "operator/reconcile/train_job_plan.h"
 
 namespace coach::backend::local {
 
@@ -36,6 +37,13 @@ std::map<std::string, std::vector<std::string>> PortNamesFor(const api::v1::Trai
   std::map<std::string, std::vector<std::string>> out;
   const api::v1::KindInfo* kind = api::v1::FindKind(job.kind());
   if (kind == nullptr) return out;
+  if (job.kind() == api::v1::TRAIN_JOB) {
+    // The trainer's first pod is the rendezvous (PET_MASTER_ADDR, JAX's coordinator, XGBoost's
+    // tracker): one port, reserved under the trainer's replicated job.
+    out[reconcile::ReplicaName(job, reconcile::kTrainerReplicatedJob, 0)] = {
+        reconcile::kTrainerPortName};
+    return out;
+  }
   for (const std::string& type : reconcile::ReplicaTypes(job)) {
     std::set<std::string> names;
     if (!kind->default_port_name.empty()) names.insert(std::string(kind->default_port_name));
