@@ -29,18 +29,10 @@ std::string SharedRuntimes() {
   return absl::StrCat(dir != nullptr ? dir : "", "/reference/kubeflow-v2/runtimes");
 }
 
-constexpr char kTrainJob[] = R"(apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainJob
-metadata:
-  name: tj-local
-  annotations: {coach.dev/launcher: "true"}
-spec:
-  runtimeRef:
-    name: torch-distributed
-  trainer:
-    numNodes: 2
-    command: [/usr/bin/python3, examples/pytorch/ddp_train.py, --epochs, "2"]
-)";
+// The example as a user submits it (examples/trainer/torch-ddp.yaml).
+std::string TrainJobManifest() {
+  return ReadFileOrEmpty(Runfile("examples/trainer/torch-ddp.yaml"));
+}
 
 class LocalTrainJobTest : public OperatorTest {
  protected:
@@ -53,14 +45,16 @@ class LocalTrainJobTest : public OperatorTest {
 };
 
 TEST_F(LocalTrainJobTest, TorchTrainJobTrainsWithDdpAcrossTwoNodes) {
-  absl::StatusOr<TrainingJob> created = op_->client().CreateJobFromManifest(kTrainJob, kNs);
+  const std::string manifest = TrainJobManifest();
+  ASSERT_FALSE(manifest.empty()) << "examples/trainer/torch-ddp.yaml is not in the runfiles";
+  absl::StatusOr<TrainingJob> created = op_->client().CreateJobFromManifest(manifest, kNs);
   ASSERT_TRUE(created.ok()) << created.status();
   sdk::WaitOptions wait;
   wait.timeout = absl::Minutes(10);
   absl::StatusOr<TrainingJob> done =
-      op_->client().WaitForJobConditions(kNs, "tj-local", {"Succeeded", "Failed"}, wait);
+      op_->client().WaitForJobConditions(kNs, "torch-ddp", {"Succeeded", "Failed"}, wait);
   ASSERT_TRUE(done.ok()) << done.status();
-  absl::StatusOr<std::string> logs = op_->Logs("tj-local", "");
+  absl::StatusOr<std::string> logs = op_->Logs("torch-ddp", "");
   ASSERT_TRUE(logs.ok()) << logs.status();
   EXPECT_TRUE(sdk::IsJobSucceeded(*done)) << done->status().ShortDebugString() << "\n" << *logs;
 
@@ -94,9 +88,10 @@ TEST_F(LocalTrainJobTest, TorchTrainJobTrainsWithDdpAcrossTwoNodes) {
 }
 
 TEST_F(LocalTrainJobTest, ARuntimeThisMachineDoesNotHaveIsRefusedAtSubmit) {
-  std::string manifest = kTrainJob;
-  manifest.replace(manifest.find("torch-distributed"), std::string("torch-distributed").size(),
-                   "no-such-runtime");
+  std::string manifest = TrainJobManifest();
+  const std::string ref = "name: torch-distributed";
+  ASSERT_NE(manifest.find(ref), std::string::npos);
+  manifest.replace(manifest.find(ref), ref.size(), "name: no-such-runtime");
   absl::StatusOr<TrainingJob> created = op_->client().CreateJobFromManifest(manifest, kNs);
   EXPECT_EQ(created.status().code(), absl::StatusCode::kInvalidArgument);
   // Upstream's webhook words.
