@@ -154,6 +154,19 @@ std::string RuntimeSnapshotName(const model::Job& job) {
   return absl::StrCat(job.metadata().name(), kRuntimeSnapshotSuffix);
 }
 
+void ObserveRuntimeSnapshot(const model::Job& job, const std::string& yaml,
+                            model::ObservedState& observed) {
+  absl::StatusOr<std::vector<json>> docs = api::v1::codec::ParseYamlDocuments(yaml);
+  if (!docs.ok() || docs->size() != 1 || !docs->front().is_object()) {
+    observed.refused =
+        absl::StrCat("ConfigMap ", RuntimeSnapshotName(job), ": data.", kRuntimeSnapshotKey,
+                     " is not the runtime this TrainJob was built from");
+    return;
+  }
+  observed.train_job_runtime = docs->front().dump();
+  observed.runtime_from_snapshot = true;
+}
+
 absl::Status AdmitTrainJob(const model::Job& job, const model::ObservedState& observed) {
   const json runtime = json::parse(observed.train_job_runtime, nullptr, false);
   json train_job = api::v1::codec::JobToJson(job);

@@ -77,6 +77,12 @@ std::string RuntimeSnapshotName(const model::Job& job);
 inline constexpr char kTrainerPortName[] = "trainer";
 inline constexpr char kTrainerReplicatedJob[] = "node";
 
+// Fills observed.train_job_runtime from the text of a job's runtime snapshot (the ConfigMap's
+// data.runtime, as the backend found it); a snapshot that is not one runtime object makes the job
+// refused (observed.refused), naming the ConfigMap.
+void ObserveRuntimeSnapshot(const model::Job& job, const std::string& yaml,
+                            model::ObservedState& observed);
+
 // Upstream's TrainJob admission (operator/trainer/admission.h) against the runtime the backend
 // observed: InvalidArgument with the webhook's aggregated field errors when it would have refused
 // the job (coach has no webhook: a TrainJob applied with kubectl is checked here, on its first

@@ -11,7 +11,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "api/v1/codec/yaml_json.h"
 #include "common/status_macros.h"
 #include "operator/backend/kube/object_fields.h"
 #include "operator/backend/kube/pod_logs.h"
@@ -603,15 +602,7 @@ absl::Status KubeBackend::ObserveRuntime(const model::Job& job, model::ObservedS
     }
   }
   if (yaml.has_value()) {
-    absl::StatusOr<std::vector<json>> docs = api::v1::codec::ParseYamlDocuments(*yaml);
-    if (!docs.ok() || docs->size() != 1 || !docs->front().is_object()) {
-      observed.refused =
-          absl::StrCat("ConfigMap ", snapshot, ": data.", reconcile::kRuntimeSnapshotKey,
-                       " is not the runtime this TrainJob was built from");
-      return absl::OkStatus();
-    }
-    observed.train_job_runtime = docs->front().dump();
-    observed.runtime_from_snapshot = true;
+    reconcile::ObserveRuntimeSnapshot(job, *yaml, observed);
     return absl::OkStatus();
   }
   const reconcile::RuntimeReference ref = reconcile::RuntimeReferenceOf(job);

@@ -12,7 +12,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "api/v1/codec/yaml_json.h"
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
 #include "integrations/mlflow/binding.h"
@@ -383,15 +382,7 @@ absl::Status LocalBackend::ObserveRuntime(const model::Job& job,
   if (snapshot.good()) {
     std::stringstream text;
     text << snapshot.rdbuf();
-    absl::StatusOr<std::vector<nlohmann::json>> docs =
-        api::v1::codec::ParseYamlDocuments(text.str());
-    if (!docs.ok() || docs->size() != 1 || !docs->front().is_object()) {
-      observed.refused = absl::StrCat("ConfigMap ", reconcile::RuntimeSnapshotName(job),
-                                      ": not the runtime this TrainJob was built from");
-      return absl::OkStatus();
-    }
-    observed.train_job_runtime = docs->front().dump();
-    observed.runtime_from_snapshot = true;
+    reconcile::ObserveRuntimeSnapshot(job, text.str(), observed);
     return absl::OkStatus();
   }
   const reconcile::RuntimeReference ref = reconcile::RuntimeReferenceOf(job);
