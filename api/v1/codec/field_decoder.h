@@ -50,6 +50,25 @@ class FieldDecoder {
     return nullptr;
   }
 
+  // Calls each(item, item_path) for every element of the list `v` at `path` that is an object
+  // ("path[i]"); an error for `v` when it is not a list and for each element that is not an
+  // object.
+  template <typename Each>
+  void ObjectList(const json& v, const std::string& path, Each each) {
+    if (!v.is_array()) {
+      Expected(path, "a list", v);
+      return;
+    }
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string item_path = absl::StrCat(path, "[", i, "]");
+      if (v[i].is_object()) {
+        each(v[i], item_path);
+      } else {
+        Expected(item_path, "an object", v[i]);
+      }
+    }
+  }
+
   // Errors for keys of `object` outside `known`.
   void Unknown(const json& object, const std::string& path, const std::set<std::string>& known) {
     for (auto it = object.begin(); it != object.end(); ++it) {

@@ -405,29 +405,20 @@ void DecodeStatusFields(FieldDecoder& d, const json& v, const std::string& path,
                    last_reconcile_time);
   auto conditions = object->find("conditions");
   if (conditions != object->end() && !conditions->is_null()) {
-    const std::string cpath = Join(path, "conditions");
-    if (!conditions->is_array()) {
-      d.Expected(cpath, "a list", *conditions);
-    } else {
-      for (size_t i = 0; i < conditions->size(); ++i) {
-        const std::string ipath = absl::StrCat(cpath, "[", i, "]");
-        const json& item = (*conditions)[i];
-        if (!item.is_object()) {
-          d.Expected(ipath, "an object", item);
-          continue;
-        }
-        d.Unknown(item, ipath,
-                  {"type", "status", "reason", "message", "lastUpdateTime", "lastTransitionTime"});
-        JobCondition* c = status->add_conditions();
-        d.String(item, "type", ipath, [&](std::string s) { c->set_type(s); });
-        d.String(item, "status", ipath, [&](std::string s) { c->set_status(s); });
-        d.String(item, "reason", ipath, [&](std::string s) { c->set_reason(s); });
-        d.String(item, "message", ipath, [&](std::string s) { c->set_message(s); });
-        COACH_TIME_FIELD(d, item, "lastUpdateTime", ipath, c, JobCondition, last_update_time);
-        COACH_TIME_FIELD(d, item, "lastTransitionTime", ipath, c, JobCondition,
-                         last_transition_time);
-      }
-    }
+    d.ObjectList(
+        *conditions, Join(path, "conditions"), [&](const json& item, const std::string& ipath) {
+          d.Unknown(
+              item, ipath,
+              {"type", "status", "reason", "message", "lastUpdateTime", "lastTransitionTime"});
+          JobCondition* c = status->add_conditions();
+          d.String(item, "type", ipath, [&](std::string s) { c->set_type(s); });
+          d.String(item, "status", ipath, [&](std::string s) { c->set_status(s); });
+          d.String(item, "reason", ipath, [&](std::string s) { c->set_reason(s); });
+          d.String(item, "message", ipath, [&](std::string s) { c->set_message(s); });
+          COACH_TIME_FIELD(d, item, "lastUpdateTime", ipath, c, JobCondition, last_update_time);
+          COACH_TIME_FIELD(d, item, "lastTransitionTime", ipath, c, JobCondition,
+                           last_transition_time);
+        });
   }
   auto replicas = object->find("replicaStatuses");
   if (replicas != object->end() && !replicas->is_null()) {

@@ -18,17 +18,7 @@ using nlohmann::json;
 
 void DecodeUpstreamConditions(FieldDecoder& d, const json& v, const std::string& path,
                               TrainingJobStatus* status) {
-  if (!v.is_array()) {
-    d.Expected(path, "a list", v);
-    return;
-  }
-  for (size_t i = 0; i < v.size(); ++i) {
-    const std::string ipath = absl::StrCat(path, "[", i, "]");
-    const json& item = v[i];
-    if (!item.is_object()) {
-      d.Expected(ipath, "an object", item);
-      continue;
-    }
+  d.ObjectList(v, path, [&](const json& item, const std::string& ipath) {
     d.Unknown(item, ipath,
               {"type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"});
     JobCondition c;
@@ -41,32 +31,25 @@ void DecodeUpstreamConditions(FieldDecoder& d, const json& v, const std::string&
     if (c.type() == kTrainJobComplete) {
       c.set_type(kJobSucceeded);
     } else if (c.type() != kJobFailed && c.type() != kJobSuspended) {
-      continue;  // another controller's condition: coach neither reads nor writes it
+      return;  // another controller's condition: coach neither reads nor writes it
     }
     *c.mutable_last_update_time() = c.last_transition_time();
     *status->add_conditions() = std::move(c);
-  }
+  });
 }
 
 void DecodeJobsStatus(FieldDecoder& d, const json& v, const std::string& path,
                       TrainingJobStatus* status) {
-  if (!v.is_array()) {
-    d.Expected(path, "a list", v);
-    return;
-  }
-  for (size_t i = 0; i < v.size(); ++i) {
-    const std::string ipath = absl::StrCat(path, "[", i, "]");
-    const json* item = d.Object(v[i], ipath);
-    if (item == nullptr) continue;
-    d.Unknown(*item, ipath, {"name", "ready", "succeeded", "failed", "active", "suspended"});
+  d.ObjectList(v, path, [&](const json& item, const std::string& ipath) {
+    d.Unknown(item, ipath, {"name", "ready", "succeeded", "failed", "active", "suspended"});
     ReplicatedJobStatus* js = status->add_jobs_status();
-    d.String(*item, "name", ipath, [&](std::string s) { js->set_name(s); });
-    d.Int32(*item, "ready", ipath, [&](int32_t n) { js->set_ready(n); });
-    d.Int32(*item, "succeeded", ipath, [&](int32_t n) { js->set_succeeded(n); });
-    d.Int32(*item, "failed", ipath, [&](int32_t n) { js->set_failed(n); });
-    d.Int32(*item, "active", ipath, [&](int32_t n) { js->set_active(n); });
-    d.Int32(*item, "suspended", ipath, [&](int32_t n) { js->set_suspended(n); });
-  }
+    d.String(item, "name", ipath, [&](std::string s) { js->set_name(s); });
+    d.Int32(item, "ready", ipath, [&](int32_t n) { js->set_ready(n); });
+    d.Int32(item, "succeeded", ipath, [&](int32_t n) { js->set_succeeded(n); });
+    d.Int32(item, "failed", ipath, [&](int32_t n) { js->set_failed(n); });
+    d.Int32(item, "active", ipath, [&](int32_t n) { js->set_active(n); });
+    d.Int32(item, "suspended", ipath, [&](int32_t n) { js->set_suspended(n); });
+  });
 }
 
 }  // namespace
