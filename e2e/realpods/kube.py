@@ -11,6 +11,7 @@ Environment (tools/suites/realpods.sh and e2e/kind/run.sh set these):
   COACH_E2E_OPERATOR_NS       the namespace coach was installed in (default coach)
   COACH_E2E_OPERATOR_SERVICE  the chart's Service there (default coach)
   COACH_E2E_COACH_CLI         the coach binary
+  COACH_E2E_KUBEFLOW_SDK_PYTHON  a python with Kubeflow Trainer v2's SDK (kubeflow 0.5.0)
 """
 import contextlib
 import copy

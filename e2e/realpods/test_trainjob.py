@@ -4,6 +4,7 @@ each other through the names Trainer v2 gives them (PET_MASTER_ADDR = <job>-node
 ranks start behind coach-launch (coach.dev/launcher), the torchrun drop-in reading the same PET_*
 variables: the training image's torch 1.13 torchrun fails to start its workers."""
 import os
+import subprocess
 
 import yaml
 
@@ -71,3 +72,31 @@ def test_torch_trainjob_trains_with_ddp_across_two_nodes(ns):
     assert_trained_in_sync(results, 2)
     assert done["status"]["jobsStatus"] == [
         {"name": "node", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0}]
+
+
+def test_kubeflow_sdk_reads_the_trained_jobs_logs(ns):
+    """Kubeflow Trainer v2's Python SDK (kubeflow 0.5.0, its own venv), unchanged, on the job of the
+    real node: get_job says Complete and get_job_logs streams node-0's training output."""
+    sdk_python = os.environ.get("COACH_E2E_KUBEFLOW_SDK_PYTHON", "")
+    assert os.access(sdk_python, os.X_OK), (
+        "COACH_E2E_KUBEFLOW_SDK_PYTHON names no python with the kubeflow SDK "
+        "(tools/suites/realpods.sh sets it)")
+    with open(RUNTIME) as f:
+        kube.kubectl("apply", "--server-side", "-f", "-", stdin=f.read())
+    job = trainjob("sdk", 2)
+    job["metadata"]["namespace"] = ns
+    kube.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
+    wait_trainjob_finished("sdk", ns)
+    script = "\n".join([
+        "import sys",
+        "from kubeflow.trainer import KubernetesBackendConfig, TrainerClient",
+        "client = TrainerClient(KubernetesBackendConfig(namespace=sys.argv[1]))",
+        "print('STATUS', client.get_job(sys.argv[2]).status)",
+        "for line in client.get_job_logs(sys.argv[2]):",
+        "    print(line)",
+    ])
+    out = subprocess.run([sdk_python, "-c", script, ns, "sdk"], capture_output=True, text=True,
+                         timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert "STATUS Complete" in out.stdout, out.stdout + out.stderr
+    assert "coach-result rank=0" in out.stdout, out.stdout

@@ -18,6 +18,10 @@ TESTENV=tools/testenv/testenv
 command -v go >/dev/null || skip "go is not installed"
 command -v mmdebstrap >/dev/null || skip "mmdebstrap is missing (tools/bootstrap installs it)"
 /usr/bin/python3 -c "import pytest, yaml" 2>/dev/null || skip "python3-pytest / python3-yaml missing"
+# Kubeflow Trainer v2's Python SDK reads a TrainJob's logs from the real node (e2e/realpods/test_trainjob.py).
+tools/upstream_sdk_env.sh install kubeflow || fail "tools/upstream_sdk_env.sh install kubeflow failed"
+COACH_E2E_KUBEFLOW_SDK_PYTHON=$(tools/upstream_sdk_env.sh python kubeflow) || fail "the kubeflow SDK venv is not usable"
+export COACH_E2E_KUBEFLOW_SDK_PYTHON
 
 suite_case "control plane build"
 suite_testenv_build
