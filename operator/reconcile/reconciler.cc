@@ -130,6 +130,9 @@ class Pass {
     DeletePodGroup();
   }
   void CountReplicas();
+  // A job that succeeded counts its replicas still active as succeeded (upstream's rule), on the
+  // pass that finds it succeeded: readers of that status see the final counts.
+  void CountSucceededReplicas();
   void Succeed(const std::string& message);
   // `failed_type`: the replica type whose failure failed the job, when one did; a TrainJob
   // says it in upstream's words (FailedJobs naming the first failed Job).
@@ -554,6 +557,14 @@ void Pass::CountReplicas() {
   }
 }
 
+void Pass::CountSucceededReplicas() {
+  if (!HasTrueCondition(status(), kJobSucceeded)) return;
+  for (auto& [type, rs] : *status().mutable_replica_statuses()) {
+    rs.set_succeeded(rs.succeeded() + rs.active());
+    rs.set_active(0);
+  }
+}
+
 void Pass::Succeed(const std::string& message) {
   MarkSucceeded(status(), kind_name_, message, now_);
   Event("Normal", kind_name_ + api::v1::kJobSucceededReason, message);
@@ -888,12 +899,7 @@ model::ReconcileResult Pass::Run() {
 
   if (IsFinished(status())) {
     CleanUp();
-    if (HasTrueCondition(status(), kJobSucceeded)) {
-      for (auto& [type, rs] : *status().mutable_replica_statuses()) {
-        rs.set_succeeded(rs.succeeded() + rs.active());
-        rs.set_active(0);
-      }
-    }
+    CountSucceededReplicas();
     ApplyTtl();
     return Done();
   }
@@ -1015,6 +1021,7 @@ model::ReconcileResult Pass::Run() {
                          result_.events.end());
     result_.requeue_at.reset();
     CleanUp();
+    CountSucceededReplicas();
     ApplyTtl();
   }
   return Done();
