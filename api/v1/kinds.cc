@@ -81,9 +81,10 @@ std::vector<KindInfo> MakeKinds() {
                "jax",   "jaxjob-port", 6666,      kRestartPolicyNever, {}};
   jax.success.workers_decide_without_leader = true;
 
-  // Replica types, success and restarts come from the TrainJob's runtime (operator/trainer).
-  KindInfo train_job{TRAIN_JOB, "TrainJob", "trainjobs", "",    "trainer",
-                     {},        "node",     "",          29500, kRestartPolicyOnFailure,
+  // Replica types, ports, success and restarts come from the TrainJob's runtime
+  // (operator/trainer).
+  KindInfo train_job{TRAIN_JOB, "TrainJob", "trainjobs", "", "trainer",
+                     {},        "node",     "",          0,  kRestartPolicyOnFailure,
                      {}};
   train_job.group = kTrainerGroup;
   train_job.api_version = kTrainerApiVersion;

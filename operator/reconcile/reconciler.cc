@@ -40,9 +40,6 @@ using model::KubeObject;
 using model::ObservedPod;
 using model::PodPhase;
 
-// A TrainJob's trainer replicated job when no plan says which (every shipped runtime's name).
-constexpr char kTrainerNode[] = "node";
-
 // Upstream's "no exit code seen" marker (0xbeef): >= 128, so retryable under ExitCode.
 constexpr int kUnknownExitCode = 0xbeef;
 
@@ -592,7 +589,7 @@ void Pass::Fail(const std::string& reason, const std::string& message,
   } else {
     const std::string rjob = !failed_type.empty() ? failed_type
                              : plan_ != nullptr   ? plan_->trainer_job
-                                                  : kTrainerNode;
+                                                  : kTrainerReplicatedJob;
     MarkFailed(status(), "", api::v1::kTrainJobFailedJobsReason,
                absl::StrCat("jobset failed due to one or more job failures (first failed job: ",
                             name(), "-", rjob, "-0)"),

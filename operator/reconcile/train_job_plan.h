@@ -75,6 +75,7 @@ std::string RuntimeSnapshotName(const model::Job& job);
 // The local backend's rendezvous port of a TrainJob: reserved under this name for the trainer's
 // first pod (model::AddressPlan), and what PET_MASTER_PORT & co. become there.
 inline constexpr char kTrainerPortName[] = "trainer";
+// The trainer's replicated job wherever no plan says which: every shipped runtime's name.
 inline constexpr char kTrainerReplicatedJob[] = "node";
 
 // Fills observed.train_job_runtime from the text of a job's runtime snapshot (the ConfigMap's
