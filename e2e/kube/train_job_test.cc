@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
@@ -353,6 +355,147 @@ TEST_F(TrainJobTest, TheCoachCliSubmitsShowsAndWaitsForATrainJob) {
   ASSERT_TRUE(stored);
   EXPECT_EQ(UpstreamCondition(*stored, "Complete")["reason"], "AllJobsCompleted");
   Kubectl({"delete", "clustertrainingruntime", runtime});
+}
+
+}  // namespace
+}  // namespace coach::e2e::kube
+
+namespace coach::e2e::kube {
+namespace {
+
+// An MPI runtime with a shared claim: the SSH Secret Trainer v2's MPI plugin makes (keys generated
+// by the operator, which can create Secrets but read none) and the PVC JobSet's
+// volumeClaimPolicies make, both owned by the TrainJob and mounted by its pods.
+TEST_F(TrainJobTest, MpiSshSecretAndVolumeClaimsAsUpstreamMakesThem) {
+  Apply(R"(
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata:
+  name: mpi-claims
+spec:
+  mlPolicy: {numNodes: 2, mpi: {numProcPerNode: 1, sshAuthMountPath: /root/.ssh}}
+  template:
+    spec:
+      volumeClaimPolicies:
+      - retentionPolicy: {whenDeleted: Delete}
+        templates:
+        - metadata: {name: scratch}
+          spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+      replicatedJobs:
+      - name: launcher
+        template:
+          metadata:
+            labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}
+          spec:
+            template:
+              spec:
+                containers:
+                - name: node
+                  image: coach.local/none:latest
+                  volumeMounts: [{name: scratch, mountPath: /scratch}]
+      - name: node
+        template:
+          spec:
+            template:
+              spec:
+                containers:
+                - name: node
+                  image: coach.local/none:latest
+                  volumeMounts: [{name: scratch, mountPath: /scratch}]
+)");
+  Apply(TrainJobYaml("mpi", "mpi-claims", 2));
+  std::optional<json> job = Get("trainjobs", "mpi");
+  ASSERT_TRUE(job);
+  const std::string uid = (*job)["metadata"]["uid"];
+
+  std::optional<json> secret;
+  ASSERT_TRUE(Eventually([&] { return (secret = Get("secret", "mpi-mpi-ssh-auth")).has_value(); },
+                         absl::Seconds(60), kKubectlPoll))
+      << OperatorLogTail();
+  EXPECT_EQ((*secret)["type"], "kubernetes.io/ssh-auth");
+  EXPECT_EQ((*secret)["immutable"], true);
+  EXPECT_EQ((*secret)["metadata"]["ownerReferences"][0]["uid"], uid);
+  std::string key, pub;
+  ASSERT_TRUE(absl::Base64Unescape((*secret)["data"].value("ssh-privatekey", ""), &key));
+  ASSERT_TRUE(absl::Base64Unescape((*secret)["data"].value("ssh-publickey", ""), &pub));
+  EXPECT_TRUE(absl::StartsWith(key, "-----BEGIN EC PRIVATE KEY-----")) << "a key was written";
+  EXPECT_TRUE(absl::StartsWith(pub, "ecdsa-sha2-nistp521 AAAA")) << pub;
+  // The operator's log never holds the key.
+  EXPECT_EQ(OperatorLogTail().find(key.substr(40, 40)), std::string::npos);
+
+  std::optional<json> claim = Get("pvc", "scratch-mpi");
+  ASSERT_TRUE(claim) << OperatorLogTail();
+  EXPECT_EQ((*claim)["metadata"]["ownerReferences"][0]["uid"], uid);
+  EXPECT_EQ((*claim)["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"], "mpi");
+  EXPECT_EQ((*claim)["spec"]["resources"]["requests"]["storage"], "1Gi");
+
+  std::vector<json> pods;
+  ASSERT_TRUE(Eventually([&] { return (pods = TrainJobPods("mpi")).size() == 3; },
+                         absl::Seconds(60), kKubectlPoll))
+      << OperatorLogTail();
+  for (const json& pod : pods) {
+    bool ssh = false, scratch = false;
+    for (const json& v : pod["spec"]["volumes"]) {
+      ssh = ssh || v.value("secret", json::object()).value("secretName", "") == "mpi-mpi-ssh-auth";
+      scratch =
+          scratch ||
+          v.value("persistentVolumeClaim", json::object()).value("claimName", "") == "scratch-mpi";
+    }
+    EXPECT_TRUE(ssh) << pod["metadata"]["name"];
+    EXPECT_TRUE(scratch) << pod["metadata"]["name"];
+  }
+}
+
+// A TrainJob and a PyTorchJob of one name in one namespace: each runs its own pods, and
+// neither counts, nor deletes, the other's.
+TEST_F(TrainJobTest, ATrainJobAndAV1JobMayShareAName) {
+  Apply(KwokRuntimeYaml("kwok-long", 0, 3600, "OnFailure", 6));
+  Apply(TrainJobYaml("twin", "kwok-long", 2));
+  Apply(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: twin
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers: [{name: pytorch, image: coach.local/none:latest}]
+    Worker:
+      replicas: 3
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers: [{name: pytorch, image: coach.local/none:latest}]
+)");
+  ASSERT_TRUE(WaitTrainJob(
+      "twin", [](const json& j) { return Phase(j) == "Running"; }, "Running"));
+  std::optional<json> v1;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        v1 = Get("pytorchjobs", "twin");
+        if (!v1) return false;
+        for (const json& c : (*v1)["status"].value("conditions", json::array())) {
+          if (c.value("type", "") == "Running" && c.value("status", "") == "True") return true;
+        }
+        return false;
+      },
+      absl::Seconds(90), kKubectlPoll))
+      << (v1 ? (*v1)["status"].dump() : "none") << OperatorLogTail();
+  // Settled: a few more passes of both, then the counts.
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_EQ(TrainJobPods("twin").size(), 2u);
+  EXPECT_EQ(List("pods", "training.kubeflow.org/job-name=twin").size(), 4u);
+  const json train_job = *Get("trainjobs", "twin");
+  EXPECT_EQ(train_job["status"]["jobsStatus"][0]["active"], 1) << train_job["status"].dump();
+  const json statuses = (*Get("pytorchjobs", "twin"))["status"]["replicaStatuses"];
+  EXPECT_EQ(statuses["Master"].value("active", 0), 1) << statuses.dump();
+  EXPECT_EQ(statuses["Worker"].value("active", 0), 3) << statuses.dump();
+  const CmdResult events = Kubectl({"get", "events", "-n", ns(), "-o", "json"});
+  EXPECT_EQ(events.out.find("SuccessfulDeletePod"), std::string::npos) << "a job deleted a pod";
 }
 
 }  // namespace

@@ -22,6 +22,8 @@ class Quantity {
   // Keeps this quantity's format, as Quantity.Add does: "1Gi" + "512Mi" is "1536Mi",
   // "1" + "500m" is "1500m".
   void Add(const Quantity& other) { nanos_ += other.nanos_; }
+  // By value, whatever the formats ("1Gi" < "1100Mi").
+  bool operator<(const Quantity& other) const { return nanos_ < other.nanos_; }
 
   // Whole units rounded away from zero, as Quantity.Value() does: "1500m" is 2, "-1500m" -2.
   // Saturates at the int64 range.

@@ -1032,7 +1032,7 @@ model::ReconcileResult ReconcileTrainJob(const model::Job& job,
                                          const api::v1::KindInfo& kind) {
   int attempt = job.status().coach().attempt();
   for (const ObservedPod& pod : observed.pods) attempt = std::max(attempt, pod.attempt);
-  absl::StatusOr<TrainJobPlan> plan = PlanTrainJob(job, observed, attempt);
+  absl::StatusOr<TrainJobPlan> plan = PlanTrainJob(job, observed, attempt, config);
   // Admission once, on the pass that first sees the job with its runtime (before it is created).
   if (plan.ok() && !HasTrueCondition(job.status(), api::v1::kJobCreated)) {
     if (absl::Status admitted = AdmitTrainJob(job, observed); !admitted.ok()) {

@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/recovery_policy.h"
+#include "operator/reconcile/train_job_objects.h"
 #include "operator/trainer/admission.h"
 #include "operator/trainer/merge_runtime.h"
 #include "operator/trainer/realize.h"
@@ -44,7 +45,8 @@ const json& JobSpecOf(const json& job_set, const std::string& rjob) {
 }  // namespace
 
 absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
-                                          const model::ObservedState& observed, int attempt) {
+                                          const model::ObservedState& observed, int attempt,
+                                          const model::ReconcileConfig& config) {
   if (observed.train_job_runtime.empty()) {
     return absl::FailedPreconditionError(observed.runtime_missing.empty()
                                              ? std::string("spec.runtimeRef: runtime not found")
@@ -66,13 +68,20 @@ absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
   ASSIGN_OR_RETURN(trainer::RealizedTrainJob realized,
                    trainer::RealizeTrainJob(train_job, merged, facts));
 
+  const Json owners = OwnerReferences(job);
+  std::vector<json*> all_pods;
+  for (trainer::RealizedJob& rjob : realized.jobs) {
+    for (json& pod : rjob.pods) all_pods.push_back(&pod);
+  }
+  ASSIGN_OR_RETURN(TrainJobGang gang,
+                   GangOf(merged.job_set, merged.pod_group_policy, config, all_pods, owners));
+
   TrainJobPlan plan;
   plan.job = job;
   plan.trainer_job = merged.trainer_job;
   model::Job& expanded = plan.job;
   auto& specs = *expanded.mutable_spec()->mutable_replica_specs();
   specs.clear();
-  const Json owners = OwnerReferences(job);
   for (trainer::RealizedJob& rjob : realized.jobs) {
     plan.jobs.push_back(rjob.name);
     api::v1::ReplicaSpec& spec = specs[rjob.name];
@@ -124,7 +133,13 @@ absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
   if (realized.mpi_hostfile.is_object()) {
     realized.mpi_hostfile["metadata"]["ownerReferences"] = owners;
     plan.objects.push_back(ObjectOf(std::move(realized.mpi_hostfile)));
+    plan.objects.push_back(
+        ObjectOf(MpiSshAuthSecret(job.metadata().name(), job.metadata().namespace_(), owners)));
   }
+  for (json& claim : VolumeClaims(merged.job_set, owners)) {
+    plan.objects.push_back(ObjectOf(std::move(claim)));
+  }
+  if (gang.pod_group.is_object()) plan.objects.push_back(ObjectOf(std::move(gang.pod_group)));
   if (!observed.runtime_from_snapshot) {
     plan.objects.push_back(
         ObjectOf({{"apiVersion", "v1"},

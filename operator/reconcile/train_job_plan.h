@@ -48,16 +48,19 @@ struct TrainJobPlan {
   std::string trainer_job;
   // (replicated job, completion index) -> the complete Pod.
   std::map<std::pair<std::string, int>, model::KubeObject> pods;
-  // The headless Service, the MPI hostfile ConfigMap, and (when the backend has no snapshot of
-  // the runtime for this job yet) the `<trainjob>-runtime-snapshot` ConfigMap.
+  // The headless Service, the MPI hostfile ConfigMap and SSH Secret, the PVCs, the PodGroup
+  // (train_job_objects.h), and (when the backend has no snapshot of the runtime for this job
+  // yet) the `<trainjob>-runtime-snapshot` ConfigMap.
   std::vector<model::KubeObject> objects;
 };
 
 // Errors: FailedPrecondition when the backend found no runtime (observed.train_job_runtime
-// empty; observed.refused-style text in the message); InvalidArgument naming the field when the
-// TrainJob and its runtime cannot be merged or realised.
+// empty; observed.refused-style text in the message) or the runtime's podGroupPolicy needs a
+// gang scheduler `config` lacks; InvalidArgument naming the field when the TrainJob and its
+// runtime cannot be merged or realised.
 absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
-                                          const model::ObservedState& observed, int attempt);
+                                          const model::ObservedState& observed, int attempt,
+                                          const model::ReconcileConfig& config);
 
 // What a TrainJob's spec.runtimeRef names, CRD defaults applied: kind "ClusterTrainingRuntime"
 // (or "TrainingRuntime") and name ("" when the spec has none).

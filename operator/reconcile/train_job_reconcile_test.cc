@@ -269,3 +269,47 @@ TEST(TrainJobReconcileTest, AnotherManagerIsLeftAlone) {
 
 }  // namespace
 }  // namespace coach::reconcile
+
+namespace coach::reconcile {
+namespace {
+
+// Upstream's DeepSpeed runtime (MPI) with a shared claim: the SSH Secret (its keys are the
+// backend's to make: none in the plan), the PVC, and with coscheduling the PodGroup, all before
+// the pods, which carry the group's label.
+TEST(TrainJobReconcileTest, MpiSecretClaimsAndPodGroupComeBeforeThePods) {
+  absl::StatusOr<json> runtime = trainer::testing::LoadReferenceKind(
+      "runtimes/deepspeed_distributed.yaml", "ClusterTrainingRuntime");
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  (*runtime)["spec"]["template"]["spec"]["volumeClaimPolicies"] = json::parse(
+      R"([{"templates": [{"metadata": {"name": "scratch"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]}])");
+  (*runtime)["spec"]["podGroupPolicy"] = json::parse(R"({"coscheduling": {}})");
+  const model::Job job = TrainJob("deepspeed-distributed", 2);
+  model::ReconcileConfig config;
+  config.gang_scheduler = model::GangScheduler::kSchedulerPlugins;
+  model::ReconcileResult r = Reconcile(job, Observed(*runtime), kNow, config);
+  const std::vector<std::string> actions = ActionsText(r);
+  ASSERT_GE(actions.size(), 7u) << ::testing::PrintToString(actions);
+  EXPECT_EQ(actions[0], "create Service/mnist");
+  EXPECT_EQ(actions[1], "create ConfigMap/mnist-mpi-hostfile");
+  EXPECT_EQ(actions[2], "create Secret/mnist-mpi-ssh-auth");
+  EXPECT_EQ(actions[3], "create PersistentVolumeClaim/scratch-mnist");
+  EXPECT_EQ(actions[4], "create PodGroup/mnist");
+  const json& secret = r.actions[2].object.body;
+  EXPECT_EQ(secret["type"], "kubernetes.io/ssh-auth");
+  EXPECT_FALSE(secret.contains("data"));
+  EXPECT_EQ(r.actions[4].object.body["spec"]["minMember"],
+            2);  // runLauncherAsNode: 1 node + launcher
+  for (const model::Action& a : r.actions) {
+    if (a.object.kind != "Pod") continue;
+    EXPECT_EQ(a.object.body["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"], "mnist");
+  }
+
+  // Without the gang scheduler the runtime asks for: an event and a retry, nothing created.
+  model::ReconcileResult waiting = Reconcile(job, Observed(*runtime), kNow, {});
+  EXPECT_TRUE(waiting.actions.empty()) << ::testing::PrintToString(ActionsText(waiting));
+  EXPECT_THAT(EventReasons(waiting), ElementsAre("TrainJobResourcesCreationFailed"));
+  EXPECT_EQ(waiting.requeue_at, kNow + absl::Seconds(10));
+}
+
+}  // namespace
+}  // namespace coach::reconcile

@@ -12,6 +12,7 @@
 #include "operator/model/replicas.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/mlflow_env.h"
+#include "operator/reconcile/train_job_plan.h"
 #include "operator/tracking/linked_runs.h"
 #include "operator/tracking/mlflow_tracker.h"
 
@@ -49,9 +50,47 @@ bool ReplicasStarted(const model::JobStatus& status) {
   return false;
 }
 
+// A TrainJob's pod counts come from its runtime: the reconciler writes them into the status
+// (replicaStatuses[<replicated job>].replicas) on its first pass; until then there is nothing to
+// log (nullopt), and MLflow keeps a param's first value for good.
+static std::optional<std::vector<Param>> TrainJobParams(const model::Job& job) {
+  std::vector<Param> params;
+  int trainer_pods = 0;
+  for (const auto& [rjob, status] : job.status().replica_statuses()) {
+    if (status.replicas() <= 0) return std::nullopt;
+    params.push_back({"coach.replicas." + rjob, absl::StrCat(status.replicas())});
+    if (rjob == reconcile::kTrainerReplicatedJob) trainer_pods = status.replicas();
+  }
+  if (params.empty()) return std::nullopt;
+  const reconcile::RuntimeReference runtime = reconcile::RuntimeReferenceOf(job);
+  params.push_back({"coach.runtime", absl::StrCat(runtime.kind, "/", runtime.name)});
+  const nlohmann::json spec =
+      nlohmann::json::parse(job.spec().train_job_spec_json(), nullptr, false);
+  const nlohmann::json trainer =
+      spec.is_object() ? spec.value("trainer", nlohmann::json::object()) : nlohmann::json::object();
+  int nproc = 1;
+  if (trainer.is_object()) {
+    if (trainer.contains("image") && trainer["image"].is_string()) {
+      params.push_back(
+          {"coach.image.trainer", trainer["image"].get<std::string>().substr(0, 6000)});
+    }
+    if (trainer.contains("numProcPerNode")) {
+      const nlohmann::json& n = trainer["numProcPerNode"];
+      const std::string text = n.is_string() ? n.get<std::string>() : n.dump();
+      params.push_back({"coach.nproc_per_node", text.substr(0, 64)});
+      if (!absl::SimpleAtoi(text, &nproc) || nproc < 1) nproc = 1;
+    }
+  }
+  if (trainer_pods > 0) {
+    params.push_back({"coach.world_size", absl::StrCat(trainer_pods * nproc)});
+  }
+  return params;
+}
+
 // Under coach.: the job's master logs into this run too, and MLflow refuses a second value for a
 // param (a training script's own "world_size" must not collide with ours).
-std::vector<Param> RunParams(const model::Job& job) {
+std::optional<std::vector<Param>> RunParams(const model::Job& job) {
+  if (job.kind() == api::v1::TRAIN_JOB) return TrainJobParams(job);
   std::vector<Param> params;
   int total = 0;
   for (const std::string& type : reconcile::ReplicaTypes(job)) {
@@ -316,8 +355,10 @@ absl::Status MlflowTracker::TagIncomplete(SyncContext& ctx) {
 absl::Status MlflowTracker::LogParams(SyncContext& ctx) {
   SyncProgress& p = ctx.entry.progress;
   if (p.terminated || p.params_logged) return absl::OkStatus();
+  std::optional<std::vector<Param>> params = RunParams(ctx.entry.job);
+  if (!params) return absl::OkStatus();  // a TrainJob before its first pass: the next sync
   *ctx.op = "log_params";
-  RETURN_IF_ERROR(ctx.client->LogBatch(p.run_id, {}, RunParams(ctx.entry.job), {}));
+  RETURN_IF_ERROR(ctx.client->LogBatch(p.run_id, {}, *params, {}));
   p.params_logged = true;
   Save(ctx);
   return absl::OkStatus();

@@ -300,8 +300,9 @@ inline constexpr char kRunIncompleteReasonTag[] = "coach.run_incomplete_reason";
 // Pure pieces, exposed for tests.
 // "<namespace>/<name>": the run's name, and the job in the log.
 std::string JobKey(const model::Job& job);
-// Params of a job's run (replica counts, restart policies, images, nprocPerNode, world size).
-std::vector<mlflow::Param> RunParams(const model::Job& job);
+// Params of a job's run (replica counts, restart policies, images, nprocPerNode, world size;
+// a TrainJob's runtime and pod counts, nullopt until its first pass has counted its pods).
+std::optional<std::vector<mlflow::Param>> RunParams(const model::Job& job);
 // coach.state, coach.condition.<Type>, coach.message for a status.
 std::map<std::string, std::string> ConditionTags(const model::JobStatus& status);
 // Whether the job's replicas have started (a start time, or a Running, Restarting, Succeeded or

@@ -718,9 +718,32 @@ TEST_F(MlflowTrackerTest, GivenUpJobIsReleasedWithAWarning) {
 TEST_F(MlflowTrackerTest, ParamsAndConditionTagsArePure) {
   model::Job job = MakePyTorchJob("ns", "p").Master(1).Workers(3).NprocPerNode("2").Build();
   std::map<std::string, std::string> params;
-  for (const mlflow::Param& p : RunParams(job)) params[p.key] = p.value;
+  const std::optional<std::vector<mlflow::Param>> v1_params = RunParams(job);
+  ASSERT_TRUE(v1_params.has_value());
+  for (const mlflow::Param& p : *v1_params) params[p.key] = p.value;
   EXPECT_EQ(params["coach.world_size"], "8");
   EXPECT_EQ(params["coach.nproc_per_node"], "2");
+
+  // A TrainJob: nothing before the reconciler has counted its pods, then its runtime's counts.
+  model::Job train_job;
+  train_job.set_kind(api::v1::TRAIN_JOB);
+  train_job.mutable_spec()->set_train_job_spec_json(
+      R"({"runtimeRef": {"name": "torch-distributed", "kind": "ClusterTrainingRuntime"},
+          "trainer": {"numNodes": 4, "numProcPerNode": 2, "image": "team/train:1"}})");
+  EXPECT_FALSE(RunParams(train_job).has_value());
+  auto& statuses = *train_job.mutable_status()->mutable_replica_statuses();
+  statuses["dataset-initializer"].set_replicas(1);
+  statuses["node"].set_replicas(4);
+  params.clear();
+  const std::optional<std::vector<mlflow::Param>> v2_params = RunParams(train_job);
+  ASSERT_TRUE(v2_params.has_value());
+  for (const mlflow::Param& p : *v2_params) params[p.key] = p.value;
+  EXPECT_EQ(params["coach.replicas.node"], "4");
+  EXPECT_EQ(params["coach.replicas.dataset-initializer"], "1");
+  EXPECT_EQ(params["coach.runtime"], "ClusterTrainingRuntime/torch-distributed");
+  EXPECT_EQ(params["coach.image.trainer"], "team/train:1");
+  EXPECT_EQ(params["coach.nproc_per_node"], "2");
+  EXPECT_EQ(params["coach.world_size"], "8");
   std::map<std::string, std::string> tags = ConditionTags(model::JobStatus());
   EXPECT_EQ(tags["coach.state"], "Created");
   EXPECT_EQ(tags.size(), 1u);

@@ -353,11 +353,14 @@ for check in "create pytorchjobs.kubeflow.org -n compat" "update mpijobs.kubeflo
   "create tokenreviews.authentication.k8s.io" "create subjectaccessreviews.authorization.k8s.io" \
   "list nodes" "watch nodes" "create trainjobs.trainer.kubeflow.org -n compat" \
   "update trainjobs.trainer.kubeflow.org --subresource=status -n compat" \
-  "watch clustertrainingruntimes.trainer.kubeflow.org" "get trainingruntimes.trainer.kubeflow.org -n compat"; do
+  "watch clustertrainingruntimes.trainer.kubeflow.org" "get trainingruntimes.trainer.kubeflow.org -n compat" \
+  "create secrets -n compat" "create persistentvolumeclaims -n compat" "watch persistentvolumeclaims -n compat"; do
   # shellcheck disable=SC2086  # a can-i query (verb, resource, flags), split into words on purpose
   can $check || fail "the operator's ServiceAccount cannot: $check"
 done
-for check in "get secrets -n compat" "update pods --subresource=status -n compat" \
+for check in "get secrets -n compat" "list secrets -n compat" "watch secrets -n compat" \
+  "update secrets -n compat" "delete secrets -n compat" "delete persistentvolumeclaims -n compat" \
+  "update pods --subresource=status -n compat" \
   "update leases.coordination.k8s.io/other -n coach" "create podgroups.scheduling.volcano.sh -n compat" \
   "delete nodes" "update nodes --subresource=status" "create clusterroles.rbac.authorization.k8s.io" \
   "delete namespaces" "update clustertrainingruntimes.trainer.kubeflow.org" \

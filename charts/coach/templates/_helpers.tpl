@@ -128,6 +128,14 @@ README.md says why each is there. No wildcards.
 - apiGroups: [""]
   resources: [serviceaccounts]
   verbs: [get, list, watch, create, patch, delete]
+# An MPI TrainJob's SSH key Secret: created, never read (the operator can read no Secret).
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [create]
+# A TrainJob runtime's volumeClaimPolicies (owned claims go with their job, through the GC).
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [get, list, watch, create]
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [roles, rolebindings]
   verbs: [get, list, watch, create, update, patch, delete]

@@ -16,6 +16,7 @@
 #include "operator/backend/kube/pod_logs.h"
 #include "operator/backend/kube/pod_observation.h"
 #include "operator/backend/kube/scheduling_facts.h"
+#include "operator/backend/kube/ssh_auth_keys.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/train_job_plan.h"
 
@@ -27,6 +28,17 @@ using coach::kubeclient::WatchEventType;
 using nlohmann::json;
 
 namespace {
+
+// Whether an object with this job's label is the job's own: it names the job's uid among its
+// ownerReferences, or names no owner (a claim its runtime retains), or the uid is unknown.
+bool OwnedBy(const json& object, const std::string& uid) {
+  const json& refs = Field(Field(object, "metadata"), "ownerReferences");
+  if (uid.empty() || !refs.is_array() || refs.empty()) return true;
+  for (const json& ref : refs) {
+    if (StringField(ref, "uid") == uid) return true;
+  }
+  return false;
+}
 
 constexpr char kPodGroupVolcano[] = "scheduling.volcano.sh/v1beta1";
 constexpr char kPodGroupSchedulerPlugins[] = "scheduling.x-k8s.io/v1alpha1";
@@ -174,6 +186,9 @@ KubeBackend::KubeBackend(KubeBackendOptions options)
       kCoachJobNameLabel);
   add({"rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, false},
       kCoachJobNameLabel, kCoachJobNameLabel);
+  // A TrainJob runtime's volumeClaimPolicies.
+  add({"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true, true}, kCoachJobNameLabel,
+      kCoachJobNameLabel);
   if (options_.gang_scheduler == "volcano") {
     add(r::PodGroups(), kCoachJobNameLabel, kCoachJobNameLabel);
   } else if (options_.gang_scheduler == "scheduler-plugins") {
@@ -646,7 +661,7 @@ absl::StatusOr<model::ObservedState> KubeBackend::ObserveCached(const model::Job
     if (names != state->by_job.end()) {
       for (const std::string& name : names->second) {
         const json* object = state->Find(ns, name);
-        if (object == nullptr) continue;
+        if (object == nullptr || !OwnedBy(*object, job.metadata().uid())) continue;
         seen.insert(name);
         if (state->kind == "Pod") {
           model::ObservedPod pod = ToObservedPod(job, *object, default_container);
@@ -673,7 +688,10 @@ absl::StatusOr<model::ObservedState> KubeBackend::ObserveCached(const model::Job
     for (auto e = expected.lower_bound(prefix);
          e != expected.end() && absl::StartsWith(e->first, prefix); ++e) {
       const std::string name = e->first.substr(prefix.size());
-      if (!e->second.create || seen.count(name) > 0) continue;
+      if (!e->second.create || seen.count(name) > 0 ||
+          !OwnedBy(e->second.body, job.metadata().uid())) {
+        continue;
+      }
       if (state->kind == "Pod") {
         model::ObservedPod pod = ToObservedPod(job, e->second.body, default_container);
         pod.name = name;
@@ -684,6 +702,9 @@ absl::StatusOr<model::ObservedState> KubeBackend::ObserveCached(const model::Job
         observed.objects.push_back({state->kind, name});
       }
     }
+  }
+  if (auto secrets = created_secrets_.find(job_key); secrets != created_secrets_.end()) {
+    for (const std::string& name : secrets->second) observed.objects.push_back({"Secret", name});
   }
   SortByName(observed.pods);
   observed.progress_since = started_at_;
@@ -767,12 +788,7 @@ absl::StatusOr<model::ObservedState> KubeBackend::ObserveFromServer(const model:
   model::ObservedState observed;
   for (const json& pod : pods) {
     // A job of another kind may share the name (and so the label): keep this job's own pods.
-    bool owned = uid.empty();
-    const json& refs = Field(Field(pod, "metadata"), "ownerReferences");
-    if (refs.is_array()) {
-      for (const json& ref : refs) owned = owned || StringField(ref, "uid") == uid;
-    }
-    if (!owned) continue;
+    if (!OwnedBy(pod, uid)) continue;
     model::ObservedPod p = ToObservedPod(job, pod, default_container);
     {
       absl::MutexLock lock(&mu_);
@@ -798,6 +814,7 @@ absl::Status KubeBackend::ApplyOne(const model::Job& job, const model::Action& a
         "kube backend: force applies to deleting a Pod only, not to ", object.kind, " ",
         object.name, action.type == model::Action::Type::kCreate ? " (a create)" : ""));
   }
+  if (object.kind == "Secret") return ApplySecret(job, action);
   ResourceDescriptor resource;
   {
     absl::MutexLock lock(&mu_);
@@ -866,6 +883,32 @@ absl::Status KubeBackend::ApplyOne(const model::Job& job, const model::Action& a
     return absl::OkStatus();
   }
   return absl::IsNotFound(deleted) ? absl::OkStatus() : deleted;
+}
+
+absl::Status KubeBackend::ApplySecret(const model::Job& job, const model::Action& action) {
+  const model::KubeObject& object = action.object;
+  if (action.type != model::Action::Type::kCreate) {
+    // Owned by the job: the garbage collector deletes it with the job.
+    return absl::InvalidArgumentError(
+        absl::StrCat("kube backend: Secrets are only created (", object.name, ")"));
+  }
+  const std::string ns =
+      object.namespace_.empty() ? job.metadata().namespace_() : object.namespace_;
+  json body = object.body;
+  body["metadata"]["labels"][kCoachJobNameLabel] = job.metadata().name();
+  body["metadata"]["namespace"] = ns;
+  RETURN_IF_ERROR(FillSshAuthSecret(body));
+  const ResourceDescriptor secrets{"", "v1", "secrets", "Secret", true, false};
+  if (options_.request_hook) options_.request_hook(action, true);
+  absl::StatusOr<json> created = options_.client->Create(secrets, ns, body);
+  if (options_.request_hook) options_.request_hook(action, false);
+  if (!created.ok() && !absl::IsAlreadyExists(created.status())) {
+    // The API server's message, never the body: it holds the private key.
+    return created.status();
+  }
+  absl::MutexLock lock(&mu_);
+  created_secrets_[JobKeyOf(job)].insert(object.name);
+  return absl::OkStatus();
 }
 
 bool KubeBackend::Busy(absl::Duration linger) const {
@@ -939,8 +982,11 @@ absl::Status KubeBackend::Forget(const model::Job& job) {
   {
     absl::MutexLock lock(&mu_);
     std::set<std::string> keys;
+    created_secrets_.erase(job_key);
     for (const auto& state : kinds_) {
-      if (!state->enabled) continue;
+      // A claim the runtime retains (retentionPolicy Retain: no owner) outlives its job; one it
+      // deletes is the garbage collector's, through its owner.
+      if (!state->enabled || state->kind == "PersistentVolumeClaim") continue;
       auto names = state->by_job.find(job_key);
       if (names != state->by_job.end()) {
         for (const std::string& name : names->second) {
@@ -954,7 +1000,7 @@ absl::Status KubeBackend::Forget(const model::Job& job) {
       if (!e.create || !keys.insert(key).second) continue;
       const size_t slash = key.find('/');
       const KindState* state = StateFor(key.substr(0, slash));
-      if (state != nullptr && state->enabled)
+      if (state != nullptr && state->enabled && state->kind != "PersistentVolumeClaim")
         victims.emplace_back(state->resource, key.substr(slash + 1));
     }
   }

@@ -12,11 +12,16 @@
 //                                  coach.dev/job-name,!training.kubeflow.org/operator-name: a
 //                                  TrainJob's, which carry upstream's JobSet labels instead
 //   ConfigMaps, ServiceAccounts,   coach.dev/job-name (exists): the reconciler does not label
-//   Roles, RoleBindings, PodGroups these, so Apply stamps the label on every object it creates
+//   Roles, RoleBindings, PodGroups, these, so Apply stamps the label on every object it creates
+//   PersistentVolumeClaims
 // Objects are indexed by job: namespace + the job-name label (training.kubeflow.org/job-name
 // for v1 pods and services, coach.dev/job-name for the rest). A TrainJob's runtime snapshot
 // ConfigMap keeps its data.runtime in the cache (ObserveRuntime reads it). Cached objects are
-// trimmed to the fields Observe reads (metadata, a pod's container names and status). Every event
+// trimmed to the fields Observe reads (metadata, a pod's container names and status). Observe
+// keeps the cached objects that name the job's uid among their ownerReferences (or have none):
+// a TrainJob and a v1 job may share a name, and so a job-name label, in one namespace. Secrets
+// (an MPI TrainJob's SSH keys, generated here at creation: ssh_auth_keys.h) are created and
+// never read back: see created_secrets_. Every event
 // calls the change callback for the owning job. PodGroups are watched only with a gang scheduler
 // configured ("volcano": scheduling.volcano.sh/v1beta1, "scheduler-plugins":
 // scheduling.x-k8s.io/v1alpha1); when their CRD is absent Start() logs a warning, skips that
@@ -246,6 +251,7 @@ class KubeBackend : public Backend, public ProgressReceiver {
   void SettleLocked(const std::string& job_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Status ApplyOne(const model::Job& job, const model::Action& action);
+  absl::Status ApplySecret(const model::Job& job, const model::Action& action);
 
   KubeBackendOptions options_;
   std::vector<std::unique_ptr<KindState>> kinds_;
@@ -255,6 +261,10 @@ class KubeBackend : public Backend, public ProgressReceiver {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   // job key "ns/name" -> object key "Kind/name" -> expectation.
   Expectations expectations_ ABSL_GUARDED_BY(mu_);
+  // Secrets are created, never watched or read (the chart grants create only: the operator can
+  // read no Secret of any job): job key -> the names this operator created, or found existing
+  // when it tried (AlreadyExists, e.g. after a restart). Observe reports them as objects.
+  std::map<std::string, std::set<std::string>> created_secrets_ ABSL_GUARDED_BY(mu_);
   SchedulingFacts facts_ ABSL_GUARDED_BY(mu_);
   NodeHealth nodes_ ABSL_GUARDED_BY(mu_);
   bool watch_nodes_ ABSL_GUARDED_BY(mu_) = false;  // the Node watch runs

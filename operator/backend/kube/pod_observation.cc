@@ -106,6 +106,12 @@ json Trim(const json& o, bool pod) {
     const json& v = Field(meta, key);
     if (!v.is_null()) m[key] = v;
   }
+  // Only the owners' uids: which job an object belongs to when two share a name.
+  if (const json& refs = Field(meta, "ownerReferences"); refs.is_array() && !refs.empty()) {
+    json uids = json::array();
+    for (const json& ref : refs) uids.push_back({{"uid", StringField(ref, "uid")}});
+    m["ownerReferences"] = std::move(uids);
+  }
   json t = {{"metadata", std::move(m)}};
   if (!pod) return t;
   json names = json::array();

@@ -15,9 +15,9 @@
 
 namespace coach::backend::kube {
 
-// The fields Observe and StreamLogs read (metadata; for a pod also its container names, node,
-// and status with only its PodScheduled and DisruptionTarget conditions), so that memory per
-// cached object stays small.
+// The fields Observe and StreamLogs read (metadata, of its ownerReferences only the uids; for a
+// pod also its container names, node, and status with only its PodScheduled and DisruptionTarget
+// conditions), so that memory per cached object stays small.
 nlohmann::json Trim(const nlohmann::json& object, bool pod);
 
 // The kind's default container name ("pytorch", ...); "" for a kind coach does not know.
