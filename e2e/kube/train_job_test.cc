@@ -373,7 +373,7 @@ kind: ClusterTrainingRuntime
 metadata:
   name: mpi-claims
 spec:
-  mlPolicy: {numNodes: 2, mpi: {numProcPerNode: 1, sshAuthMountPath: /root/.ssh}}
+  mlPolicy: {numNodes: 1, mpi: {numProcPerNode: 1, sshAuthMountPath: /root/.ssh}}
   template:
     spec:
       volumeClaimPolicies:
