@@ -29,6 +29,13 @@ int main(int argc, char** argv) {
   CLI::App* render = app.add_subcommand(
       "render", "print the Kubernetes objects a job would create, without running anything");
   add_offline(render);
+  render->add_option("--training-runtimes", offline.training_runtimes,
+                     "a directory of TrainingRuntime/ClusterTrainingRuntime YAML files (read "
+                     "recursively) for TrainJobs whose runtime the input does not hold");
+  render
+      ->add_option("--gang-scheduler", offline.gang_scheduler,
+                   "the operator's gang scheduler: PodGroups and pod ties as it makes them")
+      ->check(CLI::IsMember({"none", "volcano", "scheduler-plugins"}));
   coach::karpenter::ConfigFlags karpenter;
   render->add_flag("--karpenter", karpenter.enabled,
                    "add the operator's Karpenter placement (NodePools, toleration, zone, "

@@ -1,6 +1,8 @@
 #include "sdk/cpp/cli/offline_commands.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -9,16 +11,99 @@
 #include "common/version/version.h"
 #include "operator/model/reconcile_types.h"
 #include "operator/reconcile/desired_objects.h"
+#include "operator/reconcile/train_job_plan.h"
+#include "operator/trainer/runtime_directory.h"
 #include "sdk/cpp/cli/exit_codes.h"
 #include "sdk/cpp/cli/manifest_input.h"
 
 namespace coach::cli {
 namespace {
 
-absl::StatusOr<std::vector<api::v1::TrainingJob>> Load(const OfflineOptions& options) {
+struct Input {
+  std::vector<api::v1::TrainingJob> jobs;
+  std::vector<nlohmann::json> runtimes;  // TrainingRuntime and ClusterTrainingRuntime documents
+};
+
+bool IsRuntime(const nlohmann::json& doc) {
+  const std::string kind = doc.is_object() ? doc.value("kind", "") : "";
+  return kind == "TrainingRuntime" || kind == "ClusterTrainingRuntime";
+}
+
+absl::StatusOr<Input> Load(const OfflineOptions& options) {
   absl::StatusOr<std::string> text = ReadInput(options.file);
   if (!text.ok()) return text.status();
-  return LoadJobs(*text, options.namespace_);
+  Input input;
+  // Runtimes ride along with their TrainJobs in upstream's examples: keep them aside, and the
+  // jobs' documents as they are (their numbering in errors is the file's when it holds none).
+  absl::StatusOr<std::vector<nlohmann::json>> docs = api::v1::codec::ParseYamlDocuments(*text);
+  std::string jobs_text = *text;
+  if (docs.ok() && std::any_of(docs->begin(), docs->end(), IsRuntime)) {
+    jobs_text.clear();
+    for (nlohmann::json& doc : *docs) {
+      if (IsRuntime(doc)) {
+        input.runtimes.push_back(std::move(doc));
+      } else {
+        absl::StrAppend(&jobs_text, "---\n", api::v1::codec::ToYaml(doc));
+      }
+    }
+  }
+  absl::StatusOr<std::vector<api::v1::TrainingJob>> jobs = LoadJobs(jobs_text, options.namespace_);
+  if (!jobs.ok()) return jobs.status();
+  input.jobs = std::move(*jobs);
+  return input;
+}
+
+// The runtime a TrainJob names: from the input first, then the runtimes directory.
+absl::StatusOr<nlohmann::json> RuntimeOf(const api::v1::TrainingJob& job, const Input& input,
+                                         const std::string& dir) {
+  const reconcile::RuntimeReference ref = reconcile::RuntimeReferenceOf(job);
+  const std::string& ns = job.metadata().namespace_();
+  for (const nlohmann::json& runtime : input.runtimes) {
+    const nlohmann::json meta = runtime.value("metadata", nlohmann::json::object());
+    if (runtime.value("kind", "") != ref.kind || meta.value("name", "") != ref.name) continue;
+    if (!ref.cluster() && meta.value("namespace", ns) != ns) continue;
+    return runtime;
+  }
+  if (!dir.empty()) {
+    absl::StatusOr<std::optional<nlohmann::json>> found =
+        trainer::FindRuntimeInDirectory(dir, ref.kind, ns, ref.name);
+    if (!found.ok()) return found.status();
+    if (*found) return **found;
+  }
+  return absl::NotFoundError(absl::StrCat(
+      job.metadata().name(), ": spec.runtimeRef: ", ref.kind, " \"", ref.name,
+      "\" is not in the input", dir.empty() ? "" : absl::StrCat(" nor under ", dir),
+      " (render merges a TrainJob with its runtime: add the runtime's file with -f, or "
+      "--training-runtimes DIR)"));
+}
+
+// What the operator creates for a TrainJob: its plan's objects, then every pod with what coach
+// adds to every replica.
+absl::StatusOr<std::vector<model::KubeObject>> TrainJobObjects(
+    const api::v1::TrainingJob& job, const Input& input, const std::string& dir,
+    const model::ReconcileConfig& config) {
+  absl::StatusOr<nlohmann::json> runtime = RuntimeOf(job, input, dir);
+  if (!runtime.ok()) return runtime.status();
+  model::ObservedState observed;
+  observed.train_job_runtime = runtime->dump();
+  if (absl::Status admitted = reconcile::AdmitTrainJob(job, observed); !admitted.ok()) {
+    return admitted;
+  }
+  absl::StatusOr<reconcile::TrainJobPlan> plan =
+      reconcile::PlanTrainJob(job, observed, /*attempt=*/0, config);
+  if (!plan.ok()) return plan.status();
+  std::vector<model::KubeObject> objects = plan->objects;
+  for (const std::string& rjob : plan->jobs) {
+    for (auto it = plan->pods.lower_bound({rjob, 0});
+         it != plan->pods.end() && it->first.first == rjob; ++it) {
+      model::KubeObject pod = it->second;
+      absl::Status decorated =
+          reconcile::DecoratePlannedPod(plan->job, rjob, it->first.second, config, pod);
+      if (!decorated.ok()) return decorated;
+      objects.push_back(std::move(pod));
+    }
+  }
+  return objects;
 }
 
 void PrintError(const absl::Status& status, std::ostream& err) {
@@ -28,15 +113,15 @@ void PrintError(const absl::Status& status, std::ostream& err) {
 }  // namespace
 
 int RunValidate(const OfflineOptions& options, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::vector<api::v1::TrainingJob>> jobs = Load(options);
-  if (!jobs.ok()) {
-    PrintError(jobs.status(), err);
+  absl::StatusOr<Input> input = Load(options);
+  if (!input.ok()) {
+    PrintError(input.status(), err);
     return kExitInvalid;
   }
   if (options.output == "json") {
-    out << api::v1::codec::JobsToJson(*jobs) << "\n";
+    out << api::v1::codec::JobsToJson(input->jobs) << "\n";
   } else {
-    out << api::v1::codec::JobsToYaml(*jobs);
+    out << api::v1::codec::JobsToYaml(input->jobs);
   }
   return kExitOk;
 }
@@ -52,9 +137,9 @@ int RunRender(const OfflineOptions& options, const karpenter::ConfigFlags& karpe
     PrintError(placement.status(), err);
     return kExitUsage;
   }
-  absl::StatusOr<std::vector<api::v1::TrainingJob>> jobs = Load(options);
-  if (!jobs.ok()) {
-    PrintError(jobs.status(), err);
+  absl::StatusOr<Input> input = Load(options);
+  if (!input.ok()) {
+    PrintError(input.status(), err);
     return kExitInvalid;
   }
   model::ReconcileConfig config;
@@ -63,9 +148,23 @@ int RunRender(const OfflineOptions& options, const karpenter::ConfigFlags& karpe
   // ... and PyTorch Workers the init container that waits for their Master (master_wait.h).
   config.pytorch_init_image = config.launcher_image;
   config.karpenter = *placement;
+  if (options.gang_scheduler == "volcano") {
+    config.gang_scheduler = model::GangScheduler::kVolcano;
+  } else if (options.gang_scheduler == "scheduler-plugins") {
+    config.gang_scheduler = model::GangScheduler::kSchedulerPlugins;
+  } else if (!options.gang_scheduler.empty() && options.gang_scheduler != "none") {
+    PrintError(absl::InvalidArgumentError(absl::StrCat(
+                   "--gang-scheduler: must be none, volcano or scheduler-plugins, got \"",
+                   options.gang_scheduler, "\"")),
+               err);
+    return kExitUsage;
+  }
   nlohmann::json items = nlohmann::json::array();
-  for (const api::v1::TrainingJob& job : *jobs) {
-    absl::StatusOr<std::vector<model::KubeObject>> objects = reconcile::DesiredObjects(job, config);
+  for (const api::v1::TrainingJob& job : input->jobs) {
+    absl::StatusOr<std::vector<model::KubeObject>> objects =
+        job.kind() == api::v1::TRAIN_JOB
+            ? TrainJobObjects(job, *input, options.training_runtimes, config)
+            : reconcile::DesiredObjects(job, config);
     if (!objects.ok()) {
       PrintError(objects.status(), err);
       return kExitInvalid;

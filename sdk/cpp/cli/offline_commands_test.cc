@@ -33,7 +33,7 @@ std::map<std::string, std::string> EnvOf(const json& pod) {
 }
 
 TEST(RenderTest, SeedPyTorchJobGivesThreePodsAndServicesWiredAsUpstream) {
-  OfflineOptions options{SeedManifest(), "json", ""};
+  OfflineOptions options{SeedManifest(), "json", "", "", ""};
   std::ostringstream out, err;
   ASSERT_EQ(RunRender(options, out, err), kExitOk) << err.str();
   json list = json::parse(out.str());
@@ -84,7 +84,7 @@ TEST(RenderTest, SeedPyTorchJobGivesThreePodsAndServicesWiredAsUpstream) {
 }
 
 TEST(RenderTest, YamlOutputIsOneDocumentPerObject) {
-  OfflineOptions options{SeedManifest(), "yaml", "team-a"};
+  OfflineOptions options{SeedManifest(), "yaml", "team-a", "", ""};
   std::ostringstream out, err;
   ASSERT_EQ(RunRender(options, out, err), kExitOk) << err.str();
   std::string text = out.str();
@@ -97,7 +97,7 @@ TEST(RenderTest, YamlOutputIsOneDocumentPerObject) {
 }
 
 TEST(ValidateTest, PrintsDefaultedJob) {
-  OfflineOptions options{SeedManifest(), "json", ""};
+  OfflineOptions options{SeedManifest(), "json", "", "", ""};
   std::ostringstream out, err;
   ASSERT_EQ(RunValidate(options, out, err), kExitOk) << err.str();
   json job = json::parse(out.str());
@@ -115,7 +115,7 @@ spec:
   pytorchReplicaSpecs:
     Worker: {replicas: -1, template: {spec: {containers: [{name: pytorch}]}}}
 )");
-  OfflineOptions options{path, "yaml", ""};
+  OfflineOptions options{path, "yaml", "", "", ""};
   std::ostringstream out, err;
   EXPECT_EQ(RunValidate(options, out, err), kExitInvalid);
   EXPECT_EQ(out.str(), "");
@@ -135,7 +135,7 @@ spec:
   jaxReplicaSpecs:
     Worker: {replicas: 2, template: {spec: {containers: [{name: jax, image: jax:latest}]}}}
 )");
-  OfflineOptions options{path, "yaml", "dev"};
+  OfflineOptions options{path, "yaml", "dev", "", ""};
   std::ostringstream out, err;
   EXPECT_EQ(RunValidate(options, out, err), kExitInvalid);
   EXPECT_NE(err.str().find("metadata.namespace"), std::string::npos) << err.str();
@@ -152,7 +152,7 @@ spec:
 )");
   for (const char* flag : {"", "kubeflow"}) {
     SCOPED_TRACE(flag);
-    OfflineOptions options{path, "json", flag};
+    OfflineOptions options{path, "json", flag, "", ""};
     std::ostringstream out, err;
     EXPECT_EQ(RunRender(options, out, err), kExitOk) << err.str();
     EXPECT_EQ(err.str(), "");
@@ -165,7 +165,7 @@ spec:
 }
 
 TEST(RenderTest, KarpenterPlacesTheSeedsGpuReplicasOnTheGpuPool) {
-  OfflineOptions options{SeedManifest(), "json", ""};
+  OfflineOptions options{SeedManifest(), "json", "", "", ""};
   karpenter::ConfigFlags placement;
   placement.enabled = true;
   std::ostringstream out, err;
@@ -184,7 +184,7 @@ TEST(RenderTest, KarpenterPlacesTheSeedsGpuReplicasOnTheGpuPool) {
 }
 
 TEST(RenderTest, BadKarpenterFlagIsAUsageError) {
-  OfflineOptions options{SeedManifest(), "json", ""};
+  OfflineOptions options{SeedManifest(), "json", "", "", ""};
   karpenter::ConfigFlags placement;
   placement.enabled = true;
   placement.zone_policy = "strict";
@@ -194,10 +194,106 @@ TEST(RenderTest, BadKarpenterFlagIsAUsageError) {
 }
 
 TEST(ValidateTest, MissingFileIsAnError) {
-  OfflineOptions options{"/nonexistent/job.yaml", "yaml", ""};
+  OfflineOptions options{"/nonexistent/job.yaml", "yaml", "", "", ""};
   std::ostringstream out, err;
   EXPECT_EQ(RunValidate(options, out, err), kExitInvalid);
   EXPECT_NE(err.str().find("/nonexistent/job.yaml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace coach::cli
+
+namespace coach::cli {
+namespace {
+
+std::string SharedFile(const std::string& relative) {
+  const char* dir = std::getenv("COACH_SHARED_DIR");
+  EXPECT_NE(dir, nullptr) << "COACH_SHARED_DIR must point at the shared folder";
+  return std::string(dir != nullptr ? dir : "") + "/" + relative;
+}
+
+// Upstream's example file: a ClusterTrainingRuntime and the TrainJob that names it, in one file.
+TEST(RenderTest, ATrainJobWithItsRuntimeInTheInputRendersEveryPod) {
+  OfflineOptions options{
+      SharedFile("reference/kubeflow-v2/examples/yaml/04-volcano-integration.yaml"), "json", "", "",
+      "volcano"};
+  std::ostringstream out, err;
+  ASSERT_EQ(RunRender(options, out, err), kExitOk) << err.str();
+  const json list = json::parse(out.str());
+  std::vector<json> pods;
+  bool service = false, pod_group = false;
+  for (const json& item : list["items"]) {
+    if (item["kind"] == "Pod") pods.push_back(item);
+    if (item["kind"] == "PodGroup") pod_group = item["spec"]["minMember"] == 4;
+    if (item["kind"] == "Service") service = item["metadata"]["name"] == "volcano-example";
+  }
+  EXPECT_TRUE(service);
+  ASSERT_EQ(pods.size(), 4u) << out.str();
+  for (size_t i = 0; i < pods.size(); ++i) {
+    EXPECT_EQ(pods[i]["spec"]["hostname"], "volcano-example-node-0-" + std::to_string(i));
+    EXPECT_EQ(EnvOf(pods[i])["PET_NNODES"], "4");
+    EXPECT_EQ(pods[i]["metadata"]["annotations"]["scheduling.k8s.io/group-name"],
+              "volcano-example");
+  }
+  EXPECT_TRUE(pod_group);
+
+  // The runtime asks for Volcano: an operator without it waits, naming the flag; so does render.
+  options.gang_scheduler = "none";
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunRender(options, out2, err2), kExitInvalid);
+  EXPECT_NE(err2.str().find("--gang-scheduler=volcano"), std::string::npos) << err2.str();
+}
+
+TEST(RenderTest, ATrainJobFindsItsRuntimeUnderTrainingRuntimes) {
+  const std::string job = WriteTemp("tj.yaml", R"(
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: mnist}
+spec:
+  runtimeRef: {name: torch-distributed}
+  trainer: {numNodes: 2, command: [torchrun, train.py]}
+)");
+  OfflineOptions options{job, "json", "", "", ""};
+  std::ostringstream out, err;
+  // No runtime: exit 1, naming the field and how to give one.
+  EXPECT_EQ(RunRender(options, out, err), kExitInvalid);
+  EXPECT_NE(err.str().find("mnist: spec.runtimeRef: ClusterTrainingRuntime \"torch-distributed\" "
+                           "is not in the input"),
+            std::string::npos)
+      << err.str();
+  EXPECT_NE(err.str().find("--training-runtimes"), std::string::npos) << err.str();
+
+  options.training_runtimes = SharedFile("reference/kubeflow-v2/runtimes");
+  std::ostringstream out2, err2;
+  ASSERT_EQ(RunRender(options, out2, err2), kExitOk) << err2.str();
+  int pods = 0;
+  const json list = json::parse(out2.str());
+  for (const json& item : list["items"]) {
+    if (item["kind"] != "Pod") continue;
+    ++pods;
+    EXPECT_EQ(EnvOf(item)["PET_MASTER_ADDR"], "mnist-node-0-0.mnist");
+  }
+  EXPECT_EQ(pods, 2);
+}
+
+// What upstream's webhook refuses is refused here too, naming the field.
+TEST(RenderTest, ATrainJobItsRuntimeRefusesIsExitOneNamingTheField) {
+  const std::string job = WriteTemp("mpi.yaml", R"(
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: bad}
+spec:
+  runtimeRef: {name: deepspeed-distributed}
+  trainer:
+    numNodes: 2
+    env: [{name: OMPI_MCA_plm_rsh_args, value: "-o x"}]
+)");
+  OfflineOptions options{job, "yaml", "", "", ""};
+  options.training_runtimes = SharedFile("reference/kubeflow-v2/runtimes");
+  std::ostringstream out, err;
+  EXPECT_EQ(RunRender(options, out, err), kExitInvalid);
+  EXPECT_NE(err.str().find("spec.trainer.env"), std::string::npos) << err.str();
+  EXPECT_TRUE(out.str().empty());
 }
 
 }  // namespace
