@@ -15,11 +15,13 @@
 #include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
 #include "operator/backend/kube/client/errors.h"
+#include "operator/backend/kube/ssh_auth_keys.h"
 #include "operator/backend/kube/testing/fake_kube_client.h"
 #include "operator/model/replicas.h"
 #include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/desired_objects.h"
 #include "operator/reconcile/reconciler.h"
+#include "operator/reconcile/train_job_objects.h"
 
 namespace coach::backend::kube {
 namespace {
@@ -878,6 +880,65 @@ TEST_F(KubeBackendTest, PodGroupsWithVolcano) {
                           [](const model::ObservedObject& x) { return x.kind == "PodGroup"; }),
             1);
   EXPECT_TRUE(Pass(job, config).empty());
+}
+
+}  // namespace
+}  // namespace coach::backend::kube
+
+namespace coach::backend::kube {
+namespace {
+
+// An MPI TrainJob's SSH Secret: created with a fresh key pair, never listed, watched or read;
+// after a restart the existing one (AlreadyExists) is kept, keys and all, and observed.
+TEST_F(KubeBackendTest, SecretsAreCreatedWithKeysAndNeverRead) {
+  StartBackend();
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Build();
+  model::KubeObject secret;
+  secret.api_version = "v1";
+  secret.kind = "Secret";
+  secret.name = "j-mpi-ssh-auth";
+  secret.body = reconcile::MpiSshAuthSecret("j", "ns", nlohmann::json::array());
+  ASSERT_TRUE(backend_->Apply(job, {model::Action::Type::kCreate, secret}).ok());
+  const coach::kubeclient::ResourceDescriptor secrets{"", "v1", "secrets", "Secret", true, false};
+  auto only_creates = [this] {
+    for (const coach::kubeclient::testing::FakeCall& call : fake_.calls()) {
+      if (call.resource != "secrets") continue;
+      EXPECT_EQ(call.method, "Create") << "the operator read a Secret";
+    }
+  };
+  only_creates();
+  absl::StatusOr<nlohmann::json> stored = fake_.Get(secrets, "ns", "j-mpi-ssh-auth");
+  fake_.ClearCalls();
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  const std::string key = (*stored)["data"].value(kSshPrivateKeyField, "");
+  EXPECT_FALSE(key.empty());
+  EXPECT_FALSE((*stored)["data"].value(kSshPublicKeyField, "").empty());
+  EXPECT_EQ((*stored)["metadata"]["labels"]["coach.dev/job-name"], "j");
+
+  absl::StatusOr<model::ObservedState> observed = backend_->Observe(job);
+  ASSERT_TRUE(observed.ok());
+  EXPECT_TRUE(std::any_of(observed->objects.begin(), observed->objects.end(),
+                          [](const model::ObservedObject& o) {
+                            return o.kind == "Secret" && o.name == "j-mpi-ssh-auth";
+                          }));
+
+  // A restarted operator: its create meets AlreadyExists, keeps the first keys, observes it.
+  backend_->Stop();
+  backend_.reset();
+  StartBackend();
+  ASSERT_TRUE(backend_->Apply(job, {model::Action::Type::kCreate, secret}).ok());
+  only_creates();
+  EXPECT_EQ((*fake_.Get(secrets, "ns", "j-mpi-ssh-auth"))["data"].value(kSshPrivateKeyField, ""),
+            key);
+  fake_.ClearCalls();
+  observed = backend_->Observe(job);
+  ASSERT_TRUE(observed.ok());
+  EXPECT_EQ(std::count_if(observed->objects.begin(), observed->objects.end(),
+                          [](const model::ObservedObject& o) { return o.kind == "Secret"; }),
+            1);
+  // Deleting one is refused: the garbage collector removes it with its job.
+  EXPECT_FALSE(backend_->Apply(job, {model::Action::Type::kDelete, secret}).ok());
+  only_creates();
 }
 
 }  // namespace
