@@ -29,6 +29,16 @@ using nlohmann::json;
 
 namespace {
 
+// What a job's pods need to exist before they are created: what they mount (ConfigMaps but a
+// TrainJob's runtime snapshot, which only the operator reads; Secrets; claims), the
+// ServiceAccount and RBAC they run as, the PodGroup they join. Everything else (Services, the
+// snapshot) is created beside the pods, in parallel.
+bool NeededBeforePods(const model::KubeObject& object) {
+  if (object.kind == "Pod" || object.kind == "Service") return false;
+  return !(object.kind == "ConfigMap" &&
+           absl::EndsWith(object.name, reconcile::kRuntimeSnapshotSuffix));
+}
+
 // Whether an object with this job's label is the job's own: it names the job's uid among its
 // ownerReferences, or names no owner (a claim its runtime retains), or the uid is unknown.
 bool OwnedBy(const json& object, const std::string& uid) {
@@ -931,15 +941,13 @@ absl::Status KubeBackend::ApplyAll(const model::Job& job, const std::vector<mode
                                   absl::CancelledError("not attempted: an earlier action failed"));
   std::vector<size_t> first, parallel;
   for (size_t i = 0; i < actions.size(); ++i) {
-    const std::string& kind = actions[i].object.kind;
-    (kind == "Pod" || kind == "Service" ? parallel : first).push_back(i);
+    (NeededBeforePods(actions[i].object) ? first : parallel).push_back(i);
   }
   auto finish = [&](absl::Status status) {
     if (results != nullptr) *results = local;
     return status;
   };
-  // ConfigMap, RBAC and PodGroup first: the launcher mounts the ConfigMap and runs as the
-  // ServiceAccount; gang-scheduled pods need their PodGroup.
+  // What the pods need first (NeededBeforePods), one at a time, in order.
   for (size_t i : first) {
     local[i] = ApplyOne(job, actions[i]);
     if (!local[i].ok()) return finish(AnnotateAction(actions[i], local[i]));

@@ -67,9 +67,10 @@
 // Apply/ApplyAll. kCreate POSTs object.body (labels stamped as above) into
 // object.namespace_; kDelete DELETEs with propagationPolicy=Background, and with
 // gracePeriodSeconds=0 when action.force (a Pod on a lost node, which its kubelet will never
-// confirm gone; the uid precondition holds as for any delete). ApplyAll applies
-// ConfigMap/ServiceAccount/Role/RoleBinding/PodGroup actions first, in order, and then pods
-// and services concurrently on up to create_parallelism threads.
+// confirm gone; the uid precondition holds as for any delete). ApplyAll applies what pods need
+// first (the ConfigMaps, Secrets and claims they mount, ServiceAccount/Role/RoleBinding,
+// PodGroup), in order, and then pods, services and a TrainJob's runtime snapshot concurrently on
+// up to create_parallelism threads.
 //
 // Progress (ProgressReceiver): the API hands each replica pod's report of its own progress to
 // ReceiveProgress, which keeps it in a ProgressBook (progress_book.h: bounded, one report per
