@@ -353,7 +353,8 @@ for check in "create pytorchjobs.kubeflow.org -n compat" "update mpijobs.kubeflo
   "create tokenreviews.authentication.k8s.io" "create subjectaccessreviews.authorization.k8s.io" \
   "list nodes" "watch nodes" "create trainjobs.trainer.kubeflow.org -n compat" \
   "update trainjobs.trainer.kubeflow.org --subresource=status -n compat" \
-  "watch clustertrainingruntimes.trainer.kubeflow.org" "get trainingruntimes.trainer.kubeflow.org -n compat"; do
+  "watch clustertrainingruntimes.trainer.kubeflow.org" "get trainingruntimes.trainer.kubeflow.org -n compat" \
+  "watch workloads.kueue.x-k8s.io --all-namespaces" "list localqueues.kueue.x-k8s.io -n compat"; do
   # shellcheck disable=SC2086  # a can-i query (verb, resource, flags), split into words on purpose
   can $check || fail "the operator's ServiceAccount cannot: $check"
 done
@@ -361,7 +362,8 @@ for check in "get secrets -n compat" "update pods --subresource=status -n compat
   "update leases.coordination.k8s.io/other -n coach" "create podgroups.scheduling.volcano.sh -n compat" \
   "delete nodes" "update nodes --subresource=status" "create clusterroles.rbac.authorization.k8s.io" \
   "delete namespaces" "update clustertrainingruntimes.trainer.kubeflow.org" \
-  "create trainingruntimes.trainer.kubeflow.org -n compat"; do
+  "create trainingruntimes.trainer.kubeflow.org -n compat" "update workloads.kueue.x-k8s.io -n compat" \
+  "patch workloads.kueue.x-k8s.io --subresource=status -n compat" "get clusterqueues.kueue.x-k8s.io"; do
   # shellcheck disable=SC2086  # as above
   can $check && fail "the operator's ServiceAccount can: $check (least privilege)"
 done
