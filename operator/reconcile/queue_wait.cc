@@ -26,7 +26,8 @@ std::string QueueWaitText(const model::ObservedState::Queue& q) {
                                         : "Waiting for quota";
   absl::StrAppend(&text, ": LocalQueue ", q.local_queue.empty() ? "(none)" : q.local_queue);
   if (!q.cluster_queue.empty()) absl::StrAppend(&text, " -> ClusterQueue ", q.cluster_queue);
-  if (!q.evicted.empty()) absl::StrAppend(&text, " (evicted: ", q.evicted, ")");
+  // A deactivated Workload is evicted for that very reason: the first word says it already.
+  if (!q.evicted.empty() && q.active) absl::StrAppend(&text, " (evicted: ", q.evicted, ")");
   if (!q.message.empty()) absl::StrAppend(&text, ": ", q.message);
   if (text.size() > kMaxMessage) text = absl::StrCat(text.substr(0, kMaxMessage - 3), "...");
   return text;

@@ -22,7 +22,8 @@ namespace coach::reconcile {
 //   "Waiting for admission checks: LocalQueue team-a -> ClusterQueue cluster-queue: <message>"
 //   "Deactivated: LocalQueue team-a -> ClusterQueue cluster-queue: ..." (spec.active false)
 // An unknown ClusterQueue leaves out " -> ClusterQueue ..."; an empty message its ": ...";
-// an eviction adds "(evicted: <reason>)" after the queues. At most 1000 characters.
+// an eviction of an active Workload (preemption, ...) adds "(evicted: <reason>)" after the
+// queues. At most 1000 characters.
 std::string QueueWaitText(const model::ObservedState::Queue& queue);
 
 // Sets the Queued condition: True while the job is suspended and `queue` says Kueue holds it

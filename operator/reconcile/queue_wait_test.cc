@@ -11,7 +11,7 @@ using model::ObservedState;
 
 constexpr char kQuota[] =
     "couldn't assign flavors to pod set node: insufficient unused quota for cpu in flavor "
-    "default-flavor, 1 more needed";
+    "default-flavor, 2 more needed";
 
 ObservedState::Queue Pending() {
   ObservedState::Queue q;
@@ -53,10 +53,13 @@ TEST(QueueWaitTextTest, AdmissionChecksDeactivationAndEviction) {
   q.evicted = "Preempted";
   EXPECT_EQ(QueueWaitText(q).substr(0, 82),
             "Waiting for quota: LocalQueue team-a -> ClusterQueue cluster-queue (evicted: Preem");
+  // Kueue v0.19.0's words for a deactivated Workload, as it wrote them in tools/suites:kueue.
   q.active = false;
-  q.message = "";
+  q.evicted = "Deactivated";
+  q.message = "The workload is deactivated";
   EXPECT_EQ(QueueWaitText(q),
-            "Deactivated: LocalQueue team-a -> ClusterQueue cluster-queue (evicted: Preempted)");
+            "Deactivated: LocalQueue team-a -> ClusterQueue cluster-queue: The workload is "
+            "deactivated");
 }
 
 TEST(QueueWaitTextTest, AdmittedSaysNothing) {
@@ -92,7 +95,7 @@ TEST(UpdateQueuedTest, StartsOnceFollowsKueuesWordsAndEndsWhenTheJobRuns) {
   EXPECT_EQ(Queued(status)->last_update_time().seconds(), 1000);
 
   // Kueue's words change: the message follows, no new event, the transition time stays.
-  q->message = "insufficient unused quota for cpu in flavor default-flavor, 2 more needed";
+  q->message = "insufficient unused quota for cpu in flavor default-flavor, 1 more needed";
   EXPECT_EQ(UpdateQueued(status, "TrainJob", true, q, t0 + absl::Seconds(2)), "");
   c = Queued(status);
   EXPECT_EQ(c->message(), QueueWaitText(*q));

@@ -187,15 +187,23 @@ eventually() {
   done
 }
 
+# Each Workload's conditions, for a failure's report.
+workloads_status() {
+  K get workloads -o jsonpath='{range .items[*]}{.metadata.name}:{"\n"}{range .status.conditions[*]}{"  "}{.type}={.status} {.reason}: {.message}{"\n"}{end}{end}'
+}
+
 admitted() { ! suspended "$1" "$2" && (($(running_pods "$1" "$2") == 2)); }
 # Suspended, without pods, and shown as waiting for quota in user-queue -> cluster-queue.
-WAIT_WORDS="Waiting for quota: LocalQueue user-queue -> ClusterQueue cluster-queue: "
+WAIT_WORDS="Waiting for quota: LocalQueue user-queue -> ClusterQueue cluster-queue"
+# Kueue's words, once it has tried the Workload (it tries the head of the queue; a Workload
+# behind it may wait untried, without a QuotaReserved condition, and says only where it waits).
 KUEUE_WORDS="insufficient unused quota for cpu in flavor default-flavor"
 waits() {
   suspended "$1" "$2" && (($(all_pods "$1" "$2") == 0)) || return 1
   local row
   row=$(COACH get "$2" 2>&1) || return 1
-  [[ $row == *" Queued "* && $row == *"$WAIT_WORDS"*"$KUEUE_WORDS"* ]]
+  [[ $row == *" Queued "* && $row == *"$WAIT_WORDS"* ]] || return 1
+  [[ -z ${3:-} || $row == *"$WAIT_WORDS: "*"$3"* ]]
 }
 # Ends job $2 of kind $1: its pods exit 0 (kwok's contract), the job succeeds.
 finish() {
@@ -215,10 +223,10 @@ queue_in_order() {
     sleep 1.1  # creation timestamps one second apart: Kueue's FIFO order is theirs
   done
   eventually 60 admitted "$kind" "$a" || { K get "$res" -o wide >&2; fail "$a was not admitted (2 pods Running) within 60 s"; }
-  for name in "$b" "$c"; do
-    eventually 30 waits "$kind" "$name" ||
-      { COACH get "$name" >&2; K get workloads -o wide >&2; fail "$name is not shown waiting for quota in user-queue within 30 s"; }
-  done
+  eventually 30 waits "$kind" "$b" "$KUEUE_WORDS" ||
+    { COACH get "$b" >&2; workloads_status >&2; fail "$b is not shown waiting for quota in user-queue, in Kueue's words, within 30 s"; }
+  eventually 30 waits "$kind" "$c" ||
+    { COACH get "$c" >&2; workloads_status >&2; fail "$c is not shown waiting for quota in user-queue within 30 s"; }
   # Kueue's admission reached the pods: the flavor's node label and the podset label.
   for pod in $(K get pods -l "$(pod_selector "$kind" "$a")" -o name); do
     [[ $(K get "$pod" -o jsonpath='{.spec.nodeSelector.type}') == kwok ]] ||
@@ -230,12 +238,12 @@ queue_in_order() {
   # shellcheck disable=SC2001  # the indent of every line, which ${var//...} cannot anchor
   COACH list | sed 's/^/    /'
   described=$(COACH describe "$b") || fail "coach describe $b"
-  grep -qE "^Queue: +$WAIT_WORDS.*$KUEUE_WORDS" <<<"$described" ||
+  grep -qE "^Queue: +$WAIT_WORDS: .*$KUEUE_WORDS" <<<"$described" ||
     { echo "$described" >&2; fail "coach describe $b has no Queue: line with Kueue's words"; }
   grep -qE "^ +Normal +WaitingForQuota +.*$WAIT_WORDS" <<<"$described" ||
     { echo "$described" >&2; fail "no WaitingForQuota event on $b"; }
   grep -E '^(Queue|State):' <<<"$described" | sed 's/^/    /'
-  grep -E 'WaitingForQuota' <<<"$described" | sed 's/^ */    event: /'
+  grep -E '^ +Normal +WaitingForQuota' <<<"$described" | sed 's/^ */    event: /'
   out=$(K get "$res" "$b")
   grep -qE "^$b +.*Queued" <<<"$out" || { echo "$out" >&2; fail "kubectl get $res $b does not show Queued"; }
   if [[ $kind == trainjob ]]; then
@@ -251,7 +259,7 @@ queue_in_order() {
 
   finish "$kind" "$a" || fail "$a did not succeed once its pods exited 0"
   t_end=$(now)
-  eventually 60 admitted "$kind" "$b" || { K get workloads -o wide >&2; fail "$b was not admitted after $a finished"; }
+  eventually 60 admitted "$kind" "$b" || { workloads_status >&2; fail "$b was not admitted after $a finished"; }
   say "$kind: $a Succeeded -> $b's pods Running: $(elapsed "$t_end" "$(now)") s"
   waits "$kind" "$c" || fail "$c stopped waiting while $b runs"
   described=$(COACH describe "$b") || fail "coach describe $b"

@@ -13,7 +13,7 @@ using nlohmann::json;
 // control plane (tools/suites/kueue.sh).
 constexpr char kNoQuota[] =
     "couldn't assign flavors to pod set node: insufficient unused quota for cpu in flavor "
-    "default-flavor, 1 more needed";
+    "default-flavor, 2 more needed";
 
 // A pending Workload (kueue.x-k8s.io/v1beta2) owned by TrainJob `job` (uid `uid`).
 json Workload(const std::string& name, const std::string& job, const std::string& uid,
