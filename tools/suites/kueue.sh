@@ -14,7 +14,8 @@
 #   - the same for three PyTorchJobs (Master + Worker) and three TFJobs (2 Workers);
 #   - eviction: a running PyTorchJob whose Workload is deactivated is suspended again, its pods
 #     deleted, nothing counted as a failure; reactivated, it runs again and succeeds.
-# Prints the time from one job's end to the next job's pods Running.
+# Also the unit tests of tools/testenv/kueue.d/webhook_config.py. Prints the time from one job's end
+# to the next job's pods Running.
 # Outside CI a machine without Go skips; under CI=true a missing component fails.
 set -uo pipefail
 # shellcheck source=tools/suites/lib.sh
@@ -31,6 +32,7 @@ RUNTIME=${COACH_SHARED_DIR:-../shared}/reference/kubeflow-v2/runtimes/torch_dist
 WORK=$(mktemp -d /tmp/coach-kueue.XXXXXX)
 DIR=$WORK/kube
 OP_PID=""
+# shellcheck disable=SC2317  # run by suite_on_exit
 cleanup() {
   [[ -n $OP_PID ]] && kill -TERM "$OP_PID" 2>/dev/null && wait "$OP_PID" 2>/dev/null
   if ((SUITE_RC != 0)); then
@@ -43,6 +45,10 @@ cleanup() {
   rm -rf "$WORK"
 }
 suite_on_exit cleanup
+
+suite_case "the webhook configurations' rendering"
+/usr/bin/python3 tools/testenv/kueue.d/webhook_config_test.py >"$WORK/webhook_config_test.log" 2>&1 ||
+  { cat "$WORK/webhook_config_test.log"; fail "tools/testenv/kueue.d/webhook_config_test.py"; }
 
 suite_case "builds"
 t0=$SECONDS
@@ -116,6 +122,7 @@ suspended() {
   [[ $1 == trainjob ]] && path='{.spec.suspend}'
   [[ $(K get "$(resource_of "$1")" "$2" -o jsonpath="$path") == true ]]
 }
+# shellcheck disable=SC2317  # called through admitted, which `eventually` runs
 running_pods() {
   K get pods -l "$(pod_selector "$1" "$2")" \
     -o jsonpath='{range .items[?(@.status.phase=="Running")]}{.metadata.name}{"\n"}{end}' | grep -c .
@@ -192,6 +199,7 @@ workloads_status() {
   K get workloads -o jsonpath='{range .items[*]}{.metadata.name}:{"\n"}{range .status.conditions[*]}{"  "}{.type}={.status} {.reason}: {.message}{"\n"}{end}{end}'
 }
 
+# shellcheck disable=SC2317  # run by `eventually`
 admitted() { ! suspended "$1" "$2" && (($(running_pods "$1" "$2") == 2)); }
 # Suspended, without pods, and shown as waiting for quota in user-queue -> cluster-queue.
 WAIT_WORDS="Waiting for quota: LocalQueue user-queue -> ClusterQueue cluster-queue"
@@ -289,6 +297,7 @@ eventually 60 admitted pytorchjob pt-e || fail "pt-e was not admitted"
 workload=$(K get workloads -o jsonpath='{range .items[?(@.metadata.ownerReferences[0].name=="pt-e")]}{.metadata.name}{end}')
 [[ -n $workload ]] || { K get workloads -o yaml >&2; fail "no Workload owned by pt-e"; }
 K patch workload "$workload" --type merge -p '{"spec":{"active":false}}' >/dev/null || fail "deactivating $workload"
+# shellcheck disable=SC2317  # run by `eventually`
 evicted() {
   suspended pytorchjob pt-e && (($(all_pods pytorchjob pt-e) == 0)) &&
     [[ $(COACH get pt-e 2>&1) == *" Queued "*"Deactivated: LocalQueue user-queue -> ClusterQueue cluster-queue"* ]]
