@@ -12,8 +12,9 @@
 #     status.conditions holds no condition of coach's; when the first finishes (its pods exit 0
 #     through kwok's coach.test/exit-code) the second is admitted, then the third;
 #   - the same for three PyTorchJobs (Master + Worker) and three TFJobs (2 Workers);
-#   - eviction: a running PyTorchJob whose Workload is deactivated is suspended again, its pods
-#     deleted, nothing counted as a failure; reactivated, it runs again and succeeds.
+#   - eviction: a running PyTorchJob, then a TrainJob, whose Workload is deactivated is suspended
+#     again, its pods deleted, nothing counted as a failure; reactivated, it runs again and
+#     succeeds.
 # Also the unit tests of tools/testenv/kueue.d/webhook_config.py. Prints the time from one job's end
 # to the next job's pods Running.
 # Outside CI a machine without Go skips; under CI=true a missing component fails.
@@ -291,24 +292,39 @@ queue_in_order pytorchjob pt-1 pt-2 pt-3
 suite_case "TFJobs wait for quota and are admitted in order"
 queue_in_order tfjob tf-1 tf-2 tf-3
 
-suite_case "an evicted job is suspended, and runs again when admitted again"
-manifest pytorchjob pt-e | K apply -f - >/dev/null || fail "kubectl apply pt-e"
-eventually 60 admitted pytorchjob pt-e || fail "pt-e was not admitted"
-workload=$(K get workloads -o jsonpath='{range .items[?(@.metadata.ownerReferences[0].name=="pt-e")]}{.metadata.name}{end}')
-[[ -n $workload ]] || { K get workloads -o yaml >&2; fail "no Workload owned by pt-e"; }
-K patch workload "$workload" --type merge -p '{"spec":{"active":false}}' >/dev/null || fail "deactivating $workload"
+# A running job of kind $1 named $2 whose Workload is deactivated: suspended, its pods deleted,
+# shown as deactivated, nothing counted as a failure; reactivated, it runs again and succeeds.
+evict_and_readmit() {
+  local kind=$1 name=$2 res workload failures
+  res=$(resource_of "$kind")
+  manifest "$kind" "$name" | K apply -f - >/dev/null || fail "kubectl apply $name"
+  eventually 60 admitted "$kind" "$name" || fail "$name was not admitted"
+  workload=$(K get workloads -o jsonpath="{range .items[?(@.metadata.ownerReferences[0].name==\"$name\")]}{.metadata.name}{end}")
+  [[ -n $workload ]] || { K get workloads -o yaml >&2; fail "no Workload owned by $name"; }
+  K patch workload "$workload" --type merge -p '{"spec":{"active":false}}' >/dev/null ||
+    fail "deactivating $workload"
+  eventually 60 evicted "$kind" "$name" ||
+    { COACH describe "$name" >&2; workloads_status >&2; fail "$name was not suspended, its pods deleted and shown deactivated"; }
+  say "$kind evicted: $(COACH get "$name" | tail -n 1)"
+  # Failed, failed pods, counted restarts: none (zeros are no failures).
+  failures=$(K get "$res" "$name" -o jsonpath='{.status.conditions[?(@.type=="Failed")].status}{.status.replicaStatuses.*.failed}{.status.jobsStatus[*].failed}{.status.coach.restarts}{.status.coach.conditions[?(@.type=="Failed")].status}' | tr -d '0 ')
+  [[ -z $failures ]] || { K get "$res" "$name" -o yaml >&2; fail "the eviction of $name counted as a failure: '$failures'"; }
+  K patch workload "$workload" --type merge -p '{"spec":{"active":true}}' >/dev/null ||
+    fail "reactivating $workload"
+  eventually 60 admitted "$kind" "$name" || { workloads_status >&2; fail "$name was not admitted again"; }
+  finish "$kind" "$name" || fail "$name did not succeed after its eviction"
+  say "$kind $name admitted again and Succeeded; no failure counted"
+}
 # shellcheck disable=SC2317  # run by `eventually`
 evicted() {
-  suspended pytorchjob pt-e && (($(all_pods pytorchjob pt-e) == 0)) &&
-    [[ $(COACH get pt-e 2>&1) == *" Queued "*"Deactivated: LocalQueue user-queue -> ClusterQueue cluster-queue"* ]]
+  suspended "$1" "$2" && (($(all_pods "$1" "$2") == 0)) &&
+    [[ $(COACH get "$2" 2>&1) == *" Queued "*"Deactivated: LocalQueue user-queue -> ClusterQueue cluster-queue"* ]]
 }
-eventually 60 evicted || { COACH describe pt-e >&2; fail "pt-e was not suspended, its pods deleted and shown deactivated"; }
-say "evicted: $(COACH get pt-e | tail -n 1)"
-failures=$(K get pytorchjob pt-e -o jsonpath='{.status.conditions[?(@.type=="Failed")].status}{.status.replicaStatuses.*.failed}{.status.coach.restarts}')
-[[ -z $failures ]] || { K get pytorchjob pt-e -o yaml >&2; fail "the eviction counted as a failure: '$failures'"; }
-K patch workload "$workload" --type merge -p '{"spec":{"active":true}}' >/dev/null || fail "reactivating $workload"
-eventually 60 admitted pytorchjob pt-e || fail "pt-e was not admitted again"
-finish pytorchjob pt-e || fail "pt-e did not succeed after its eviction"
-say "pt-e admitted again and Succeeded; no failure counted"
+
+suite_case "an evicted PyTorchJob is suspended, and runs again when admitted again"
+evict_and_readmit pytorchjob pt-e
+
+suite_case "an evicted TrainJob is suspended, and runs again when admitted again"
+evict_and_readmit trainjob tj-e
 
 suite_finish
