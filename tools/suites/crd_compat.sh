@@ -374,7 +374,7 @@ kind: SubjectAccessReview
 spec:
   user: $sa
   groups: [system:serviceaccounts, system:serviceaccounts:coach, system:authenticated]
-  resourceAttributes: {group: kueue.x-k8s.io, verb: $1, resource: $2, namespace: "$3"}
+  resourceAttributes: {group: kueue.x-k8s.io, verb: $1, resource: $2, namespace: "${3:-}"}
 YAML
 }
 for check in "watch workloads" "list workloads compat" "watch localqueues compat"; do
