@@ -837,10 +837,6 @@ void Pass::UpdateConditions(const std::map<std::string, bool>& nonretryable) {
   }
 }
 
-// Until the job runs, the Created condition's message says why its replicas wait (and the
-// default once nothing waits); a message with a text the condition did not have is also a job
-// event, so the same facts on every pass, one more replica in a state already reported, or a
-// state no replica is in any more, add no event.
 // Kueue: a suspended job whose Workload waits says where and why (Queued, and an event when
 // the wait starts); a job that runs again after such a wait was admitted.
 void Pass::NoteQueue(bool suspended) {
@@ -848,6 +844,10 @@ void Pass::NoteQueue(bool suspended) {
   if (!text.empty()) Event("Normal", api::v1::kJobWaitingForQuotaReason, text);
 }
 
+// Until the job runs, the Created condition's message says why its replicas wait (and the
+// default once nothing waits); a message with a text the condition did not have is also a job
+// event, so the same facts on every pass, one more replica in a state already reported, or a
+// state no replica is in any more, add no event.
 void Pass::ExplainPending() {
   api::v1::JobCondition* created = nullptr;
   for (api::v1::JobCondition& c : *status().mutable_conditions()) {
