@@ -514,8 +514,8 @@ def crd(k):
              "description": "The last condition's type: Suspended, Complete or Failed; empty "
                             "while running."},
             {"jsonPath": ".status.coach.conditions[-1:].type", "name": "Phase", "type": "string",
-             "description": "coach's view: Created (pending), Running, Restarting, Succeeded, "
-                            "Suspended or Failed."},
+             "description": "coach's view: Created (pending), Queued (held by Kueue), Running, "
+                            "Restarting, Succeeded, Suspended or Failed."},
             {"jsonPath": ".status.coach.progress.step", "name": "Step", "type": "integer",
              "description": "The training's latest reported step.", "priority": 1},
             {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},

@@ -32,6 +32,14 @@ inline constexpr char kJobFailedValidationReason[] = "FailedValidation";
 // coach's: a job that made no progress within its coach.dev/progress-deadline, with no restart
 // left to try.
 inline constexpr char kJobStalledReason[] = "Stalled";
+// coach's: Kueue holds the job suspended (its Workload has no quota reserved, or waits for
+// admission checks). Condition Queued, True while it waits (reason <Kind>WaitingForQuota or
+// <Kind>WaitingForAdmission), False once admitted (reason <Kind>Admitted). A TrainJob keeps it
+// in status.coach only: upstream readers see no condition of coach's.
+inline constexpr char kJobQueued[] = "Queued";
+inline constexpr char kJobWaitingForQuotaReason[] = "WaitingForQuota";
+inline constexpr char kJobWaitingForAdmissionReason[] = "WaitingForAdmission";
+inline constexpr char kJobAdmittedReason[] = "Admitted";
 
 // Kubeflow Trainer v2's TrainJob conditions (Trainer v2.3 and JobSet v0.12 constants), the only
 // ones a TrainJob's status.conditions holds: coach's own vocabulary above stays in

@@ -110,6 +110,24 @@ struct ObservedState {
   std::string train_job_runtime;
   bool runtime_from_snapshot = false;
   std::string runtime_missing;
+  // Kueue's view of the job (kube backend, where Kueue's Workload kind is served): the Workload
+  // the job owns (ownerReferences), as facts; nullopt when it has none. The reconciler words
+  // them (operator/reconcile/queue_wait.h) while Kueue holds the job suspended.
+  struct Queue {
+    std::string workload;         // the Workload's name
+    std::string local_queue;      // its spec.queueName
+    std::string cluster_queue;    // status.admission.clusterQueue, else the LocalQueue's
+                                  // spec.clusterQueue; "" when neither is known
+    bool quota_reserved = false;  // condition QuotaReserved is True
+    bool admitted = false;        // condition Admitted is True
+    bool active = true;           // spec.active (false: deactivated, Kueue will not admit it)
+    // Kueue's words for why it is not admitted: QuotaReserved's message while no quota is
+    // reserved, else Admitted's (admission checks pending).
+    std::string message;
+    // Condition Evicted is True: its reason ("Preempted", "InactiveWorkload", ...).
+    std::string evicted;
+  };
+  std::optional<Queue> queue;
 };
 
 }  // namespace coach::model

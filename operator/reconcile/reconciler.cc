@@ -21,6 +21,7 @@
 #include "operator/reconcile/job_recovery.h"
 #include "operator/reconcile/mpi_objects.h"
 #include "operator/reconcile/pending.h"
+#include "operator/reconcile/queue_wait.h"
 #include "operator/reconcile/recovery_policy.h"
 #include "operator/reconcile/restart_rule.h"
 #include "operator/reconcile/success_rule.h"
@@ -144,6 +145,7 @@ class Pass {
   void ReconcileReplicas(std::map<std::string, bool>& nonretryable);
   void UpdateConditions(const std::map<std::string, bool>& nonretryable);
   void ExplainPending();
+  void NoteQueue(bool suspended);
   model::ReconcileResult Done();
 
   // Whole-job recovery (recovery_policy.h).
@@ -835,6 +837,13 @@ void Pass::UpdateConditions(const std::map<std::string, bool>& nonretryable) {
   }
 }
 
+// Kueue: a suspended job whose Workload waits says where and why (Queued, and an event when
+// the wait starts); a job that runs again after such a wait was admitted.
+void Pass::NoteQueue(bool suspended) {
+  const std::string text = UpdateQueued(status(), kind_name_, suspended, observed_.queue, now_);
+  if (!text.empty()) Event("Normal", api::v1::kJobWaitingForQuotaReason, text);
+}
+
 // Until the job runs, the Created condition's message says why its replicas wait (and the
 // default once nothing waits); a message with a text the condition did not have is also a job
 // event, so the same facts on every pass, one more replica in a state already reported, or a
@@ -943,8 +952,10 @@ model::ReconcileResult Pass::Run() {
     if (MarkSuspended(status(), kind_name_, msg, now_)) {
       Event("Normal", kind_name_ + api::v1::kJobSuspendedReason, msg);
     }
+    NoteQueue(true);
     return Done();
   }
+  NoteQueue(false);
   if (HasTrueCondition(status(), kJobSuspended)) {
     const std::string msg = absl::StrCat(kind_name_, " ", name(), " is resumed.");
     MarkResumed(status(), kind_name_, msg, now_);

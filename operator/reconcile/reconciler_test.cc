@@ -601,6 +601,61 @@ TEST(ReconcileTest, SuspendAndResume) {
                           "create Pod/s-worker-0", "create Service/s-worker-0"));
 }
 
+// Kueue: a job its webhook suspended waits in a queue (Queued, one WaitingForQuota event), runs
+// when Kueue unsuspends it (Queued=False, admitted), and an eviction suspends it again without a
+// failure.
+TEST(ReconcileTest, QueuedWhileKueueHoldsTheJob) {
+  model::Job job = MakePyTorchJob("ns", "q").Master(1).Workers(1).Build();
+  model::Job held = job;
+  held.mutable_spec()->mutable_run_policy()->set_suspend(true);
+  model::ObservedState obs;
+  obs.queue.emplace();
+  obs.queue->workload = "pytorchjob-q-1";
+  obs.queue->local_queue = "user-queue";
+  obs.queue->cluster_queue = "cluster-queue";
+  obs.queue->message = "insufficient unused quota for cpu in flavor default-flavor, 2 more needed";
+  const std::string words =
+      "Waiting for quota: LocalQueue user-queue -> ClusterQueue cluster-queue: insufficient "
+      "unused quota for cpu in flavor default-flavor, 2 more needed";
+  auto r = Reconcile(held, obs, kT0, {});
+  EXPECT_THAT(Acts(r), IsEmpty());
+  EXPECT_THAT(Conds(r.status), ElementsAre("Created=True", "Suspended=True", "Queued=True"));
+  EXPECT_EQ(Cond(r.status, "Queued")->reason(), "PyTorchJobWaitingForQuota");
+  EXPECT_EQ(Cond(r.status, "Queued")->message(), words);
+  int waiting = 0;
+  for (const auto& e : r.events) {
+    if (e.reason != "WaitingForQuota") continue;
+    ++waiting;
+    EXPECT_EQ(e.type, "Normal");
+    EXPECT_EQ(e.message, words);
+  }
+  EXPECT_EQ(waiting, 1);
+  // Still waiting: silent.
+  auto again = Reconcile(WithStatus(held, r.status), obs, kT0 + absl::Seconds(1), {});
+  EXPECT_FALSE(again.status_changed);
+  EXPECT_THAT(Reasons(again), IsEmpty());
+  // Admitted: Kueue unsuspends the job, coach creates its pods.
+  obs.queue->quota_reserved = obs.queue->admitted = true;
+  obs.queue->message = "";
+  auto run = Reconcile(WithStatus(job, r.status), obs, kT0 + absl::Seconds(2), {});
+  EXPECT_THAT(Acts(run), ::testing::Contains("create Pod/q-master-0"));
+  EXPECT_EQ(Cond(run.status, "Queued")->status(), "False");
+  EXPECT_EQ(Cond(run.status, "Queued")->reason(), "PyTorchJobAdmitted");
+  EXPECT_EQ(Cond(run.status, "Queued")->message(), "Admitted by ClusterQueue cluster-queue.");
+  // Evicted: suspended again, the pods deleted, no failure; the job waits again.
+  obs.queue->quota_reserved = obs.queue->admitted = false;
+  obs.queue->evicted = "Preempted";
+  model::ObservedState running = ObservedBuilder(job).All(PodPhase::kRunning).Build();
+  running.queue = obs.queue;
+  auto evicted = Reconcile(WithStatus(held, run.status), running, kT0 + absl::Seconds(3), {});
+  EXPECT_THAT(Acts(evicted), ::testing::Contains("delete Pod/q-master-0"));
+  EXPECT_FALSE(HasTrueCondition(evicted.status, "Failed"));
+  EXPECT_EQ(Cond(evicted.status, "Queued")->status(), "True");
+  EXPECT_EQ(Conds(evicted.status).back(), "Queued=True");
+  EXPECT_THAT(Cond(evicted.status, "Queued")->message(),
+              ::testing::HasSubstr("cluster-queue (evicted: Preempted)"));
+}
+
 TEST(ReconcileTest, ManagedByAnotherControllerIsLeftAlone) {
   model::Job job =
       MakePyTorchJob("ns", "m").Master(1).ManagedBy("kueue.x-k8s.io/multikueue").Build();

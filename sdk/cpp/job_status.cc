@@ -17,6 +17,7 @@ static_assert(Same(kRestarting, api::v1::kJobRestarting));
 static_assert(Same(kSucceeded, api::v1::kJobSucceeded));
 static_assert(Same(kSuspended, api::v1::kJobSuspended));
 static_assert(Same(kFailed, api::v1::kJobFailed));
+static_assert(Same(kQueued, api::v1::kJobQueued));
 
 }  // namespace
 

@@ -18,6 +18,8 @@ inline constexpr char kRestarting[] = "Restarting";
 inline constexpr char kSucceeded[] = "Succeeded";
 inline constexpr char kSuspended[] = "Suspended";
 inline constexpr char kFailed[] = "Failed";
+// coach's: Kueue holds the job until its queue has quota (the message says which queue and why).
+inline constexpr char kQueued[] = "Queued";
 
 // The job's conditions in the order the server wrote them.
 std::vector<api::v1::JobCondition> GetJobConditions(const api::v1::TrainingJob& job);

@@ -368,6 +368,26 @@ for check in "get secrets -n compat" "list secrets -n compat" "watch secrets -n 
   # shellcheck disable=SC2086  # as above
   can $check && fail "the operator's ServiceAccount can: $check (least privilege)"
 done
+# Kueue's kinds, whose CRDs this control plane lacks (`kubectl auth can-i` then answers no
+# whatever RBAC says): asked as SubjectAccessReviews. Read-only: the Workloads and LocalQueues.
+sar() { # verb resource namespace ("" all)
+  k create -o jsonpath='{.status.allowed}' -f - <<YAML
+apiVersion: authorization.k8s.io/v1
+kind: SubjectAccessReview
+spec:
+  user: $sa
+  groups: [system:serviceaccounts, system:serviceaccounts:coach, system:authenticated]
+  resourceAttributes: {group: kueue.x-k8s.io, verb: $1, resource: $2, namespace: "${3:-}"}
+YAML
+}
+for check in "watch workloads" "list workloads compat" "watch localqueues compat"; do
+  # shellcheck disable=SC2086  # verb, resource, namespace: split into words on purpose
+  [[ $(sar $check) == true ]] || fail "the operator's ServiceAccount cannot: $check (kueue.x-k8s.io)"
+done
+for check in "update workloads compat" "patch workloads compat" "get clusterqueues" "create localqueues compat"; do
+  # shellcheck disable=SC2086  # as above
+  [[ $(sar $check) == true ]] && fail "the operator's ServiceAccount can: $check (kueue.x-k8s.io; least privilege)"
+done
 # The MPI launcher Role the backend creates: RBAC lets the operator grant only what it holds.
 k --as="$sa" -n compat create role mpi-launcher-probe --verb=get,list,watch --resource=pods \
   >/dev/null || fail "the operator cannot create the MPI launcher Role (pods get/list/watch)"

@@ -169,6 +169,33 @@ jobsStatus:
   EXPECT_EQ(JobToJson(*again), out);
 }
 
+// Kueue holds the job: coach's Queued condition stays in status.coach, upstream readers see
+// Suspended only (the Kubeflow SDK reads any other condition as "not running").
+TEST(TrainJobCodecTest, QueuedStaysInCoachsStatus) {
+  json doc = Doc(kTrainJob);
+  doc["status"] = Doc(R"(
+coach:
+  conditions:
+  - {type: Created, status: "True", reason: TrainJobCreated, message: created,
+     lastUpdateTime: "2026-01-01T00:00:00Z", lastTransitionTime: "2026-01-01T00:00:00Z"}
+  - {type: Suspended, status: "True", reason: TrainJobSuspended, message: suspended,
+     lastUpdateTime: "2026-01-01T00:00:00Z", lastTransitionTime: "2026-01-01T00:00:00Z"}
+  - {type: Queued, status: "True", reason: TrainJobWaitingForQuota,
+     message: "Waiting for quota: LocalQueue user-queue -> ClusterQueue cluster-queue",
+     lastUpdateTime: "2026-01-01T00:00:01Z", lastTransitionTime: "2026-01-01T00:00:01Z"}
+)");
+  absl::StatusOr<TrainingJob> job = JobFromJson(doc);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_EQ(job->status().conditions_size(), 3);
+  EXPECT_EQ(job->status().conditions(2).type(), "Queued");
+  const json out = JobToJson(*job);
+  EXPECT_EQ(out["status"]["conditions"], Doc(R"(
+- {type: Suspended, status: "True", reason: Suspended, message: TrainJob is suspended,
+   lastTransitionTime: "2026-01-01T00:00:00Z"}
+)"));
+  EXPECT_EQ(out["status"]["coach"], doc["status"]["coach"]);
+}
+
 TEST(TrainJobCodecTest, UpstreamConditionsAloneAreReadIntoCoachsWords) {
   json doc = Doc(kTrainJob);
   doc["status"] = Doc(R"(

@@ -142,6 +142,11 @@ README.md says why each is there. No wildcards.
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch, list, watch]
+# Kueue (docs/queues.md): which queue holds a job and why, read from the job's Workload and the
+# LocalQueue it names. Read-only; without Kueue's CRDs the operator skips these watches.
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads, localqueues]
+  verbs: [list, watch]
 {{- if eq .Values.operator.gangScheduler "volcano" }}
 - apiGroups: [scheduling.volcano.sh]
   resources: [podgroups]

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "api/v1/kinds.h"
 #include "common/status_macros.h"
 #include "operator/backend/kube/object_fields.h"
 #include "operator/backend/kube/pod_logs.h"
@@ -278,6 +279,7 @@ absl::Status KubeBackend::Start() {
   }
   StartNodeWatch();
   StartSchedulingWatches(namespaces);
+  StartQueueWatches(namespaces);
   const size_t want = namespaces.size();
   auto all_synced = [this, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const auto& s : kinds_) {
@@ -718,6 +720,10 @@ absl::StatusOr<model::ObservedState> KubeBackend::ObserveCached(const model::Job
   }
   SortByName(observed.pods);
   observed.progress_since = started_at_;
+  if (const api::v1::KindInfo* kind = api::v1::FindKind(job.kind()); kind != nullptr) {
+    observed.queue =
+        queues_.Explain(ns, std::string(kind->name), job.metadata().name(), job.metadata().uid());
+  }
   return observed;
 }
 

@@ -34,6 +34,10 @@
 // PodScheduled condition (kube-scheduler's Unschedulable) is read from the pod cache anyway.
 // Observe fills ObservedPod::waiting from them; a change notifies the pod's job.
 //
+// Kueue (queue_facts.h): watches on workloads.kueue.x-k8s.io and localqueues, where served and
+// allowed (one log line otherwise). Observe fills ObservedState::queue from the Workload the job
+// owns; a Workload or LocalQueue change notifies the jobs it concerns.
+//
 // Lost nodes (node_health.h): a watch on Nodes (cluster-scoped, unselected; only each node's
 // Ready condition is kept) started and synced with the caches. Observe sets
 // ObservedPod::node_lost for a pod whose spec.nodeName is NotReady/Unknown or was deleted; a
@@ -102,6 +106,7 @@
 #include "operator/backend/kube/expectations.h"
 #include "operator/backend/kube/node_health.h"
 #include "operator/backend/kube/progress_book.h"
+#include "operator/backend/kube/queue_facts.h"
 #include "operator/backend/kube/scheduling_facts.h"
 #include "operator/backend/progress_receiver.h"
 #include "operator/metrics/registry.h"
@@ -231,6 +236,8 @@ class KubeBackend : public Backend, public ProgressReceiver {
   void Notify(const std::set<std::string>& job_keys);
   // The events and NodeClaim watches (see the file comment); called by Start().
   void StartSchedulingWatches(const std::vector<std::string>& namespaces);
+  // The Workload and LocalQueue watches (Kueue; kube_backend_queue.cc); called by Start().
+  void StartQueueWatches(const std::vector<std::string>& namespaces);
   // The Node watch, unless RBAC forbids listing nodes; called by Start().
   void StartNodeWatch();
   // Runs a reflector on `resource` in `ns` on its own thread until Stop().
@@ -267,6 +274,7 @@ class KubeBackend : public Backend, public ProgressReceiver {
   // when it tried (AlreadyExists, e.g. after a restart). Observe reports them as objects.
   std::map<std::string, std::set<std::string>> created_secrets_ ABSL_GUARDED_BY(mu_);
   SchedulingFacts facts_ ABSL_GUARDED_BY(mu_);
+  QueueFacts queues_ ABSL_GUARDED_BY(mu_);
   NodeHealth nodes_ ABSL_GUARDED_BY(mu_);
   bool watch_nodes_ ABSL_GUARDED_BY(mu_) = false;  // the Node watch runs
   bool nodes_synced_ ABSL_GUARDED_BY(mu_) = false;

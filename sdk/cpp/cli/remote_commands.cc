@@ -255,8 +255,9 @@ int RunDescribe(const RemoteOptions& options, RemoteEnv& env) {
   out << "Name:        " << job.metadata().name() << "\n"
       << "Namespace:   " << job.metadata().namespace_() << "\n"
       << "Kind:        " << KindName(job) << "\n"
-      << "State:       " << (state.empty() ? "Pending" : state) << "\n"
-      << "Replicas:    " << ReplicaSummary(job) << " active\n"
+      << "State:       " << (state.empty() ? "Pending" : state) << "\n";
+  if (state == sdk::kQueued) out << "Queue:       " << sdk::ConditionMessage(job, state) << "\n";
+  out << "Replicas:    " << ReplicaSummary(job) << " active\n"
       << "Created:     " << FormatTimestamp(job.metadata().creation_timestamp(), now) << "\n";
   if (job.status().has_start_time()) {
     out << "Started:     " << FormatTimestamp(job.status().start_time(), now) << "\n";

@@ -75,7 +75,10 @@ std::string ReplicaSummary(const api::v1::TrainingJob& job) {
 
 std::string StateMessage(const api::v1::TrainingJob& job) {
   const std::string state = sdk::JobState(job);
-  if (state == "Failed" || state == "Restarting") return sdk::ConditionMessage(job, state);
+  // Queued: where Kueue holds the job and why (operator/reconcile/queue_wait.h).
+  if (state == "Failed" || state == "Restarting" || state == sdk::kQueued) {
+    return sdk::ConditionMessage(job, state);
+  }
   if (state != "Created") return "";
   // A waiting job's Created condition says why it waits (operator/reconcile/pending.h); its
   // first words ("PyTorchJob x is created.") say nothing the row does not.

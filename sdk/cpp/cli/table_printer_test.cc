@@ -116,6 +116,31 @@ TEST(JobTableTest, MessageSaysWhyAJobWaits) {
   EXPECT_EQ(StateMessage(job), "");
 }
 
+TEST(JobTableTest, QueuedSaysWhereKueueHoldsTheJob) {
+  api::v1::TrainingJob job;
+  job.set_kind(api::v1::TRAIN_JOB);
+  for (const char* type : {"Created", "Suspended", "Queued"}) {
+    api::v1::JobCondition* condition = job.mutable_status()->add_conditions();
+    condition->set_type(type);
+    condition->set_status("True");
+  }
+  job.mutable_status()->mutable_conditions(2)->set_message(
+      "Waiting for quota: LocalQueue user-queue -> ClusterQueue cluster-queue: insufficient "
+      "unused quota for cpu in flavor default-flavor, 1 more needed");
+  std::vector<std::string> row = JobTableRow(job, absl::Now(), false);
+  EXPECT_EQ(row[2], "Queued");
+  EXPECT_EQ(row.back(), job.status().conditions(2).message());
+  // Admitted: the job runs, the row says nothing of the queue.
+  job.mutable_status()->mutable_conditions(2)->set_status("False");
+  job.mutable_status()->mutable_conditions(1)->set_status("False");
+  api::v1::JobCondition* running = job.mutable_status()->add_conditions();
+  running->set_type("Running");
+  running->set_status("True");
+  row = JobTableRow(job, absl::Now(), false);
+  EXPECT_EQ(row[2], "Running");
+  EXPECT_EQ(row.back(), "");
+}
+
 TEST(JobTableTest, NoTrailingBlanks) {
   TablePrinter table({"A", "B"});
   table.AddRow({"x", ""});
