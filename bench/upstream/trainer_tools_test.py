@@ -146,18 +146,26 @@ class CompareTest(unittest.TestCase):
         root = {"kind": "ConfigMap", "metadata": {"name": "kube-root-ca.crt"}, "data": {"a": "1"}}
         snap_up = {"kind": "ConfigMap", "metadata": {"name": "abc-runtime-snapshot"},
                    "data": {"runtime": "kind: ClusterTrainingRuntime\nmetadata:\n  name: t\n"
-                                       "  uid: u1\n  resourceVersion: '5'\nspec: {a: 1}\n"}}
+                                       "  uid: u1\n  resourceVersion: '5'\n"
+                                       "spec: {a: 1, b: {c: {}}, d: [{}]}\n"}}
         snap_co = {"kind": "ConfigMap", "metadata": {"name": "abc-runtime-snapshot"},
                    "data": {"runtime": '{"kind":"ClusterTrainingRuntime","metadata":'
-                                       '{"name":"t","uid":"u2"},"spec":{"a":1}}'}}
+                                       '{"name":"t","uid":"u2"},"spec":{"a":1,"d":[{}]}}'}}
         failures, _, used = tc.compare([root, snap_up], [snap_co])
         self.assertEqual(failures, [])
         self.assertIn("snapshot-serialisation", used)
         snap_co["data"]["runtime"] = '{"kind":"ClusterTrainingRuntime","metadata":{"name":"t"},' \
-                                     '"spec":{"a":2}}'
+                                     '"spec":{"a":2,"d":[{}]}}'
         failures, _, _ = tc.compare([snap_up], [snap_co])
         self.assertEqual(failures, [
             "ConfigMap abc-runtime-snapshot: data.runtime.spec.a: upstream 1, coach 2"])
+
+    def test_jobset_priority_label_is_jobsets_webhooks(self):
+        up = upstream_pod()
+        up["metadata"]["labels"]["jobset.sigs.k8s.io/priority"] = "0"
+        failures, _, used = tc.compare([up], [coach_pod()])
+        self.assertEqual(failures, [])
+        self.assertIn("jobset-priority-label", used)
 
     def test_normalize_leaves_its_input_alone(self):
         pod = upstream_pod()

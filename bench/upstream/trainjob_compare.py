@@ -38,8 +38,12 @@ REMOVALS = {
     "xgboost-env-order": "XGBoost: upstream puts the trainer's env before or after DMLC_* at "
                          "random; compared as a set by name",
     "ssh-key-content": "the MPI SSH key Secret's data (a random key upstream)",
-    "snapshot-serialisation": "the runtime snapshot ConfigMap's text: compared as the YAML "
-                              "object it holds, without the runtime's own server fields",
+    "snapshot-serialisation": "the runtime snapshot ConfigMap's text: compared as the object "
+                              "it holds, without the runtime's server fields and the empty "
+                              "objects Go's YAML writes for unset fields (resources: {})",
+    "jobset-priority-label": "jobset.sigs.k8s.io/priority, which JobSet's pod webhook copies "
+                             "from the priority the API server resolved (for exclusive "
+                             "placement)",
 }
 
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
@@ -47,6 +51,7 @@ SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "m
 UID_KEYS = ("batch.kubernetes.io/controller-uid", "controller-uid",
             "jobset.sigs.k8s.io/jobset-uid")
 COACH_LABELS = ("coach.dev/job-name", "coach.dev/attempt")
+PRIORITY_LABEL = "jobset.sigs.k8s.io/priority"
 POD_NAME = re.compile(r"^(.*)-[bcdfghjklmnpqrstvwxz2456789]{5}$")
 SA_VOLUME = re.compile(r"^kube-api-access-[a-z0-9]{5}$")
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
@@ -80,6 +85,9 @@ def _strip_meta(meta, used):
 
 def _normalize_pod(pod, used):
     meta = pod["metadata"]
+    labels = meta.get("labels") or {}
+    if labels.pop(PRIORITY_LABEL, None) is not None:
+        used.add("jobset-priority-label")
     m = POD_NAME.match(meta.get("name", ""))
     if m:
         meta["name"] = m.group(1) + "-<suffix>"
@@ -112,6 +120,20 @@ def _normalize_pod(pod, used):
             used.add("xgboost-env-order")
 
 
+def _without_empty_objects(value):
+    """`value` without the {} members of its objects, at every depth."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            v = _without_empty_objects(v)
+            if v != {}:
+                out[k] = v
+        return out
+    if isinstance(value, list):
+        return [_without_empty_objects(v) for v in value]
+    return value
+
+
 def _normalize_configmap(cm, used):
     name = cm["metadata"].get("name", "")
     if name.endswith("-runtime-snapshot") and "runtime" in cm.get("data", {}):
@@ -121,7 +143,7 @@ def _normalize_configmap(cm, used):
         if isinstance(runtime, dict) and isinstance(runtime.get("metadata"), dict):
             _strip_meta(runtime["metadata"], set())
             runtime["metadata"].pop("annotations", None)
-        cm["data"]["runtime"] = runtime
+        cm["data"]["runtime"] = _without_empty_objects(runtime)
         used.add("snapshot-serialisation")
 
 
