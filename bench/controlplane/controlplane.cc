@@ -346,25 +346,17 @@ std::vector<Item> Jobs(const std::string& ns, int jobs, int replicas, bool sched
   return items;
 }
 
-// A TrainJob of `nodes` trainer pods on upstream's torch-distributed runtime. Unless
-// `schedule`, a runtimePatch names the scheduler that does not exist (see kNoScheduler): the
-// same patch for both operators, which both merge.
+// A TrainJob of `nodes` trainer pods on upstream's torch-distributed runtime, or, unless
+// `schedule`, on bench/upstream/run.sh's copy of it whose pods name the scheduler that does not
+// exist (kNoScheduler; upstream's runtimePatches cannot set a pod's schedulerName).
 json TrainJob(const std::string& ns, const std::string& name, int nodes, bool schedule) {
-  json spec = {{"runtimeRef", {{"name", "torch-distributed"}}},
-               {"trainer", {{"numNodes", nodes}, {"command", {"sleep", "infinity"}}}}};
-  if (!schedule) {
-    json pod = {{"spec", {{"template", {{"spec", {{"schedulerName", kNoScheduler}}}}}}}};
-    spec["runtimePatches"] = {
-      {{"manager", "bench.coach.dev/unscheduled"},
-       {"trainingRuntimeSpec",
-        {{"template", {{"spec", {{"replicatedJobs", {{{"name", "node"}, {"template", pod}}}}}}}}}}}
-    }
-  };
-}
-return {{"apiVersion", "trainer.kubeflow.org/v1alpha1"},
-        {"kind", "TrainJob"},
-        {"metadata", {{"name", name}, {"namespace", ns}}},
-        {"spec", spec}};
+  const std::string runtime = schedule ? "torch-distributed" : "torch-distributed-unscheduled";
+  return {{"apiVersion", "trainer.kubeflow.org/v1alpha1"},
+          {"kind", "TrainJob"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec",
+           {{"runtimeRef", {{"name", runtime}}},
+            {"trainer", {{"numNodes", nodes}, {"command", {"sleep", "infinity"}}}}}}};
 }
 
 std::vector<Item> TrainJobItems(const std::string& ns, int jobs, int nodes, bool schedule) {
@@ -531,6 +523,8 @@ struct Flags {
   std::string unrelated_pods = "0,2000,10000";  // memory: unrelated pods in the cluster
   // --only trainjob: bench/upstream/upstream-trainer (starts and stops Trainer and JobSet).
   std::string upstream_trainer;
+  // --only trainjob: one more coach row with these flags (what limits coach's speed).
+  std::vector<std::string> coach_flags;
   bool train_jobs = false;  // --only trainjob: TrainJobs instead of PyTorchJobs
   bool skip_speed = false;
   bool skip_memory = false;
@@ -1095,12 +1089,19 @@ int CompareTrainJobs(const Flags& f, k8s::RestKubeClient* client, const std::str
   struct Row {
     std::string name;
     OperatorKind kind;
+    std::vector<std::string> extra;
     std::vector<SpeedResult> runs;
   };
   std::vector<Row> rows = {
-      {"coach (defaults)", OperatorKind::kCoach, {}},
-      {"upstream Trainer + JobSet (defaults)", OperatorKind::kUpstreamTrainer, {}},
+      {"coach (defaults)", OperatorKind::kCoach, {}, {}},
+      {"upstream Trainer + JobSet (defaults)", OperatorKind::kUpstreamTrainer, {}, {}},
   };
+  if (!f.coach_flags.empty()) {
+    rows.push_back({absl::StrCat("coach (", absl::StrJoin(f.coach_flags, " "), ")"),
+                    OperatorKind::kCoach,
+                    f.coach_flags,
+                    {}});
+  }
   std::cout << absl::StrFormat(
       "speed: %d TrainJobs x %d nodes (torch-distributed) = %d pods + %d services, submitted by "
       "the harness's %d threads; each operator with its own CRDs, upstream with Trainer's and "
@@ -1114,7 +1115,7 @@ int CompareTrainJobs(const Flags& f, k8s::RestKubeClient* client, const std::str
     double coach_wall = 0;
     for (size_t i = 0; i < rows.size(); ++i) {
       const std::string ns = absl::StrCat("cp-tj", i, "-", run_id, "-", round);
-      SpeedResult r = RunOperator(f, client, installation->get(), rows[i].kind, ns, {},
+      SpeedResult r = RunOperator(f, client, installation->get(), rows[i].kind, ns, rows[i].extra,
                                   absl::StrCat("tj", i, "-", round), f.jobs, nullptr);
       if (i == 0 && r.ok) coach_wall = r.wall_s;
       PrintSpeed(rows[i].name, r, i == 0 ? 0 : coach_wall);
@@ -1202,6 +1203,8 @@ int main(int argc, char** argv) {
                  "speed | memory | upstream (coach side by side with the upstream operator; "
                  "bench/upstream/run.sh) | trainjob (coach side by side with upstream Trainer "
                  "v2 and JobSet; bench/upstream/run.sh --kind trainjob)");
+  app.add_option("--coach-flag", f.coach_flags,
+                 "trainjob: a flag of one more coach row (repeat for several)");
   app.add_option("--upstream-trainer", f.upstream_trainer,
                  "trainjob: bench/upstream/upstream-trainer (starts and stops Trainer and JobSet)");
   app.add_option("--upstream", f.upstream_path, "upstream: the training-operator binary");

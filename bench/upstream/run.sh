@@ -66,7 +66,19 @@ if [[ $kind == trainjob ]]; then
       -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' 2>/dev/null) == True ]] && break
     sleep 0.2
   done
-  k apply -f "$COACH_SHARED_DIR/reference/kubeflow-v2/runtimes/torch_distributed.yaml" >/dev/null
+  # Upstream's torch runtime, and a copy whose pods name a scheduler that does not exist, so
+  # that they stay Pending and neither kube-scheduler nor kwok works inside the measurement
+  # (the harness's --schedule uses the runtime itself).
+  runtime=$COACH_SHARED_DIR/reference/kubeflow-v2/runtimes/torch_distributed.yaml
+  k apply -f "$runtime" >/dev/null
+  /usr/bin/python3 - "$runtime" <<'PY' | k apply -f - >/dev/null
+import json, sys, yaml
+runtime = yaml.safe_load(open(sys.argv[1]))
+runtime["metadata"]["name"] = "torch-distributed-unscheduled"
+for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+    rjob["template"]["spec"]["template"]["spec"]["schedulerName"] = "coach-bench-unscheduled"
+print(json.dumps(runtime))
+PY
   echo "== $(date -u +%FT%TZ) $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
        "git $(git rev-parse --short HEAD)$(git diff --quiet -- operator bench || echo '+local changes')," \
        "testenv $(basename "$(tools/testenv/testenv bin | xargs dirname)")," \
