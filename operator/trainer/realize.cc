@@ -113,8 +113,8 @@ void AddCompletionIndexEnv(json& pod_spec) {
     if (!pod_spec.contains(kind)) continue;
     for (json& c : pod_spec[kind]) {
       if (FindNamed(c["env"], "JOB_COMPLETION_INDEX") != nullptr) continue;
-      c["env"].push_back(EnvFieldRef(
-          "JOB_COMPLETION_INDEX", absl::StrCat("metadata.labels['", kCompletionIndex, "']")));
+      c["env"].push_back(EnvFieldRef("JOB_COMPLETION_INDEX",
+                                     absl::StrCat("metadata.labels['", kCompletionIndex, "']")));
     }
   }
 }
