@@ -12,6 +12,8 @@
 #     TrainJob has its pods, the namespace's pods, Services, ConfigMaps, Secrets and PVCs are
 #     saved; the TrainJobs deleted (and everything they owned gone); both managers stopped and
 #     their webhooks removed (`upstream-trainer down`);
+#     (One operator at a time: both act on every TrainJob whose spec.managedBy is the default,
+#     trainer.kubeflow.org/trainjob-controller, and leave the others alone.)
 #  4. coach: coach's CRDs applied over upstream's (one field manager, so upstream-only fields
 #     go), coach-operator --backend=kube at its defaults, the same cases into the same namespace,
 #     the same objects saved;
