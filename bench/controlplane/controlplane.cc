@@ -13,6 +13,9 @@
 //   API Priority and Fairness; Events on their own --kube-event-qps budget) and, unless
 //   --compare-qps 0, with upstream's fixed client-side limit (--kube-api-qps 20 --kube-api-burst
 //   30).
+// trainjob (--only trainjob, bench/upstream/run.sh --kind trainjob): N TrainJobs of R nodes on
+//   upstream's torch-distributed runtime, coach against upstream Trainer v2 + JobSet, the clock
+//   from the first POST until every pod and each TrainJob's headless service was seen.
 // memory: peak RSS of a fresh operator that owns --memory-jobs jobs (a) on an otherwise empty
 //   cluster, (b) on a cluster holding --unrelated ConfigMaps and as many Pods without coach's
 //   labels (created before the operator starts), (c) owning --unrelated pods' worth of jobs
@@ -134,6 +137,18 @@ struct ControlPlaneCpu {
 // The process's CPU and memory; zeros when it cannot be read (it is gone).
 bench::ProcUsage ReadUsage(pid_t pid) {
   return bench::ReadProcUsage(pid).value_or(bench::ProcUsage{});
+}
+
+// The operator's CPU and memory, added up over its processes.
+bench::ProcUsage UsageOf(const bench::OperatorUnderTest& op) {
+  bench::ProcUsage sum;
+  for (const pid_t pid : op.pids()) {
+    const bench::ProcUsage u = ReadUsage(pid);
+    sum.cpu_seconds += u.cpu_seconds;
+    sum.vm_hwm_kb += u.vm_hwm_kb;
+    sum.vm_rss_kb += u.vm_rss_kb;
+  }
+  return sum;
 }
 
 // Sum of every series of a Prometheus metric (name exactly) whose labels contain `series`
@@ -331,6 +346,28 @@ std::vector<Item> Jobs(const std::string& ns, int jobs, int replicas, bool sched
   return items;
 }
 
+// A TrainJob of `nodes` trainer pods on upstream's torch-distributed runtime, or, unless
+// `schedule`, on bench/upstream/run.sh's copy of it whose pods name the scheduler that does not
+// exist (kNoScheduler; upstream's runtimePatches cannot set a pod's schedulerName).
+json TrainJob(const std::string& ns, const std::string& name, int nodes, bool schedule) {
+  const std::string runtime = schedule ? "torch-distributed" : "torch-distributed-unscheduled";
+  return {{"apiVersion", "trainer.kubeflow.org/v1alpha1"},
+          {"kind", "TrainJob"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec",
+           {{"runtimeRef", {{"name", runtime}}},
+            {"trainer", {{"numNodes", nodes}, {"command", {"sleep", "infinity"}}}}}}};
+}
+
+std::vector<Item> TrainJobItems(const std::string& ns, int jobs, int nodes, bool schedule) {
+  std::vector<Item> items;
+  for (int j = 0; j < jobs; ++j) {
+    items.push_back(
+        {bench::TrainJobs(), TrainJob(ns, absl::StrFormat("job-%04d", j), nodes, schedule)});
+  }
+  return items;
+}
+
 // A created object -> the body to create it again elsewhere: metadata name/labels/annotations,
 // the spec without what the server or its controllers filled in (nodeName, clusterIP,
 // priority, the service-account token volume); no ownerReferences (the owner is gone).
@@ -484,6 +521,11 @@ struct Flags {
   int upstream_raised_qps = 1000;               // "limits raised": --kube-api-qps
   int upstream_raised_burst = 2000;             // and --kube-api-burst
   std::string unrelated_pods = "0,2000,10000";  // memory: unrelated pods in the cluster
+  // --only trainjob: bench/upstream/upstream-trainer (starts and stops Trainer and JobSet).
+  std::string upstream_trainer;
+  // --only trainjob: one more coach row with these flags (what limits coach's speed).
+  std::vector<std::string> coach_flags;
+  bool train_jobs = false;  // --only trainjob: TrainJobs instead of PyTorchJobs
   bool skip_speed = false;
   bool skip_memory = false;
 };
@@ -492,9 +534,9 @@ std::string TestenvDir(const Flags& f) {
   return std::filesystem::path(f.kubeconfig).parent_path().string();
 }
 
-bool WaitFor(Counter& pods, Counter& svcs, size_t target, double deadline) {
+bool WaitFor(Counter& pods, Counter& svcs, size_t pod_target, size_t svc_target, double deadline) {
   while (NowS() < deadline) {
-    if (pods.count() >= target && svcs.count() >= target) return true;
+    if (pods.count() >= pod_target && svcs.count() >= svc_target) return true;
     usleep(20 * 1000);
   }
   return false;
@@ -557,7 +599,9 @@ SpeedResult RunOperator(const Flags& f, k8s::RestKubeClient* client, Installatio
   }
   OperatorConfig config;
   config.kind = kind;
-  config.binary = kind == OperatorKind::kCoach ? f.operator_path : f.upstream_path;
+  config.binary = kind == OperatorKind::kCoach             ? f.operator_path
+                  : kind == OperatorKind::kUpstreamTrainer ? f.upstream_trainer
+                                                           : f.upstream_path;
   config.kubeconfig = f.kubeconfig;
   config.extra = extra;
   config.log_dir = f.log_dir;
@@ -580,26 +624,33 @@ SpeedResult RunOperator(const Flags& f, k8s::RestKubeClient* client, Installatio
     r.webhook_refused = true;
   }
   const size_t target = static_cast<size_t>(jobs) * f.replicas;
+  // A TrainJob has one headless Service (named after it); a PyTorchJob one per replica.
+  const size_t svc_target = f.train_jobs ? static_cast<size_t>(jobs) : target;
   {
-    Counter pods(client, res::Pods(), ns, target), svcs(client, res::Services(), ns, target);
-    Counter statuses(client, res::Kubeflow("pytorchjobs", "PyTorchJob"), ns,
-                     static_cast<size_t>(jobs), HasConditions);
+    Counter pods(client, res::Pods(), ns, target), svcs(client, res::Services(), ns, svc_target);
+    // TrainJobs: upstream writes no condition while a job runs, so there is no end state to
+    // time by the status.
+    Counter statuses(client,
+                     f.train_jobs ? bench::TrainJobs() : res::Kubeflow("pytorchjobs", "PyTorchJob"),
+                     ns, static_cast<size_t>(jobs), HasConditions);
     usleep(300 * 1000);  // let the watches open
     const auto requests_before = ApiRequests(client);
-    const bench::ProcUsage before = ReadUsage((*op)->pid());
+    const bench::ProcUsage before = UsageOf(**op);
     const ControlPlaneCpu cp_before = ReadControlPlaneCpu(TestenvDir(f));
     const double t0 = NowS();
-    const int failed =
-        CreateAll(client, ns, Jobs(ns, jobs, f.replicas, f.schedule), f.client_threads);
+    const int failed = CreateAll(client, ns,
+                                 f.train_jobs ? TrainJobItems(ns, jobs, f.replicas, f.schedule)
+                                              : Jobs(ns, jobs, f.replicas, f.schedule),
+                                 f.client_threads);
     r.submit_s = NowS() - t0;
     if (failed > 0) std::cerr << failed << " job POSTs failed\n";
-    r.ok = WaitFor(pods, svcs, target, t0 + f.timeout_s);
+    r.ok = WaitFor(pods, svcs, target, svc_target, t0 + f.timeout_s);
     for (const double deadline = NowS() + 30;
-         r.ok && statuses.reached_at() == 0 && NowS() < deadline;) {
+         !f.train_jobs && r.ok && statuses.reached_at() == 0 && NowS() < deadline;) {
       usleep(20 * 1000);
     }
     EndState(pods, svcs, statuses, t0, &r);
-    const bench::ProcUsage at = ReadUsage((*op)->pid());
+    const bench::ProcUsage at = UsageOf(**op);
     const std::string metrics = (*op)->Metrics();
     r.passes = MetricSum(metrics, (*op)->PassesMetric(), (*op)->PassesSeries());
     if (r.passes > 0) {
@@ -616,7 +667,7 @@ SpeedResult RunOperator(const Flags& f, k8s::RestKubeClient* client, Installatio
     r.services = svcs.count();
     r.load = LoadAverage();
     usleep(static_cast<useconds_t>(f.settle_s * 1e6));
-    const bench::ProcUsage settled = ReadUsage((*op)->pid());
+    const bench::ProcUsage settled = UsageOf(**op);
     r.cpu_settled_s = settled.cpu_seconds - before.cpu_seconds;
     r.hwm_kb = settled.vm_hwm_kb;
     r.rss_kb = settled.vm_rss_kb;
@@ -1008,6 +1059,108 @@ int CompareWithUpstream(const Flags& f, k8s::RestKubeClient* client, const std::
   return rc;
 }
 
+// --only trainjob: coach and upstream Trainer v2 + JobSet, one at a time on this control plane,
+// in alternating rounds, with the same creating client and measurements. Each runs on its own
+// CRDs (upstream's with Trainer's and JobSet's webhooks registered while it runs); upstream's
+// torch-distributed ClusterTrainingRuntime is installed by bench/upstream/run.sh.
+int CompareTrainJobs(const Flags& f, k8s::RestKubeClient* client, const std::string& run_id) {
+  for (const auto& [name, value] :
+       {std::pair<const char*, const std::string*>{"--upstream-trainer", &f.upstream_trainer},
+        {"--upstream-crds", &f.upstream_crds},
+        {"--coach-crds", &f.coach_crds},
+        {"--kubectl", &f.kubectl}}) {
+    if (value->empty()) {
+      std::cerr << name << " is required with --only trainjob (bench/upstream/run.sh passes it)\n";
+      return 2;
+    }
+  }
+  Installation::Options options;
+  options.kubectl = f.kubectl;
+  options.kubeconfig = f.kubeconfig;
+  options.coach_crds = f.coach_crds;
+  options.upstream_crds = f.upstream_crds;
+  options.log_dir = f.log_dir;
+  options.train_jobs = true;
+  auto installation = Installation::Create(client, options);
+  if (!installation.ok()) {
+    std::cerr << installation.status() << "\n";
+    return 2;
+  }
+  struct Row {
+    std::string name;
+    OperatorKind kind;
+    std::vector<std::string> extra;
+    std::vector<SpeedResult> runs;
+  };
+  std::vector<Row> rows = {
+      {"coach (defaults)", OperatorKind::kCoach, {}, {}},
+      {"upstream Trainer + JobSet (defaults)", OperatorKind::kUpstreamTrainer, {}, {}},
+  };
+  if (!f.coach_flags.empty()) {
+    rows.push_back({absl::StrCat("coach (", absl::StrJoin(f.coach_flags, " "), ")"),
+                    OperatorKind::kCoach,
+                    f.coach_flags,
+                    {}});
+  }
+  std::cout << absl::StrFormat(
+      "speed: %d TrainJobs x %d nodes (torch-distributed) = %d pods + %d services, submitted by "
+      "the harness's %d threads; each operator with its own CRDs, upstream with Trainer's and "
+      "JobSet's webhooks\n",
+      f.jobs, f.replicas, f.jobs * f.replicas, f.jobs, f.client_threads);
+  int rc = 0;
+  for (int round = 1; round <= f.rounds; ++round) {
+    std::cout << absl::StrFormat("round %d of %d", round, f.rounds)
+              << "                          wall       objects/s   (first POST -> every pod and "
+                 "service seen)\n";
+    double coach_wall = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::string ns = absl::StrCat("cp-tj", i, "-", run_id, "-", round);
+      SpeedResult r = RunOperator(f, client, installation->get(), rows[i].kind, ns, rows[i].extra,
+                                  absl::StrCat("tj", i, "-", round), f.jobs, nullptr);
+      if (i == 0 && r.ok) coach_wall = r.wall_s;
+      PrintSpeed(rows[i].name, r, i == 0 ? 0 : coach_wall);
+      if (!r.ok) rc = 1;
+      rows[i].runs.push_back(std::move(r));
+    }
+  }
+  std::cout << absl::StrFormat(
+      "\nside by side, median of %d round(s) (ratio: to coach's median), %d TrainJobs x %d "
+      "nodes, pods %s\n",
+      f.rounds, f.jobs, f.replicas, f.schedule ? "scheduled and run by kwok" : "left unscheduled");
+  double coach_median = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::vector<double> wall, cpu, hwm;
+    for (const SpeedResult& r : rows[i].runs) {
+      if (!r.ok) continue;
+      wall.push_back(r.wall_s);
+      cpu.push_back(r.cpu_s);
+      hwm.push_back(r.hwm_kb / 1024.0);
+    }
+    const SpeedResult* mid = MedianRun(rows[i].runs);
+    if (mid == nullptr) {
+      std::cout << absl::StrFormat("%-38s   no successful run\n", rows[i].name);
+      continue;
+    }
+    const double m = Median(wall);
+    if (i == 0) coach_median = m;
+    std::vector<std::string> each;
+    for (double w : wall) each.push_back(absl::StrFormat("%.2f", w));
+    std::cout << absl::StrFormat(
+        "TRAINJOB-SUMMARY %s: every pod and service %.2f s [%s] (x%.2f coach), CPU %.2f s, peak "
+        "RSS %.1f MiB, %d x %d, median of %zu round(s), load %s\n",
+        rows[i].name, m, absl::StrJoin(each, " "), coach_median > 0 ? m / coach_median : 0,
+        Median(cpu), Median(hwm), f.jobs, f.replicas, wall.size(), mid->load);
+  }
+  std::cout << "API server requests during the median round (every client's; POST trainjobs is "
+               "the harness's submission):\n";
+  for (const Row& row : rows) {
+    if (const SpeedResult* mid = MedianRun(row.runs)) {
+      std::cout << "  " << row.name << ": " << mid->requests << "\n";
+    }
+  }
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1048,7 +1201,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--only", f.only,
                  "speed | memory | upstream (coach side by side with the upstream operator; "
-                 "bench/upstream/run.sh)");
+                 "bench/upstream/run.sh) | trainjob (coach side by side with upstream Trainer "
+                 "v2 and JobSet; bench/upstream/run.sh --kind trainjob)");
+  app.add_option("--coach-flag", f.coach_flags,
+                 "trainjob: a flag of one more coach row (repeat for several)");
+  app.add_option("--upstream-trainer", f.upstream_trainer,
+                 "trainjob: bench/upstream/upstream-trainer (starts and stops Trainer and JobSet)");
   app.add_option("--upstream", f.upstream_path, "upstream: the training-operator binary");
   app.add_option("--upstream-crds", f.upstream_crds, "upstream: folder of its CRDs");
   app.add_option("--coach-crds", f.coach_crds, "upstream: folder of coach's CRDs");
@@ -1072,6 +1230,7 @@ int main(int argc, char** argv) {
   app.add_flag("--skip-memory", f.skip_memory, "upstream: only the speed part");
   app.add_option("--log-dir", f.log_dir, "where the operators' logs go")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  f.train_jobs = f.only == "trainjob";
 
   auto config = k8s::LoadKubeConfigFile(f.kubeconfig);
   if (!config.ok()) {
@@ -1109,8 +1268,9 @@ int main(int argc, char** argv) {
   }
 
   if (f.only == "upstream") return CompareWithUpstream(f, client, run_id);
+  if (f.only == "trainjob") return CompareTrainJobs(f, client, run_id);
   if (!f.only.empty() && f.only != "speed" && f.only != "memory") {
-    std::cerr << "--only: \"" << f.only << "\" is not speed, memory or upstream\n";
+    std::cerr << "--only: \"" << f.only << "\" is not speed, memory, upstream or trainjob\n";
     return 2;
   }
 

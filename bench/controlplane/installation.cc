@@ -37,6 +37,14 @@ json Job(const std::string& ns, const std::string& name, int masters) {
          {{"Master", {{"replicas", masters}, {"restartPolicy", "Never"}, {"template", tmpl}}}}}}}};
 }
 
+// Suspended, so that no operator would run it; the namespace is deleted at once anyway.
+json SuspendedTrainJob(const std::string& ns, const std::string& name) {
+  return {{"apiVersion", "trainer.kubeflow.org/v1alpha1"},
+          {"kind", "TrainJob"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec", {{"runtimeRef", {{"name", "torch-distributed"}}}, {"suspend", true}}}};
+}
+
 absl::Status Kubectl(const Installation::Options& o, std::vector<std::string> args) {
   std::vector<std::string> argv = {o.kubectl, "--kubeconfig", o.kubeconfig};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -51,15 +59,21 @@ absl::Status Kubectl(const Installation::Options& o, std::vector<std::string> ar
 
 }  // namespace
 
+k8s::ResourceDescriptor TrainJobs() {
+  return {"trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", true, true};
+}
+
 absl::StatusOr<std::unique_ptr<Installation>> Installation::Create(k8s::KubeClient* client,
                                                                    Options options) {
   for (const auto& [name, value] :
        {std::pair<const char*, const std::string*>{"kubectl", &options.kubectl},
         {"kubeconfig", &options.kubeconfig},
         {"coach_crds", &options.coach_crds},
-        {"upstream_crds", &options.upstream_crds},
-        {"webhook_json", &options.webhook_json}}) {
+        {"upstream_crds", &options.upstream_crds}}) {
     if (value->empty()) return absl::InvalidArgumentError(absl::StrCat(name, " is empty"));
+  }
+  if (options.webhook_json.empty()) {
+    return std::unique_ptr<Installation>(new Installation(client, std::move(options)));
   }
   std::ifstream in(options.webhook_json);
   const json body = json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -99,8 +113,10 @@ absl::Status Installation::UseCrds(OperatorKind kind) {
   (void)client_->Create(res::Namespaces(), "", nsbody);
   absl::Status warmed = absl::UnknownError("not tried");
   for (int attempt = 0; attempt < 50 && !warmed.ok(); ++attempt) {
-    auto r = client_->Create(res::Kubeflow("pytorchjobs", "PyTorchJob"), ns,
-                             Job(ns, absl::StrCat("warmup-", attempt), 1));
+    const std::string name = absl::StrCat("warmup-", attempt);
+    auto r = options_.train_jobs ? client_->Create(TrainJobs(), ns, SuspendedTrainJob(ns, name))
+                                 : client_->Create(res::Kubeflow("pytorchjobs", "PyTorchJob"), ns,
+                                                   Job(ns, name, 1));
     warmed = r.ok() ? absl::OkStatus() : r.status();
     if (!warmed.ok()) usleep(200 * 1000);
   }
@@ -117,12 +133,14 @@ absl::Status Installation::UseCrds(OperatorKind kind) {
 }
 
 absl::Status Installation::InstallWebhook() {
+  if (webhook_body_.empty()) return absl::OkStatus();
   if (absl::Status s = RemoveWebhook(); !s.ok()) return s;
   auto r = client_->Create(WebhookConfigurations(), "", json::parse(webhook_body_));
   return r.ok() ? absl::OkStatus() : r.status();
 }
 
 absl::Status Installation::RemoveWebhook() {
+  if (webhook_name_.empty()) return absl::OkStatus();
   absl::Status s = client_->Delete(WebhookConfigurations(), "", webhook_name_, {});
   return s.ok() || s.code() == absl::StatusCode::kNotFound ? absl::OkStatus() : s;
 }

@@ -19,6 +19,9 @@
 
 namespace coach::bench {
 
+// trainer.kubeflow.org/v1alpha1 TrainJobs.
+kubeclient::ResourceDescriptor TrainJobs();
+
 class Installation {
  public:
   struct Options {
@@ -26,8 +29,10 @@ class Installation {
     std::string kubeconfig;     // admin kubeconfig
     std::string coach_crds;     // folder of coach's CRD manifests
     std::string upstream_crds;  // folder of upstream's CRD manifests
-    std::string webhook_json;   // upstream's ValidatingWebhookConfiguration, JSON
+    std::string webhook_json;   // upstream's ValidatingWebhookConfiguration, JSON ("": none;
+                                // upstream-trainer registers Trainer's and JobSet's itself)
     std::string log_dir;        // kubectl's output (<log_dir>/coach-bench-crds.{out,err})
+    bool train_jobs = false;    // the warm-up POSTs a TrainJob instead of a PyTorchJob
   };
   // InvalidArgument naming the option when a path is empty or the webhook file is not a
   // ValidatingWebhookConfiguration with a name.
@@ -36,12 +41,14 @@ class Installation {
 
   // Makes `kind`'s CRDs the installed ones (nothing when they already are): server-side apply
   // under one field manager, so the fields only the other project's CRDs set are removed; waits
-  // until they are established and one PyTorchJob POST was served (a fresh schema's handler is
-  // built on the first request: seconds that are no operator's). Internal when kubectl failed.
+  // until they are established and one PyTorchJob (or TrainJob) POST was served (a fresh schema's
+  // handler is built on the first request: seconds that are no operator's). Internal when kubectl
+  // failed.
   absl::Status UseCrds(OperatorKind kind);
-  // Creates upstream's ValidatingWebhookConfiguration (replacing one left behind).
+  // Creates upstream's ValidatingWebhookConfiguration (replacing one left behind); nothing
+  // without one.
   absl::Status InstallWebhook();
-  // Deletes it; OK when it is not there.
+  // Deletes it; OK when it is not there or there is none.
   absl::Status RemoveWebhook();
   // POSTs into `ns` a PyTorchJob that upstream's webhook refuses (Master replicas 2) and the
   // CRD schema accepts: OK when the API server answered that the webhook denied it;

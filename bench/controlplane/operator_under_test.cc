@@ -166,6 +166,70 @@ class UpstreamOperator : public OperatorUnderTest {
   double ready_after_ = 0;
 };
 
+// Upstream Trainer v2 and JobSet: `upstream-trainer up` installs their CRDs, starts both managers
+// at their shipped configurations (loopback ports, leader election and their own certificate
+// management off) and registers their webhooks once both are ready; `down` removes the webhooks
+// and stops them. Their metrics are served over HTTPS with authentication, so no passes are read.
+class UpstreamTrainer : public OperatorUnderTest {
+ public:
+  static absl::StatusOr<std::unique_ptr<OperatorUnderTest>> Start(const OperatorConfig& c,
+                                                                  double timeout_s) {
+    auto op = std::unique_ptr<UpstreamTrainer>(new UpstreamTrainer());
+    op->script_ = c.binary;
+    op->kubeconfig_ = c.kubeconfig;
+    op->dir_ = absl::StrCat(c.log_dir, "/coach-bench-up-", c.label);
+    std::error_code ec;
+    std::filesystem::remove_all(op->dir_, ec);
+    const absl::Time spawned = absl::Now();
+    const e2e::CommandResult r = e2e::RunProcess(
+        {c.binary, "up", "--kubeconfig", c.kubeconfig, "--dir", op->dir_},
+        e2e::ChildEnv({}, {"COACH_"}), "", op->dir_ + ".up", absl::Seconds(timeout_s));
+    if (r.exit_code != 0) {
+      op->Stop();
+      return absl::UnavailableError(absl::StrCat("upstream-trainer up exited ", r.exit_code, ": ",
+                                                 r.err.substr(0, 2000), " (logs in ", op->dir_,
+                                                 ")"));
+    }
+    for (const char* name : {"trainer", "jobset"}) {
+      pid_t pid = 0;
+      std::ifstream in(absl::StrCat(op->dir_, "/", name, ".pid"));
+      if (!(in >> pid) || pid <= 0) {
+        op->Stop();
+        return absl::InternalError(absl::StrCat("upstream-trainer up left no ", name, ".pid"));
+      }
+      op->pids_.push_back(pid);
+    }
+    op->ready_after_ = absl::ToDoubleSeconds(absl::Now() - spawned);
+    return std::unique_ptr<OperatorUnderTest>(std::move(op));
+  }
+  ~UpstreamTrainer() override { Stop(); }
+
+  pid_t pid() const override { return pids_.empty() ? -1 : pids_[0]; }
+  std::vector<pid_t> pids() const override { return pids_; }
+  double ready_after() const override { return ready_after_; }
+  std::string Metrics() const override { return ""; }
+  std::string PassesMetric() const override { return "-"; }
+  std::string PassSecondsMetric() const override { return "-"; }
+  std::string PassesSeries() const override { return ""; }
+  std::string log_path() const override { return dir_ + "/trainer.log"; }
+  void Stop() override {
+    if (stopped_) return;
+    stopped_ = true;
+    (void)e2e::RunProcess({script_, "down", "--kubeconfig", kubeconfig_, "--dir", dir_},
+                          e2e::ChildEnv({}, {"COACH_"}), "", dir_ + ".down", absl::Seconds(60));
+  }
+
+ private:
+  UpstreamTrainer() = default;
+
+  std::string script_;
+  std::string kubeconfig_;
+  std::string dir_;
+  std::vector<pid_t> pids_;
+  double ready_after_ = 0;
+  bool stopped_ = false;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<OperatorUnderTest>> StartOperator(const OperatorConfig& config,
@@ -176,6 +240,8 @@ absl::StatusOr<std::unique_ptr<OperatorUnderTest>> StartOperator(const OperatorC
       return CoachOperator::Start(config, timeout_s);
     case OperatorKind::kUpstream:
       return UpstreamOperator::Start(config, timeout_s);
+    case OperatorKind::kUpstreamTrainer:
+      return UpstreamTrainer::Start(config, timeout_s);
   }
   return absl::InvalidArgumentError("operator: unknown kind");
 }

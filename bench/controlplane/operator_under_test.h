@@ -1,9 +1,10 @@
 #pragma once
 
-// The operator a control-plane benchmark measures: coach-operator --backend=kube, or the
+// The operator a control-plane benchmark measures: coach-operator --backend=kube, the
 // upstream Kubeflow Training Operator (bench/upstream builds it), as a child process on free
-// loopback ports. The harness reads the same things of both: its pid (CPU and RSS from /proc),
-// when it became ready, and its Prometheus /metrics.
+// loopback ports, or upstream Trainer v2 with its JobSet controller (two processes, started and
+// stopped by bench/upstream/upstream-trainer). The harness reads the same things of both: its pid
+// (CPU and RSS from /proc), when it became ready, and its Prometheus /metrics.
 //
 // Not thread-safe.
 
@@ -17,12 +18,12 @@
 
 namespace coach::bench {
 
-enum class OperatorKind { kCoach, kUpstream };
+enum class OperatorKind { kCoach, kUpstream, kUpstreamTrainer };
 
 struct OperatorConfig {
   OperatorKind kind = OperatorKind::kCoach;
-  std::string binary;              // coach-operator or training-operator
-  std::string kubeconfig;          // admin kubeconfig of the cluster
+  std::string binary;      // coach-operator, training-operator or bench/upstream/upstream-trainer
+  std::string kubeconfig;  // admin kubeconfig of the cluster
   std::vector<std::string> extra;  // flags after the harness's own (client limits)
   std::string log_dir;             // where its log goes
   std::string label;               // names the log file
@@ -36,6 +37,9 @@ class OperatorUnderTest {
  public:
   virtual ~OperatorUnderTest() = default;
   virtual pid_t pid() const = 0;
+  // Every process of the operator (upstream Trainer: the trainer's and JobSet's managers), whose
+  // CPU and memory the harness adds up.
+  virtual std::vector<pid_t> pids() const { return {pid()}; }
   // Seconds from spawn until it is ready to work: coach's /readyz; upstream's /readyz (its
   // certificates and webhook server) and its PyTorchJob controller's workers started (that
   // controller's caches synced).

@@ -8,7 +8,13 @@
 # install it but with clientConfig.url instead of a Service; serving certificate made here with
 # openssl and handed to upstream's cert-controller through its Secret).
 #
+# With --kind trainjob (first argument): Kubeflow Trainer v2's TrainJobs instead, coach against
+# upstream Trainer v2.3 + JobSet v0.12 (bench/upstream/upstream-trainer builds and starts them,
+# each with its webhooks on loopback): 50 TrainJobs x 8 nodes on upstream's torch-distributed
+# runtime, --only trainjob of the harness; speed only.
+#
 # Usage: bench/upstream/run.sh                       # 50 x 8, 3 rounds; memory at 0/2000/10000 pods
+#        bench/upstream/run.sh --kind trainjob       # 50 TrainJobs x 8 nodes, 3 rounds
 #        bench/upstream/run.sh --jobs 10 --replicas 4 --rounds 1 --unrelated-pods 0,200   # quick
 #        every other flag goes to the harness: --upstream-raised-qps, --upstream-raised-burst,
 #        --memory-jobs, --client-threads, --timeout, --settle, --skip-memory, --skip-speed
@@ -16,7 +22,14 @@
 # COACH_BENCH_NO_BUILD=1 uses the binaries already in bazel-out/k8-opt (a busy Bazel server).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-case "${1:-}" in -h|--help) sed -n 2,17p "$0"; exit 0 ;; esac
+COACH_SHARED_DIR=${COACH_SHARED_DIR:-$(cd .. && pwd)/shared}
+case "${1:-}" in -h|--help) sed -n 2,22p "$0"; exit 0 ;; esac
+kind=pytorchjob
+if [[ ${1:-} == --kind ]]; then
+  kind=${2:-}
+  shift 2
+  [[ $kind == pytorchjob || $kind == trainjob ]] || { echo "--kind: pytorchjob or trainjob" >&2; exit 2; }
+fi
 
 if [[ "${COACH_BENCH_NO_BUILD:-}" != 1 ]] && ! bazel build -c opt //bench/controlplane:controlplane \
     //operator:coach-operator >/tmp/coach-bench-upstream-build.log 2>&1; then
@@ -24,7 +37,11 @@ if [[ "${COACH_BENCH_NO_BUILD:-}" != 1 ]] && ! bazel build -c opt //bench/contro
   exit 1
 fi
 bin="bazel-out/k8-opt/bin"
-upstream=$(bench/upstream/upstream-operator bin)
+if [[ $kind == trainjob ]]; then
+  upstream=$(bench/upstream/upstream-trainer bin)
+else
+  upstream=$(bench/upstream/upstream-operator bin)
+fi
 
 dir=$(mktemp -d /tmp/coach-bench-upstream.XXXXXX)
 rmdir "$dir"  # testenv up wants a fresh (absent or empty) folder
@@ -41,6 +58,39 @@ trap cleanup EXIT
 kubeconfig=$(COACH_TESTENV_NODES=${COACH_TESTENV_NODES:-4} tools/testenv/testenv up --dir "$dir")
 kubectl="$(tools/testenv/testenv bin)/kubectl"
 k() { "$kubectl" --kubeconfig "$kubeconfig" "$@"; }
+
+if [[ $kind == trainjob ]]; then
+  k apply --server-side --field-manager=coach-bench --force-conflicts -f charts/coach/crds/ >/dev/null
+  for _ in $(seq 1 300); do
+    [[ $(k get crd trainjobs.trainer.kubeflow.org \
+      -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' 2>/dev/null) == True ]] && break
+    sleep 0.2
+  done
+  # Upstream's torch runtime, and a copy whose pods name a scheduler that does not exist, so
+  # that they stay Pending and neither kube-scheduler nor kwok works inside the measurement
+  # (the harness's --schedule uses the runtime itself).
+  runtime=$COACH_SHARED_DIR/reference/kubeflow-v2/runtimes/torch_distributed.yaml
+  k apply -f "$runtime" >/dev/null
+  /usr/bin/python3 - "$runtime" <<'PY' | k apply -f - >/dev/null
+import json, sys, yaml
+runtime = yaml.safe_load(open(sys.argv[1]))
+runtime["metadata"]["name"] = "torch-distributed-unscheduled"
+for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+    rjob["template"]["spec"]["template"]["spec"]["schedulerName"] = "coach-bench-unscheduled"
+print(json.dumps(runtime))
+PY
+  echo "== $(date -u +%FT%TZ) $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
+       "git $(git rev-parse --short HEAD)$(git diff --quiet -- operator bench || echo '+local changes')," \
+       "testenv $(basename "$(tools/testenv/testenv bin | xargs dirname)")," \
+       "upstream $(tr '\n' ' ' <"$upstream/VERSION")"
+  rounds=(--rounds 3)
+  for a in "$@"; do [[ $a == --rounds || $a == --rounds=* ]] && rounds=(); done
+  "$bin/bench/controlplane/controlplane" "${rounds[@]}" --kubeconfig "$kubeconfig" \
+    --operator "$PWD/$bin/operator/coach-operator" --log-dir "$(dirname "$dir")" --only trainjob \
+    --upstream-trainer "$PWD/bench/upstream/upstream-trainer" --upstream-crds "$upstream/crds" \
+    --coach-crds "$PWD/charts/coach/crds" --kubectl "$kubectl" "$@"
+  exit
+fi
 
 # Upstream's namespace (its default, "kubeflow") and the Secret its cert-controller keeps the
 # CA and serving certificate in (made once by `upstream-operator certs`, which says why).

@@ -1,6 +1,7 @@
 #include "operator/trainer/merge_runtime.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -71,6 +72,53 @@ void MergeStringMap(json& into, const json& from) {
   for (const auto& [k, v] : from.items()) into[k] = v;
 }
 
+// `obj` with only the members named in `keep` and strategic-merge directives ("$patch", ...,
+// refused later with their path); not an object: as it is.
+json Keep(const json& obj, std::initializer_list<const char*> keep) {
+  if (!obj.is_object()) return obj;
+  json out = json::object();
+  for (const auto& [k, v] : obj.items()) {
+    if (!k.empty() && k[0] == '$') {
+      out[k] = v;
+      continue;
+    }
+    for (const char* name : keep) {
+      if (k == name) out[k] = v;
+    }
+  }
+  return out;
+}
+
+// The part of a patch's JobSet spec that upstream's patch types hold (JobSetSpecPatch down to
+// PodSpecPatch and ContainerPatch, trainjob_types.go at v2.3.0). Upstream's CRD prunes every
+// other field at the API server; coach's keeps the pod template's untyped fields (see
+// tools/gen_trainer_crds.py), so a `schedulerName` or a container's `image` in a patch is
+// stored here and dropped now, as upstream never sees it.
+json AsUpstreamPatch(const json& spec) {
+  json out = Keep(spec, {"replicatedJobs"});
+  if (!out.contains("replicatedJobs") || !out["replicatedJobs"].is_array()) return out;
+  for (json& rjob : out["replicatedJobs"]) {
+    rjob = Keep(rjob, {"name", "template"});
+    if (!rjob.is_object() || !rjob.contains("template")) continue;
+    json& job = rjob["template"] = Keep(rjob["template"], {"metadata", "spec"});
+    if (!job.is_object() || !job.contains("spec")) continue;
+    json& job_spec = job["spec"] = Keep(job["spec"], {"template"});
+    if (!job_spec.is_object() || !job_spec.contains("template")) continue;
+    json& pod = job_spec["template"] = Keep(job_spec["template"], {"metadata", "spec"});
+    if (!pod.is_object() || !pod.contains("spec")) continue;
+    json& pod_spec = pod["spec"] =
+        Keep(pod["spec"], {"serviceAccountName", "volumes", "initContainers", "containers",
+                           "imagePullSecrets", "securityContext", "nodeSelector", "affinity",
+                           "tolerations", "schedulingGates", "terminationGracePeriodSeconds"});
+    for (const char* kind : {"containers", "initContainers"}) {
+      if (!pod_spec.is_object() || !pod_spec.contains(kind) || !pod_spec[kind].is_array()) continue;
+      for (json& c : pod_spec[kind])
+        c = Keep(c, {"name", "env", "volumeMounts", "securityContext"});
+    }
+  }
+  return out;
+}
+
 // Runtime patches in order, then the runtime's job order back (a merge may reorder).
 absl::Status ApplyPatches(const json& train_job, json& spec, json& labels, json& annotations) {
   std::map<std::string, size_t> order;
@@ -87,7 +135,7 @@ absl::Status ApplyPatches(const json& train_job, json& spec, json& labels, json&
     }
     if (!tmpl.contains("spec") || tmpl["spec"].is_null()) continue;
     RETURN_IF_ERROR(StrategicMerge(
-        spec, tmpl["spec"],
+        spec, AsUpstreamPatch(tmpl["spec"]),
         absl::StrCat("spec.runtimePatches[", i, "].trainingRuntimeSpec.template.spec")));
   }
   json& jobs = spec["replicatedJobs"];

@@ -376,6 +376,34 @@ TEST(MergeRuntimeTest, PatchesMergeByNameAndKeepJobOrder) {
   EXPECT_EQ(Env(init, "STORAGE_URI")["value"], "hf://tatsu-lab/alpaca");
 }
 
+// Upstream's patch types hold a few pod and container fields; its CRD prunes the rest, so a
+// patched scheduler or image never reaches upstream's merge, and must not reach coach's.
+TEST(MergeRuntimeTest, PatchesCarryOnlyUpstreamsPatchFields) {
+  json runtime = Load("runtimes/torch_distributed.yaml", "ClusterTrainingRuntime");
+  json train_job = Load("examples/yaml/01-multi-node.yaml", "TrainJob");
+  train_job["spec"]["runtimePatches"] = json::parse(R"([
+      {"manager": "a.io/x", "trainingRuntimeSpec": {"template": {"spec": {
+          "network": {"subdomain": "other"},
+          "replicatedJobs": [{"name": "node", "replicas": 3, "template": {
+              "spec": {"parallelism": 7, "template": {"spec": {
+                  "schedulerName": "other-scheduler", "priorityClassName": "high",
+                  "nodeSelector": {"pool": "gpu"},
+                  "containers": [{"name": "node", "image": "other:1",
+                                  "volumeMounts": [{"name": "v", "mountPath": "/v"}]}]}}}}}]}}}}])");
+  MergedTrainJob m = MustMerge(train_job, runtime);
+  const json& node = m.job_set["spec"]["replicatedJobs"][0];
+  const json& pod = node["template"]["spec"]["template"]["spec"];
+  EXPECT_FALSE(pod.contains("schedulerName")) << pod.dump();
+  EXPECT_FALSE(pod.contains("priorityClassName")) << pod.dump();
+  EXPECT_EQ(pod["nodeSelector"], json::parse(R"({"pool": "gpu"})"));
+  EXPECT_EQ(Container(m, "node", "node")["volumeMounts"][0]["mountPath"], "/v");
+  EXPECT_NE(Container(m, "node", "node")["image"], "other:1");
+  EXPECT_EQ(node.value("replicas", 1), 1);
+  EXPECT_NE(node["template"]["spec"].value("parallelism", 0), 7);
+  EXPECT_FALSE(m.job_set["spec"].contains("network") &&
+               m.job_set["spec"]["network"].value("subdomain", "") == "other");
+}
+
 TEST(MergeRuntimeTest, ErrorsNameTheField) {
   struct Case {
     const char* scenario;

@@ -106,13 +106,15 @@ absl::Status AddClaimVolumes(const json& spec, const JobSetView& js, json& pod_s
   return absl::OkStatus();
 }
 
+// The Job controller reads the index from the pod's label since PodIndexLabel went GA
+// (Kubernetes 1.32); its annotation stays too, and the framework env reads that.
 void AddCompletionIndexEnv(json& pod_spec) {
   for (const char* kind : {"containers", "initContainers"}) {
     if (!pod_spec.contains(kind)) continue;
     for (json& c : pod_spec[kind]) {
       if (FindNamed(c["env"], "JOB_COMPLETION_INDEX") != nullptr) continue;
-      c["env"].push_back(EnvFieldRef(
-          "JOB_COMPLETION_INDEX", absl::StrCat("metadata.annotations['", kCompletionIndex, "']")));
+      c["env"].push_back(EnvFieldRef("JOB_COMPLETION_INDEX",
+                                     absl::StrCat("metadata.labels['", kCompletionIndex, "']")));
     }
   }
 }
@@ -167,6 +169,9 @@ absl::StatusOr<json> MakePod(const JobSetView& js, const json& spec, size_t j, i
               {"kind", "Pod"},
               {"metadata",
                {{"name", PodName(js.namespace_, js.name, train_job_uid, rjob_name, index)},
+                // What the Job controller asks for; the name above is given, so the API server
+                // keeps it and records this.
+                {"generateName", absl::StrCat(job_name, "-", index, "-")},
                 {"namespace", js.namespace_},
                 {"labels", std::move(labels)},
                 {"annotations", std::move(annotations)},

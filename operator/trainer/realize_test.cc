@@ -53,6 +53,7 @@ TEST(RealizeTrainJobTest, TorchPodsNamesAndNetwork) {
   const json& pod = job.pods[1];
   EXPECT_THAT(pod["metadata"]["name"].get<std::string>(),
               MatchesRegex("multi-node-example-node-0-1-[bcdfghjklmnpqrstvwxz2456789]{5}"));
+  EXPECT_EQ(pod["metadata"]["generateName"], "multi-node-example-node-0-1-");
   EXPECT_EQ(pod["metadata"]["namespace"], "default");
   EXPECT_EQ(pod["spec"]["hostname"], "multi-node-example-node-0-1");
   EXPECT_EQ(pod["spec"]["subdomain"], "multi-node-example");
@@ -62,7 +63,7 @@ TEST(RealizeTrainJobTest, TorchPodsNamesAndNetwork) {
       "blockOwnerDeletion": true}])"));
   const json& env = pod["spec"]["containers"][0]["env"];
   EXPECT_EQ(env.back(), json::parse(R"({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef":
-      {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}})"));
+      {"fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}}})"));
   EXPECT_EQ(env[3]["value"], "multi-node-example-node-0-0.multi-node-example");
 
   EXPECT_EQ(r.service, json::parse(R"({"apiVersion": "v1", "kind": "Service",

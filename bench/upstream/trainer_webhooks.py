@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Upstream Trainer's and JobSet's webhook registrations (from their modules' manifests and
+kustomize patches) for a control plane whose API server reaches each manager on loopback:
+prints one v1 List as JSON.
+
+Usage: trainer_webhooks.py CA_CRT MANIFESTS:PORT:MUTATING_PATCH:VALIDATING_PATCH...
+
+Each MANIFESTS file holds a MutatingWebhookConfiguration and a ValidatingWebhookConfiguration;
+the patch files are the JSON patches (RFC 6902 `add` and `replace`, as the modules' kustomize
+patches use) their kustomizations apply to each. What changes after the patches: each webhook's
+clientConfig.service {name, namespace, path} becomes clientConfig.url
+https://127.0.0.1:PORT<path>, with the CA as caBundle. Names, rules, object selectors, failure
+policies, side effects and review versions are the modules'.
+"""
+
+import base64
+import copy
+import json
+import sys
+
+import yaml
+
+PATCHED_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+
+
+def _tokens(path):
+    if not path.startswith("/"):
+        raise ValueError("patch path %r does not start with /" % path)
+    return [t.replace("~1", "/").replace("~0", "~") for t in path[1:].split("/")]
+
+
+def apply_patch(doc, ops):
+    """`doc` with the JSON patch `ops` applied (add and replace; other operations refused)."""
+    out = copy.deepcopy(doc)
+    for i, op in enumerate(ops or []):
+        kind = op.get("op")
+        if kind not in ("add", "replace"):
+            raise ValueError("patch[%d].op: %r is not add or replace" % (i, kind))
+        tokens = _tokens(op.get("path", ""))
+        parent = out
+        for t in tokens[:-1]:
+            parent = parent[int(t)] if isinstance(parent, list) else parent[t]
+        last = tokens[-1]
+        if isinstance(parent, list):
+            index = len(parent) if last == "-" else int(last)
+            if kind == "add":
+                parent.insert(index, copy.deepcopy(op["value"]))
+            else:
+                if index >= len(parent):
+                    raise ValueError("patch[%d].path: %s is past the list's end" % (i, op["path"]))
+                parent[index] = copy.deepcopy(op["value"])
+        else:
+            if kind == "replace" and last not in parent:
+                raise ValueError("patch[%d].path: %s does not exist" % (i, op["path"]))
+            parent[last] = copy.deepcopy(op["value"])
+    return out
+
+
+def point_at_loopback(config, ca_pem, port):
+    """Every webhook of `config` called at https://127.0.0.1:port<its service path>."""
+    if not 0 < port < 65536:
+        raise ValueError("port: %d is not a TCP port" % port)
+    name = config.get("metadata", {}).get("name", "?")
+    webhooks = config.get("webhooks") or []
+    if not webhooks:
+        raise ValueError("%s: webhooks is empty" % name)
+    ca = base64.b64encode(ca_pem).decode()
+    for i, hook in enumerate(webhooks):
+        service = (hook.get("clientConfig") or {}).get("service") or {}
+        path = service.get("path", "")
+        if not path.startswith("/"):
+            raise ValueError("%s: webhooks[%d].clientConfig.service.path: %r is not a path"
+                             % (name, i, path))
+        hook["clientConfig"] = {"url": "https://127.0.0.1:%d%s" % (port, path), "caBundle": ca}
+    return config
+
+
+def render(docs, patches, ca_pem, port):
+    """The registrations of one project: `patches` maps a kind to its JSON patch."""
+    out = []
+    for doc in docs:
+        if not doc:
+            continue
+        kind = doc.get("kind")
+        if kind not in PATCHED_KINDS:
+            raise ValueError("manifests: kind %r is not a webhook configuration" % kind)
+        out.append(point_at_loopback(apply_patch(doc, patches.get(kind)), ca_pem, port))
+    kinds = sorted(d["kind"] for d in out)
+    if kinds != sorted(PATCHED_KINDS):
+        raise ValueError("manifests: want one of each of %s, have %s" % (PATCHED_KINDS, kinds))
+    return out
+
+
+def main(argv):
+    if len(argv) < 3:
+        sys.stderr.write(__doc__)
+        return 2
+    try:
+        with open(argv[1], "rb") as f:
+            ca_pem = f.read()
+        items = []
+        for spec in argv[2:]:
+            parts = spec.split(":")
+            if len(parts) != 4:
+                raise ValueError("%r is not MANIFESTS:PORT:MUTATING_PATCH:VALIDATING_PATCH" % spec)
+            manifests, port, mutating, validating = parts
+            try:
+                port = int(port)
+            except ValueError:
+                raise ValueError("port: %r is not a number" % port)
+            with open(manifests) as f:
+                docs = list(yaml.safe_load_all(f))
+            patches = {}
+            for kind, path in zip(PATCHED_KINDS, (mutating, validating)):
+                with open(path) as f:
+                    patches[kind] = yaml.safe_load(f) or []
+            items.extend(render(docs, patches, ca_pem, port))
+    except (OSError, ValueError, KeyError, IndexError) as e:
+        sys.stderr.write("trainer_webhooks.py: %s\n" % e)
+        return 2
+    json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
