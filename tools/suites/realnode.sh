@@ -218,21 +218,23 @@ spec:
 EOF
 wait_running kclient 60
 sa='/var/run/secrets/kubernetes.io/serviceaccount'
-# in_kclient HOST FLAGS PATH: GET PATH from HOST in the pod, retried for 30 s; prints the body (or the last error).
+# in_kclient HOST PATH: GET PATH from https://HOST as the pod's ServiceAccount, retried for 30 s;
+# prints the body (or the last error).
 in_kclient() {
   local deadline=$((SECONDS + 30)) out
-  until out=$(k exec kclient -- sh -c "/kubectl --server https://$1 --certificate-authority $sa/ca.crt $2 get --raw $3" 2>&1); do
+  until out=$(k exec kclient -- sh -c "/kubectl --server https://$1 --certificate-authority $sa/ca.crt \
+      --token \"\$(cat $sa/token)\" get --raw $2" 2>&1); do
     ((SECONDS < deadline)) || { printf '%s' "$out"; return 1; }
     sleep 1
   done
   printf '%s' "$out"
 }
-version=$(in_kclient kubernetes.default "" /version) || fail "GET https://kubernetes.default/version: $version"
+version=$(in_kclient kubernetes.default /version) || fail "GET https://kubernetes.default/version: $version"
 # The API server reports the release the testenv pins (stamped into the binaries at build time).
 want=$("$TESTENV" version) || fail "$TESTENV version"
 [[ ${version// /} == *"\"gitVersion\":\"$want\""* ]] || fail "/version through the kubernetes Service (want $want): $version"
 # In-cluster credentials: the pod's ServiceAccount token is accepted (discovery needs authentication).
-out=$(in_kclient kubernetes.default.svc "--token \"\$(cat $sa/token)\"" /api) ||
+out=$(in_kclient kubernetes.default.svc /api) ||
   fail "GET /api with the pod's token: $out"
 [[ ${out// /} == *'"kind":"APIVersions"'* ]] || fail "/api with the ServiceAccount token: $out"
 say "kubernetes.default resolves to 10.96.0.1; /version and /api (ServiceAccount token) through the kubernetes Service"
