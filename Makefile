@@ -2,7 +2,7 @@
 PREFIX ?= /usr/local
 BAZEL ?= bazel
 
-.PHONY: bootstrap build test demo install fmt clean
+.PHONY: bootstrap build test test-kube-minimum demo install fmt clean
 
 bootstrap:
 	@tools/bootstrap
@@ -14,6 +14,11 @@ build: bootstrap
 test:
 	@tools/bootstrap --packages-only
 	@tools/run_tests
+
+# The Kubernetes suites against the oldest Kubernetes the chart supports (docs/kubernetes.md);
+# builds that control plane once (its own cache). Manual: not part of `make test`.
+test-kube-minimum:
+	@tools/test_kube_minimum
 
 # The PyTorch DDP example on the local backend, end to end; exit 0 only when it Succeeded.
 demo:

@@ -252,8 +252,12 @@ def jobset_spec():
                               "description": "PVC templates.", "items": pvc},
             }, **{"x-kubernetes-validations": [{
                 "message": "namespace cannot be set for VolumeClaimPolicies templates",
-                "rule": "self.templates.all(t, !has(t.metadata.namespace) || "
-                        "size(t.metadata.namespace) == 0)"}]}),
+                # `namespace` is a CEL reserved word: Kubernetes declares the field as
+                # `__namespace__`, and takes the bare name in new rules only from 1.32 on (1.28
+                # to 1.31 refuse the CRD: "undefined field 'namespace'"). The escaped name works
+                # on every version (docs/kubernetes.md#kubernetes-versions).
+                "rule": "self.templates.all(t, !has(t.metadata.__namespace__) || "
+                        "size(t.metadata.__namespace__) == 0)"}]}),
         }, JOBSET_IMMUTABLE),
     })
     spec["x-kubernetes-validations"] = [{

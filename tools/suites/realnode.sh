@@ -196,14 +196,47 @@ out=$(in_client "wget http://web-svc/ (ClusterIP, kube-proxy)" 30 "timeout 5 wge
 say "ClusterIP Service web-svc -> web through kube-proxy"
 out=$(in_client "nslookup kubernetes.default" 30 "nslookup kubernetes.default.svc.cluster.local") || exit 1
 [[ $out == *"Address: 10.96.0.1"* ]] || fail "kubernetes.default resolved to: $out"
-version=$(in_client "GET https://kubernetes.default/version" 30 \
-  "timeout 5 wget -qO- --no-check-certificate https://kubernetes.default/version") || exit 1
-[[ $version == *'"gitVersion": "v1.33.13"'* ]] || fail "/version through the kubernetes Service: $version"
-# In-cluster credentials: the pod's ServiceAccount token is accepted (discovery needs authentication).
+# An in-cluster client over TLS: the testenv's static kubectl, mounted into a busybox pod. Not
+# busybox's wget: its built-in TLS 1.2 client sends no signature_algorithms, which Go's TLS
+# server refuses since Go 1.25 (SHA-1 off), and Kubernetes 1.36 is built with Go 1.26. kubectl
+# also verifies the serving certificate for kubernetes.default against the pod's CA.
+cat <<EOF | k apply -f - >/dev/null || fail "create kclient"
+apiVersion: v1
+kind: Pod
+metadata: {name: kclient}
+spec:
+  nodeSelector: {kubernetes.io/hostname: $NODE}
+  tolerations: [{key: coach.dev/real-node, operator: Equal, value: "true", effect: NoSchedule}]
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: $IMAGE
+    imagePullPolicy: Never
+    command: [sh, -c, 'exec sleep 3600']
+    volumeMounts: [{name: kubectl, mountPath: /kubectl, readOnly: true}]
+  volumes: [{name: kubectl, hostPath: {path: "$TESTENV_BIN/kubectl", type: File}}]
+EOF
+wait_running kclient 60
 sa='/var/run/secrets/kubernetes.io/serviceaccount'
-out=$(in_client "GET /api with the pod's token" 30 \
-  "timeout 5 wget -qO- --no-check-certificate --header \"Authorization: Bearer \$(cat $sa/token)\" https://kubernetes.default.svc/api") || exit 1
-[[ $out == *'"kind": "APIVersions"'* ]] || fail "/api with the ServiceAccount token: $out"
+# in_kclient HOST PATH: GET PATH from https://HOST as the pod's ServiceAccount, retried for 30 s;
+# prints the body (or the last error).
+in_kclient() {
+  local deadline=$((SECONDS + 30)) out
+  until out=$(k exec kclient -- sh -c "/kubectl --server https://$1 --certificate-authority $sa/ca.crt \
+      --token \"\$(cat $sa/token)\" get --raw $2" 2>&1); do
+    ((SECONDS < deadline)) || { printf '%s' "$out"; return 1; }
+    sleep 1
+  done
+  printf '%s' "$out"
+}
+version=$(in_kclient kubernetes.default /version) || fail "GET https://kubernetes.default/version: $version"
+# The API server reports the release the testenv pins (stamped into the binaries at build time).
+want=$("$TESTENV" version) || fail "$TESTENV version"
+[[ ${version// /} == *"\"gitVersion\":\"$want\""* ]] || fail "/version through the kubernetes Service (want $want): $version"
+# In-cluster credentials: the pod's ServiceAccount token is accepted (discovery needs authentication).
+out=$(in_kclient kubernetes.default.svc /api) ||
+  fail "GET /api with the pod's token: $out"
+[[ ${out// /} == *'"kind":"APIVersions"'* ]] || fail "/api with the ServiceAccount token: $out"
 say "kubernetes.default resolves to 10.96.0.1; /version and /api (ServiceAccount token) through the kubernetes Service"
 
 suite_case "a second real node is refused at once, naming the DIR that holds it"

@@ -383,10 +383,22 @@ TEST_P(ContractTest, WatchFromAnExpiredVersionIsGone) {
   ASSERT_TRUE(client_->Create(kCms, ns_, Cm("g")).ok());
   if (fake_ != nullptr) fake_->CompactHistory();
   WatchOptions wo;
-  wo.resource_version = "1";  // long compacted away on the apiserver (its watch cache starts later)
+  wo.resource_version = "1";  // older than the apiserver's watch cache (it starts later)
   wo.timeout_seconds = 10;
-  absl::Status s = client_->Watch(
-      kCms, ns_, wo, [](const WatchEvent& e) { return e.type == WatchEventType::kBookmark; });
+  std::vector<std::string> seen;
+  absl::Status s = client_->Watch(kCms, ns_, wo, [&](const WatchEvent& e) {
+    if (e.type == WatchEventType::kBookmark) return true;
+    seen.push_back(Event(e));
+    return false;
+  });
+  if (real() && s.ok()) {
+    // Kubernetes 1.33 answers 410 Gone. 1.36 answers a young control plane's watch from
+    // resourceVersion 1 with the objects as they are, as ADDED events (seen here, even after
+    // etcd was compacted); a client then sees the state, as after a relist.
+    ASSERT_FALSE(seen.empty());
+    EXPECT_EQ(seen[0].rfind("ADDED ", 0), 0u) << seen[0];
+    return;
+  }
   EXPECT_TRUE(IsGone(s)) << s;
 }
 
