@@ -19,8 +19,7 @@
 #     the same objects saved;
 #  5. bench/upstream/trainjob_compare.py: pods paired by (TrainJob, replicated job, index), the
 #     rest by name, compared after removing only the deliberate differences of
-#     operator/trainer/README.md; any other difference fails naming object and field. The MPI
-#     SSH key Secret (`<job>-mpi-ssh-auth`) is accepted as missing on coach's side (PENDING).
+#     operator/trainer/README.md; any other difference fails naming object and field.
 # Outside CI a machine without Go skips; under CI=true that fails. COACH_KEEP_WORK=1 keeps the
 # work folder (both dumps, logs).
 set -uo pipefail
@@ -173,5 +172,5 @@ save_objects "$WORK/coach.json"
 say "coach: rendered in $((SECONDS - t0)) s"
 
 suite_case "pods, Services, ConfigMaps and Secrets compared"
-"$PY" bench/upstream/trainjob_compare.py "$WORK/upstream.json" "$WORK/coach.json" \
-  --pending 'Secret:*-mpi-ssh-auth' || fail "coach renders the TrainJobs differently (above)"
+"$PY" bench/upstream/trainjob_compare.py "$WORK/upstream.json" "$WORK/coach.json" ||
+  fail "coach renders the TrainJobs differently (above)"
