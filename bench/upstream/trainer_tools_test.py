@@ -69,6 +69,7 @@ def coach_pod(index=0, suffix="b4d2f"):
     pod["spec"]["volumes"][0]["name"] = "kube-api-access-h8s2w"
     pod["spec"]["containers"][0]["volumeMounts"][0]["name"] = "kube-api-access-h8s2w"
     pod["spec"]["nodeName"] = "kwok-node-3"
+    meta["labels"]["topology.kubernetes.io/zone"] = "coach-zone-1"
     pod["status"] = {"phase": "Pending"}
     return pod
 

@@ -32,8 +32,9 @@ REMOVALS = {
     "pod-name-suffix": "a pod's 5-character suffix: random upstream, derived here",
     "job-tracking-finalizer": "the Job controller's batch.kubernetes.io/job-tracking finalizer "
                               "(not modelled)",
-    "pod-status": "status and spec.nodeName: written by kube-scheduler and kwok, not by "
-                  "either operator",
+    "pod-status": "status, spec.nodeName and the node's topology labels the API server copies "
+                  "onto a bound pod (Kubernetes 1.35+): written by kube-scheduler, the API "
+                  "server and kwok, not by either operator",
     "sa-token-volume": "the API server's kube-api-access-<5 random> volume name",
     "xgboost-env-order": "XGBoost: upstream puts the trainer's env before or after DMLC_* at "
                          "random; compared as a set by name",
@@ -53,6 +54,9 @@ UID_KEYS = ("batch.kubernetes.io/controller-uid", "controller-uid",
 COACH_LABELS = ("coach.dev/job-name", "coach.dev/attempt")
 PRIORITY_LABEL = "jobset.sigs.k8s.io/priority"
 POD_NAME = re.compile(r"^(.*)-[bcdfghjklmnpqrstvwxz2456789]{5}$")
+# What the API server copies from a pod's node onto the pod when it binds it (the
+# PodTopologyLabelsAdmission plugin): where the scheduler put it, not what an operator wrote.
+NODE_TOPOLOGY_LABELS = ("topology.kubernetes.io/zone", "topology.kubernetes.io/region")
 SA_VOLUME = re.compile(r"^kube-api-access-[a-z0-9]{5}$")
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 RJOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -104,6 +108,9 @@ def _normalize_pod(pod, used):
     spec = pod.get("spec", {})
     if spec.pop("nodeName", None) is not None:
         used.add("pod-status")
+    for key in NODE_TOPOLOGY_LABELS:
+        if labels.pop(key, None) is not None:
+            used.add("pod-status")
     renamed = {}
     for v in spec.get("volumes", []):
         if SA_VOLUME.match(v.get("name", "")):
