@@ -555,7 +555,9 @@ TEST_F(RestKubeClientTest, PriorityAndFairnessLiftsAFallbackLimitOnly) {
 
   apf = true;
   auto with = NewClient(fallback);
-  EXPECT_LT(timed_gets(*with, 20), absl::Milliseconds(900));  // limited, 20 would take 3.8 s
+  // Limited, 20 would take 3.8 s; lifted, they take what the machine gives local requests (well
+  // under a second when idle, near one under a loaded test run): 3 s tells the two apart.
+  EXPECT_LT(timed_gets(*with, 20), absl::Seconds(3));
   EXPECT_TRUE(with->rate_limiter().lifted());
 
   RestKubeClientOptions fixed = fallback;
