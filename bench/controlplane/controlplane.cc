@@ -495,6 +495,14 @@ struct SpeedResult {
   bool webhook_refused = false;  // upstream: its webhook refused the probe job at create
 };
 
+// One operator configuration of a speed comparison and its rounds.
+struct Row {
+  std::string name;
+  OperatorKind kind;
+  std::vector<std::string> extra;
+  std::vector<SpeedResult> runs;
+};
+
 struct Flags {
   std::string kubeconfig;
   std::string operator_path;
@@ -913,12 +921,6 @@ int CompareWithUpstream(const Flags& f, k8s::RestKubeClient* client, const std::
   int rc = 0;
   std::vector<std::string> summaries;
 
-  struct Row {
-    std::string name;
-    OperatorKind kind;
-    std::vector<std::string> extra;
-    std::vector<SpeedResult> runs;
-  };
   std::vector<Row> rows = {
       {"coach (defaults)", OperatorKind::kCoach, {}, {}},
       {"upstream (defaults: qps 20, burst 30)", OperatorKind::kUpstream, {}, {}},
@@ -1086,12 +1088,6 @@ int CompareTrainJobs(const Flags& f, k8s::RestKubeClient* client, const std::str
     std::cerr << installation.status() << "\n";
     return 2;
   }
-  struct Row {
-    std::string name;
-    OperatorKind kind;
-    std::vector<std::string> extra;
-    std::vector<SpeedResult> runs;
-  };
   std::vector<Row> rows = {
       {"coach (defaults)", OperatorKind::kCoach, {}, {}},
       {"upstream Trainer + JobSet (defaults)", OperatorKind::kUpstreamTrainer, {}, {}},
