@@ -227,7 +227,10 @@ def suite_apiserver(args):
         run.extra_rows = [("kube-apiserver kill -9 + restart", restarts),
                           ("etcd compactions (revisions)", " ".join(map(str, revisions))),
                           ("operator re-lists after 410 Gone (its log)", relists),
-                          ("operator survived", alive)]
+                          ("operator survived", alive),
+                          ("kube-scheduler / controller-manager restarted by testenv",
+                           f"{run.tenv.component_restarts('kube-scheduler')} / "
+                           f"{run.tenv.component_restarts('kube-controller-manager')}")]
         ok = run.report(problems, dict(ZERO, operator_alive=True))
         if relists == 0:
             print("FAIL: the operator never re-listed after 410 Gone: the fault did not bite")

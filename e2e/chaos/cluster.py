@@ -71,6 +71,14 @@ class Testenv:
         _, argv = self._apiserver_argv()
         return argv[argv.index("--etcd-servers") + 1].split(",")[0]
 
+    def component_restarts(self, name):
+        """How often testenv's supervisor started a control-plane component again (its log)."""
+        try:
+            with open(os.path.join(self.dir, f"logs/{name}.log"), errors="replace") as f:
+                return sum(1 for line in f if line.startswith(f"supervise: {name} exited"))
+        except FileNotFoundError:
+            return 0
+
     def restart_apiserver(self, down_for, compact):
         """kill -9 kube-apiserver, optionally compact etcd to its current revision while it is
         down (so every watch that resumes from an older resourceVersion gets 410 Gone), start it
