@@ -13,12 +13,15 @@ https://127.0.0.1:PORT<path>, with the CA as caBundle. Names, rules, object sele
 policies, side effects and review versions are the modules'.
 """
 
-import base64
 import copy
 import json
+import os
 import sys
 
 import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tools/testenv"))
+from webhook_loopback import check_port, point_at_loopback  # noqa: E402
 
 PATCHED_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 
@@ -56,25 +59,6 @@ def apply_patch(doc, ops):
     return out
 
 
-def point_at_loopback(config, ca_pem, port):
-    """Every webhook of `config` called at https://127.0.0.1:port<its service path>."""
-    if not 0 < port < 65536:
-        raise ValueError("port: %d is not a TCP port" % port)
-    name = config.get("metadata", {}).get("name", "?")
-    webhooks = config.get("webhooks") or []
-    if not webhooks:
-        raise ValueError("%s: webhooks is empty" % name)
-    ca = base64.b64encode(ca_pem).decode()
-    for i, hook in enumerate(webhooks):
-        service = (hook.get("clientConfig") or {}).get("service") or {}
-        path = service.get("path", "")
-        if not path.startswith("/"):
-            raise ValueError("%s: webhooks[%d].clientConfig.service.path: %r is not a path"
-                             % (name, i, path))
-        hook["clientConfig"] = {"url": "https://127.0.0.1:%d%s" % (port, path), "caBundle": ca}
-    return config
-
-
 def render(docs, patches, ca_pem, port):
     """The registrations of one project: `patches` maps a kind to its JSON patch."""
     out = []
@@ -84,7 +68,9 @@ def render(docs, patches, ca_pem, port):
         kind = doc.get("kind")
         if kind not in PATCHED_KINDS:
             raise ValueError("manifests: kind %r is not a webhook configuration" % kind)
-        out.append(point_at_loopback(apply_patch(doc, patches.get(kind)), ca_pem, port))
+        patched = apply_patch(doc, patches.get(kind))
+        label = patched.get("metadata", {}).get("name", kind)
+        out.append(point_at_loopback(patched, ca_pem, port, label=label))
     kinds = sorted(d["kind"] for d in out)
     if kinds != sorted(PATCHED_KINDS):
         raise ValueError("manifests: want one of each of %s, have %s" % (PATCHED_KINDS, kinds))
@@ -104,10 +90,7 @@ def main(argv):
             if len(parts) != 4:
                 raise ValueError("%r is not MANIFESTS:PORT:MUTATING_PATCH:VALIDATING_PATCH" % spec)
             manifests, port, mutating, validating = parts
-            try:
-                port = int(port)
-            except ValueError:
-                raise ValueError("port: %r is not a number" % port)
+            port = check_port(port)
             with open(manifests) as f:
                 docs = list(yaml.safe_load_all(f))
             patches = {}

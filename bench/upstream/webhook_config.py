@@ -11,11 +11,14 @@ clientConfig.url https://127.0.0.1:PORT<path>, and caBundle is the CA given. Rul
 policy, side effects and admission review versions are the module's.
 """
 
-import base64
 import json
+import os
 import sys
 
 import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tools/testenv"))
+from webhook_loopback import check_port, point_at_loopback  # noqa: E402
 
 
 def render(manifest, patch_ops, ca_pem, port):
@@ -23,23 +26,13 @@ def render(manifest, patch_ops, ca_pem, port):
     if manifest.get("kind") != "ValidatingWebhookConfiguration":
         raise ValueError("manifest: kind is %r, want ValidatingWebhookConfiguration"
                          % manifest.get("kind"))
-    if not 0 < port < 65536:
-        raise ValueError("port: %d is not a TCP port" % port)
+    port = check_port(port)
     out = json.loads(json.dumps(manifest))
     for op in patch_ops:
         if op.get("op") == "replace" and op.get("path") == "/metadata/name":
             out["metadata"]["name"] = op["value"]
     out["metadata"].setdefault("labels", {})["control-plane"] = "kubeflow-training-operator"
-    ca = base64.b64encode(ca_pem).decode()
-    webhooks = out.get("webhooks") or []
-    if not webhooks:
-        raise ValueError("manifest: webhooks is empty")
-    for i, hook in enumerate(webhooks):
-        service = (hook.get("clientConfig") or {}).get("service") or {}
-        path = service.get("path", "")
-        if not path.startswith("/"):
-            raise ValueError("webhooks[%d].clientConfig.service.path: %r is not a path" % (i, path))
-        hook["clientConfig"] = {"url": "https://127.0.0.1:%d%s" % (port, path), "caBundle": ca}
+    point_at_loopback(out, ca_pem, port, label="manifest")
     return out
 
 
@@ -54,12 +47,7 @@ def main(argv):
     with open(argv[3], "rb") as f:
         ca_pem = f.read()
     try:
-        port = int(argv[4])
-    except ValueError:
-        sys.stderr.write("port: %r is not a number\n" % argv[4])
-        return 2
-    try:
-        config = render(manifest, patch_ops, ca_pem, port)
+        config = render(manifest, patch_ops, ca_pem, argv[4])
     except ValueError as e:
         sys.stderr.write("webhook_config.py: %s\n" % e)
         return 2

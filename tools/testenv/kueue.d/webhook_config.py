@@ -13,11 +13,14 @@ https://127.0.0.1:PORT<path> with the CA given as caBundle. Rules, failure polic
 effects and admission review versions are Kueue's.
 """
 
-import base64
 import json
+import os
 import sys
 
 import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from webhook_loopback import check_port, point_at_loopback  # noqa: E402
 
 KINDS = {
     "MutatingWebhookConfiguration": "coach-testenv-kueue-mutating",
@@ -37,9 +40,7 @@ def wanted(hook, resources):
 
 def render(docs, ca_pem, port, resources):
     """The configurations, filtered and pointed at loopback."""
-    if not 0 < port < 65536:
-        raise ValueError("port: %d is not a TCP port" % port)
-    ca = base64.b64encode(ca_pem).decode()
+    port = check_port(port)
     items = []
     for doc in docs:
         if not doc:
@@ -49,16 +50,9 @@ def render(docs, ca_pem, port, resources):
             raise ValueError("manifest: kind %r is not a webhook configuration" % kind)
         out = json.loads(json.dumps(doc))
         out["metadata"] = {"name": KINDS[kind], "labels": {"app.kubernetes.io/part-of": "coach-testenv"}}
-        hooks = []
-        for i, hook in enumerate(out.get("webhooks") or []):
-            if not wanted(hook, resources):
-                continue
-            path = ((hook.get("clientConfig") or {}).get("service") or {}).get("path", "")
-            if not path.startswith("/"):
-                raise ValueError("%s webhooks[%d].clientConfig.service.path: %r is not a path"
-                                 % (kind, i, path))
-            hook["clientConfig"] = {"url": "https://127.0.0.1:%d%s" % (port, path), "caBundle": ca}
-            hooks.append(hook)
+        # Pointed before the filter, so that an error names the webhook's index in the manifest.
+        point_at_loopback(out, ca_pem, port, label=kind)
+        hooks = [hook for hook in out["webhooks"] if wanted(hook, resources)]
         if not hooks:
             raise ValueError("%s: no webhook left for %s" % (kind, sorted(resources)))
         out["webhooks"] = hooks
@@ -77,12 +71,7 @@ def main(argv):
     with open(argv[2], "rb") as f:
         ca_pem = f.read()
     try:
-        port = int(argv[3])
-    except ValueError:
-        sys.stderr.write("port: %r is not a number\n" % argv[3])
-        return 2
-    try:
-        config = render(docs, ca_pem, port, set(argv[4:]))
+        config = render(docs, ca_pem, argv[3], set(argv[4:]))
     except ValueError as e:
         sys.stderr.write("webhook_config.py: %s\n" % e)
         return 2

@@ -1,0 +1,40 @@
+"""Admission webhooks of a project's manifests, called on loopback.
+
+A project's manifests register its webhooks through an in-cluster Service; a test control plane
+runs the project's managers on this host, so each webhook's clientConfig.service {name,
+namespace, path} becomes clientConfig.url https://127.0.0.1:PORT<path> with the CA that signed
+the manager's serving certificate as caBundle. Everything else of a webhook stays the project's.
+Used by tools/testenv/kueue.d/webhook_config.py and bench/upstream's webhook renderers.
+"""
+
+import base64
+
+
+def check_port(port):
+    """`port` as an int, or ValueError naming it."""
+    try:
+        value = int(port)
+    except (TypeError, ValueError):
+        raise ValueError("port: %r is not a number" % (port,))
+    if not 0 < value < 65536:
+        raise ValueError("port: %d is not a TCP port" % value)
+    return value
+
+
+def point_at_loopback(config, ca_pem, port, label=None):
+    """Every webhook of `config` (changed in place, and returned) called at
+    https://127.0.0.1:port<its service path>. Errors name `label` (default: the kind) and the
+    webhook's index."""
+    port = check_port(port)
+    label = label or config.get("kind", "configuration")
+    webhooks = config.get("webhooks") or []
+    if not webhooks:
+        raise ValueError("%s: webhooks is empty" % label)
+    ca = base64.b64encode(ca_pem).decode()
+    for i, hook in enumerate(webhooks):
+        path = ((hook.get("clientConfig") or {}).get("service") or {}).get("path", "")
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError("%s: webhooks[%d].clientConfig.service.path: %r is not a path"
+                             % (label, i, path))
+        hook["clientConfig"] = {"url": "https://127.0.0.1:%d%s" % (port, path), "caBundle": ca}
+    return config
