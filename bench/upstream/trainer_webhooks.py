@@ -14,14 +14,12 @@ policies, side effects and review versions are the modules'.
 """
 
 import copy
-import json
 import os
 import sys
 
-import yaml
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tools/testenv"))
-from webhook_loopback import check_port, point_at_loopback  # noqa: E402
+from webhook_loopback import (check_port, load_yaml, load_yaml_all, point_at_loopback,  # noqa: E402
+                              print_or_refuse, read_bytes)
 
 PATCHED_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 
@@ -65,7 +63,7 @@ def render(docs, patches, ca_pem, port):
     for doc in docs:
         if not doc:
             continue
-        kind = doc.get("kind")
+        kind = doc.get("kind") if isinstance(doc, dict) else None
         if kind not in PATCHED_KINDS:
             raise ValueError("manifests: kind %r is not a webhook configuration" % kind)
         patched = apply_patch(doc, patches.get(kind))
@@ -81,9 +79,9 @@ def main(argv):
     if len(argv) < 3:
         sys.stderr.write(__doc__)
         return 2
-    try:
-        with open(argv[1], "rb") as f:
-            ca_pem = f.read()
+
+    def build():
+        ca_pem = read_bytes(argv[1])
         items = []
         for spec in argv[2:]:
             parts = spec.split(":")
@@ -91,19 +89,12 @@ def main(argv):
                 raise ValueError("%r is not MANIFESTS:PORT:MUTATING_PATCH:VALIDATING_PATCH" % spec)
             manifests, port, mutating, validating = parts
             port = check_port(port)
-            with open(manifests) as f:
-                docs = list(yaml.safe_load_all(f))
-            patches = {}
-            for kind, path in zip(PATCHED_KINDS, (mutating, validating)):
-                with open(path) as f:
-                    patches[kind] = yaml.safe_load(f) or []
-            items.extend(render(docs, patches, ca_pem, port))
-    except (OSError, ValueError, KeyError, IndexError) as e:
-        sys.stderr.write("trainer_webhooks.py: %s\n" % e)
-        return 2
-    json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout, indent=1)
-    sys.stdout.write("\n")
-    return 0
+            patches = {kind: load_yaml(path) or []
+                       for kind, path in zip(PATCHED_KINDS, (mutating, validating))}
+            items.extend(render(load_yaml_all(manifests), patches, ca_pem, port))
+        return {"apiVersion": "v1", "kind": "List", "items": items}
+
+    return print_or_refuse("trainer_webhooks.py", build)
 
 
 if __name__ == "__main__":

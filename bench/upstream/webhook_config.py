@@ -15,17 +15,16 @@ import json
 import os
 import sys
 
-import yaml
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tools/testenv"))
-from webhook_loopback import check_port, point_at_loopback  # noqa: E402
+from webhook_loopback import (check_port, load_yaml, point_at_loopback,  # noqa: E402
+                              print_or_refuse, read_bytes)
 
 
 def render(manifest, patch_ops, ca_pem, port):
     """The configuration with the patch's name applied and every webhook pointed at loopback."""
-    if manifest.get("kind") != "ValidatingWebhookConfiguration":
-        raise ValueError("manifest: kind is %r, want ValidatingWebhookConfiguration"
-                         % manifest.get("kind"))
+    kind = manifest.get("kind") if isinstance(manifest, dict) else None
+    if kind != "ValidatingWebhookConfiguration":
+        raise ValueError("manifest: kind is %r, want ValidatingWebhookConfiguration" % kind)
     port = check_port(port)
     out = json.loads(json.dumps(manifest))
     for op in patch_ops:
@@ -40,20 +39,8 @@ def main(argv):
     if len(argv) != 5:
         sys.stderr.write(__doc__)
         return 2
-    with open(argv[1]) as f:
-        manifest = yaml.safe_load(f)
-    with open(argv[2]) as f:
-        patch_ops = yaml.safe_load(f) or []
-    with open(argv[3], "rb") as f:
-        ca_pem = f.read()
-    try:
-        config = render(manifest, patch_ops, ca_pem, argv[4])
-    except ValueError as e:
-        sys.stderr.write("webhook_config.py: %s\n" % e)
-        return 2
-    json.dump(config, sys.stdout, indent=1)
-    sys.stdout.write("\n")
-    return 0
+    return print_or_refuse("webhook_config.py", lambda: render(
+        load_yaml(argv[1]), load_yaml(argv[2]) or [], read_bytes(argv[3]), argv[4]))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@ Used by tools/testenv/kueue.d/webhook_config.py and bench/upstream's webhook ren
 """
 
 import base64
+import json
+import sys
+
+import yaml
 
 
 def check_port(port):
@@ -38,3 +42,31 @@ def point_at_loopback(config, ca_pem, port, label=None):
                              % (label, i, path))
         hook["clientConfig"] = {"url": "https://127.0.0.1:%d%s" % (port, path), "caBundle": ca}
     return config
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def load_yaml(path):
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+def load_yaml_all(path):
+    with open(path) as f:
+        return list(yaml.safe_load_all(f))
+
+
+def print_or_refuse(program, build):
+    """A renderer's command line: prints build()'s configuration as JSON and returns 0, or names
+    what was wrong with the input (a file, its YAML, a field) and returns 2."""
+    try:
+        config = build()
+    except (OSError, ValueError, KeyError, IndexError, yaml.YAMLError) as e:
+        sys.stderr.write("%s: %s\n" % (program, e))
+        return 2
+    json.dump(config, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+    return 0

@@ -17,10 +17,9 @@ import json
 import os
 import sys
 
-import yaml
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from webhook_loopback import check_port, point_at_loopback  # noqa: E402
+from webhook_loopback import (check_port, load_yaml_all, point_at_loopback,  # noqa: E402
+                              print_or_refuse, read_bytes)
 
 KINDS = {
     "MutatingWebhookConfiguration": "coach-testenv-kueue-mutating",
@@ -45,11 +44,12 @@ def render(docs, ca_pem, port, resources):
     for doc in docs:
         if not doc:
             continue
-        kind = doc.get("kind")
+        kind = doc.get("kind") if isinstance(doc, dict) else None
         if kind not in KINDS:
             raise ValueError("manifest: kind %r is not a webhook configuration" % kind)
         out = json.loads(json.dumps(doc))
-        out["metadata"] = {"name": KINDS[kind], "labels": {"app.kubernetes.io/part-of": "coach-testenv"}}
+        out["metadata"] = {"name": KINDS[kind],
+                           "labels": {"app.kubernetes.io/part-of": "coach-testenv"}}
         # Pointed before the filter, so that an error names the webhook's index in the manifest.
         point_at_loopback(out, ca_pem, port, label=kind)
         hooks = [hook for hook in out["webhooks"] if wanted(hook, resources)]
@@ -66,18 +66,8 @@ def main(argv):
     if len(argv) < 4:
         sys.stderr.write(__doc__)
         return 2
-    with open(argv[1]) as f:
-        docs = list(yaml.safe_load_all(f))
-    with open(argv[2], "rb") as f:
-        ca_pem = f.read()
-    try:
-        config = render(docs, ca_pem, argv[3], set(argv[4:]))
-    except ValueError as e:
-        sys.stderr.write("webhook_config.py: %s\n" % e)
-        return 2
-    json.dump(config, sys.stdout, indent=1)
-    sys.stdout.write("\n")
-    return 0
+    return print_or_refuse("webhook_config.py", lambda: render(
+        load_yaml_all(argv[1]), read_bytes(argv[2]), argv[3], set(argv[4:])))
 
 
 if __name__ == "__main__":
