@@ -240,11 +240,7 @@ absl::Status KubeBackend::Start() {
   for (auto& state_ptr : kinds_) {
     KindState* state = state_ptr.get();
     if (state->kind == "PodGroup") {
-      coach::kubeclient::ListOptions probe;
-      probe.limit = 1;
-      absl::StatusOr<coach::kubeclient::ListResult> listed =
-          options_.client->List(state->resource, namespaces[0], probe);
-      if (absl::IsNotFound(listed.status())) {
+      if (absl::IsNotFound(ProbeList(state->resource, namespaces[0]))) {
         spdlog::warn(
             "kube backend: {} is not served (is the {} CRD installed?); PodGroups "
             "cannot be created",
@@ -443,22 +439,20 @@ std::set<std::string> KubeBackend::JobsOnNodesLocked(const std::set<std::string>
 
 void KubeBackend::StartNodeWatch() {
   const ResourceDescriptor resource = coach::kubeclient::resources::Nodes();
-  coach::kubeclient::ListOptions probe;
-  probe.limit = 1;
-  absl::StatusOr<coach::kubeclient::ListResult> listed = options_.client->List(resource, "", probe);
+  const absl::Status listed = ProbeList(resource, "");
   {
     absl::MutexLock lock(&mu_);
     nodes_synced_ = false;
     nodes_error_.clear();
-    watch_nodes_ = !absl::IsPermissionDenied(listed.status());
+    watch_nodes_ = !absl::IsPermissionDenied(listed);
   }
-  if (absl::IsPermissionDenied(listed.status())) {
+  if (absl::IsPermissionDenied(listed)) {
     // A reflector would retry and log for ever; the job runs on, only without this fact.
     spdlog::warn(
         "kube backend: cannot list nodes ({}): a pod on a NotReady or deleted node is not "
         "reported as on a lost node, so its replacement waits for the pod garbage collector; "
         "grant list and watch on nodes (the chart's ClusterRole <release>-nodes)",
-        listed.status().ToString());
+        listed.ToString());
     return;
   }
   coach::kubeclient::ReflectorOptions ro = options_.reflector;
@@ -504,16 +498,11 @@ void KubeBackend::StartSchedulingWatches(const std::vector<std::string>& namespa
       {{"karpenter.sh", "v1", "nodeclaims", "NodeClaim", false, true}, {""}, "", true},
   };
   for (const Watch& w : watches) {
-    // A probe: a cluster without Karpenter's CRDs, or RBAC without list on them, gets one line
-    // in the log and no watch (a reflector would retry and log for ever).
-    coach::kubeclient::ListOptions probe;
-    probe.limit = 1;
-    probe.field_selector = w.field_selector;
-    absl::StatusOr<coach::kubeclient::ListResult> listed =
-        options_.client->List(w.resource, w.namespaces[0], probe);
-    if (absl::IsNotFound(listed.status()) || absl::IsPermissionDenied(listed.status())) {
+    // A cluster without Karpenter's CRDs, or RBAC without list on them.
+    const absl::Status listed = ProbeList(w.resource, w.namespaces[0], w.field_selector);
+    if (absl::IsNotFound(listed) || absl::IsPermissionDenied(listed)) {
       spdlog::info("kube backend: not watching {} ({}): Pending replicas are explained without {}",
-                   w.resource.GroupResource(), listed.status().ToString(),
+                   w.resource.GroupResource(), listed.ToString(),
                    w.nodeclaims ? "NodeClaim progress" : "Karpenter's pod events");
       continue;
     }
@@ -550,6 +539,14 @@ void KubeBackend::StartSchedulingWatches(const std::vector<std::string>& namespa
       StartReflector(w.resource, ns, ro, std::move(handlers));
     }
   }
+}
+
+absl::Status KubeBackend::ProbeList(const ResourceDescriptor& resource, const std::string& ns,
+                                    const std::string& field_selector) const {
+  coach::kubeclient::ListOptions probe;
+  probe.limit = 1;
+  probe.field_selector = field_selector;
+  return options_.client->List(resource, ns, probe).status();
 }
 
 void KubeBackend::StartReflector(const coach::kubeclient::ResourceDescriptor& resource,

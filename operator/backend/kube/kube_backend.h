@@ -240,6 +240,11 @@ class KubeBackend : public Backend, public ProgressReceiver {
   void StartQueueWatches(const std::vector<std::string>& namespaces);
   // The Node watch, unless RBAC forbids listing nodes; called by Start().
   void StartNodeWatch();
+  // One List of at most one object, before a watch is started: a resource not served
+  // (NotFound) or not listable (PermissionDenied) gets a log line and no reflector, which would
+  // retry and log for ever. Returns the List's status.
+  absl::Status ProbeList(const coach::kubeclient::ResourceDescriptor& resource,
+                         const std::string& ns, const std::string& field_selector = "") const;
   // Runs a reflector on `resource` in `ns` on its own thread until Stop().
   void StartReflector(const coach::kubeclient::ResourceDescriptor& resource, const std::string& ns,
                       const coach::kubeclient::ReflectorOptions& options,

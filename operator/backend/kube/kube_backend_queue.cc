@@ -11,60 +11,52 @@ namespace coach::backend::kube {
 using nlohmann::json;
 
 void KubeBackend::StartQueueWatches(const std::vector<std::string>& namespaces) {
+  using coach::kubeclient::ResourceDescriptor;
+  const auto kueue = [](const std::string& version, const char* plural, const char* kind) {
+    return ResourceDescriptor{"kueue.x-k8s.io", version, plural, kind, true, true};
+  };
+  const auto unwatchable = [](const absl::Status& s) {
+    return absl::IsNotFound(s) || absl::IsPermissionDenied(s);
+  };
   // The version Kueue stores (v1beta2 from Kueue v0.15), else the one before it: the fields
-  // read are the same in both.
+  // read are the same in both. Another error (the API server busy) picks the version tried:
+  // the reflectors retry as for every cache.
   std::string version;
   std::string why;
   for (const char* v : {"v1beta2", "v1beta1"}) {
-    coach::kubeclient::ListOptions probe;
-    probe.limit = 1;
-    absl::StatusOr<coach::kubeclient::ListResult> listed = options_.client->List(
-        {"kueue.x-k8s.io", v, "workloads", "Workload", true, true}, namespaces[0], probe);
-    if (listed.ok()) {
+    const absl::Status listed = ProbeList(kueue(v, "workloads", "Workload"), namespaces[0]);
+    if (!unwatchable(listed)) {
       version = v;
       break;
     }
-    if (!absl::IsNotFound(listed.status()) && !absl::IsPermissionDenied(listed.status())) {
-      // Another error (the API server busy): the reflectors retry as for every cache.
-      version = v;
-      break;
-    }
-    if (why.empty()) why = listed.status().ToString();
+    if (why.empty()) why = listed.ToString();
   }
   if (version.empty()) {
     spdlog::info("kube backend: not watching workloads.kueue.x-k8s.io ({}): no Kueue facts", why);
     return;
   }
-  const bool local_queues_listable = [&] {
-    coach::kubeclient::ListOptions probe;
-    probe.limit = 1;
-    absl::StatusOr<coach::kubeclient::ListResult> listed = options_.client->List(
-        {"kueue.x-k8s.io", version, "localqueues", "LocalQueue", true, true}, namespaces[0], probe);
-    if (absl::IsNotFound(listed.status()) || absl::IsPermissionDenied(listed.status())) {
-      spdlog::info(
-          "kube backend: not watching localqueues.kueue.x-k8s.io ({}): a waiting job names its "
-          "ClusterQueue only once admitted",
-          listed.status().ToString());
-      return false;
-    }
-    return true;
-  }();
+  // Each watched resource, and whether it is the Workloads (else the LocalQueues).
+  std::vector<std::pair<ResourceDescriptor, bool>> watched = {
+      {kueue(version, "workloads", "Workload"), true}};
+  const ResourceDescriptor local_queues = kueue(version, "localqueues", "LocalQueue");
+  if (const absl::Status listed = ProbeList(local_queues, namespaces[0]); unwatchable(listed)) {
+    spdlog::info(
+        "kube backend: not watching localqueues.kueue.x-k8s.io ({}): a waiting job names its "
+        "ClusterQueue only once admitted",
+        listed.ToString());
+  } else {
+    watched.emplace_back(local_queues, false);
+  }
   spdlog::info("kube backend: watching Kueue's workloads{} (kueue.x-k8s.io/{})",
-               local_queues_listable ? " and localqueues" : "", version);
+               watched.size() > 1 ? " and localqueues" : "", version);
   for (const std::string& ns : namespaces) {
-    for (const bool workloads : {true, false}) {
-      if (!workloads && !local_queues_listable) continue;
-      coach::kubeclient::ResourceDescriptor resource =
-          workloads ? coach::kubeclient::ResourceDescriptor{"kueue.x-k8s.io", version, "workloads",
-                                                            "Workload",       true,    true}
-                    : coach::kubeclient::ResourceDescriptor{
-                          "kueue.x-k8s.io", version, "localqueues", "LocalQueue", true, true};
+    for (const auto& [resource, workloads] : watched) {
       coach::kubeclient::ReflectorOptions ro = options_.reflector;
       ro.label_selector = "";
       ro.field_selector = "";
       coach::kubeclient::ReflectorHandlers handlers;
-      handlers.on_replace = [this, ns, workloads](const std::vector<json>& items,
-                                                  const std::string&) {
+      handlers.on_replace = [this, ns, workloads = workloads](const std::vector<json>& items,
+                                                              const std::string&) {
         std::set<std::string> jobs;
         {
           absl::MutexLock lock(&mu_);
@@ -73,7 +65,8 @@ void KubeBackend::StartQueueWatches(const std::vector<std::string>& namespaces) 
         }
         Notify(jobs);
       };
-      handlers.on_event = [this, workloads](const coach::kubeclient::WatchEvent& event) {
+      handlers.on_event = [this,
+                           workloads = workloads](const coach::kubeclient::WatchEvent& event) {
         const bool deleted = event.type == coach::kubeclient::WatchEventType::kDeleted;
         std::set<std::string> jobs;
         {
