@@ -161,17 +161,10 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
     return UsageError(absl::StrCat("--workers: must be in 1..256, got ", flags.workers));
   }
   coach::model::ReconcileConfig& config = settings->config;
-  if (flags.gang_scheduler == "none") {
-    config.gang_scheduler = coach::model::GangScheduler::kNone;
-  } else if (flags.gang_scheduler == "volcano") {
-    config.gang_scheduler = coach::model::GangScheduler::kVolcano;
-  } else if (flags.gang_scheduler == "scheduler-plugins") {
-    config.gang_scheduler = coach::model::GangScheduler::kSchedulerPlugins;
-  } else {
-    return UsageError(
-        absl::StrCat("--gang-scheduler: must be none, volcano or scheduler-plugins, got \"",
-                     flags.gang_scheduler, "\""));
-  }
+  absl::StatusOr<coach::model::GangScheduler> gang =
+      coach::model::ParseGangScheduler(flags.gang_scheduler);
+  if (!gang.ok()) return UsageError(absl::StrCat("--gang-scheduler: ", gang.status().message()));
+  config.gang_scheduler = *gang;
   absl::StatusOr<coach::karpenter::Config> karpenter =
       coach::karpenter::ConfigFromFlags(flags.karpenter);
   if (!karpenter.ok()) return UsageError(karpenter.status().message());

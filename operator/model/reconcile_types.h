@@ -6,9 +6,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "api/v1/training_job.pb.h"
 #include "integrations/karpenter/config.h"
@@ -21,6 +23,10 @@ using Job = ::coach::api::v1::TrainingJob;
 using JobStatus = ::coach::api::v1::TrainingJobStatus;
 
 enum class GangScheduler { kNone, kVolcano, kSchedulerPlugins };
+
+// The operator's --gang-scheduler (and `coach render`'s): "none" (or ""), "volcano",
+// "scheduler-plugins"; InvalidArgument naming the value otherwise.
+absl::StatusOr<GangScheduler> ParseGangScheduler(std::string_view name);
 
 // Operator-wide MLflow settings (operator/reconcile/mlflow_env.h): jobs without the
 // per-job annotations are tracked when tracking_uri is set.

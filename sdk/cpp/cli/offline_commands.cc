@@ -148,17 +148,14 @@ int RunRender(const OfflineOptions& options, const karpenter::ConfigFlags& karpe
   // ... and PyTorch Workers the init container that waits for their Master (master_wait.h).
   config.pytorch_init_image = config.launcher_image;
   config.karpenter = *placement;
-  if (options.gang_scheduler == "volcano") {
-    config.gang_scheduler = model::GangScheduler::kVolcano;
-  } else if (options.gang_scheduler == "scheduler-plugins") {
-    config.gang_scheduler = model::GangScheduler::kSchedulerPlugins;
-  } else if (!options.gang_scheduler.empty() && options.gang_scheduler != "none") {
-    PrintError(absl::InvalidArgumentError(absl::StrCat(
-                   "--gang-scheduler: must be none, volcano or scheduler-plugins, got \"",
-                   options.gang_scheduler, "\"")),
-               err);
+  absl::StatusOr<model::GangScheduler> gang = model::ParseGangScheduler(options.gang_scheduler);
+  if (!gang.ok()) {
+    PrintError(
+        absl::InvalidArgumentError(absl::StrCat("--gang-scheduler: ", gang.status().message())),
+        err);
     return kExitUsage;
   }
+  config.gang_scheduler = *gang;
   nlohmann::json items = nlohmann::json::array();
   for (const api::v1::TrainingJob& job : input->jobs) {
     absl::StatusOr<std::vector<model::KubeObject>> objects =
