@@ -11,6 +11,7 @@ import collections
 import http.client
 import json
 import os
+import random
 import signal
 import socket
 import ssl
@@ -26,9 +27,24 @@ def log(msg):
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port below the kernel's ephemeral range: the operator binds it seconds
+    after it is picked, having opened connections of its own meanwhile, and an ephemeral port
+    can be handed to any such outgoing connection first (bind then fails: address in use)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(10000, max(10001, low))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free loopback port below %d" % low)
 
 
 class Testenv:
@@ -344,7 +360,10 @@ class Operator:
         self.http_port = None
 
     def start(self, timeout_s=60):
-        self.grpc_port, self.http_port = free_port(), free_port()
+        self.grpc_port = free_port()
+        self.http_port = free_port()
+        while self.http_port == self.grpc_port:
+            self.http_port = free_port()
         argv = [self.binary, "--backend=kube", f"--kubeconfig={self.kubeconfig}",
                 f"--state-dir={self.state}",
                 f"--log-level={os.environ.get('COACH_CHAOS_LOG_LEVEL', 'info')}",
