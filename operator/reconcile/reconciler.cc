@@ -13,19 +13,17 @@
 #include "absl/strings/str_cat.h"
 #include "api/v1/job_conditions.h"
 #include "api/v1/job_policies.h"
-#include "common/status_macros.h"
+#include "operator/model/job_plan.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/conditions.h"
-#include "operator/reconcile/desired_objects.h"
-#include "operator/reconcile/gang.h"
 #include "operator/reconcile/job_recovery.h"
-#include "operator/reconcile/mpi_objects.h"
 #include "operator/reconcile/pending.h"
+#include "operator/reconcile/plan_job.h"
 #include "operator/reconcile/queue_wait.h"
+#include "operator/reconcile/recovery.h"
 #include "operator/reconcile/recovery_policy.h"
 #include "operator/reconcile/restart_rule.h"
 #include "operator/reconcile/success_rule.h"
-#include "operator/reconcile/train_job_plan.h"
 
 namespace coach::reconcile {
 namespace {
@@ -34,9 +32,9 @@ using api::v1::kJobFailedReason;
 using api::v1::kJobRunning;
 using api::v1::kJobSucceeded;
 using api::v1::kJobSuspended;
-using api::v1::kReplicaLauncher;
 using api::v1::kReplicaWorker;
 using model::Action;
+using model::JobPlan;
 using model::KubeObject;
 using model::ObservedPod;
 using model::PodPhase;
@@ -44,25 +42,30 @@ using model::PodPhase;
 // Upstream's "no exit code seen" marker (0xbeef): >= 128, so retryable under ExitCode.
 constexpr int kUnknownExitCode = 0xbeef;
 
+// One pass: converges what the backend observed toward the job's plan. It reads the job's
+// kind from nowhere but the plan; recovery decides (recovery.h), the pass applies.
 class Pass {
  public:
-  Pass(const model::Job& job, const model::ObservedState& observed, absl::Time now,
-       const model::ReconcileConfig& config, const api::v1::KindInfo& kind,
-       const TrainJobPlan* plan = nullptr)
-      : job_(job),
+  Pass(const JobPlan& plan, const model::ObservedState& observed, absl::Time now,
+       const model::ReconcileConfig& config, const RecoveryPolicy& policy)
+      : plan_(plan),
+        job_(*plan.job),
         observed_(observed),
         now_(now),
         config_(config),
-        kind_(kind),
-        kind_name_(kind.name),
-        plan_(plan) {
-    result_.status = job.status();
+        kind_(*plan.kind),
+        kind_name_(plan.kind->name),
+        policy_(policy),
+        recovery_(job_, policy_, observed_, result_.status, now_, config_) {
+    result_.status = job_.status();
   }
 
-  model::ReconcileResult Run();
+  // `policy_error`: the job's recovery annotations are invalid (it fails, naming them).
+  model::ReconcileResult Run(const absl::Status& policy_error);
 
  private:
   model::JobStatus& status() { return result_.status; }
+  const model::JobStatus& status() const { return result_.status; }
   const std::string& name() const { return job_.metadata().name(); }
 
   void Event(const std::string& type, const std::string& reason, const std::string& message) {
@@ -81,8 +84,9 @@ class Pass {
   }
   // `uid`, when known, limits the delete to the instance this pass observed: a delete that
   // arrives late (a retried request, a pass on an older view) cannot take a newer pod that a
-  // restart created under the same name.
-  void Delete(const std::string& kind, const std::string& obj_name, const std::string& uid = "") {
+  // restart created under the same name. `force`: with grace period 0.
+  void Delete(const std::string& kind, const std::string& obj_name, const std::string& uid = "",
+              bool force = false) {
     if (!deleted_.insert({kind, obj_name}).second) return;
     KubeObject obj;
     obj.api_version = kind == "PodGroup" ? PodGroupApiVersion() : "v1";
@@ -90,9 +94,17 @@ class Pass {
     obj.name = obj_name;
     obj.namespace_ = job_.metadata().namespace_();
     if (!uid.empty()) obj.body = {{"metadata", {{"uid", uid}}}};
-    Event("Normal", "SuccessfulDelete" + kind,
-          absl::StrCat("Deleted ", absl::AsciiStrToLower(kind), ": ", obj_name));
-    result_.actions.push_back({Action::Type::kDelete, std::move(obj)});
+    if (force) {
+      Event("Warning", "ForceDeletePod",
+            absl::StrCat("Force-deleted pod ", obj_name, ": its node is lost and it was still ",
+                         "terminating after ", absl::FormatDuration(config_.lost_node_grace)));
+    } else {
+      Event("Normal", "SuccessfulDelete" + kind,
+            absl::StrCat("Deleted ", absl::AsciiStrToLower(kind), ": ", obj_name));
+    }
+    model::Action action{Action::Type::kDelete, std::move(obj)};
+    action.force = force;
+    result_.actions.push_back(std::move(action));
   }
   std::string PodGroupApiVersion() const {
     return config_.gang_scheduler == model::GangScheduler::kSchedulerPlugins
@@ -109,15 +121,9 @@ class Pass {
   void DeletePodGroup() {
     if (Exists("PodGroup", name())) Delete("PodGroup", name());
   }
-  std::string CleanPodPolicy() const {
-    const auto& rp = job_.spec().run_policy();
-    if (rp.has_clean_pod_policy()) return rp.clean_pod_policy();
-    if (job_.spec().has_mpi_clean_pod_policy()) return job_.spec().mpi_clean_pod_policy();
-    return api::v1::kCleanPodPolicyNone;
-  }
   // cleanPodPolicy after the job finished (or failed on a limit).
   void CleanUp() {
-    const std::string policy = CleanPodPolicy();
+    const std::string& policy = plan_.clean_pod_policy;
     for (const ObservedPod& pod : observed_.pods) {
       const bool active = pod.phase == PodPhase::kRunning || pod.phase == PodPhase::kPending;
       if (policy == api::v1::kCleanPodPolicyAll ||
@@ -132,75 +138,36 @@ class Pass {
   // pass that finds it succeeded: readers of that status see the final counts.
   void CountSucceededReplicas();
   void Succeed(const std::string& message);
-  // `failed_type`: the replica type whose failure failed the job, when one did; a TrainJob
-  // says it in upstream's words (FailedJobs naming the first failed Job).
+  // `failed_type`: the replica type whose failure failed the job, when one did; JobSet's words
+  // name it as the first failed Job.
   void Fail(const std::string& reason, const std::string& message,
             const std::string& failed_type = "");
-  // The pod of `type`/`index`: the TrainJob plan's, else built from the replica spec.
-  absl::StatusOr<KubeObject> PodFor(const std::string& type, int index) const;
-  // A TrainJob's replicated job may start: the jobs it depends on reached their state.
+  // The replica type reached `state` ("Complete": every pod succeeded; "Ready": every pod runs
+  // or succeeded) in the current attempt.
+  bool Reached(const std::string& type, const std::string& state) const;
+  // The replica type may start: the types it depends on reached their state.
   bool DependenciesMet(const std::string& type) const;
   void UpdateJobsStatus();
   void ApplyTtl();
+  void CreateSharedObjects();
   void ReconcileReplicas(std::map<std::string, bool>& nonretryable);
+  void ReconcileServices(const std::string& type, int replicas);
   void UpdateConditions(const std::map<std::string, bool>& nonretryable);
   void ExplainPending();
   void NoteQueue(bool suspended);
   model::ReconcileResult Done();
 
-  // Whole-job recovery (recovery_policy.h).
-  bool JobScope() const { return policy_.scope == RestartScope::kJob; }
-  // A pod of an earlier attempt of a job-scoped job: it goes before the next attempt starts,
-  // unless its coach-launch carries it into the next attempt (InPlaceMember).
-  bool Stale(const ObservedPod& pod) const {
-    return JobScope() && pod.attempt < attempt_ && !InPlaceMember(pod);
-  }
-  // Restarts in place (coach.dev/restart-mode: InPlace): the operator takes reports, so the
-  // pods' coach-launch hears of a restart.
-  bool InPlace() const {
-    return JobScope() && policy_.in_place && !config_.progress_report_address.empty();
-  }
-  // A pod whose coach-launch restarts its ranks in place: it outlives attempts, running, and
-  // also once it ended (succeeded, failed) in the attempt its launcher carried it into.
-  bool InPlaceMember(const ObservedPod& pod) const {
-    return InPlace() && pod.launch.has_value() && !pod.deleting && !pod.node_lost &&
-           pod.disruption.empty() &&
-           (pod.phase == PodPhase::kRunning || pod.launch->attempt == attempt_);
-  }
-  // The pod as the attempt `attempt_` sees it: an in-place member between attempts is
-  // Pending, one whose workers failed in this attempt is Failed with their code.
-  ObservedPod AsOfAttempt(const ObservedPod& pod) const;
-  // Every replica is one in-place member running the current attempt's ranks (or failed in
-  // it): a restart can be made in place. Otherwise `why_not` says what stands in the way.
-  bool InPlaceReady(std::string& why_not) const;
-  // No rank of an earlier attempt runs any more: the ranks of `attempt` may start.
-  bool InPlaceReleased(int attempt) const;
-  // Ranks that did not all come back in place within the timeout: the pods are recreated.
-  bool InPlaceTimedOut();
-  // The pods of the attempt running now (every pod outside Job scope), as the recovery rules
-  // read them; made once the attempt is known.
-  std::vector<ObservedPod> CurrentPods() const;
+  // Applying recovery's decisions.
   void ForceDeleteLostPods();
-  bool ReplicaLimitsReached(std::string& message) const;
+  bool InPlaceTimedOut();
   bool RecoverJob();
-  void RestartJob(bool counted, const std::string& replica_type, const std::string& why);
-  void FailRecovery(const std::string& reason, const std::string& message);
-  bool AttemptRunning() const {
-    return status().has_coach() && status().coach().has_attempt_running_time();
-  }
-  // Where a stall's no-progress time starts: when the attempt ran, or when the backend began to
-  // know reports (an operator that just started has heard none yet), whichever is later.
-  absl::Time StallClockStart() const {
-    return std::max(FromTimestamp(status().coach().attempt_running_time()),
-                    observed_.progress_since);
-  }
-  const model::JobStatus& status() const { return result_.status; }
+  void RestartJob(const RecoveryDecision& restart);
+  void FailRecovery(const RecoveryDecision& failure);
   void NoteAttemptRunning();
   bool StalledUnderReplicaScope();
-  void RequeueBy(absl::Time at) {
-    if (!result_.requeue_at || at < *result_.requeue_at) result_.requeue_at = at;
-  }
+  void RequeueBy(absl::Time at) { reconcile::RequeueBy(result_.requeue_at, at); }
 
+  const JobPlan& plan_;
   const model::Job& job_;
   const model::ObservedState& observed_;
   absl::Time now_;
@@ -209,207 +176,48 @@ class Pass {
   std::string kind_name_;
   model::ReconcileResult result_;
   std::set<std::pair<std::string, std::string>> deleted_;
-  const TrainJobPlan* plan_;
-  std::string failed_type_;  // the replica type a permanent failure in job scope came from
-  // A TrainJob's failure in upstream's reason (DeadlineExceeded, ReachedMaxRestarts), set by
-  // the rule that fails it; empty: FailedJobs.
+  // JobSet's reason for a failure on a limit (DeadlineExceeded, ReachedMaxRestarts), set by the
+  // rule that fails the job; empty: FailedJobs.
   std::string upstream_failure_;
-  RecoveryPolicy policy_;
-  int attempt_ = 0;
-  std::vector<ObservedPod> current_;
+  const RecoveryPolicy policy_;
+  Recovery recovery_;
 };
 
-ObservedPod Pass::AsOfAttempt(const ObservedPod& pod) const {
-  ObservedPod view = pod;
-  if (!InPlaceMember(pod) || pod.phase != PodPhase::kRunning) return view;
-  const ObservedPod::Launch& launch = *pod.launch;
-  if (launch.attempt != attempt_) {
-    view.phase = PodPhase::kPending;
-  } else if (launch.phase == ObservedPod::Launch::Phase::kFailed) {
-    view.phase = PodPhase::kFailed;
-    view.exit_code = launch.exit_code;
-  } else if (launch.phase == ObservedPod::Launch::Phase::kStopped) {
-    view.phase = PodPhase::kPending;
+// A pod that is going away on a node that is gone or NotReady never hears back from its kubelet:
+// without a forced delete it stays Terminating, and its replacement (same name) never starts.
+void Pass::ForceDeleteLostPods() {
+  for (const ObservedPod* pod : recovery_.LostPodsToForceDelete(result_.requeue_at)) {
+    Delete("Pod", pod->name, pod->uid, /*force=*/true);
   }
-  return view;
-}
-
-bool Pass::InPlaceReady(std::string& why_not) const {
-  if (!InPlace()) return false;
-  std::map<std::pair<std::string, int>, int> seen;
-  for (const ObservedPod& pod : observed_.pods) {
-    if (!pod.launch.has_value()) {
-      why_not = absl::StrCat("pod ", pod.name, "'s coach-launch has not reported");
-    } else if (pod.phase != PodPhase::kRunning || pod.deleting) {
-      // A pod that ended (its container, not only its ranks) or goes: its replacement is new.
-      why_not = absl::StrCat("pod ", pod.name, " is not running");
-    } else if (!InPlaceMember(pod)) {
-      why_not = absl::StrCat("pod ", pod.name, " was disrupted");
-    } else if (pod.launch->attempt != attempt_) {
-      why_not =
-          absl::StrCat("pod ", pod.name, "'s coach-launch runs attempt ", pod.launch->attempt);
-    } else {
-      ++seen[{pod.replica_type, pod.index}];
-      continue;
-    }
-    return false;
-  }
-  for (const std::string& type : ReplicaTypes(job_)) {
-    for (int index = 0; index < Replicas(job_, type); ++index) {
-      auto it = seen.find({type, index});
-      if (it == seen.end() || it->second != 1) {
-        why_not = absl::StrCat(type, " replica ", index, " has ", it == seen.end() ? 0 : it->second,
-                               " pods");
-        return false;
-      }
-    }
-  }
-  return true;
-}
-
-bool Pass::InPlaceReleased(int attempt) const {
-  for (const ObservedPod& pod : observed_.pods) {
-    if (InPlaceMember(pod)) {
-      if (pod.launch->attempt < attempt &&
-          pod.launch->phase == ObservedPod::Launch::Phase::kRunning) {
-        return false;
-      }
-    } else if (pod.attempt < attempt) {
-      return false;  // a pod of an earlier attempt, not (or no longer) in place, still there
-    }
-  }
-  return true;
 }
 
 bool Pass::InPlaceTimedOut() {
-  if (!InPlace() || AttemptRunning() || !status().coach().has_restart_time()) return false;
-  bool waiting = false;
-  for (const ObservedPod& pod : observed_.pods) {
-    waiting = waiting || (InPlaceMember(pod) && pod.launch->attempt < attempt_);
-  }
-  if (!waiting) return false;
-  const absl::Time at =
-      FromTimestamp(status().coach().restart_time()) + config_.in_place_restart_timeout;
-  if (now_ < at) {
-    RequeueBy(at);
-    return false;
-  }
+  if (!recovery_.InPlaceTimedOut(result_.requeue_at)) return false;
   Event("Warning", kind_name_ + "InPlaceRestartTimedOut",
         absl::StrCat(kind_name_, " ", name(), ": the ranks did not all restart in place within ",
                      absl::FormatDuration(config_.in_place_restart_timeout),
-                     "; recreating its pods for attempt ", attempt_));
+                     "; recreating its pods for attempt ", recovery_.attempt()));
   for (const ObservedPod& pod : observed_.pods) {
     if (!pod.deleting) Delete("Pod", pod.name, pod.uid);
   }
   return true;
 }
 
-std::vector<ObservedPod> Pass::CurrentPods() const {
-  std::vector<ObservedPod> out;
-  for (const ObservedPod& pod : observed_.pods) {
-    if (Stale(pod)) continue;
-    out.push_back(AsOfAttempt(pod));
-    // A report from the future (a skewed clock, a heartbeat file's mtime set by the program)
-    // counts as now: it must not put the stall clock, or the status, ahead of time.
-    if (out.back().progress && out.back().progress->time > now_) out.back().progress->time = now_;
-  }
-  return out;
-}
-
-// A pod that is going away on a node that is gone or NotReady never hears back from its kubelet:
-// without a forced delete it stays Terminating, and its replacement (same name) never starts.
-void Pass::ForceDeleteLostPods() {
-  for (const ObservedPod& pod : observed_.pods) {
-    if (!pod.deleting || !pod.node_lost) continue;
-    const absl::Time at = pod.deletion_requested + config_.lost_node_grace;
-    if (now_ < at) {
-      RequeueBy(at);
-      continue;
-    }
-    if (!deleted_.insert({"Pod", pod.name}).second) continue;
-    KubeObject obj;
-    obj.api_version = "v1";
-    obj.kind = "Pod";
-    obj.name = pod.name;
-    obj.namespace_ = job_.metadata().namespace_();
-    if (!pod.uid.empty()) obj.body = {{"metadata", {{"uid", pod.uid}}}};
-    Event("Warning", "ForceDeletePod",
-          absl::StrCat("Force-deleted pod ", pod.name, ": its node is lost and it was still ",
-                       "terminating after ", absl::FormatDuration(config_.lost_node_grace)));
-    model::Action action{Action::Type::kDelete, std::move(obj)};
-    action.force = true;
-    result_.actions.push_back(std::move(action));
-  }
-}
-
-// Replica scope: upstream's backoffLimit (or coach.dev/max-restarts in its place) over every
-// replica's restarts, and each type's own budget over that type's.
-bool Pass::ReplicaLimitsReached(std::string& message) const {
-  int restarts = 0;
-  std::map<std::string, int> by_type;
-  for (const ObservedPod& pod : observed_.pods) {
-    // Upstream counts Running pods only: a kubelet restarts OnFailure containers in
-    // place, so a crash-looping pod stays Running. A backend that restarts by delete +
-    // create (local) shows the restarted pod Pending or, when it crashes at once, Failed,
-    // and the limit would be seen only by chance (a job crashing at once never failed).
-    // Every pod that has not succeeded counts.
-    if (pod.phase == PodPhase::kSucceeded) continue;
-    if (CountsTowardBackoffLimit(RestartPolicy(job_, pod.replica_type))) {
-      restarts += pod.restart_count;
-      by_type[pod.replica_type] += pod.restart_count;
-    }
-  }
-  if (policy_.max_restarts && BackoffLimitReached(*policy_.max_restarts, restarts)) {
-    message = absl::StrCat("Job ", name(),
-                           " has failed because it has reached the specified backoff limit");
-    return true;
-  }
-  for (const auto& [type, cap] : policy_.max_restarts_by_type) {
-    if (BackoffLimitReached(cap, by_type[type])) {
-      message = absl::StrCat("Job ", name(), " has failed because its ", type,
-                             " replicas reached their restart budget (",
-                             kAnnotationMaxRestartsPrefix, Lower(type), ": ", cap, ")");
-      return true;
-    }
-  }
-  return false;
-}
-
-void Pass::FailRecovery(const std::string& reason, const std::string& message) {
+void Pass::FailRecovery(const RecoveryDecision& failure) {
+  upstream_failure_ = failure.upstream_reason;
   result_.requeue_at.reset();
   CleanUp();
-  Fail(reason, message, failed_type_);
+  Fail(failure.reason, failure.message, failure.failed_type);
   ApplyTtl();
 }
 
-void Pass::RestartJob(bool counted, const std::string& replica_type, const std::string& why) {
+void Pass::RestartJob(const RecoveryDecision& restart) {
   std::string not_in_place;
-  const bool in_place = InPlaceReady(not_in_place);
-  api::v1::CoachJobStatus& coach = *status().mutable_coach();
-  coach.set_attempt(attempt_ + 1);
-  coach.clear_attempt_running_time();
-  *coach.mutable_restart_time() = ToTimestamp(now_);
-  if (in_place) coach.set_in_place_restarts(coach.in_place_restarts() + 1);
-  std::string budget;
-  if (counted) {
-    coach.set_restarts(coach.restarts() + 1);
-    if (!replica_type.empty()) {
-      (*coach.mutable_restarts_by_type())[replica_type] += 1;
-    }
-    budget = policy_.max_restarts
-                 ? absl::StrCat("restart ", coach.restarts(), " of ", *policy_.max_restarts)
-                 : absl::StrCat("restart ", coach.restarts());
-  } else {
-    coach.set_disruptions(coach.disruptions() + 1);
-    budget = "not counted: a disruption";
-  }
-  const std::string msg = absl::StrCat(
-      kind_name_, " ", name(), " is restarting as a whole job",
-      in_place ? ", its ranks in place" : "", " (attempt ", coach.attempt(), ", ", budget,
-      ") because ", why, ".", not_in_place.empty() ? "" : " Its pods are recreated: ", not_in_place,
-      not_in_place.empty() ? "" : ".");
+  const bool in_place = recovery_.InPlaceReady(not_in_place);
+  const std::string msg = RecordRestart(restart, recovery_.attempt(), in_place, not_in_place,
+                                        policy_, kind_name_, name(), now_, status());
   MarkRestarting(status(), kind_name_, msg, now_);
-  Event(counted ? "Warning" : "Normal", kind_name_ + api::v1::kJobRestartingReason, msg);
+  Event(restart.counted ? "Warning" : "Normal", kind_name_ + api::v1::kJobRestartingReason, msg);
   // In place: each pod's coach-launch stops its ranks and starts the next attempt's once every
   // rank of this one is gone (the launch directive). Otherwise every replica of the attempt
   // goes, its Service stays (the next attempt's pods have the same names); nothing of the next
@@ -423,98 +231,33 @@ void Pass::RestartJob(bool counted, const std::string& replica_type, const std::
 // Job scope: a trigger among the current attempt's pods restarts the whole job, or fails it.
 // True when the pass is decided (restarted or failed).
 bool Pass::RecoverJob() {
-  const std::vector<ObservedPod>& current = current_;
-  RestartTrigger trigger = FindRestartTrigger(job_, current, AttemptRunning());
-  if (trigger.kind == RestartTrigger::Kind::kNone && policy_.progress_deadline &&
-      AttemptRunning() && HasTrueCondition(status(), kJobRunning)) {
-    const StallCheck stall =
-        CheckStall(job_, current, StallClockStart(), *policy_.progress_deadline, now_);
-    if (stall.stalled) {
-      trigger.kind = RestartTrigger::Kind::kStalled;
-      trigger.replica_type = stall.replica_type;
-      trigger.why = absl::StrCat("it stalled: ", stall.who, " (", kAnnotationProgressDeadline, ": ",
-                                 absl::FormatDuration(*policy_.progress_deadline), ")");
-    } else {
-      RequeueBy(stall.due);
-    }
-  }
-  switch (trigger.kind) {
-    case RestartTrigger::Kind::kNone:
+  const RecoveryDecision decision =
+      recovery_.DecideJobScope(HasTrueCondition(status(), kJobRunning), result_.requeue_at);
+  switch (decision.kind) {
+    case RecoveryDecision::Kind::kNone:
       return false;
-    case RestartTrigger::Kind::kPermanent:
-      failed_type_ = trigger.failed_type;
-      FailRecovery(kJobFailedReason, absl::StrCat(kind_name_, " ", name(), " is failed because ",
-                                                  trigger.failed_count, " ", trigger.failed_type,
-                                                  " replica(s) failed: ", trigger.why, "."));
+    case RecoveryDecision::Kind::kFail:
+      FailRecovery(decision);
       return true;
-    case RestartTrigger::Kind::kDisruption:
-      RestartJob(false, "", trigger.why);
+    case RecoveryDecision::Kind::kRestart:
+      RestartJob(decision);
       return true;
-    case RestartTrigger::Kind::kRetryable:
-    case RestartTrigger::Kind::kStalled:
-      break;
   }
-  const bool stalled = trigger.kind == RestartTrigger::Kind::kStalled;
-  const api::v1::CoachJobStatus& coach = status().coach();
-  std::string spent;
-  if (policy_.max_restarts && coach.restarts() >= *policy_.max_restarts) {
-    spent = absl::StrCat("its restart budget (", *policy_.max_restarts, ") is spent");
-  } else if (auto cap = policy_.max_restarts_by_type.find(trigger.replica_type);
-             cap != policy_.max_restarts_by_type.end()) {
-    auto used = coach.restarts_by_type().find(trigger.replica_type);
-    if (used != coach.restarts_by_type().end() && used->second >= cap->second) {
-      spent = absl::StrCat("its ", trigger.replica_type, " restart budget (", cap->second,
-                           ") is spent");
-    } else if (cap->second == 0) {
-      spent = absl::StrCat("its ", trigger.replica_type, " restart budget (0) is spent");
-    }
-  }
-  if (!spent.empty()) {
-    upstream_failure_ = api::v1::kTrainJobMaxRestartsReason;
-    FailRecovery(stalled ? api::v1::kJobStalledReason : kJobFailedReason,
-                 absl::StrCat(kind_name_, " ", name(), " has failed because ", trigger.why, " and ",
-                              spent, "."));
-    return true;
-  }
-  RestartJob(true, trigger.replica_type, trigger.why);
-  return true;
+  return false;
 }
 
 void Pass::NoteAttemptRunning() {
-  if (!JobScope() && !policy_.progress_deadline) return;
-  if (AttemptRunning() || IsFinished(status())) return;
-  int running = 0;
-  for (const ObservedPod& pod : current_) {
-    if (pod.phase == PodPhase::kRunning && !pod.deleting && pod.index >= 0 &&
-        pod.index < Replicas(job_, pod.replica_type)) {
-      ++running;
-    }
-  }
-  if (running < TotalReplicas(job_)) return;
+  if (!recovery_.AttemptStartsRunning(result_.requeue_at)) return;
   api::v1::CoachJobStatus& coach = *status().mutable_coach();
-  coach.set_attempt(attempt_);
+  coach.set_attempt(recovery_.attempt());
   *coach.mutable_attempt_running_time() = ToTimestamp(now_);
-  // The stall clock starts here; nothing else may wake the job if no replica ever reports.
-  if (policy_.progress_deadline) RequeueBy(now_ + *policy_.progress_deadline);
 }
 
-// Replica scope: restarting one replica of a hung collective does not help; a stall fails the
-// job.
 bool Pass::StalledUnderReplicaScope() {
-  if (JobScope() || !policy_.progress_deadline || !AttemptRunning() ||
-      !HasTrueCondition(status(), kJobRunning) || IsFinished(status())) {
-    return false;
-  }
-  const StallCheck stall =
-      CheckStall(job_, current_, StallClockStart(), *policy_.progress_deadline, now_);
-  if (!stall.stalled) {
-    RequeueBy(stall.due);
-    return false;
-  }
-  FailRecovery(api::v1::kJobStalledReason,
-               absl::StrCat(kind_name_, " ", name(), " has failed because it stalled: ", stall.who,
-                            " (", kAnnotationProgressDeadline, ": ",
-                            absl::FormatDuration(*policy_.progress_deadline), ")."));
+  const RecoveryDecision decision = recovery_.DecideReplicaScopeStall(
+      HasTrueCondition(status(), kJobRunning), result_.requeue_at);
+  if (decision.kind != RecoveryDecision::Kind::kFail) return false;
+  FailRecovery(decision);
   return true;
 }
 
@@ -527,13 +270,13 @@ void Pass::CountReplicas() {
     api::v1::ReplicaStatus rs;
     rs.set_selector(ReplicaSelector(job_, type));
     rs.set_label_selector_json(old_label_selectors[type]);
-    if (plan_ != nullptr) rs.set_replicas(Replicas(job_, type));
+    if (plan_.status_counts_replicas) rs.set_replicas(Replicas(job_, type));
     statuses[type] = rs;
   }
   for (const ObservedPod& observed : observed_.pods) {
     auto it = statuses.find(observed.replica_type);
-    if (it == statuses.end() || Stale(observed)) continue;
-    const ObservedPod pod = AsOfAttempt(observed);
+    if (it == statuses.end() || recovery_.Stale(observed)) continue;
+    const ObservedPod pod = recovery_.AsOfAttempt(observed);
     api::v1::ReplicaStatus& rs = it->second;
     switch (pod.phase) {
       case PodPhase::kRunning:
@@ -572,26 +315,23 @@ void Pass::Succeed(const std::string& message) {
 void Pass::Fail(const std::string& reason, const std::string& message,
                 const std::string& failed_type) {
   Event("Warning", kind_name_ + reason, message);
-  if (job_.kind() != api::v1::TRAIN_JOB) {
+  if (plan_.words == model::StatusWords::kTrainingOperator) {
     MarkFailed(status(), kind_name_, reason, message, now_);
     return;
   }
-  // A TrainJob's reasons are unprefixed, as upstream's are; coach's own (a refused job, a stall)
-  // keep coach's words.
+  // JobSet's reasons are unprefixed; coach's own (a refused job, a stall) keep coach's words.
   if (reason == api::v1::kJobFailedValidationReason || reason == api::v1::kJobStalledReason) {
     MarkFailed(status(), "", reason, message, now_);
     return;
   }
-  // Upstream's words (JobSet v0.12 constants); the event above keeps coach's detail.
+  // JobSet's words (v0.12 constants); the event above keeps coach's detail.
   if (upstream_failure_ == api::v1::kTrainJobDeadlineReason) {
     MarkFailed(status(), "", upstream_failure_, api::v1::kTrainJobDeadlineMessage, now_);
   } else if (upstream_failure_ == api::v1::kTrainJobMaxRestartsReason) {
     MarkFailed(status(), "", upstream_failure_,
                "jobset failed due to reaching max number of restarts", now_);
   } else {
-    const std::string rjob = !failed_type.empty() ? failed_type
-                             : plan_ != nullptr   ? plan_->trainer_job
-                                                  : kTrainerReplicatedJob;
+    const std::string& rjob = !failed_type.empty() ? failed_type : plan_.leading_type;
     MarkFailed(status(), "", api::v1::kTrainJobFailedJobsReason,
                absl::StrCat("jobset failed due to one or more job failures (first failed job: ",
                             name(), "-", rjob, "-0)"),
@@ -599,40 +339,41 @@ void Pass::Fail(const std::string& reason, const std::string& message,
   }
 }
 
-absl::StatusOr<KubeObject> Pass::PodFor(const std::string& type, int index) const {
-  if (plan_ == nullptr) return DesiredPod(job_, type, index, config_);
-  auto it = plan_->pods.find({type, index});
-  if (it == plan_->pods.end()) {
-    return absl::NotFoundError(absl::StrCat("no pod ", type, "/", index, " in the TrainJob plan"));
+bool Pass::Reached(const std::string& type, const std::string& state) const {
+  auto spec = job_.spec().replica_specs().find(type);
+  if (spec == job_.spec().replica_specs().end()) return false;
+  int reached = 0;
+  for (const ObservedPod& p : recovery_.current()) {
+    if (p.replica_type != type || p.deleting) continue;
+    if (p.phase == PodPhase::kSucceeded || (state == "Ready" && p.phase == PodPhase::kRunning)) {
+      ++reached;
+    }
   }
-  KubeObject pod = it->second;
-  RETURN_IF_ERROR(DecoratePlannedPod(job_, type, index, config_, pod));
-  return pod;
+  return reached >= spec->second.replicas();
 }
 
 bool Pass::DependenciesMet(const std::string& type) const {
-  if (plan_ == nullptr) return true;
-  auto deps = plan_->depends_on.find(type);
-  if (deps == plan_->depends_on.end()) return true;
-  for (const auto& [rjob, state] : deps->second) {
-    if (!JobReached(*plan_, rjob, state, current_)) return false;
+  auto deps = plan_.depends_on.find(type);
+  if (deps == plan_.depends_on.end()) return true;
+  for (const model::PlannedDependency& dep : deps->second) {
+    if (!Reached(dep.replica_type, dep.state)) return false;
   }
   return true;
 }
 
 // jobsStatus: one Job per replicated job, so each counter is 0 or 1.
 void Pass::UpdateJobsStatus() {
-  if (plan_ == nullptr) return;
+  if (!plan_.reports_jobs_status) return;
   const bool suspended = job_.spec().run_policy().suspend();
   const bool failed = HasTrueCondition(status(), api::v1::kJobFailed);
   auto& out = *status().mutable_jobs_status();
   out.Clear();
-  for (const std::string& rjob : plan_->jobs) {
+  for (const std::string& rjob : plan_.replica_types) {
     api::v1::ReplicatedJobStatus& js = *out.Add();
     js.set_name(rjob);
     const int replicas = Replicas(job_, rjob);
     int succeeded = 0, running = 0, pending = 0, failed_pods = 0;
-    for (const ObservedPod& p : current_) {
+    for (const ObservedPod& p : recovery_.current()) {
       if (p.replica_type != rjob) continue;
       switch (p.phase) {
         case PodPhase::kSucceeded:
@@ -680,46 +421,26 @@ void Pass::ApplyTtl() {
   }
 }
 
+void Pass::CreateSharedObjects() {
+  for (const KubeObject& o : plan_.objects) {
+    if (!Exists(o.kind, o.name)) Create(o);
+  }
+}
+
 void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
-  if (job_.kind() == api::v1::MPI_JOB) {
-    std::vector<int> running_workers;
-    for (const ObservedPod& p : observed_.pods) {
-      if (p.replica_type == kReplicaWorker && p.phase == PodPhase::kRunning) {
-        running_workers.push_back(p.index);
-      }
-    }
-    auto aux = MpiAuxObjects(job_, config_, running_workers);
-    if (aux.ok()) {
-      for (KubeObject& o : *aux) {
-        if (!Exists(o.kind, o.name)) Create(std::move(o));
-      }
-    }
-  }
-  if (plan_ != nullptr) {
-    for (const KubeObject& o : plan_->objects) {
-      if (!Exists(o.kind, o.name)) Create(o);
-    }
-  } else if (auto pg = DesiredPodGroup(job_, config_); pg && !Exists("PodGroup", pg->name)) {
-    Create(std::move(*pg));
-  }
+  CreateSharedObjects();
   // The next attempt of a job-scoped job starts once every pod of the last one is gone: a new
   // rank must never meet an old one at the rendezvous.
-  bool previous_attempt_left = false;
+  const bool previous_attempt_left = recovery_.PreviousAttemptLeft();
   for (const ObservedPod& p : observed_.pods) {
-    if (InPlaceMember(p) && p.launch->attempt < attempt_ &&
-        p.launch->phase == ObservedPod::Launch::Phase::kRunning) {
-      previous_attempt_left = true;
-    }
-    if (!Stale(p)) continue;
-    previous_attempt_left = true;
-    if (!p.deleting) Delete("Pod", p.name, p.uid);
+    if (recovery_.Stale(p) && !p.deleting) Delete("Pod", p.name, p.uid);
   }
   for (const std::string& type : ReplicaTypes(job_)) {
     const int replicas = Replicas(job_, type);
     const std::string policy = RestartPolicy(job_, type);
     std::map<int, std::vector<const ObservedPod*>> by_index;
     for (const ObservedPod& p : observed_.pods) {
-      if (p.replica_type == type && !Stale(p)) by_index[p.index].push_back(&p);
+      if (p.replica_type == type && !recovery_.Stale(p)) by_index[p.index].push_back(&p);
     }
     int limit = replicas;
     if (!by_index.empty()) limit = std::max(limit, by_index.rbegin()->first + 1);
@@ -727,7 +448,7 @@ void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
       auto it = by_index.find(index);
       if (it == by_index.end()) {
         if (index >= replicas || previous_attempt_left || !DependenciesMet(type)) continue;
-        auto pod = PodFor(type, index);
+        absl::StatusOr<KubeObject> pod = plan_.pod(type, index);
         if (!pod.ok()) {
           Event("Warning", kind_name_ + "InvalidSpec", std::string(pod.status().message()));
           continue;
@@ -740,8 +461,8 @@ void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
           DeletePodAndService(*pod);
           continue;
         }
-        // Job scope: RecoverJob decided what a failed pod means for the whole job.
-        if (pod->phase != PodPhase::kFailed || pod->deleting || JobScope()) continue;
+        // Job scope: recovery decided what a failed pod means for the whole job.
+        if (pod->phase != PodPhase::kFailed || pod->deleting || recovery_.JobScope()) continue;
         const int exit_code = pod->exit_code.value_or(kUnknownExitCode);
         if (pod->exit_code) {
           Event("Normal", "ExitedWithCode",
@@ -756,23 +477,25 @@ void Pass::ReconcileReplicas(std::map<std::string, bool>& nonretryable) {
         }
       }
     }
-    // MPIJob's replicas and a TrainJob's (one headless Service, a plan object) have no Service
-    // each.
-    if (job_.kind() == api::v1::MPI_JOB || plan_ != nullptr) continue;
-    for (int index = 0; index < replicas; ++index) {
-      const std::string svc = ReplicaName(job_, type, index);
-      if (Exists("Service", svc)) continue;
-      auto obj = DesiredService(job_, type, index);
-      if (obj.ok()) Create(std::move(*obj));
-    }
-    const std::string prefix =
-        ReplicaName(job_, type, 0).substr(0, ReplicaName(job_, type, 0).size() - 1);
-    for (const auto& o : observed_.objects) {
-      int index = 0;
-      if (o.kind == "Service" && absl::StartsWith(o.name, prefix) &&
-          absl::SimpleAtoi(o.name.substr(prefix.size()), &index) && index >= replicas) {
-        Delete("Service", o.name);
-      }
+    if (plan_.service_per_pod) ReconcileServices(type, replicas);
+  }
+}
+
+// One headless Service per pod: created when missing, deleted past the replica count.
+void Pass::ReconcileServices(const std::string& type, int replicas) {
+  for (int index = 0; index < replicas; ++index) {
+    const std::string svc = ReplicaName(job_, type, index);
+    if (Exists("Service", svc)) continue;
+    absl::StatusOr<KubeObject> obj = plan_.service(type, index);
+    if (obj.ok()) Create(std::move(*obj));
+  }
+  const std::string prefix =
+      ReplicaName(job_, type, 0).substr(0, ReplicaName(job_, type, 0).size() - 1);
+  for (const auto& o : observed_.objects) {
+    int index = 0;
+    if (o.kind == "Service" && absl::StartsWith(o.name, prefix) &&
+        absl::SimpleAtoi(o.name.substr(prefix.size()), &index) && index >= replicas) {
+      Delete("Service", o.name);
     }
   }
 }
@@ -785,23 +508,23 @@ void Pass::UpdateConditions(const std::map<std::string, bool>& nonretryable) {
   };
   const std::string full = absl::StrCat(job_.metadata().namespace_(), "/", name());
 
-  bool worker0_succeeded = false;
-  for (const ObservedPod& p : observed_.pods) {
-    if (p.replica_type == kReplicaWorker && p.index == 0 && p.phase == PodPhase::kSucceeded) {
-      worker0_succeeded = true;
-    }
-  }
   JobProgress progress;
-  if (plan_ == nullptr) {
+  if (plan_.success_types.empty()) {
+    bool worker0_succeeded = false;
+    for (const ObservedPod& p : observed_.pods) {
+      if (p.replica_type == kReplicaWorker && p.index == 0 && p.phase == PodPhase::kSucceeded) {
+        worker0_succeeded = true;
+      }
+    }
     progress = EvaluateSuccessRule(kind_, job_, rs, worker0_succeeded);
   } else {
-    // JobSet's successPolicy over the target replicated jobs; running once any pod runs.
+    // Completion of the listed types (JobSet's successPolicy); running once any pod runs.
     int reached = 0;
-    for (const std::string& rjob : plan_->success_jobs) {
-      reached += JobReached(*plan_, rjob, "Complete", current_) ? 1 : 0;
+    for (const std::string& type : plan_.success_types) {
+      reached += Reached(type, "Complete") ? 1 : 0;
     }
     progress.succeeded =
-        plan_->success_any ? reached > 0 : reached == static_cast<int>(plan_->success_jobs.size());
+        plan_.success_any ? reached > 0 : reached == static_cast<int>(plan_.success_types.size());
     for (const auto& [type, s] : rs) progress.running = progress.running || s.active() > 0;
   }
 
@@ -879,10 +602,10 @@ void Pass::ExplainPending() {
 
 model::ReconcileResult Pass::Done() {
   UpdateJobsStatus();
-  if (InPlace()) {
+  if (recovery_.InPlace()) {
     const int attempt = status().coach().attempt();
     result_.launch =
-        model::LaunchDirective{attempt, InPlaceReleased(attempt), IsFinished(status())};
+        model::LaunchDirective{attempt, recovery_.InPlaceReleased(attempt), IsFinished(status())};
   }
   model::JobStatus before = job_.status();
   model::JobStatus after = status();
@@ -893,12 +616,7 @@ model::ReconcileResult Pass::Done() {
   return std::move(result_);
 }
 
-model::ReconcileResult Pass::Run() {
-  // Before any early return: the launchers of a job that restarts in place hear that it is
-  // over (Done's directive) on every pass of the finished job, not only on the pass that
-  // finished it.
-  absl::StatusOr<RecoveryPolicy> policy = ParseRecoveryPolicy(job_, config_);
-  if (policy.ok()) policy_ = *policy;
+model::ReconcileResult Pass::Run(const absl::Status& policy_error) {
   if (!HasTrueCondition(status(), api::v1::kJobCreated)) {
     MarkCreated(status(), kind_name_, absl::StrCat(kind_name_, " ", name(), " is created."), now_);
   }
@@ -911,26 +629,24 @@ model::ReconcileResult Pass::Run() {
   }
 
   // Never a silent stall: a job that cannot run as written fails, saying why.
-  if (!observed_.refused.empty()) {
+  const std::string& refused = plan_.refused.empty() ? observed_.refused : plan_.refused;
+  if (!refused.empty()) {
     CleanUp();
-    Fail(api::v1::kJobFailedValidationReason, observed_.refused);
+    Fail(api::v1::kJobFailedValidationReason, refused);
     ApplyTtl();
     return Done();
   }
 
-  if (!policy.ok()) {
+  if (!policy_error.ok()) {
     CleanUp();
-    Fail(api::v1::kJobFailedValidationReason, std::string(policy.status().message()));
+    Fail(api::v1::kJobFailedValidationReason, std::string(policy_error.message()));
     ApplyTtl();
     return Done();
   }
-  if (JobScope()) {
-    attempt_ = status().coach().attempt();
-    // A status write lost after a restart's deletes: the pods know the attempt.
-    for (const ObservedPod& pod : observed_.pods) attempt_ = std::max(attempt_, pod.attempt);
-    if (attempt_ != status().coach().attempt()) status().mutable_coach()->set_attempt(attempt_);
+  recovery_.FindAttempt();
+  if (recovery_.JobScope() && recovery_.attempt() != status().coach().attempt()) {
+    status().mutable_coach()->set_attempt(recovery_.attempt());
   }
-  current_ = CurrentPods();
 
   const auto& rp = job_.spec().run_policy();
   if (rp.has_suspend() && rp.suspend()) {
@@ -968,7 +684,7 @@ model::ReconcileResult Pass::Run() {
   // Limits first: a job past them is failed whatever its pods say. A job-scoped job's budget
   // counts whole-job restarts (RecoverJob), not its pods' restarts.
   std::string limit_msg;
-  if (!JobScope()) ReplicaLimitsReached(limit_msg);
+  if (!recovery_.JobScope()) limit_msg = recovery_.ReplicaBudgetSpent();
   if (limit_msg.empty() && rp.has_active_deadline_seconds()) {
     const absl::Time deadline =
         FromTimestamp(status().start_time()) + absl::Seconds(rp.active_deadline_seconds());
@@ -990,11 +706,11 @@ model::ReconcileResult Pass::Run() {
 
   ForceDeleteLostPods();
   if (InPlaceTimedOut()) {
-    UpdateProgressStatus(current_, config_.progress_status_interval, false, status());
+    UpdateProgressStatus(recovery_.current(), config_.progress_status_interval, false, status());
     return Done();
   }
-  if (JobScope() && RecoverJob()) {
-    UpdateProgressStatus(current_, config_.progress_status_interval, true, status());
+  if (recovery_.JobScope() && RecoverJob()) {
+    UpdateProgressStatus(recovery_.current(), config_.progress_status_interval, true, status());
     return Done();
   }
   std::map<std::string, bool> nonretryable;
@@ -1003,7 +719,7 @@ model::ReconcileResult Pass::Run() {
   ExplainPending();
   NoteAttemptRunning();
   if (StalledUnderReplicaScope()) return Done();
-  const std::vector<ObservedPod>& current = current_;
+  const std::vector<ObservedPod>& current = recovery_.current();
   if (std::optional<absl::Time> at = UpdateProgressStatus(current, config_.progress_status_interval,
                                                           IsFinished(status()), status())) {
     if (!IsFinished(status())) RequeueBy(*at);
@@ -1035,62 +751,36 @@ model::ReconcileResult Pass::Run() {
   return Done();
 }
 
-// A TrainJob runs as the job its plan expands it to. A finished one needs no plan (nothing is
-// created for it any more), so a runtime deleted since does not matter to it.
-model::ReconcileResult ReconcileTrainJob(const model::Job& job,
-                                         const model::ObservedState& observed, absl::Time now,
-                                         const model::ReconcileConfig& config,
-                                         const api::v1::KindInfo& kind) {
-  int attempt = job.status().coach().attempt();
-  for (const ObservedPod& pod : observed.pods) attempt = std::max(attempt, pod.attempt);
-  absl::StatusOr<TrainJobPlan> plan = PlanTrainJob(job, observed, attempt, config);
-  // Admission once, on the pass that first sees the job with its runtime (before it is created).
-  if (plan.ok() && !HasTrueCondition(job.status(), api::v1::kJobCreated)) {
-    if (absl::Status admitted = AdmitTrainJob(job, observed); !admitted.ok()) {
-      plan = admitted;
-    }
-  }
-  if (absl::IsFailedPrecondition(plan.status())) {
-    // Upstream: an event and a retry, no condition (the runtime may yet be created).
-    model::ReconcileResult waiting;
-    waiting.status = job.status();
-    waiting.events.push_back(
-        {"Warning", "TrainJobResourcesCreationFailed",
-         absl::StrCat("TrainJob resources reconciliation failed: ", plan.status().message())});
-    waiting.requeue_at = now + absl::Seconds(10);
-    return waiting;
-  }
-  if (!plan.ok()) {
-    model::ObservedState refused = observed;
-    refused.refused = std::string(plan.status().message());
-    return Pass(job, refused, now, config, kind).Run();
-  }
-  return Pass(plan->job, observed, now, config, kind, &*plan).Run();
-}
-
 }  // namespace
 
 model::ReconcileResult Reconcile(const model::Job& job, const model::ObservedState& observed,
                                  absl::Time now, const model::ReconcileConfig& config) {
   const auto& rp = job.spec().run_policy();
-  const std::string controller =
-      job.kind() == api::v1::TRAIN_JOB ? api::v1::kTrainJobController : config.controller_name;
-  if (rp.has_managed_by() && !rp.managed_by().empty() && rp.managed_by() != controller) {
+  if (rp.has_managed_by() && !rp.managed_by().empty() &&
+      rp.managed_by() != ManagingController(job, config)) {
     model::ReconcileResult untouched;
     untouched.status = job.status();
     return untouched;
   }
-  auto kind = KindOf(job);
-  if (!kind.ok()) {
+  absl::StatusOr<JobPlan> plan = PlanJob(job, observed, config);
+  if (!plan.ok()) {
     model::ReconcileResult bad;
     bad.status = job.status();
-    bad.events.push_back({"Warning", "InvalidSpec", std::string(kind.status().message())});
+    bad.events.push_back({"Warning", "InvalidSpec", std::string(plan.status().message())});
     return bad;
   }
-  if (job.kind() == api::v1::TRAIN_JOB && !IsFinished(job.status())) {
-    return ReconcileTrainJob(job, observed, now, config, **kind);
+  if (plan->wait) {
+    model::ReconcileResult waiting;
+    waiting.status = job.status();
+    waiting.events.push_back({"Warning", plan->wait->reason, plan->wait->message});
+    waiting.requeue_at = now + plan->wait->retry;
+    return waiting;
   }
-  return Pass(job, observed, now, config, **kind).Run();
+  // Before any early return of the pass: the launchers of a job that restarts in place hear
+  // that it is over (the pass's directive) on every pass of the finished job.
+  absl::StatusOr<RecoveryPolicy> policy = ParseRecoveryPolicy(*plan->job, config);
+  return Pass(*plan, observed, now, config, policy.ok() ? *policy : RecoveryPolicy())
+      .Run(policy.status());
 }
 
 }  // namespace coach::reconcile

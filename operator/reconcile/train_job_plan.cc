@@ -1,11 +1,15 @@
 #include "operator/reconcile/train_job_plan.h"
 
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "api/v1/codec/job_codec.h"
 #include "api/v1/codec/yaml_json.h"
 #include "api/v1/job_policies.h"
+#include "api/v1/kinds.h"
 #include "api/v1/recovery_annotations.h"
 #include "common/status_macros.h"
 #include "operator/model/replicas.h"
@@ -44,9 +48,9 @@ const json& JobSpecOf(const json& job_set, const std::string& rjob) {
 
 }  // namespace
 
-absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
-                                          const model::ObservedState& observed, int attempt,
-                                          const model::ReconcileConfig& config) {
+absl::StatusOr<model::JobPlan> PlanTrainJob(const model::Job& job,
+                                            const model::ObservedState& observed, int attempt,
+                                            const model::ReconcileConfig& config) {
   if (observed.train_job_runtime.empty()) {
     return absl::FailedPreconditionError(observed.runtime_missing.empty()
                                              ? std::string("spec.runtimeRef: runtime not found")
@@ -76,14 +80,18 @@ absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
   ASSIGN_OR_RETURN(TrainJobGang gang,
                    GangOf(merged.job_set, merged.pod_group_policy, config, all_pods, owners));
 
-  TrainJobPlan plan;
-  plan.job = job;
-  plan.trainer_job = merged.trainer_job;
-  model::Job& expanded = plan.job;
-  auto& specs = *expanded.mutable_spec()->mutable_replica_specs();
+  model::JobPlan plan;
+  auto expanded = std::make_shared<model::Job>(job);
+  plan.kind = api::v1::FindKind(job.kind());
+  plan.words = model::StatusWords::kJobSet;
+  plan.leading_type = merged.trainer_job;
+  plan.status_counts_replicas = true;
+  plan.reports_jobs_status = true;
+  auto pods = std::make_shared<std::map<std::pair<std::string, int>, model::KubeObject>>();
+  auto& specs = *expanded->mutable_spec()->mutable_replica_specs();
   specs.clear();
   for (trainer::RealizedJob& rjob : realized.jobs) {
-    plan.jobs.push_back(rjob.name);
+    plan.replica_types.push_back(rjob.name);
     api::v1::ReplicaSpec& spec = specs[rjob.name];
     spec.set_replicas(rjob.pod_count);
     std::string restart_policy = api::v1::kRestartPolicyOnFailure;
@@ -92,28 +100,29 @@ absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
     }
     spec.set_restart_policy(restart_policy);
     for (const json& dep : rjob.depends_on) {
-      plan.depends_on[rjob.name].emplace_back(dep.value("name", ""), dep.value("status", ""));
+      plan.depends_on[rjob.name].push_back({dep.value("name", ""), dep.value("status", "")});
     }
     for (size_t i = 0; i < rjob.pods.size(); ++i) {
       json& pod = rjob.pods[i];
       pod["metadata"]["ownerReferences"] = owners;
       pod["metadata"]["labels"][kLabelAttempt] = absl::StrCat(attempt);
-      plan.pods[{rjob.name, static_cast<int>(i)}] = ObjectOf(std::move(pod));
+      (*pods)[{rjob.name, static_cast<int>(i)}] = ObjectOf(std::move(pod));
     }
   }
 
-  api::v1::RunPolicy& rp = *expanded.mutable_spec()->mutable_run_policy();
-  const json& trainer_spec = JobSpecOf(merged.job_set, plan.trainer_job);
+  api::v1::RunPolicy& rp = *expanded->mutable_spec()->mutable_run_policy();
+  const json& trainer_spec = JobSpecOf(merged.job_set, plan.leading_type);
   rp.set_backoff_limit(trainer_spec.is_object() && trainer_spec.contains("backoffLimit") &&
                                trainer_spec["backoffLimit"].is_number_integer()
                            ? trainer_spec["backoffLimit"].get<int>()
                            : kJobBackoffLimit);
   rp.set_clean_pod_policy(api::v1::kCleanPodPolicyRunning);
+  plan.clean_pod_policy = api::v1::kCleanPodPolicyRunning;
   const json& spec = merged.job_set["spec"];
   if (spec.contains("failurePolicy") && spec["failurePolicy"].is_object()) {
     const int max_restarts = spec["failurePolicy"].value("maxRestarts", 0);
     if (max_restarts > 0) {
-      auto& annotations = *expanded.mutable_metadata()->mutable_annotations();
+      auto& annotations = *expanded->mutable_metadata()->mutable_annotations();
       annotations[api::v1::kAnnotationRestartScope] = "Job";
       annotations[api::v1::kAnnotationMaxRestarts] = absl::StrCat(max_restarts);
     }
@@ -122,10 +131,10 @@ absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
     const json& policy = spec["successPolicy"];
     plan.success_any = policy.value("operator", "All") == "Any";
     for (const json& target : policy.value("targetReplicatedJobs", json::array())) {
-      if (target.is_string()) plan.success_jobs.push_back(target.get<std::string>());
+      if (target.is_string()) plan.success_types.push_back(target.get<std::string>());
     }
   }
-  if (plan.success_jobs.empty()) plan.success_jobs = plan.jobs;
+  if (plan.success_types.empty()) plan.success_types = plan.replica_types;
 
   json service = std::move(realized.service);
   service["metadata"]["ownerReferences"] = owners;
@@ -150,6 +159,16 @@ absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
                     {"ownerReferences", owners}}},
                   {"data", {{kRuntimeSnapshotKey, api::v1::codec::ToYaml(runtime)}}}}));
   }
+  plan.job = expanded.get();
+  plan.expanded = std::move(expanded);
+  plan.pod = [pods](const std::string& type, int index) -> absl::StatusOr<model::KubeObject> {
+    auto it = pods->find({type, index});
+    if (it == pods->end()) {
+      return absl::NotFoundError(
+          absl::StrCat("no pod ", type, "/", index, " in the TrainJob plan"));
+    }
+    return it->second;
+  };
   return plan;
 }
 
@@ -191,21 +210,6 @@ absl::Status AdmitTrainJob(const model::Job& job, const model::ObservedState& ob
                        train_job, runtime.is_object() ? &runtime : nullptr, nullptr));
   if (!result.allowed()) return absl::InvalidArgumentError(result.Message());
   return absl::OkStatus();
-}
-
-bool JobReached(const TrainJobPlan& plan, const std::string& rjob, const std::string& state,
-                const std::vector<model::ObservedPod>& pods) {
-  auto spec = plan.job.spec().replica_specs().find(rjob);
-  if (spec == plan.job.spec().replica_specs().end()) return false;
-  int reached = 0;
-  for (const model::ObservedPod& p : pods) {
-    if (p.replica_type != rjob || p.deleting) continue;
-    if (p.phase == model::PodPhase::kSucceeded ||
-        (state == "Ready" && p.phase == model::PodPhase::kRunning)) {
-      ++reached;
-    }
-  }
-  return reached >= spec->second.replicas();
 }
 
 }  // namespace coach::reconcile

@@ -1,9 +1,9 @@
 #pragma once
 
-// A TrainJob as the reconciler runs it: its runtime merged in (operator/trainer), its
-// replicated jobs as the job model's replica types, and every object upstream's JobSet and Job
-// controllers would have made for it. Pure: a function of the TrainJob, the runtime the backend
-// observed, and the attempt.
+// A TrainJob's plan (model::JobPlan): its runtime merged in (operator/trainer), its replicated
+// jobs as the job model's replica types, and every object upstream's JobSet and Job controllers
+// would have made for it. Pure: a function of the TrainJob, the runtime the backend observed,
+// and the attempt.
 //
 // The expanded job the reconciler reads: one replica spec per replicated job (replicas = its
 // pod count, restartPolicy = its pods'), runPolicy.backoffLimit = the trainer Job's
@@ -15,13 +15,10 @@
 // owned by the TrainJob (there are no JobSet and Job objects to own them) and carry
 // coach.dev/attempt; Job-level backoffLimit is the trainer Job's for the whole TrainJob.
 
-#include <map>
-#include <optional>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "absl/status/statusor.h"
+#include "operator/model/job_plan.h"
 #include "operator/model/kube_object.h"
 #include "operator/model/observed_state.h"
 #include "operator/model/reconcile_types.h"
@@ -34,33 +31,20 @@ inline constexpr char kRuntimeSnapshotKey[] = "runtime";
 inline constexpr char kLabelReplicatedJob[] = "jobset.sigs.k8s.io/replicatedjob-name";
 inline constexpr char kLabelCompletionIndex[] = "batch.kubernetes.io/job-completion-index";
 
-struct TrainJobPlan {
-  model::Job job;  // the expanded job
-  // Replicated jobs in the runtime's order.
-  std::vector<std::string> jobs;
-  // Per replicated job: the (replicated job, "Complete" | "Ready") it waits for.
-  std::map<std::string, std::vector<std::pair<std::string, std::string>>> depends_on;
-  // The replicated jobs whose completion completes the TrainJob (JobSet successPolicy);
-  // `success_any`: any one of them completing is enough.
-  std::vector<std::string> success_jobs;
-  bool success_any = false;
-  // The trainer's replicated job (its first pod's name is the "first failed job" upstream names).
-  std::string trainer_job;
-  // (replicated job, completion index) -> the complete Pod.
-  std::map<std::pair<std::string, int>, model::KubeObject> pods;
-  // The headless Service, the MPI hostfile ConfigMap and SSH Secret, the PVCs, the PodGroup
-  // (train_job_objects.h), and (when the backend has no snapshot of the runtime for this job
-  // yet) the `<trainjob>-runtime-snapshot` ConfigMap.
-  std::vector<model::KubeObject> objects;
-};
-
+// The TrainJob's plan: its runtime merged in, one replica type per replicated job in the
+// runtime's order, every pod upstream's controllers would make (decorated on demand with what
+// coach adds to every replica), then its Service, MPI hostfile and SSH Secret, PVCs, PodGroup
+// and (when the backend has no snapshot of the runtime for this job yet) the
+// `<trainjob>-runtime-snapshot` ConfigMap, in that order; JobSet's success policy, dependsOn and
+// words. `config` must outlive the plan (its pods are built from it).
+//
 // Errors: FailedPrecondition when the backend found no runtime (observed.train_job_runtime
-// empty; observed.refused-style text in the message) or the runtime's podGroupPolicy needs a
+// empty; observed.runtime_missing in the message) or the runtime's podGroupPolicy needs a
 // gang scheduler `config` lacks; InvalidArgument naming the field when the TrainJob and its
 // runtime cannot be merged or realised.
-absl::StatusOr<TrainJobPlan> PlanTrainJob(const model::Job& job,
-                                          const model::ObservedState& observed, int attempt,
-                                          const model::ReconcileConfig& config);
+absl::StatusOr<model::JobPlan> PlanTrainJob(const model::Job& job,
+                                            const model::ObservedState& observed, int attempt,
+                                            const model::ReconcileConfig& config);
 
 // What a TrainJob's spec.runtimeRef names, CRD defaults applied: kind "ClusterTrainingRuntime"
 // (or "TrainingRuntime") and name ("" when the spec has none).
@@ -92,10 +76,5 @@ void ObserveRuntimeSnapshot(const model::Job& job, const std::string& yaml,
 // the job (coach has no webhook: a TrainJob applied with kubectl is checked here, on its first
 // pass, and fails naming the field).
 absl::Status AdmitTrainJob(const model::Job& job, const model::ObservedState& observed);
-
-// The status of a replicated job's Job: "Complete" when every pod succeeded, "Ready" when every
-// pod runs or succeeded; what dependsOn waits for.
-bool JobReached(const TrainJobPlan& plan, const std::string& rjob, const std::string& state,
-                const std::vector<model::ObservedPod>& pods);
 
 }  // namespace coach::reconcile

@@ -1,63 +1,25 @@
 #pragma once
 
 // MlflowTracker: one MLflow run per tracked job (operator/reconcile/mlflow_env.h says which
-// jobs are tracked and where), kept off the reconcile path.
+// jobs are tracked and where), kept off the reconcile path. What lands in the run:
+// docs/mlflow.md; how the work is queued, retried and waited for: docs/architecture.md,
+// "Tracking (MLflow)".
 //
-// What lands in the run:
-//   name "<namespace>/<job>"; tags coach.job_uid, coach.kind, coach.namespace, coach.job_name,
-//   coach.backend, coach.version, mlflow.source.type=JOB, mlflow.source.name; params
-//   coach.replicas.<Type>, coach.restart_policy.<Type>, coach.image.<Type>, coach.nproc_per_node,
-//   coach.world_size;
-//   tags coach.state and coach.condition.<Type> (True/False) as conditions change, and
-//   coach.message (the latest true condition's message); at the end the status FINISHED
-//   (Succeeded), FAILED (Failed) or KILLED (deleted before finishing) with the end time
-//   (status.completionTime, or the deletion time), and every replica's log as the artifact
-//   logs/<replica>.log, the training code's own runs linked (linked_runs.h: coach.linked_run.*
-//   tags on the run, the annotation coach.dev/mlflow-runs on the job, an Event MlflowRunLinked
-//   per run with its address; looked for again options.relink_after after the end, as replicas
-//   can outlive the job's end), then the tag coach.run_ended=<status>. Training code that ends the
-//   run itself (`with mlflow.start_run():`) is overridden by the job's outcome.
-//
-// Run id: created once, then written onto the job as annotations coach.dev/mlflow-run-id and
-// coach.dev/mlflow-experiment-id through Hooks::annotate (the store), so it survives operator
-// restarts and reaches the replicas' environment (the reconciler reads the annotations). A
-// restarted operator that finds no annotation (it crashed between creating the run and
-// writing it) finds the run by its coach.job_uid tag (SearchRuns) and never creates another.
-//
-// Never in the way of training: JobSeen/JobDeleting only copy the job into a bounded table
-// (max_jobs; beyond it a job is not tracked and coach_mlflow_dropped_jobs_total counts it) and
-// queue its uid. `workers` threads do the MLflow calls; a job's steps run in order (experiment,
-// run, annotation, params, condition tags, logs, final status), each step's completion is
-// remembered, and a failing step is retried with per-job exponential backoff (backoff_base ..
-// backoff_cap) from the job's latest snapshot. A permanent error (not Unavailable or
-// DeadlineExceeded) is retried max_permanent_failures times, then the job is given up (logged,
-// counted).
-//
-// Replicas start with the run id (HoldStartUntil). A tracked job's first replicas are held
-// until the run exists and its id is on the job, so that every replica gets the run's id
-// (COACH_MLFLOW_RUN_ID) and the parent of its own runs, and the master's `mlflow.start_run()`
-// resumes the job's run instead of making a second one. The wait is bounded by run_wait, counted
-// from the first time this process held the job (a freshly started server answered its first call
-// 26 s after start on a loaded 2-core host; the default leaves room for a server pod that is still
-// starting). A failing server does not end the wait early: it may be a server that is coming up.
-// While a job is held its retries come at most held_retry_cap apart, so the replicas start soon
-// after the server answers. When the bound is hit the replicas start anyway, with
-// MLFLOW_TRACKING_URI and MLFLOW_EXPERIMENT_NAME but without the run's id (the environment is the
-// reconciler's, operator/reconcile/mlflow_env.h): their own `mlflow.start_run()` then makes a run
-// of its own in the same server and experiment, which is where the user looks, rather than in a
-// local
-// ./mlruns lost with the container. The job gets a Warning event (reason MlflowRunNotReady)
-// naming the server, the wait and the last error; the tracker keeps trying, and the run it
-// creates later (or one created for a job whose replicas had already started, e.g. with
-// run_wait 0) is tagged coach.run_incomplete=true with coach.run_incomplete_reason, and the job
-// gets a Warning event MlflowRunIncomplete naming the run. Replicas created after the run id is
-// on the job (restarts, recreations) get it. A job whose tracking is given up (permanent errors)
-// gets a Warning event MlflowTrackingFailed and is not held.
-//
-// Metrics (when a registry is given): coach_mlflow_errors_total{op,kind=transient|permanent},
-// coach_mlflow_backlog (jobs with tracking work pending), coach_mlflow_dropped_jobs_total,
-// coach_mlflow_runs_created_total, coach_mlflow_runs_ended_total{status},
-// coach_mlflow_given_up_total.
+// Callers may rely on:
+//   - JobSeen/JobDeleting never wait on MLflow: they copy the job into a bounded table
+//     (max_jobs; beyond it the job is not tracked and coach_mlflow_dropped_jobs_total counts it).
+//   - At most one run per job, across operator restarts: its id is written onto the job
+//     (coach.dev/mlflow-run-id, coach.dev/mlflow-experiment-id) through Hooks::annotate, and a
+//     run created before a crash is found again by its coach.job_uid tag.
+//   - HoldStartUntil holds a tracked job's first replicas until the run id is on the job, for at
+//     most run_wait from the first hold; then they start without it, and the run made later is
+//     tagged coach.run_incomplete=true. A job whose tracking was given up is not held.
+//   - The run ends FINISHED (Succeeded), FAILED (Failed) or KILLED (deleted first), whatever the
+//     training code set. A job is given up after max_permanent_failures permanent errors.
+//   - Warning events: MlflowRunNotReady, MlflowRunIncomplete, MlflowTrackingFailed.
+// Metrics (with a registry): coach_mlflow_errors_total{op,kind}, coach_mlflow_backlog,
+// coach_mlflow_dropped_jobs_total, coach_mlflow_runs_created_total,
+// coach_mlflow_runs_ended_total{status}, coach_mlflow_given_up_total.
 //
 // Thread-safe.
 
@@ -290,7 +252,7 @@ class MlflowTracker final : public core::JobObserver {
   std::vector<std::thread> workers_;
 };
 
-// Tags the operator sets beside those of the header comment. coach.run_ended=<status>: the
+// Tags the operator sets beside those docs/mlflow.md lists. coach.run_ended=<status>: the
 // operator ended the run (a restart finds nothing left to do). coach.run_incomplete=true and its
 // reason: the run was created after (some of) the job's replicas started without its id.
 inline constexpr char kRunEndedTag[] = "coach.run_ended";

@@ -1,77 +1,24 @@
 #pragma once
 
-// CrJobStore: the JobStore of the Kubernetes backend. Jobs are the kubeflow.org/v1 custom
-// resources themselves (PyTorchJob, TFJob, XGBoostJob, MPIJob, PaddleJob, JAXJob; coach's
-// CRDs in charts/coach/crds, with the status subresource), so kubectl sees every job coach
-// stores and coach sees every job kubectl applies.
+// CrJobStore: the JobStore of the Kubernetes backend. Jobs are the custom resources themselves
+// (the kubeflow.org/v1 kinds and TrainJobs, coach's CRDs with the status subresource), so
+// kubectl sees every job coach stores and coach sees every job kubectl applies. How it reads,
+// lists, watches and records events: docs/architecture.md, "The custom-resource job store".
 //
-//   Create        POST /apis/kubeflow.org/v1/namespaces/NS/<plural> with the manifest
-//                 (JobToJson without status; uid, creationTimestamp, resourceVersion and
-//                 generation come from the API server). A job that carries a status gets a
-//                 follow-up PUT .../status. With options.namespaces set, a job in another
-//                 namespace is refused before any request (FailedPrecondition naming
-//                 metadata.namespace and the watched namespaces): stored, no watch of this
-//                 operator would ever see it, so it would never run.
-//   Get           GET of the kind found by the kind rule below.
-//   GetCached     the controller's read: the watch's copy when the store is watching, has
-//                 synced, and the key names its kind (its own kind, as the controller's keys,
-//                 or "<kind>/<name>") or the index knows exactly one kind for the plain name (no
-//                 request: the controller would otherwise GET the job on every pass); Get
-//                 otherwise (a job the watch has not shown: not watched, or just created),
-//                 and also while the copy is behind this store's own last write: after an
-//                 Update/UpdateStatus until the watch delivers the version written, after a
-//                 conflicting one until the watch delivers anything.
-//   List          one (paged) GET per kind and namespace with the label selector passed to
-//                 the server, merged and ordered by (namespace, name, kind); the page token
-//                 is our own (the last returned key), so a page costs a full listing of the
-//                 matching jobs (not a snapshot across pages: a job created meanwhile after
-//                 the cursor is seen, before it is not).
-//   Update        PUT (metadata and spec; the server ignores .status). Aborted on 409.
-//   UpdateStatus  PUT .../status (the status subresource). Aborted on 409.
-//   Delete        DELETE with the resourceVersion precondition (Aborted when stale) and
-//                 the configured propagation policy (Background by default: the job goes at
-//                 once and the garbage collector removes its pods/services by owner reference).
-//   AppendEvent(s) core/v1 Events in the job's namespace, involvedObject = the job (apiVersion,
-//                 kind, name, namespace, uid); bounded (at most max_events_per_append per
-//                 call, messages cut at max_event_message_bytes). Asynchronous:
-//                 the job's kind and uid are resolved (NotFound for a missing job; a
-//                 key's own kind, from the index when it knows the uid) and the
-//                 events are queued on an EventRecorder (event_recorder.h: one Event per
-//                 occurrence as upstream, client-go's aggregation from the 10th similar
-//                 one, repeats as count increments, its own rate limit, a bounded queue
-//                 per job), so that Events never hold up a reconcile; FlushEvents waits
-//                 for them, StopEvents writes them at shutdown. ResourceExhausted: some
-//                 were dropped (over a queue bound; counted and logged).
-//                 The API server expires events (--event-ttl, 1h by default).
-//   ListEvents    GET events with fieldSelector involvedObject.uid=<the job's uid>, oldest
-//                 first (by lastTimestamp, then name), the newest max_events_listed. Errors of
-//                 the events listing itself (RBAC without `list events`) give an empty list and
-//                 a warning: Describe must not fail for want of events.
-//
-// Kind rule (a job name is unique per kind, not across kinds):
-//   - A key with a kind (store::KeyOf of a job: the controller's and the job service's keys)
-//     reads that kind only.
-//   - A key without one is what a user typed: key.name may be qualified as "<kind>/<name>"
-//     with the kind as its Kubernetes name ("TFJob"), its plural ("tfjobs") or its lower-case
-//     name ("tfjob"), as kubectl takes it; job names are DNS subdomains, so they never contain
-//     '/'. That kind only is read.
-//   - Otherwise, when the watch (StartWatching) has listed every kind and knows exactly one kind
-//     with that (namespace, name), that kind is read (one GET). When it knows none, or the
-//     store is not watching, every kind is read (a GET each, in AllKinds() order).
-//   - Found in no kind: NotFound. Found in two or more: FailedPrecondition naming each
-//     ("ns/x exists as PyTorchJob and TFJob; name the kind: pytorchjobs/x or tfjobs/x").
-//   Update/UpdateStatus use the job's own `kind` field and need no rule.
-//
-// Change feed: StartWatching runs one Reflector per (kind, namespace) (one per kind when every
-// namespace is watched; a kind whose CRD the API server does not serve is skipped with a
-// warning) and calls the callback for every ADDED/MODIFIED/DELETED job, whoever
-// made the change (coach or kubectl); after a re-list, jobs that vanished meanwhile are
-// reported DELETED (without an object). The callback runs on the reflector's thread and
-// must not block for long.
-//
-// Namespaces: with options.namespaces set, List with no namespace lists those only, List of
-// another namespace is empty, the watch covers those only, and Create refuses any other.
-// Get/Update/Delete/... go wherever the key says (RBAC decides).
+// Error codes, beyond store::JobStore's:
+//   Create        FailedPrecondition for a namespace outside options.namespaces (no request).
+//   Update, UpdateStatus, Delete: Aborted on a stale resourceVersion (409).
+//   a key without a kind: NotFound when no kind has the name; FailedPrecondition naming each
+//                 kind when two or more do ("name the kind: pytorchjobs/x or tfjobs/x"). A key
+//                 may name its kind as "<kind>/<name>" (TFJob, tfjobs or tfjob).
+//   AppendEvent(s) asynchronous; NotFound for a missing job; ResourceExhausted when some were
+//                 dropped over a queue bound. FlushEvents waits for them; StopEvents writes them
+//                 at shutdown.
+//   ListEvents    never fails for want of events (no RBAC to list them: empty, a warning).
+// Invariants: GetCached never returns a copy older than this store's own last write. List pages
+// are not a snapshot: a job created meanwhile after the cursor is seen, before it is not. The
+// change callback runs on a reflector's thread for every change, whoever made it, and must not
+// block for long.
 //
 // Thread-safe.
 

@@ -1,87 +1,24 @@
 #pragma once
 
-// KubeBackend: the Backend that runs a job's replicas as Pods (plus headless Services,
-// the MPI ConfigMap and RBAC objects, and gang-scheduling PodGroups) on a Kubernetes API
-// server, through a KubeClient.
+// KubeBackend: the Backend that runs a job's replicas as Pods (with headless Services, ConfigMaps,
+// Secrets, PersistentVolumeClaims, RBAC objects and gang-scheduling PodGroups) on a Kubernetes API
+// server, through a KubeClient. How its caches, expectations and side watches are organised:
+// docs/architecture.md, "The Kubernetes backend".
 //
-// Caches. One Reflector (list + watch, re-list on Gone) per kind and watched namespace,
-// label-selected so that memory follows coach's objects, not the cluster:
-//   Pods, Services                 training.kubeflow.org/operator-name (exists): what the
-//                                  reconciler labels every v1 pod and service with (objects
-//                                  of an earlier operator are adopted, as upstream does); and
-//                                  coach.dev/job-name,!training.kubeflow.org/operator-name: a
-//                                  TrainJob's, which carry upstream's JobSet labels instead
-//   ConfigMaps, ServiceAccounts,   coach.dev/job-name (exists): the reconciler does not label
-//   Roles, RoleBindings, PodGroups, these, so Apply stamps the label on every object it creates
-//   PersistentVolumeClaims
-// Objects are indexed by job: namespace + the job-name label (training.kubeflow.org/job-name
-// for v1 pods and services, coach.dev/job-name for the rest). A TrainJob's runtime snapshot
-// ConfigMap keeps its data.runtime in the cache (ObserveRuntime reads it). Cached objects are
-// trimmed to the fields Observe reads (metadata, a pod's container names and status). Observe
-// keeps the cached objects that name the job's uid among their ownerReferences (or have none):
-// a TrainJob and a v1 job may share a name, and so a job-name label, in one namespace. Secrets
-// (an MPI TrainJob's SSH keys, generated here at creation: ssh_auth_keys.h) are created and
-// never read back: see created_secrets_. Every event
-// calls the change callback for the owning job. PodGroups are watched only with a gang scheduler
-// configured ("volcano": scheduling.volcano.sh/v1beta1, "scheduler-plugins":
-// scheduling.x-k8s.io/v1alpha1); when their CRD is absent Start() logs a warning, skips that
-// cache, and creating a PodGroup fails with FailedPrecondition naming the missing CRD.
-//
-// Why Pending pods wait (scheduling_facts.h), beside the caches and never holding up Start():
-// a watch on Karpenter's events about Pods (field selector source=karpenter, per watched
-// namespace) and one on nodeclaims.karpenter.sh. Either is skipped, with one log line, when
-// the API server does not serve it (no Karpenter CRDs) or RBAC forbids it; the pods' own
-// PodScheduled condition (kube-scheduler's Unschedulable) is read from the pod cache anyway.
-// Observe fills ObservedPod::waiting from them; a change notifies the pod's job.
-//
-// Kueue (queue_facts.h): watches on workloads.kueue.x-k8s.io and localqueues, where served and
-// allowed (one log line otherwise). Observe fills ObservedState::queue from the Workload the job
-// owns; a Workload or LocalQueue change notifies the jobs it concerns.
-//
-// Lost nodes (node_health.h): a watch on Nodes (cluster-scoped, unselected; only each node's
-// Ready condition is kept) started and synced with the caches. Observe sets
-// ObservedPod::node_lost for a pod whose spec.nodeName is NotReady/Unknown or was deleted; a
-// node turning lost or back notifies the jobs with cached pods on it. Without RBAC to list
-// nodes Start() logs one warning, skips the watch, and node_lost stays false.
-// Metric (ExportMetrics): coach_replica_schedule_seconds{nodepool}, pod creation to
-// PodScheduled=True, both the API server's times, observed when the pod watch shows the
-// transition.
-//
-// Expectations (the guarantee that a lagging cache never creates an object twice).
-//   raise   Apply raises an expectation (job -> kind/name -> create|delete) before its request;
-//   lower   the watch lowers it when the cache sees the object (create) or sees it gone or
-//           carrying a deletionTimestamp (delete); Observe also lowers those the cache
-//           already satisfies (robust to re-lists); a failed request lowers it at once;
-//           an expectation older than expectation_timeout (5 min, as upstream's
-//           ExpectationsTimeout) is dropped with a warning (a lost event cannot wedge a job).
-//   observe Observe never hides work behind Unavailable: it returns the cache merged with
-//           the pending expectations. An object expected to be created but not yet seen
-//           is reported as existing (a pod as Pending, `created` = when the create was
-//           sent), so the reconciler does not create it again; an object expected to be
-//           deleted that the cache still shows alive is reported with deleting = true (pods)
-//           so the reconciler does not recreate it before the deletion lands (and, when the
-//           cache shows no deletionTimestamp, deletion_requested = when the delete was sent).
-//           Observe is
-//           Unavailable only before Start() has synced every cache.
-//   AlreadyExists on create is success: names are deterministic, so an existing object is
-//           the one a previous pass or process created; its expectation stays raised until
-//           the watch shows it (or times out, when the object lacks our labels and so can
-//           never appear in a cache: the log names it). NotFound on delete is success.
-//
-// Apply/ApplyAll. kCreate POSTs object.body (labels stamped as above) into
-// object.namespace_; kDelete DELETEs with propagationPolicy=Background, and with
-// gracePeriodSeconds=0 when action.force (a Pod on a lost node, which its kubelet will never
-// confirm gone; the uid precondition holds as for any delete). ApplyAll applies what pods need
-// first (the ConfigMaps, Secrets and claims they mount, ServiceAccount/Role/RoleBinding,
-// PodGroup), in order, and then pods, services and a TrainJob's runtime snapshot concurrently on
-// up to create_parallelism threads.
-//
-// Progress (ProgressReceiver): the API hands each replica pod's report of its own progress to
-// ReceiveProgress, which keeps it in a ProgressBook (progress_book.h: bounded, one report per
-// second per pod, the job reconciled at most every 5 s for it) only for a pod the cache holds
-// with that UID and a job-name label; Observe fills ObservedPod::progress from the book and
-// ObservedState::progress_since with when the caches started (reports made before are not
-// known). A pod's entry goes with the pod (deleted, or gone at a re-list).
+// Callers may rely on:
+//   - Observe: Unavailable only before Start() has synced every cache. After that it returns the
+//     caches merged with the pending expectations: an object whose create was sent is reported
+//     (a pod as Pending), one whose delete was sent with deleting = true, so a pass never creates
+//     an object twice nor recreates one being deleted. Only objects that name the job's uid among
+//     their ownerReferences (or have none) are the job's.
+//   - Apply/ApplyAll: AlreadyExists on create and NotFound on delete are success (names are
+//     deterministic). ApplyAll creates what pods need before the pods. A delete with
+//     action.force has gracePeriodSeconds=0. Creating a PodGroup whose CRD is absent:
+//     FailedPrecondition naming the CRD.
+//   - Every object created carries coach.dev/job-name; every change to a cached object calls the
+//     change callback for its job. Facts from optional watches (ObservedPod::waiting and
+//     node_lost, ObservedState::queue) stay empty where the API server or RBAC refuses them.
+//   - ReceiveProgress keeps a report only for a pod the cache holds with that UID.
 //
 // Thread-safety: every method is thread-safe; the controller serialises calls per job.
 

@@ -9,8 +9,10 @@
 #include "api/v1/codec/job_codec.h"
 #include "api/v1/codec/yaml_json.h"
 #include "common/version/version.h"
+#include "operator/model/job_plan.h"
 #include "operator/model/reconcile_types.h"
-#include "operator/reconcile/desired_objects.h"
+#include "operator/model/replicas.h"
+#include "operator/reconcile/plan_job.h"
 #include "operator/reconcile/train_job_plan.h"
 #include "operator/trainer/runtime_directory.h"
 #include "sdk/cpp/cli/exit_codes.h"
@@ -77,30 +79,32 @@ absl::StatusOr<nlohmann::json> RuntimeOf(const api::v1::TrainingJob& job, const 
       "--training-runtimes DIR)"));
 }
 
-// What the operator creates for a TrainJob: its plan's objects, then every pod with what coach
-// adds to every replica.
-absl::StatusOr<std::vector<model::KubeObject>> TrainJobObjects(
-    const api::v1::TrainingJob& job, const Input& input, const std::string& dir,
-    const model::ReconcileConfig& config) {
-  absl::StatusOr<nlohmann::json> runtime = RuntimeOf(job, input, dir);
-  if (!runtime.ok()) return runtime.status();
+// What the operator creates for a job: its plan's shared objects, then every pod (and its
+// Service, where each pod has one) in the kind's order of replica types.
+absl::StatusOr<std::vector<model::KubeObject>> JobObjects(const api::v1::TrainingJob& job,
+                                                          const Input& input,
+                                                          const std::string& dir,
+                                                          const model::ReconcileConfig& config) {
   model::ObservedState observed;
-  observed.train_job_runtime = runtime->dump();
-  if (absl::Status admitted = reconcile::AdmitTrainJob(job, observed); !admitted.ok()) {
-    return admitted;
+  if (job.kind() == api::v1::TRAIN_JOB) {
+    absl::StatusOr<nlohmann::json> runtime = RuntimeOf(job, input, dir);
+    if (!runtime.ok()) return runtime.status();
+    observed.train_job_runtime = runtime->dump();
   }
-  absl::StatusOr<reconcile::TrainJobPlan> plan =
-      reconcile::PlanTrainJob(job, observed, /*attempt=*/0, config);
+  absl::StatusOr<model::JobPlan> plan = reconcile::PlanJob(job, observed, config);
   if (!plan.ok()) return plan.status();
+  if (plan->wait) return absl::FailedPreconditionError(plan->wait->cause);
+  if (!plan->refused.empty()) return absl::InvalidArgumentError(plan->refused);
   std::vector<model::KubeObject> objects = plan->objects;
-  for (const std::string& rjob : plan->jobs) {
-    for (auto it = plan->pods.lower_bound({rjob, 0});
-         it != plan->pods.end() && it->first.first == rjob; ++it) {
-      model::KubeObject pod = it->second;
-      absl::Status decorated =
-          reconcile::DecoratePlannedPod(plan->job, rjob, it->first.second, config, pod);
-      if (!decorated.ok()) return decorated;
-      objects.push_back(std::move(pod));
+  for (const std::string& type : plan->replica_types) {
+    for (int index = 0; index < reconcile::Replicas(*plan->job, type); ++index) {
+      absl::StatusOr<model::KubeObject> pod = plan->pod(type, index);
+      if (!pod.ok()) return pod.status();
+      objects.push_back(*std::move(pod));
+      if (!plan->service_per_pod) continue;
+      absl::StatusOr<model::KubeObject> service = plan->service(type, index);
+      if (!service.ok()) return service.status();
+      objects.push_back(*std::move(service));
     }
   }
   return objects;
@@ -159,9 +163,7 @@ int RunRender(const OfflineOptions& options, const karpenter::ConfigFlags& karpe
   nlohmann::json items = nlohmann::json::array();
   for (const api::v1::TrainingJob& job : input->jobs) {
     absl::StatusOr<std::vector<model::KubeObject>> objects =
-        job.kind() == api::v1::TRAIN_JOB
-            ? TrainJobObjects(job, *input, options.training_runtimes, config)
-            : reconcile::DesiredObjects(job, config);
+        JobObjects(job, *input, options.training_runtimes, config);
     if (!objects.ok()) {
       PrintError(objects.status(), err);
       return kExitInvalid;
