@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/testing/eventually.h"
+#include "e2e/common/job_manifest.h"
 #include "e2e/local/operator_fixture.h"
 #include "gtest/gtest.h"
 #include "sdk/cpp/job_status.h"
@@ -53,24 +54,19 @@ class RecoveryTest : public OperatorTest {
     checkpoints_ = absl::StrCat(op_->root(), "/checkpoints");
   }
 
-  std::string Manifest(const std::string& name, const std::string& extra_annotations) const {
-    const std::string command = absl::StrCat(
-        R"(["/usr/bin/python3", "examples/pytorch/ddp_train.py", "--epochs", "8", )",
-        R"("--epoch-seconds", "1.5", "--checkpoint-dir", ")", checkpoints_, "/", name, R"("])");
-    std::string replicas;
-    for (const auto& [type, n] : {std::pair<std::string, int>{"Master", 1}, {"Worker", 2}}) {
-      absl::StrAppend(&replicas, "    ", type, ":\n      replicas: ", n,
-                      "\n      restartPolicy: OnFailure\n      template:\n        spec:\n"
-                      "          containers:\n          - name: pytorch\n"
-                      "            image: coach.local/coach-training:dev\n            command: ",
-                      command, "\n");
-    }
-    return absl::StrCat("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: ", name,
-                        "\n  annotations:\n    coach.dev/restart-scope: Job\n"
-                        "    coach.dev/max-restarts: \"2\"\n",
-                        extra_annotations,
-                        "spec:\n  runPolicy:\n    backoffLimit: 0\n  pytorchReplicaSpecs:\n",
-                        replicas);
+  // The 3-rank job, restarted as a whole (at most twice, whatever backoffLimit says), that
+  // checkpoints every epoch under checkpoints_/<name>.
+  JobManifest Manifest(const std::string& name) const {
+    return JobManifest::PyTorch(name)
+        .Annotation("coach.dev/restart-scope", "Job")
+        .Annotation("coach.dev/max-restarts", "2")
+        .BackoffLimit(0)
+        .Replicas({{"Master", 1}, {"Worker", 2}})
+        .RestartPolicy("OnFailure")
+        .Image("coach.local/coach-training:dev")
+        .Command({"/usr/bin/python3", "examples/pytorch/ddp_train.py", "--epochs", "8",
+                  "--epoch-seconds", "1.5", "--checkpoint-dir",
+                  absl::StrCat(checkpoints_, "/", name)});
   }
 
   // The pid of the training process of global rank `rank` of the job's current attempt.
@@ -147,7 +143,7 @@ class RecoveryTest : public OperatorTest {
 // kill -9 of a Worker: its peers' collectives fail at once; the job restarts as a whole, once,
 // although backoffLimit is 0 (the job-level budget is coach.dev/max-restarts).
 TEST_F(RecoveryTest, KillNineOfAWorkerRestartsTheJobOnceAndResumes) {
-  ASSERT_TRUE(op_->client().CreateJobFromManifest(Manifest("kill-worker", ""), kNs).ok());
+  ASSERT_TRUE(op_->client().CreateJobFromManifest(Manifest("kill-worker").Yaml(), kNs).ok());
   WaitForCheckpoint("kill-worker", 2);
   const pid_t pid = RankPid(2);
   ASSERT_GT(pid, 0);
@@ -158,7 +154,7 @@ TEST_F(RecoveryTest, KillNineOfAWorkerRestartsTheJobOnceAndResumes) {
 
 // kill -9 of the Master (rank 0, the rendezvous host): the next attempt's rendezvous is new.
 TEST_F(RecoveryTest, KillNineOfTheMasterRestartsTheJobOnceAndResumes) {
-  ASSERT_TRUE(op_->client().CreateJobFromManifest(Manifest("kill-master", ""), kNs).ok());
+  ASSERT_TRUE(op_->client().CreateJobFromManifest(Manifest("kill-master").Yaml(), kNs).ok());
   WaitForCheckpoint("kill-master", 1);
   const pid_t pid = RankPid(0);
   ASSERT_GT(pid, 0);
@@ -170,10 +166,9 @@ TEST_F(RecoveryTest, KillNineOfTheMasterRestartsTheJobOnceAndResumes) {
 // minutes; the progress deadline (10 s) catches it, names the stopped replica, and the
 // restart is counted.
 TEST_F(RecoveryTest, StoppedRankIsCaughtByTheProgressDeadline) {
-  ASSERT_TRUE(op_->client()
-                  .CreateJobFromManifest(
-                      Manifest("stop-worker", "    coach.dev/progress-deadline: 10s\n"), kNs)
-                  .ok());
+  const std::string manifest =
+      Manifest("stop-worker").Annotation("coach.dev/progress-deadline", "10s").Yaml();
+  ASSERT_TRUE(op_->client().CreateJobFromManifest(manifest, kNs).ok());
   WaitForCheckpoint("stop-worker", 2);
   const pid_t pid = RankPid(1);
   ASSERT_GT(pid, 0);

@@ -6,6 +6,7 @@
 #include "api/v1/job_policies.h"
 #include "common/status_macros.h"
 #include "operator/model/kubernetes_address_plan.h"
+#include "operator/model/pod_identity.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/framework_env.h"
 #include "operator/reconcile/gang.h"
@@ -16,8 +17,8 @@
 #include "operator/reconcile/mpi_objects.h"
 #include "operator/reconcile/progress_report_env.h"
 #include "operator/reconcile/recovery_policy.h"
-#include "operator/reconcile/train_job_plan.h"
 #include "operator/trainer/merge_runtime.h"
+#include "operator/trainer/runtime_lookup.h"
 
 namespace coach::reconcile {
 
@@ -32,7 +33,7 @@ namespace {
 // when its coach-launch is to restart its ranks in place, that it is.
 void StampAttempt(int attempt, bool in_place, Json& tmpl) {
   tmpl["spec"]["restartPolicy"] = api::v1::kRestartPolicyNever;
-  tmpl["metadata"]["labels"][kLabelAttempt] = std::to_string(attempt);
+  tmpl["metadata"]["labels"][model::kLabelAttempt] = std::to_string(attempt);
   if (Json* containers = MutableContainers(tmpl)) {
     for (Json& c : *containers) {
       if (!c.is_object()) continue;
@@ -97,9 +98,9 @@ namespace {
 // name Trainer v2 gives it: the variables that name it point at the plan's host and the
 // rendezvous port the backend reserved for the job.
 void ReaddressTrainJobPod(const model::Job& job, const model::AddressPlan& plan, Json& tmpl) {
-  const std::string host = plan.Host(job, kTrainerReplicatedJob, 0);
-  const std::string port = std::to_string(
-      plan.Port(job, kTrainerReplicatedJob, 0, kTrainerPortName, trainer::kTrainerPort));
+  const std::string host = plan.Host(job, trainer::kTrainerReplicatedJob, 0);
+  const std::string port = std::to_string(plan.Port(
+      job, trainer::kTrainerReplicatedJob, 0, trainer::kTrainerPortName, trainer::kTrainerPort));
   const std::map<std::string, std::string> values = {{"PET_MASTER_ADDR", host},
                                                      {"PET_MASTER_PORT", port},
                                                      {"JAX_COORDINATOR_ADDRESS", host + ":" + port},

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/quantity.h"
 #include "operator/model/replicas.h"
-#include "operator/reconcile/quantity.h"
 
 namespace coach::reconcile {
 

@@ -14,6 +14,7 @@
 #include "operator/reconcile/gang.h"
 #include "operator/reconcile/mpi_objects.h"
 #include "operator/reconcile/train_job_plan.h"
+#include "operator/trainer/runtime_lookup.h"
 
 namespace coach::reconcile {
 namespace {
@@ -78,7 +79,7 @@ JobPlan TrainingOperatorPlan(const model::Job& job, const api::v1::KindInfo& kin
 JobPlan UnexpandedTrainJobPlan(const model::Job& job, const api::v1::KindInfo& kind) {
   JobPlan plan = StoredJobPlan(job, kind);
   plan.words = model::StatusWords::kJobSet;
-  plan.leading_type = kTrainerReplicatedJob;
+  plan.leading_type = trainer::kTrainerReplicatedJob;
   return plan;
 }
 

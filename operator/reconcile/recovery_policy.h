@@ -44,8 +44,6 @@ using api::v1::kAnnotationProgressDeadline;
 using api::v1::kAnnotationRestartMode;
 using api::v1::kAnnotationRestartScope;
 
-// The pod label that says which attempt a job-scoped job's pod belongs to.
-inline constexpr char kLabelAttempt[] = "coach.dev/attempt";
 // The attempt, in every container of a job-scoped job (torchrun's TORCHELASTIC_RESTART_COUNT
 // carries it too).
 inline constexpr char kEnvAttempt[] = "COACH_ATTEMPT";

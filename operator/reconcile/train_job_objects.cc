@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "operator/reconcile/quantity.h"
+#include "common/quantity.h"
 
 namespace coach::reconcile {
 namespace {

@@ -12,12 +12,14 @@
 #include "api/v1/kinds.h"
 #include "api/v1/recovery_annotations.h"
 #include "common/status_macros.h"
+#include "operator/model/pod_identity.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/recovery_policy.h"
 #include "operator/reconcile/train_job_objects.h"
 #include "operator/trainer/admission.h"
 #include "operator/trainer/merge_runtime.h"
 #include "operator/trainer/realize.h"
+#include "operator/trainer/runtime_lookup.h"
 
 namespace coach::reconcile {
 namespace {
@@ -105,7 +107,7 @@ absl::StatusOr<model::JobPlan> PlanTrainJob(const model::Job& job,
     for (size_t i = 0; i < rjob.pods.size(); ++i) {
       json& pod = rjob.pods[i];
       pod["metadata"]["ownerReferences"] = owners;
-      pod["metadata"]["labels"][kLabelAttempt] = absl::StrCat(attempt);
+      pod["metadata"]["labels"][model::kLabelAttempt] = absl::StrCat(attempt);
       (*pods)[{rjob.name, static_cast<int>(i)}] = ObjectOf(std::move(pod));
     }
   }
@@ -154,10 +156,10 @@ absl::StatusOr<model::JobPlan> PlanTrainJob(const model::Job& job,
         ObjectOf({{"apiVersion", "v1"},
                   {"kind", "ConfigMap"},
                   {"metadata",
-                   {{"name", RuntimeSnapshotName(job)},
+                   {{"name", trainer::RuntimeSnapshotName(job)},
                     {"namespace", job.metadata().namespace_()},
                     {"ownerReferences", owners}}},
-                  {"data", {{kRuntimeSnapshotKey, api::v1::codec::ToYaml(runtime)}}}}));
+                  {"data", {{trainer::kRuntimeSnapshotKey, api::v1::codec::ToYaml(runtime)}}}}));
   }
   plan.job = expanded.get();
   plan.expanded = std::move(expanded);
@@ -170,35 +172,6 @@ absl::StatusOr<model::JobPlan> PlanTrainJob(const model::Job& job,
     return it->second;
   };
   return plan;
-}
-
-RuntimeReference RuntimeReferenceOf(const model::Job& job) {
-  const json spec = json::parse(job.spec().train_job_spec_json(), nullptr, false);
-  RuntimeReference ref{"ClusterTrainingRuntime", ""};
-  if (!spec.is_object() || !spec.contains("runtimeRef") || !spec["runtimeRef"].is_object()) {
-    return ref;
-  }
-  const json& r = spec["runtimeRef"];
-  if (r.contains("kind") && r["kind"].is_string()) ref.kind = r["kind"].get<std::string>();
-  if (r.contains("name") && r["name"].is_string()) ref.name = r["name"].get<std::string>();
-  return ref;
-}
-
-std::string RuntimeSnapshotName(const model::Job& job) {
-  return absl::StrCat(job.metadata().name(), kRuntimeSnapshotSuffix);
-}
-
-void ObserveRuntimeSnapshot(const model::Job& job, const std::string& yaml,
-                            model::ObservedState& observed) {
-  absl::StatusOr<std::vector<json>> docs = api::v1::codec::ParseYamlDocuments(yaml);
-  if (!docs.ok() || docs->size() != 1 || !docs->front().is_object()) {
-    observed.refused =
-        absl::StrCat("ConfigMap ", RuntimeSnapshotName(job), ": data.", kRuntimeSnapshotKey,
-                     " is not the runtime this TrainJob was built from");
-    return;
-  }
-  observed.train_job_runtime = docs->front().dump();
-  observed.runtime_from_snapshot = true;
 }
 
 absl::Status AdmitTrainJob(const model::Job& job, const model::ObservedState& observed) {

@@ -25,12 +25,6 @@
 
 namespace coach::reconcile {
 
-inline constexpr char kRuntimeSnapshotKey[] = "runtime";
-// The labels a TrainJob's pods carry (JobSet's and the Job controller's) that say which replica
-// they are: the replicated job (the job model's replica type) and the completion index.
-inline constexpr char kLabelReplicatedJob[] = "jobset.sigs.k8s.io/replicatedjob-name";
-inline constexpr char kLabelCompletionIndex[] = "batch.kubernetes.io/job-completion-index";
-
 // The TrainJob's plan: its runtime merged in, one replica type per replicated job in the
 // runtime's order, every pod upstream's controllers would make (decorated on demand with what
 // coach adds to every replica), then its Service, MPI hostfile and SSH Secret, PVCs, PodGroup
@@ -45,31 +39,6 @@ inline constexpr char kLabelCompletionIndex[] = "batch.kubernetes.io/job-complet
 absl::StatusOr<model::JobPlan> PlanTrainJob(const model::Job& job,
                                             const model::ObservedState& observed, int attempt,
                                             const model::ReconcileConfig& config);
-
-// What a TrainJob's spec.runtimeRef names, CRD defaults applied: kind "ClusterTrainingRuntime"
-// (or "TrainingRuntime") and name ("" when the spec has none).
-struct RuntimeReference {
-  std::string kind;
-  std::string name;
-  bool cluster() const { return kind == "ClusterTrainingRuntime"; }
-};
-RuntimeReference RuntimeReferenceOf(const model::Job& job);
-
-// The name of a TrainJob's runtime snapshot ConfigMap: "<job>-runtime-snapshot".
-inline constexpr char kRuntimeSnapshotSuffix[] = "-runtime-snapshot";
-std::string RuntimeSnapshotName(const model::Job& job);
-
-// The local backend's rendezvous port of a TrainJob: reserved under this name for the trainer's
-// first pod (model::AddressPlan), and what PET_MASTER_PORT & co. become there.
-inline constexpr char kTrainerPortName[] = "trainer";
-// The trainer's replicated job wherever no plan says which: every shipped runtime's name.
-inline constexpr char kTrainerReplicatedJob[] = "node";
-
-// Fills observed.train_job_runtime from the text of a job's runtime snapshot (the ConfigMap's
-// data.runtime, as the backend found it); a snapshot that is not one runtime object makes the job
-// refused (observed.refused), naming the ConfigMap.
-void ObserveRuntimeSnapshot(const model::Job& job, const std::string& yaml,
-                            model::ObservedState& observed);
 
 // Upstream's TrainJob admission (operator/trainer/admission.h) against the runtime the backend
 // observed: InvalidArgument with the webhook's aggregated field errors when it would have refused

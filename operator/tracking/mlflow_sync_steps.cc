@@ -12,9 +12,9 @@
 #include "operator/model/replicas.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/mlflow_env.h"
-#include "operator/reconcile/train_job_plan.h"
 #include "operator/tracking/linked_runs.h"
 #include "operator/tracking/mlflow_tracker.h"
+#include "operator/trainer/runtime_lookup.h"
 
 namespace coach::tracking {
 namespace {
@@ -59,10 +59,10 @@ static std::optional<std::vector<Param>> TrainJobParams(const model::Job& job) {
   for (const auto& [rjob, status] : job.status().replica_statuses()) {
     if (status.replicas() <= 0) return std::nullopt;
     params.push_back({"coach.replicas." + rjob, absl::StrCat(status.replicas())});
-    if (rjob == reconcile::kTrainerReplicatedJob) trainer_pods = status.replicas();
+    if (rjob == trainer::kTrainerReplicatedJob) trainer_pods = status.replicas();
   }
   if (params.empty()) return std::nullopt;
-  const reconcile::RuntimeReference runtime = reconcile::RuntimeReferenceOf(job);
+  const trainer::RuntimeReference runtime = trainer::RuntimeReferenceOf(job);
   params.push_back({"coach.runtime", absl::StrCat(runtime.kind, "/", runtime.name)});
   const nlohmann::json spec =
       nlohmann::json::parse(job.spec().train_job_spec_json(), nullptr, false);

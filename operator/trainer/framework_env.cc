@@ -9,7 +9,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
-#include "operator/reconcile/quantity.h"
+#include "common/quantity.h"
 #include "operator/trainer/merge_runtime.h"
 #include "operator/trainer/plan.h"
 #include "operator/trainer/upsert.h"
@@ -24,7 +24,7 @@ constexpr char kCompletionIndexPath[] =
 
 absl::StatusOr<int64_t> QuantityValue(const nlohmann::json& q, const std::string& path) {
   std::string text = q.is_string() ? q.get<std::string>() : q.dump();
-  std::optional<reconcile::Quantity> parsed = reconcile::Quantity::Parse(text);
+  std::optional<Quantity> parsed = Quantity::Parse(text);
   if (!q.is_string() && !q.is_number()) parsed.reset();
   if (!parsed.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a quantity: ", q.dump()));

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "operator/reconcile/quantity.h"
+#include "common/quantity.h"
 #include "operator/trainer/plan.h"
 #include "operator/trainer/strategic_merge.h"
 #include "operator/trainer/train_job_fields.h"
@@ -36,9 +36,9 @@ absl::Status NormalizeResources(json& resources, const std::string& path) {
       return absl::InvalidArgumentError(absl::StrCat(path, ".", list, ": must be an object"));
     }
     for (auto& [name, value] : l.items()) {
-      std::optional<reconcile::Quantity> q;
-      if (value.is_string()) q = reconcile::Quantity::Parse(value.get<std::string>());
-      if (value.is_number()) q = reconcile::Quantity::Parse(value.dump());
+      std::optional<Quantity> q;
+      if (value.is_string()) q = Quantity::Parse(value.get<std::string>());
+      if (value.is_number()) q = Quantity::Parse(value.dump());
       if (!q.has_value()) {
         return absl::InvalidArgumentError(
             absl::StrCat(path, ".", list, ".", name, ": not a quantity: ", value.dump()));

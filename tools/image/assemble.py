@@ -11,10 +11,7 @@ Called by tools/image/build, which builds the binaries first; see that script fo
 """
 
 import argparse
-import datetime
-import hashlib
 import io
-import json
 import os
 import re
 import stat
@@ -23,17 +20,16 @@ import subprocess
 import sys
 import tarfile
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from oci_layout import digest, gzip_layer, image_config, source_date_epoch, write_archive  # noqa: E402
+
 UID = 65532
 USER = "nonroot"
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BIN_DIR = "/usr/local/bin"
 ENTRYPOINT = BIN_DIR + "/coach-operator"
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
-
-MT_INDEX = "application/vnd.oci.image.index.v1+json"
-MT_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-MT_CONFIG = "application/vnd.oci.image.config.v1+json"
-MT_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
 
 PASSWD = f"root:x:0:0:root:/root:/sbin/nologin\n{USER}:x:{UID}:{UID}:{USER}:/home/{USER}:/sbin/nologin\n"
 GROUP = f"root:x:0:\n{USER}:x:{UID}:\n"
@@ -185,39 +181,6 @@ def copyright_files(paths):
     return files
 
 
-def digest(data):
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def canonical_json(obj):
-    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
-
-
-def archive_tar(files, mtime):
-    buf = io.BytesIO()
-    dirs = set()
-    for name in files:
-        parent = os.path.dirname(name)
-        while parent:
-            dirs.add(parent)
-            parent = os.path.dirname(parent)
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name in sorted(set(files) | dirs):
-            info = tarfile.TarInfo(name)
-            info.mtime = mtime
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            if name in dirs:
-                info.type = tarfile.DIRTYPE
-                info.mode = 0o755
-                tar.addfile(info)
-            else:
-                info.mode = 0o644
-                info.size = len(files[name])
-                tar.addfile(info, io.BytesIO(files[name]))
-    return buf.getvalue()
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--binary", action="append", required=True, metavar="NAME=PATH",
@@ -230,8 +193,7 @@ def main():
     ap.add_argument("--layer-tar", help="also write the uncompressed layer here (the Dockerfile unpacks it)")
     args = ap.parse_args()
 
-    epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or 0)
-    created = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    epoch = source_date_epoch()
 
     rootfs = Rootfs()
     libraries = []
@@ -263,78 +225,28 @@ def main():
     if args.layer_tar:
         with open(args.layer_tar, "wb") as f:
             f.write(layer)
-    layer_gz = subprocess.run(["gzip", "-n", "-9", "-c"], input=layer, capture_output=True, check=True).stdout
-
-    config = {
-        "created": created,
-        "architecture": "amd64",
-        "os": "linux",
-        "config": {
-            "User": f"{UID}:{UID}",
-            "Entrypoint": [ENTRYPOINT],
-            "Env": [PATH_ENV],
-            "WorkingDir": "/",
-            "ExposedPorts": {"7450/tcp": {}, "7451/tcp": {}},
-            "Labels": {
-                "org.opencontainers.image.source": args.source,
-                "org.opencontainers.image.version": args.tag,
-                "org.opencontainers.image.revision": args.revision,
-                "org.opencontainers.image.title": "coach-operator",
-            },
+    layer_gz = gzip_layer(layer, 9)
+    config = image_config(epoch, {
+        "User": f"{UID}:{UID}",
+        "Entrypoint": [ENTRYPOINT],
+        "Env": [PATH_ENV],
+        "WorkingDir": "/",
+        "ExposedPorts": {"7450/tcp": {}, "7451/tcp": {}},
+        "Labels": {
+            "org.opencontainers.image.source": args.source,
+            "org.opencontainers.image.version": args.tag,
+            "org.opencontainers.image.revision": args.revision,
+            "org.opencontainers.image.title": "coach-operator",
         },
-        "rootfs": {"type": "layers", "diff_ids": [digest(layer)]},
-        "history": [{"created": created, "created_by": "tools/image/build"}],
-    }
-    config_blob = canonical_json(config)
-    manifest = {
-        "schemaVersion": 2,
-        "mediaType": MT_MANIFEST,
-        "config": {"mediaType": MT_CONFIG, "digest": digest(config_blob), "size": len(config_blob)},
-        "layers": [{"mediaType": MT_LAYER, "digest": digest(layer_gz), "size": len(layer_gz)}],
-    }
-    manifest_blob = canonical_json(manifest)
+    }, digest(layer), "tools/image/build")
     reference = f"{args.repository}:{args.tag}"
-    index = {
-        "schemaVersion": 2,
-        "mediaType": MT_INDEX,
-        "manifests": [{
-            "mediaType": MT_MANIFEST,
-            "digest": digest(manifest_blob),
-            "size": len(manifest_blob),
-            "platform": {"architecture": "amd64", "os": "linux"},
-            "annotations": {
-                "org.opencontainers.image.ref.name": args.tag,
-                # containerd (ctr import, kind load) and Docker 25+ name the image from this one.
-                "io.containerd.image.name": reference,
-            },
-        }],
-    }
-
-    def blob(data):
-        return "blobs/sha256/" + hashlib.sha256(data).hexdigest()
-
-    files = {
-        "oci-layout": canonical_json({"imageLayoutVersion": "1.0.0"}),
-        "index.json": canonical_json(index),
-        # `docker load` before Docker 25 reads this instead of index.json (as `docker save` writes both).
-        "manifest.json": canonical_json([{"Config": blob(config_blob), "RepoTags": [reference],
-                                          "Layers": [blob(layer_gz)]}]),
-        blob(layer_gz): layer_gz,
-        blob(config_blob): config_blob,
-        blob(manifest_blob): manifest_blob,
-    }
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    os.makedirs(out_dir, exist_ok=True)
-    tmp = args.out + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(archive_tar(files, epoch))
-    os.replace(tmp, args.out)
+    written = write_archive(args.out, epoch, config, layer_gz, args.repository, [args.tag])
 
     print(f"image:    {reference} ({len(rootfs.entries)} files, layer {len(layer)} bytes, "
           f"{len(layer_gz)} compressed)")
     print(f"archive:  {args.out} ({os.path.getsize(args.out)} bytes)")
-    print(f"manifest: {digest(manifest_blob)} ({len(manifest_blob)} bytes)")
-    print(f"size:     {len(config_blob) + len(layer_gz) + len(manifest_blob)} bytes (manifest + config + layer)")
+    print(f"manifest: {written.manifest_digest} ({written.manifest_size} bytes)")
+    print(f"size:     {written.config_size + len(layer_gz) + written.manifest_size} bytes (manifest + config + layer)")
 
 
 if __name__ == "__main__":

@@ -19,10 +19,7 @@ both names. Prints the manifest digest and sizes.
 """
 
 import argparse
-import datetime
 import hashlib
-import io
-import json
 import os
 import stat
 import struct
@@ -30,10 +27,9 @@ import subprocess
 import sys
 import tarfile
 
-MT_INDEX = "application/vnd.oci.image.index.v1+json"
-MT_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-MT_CONFIG = "application/vnd.oci.image.config.v1+json"
-MT_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from oci_layout import image_config, source_date_epoch, write_archive  # noqa: E402
 
 UID = 1000
 USER = "coach"
@@ -160,14 +156,6 @@ def write_layer(root, epoch, sink):
     return count
 
 
-def digest(data):
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def canonical_json(obj):
-    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rootfs", required=True)
@@ -180,8 +168,7 @@ def main():
     ap.add_argument("--gzip-level", type=int, default=6)
     args = ap.parse_args()
 
-    epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or 0)
-    created = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    epoch = source_date_epoch()
     root = os.path.abspath(args.rootfs)
     for name in EMPTIED:
         if not os.path.isdir(os.path.join(root, name)):
@@ -201,11 +188,6 @@ def main():
         if gzip.wait() != 0:
             die("gzip failed")
     diff_id = "sha256:" + writer.sha.hexdigest()
-    layer_sha = hashlib.sha256()
-    with open(layer_path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            layer_sha.update(chunk)
-    layer_digest = "sha256:" + layer_sha.hexdigest()
     layer_size = os.path.getsize(layer_path)
 
     labels = {}
@@ -216,87 +198,23 @@ def main():
         labels[key] = value
     labels.setdefault("org.opencontainers.image.title", "coach-training")
     labels.setdefault("org.opencontainers.image.version", args.tag)
-    config = {
-        "created": created,
-        "architecture": "amd64",
-        "os": "linux",
-        "config": {
-            "User": f"{UID}:{UID}",
-            "Env": ENV,
-            "Cmd": ["/usr/bin/python3"],
-            "WorkingDir": WORKDIR,
-            "Labels": labels,
-        },
-        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
-        "history": [{"created": created, "created_by": args.created_by}],
-    }
-    config_blob = canonical_json(config)
-    manifest = {
-        "schemaVersion": 2,
-        "mediaType": MT_MANIFEST,
-        "config": {"mediaType": MT_CONFIG, "digest": digest(config_blob), "size": len(config_blob)},
-        "layers": [{"mediaType": MT_LAYER, "digest": layer_digest, "size": layer_size}],
-    }
-    manifest_blob = canonical_json(manifest)
+    config = image_config(epoch, {
+        "User": f"{UID}:{UID}",
+        "Env": ENV,
+        "Cmd": ["/usr/bin/python3"],
+        "WorkingDir": WORKDIR,
+        "Labels": labels,
+    }, diff_id, args.created_by)
     tags = [args.tag] + ([args.alias_tag] if args.alias_tag and args.alias_tag != args.tag else [])
     references = [f"{args.repository}:{t}" for t in tags]
-    index = {
-        "schemaVersion": 2,
-        "mediaType": MT_INDEX,
-        "manifests": [{
-            "mediaType": MT_MANIFEST,
-            "digest": digest(manifest_blob),
-            "size": len(manifest_blob),
-            "platform": {"architecture": "amd64", "os": "linux"},
-            "annotations": {
-                "org.opencontainers.image.ref.name": tag,
-                # containerd (ctr import, kind load) and Docker 25+ name the image from this one.
-                "io.containerd.image.name": reference,
-            },
-        } for tag, reference in zip(tags, references)],
-    }
-
-    def blob(d):
-        return "blobs/sha256/" + d[len("sha256:"):]
-
-    small = {
-        "oci-layout": canonical_json({"imageLayoutVersion": "1.0.0"}),
-        "index.json": canonical_json(index),
-        # `docker load` before Docker 25 reads this instead of index.json.
-        "manifest.json": canonical_json([{"Config": blob(digest(config_blob)), "RepoTags": references,
-                                          "Layers": [blob(layer_digest)]}]),
-        blob(digest(config_blob)): config_blob,
-        blob(digest(manifest_blob)): manifest_blob,
-    }
-    names = sorted(set(small) | {blob(layer_digest), "blobs", "blobs/sha256"})
-    tmp = args.out + ".tmp"
-    with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as tar:
-        for name in names:
-            info = tarfile.TarInfo(name)
-            info.mtime = epoch
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            if name in ("blobs", "blobs/sha256"):
-                info.type = tarfile.DIRTYPE
-                info.mode = 0o755
-                tar.addfile(info)
-            elif name == blob(layer_digest):
-                info.mode = 0o644
-                info.size = layer_size
-                with open(layer_path, "rb") as f:
-                    tar.addfile(info, f)
-            else:
-                info.mode = 0o644
-                info.size = len(small[name])
-                tar.addfile(info, io.BytesIO(small[name]))
+    written = write_archive(args.out, epoch, config, layer_path, args.repository, tags)
     os.unlink(layer_path)
-    os.replace(tmp, args.out)
 
     print(f"image:    {', '.join(references)}")
     print(f"layer:    {entries} entries, {writer.size} bytes, {layer_size} compressed; "
           f".pyc: {hashed} hash-based, {patched} given the epoch, {dropped} stale dropped")
     print(f"archive:  {args.out} ({os.path.getsize(args.out)} bytes)")
-    print(f"manifest: {digest(manifest_blob)}")
+    print(f"manifest: {written.manifest_digest}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
 
 The archive names the image NAME:TAG for containerd (`ctr -n k8s.io images import FILE.tar`, as
 `tools/testenv/testenv image-import` does), podman and docker (`load -i`). Reproducible like
-tools/image/assemble.py (whose archive writer it reuses): entries sorted, owners 0:0, mtimes
+tools/image/assemble.py (tools/image/oci_layout.py writes both archives): entries sorted, owners 0:0, mtimes
 SOURCE_DATE_EPOCH (default 0), gzip without name or timestamp, canonical JSON. Regular files keep
 their permission bits, symbolic links their targets; hard links are stored as copies; sockets,
 fifos and devices are refused. Used for the real node's pause and busybox images
@@ -14,19 +14,16 @@ fifos and devices are refused. Used for the real node's pause and busybox images
 """
 
 import argparse
-import datetime
 import io
 import json
 import os
 import stat
-import subprocess
 import sys
 import tarfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from assemble import (MT_CONFIG, MT_INDEX, MT_LAYER, MT_MANIFEST, archive_tar,  # noqa: E402
-                      canonical_json, digest)
+from oci_layout import digest, gzip_layer, image_config, source_date_epoch, write_archive  # noqa: E402
 
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -86,11 +83,10 @@ def main():
     repository, sep, tag = args.name.rpartition(":")
     if not sep or "/" in tag or not repository:
         die(f"--name {args.name}: want NAME:TAG")
-    epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or 0)
-    created = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    epoch = source_date_epoch()
 
     layer = layer_from_dir(args.rootfs, epoch)
-    layer_gz = subprocess.run(["gzip", "-n", "-6", "-c"], input=layer, capture_output=True, check=True).stdout
+    layer_gz = gzip_layer(layer, 6)
     env = args.env if any(e.startswith("PATH=") for e in args.env) else [PATH_ENV] + args.env
     config = {"Env": env, "WorkingDir": args.workdir}
     if args.entrypoint:
@@ -99,52 +95,9 @@ def main():
         config["Cmd"] = json.loads(args.cmd)
     if args.user:
         config["User"] = args.user
-    image_config = {
-        "created": created,
-        "architecture": "amd64",
-        "os": "linux",
-        "config": config,
-        "rootfs": {"type": "layers", "diff_ids": [digest(layer)]},
-        "history": [{"created": created, "created_by": "tools/image/oci_from_dir.py"}],
-    }
-    config_blob = canonical_json(image_config)
-    manifest = {
-        "schemaVersion": 2,
-        "mediaType": MT_MANIFEST,
-        "config": {"mediaType": MT_CONFIG, "digest": digest(config_blob), "size": len(config_blob)},
-        "layers": [{"mediaType": MT_LAYER, "digest": digest(layer_gz), "size": len(layer_gz)}],
-    }
-    manifest_blob = canonical_json(manifest)
-    index = {
-        "schemaVersion": 2,
-        "mediaType": MT_INDEX,
-        "manifests": [{
-            "mediaType": MT_MANIFEST,
-            "digest": digest(manifest_blob),
-            "size": len(manifest_blob),
-            "platform": {"architecture": "amd64", "os": "linux"},
-            "annotations": {"org.opencontainers.image.ref.name": tag, "io.containerd.image.name": args.name},
-        }],
-    }
-
-    def blob(data):
-        return "blobs/sha256/" + digest(data).split(":", 1)[1]
-
-    files = {
-        "oci-layout": canonical_json({"imageLayoutVersion": "1.0.0"}),
-        "index.json": canonical_json(index),
-        "manifest.json": canonical_json([{"Config": blob(config_blob), "RepoTags": [args.name],
-                                          "Layers": [blob(layer_gz)]}]),
-        blob(layer_gz): layer_gz,
-        blob(config_blob): config_blob,
-        blob(manifest_blob): manifest_blob,
-    }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    tmp = args.out + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(archive_tar(files, epoch))
-    os.replace(tmp, args.out)
-    print(f"{args.name} {digest(manifest_blob)} {args.out} ({os.path.getsize(args.out)} bytes)")
+    written = write_archive(args.out, epoch, image_config(epoch, config, digest(layer), "tools/image/oci_from_dir.py"),
+                            layer_gz, repository, [tag])
+    print(f"{args.name} {written.manifest_digest} {args.out} ({os.path.getsize(args.out)} bytes)")
 
 
 if __name__ == "__main__":

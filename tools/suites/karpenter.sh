@@ -25,64 +25,19 @@ set -uo pipefail
 # shellcheck source=tools/suites/lib.sh
 source "$(dirname "$(readlink -f "$0")")/lib.sh"
 suite_init karpenter
-TESTENV=tools/testenv/testenv
 KARPENTER=tools/testenv/karpenter
 
 command -v go >/dev/null || skip "go is not installed"
 command -v curl >/dev/null || skip "curl is not installed"
 
-WORK=$(mktemp -d /tmp/coach-karpenter.XXXXXX)
-DIR=$WORK/kube
-OP_PID=""
-cleanup() {
-  [[ -n $OP_PID ]] && kill -TERM "$OP_PID" 2>/dev/null && wait "$OP_PID" 2>/dev/null
-  if ((SUITE_RC != 0)); then
-    for f in "$WORK/operator.log" "$DIR/logs/karpenter.log"; do
-      [[ -f $f ]] && { echo "---- last lines of $f" >&2; tail -n 25 "$f" >&2; }
-    done
-  fi
-  "$KARPENTER" down --dir "$DIR" >/dev/null 2>&1
-  "$TESTENV" down --dir "$DIR" >/dev/null 2>&1
-  rm -rf "$WORK"
+# Karpenter and coach's CRDs (suite_kube_start calls it once the control plane is up).
+karpenter_up() {
+  "$KARPENTER" up --dir "$DIR" || fail "karpenter up"
+  K apply --server-side -f charts/coach/crds >/dev/null || fail "coach's CRDs"
+  suite_crds_established K 60 --all || fail "CRDs established"
 }
-suite_on_exit cleanup
-
-suite_case "builds"
-t0=$SECONDS
-suite_testenv_build
-BIN=$TESTENV_BIN
-"$KARPENTER" build >"$WORK/karpenter-build.log" 2>&1 ||
-  { tail -n 30 "$WORK/karpenter-build.log"; fail "karpenter build"; }
-runfiles=$(suite_runfiles) || exit 1
-cp "$runfiles/operator/coach-operator" "$runfiles/sdk/cpp/cli/coach" "$WORK/" || fail "binaries from the runfiles"
-say "builds: $((SECONDS - t0)) s"
-
-suite_case "control plane, Karpenter and coach up"
-t0=$SECONDS
 # No kwok node of the testenv's own: every node is Karpenter's.
-kubeconfig=$(COACH_TESTENV_NODES=0 "$TESTENV" up --dir "$DIR") || fail "testenv up"
-K() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
-"$KARPENTER" up --dir "$DIR" || fail "karpenter up"
-K apply --server-side -f charts/coach/crds >/dev/null || fail "coach's CRDs"
-suite_crds_established K 60 --all || fail "CRDs established"
-read -r grpc_port http_port <<<"$(/usr/bin/python3 -c '
-import socket; s=[socket.socket() for _ in range(2)]
-[x.bind(("127.0.0.1", 0)) for x in s]; print(*[x.getsockname()[1] for x in s])')"
-mkdir -p "$WORK/state"
-# The suite calls the API as nobody in particular, on loopback (the default, --api-auth=kubernetes,
-# is e2e/kube/api_auth_test's subject).
-HOME=$WORK/state "$WORK/coach-operator" --backend=kube --kubeconfig="$kubeconfig" \
-  --state-dir="$WORK/state" --listen="127.0.0.1:$grpc_port" --http-listen="127.0.0.1:$http_port" \
-  --api-auth=none --karpenter >"$WORK/operator.log" 2>&1 &
-OP_PID=$!
-for ((i = 0; i < 100; i++)); do
-  curl -fsS -o /dev/null "http://127.0.0.1:$http_port/readyz" 2>/dev/null && break
-  kill -0 "$OP_PID" 2>/dev/null || fail "coach-operator exited"
-  sleep 0.3
-done
-curl -fsS -o /dev/null "http://127.0.0.1:$http_port/readyz" || fail "coach-operator not ready"
-say "control plane, Karpenter and coach up: $((SECONDS - t0)) s"
-COACH() { "$WORK/coach" --server "127.0.0.1:$grpc_port" "$@"; }
+suite_kube_start karpenter karpenter_up 0 --karpenter
 
 suite_case "the chart's NodePools and EC2NodeClass pass Karpenter's CRDs"
 # ---- the chart's optional NodePools and EC2NodeClass against Karpenter's CRDs (server-side

@@ -22,54 +22,25 @@ set -uo pipefail
 # shellcheck source=tools/suites/lib.sh
 source "$(dirname "$(readlink -f "$0")")/lib.sh"
 suite_init kueue
-TESTENV=tools/testenv/testenv
-KUEUE=tools/testenv/kueue
 
 command -v go >/dev/null || skip "go is not installed"
 command -v curl >/dev/null || skip "curl is not installed"
 RUNTIME=${COACH_SHARED_DIR:-../shared}/reference/kubeflow-v2/runtimes/torch_distributed.yaml
 [[ -f $RUNTIME ]] || skip "upstream's torch runtime is not at $RUNTIME (COACH_SHARED_DIR)"
 
-WORK=$(mktemp -d /tmp/coach-kueue.XXXXXX)
-DIR=$WORK/kube
-OP_PID=""
-# shellcheck disable=SC2317  # run by suite_on_exit
-cleanup() {
-  [[ -n $OP_PID ]] && kill -TERM "$OP_PID" 2>/dev/null && wait "$OP_PID" 2>/dev/null
-  if ((SUITE_RC != 0)); then
-    for f in "$WORK/operator.log" "$DIR/logs/kueue.log"; do
-      [[ -f $f ]] && { echo "---- last lines of $f" >&2; tail -n 25 "$f" >&2; }
-    done
-  fi
-  "$KUEUE" down --dir "$DIR" >/dev/null 2>&1
-  "$TESTENV" down --dir "$DIR" >/dev/null 2>&1
-  rm -rf "$WORK"
-}
-suite_on_exit cleanup
-
 suite_case "the webhook configurations' rendering"
-/usr/bin/python3 tools/testenv/kueue.d/webhook_config_test.py >"$WORK/webhook_config_test.log" 2>&1 ||
-  { cat "$WORK/webhook_config_test.log"; fail "tools/testenv/kueue.d/webhook_config_test.py"; }
+out=$(/usr/bin/python3 tools/testenv/kueue.d/webhook_config_test.py 2>&1) ||
+  { echo "$out"; fail "tools/testenv/kueue.d/webhook_config_test.py"; }
 
-suite_case "builds"
-t0=$SECONDS
-suite_testenv_build
-BIN=$TESTENV_BIN
-"$KUEUE" build >"$WORK/kueue-build.log" 2>&1 || { tail -n 30 "$WORK/kueue-build.log"; fail "kueue build"; }
-runfiles=$(suite_runfiles) || exit 1
-cp "$runfiles/operator/coach-operator" "$runfiles/sdk/cpp/cli/coach" "$WORK/" || fail "binaries from the runfiles"
-say "builds: $((SECONDS - t0)) s"
-
-suite_case "control plane, Kueue and coach up"
-t0=$SECONDS
-kubeconfig=$("$TESTENV" up --dir "$DIR") || fail "testenv up"
-K() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
-# coach's CRDs first: Kueue waits for the kinds of the frameworks it integrates.
-K apply --server-side -f charts/coach/crds >/dev/null || fail "coach's CRDs"
-suite_crds_established K 60 --all || fail "CRDs established"
-"$KUEUE" up --dir "$DIR" || fail "kueue up"
-K apply -f "$RUNTIME" >/dev/null || fail "upstream's torch runtime"
-K apply -f - >/dev/null <<'YAML' || fail "the queues"
+# coach's CRDs, Kueue and the queues (suite_kube_start calls it once the control plane is up).
+# shellcheck disable=SC2317  # called by suite_kube_start
+kueue_up() {
+  # coach's CRDs first: Kueue waits for the kinds of the frameworks it integrates.
+  K apply --server-side -f charts/coach/crds >/dev/null || fail "coach's CRDs"
+  suite_crds_established K 60 --all || fail "CRDs established"
+  tools/testenv/kueue up --dir "$DIR" || fail "kueue up"
+  K apply -f "$RUNTIME" >/dev/null || fail "upstream's torch runtime"
+  K apply -f - >/dev/null <<'YAML' || fail "the queues"
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata: {name: default-flavor}
@@ -92,24 +63,10 @@ kind: LocalQueue
 metadata: {name: user-queue, namespace: default}
 spec: {clusterQueue: cluster-queue}
 YAML
-read -r grpc_port http_port <<<"$(/usr/bin/python3 -c '
-import socket; s=[socket.socket() for _ in range(2)]
-[x.bind(("127.0.0.1", 0)) for x in s]; print(*[x.getsockname()[1] for x in s])')"
-mkdir -p "$WORK/state"
-HOME=$WORK/state "$WORK/coach-operator" --backend=kube --kubeconfig="$kubeconfig" \
-  --state-dir="$WORK/state" --listen="127.0.0.1:$grpc_port" --http-listen="127.0.0.1:$http_port" \
-  --api-auth=none >"$WORK/operator.log" 2>&1 &
-OP_PID=$!
-for ((i = 0; i < 100; i++)); do
-  curl -fsS -o /dev/null "http://127.0.0.1:$http_port/readyz" 2>/dev/null && break
-  kill -0 "$OP_PID" 2>/dev/null || fail "coach-operator exited"
-  sleep 0.3
-done
-curl -fsS -o /dev/null "http://127.0.0.1:$http_port/readyz" || fail "coach-operator not ready"
+}
+suite_kube_start kueue kueue_up ""
 grep -q "watching Kueue's workloads and localqueues" "$WORK/operator.log" ||
   fail "the operator does not watch Kueue's Workloads and LocalQueues"
-say "control plane, Kueue and coach up: $((SECONDS - t0)) s"
-COACH() { "$WORK/coach" --server "127.0.0.1:$grpc_port" "$@"; }
 
 # Seconds (with a fraction) since the epoch.
 now() { date +%s.%N; }

@@ -181,3 +181,78 @@ suite_real_node_lock() {
   exec 7>/tmp/coach-testenv-realnode-suite.lock
   flock -w 1200 7 || fail "another real-node suite held the lock for 20 min"
 }
+
+# The start of a suite that runs the operator against an add-on on the test control plane
+# (tools/testenv/kueue, tools/testenv/karpenter), after the suite's own checks:
+#
+#   suite_kube_start ADDON SETUP NODES [OPERATOR_FLAG...]
+#
+# Makes WORK (removed at the end) and DIR=$WORK/kube, and registers the clean-up: the operator
+# stopped; when the suite failed, the last lines of its log and of the add-on's; the add-on and the
+# control plane down. Case "builds": the control plane's binaries (BIN), the add-on's
+# (tools/testenv/ADDON build), coach-operator and coach from the runfiles into WORK. Case "control
+# plane, ADDON and coach up": `tools/testenv/testenv up` (NODES kwok nodes; "" for its default),
+# kubeconfig and K (kubectl on it), then SETUP, the suite's function (the add-on up, CRDs...), then
+# coach-operator --backend=kube --api-auth=none on loopback (grpc_port, http_port, OP_PID) with
+# OPERATOR_FLAG..., ready, and COACH (the CLI on it).
+suite_kube_start() {
+  SUITE_KUBE_ADDON=$1
+  local setup=$2 nodes=$3 addon=tools/testenv/$1 title="${1^}" runfiles t0 up_env=()
+  shift 3
+  WORK=$(mktemp -d "/tmp/coach-$SUITE_KUBE_ADDON.XXXXXX")
+  DIR=$WORK/kube
+  OP_PID=""
+  suite_on_exit suite_kube_cleanup
+
+  suite_case "builds"
+  t0=$SECONDS
+  suite_testenv_build
+  BIN=$TESTENV_BIN
+  "$addon" build >"$WORK/$SUITE_KUBE_ADDON-build.log" 2>&1 ||
+    { tail -n 30 "$WORK/$SUITE_KUBE_ADDON-build.log"; fail "$SUITE_KUBE_ADDON build"; }
+  runfiles=$(suite_runfiles) || exit 1
+  cp "$runfiles/operator/coach-operator" "$runfiles/sdk/cpp/cli/coach" "$WORK/" || fail "binaries from the runfiles"
+  say "builds: $((SECONDS - t0)) s"
+
+  suite_case "control plane, $title and coach up"
+  t0=$SECONDS
+  [[ -n $nodes ]] && up_env=("COACH_TESTENV_NODES=$nodes")
+  kubeconfig=$(env "${up_env[@]}" tools/testenv/testenv up --dir "$DIR") || fail "testenv up"
+  # shellcheck disable=SC2317  # called by the suite
+  K() { "$BIN/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+  "$setup"
+  read -r grpc_port http_port <<<"$(/usr/bin/python3 -c '
+import socket; s=[socket.socket() for _ in range(2)]
+[x.bind(("127.0.0.1", 0)) for x in s]; print(*[x.getsockname()[1] for x in s])')"
+  mkdir -p "$WORK/state"
+  # The suite calls the API as nobody in particular, on loopback (the default,
+  # --api-auth=kubernetes, is e2e/kube/api_auth_test's subject).
+  HOME=$WORK/state "$WORK/coach-operator" --backend=kube --kubeconfig="$kubeconfig" \
+    --state-dir="$WORK/state" --listen="127.0.0.1:$grpc_port" --http-listen="127.0.0.1:$http_port" \
+    --api-auth=none "$@" >"$WORK/operator.log" 2>&1 &
+  OP_PID=$!
+  local i
+  for ((i = 0; i < 100; i++)); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$http_port/readyz" 2>/dev/null && break
+    kill -0 "$OP_PID" 2>/dev/null || fail "coach-operator exited"
+    sleep 0.3
+  done
+  curl -fsS -o /dev/null "http://127.0.0.1:$http_port/readyz" || fail "coach-operator not ready"
+  say "control plane, $title and coach up: $((SECONDS - t0)) s"
+  # shellcheck disable=SC2317  # called by the suite
+  COACH() { "$WORK/coach" --server "127.0.0.1:$grpc_port" "$@"; }
+}
+
+# shellcheck disable=SC2317  # run by suite_finish, through suite_on_exit
+suite_kube_cleanup() {
+  local f
+  [[ -n $OP_PID ]] && kill -TERM "$OP_PID" 2>/dev/null && wait "$OP_PID" 2>/dev/null
+  if ((SUITE_RC != 0)); then
+    for f in "$WORK/operator.log" "$DIR/logs/$SUITE_KUBE_ADDON.log"; do
+      [[ -f $f ]] && { echo "---- last lines of $f" >&2; tail -n 25 "$f" >&2; }
+    done
+  fi
+  "tools/testenv/$SUITE_KUBE_ADDON" down --dir "$DIR" >/dev/null 2>&1
+  tools/testenv/testenv down --dir "$DIR" >/dev/null 2>&1
+  rm -rf "$WORK"
+}

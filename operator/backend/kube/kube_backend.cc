@@ -19,7 +19,7 @@
 #include "operator/backend/kube/scheduling_facts.h"
 #include "operator/backend/kube/ssh_auth_keys.h"
 #include "operator/model/replicas.h"
-#include "operator/reconcile/train_job_plan.h"
+#include "operator/trainer/runtime_lookup.h"
 
 namespace coach::backend::kube {
 
@@ -37,7 +37,7 @@ namespace {
 bool NeededBeforePods(const model::KubeObject& object) {
   if (object.kind == "Pod" || object.kind == "Service") return false;
   return !(object.kind == "ConfigMap" &&
-           absl::EndsWith(object.name, reconcile::kRuntimeSnapshotSuffix));
+           absl::EndsWith(object.name, trainer::kRuntimeSnapshotSuffix));
 }
 
 // Whether an object with this job's label is the job's own: it names the job's uid among its
@@ -123,9 +123,9 @@ struct KubeBackend::KindState {
     Erase(key, jobs);
     json trimmed = Trim(o, kind == "Pod");
     // A TrainJob's runtime snapshot is read from the cache (Observe): its content stays.
-    if (kind == "ConfigMap" && absl::EndsWith(name, reconcile::kRuntimeSnapshotSuffix)) {
-      const json& runtime = Field(Field(o, "data"), reconcile::kRuntimeSnapshotKey);
-      if (runtime.is_string()) trimmed["data"][reconcile::kRuntimeSnapshotKey] = runtime;
+    if (kind == "ConfigMap" && absl::EndsWith(name, trainer::kRuntimeSnapshotSuffix)) {
+      const json& runtime = Field(Field(o, "data"), trainer::kRuntimeSnapshotKey);
+      if (runtime.is_string()) trimmed["data"][trainer::kRuntimeSnapshotKey] = runtime;
     }
     const std::string job_key = JobKeyOfObject(trimmed);
     if (!job_key.empty()) {
@@ -595,64 +595,53 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
   // (describe), so they ask the API server for the job's pods, as they do for logs.
   ASSIGN_OR_RETURN(model::ObservedState observed,
                    started ? ObserveCached(job) : ObserveFromServer(job));
-  if (job.kind() == api::v1::TRAIN_JOB) RETURN_IF_ERROR(ObserveRuntime(job, observed));
+  RETURN_IF_ERROR(ObserveRuntime(job, observed));
   return observed;
 }
 
 absl::Status KubeBackend::ObserveRuntime(const model::Job& job, model::ObservedState& observed) {
   const std::string& ns = job.metadata().namespace_();
-  const std::string snapshot = reconcile::RuntimeSnapshotName(job);
-  std::optional<std::string> yaml;
-  bool cached;
-  {
-    absl::ReaderMutexLock lock(&mu_);
-    cached = started_;
-    const KindState* config_maps = StateFor("ConfigMap");
-    if (cached && config_maps != nullptr) {
-      if (const json* cm = config_maps->Find(ns, snapshot); cm != nullptr) {
-        const json& text = Field(Field(*cm, "data"), reconcile::kRuntimeSnapshotKey);
-        yaml = text.is_string() ? text.get<std::string>() : "";
+  trainer::RuntimeSource source;
+  source.snapshot = [&]() -> absl::StatusOr<std::optional<std::string>> {
+    const std::string snapshot = trainer::RuntimeSnapshotName(job);
+    auto text_of = [](const json& cm) {
+      const json& text = Field(Field(cm, "data"), trainer::kRuntimeSnapshotKey);
+      return text.is_string() ? text.get<std::string>() : "";
+    };
+    {
+      absl::ReaderMutexLock lock(&mu_);
+      if (started_) {
+        const KindState* config_maps = StateFor("ConfigMap");
+        if (config_maps == nullptr) return std::nullopt;
+        const json* cm = config_maps->Find(ns, snapshot);
+        if (cm == nullptr) return std::nullopt;
+        return text_of(*cm);
       }
     }
-  }
-  if (!cached) {
     absl::StatusOr<json> cm =
         options_.client->Get(coach::kubeclient::resources::ConfigMaps(), ns, snapshot);
-    if (cm.ok()) {
-      const json& text = Field(Field(*cm, "data"), reconcile::kRuntimeSnapshotKey);
-      yaml = text.is_string() ? text.get<std::string>() : "";
-    } else if (!absl::IsNotFound(cm.status())) {
-      return cm.status();
-    }
-  }
-  if (yaml.has_value()) {
-    reconcile::ObserveRuntimeSnapshot(job, *yaml, observed);
-    return absl::OkStatus();
-  }
-  const reconcile::RuntimeReference ref = reconcile::RuntimeReferenceOf(job);
-  const std::string& kind = ref.kind;
-  const std::string& name = ref.name;
-  const bool cluster = ref.cluster();
-  if (!cluster && kind != "TrainingRuntime") {
-    observed.runtime_missing = absl::StrCat("spec.runtimeRef.kind: unsupported runtime: ", kind);
-    return absl::OkStatus();
-  }
-  const coach::kubeclient::ResourceDescriptor resource{
-      "trainer.kubeflow.org",
-      "v1alpha1",
-      cluster ? "clustertrainingruntimes" : "trainingruntimes",
-      kind,
-      !cluster,
-      false};
-  absl::StatusOr<json> runtime = options_.client->Get(resource, cluster ? "" : ns, name);
-  if (absl::IsNotFound(runtime.status())) {
-    observed.runtime_missing = absl::StrCat("spec.runtimeRef: ", kind, " \"", name, "\" not found",
-                                            cluster ? "" : absl::StrCat(" in namespace ", ns));
-    return absl::OkStatus();
-  }
-  if (!runtime.ok()) return runtime.status();
-  observed.train_job_runtime = runtime->dump();
-  return absl::OkStatus();
+    if (absl::IsNotFound(cm.status())) return std::nullopt;
+    if (!cm.ok()) return cm.status();
+    return text_of(*cm);
+  };
+  source.find = [&](const trainer::RuntimeReference& ref) -> absl::StatusOr<std::optional<json>> {
+    const coach::kubeclient::ResourceDescriptor resource{
+        "trainer.kubeflow.org",
+        "v1alpha1",
+        ref.cluster() ? "clustertrainingruntimes" : "trainingruntimes",
+        ref.kind,
+        !ref.cluster(),
+        false};
+    absl::StatusOr<json> runtime =
+        options_.client->Get(resource, ref.cluster() ? "" : ns, ref.name);
+    if (absl::IsNotFound(runtime.status())) return std::nullopt;
+    if (!runtime.ok()) return runtime.status();
+    return *std::move(runtime);
+  };
+  source.where = [&](const trainer::RuntimeReference& ref) {
+    return ref.cluster() ? std::string() : absl::StrCat(" in namespace ", ns);
+  };
+  return trainer::ObserveRuntime(job, source, observed);
 }
 
 absl::StatusOr<model::ObservedState> KubeBackend::ObserveCached(const model::Job& job) {

@@ -8,9 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "operator/backend/kube/object_fields.h"
 #include "operator/backend/kube/scheduling_facts.h"
+#include "operator/model/pod_identity.h"
 #include "operator/model/replicas.h"
-#include "operator/reconcile/recovery_policy.h"
-#include "operator/reconcile/train_job_plan.h"
 
 namespace coach::backend::kube {
 
@@ -78,13 +77,6 @@ std::string Bounded(std::string text) {
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
   text.resize(cut);
   return text + "...";
-}
-
-std::string CamelType(const model::Job& job, const std::string& label_value) {
-  for (const std::string& type : reconcile::ReplicaTypes(job)) {
-    if (reconcile::Lower(type) == label_value) return type;
-  }
-  return label_value;  // a type the job no longer declares: kept, so it is visible
 }
 
 bool HasContainer(const json& pod, const std::string& name) {
@@ -172,18 +164,14 @@ model::ObservedPod ToObservedPod(const model::Job& job, const json& pod,
   const json& meta = Field(pod, "metadata");
   p.name = StringField(meta, "name");
   p.uid = StringField(meta, "uid");
-  int index = 0;
-  std::string container = default_container;
-  if (job.kind() == api::v1::TRAIN_JOB) {
-    // A TrainJob's replica types are its replicated jobs; JobSet and the Job controller label
-    // them. An initializer's main container is named after its job, a trainer's `node`.
-    p.replica_type = Label(pod, reconcile::kLabelReplicatedJob);
-    if (absl::SimpleAtoi(Label(pod, reconcile::kLabelCompletionIndex), &index)) p.index = index;
-    if (HasContainer(pod, p.replica_type)) container = p.replica_type;
-  } else {
-    p.replica_type = CamelType(job, Label(pod, reconcile::kLabelReplicaType));
-    if (absl::SimpleAtoi(Label(pod, reconcile::kLabelReplicaIndex), &index)) p.index = index;
-  }
+  const model::PodIdentity id = model::IdentifyPod(job, pod);
+  p.replica_type = id.replica_type;
+  p.index = id.index;
+  p.attempt = id.attempt;
+  // A container named after the replica type is its main one (a TrainJob initializer's is named
+  // after its replicated job); else the kind's default container.
+  const std::string container =
+      HasContainer(pod, p.replica_type) ? p.replica_type : default_container;
   const json& status = Field(pod, "status");
   p.phase = ParsePhase(StringField(status, "phase"));
   p.deleting = Deleting(pod);
@@ -217,10 +205,6 @@ model::ObservedPod ToObservedPod(const model::Job& job, const json& pod,
   }
   p.message = StringField(status, "message");
   if (p.message.empty()) p.message = reason;
-  int attempt = 0;
-  if (absl::SimpleAtoi(Label(pod, reconcile::kLabelAttempt), &attempt) && attempt >= 0) {
-    p.attempt = attempt;
-  }
   p.disruption = PodDisruption(pod);
   p.deletion_requested = DeletionRequested(pod);
   return p;

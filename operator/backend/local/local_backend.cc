@@ -21,10 +21,10 @@
 #include "operator/backend/local/process/log_files.h"
 #include "operator/backend/local/process/pod_process.h"
 #include "operator/backend/local/process/shim_process_runner.h"
+#include "operator/model/pod_identity.h"
 #include "operator/model/replicas.h"
-#include "operator/reconcile/recovery_policy.h"
-#include "operator/reconcile/train_job_plan.h"
 #include "operator/trainer/runtime_directory.h"
+#include "operator/trainer/runtime_lookup.h"
 
 extern char** environ;
 
@@ -66,26 +66,6 @@ void RaiseOpenFileLimit() {
 constexpr int kStarterThreads = 8;
 
 bool Terminal(PodPhase p) { return p == PodPhase::kSucceeded || p == PodPhase::kFailed; }
-
-std::string Label(const Json& pod, const char* key) {
-  const Json* labels = nullptr;
-  if (pod.contains("metadata") && pod["metadata"].contains("labels")) {
-    labels = &pod["metadata"]["labels"];
-  }
-  if (labels == nullptr || !labels->is_object() || !labels->contains(key) ||
-      !(*labels)[key].is_string()) {
-    return "";
-  }
-  return (*labels)[key].get<std::string>();
-}
-
-// The job attempt a pod was created for: its coach.dev/attempt label; 0 without one, or when
-// it is not a number >= 0 (the reconciler writes it; an edited pod must not fail here).
-int AttemptOf(const Json& pod) {
-  int attempt = 0;
-  return absl::SimpleAtoi(Label(pod, reconcile::kLabelAttempt), &attempt) && attempt >= 0 ? attempt
-                                                                                          : 0;
-}
 
 // "master-0" for pod "<job>-master-0"; "launcher" for the MPI launcher "<job>-launcher".
 std::string ShortName(const JobKey& job, const std::string& pod) {
@@ -370,38 +350,34 @@ absl::StatusOr<model::ObservedState> LocalBackend::Observe(const model::Job& job
     out.pods[i].stopped = facts[i].stopped;
   }
   ASSIGN_OR_RETURN(out.objects, objects_.List(key));
-  if (job.kind() == api::v1::TRAIN_JOB) RETURN_IF_ERROR(ObserveRuntime(job, out));
+  RETURN_IF_ERROR(ObserveRuntime(job, out));
   return out;
 }
 
 absl::Status LocalBackend::ObserveRuntime(const model::Job& job,
                                           model::ObservedState& observed) const {
-  ASSIGN_OR_RETURN(const std::string dir,
-                   layout_.ConfigMapDir(KeyOf(job), reconcile::RuntimeSnapshotName(job)));
-  std::ifstream snapshot(absl::StrCat(dir, "/", reconcile::kRuntimeSnapshotKey));
-  if (snapshot.good()) {
+  trainer::RuntimeSource source;
+  source.snapshot = [&]() -> absl::StatusOr<std::optional<std::string>> {
+    ASSIGN_OR_RETURN(const std::string dir,
+                     layout_.ConfigMapDir(KeyOf(job), trainer::RuntimeSnapshotName(job)));
+    std::ifstream snapshot(absl::StrCat(dir, "/", trainer::kRuntimeSnapshotKey));
+    if (!snapshot.good()) return std::nullopt;
     std::stringstream text;
     text << snapshot.rdbuf();
-    reconcile::ObserveRuntimeSnapshot(job, text.str(), observed);
-    return absl::OkStatus();
-  }
-  const reconcile::RuntimeReference ref = reconcile::RuntimeReferenceOf(job);
-  const std::string what = absl::StrCat("spec.runtimeRef: ", ref.kind, " \"", ref.name, "\"");
-  if (options_.training_runtimes_dir.empty()) {
-    observed.runtime_missing =
-        absl::StrCat(what, " not found: this operator has no runtimes (--training-runtimes)");
-    return absl::OkStatus();
-  }
-  absl::StatusOr<std::optional<nlohmann::json>> found = trainer::FindRuntimeInDirectory(
-      options_.training_runtimes_dir, ref.kind, job.metadata().namespace_(), ref.name);
-  if (!found.ok()) return found.status();
-  if (!found->has_value()) {
-    observed.runtime_missing =
-        absl::StrCat(what, " not found in --training-runtimes ", options_.training_runtimes_dir);
-    return absl::OkStatus();
-  }
-  observed.train_job_runtime = (*found)->dump();
-  return absl::OkStatus();
+    return text.str();
+  };
+  source.find =
+      [&](const trainer::RuntimeReference& ref) -> absl::StatusOr<std::optional<nlohmann::json>> {
+    if (options_.training_runtimes_dir.empty()) return std::nullopt;
+    return trainer::FindRuntimeInDirectory(options_.training_runtimes_dir, ref.kind,
+                                           job.metadata().namespace_(), ref.name);
+  };
+  source.where = [&](const trainer::RuntimeReference&) {
+    return options_.training_runtimes_dir.empty()
+               ? std::string(": this operator has no runtimes (--training-runtimes)")
+               : absl::StrCat(" in --training-runtimes ", options_.training_runtimes_dir);
+  };
+  return trainer::ObserveRuntime(job, source, observed);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -546,15 +522,10 @@ absl::StatusOr<std::optional<LocalBackend::PreparedStart>> LocalBackend::Prepare
   ReplicaRecord& record = out.record;
   record.job = key;
   record.name = pod.name;
-  if (job.kind() == api::v1::TRAIN_JOB) {
-    record.replica_type = Label(pod.body, reconcile::kLabelReplicatedJob);
-    absl::SimpleAtoi(Label(pod.body, reconcile::kLabelCompletionIndex), &record.index);
-  } else {
-    record.replica_type =
-        api::v1::CanonicalReplicaType(job.kind(), Label(pod.body, reconcile::kLabelReplicaType));
-    absl::SimpleAtoi(Label(pod.body, reconcile::kLabelReplicaIndex), &record.index);
-  }
-  record.attempt = AttemptOf(pod.body);
+  const model::PodIdentity id = model::IdentifyPod(job, pod.body);
+  record.replica_type = id.replica_type;
+  record.index = id.index;
+  record.attempt = id.attempt;
   ASSIGN_OR_RETURN(record.log_path, layout_.LogPath(key, pod.name));
   if (auto ports = reads.ports.find(pod.name); ports != reads.ports.end()) {
     record.ports = ports->second;

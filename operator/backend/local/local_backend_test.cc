@@ -24,10 +24,10 @@
 #include "operator/backend/local/fs_util.h"
 #include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/backend/local/testing/fake_gpu_discovery.h"
+#include "operator/model/pod_identity.h"
 #include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/desired_objects.h"
-#include "operator/reconcile/recovery_policy.h"
 
 namespace coach::backend::local {
 namespace {
@@ -504,7 +504,7 @@ TEST_F(LocalBackendTest, AStoppedReplicaIsObservedAndDeletedWithinTheGrace) {
 TEST_F(LocalBackendTest, TheAttemptIsThePodsLabel) {
   model::Job job = MakeJob("attempt", {{"command", Argv("exit 0")}});
   model::KubeObject pod = Pod(job);
-  pod.body["metadata"]["labels"][reconcile::kLabelAttempt] = "2";
+  pod.body["metadata"]["labels"][model::kLabelAttempt] = "2";
   ASSERT_TRUE(Create(job, pod).ok());
   EXPECT_EQ(WaitPod(job, PodPhase::kSucceeded).attempt, 2);
   backend_ = NewBackend();
@@ -514,7 +514,7 @@ TEST_F(LocalBackendTest, TheAttemptIsThePodsLabel) {
   EXPECT_EQ(seen->pods[0].attempt, 2) << "after an operator restart too";
   for (const char* label : {"", "two", "-1"}) {
     ASSERT_TRUE(Delete(job, "Pod", pod.name).ok());
-    pod.body["metadata"]["labels"][reconcile::kLabelAttempt] = label;
+    pod.body["metadata"]["labels"][model::kLabelAttempt] = label;
     ASSERT_TRUE(Create(job, pod).ok());
     EXPECT_EQ(WaitPod(job, PodPhase::kSucceeded).attempt, 0) << "label \"" << label << "\"";
   }

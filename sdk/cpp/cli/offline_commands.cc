@@ -13,8 +13,8 @@
 #include "operator/model/reconcile_types.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/plan_job.h"
-#include "operator/reconcile/train_job_plan.h"
 #include "operator/trainer/runtime_directory.h"
+#include "operator/trainer/runtime_lookup.h"
 #include "sdk/cpp/cli/exit_codes.h"
 #include "sdk/cpp/cli/manifest_input.h"
 
@@ -58,7 +58,7 @@ absl::StatusOr<Input> Load(const OfflineOptions& options) {
 // The runtime a TrainJob names: from the input first, then the runtimes directory.
 absl::StatusOr<nlohmann::json> RuntimeOf(const api::v1::TrainingJob& job, const Input& input,
                                          const std::string& dir) {
-  const reconcile::RuntimeReference ref = reconcile::RuntimeReferenceOf(job);
+  const trainer::RuntimeReference ref = trainer::RuntimeReferenceOf(job);
   const std::string& ns = job.metadata().namespace_();
   for (const nlohmann::json& runtime : input.runtimes) {
     const nlohmann::json meta = runtime.value("metadata", nlohmann::json::object());

@@ -5,7 +5,7 @@
 #include "api/v1/kinds.h"
 #include "operator/backend/local/process/pod_process.h"
 #include "operator/model/replicas.h"
-#include "operator/reconcile/train_job_plan.h"
+#include "operator/trainer/runtime_lookup.h"
 
 namespace coach::backend::local {
 
@@ -40,8 +40,8 @@ std::map<std::string, std::vector<std::string>> PortNamesFor(const api::v1::Trai
   if (job.kind() == api::v1::TRAIN_JOB) {
     // The trainer's first pod is the rendezvous (PET_MASTER_ADDR, JAX's coordinator, XGBoost's
     // tracker): one port, reserved under the trainer's replicated job.
-    out[reconcile::ReplicaName(job, reconcile::kTrainerReplicatedJob, 0)] = {
-        reconcile::kTrainerPortName};
+    out[reconcile::ReplicaName(job, trainer::kTrainerReplicatedJob, 0)] = {
+        trainer::kTrainerPortName};
     return out;
   }
   for (const std::string& type : reconcile::ReplicaTypes(job)) {

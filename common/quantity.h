@@ -11,7 +11,7 @@
 
 #include "absl/numeric/int128.h"
 
-namespace coach::reconcile {
+namespace coach {
 
 class Quantity {
  public:
@@ -41,4 +41,4 @@ class Quantity {
   Format format_ = Format::kDecimalSI;
 };
 
-}  // namespace coach::reconcile
+}  // namespace coach

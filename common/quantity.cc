@@ -1,10 +1,10 @@
-#include "operator/reconcile/quantity.h"
+#include "common/quantity.h"
 
 #include <algorithm>
 #include <limits>
 #include <utility>
 
-namespace coach::reconcile {
+namespace coach {
 namespace {
 
 constexpr int kMaxSignificantDigits = 24;
@@ -155,4 +155,4 @@ std::string Quantity::ToString() const {
   return sign + Digits(n) + kDecimalSuffixes[(exponent + kNanoDigits) / 3].first;
 }
 
-}  // namespace coach::reconcile
+}  // namespace coach

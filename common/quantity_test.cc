@@ -1,4 +1,4 @@
-#include "operator/reconcile/quantity.h"
+#include "common/quantity.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 // Expected values: k8s.io/apimachinery resource.Quantity (ParseQuantity, Add keeps the
 // receiver's format, String/MarshalJSON print CanonicalizeBytes' form).
 
-namespace coach::reconcile {
+namespace coach {
 namespace {
 
 TEST(QuantityTest, SumsInCanonicalForm) {
@@ -89,4 +89,4 @@ TEST(QuantityTest, ValueRoundsWholeUnitsAwayFromZero) {
 }
 
 }  // namespace
-}  // namespace coach::reconcile
+}  // namespace coach
