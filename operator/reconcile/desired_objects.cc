@@ -168,26 +168,4 @@ absl::StatusOr<KubeObject> DesiredService(const model::Job& job, const std::stri
   return KubeObject{"v1", "Service", name, job.metadata().namespace_(), std::move(body)};
 }
 
-absl::StatusOr<std::vector<KubeObject>> DesiredObjects(const model::Job& job,
-                                                       const model::ReconcileConfig& config) {
-  ASSIGN_OR_RETURN(const api::v1::KindInfo* kind, KindOf(job));
-  (void)kind;
-  std::vector<KubeObject> out;
-  if (job.kind() == api::v1::MPI_JOB) {
-    ASSIGN_OR_RETURN(std::vector<KubeObject> aux, MpiAuxObjects(job, config, {}));
-    for (auto& o : aux) out.push_back(std::move(o));
-  }
-  if (auto pg = DesiredPodGroup(job, config)) out.push_back(std::move(*pg));
-  for (const std::string& type : ReplicaTypes(job)) {
-    for (int i = 0; i < Replicas(job, type); ++i) {
-      ASSIGN_OR_RETURN(KubeObject pod, DesiredPod(job, type, i, config));
-      out.push_back(std::move(pod));
-      if (job.kind() == api::v1::MPI_JOB) continue;
-      ASSIGN_OR_RETURN(KubeObject svc, DesiredService(job, type, i));
-      out.push_back(std::move(svc));
-    }
-  }
-  return out;
-}
-
 }  // namespace coach::reconcile

@@ -3,22 +3,11 @@
 // The objects a job needs on a cluster, built exactly as upstream v1.9.4 builds them.
 // Pure: a function of the (already defaulted) job and the operator's config.
 
-#include <vector>
-
 #include "absl/status/statusor.h"
 #include "operator/model/kube_object.h"
 #include "operator/model/reconcile_types.h"
 
 namespace coach::reconcile {
-
-// Every object a fresh job needs, in a stable order: MPI ConfigMap, ServiceAccount,
-// Role, RoleBinding; the PodGroup (gang scheduling); then per replica type in the
-// kind's order, per index: the Pod, then its headless Service (none for MPIJob).
-//
-// Errors: InvalidArgument (kind unset, a template that is not a JSON object, MPI
-// replica without containers), NotFound (a port the framework's wiring requires).
-absl::StatusOr<std::vector<model::KubeObject>> DesiredObjects(const model::Job& job,
-                                                              const model::ReconcileConfig& config);
 
 // The pod of replica `type`/`index`: the template with every field kept, name,
 // namespace, labels (template's merged with the operator's), owner reference, the

@@ -13,6 +13,7 @@
 #include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/framework_env.h"
 #include "operator/reconcile/mpi_objects.h"
+#include "operator/reconcile/plan_job.h"
 
 namespace coach::reconcile {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "operator/model/testing/job_builder.h"
-#include "operator/reconcile/desired_objects.h"
+#include "operator/reconcile/plan_job.h"
 
 namespace coach::reconcile {
 namespace {

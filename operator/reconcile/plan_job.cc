@@ -129,6 +129,28 @@ absl::StatusOr<JobPlan> PlanJob(const model::Job& job, const model::ObservedStat
   return TrainJobPlan(job, *kind, observed, config);
 }
 
+absl::StatusOr<std::vector<KubeObject>> PlannedObjects(const JobPlan& plan) {
+  if (plan.wait) return absl::FailedPreconditionError(plan.wait->cause);
+  if (!plan.refused.empty()) return absl::InvalidArgumentError(plan.refused);
+  std::vector<KubeObject> objects = plan.objects;
+  for (const std::string& type : plan.replica_types) {
+    for (int index = 0; index < Replicas(*plan.job, type); ++index) {
+      ASSIGN_OR_RETURN(KubeObject pod, plan.pod(type, index));
+      objects.push_back(std::move(pod));
+      if (!plan.service_per_pod) continue;
+      ASSIGN_OR_RETURN(KubeObject service, plan.service(type, index));
+      objects.push_back(std::move(service));
+    }
+  }
+  return objects;
+}
+
+absl::StatusOr<std::vector<KubeObject>> DesiredObjects(const model::Job& job,
+                                                       const model::ReconcileConfig& config) {
+  ASSIGN_OR_RETURN(JobPlan plan, PlanJob(job, model::ObservedState(), config));
+  return PlannedObjects(plan);
+}
+
 std::string ManagingController(const model::Job& job, const model::ReconcileConfig& config) {
   return job.kind() == api::v1::TRAIN_JOB ? api::v1::kTrainJobController : config.controller_name;
 }

@@ -9,6 +9,7 @@
 // Pure: no I/O, no clock. `job` and `config` must outlive the plan.
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "operator/model/job_plan.h"
@@ -23,6 +24,18 @@ namespace coach::reconcile {
 // Errors: InvalidArgument when the job's kind is unset or unknown.
 absl::StatusOr<model::JobPlan> PlanJob(const model::Job& job, const model::ObservedState& observed,
                                        const model::ReconcileConfig& config);
+
+// Every object of the plan, as a fresh job needs them: the shared objects in creation order,
+// then per replica type in the kind's order, per index, the pod and (where each pod has one) its
+// Service. Errors: the pods' and Services' (InvalidArgument or NotFound naming what the job
+// lacks); FailedPrecondition naming what a waiting plan waits for; InvalidArgument with the words
+// of a refused plan.
+absl::StatusOr<std::vector<model::KubeObject>> PlannedObjects(const model::JobPlan& plan);
+
+// PlannedObjects of the job's plan with nothing observed: what `coach render` prints for a v1
+// job (a TrainJob needs its runtime observed).
+absl::StatusOr<std::vector<model::KubeObject>> DesiredObjects(const model::Job& job,
+                                                              const model::ReconcileConfig& config);
 
 // The controller a job's runPolicy.managedBy must name (when set) for coach to act on it.
 std::string ManagingController(const model::Job& job, const model::ReconcileConfig& config);

@@ -25,7 +25,7 @@
 #include "operator/backend/kube/testing/testenv.h"
 #include "operator/model/replicas.h"
 #include "operator/model/testing/job_builder.h"
-#include "operator/reconcile/desired_objects.h"
+#include "operator/reconcile/plan_job.h"
 
 namespace coach::backend::kube {
 namespace {

@@ -11,7 +11,6 @@
 #include "common/version/version.h"
 #include "operator/model/job_plan.h"
 #include "operator/model/reconcile_types.h"
-#include "operator/model/replicas.h"
 #include "operator/reconcile/plan_job.h"
 #include "operator/trainer/runtime_directory.h"
 #include "operator/trainer/runtime_lookup.h"
@@ -93,21 +92,7 @@ absl::StatusOr<std::vector<model::KubeObject>> JobObjects(const api::v1::Trainin
   }
   absl::StatusOr<model::JobPlan> plan = reconcile::PlanJob(job, observed, config);
   if (!plan.ok()) return plan.status();
-  if (plan->wait) return absl::FailedPreconditionError(plan->wait->cause);
-  if (!plan->refused.empty()) return absl::InvalidArgumentError(plan->refused);
-  std::vector<model::KubeObject> objects = plan->objects;
-  for (const std::string& type : plan->replica_types) {
-    for (int index = 0; index < reconcile::Replicas(*plan->job, type); ++index) {
-      absl::StatusOr<model::KubeObject> pod = plan->pod(type, index);
-      if (!pod.ok()) return pod.status();
-      objects.push_back(*std::move(pod));
-      if (!plan->service_per_pod) continue;
-      absl::StatusOr<model::KubeObject> service = plan->service(type, index);
-      if (!service.ok()) return service.status();
-      objects.push_back(*std::move(service));
-    }
-  }
-  return objects;
+  return reconcile::PlannedObjects(*plan);
 }
 
 void PrintError(const absl::Status& status, std::ostream& err) {

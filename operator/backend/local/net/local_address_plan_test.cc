@@ -16,7 +16,7 @@
 #include "operator/backend/local/store/sqlite_job_store.h"
 #include "operator/backend/local/testing/fake_gpu_discovery.h"
 #include "operator/model/testing/job_builder.h"
-#include "operator/reconcile/desired_objects.h"
+#include "operator/reconcile/plan_job.h"
 
 namespace coach::backend::local {
 namespace {
