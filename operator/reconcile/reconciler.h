@@ -1,7 +1,9 @@
 #pragma once
 
 // The pure reconciler: (job, observed objects, now, config) -> actions, new status,
-// requeue time, events. No I/O, no clock: `now` is the only time it knows.
+// requeue time, events. No I/O, no clock: `now` is the only time it knows. A pass builds the
+// job's plan (plan_job.h: every pod, shared object and rule of its kind), then converges the
+// observed state toward it; what recovery decides (recovery.h) the pass applies.
 //
 // Contract:
 //  - Idempotent: names are deterministic, so applying the actions and reconciling with
