@@ -3,6 +3,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/version/version.h"
+#include "operator/cmd/exit_codes.h"
+
 namespace coach::cmd {
 
 Flags DefaultFlags() {
@@ -245,6 +248,20 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                   "Time between acquire/renew attempts")
       ->envname("COACH_LEADER_ELECT_RETRY_PERIOD")
       ->capture_default_str();
+}
+
+std::optional<int> ParseCommandLine(int argc, char** argv, Flags* flags) {
+  CLI::App app{
+      "coach-operator: Kubeflow training jobs (kubeflow.org/v1) on this host or "
+      "Kubernetes, served over gRPC"};
+  app.set_version_flag("--version", std::string("coach-operator ") + coach::kVersion);
+  RegisterFlags(&app, flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+  return std::nullopt;
 }
 
 }  // namespace coach::cmd

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,5 +68,10 @@ Flags DefaultFlags();
 
 // Adds every flag to `app`, bound to `flags` (which must outlive the parse).
 void RegisterFlags(CLI::App* app, Flags* flags);
+
+// Parses the command line into `flags`, which holds the defaults (DefaultFlags). When the
+// process is to end at once, returns its exit code, the message printed: 0 after --help or
+// --version, kExitUsage (exit_codes.h) after a parse error.
+std::optional<int> ParseCommandLine(int argc, char** argv, Flags* flags);
 
 }  // namespace coach::cmd
