@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
 #include "common/quantity.h"
+#include "common/status_macros.h"
 #include "operator/trainer/plan.h"
 #include "operator/trainer/strategic_merge.h"
 #include "operator/trainer/train_job_fields.h"
