@@ -62,7 +62,13 @@ absl::Status OperatorProcess::ServeApi() {
                     core_->clock);
 }
 
-void OperatorProcess::StopController() { core_->controller.Stop(); }
+void OperatorProcess::StopController() {
+  // The gate's thread may be about to start the controller: end that first. The lease goes
+  // only once this controller has stopped: never two at once.
+  leader_.StopWaiting();
+  core_->controller.Stop();
+  leader_.StopCampaign();
+}
 
 void OperatorProcess::BeginServing() {
   core_->trimmer.Start();
@@ -83,11 +89,8 @@ void OperatorProcess::ShutDown() {
   serving_ = false;
   core_->watchers.Shutdown();
   api_.Shutdown(absl::Seconds(5));
-  leader_.StopWaiting();
   core_->trimmer.Stop();
-  core_->controller.Stop();
-  // Release the lease only once this controller has stopped: never two at once.
-  leader_.StopCampaign();
+  StopController();
   if (wiring_.cr_store != nullptr) wiring_.cr_store->StopWatching();
   // A moment for runs to record what just happened; the rest resumes after a restart.
   core_->tracker.Stop(absl::Seconds(2));

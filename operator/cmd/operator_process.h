@@ -42,6 +42,7 @@ class OperatorProcess {
   absl::Status StartController();
   // The gRPC API. On error the controller still runs: StopController.
   absl::Status ServeApi();
+  // Ends the wait for the lease, stops the controller, then gives the lease up.
   void StopController();
   // Ready from now on; logs where everything is served.
   void BeginServing();

@@ -19,4 +19,15 @@ struct KubeObject {
   Json body;
 };
 
+// The label `key` of a Kubernetes object (its metadata.labels), "" when absent or not a string.
+inline std::string LabelOf(const Json& object, const std::string& key) {
+  if (!object.is_object()) return "";
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return "";
+  auto labels = meta->find("labels");
+  if (labels == meta->end() || !labels->is_object()) return "";
+  auto it = labels->find(key);
+  return it != labels->end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 }  // namespace coach::model

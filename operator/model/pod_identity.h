@@ -32,7 +32,4 @@ struct PodIdentity {
 // `pod`: the Pod object (its metadata.labels are read; anything else is ignored).
 PodIdentity IdentifyPod(const Job& job, const Json& pod);
 
-// The pod's label `key`, "" when absent or not a string.
-std::string PodLabel(const Json& pod, const std::string& key);
-
 }  // namespace coach::model

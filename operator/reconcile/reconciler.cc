@@ -55,8 +55,7 @@ class Pass {
         config_(config),
         kind_(*plan.kind),
         kind_name_(plan.kind->name),
-        policy_(policy),
-        recovery_(job_, policy_, observed_, result_.status, now_, config_) {
+        recovery_(job_, policy, observed_, result_.status, now_, config_) {
     result_.status = job_.status();
   }
 
@@ -179,7 +178,6 @@ class Pass {
   // JobSet's reason for a failure on a limit (DeadlineExceeded, ReachedMaxRestarts), set by the
   // rule that fails the job; empty: FailedJobs.
   std::string upstream_failure_;
-  const RecoveryPolicy policy_;
   Recovery recovery_;
 };
 
@@ -215,7 +213,7 @@ void Pass::RestartJob(const RecoveryDecision& restart) {
   std::string not_in_place;
   const bool in_place = recovery_.InPlaceReady(not_in_place);
   const std::string msg = RecordRestart(restart, recovery_.attempt(), in_place, not_in_place,
-                                        policy_, kind_name_, name(), now_, status());
+                                        recovery_.policy(), kind_name_, name(), now_, status());
   MarkRestarting(status(), kind_name_, msg, now_);
   Event(restart.counted ? "Warning" : "Normal", kind_name_ + api::v1::kJobRestartingReason, msg);
   // In place: each pod's coach-launch stops its ranks and starts the next attempt's once every

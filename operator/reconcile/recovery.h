@@ -50,6 +50,7 @@ class Recovery {
   void FindAttempt();
   int attempt() const { return attempt_; }
 
+  const RecoveryPolicy& policy() const { return policy_; }
   bool JobScope() const { return policy_.scope == RestartScope::kJob; }
   // Restarts in place: job scope, coach.dev/restart-mode InPlace, and the operator takes the
   // reports through which the pods' coach-launch hears of a restart.

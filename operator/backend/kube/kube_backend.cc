@@ -18,6 +18,7 @@
 #include "operator/backend/kube/pod_observation.h"
 #include "operator/backend/kube/scheduling_facts.h"
 #include "operator/backend/kube/ssh_auth_keys.h"
+#include "operator/model/kube_object.h"
 #include "operator/model/replicas.h"
 #include "operator/trainer/runtime_lookup.h"
 
@@ -75,7 +76,7 @@ std::string ObjectKey(const std::string& kind, const std::string& name) {
 bool MatchesSelector(const std::string& selector, const json& o) {
   for (absl::string_view term : absl::StrSplit(selector, ',')) {
     const bool absent = absl::ConsumePrefix(&term, "!");
-    if (Label(o, std::string(term)).empty() != absent) return false;
+    if (model::LabelOf(o, std::string(term)).empty() != absent) return false;
   }
   return true;
 }
@@ -107,7 +108,7 @@ struct KubeBackend::KindState {
 
   std::string JobKeyOfObject(const json& o) const {
     for (const std::string& label : job_labels) {
-      const std::string job = Label(o, label);
+      const std::string job = model::LabelOf(o, label);
       if (!job.empty()) {
         return absl::StrCat(StringField(Field(o, "metadata"), "namespace"), "/", job);
       }

@@ -16,13 +16,6 @@ std::string StringField(const json& o, const char* key) {
   return v.is_string() ? v.get<std::string>() : "";
 }
 
-std::string Label(const json& object, const std::string& label) {
-  const json& labels = Field(Field(object, "metadata"), "labels");
-  if (!labels.is_object()) return "";
-  auto it = labels.find(label);
-  return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 bool Deleting(const json& object) {
   return !Field(Field(object, "metadata"), "deletionTimestamp").is_null();
 }

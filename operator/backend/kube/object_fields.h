@@ -15,8 +15,6 @@ namespace coach::backend::kube {
 const nlohmann::json& Field(const nlohmann::json& o, const char* key);
 // o[key] when it is a string, else "".
 std::string StringField(const nlohmann::json& o, const char* key);
-// metadata.labels[label] when it is a string, else "".
-std::string Label(const nlohmann::json& object, const std::string& label);
 // True when metadata.deletionTimestamp is set.
 bool Deleting(const nlohmann::json& object);
 // An RFC 3339 timestamp; InfinitePast when empty or malformed.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "operator/backend/kube/object_fields.h"
+#include "operator/model/kube_object.h"
 
 namespace coach::backend::kube {
 
@@ -193,7 +194,7 @@ std::set<std::string> SchedulingFacts::ReplaceNodeClaims(const std::vector<json>
   std::set<std::string> changed;
   std::map<std::string, NodeClaim> next;
   for (const json& nc : nodeclaims) {
-    next[StringField(Field(nc, "metadata"), "name")] = {Label(nc, kNodePoolLabel),
+    next[StringField(Field(nc, "metadata"), "name")] = {model::LabelOf(nc, kNodePoolLabel),
                                                         NodeClaimProgress(nc)};
   }
   for (const auto& [name, facts] : nodeclaims_) {
@@ -216,7 +217,7 @@ std::set<std::string> SchedulingFacts::OnNodeClaim(const json& nodeclaim, bool d
     if (nodeclaims_.erase(name) == 0) return {};
     return PodsNominatedTo(name);
   }
-  NodeClaim facts{Label(nodeclaim, kNodePoolLabel), NodeClaimProgress(nodeclaim)};
+  NodeClaim facts{model::LabelOf(nodeclaim, kNodePoolLabel), NodeClaimProgress(nodeclaim)};
   auto it = nodeclaims_.find(name);
   if (it != nodeclaims_.end() && it->second.progress == facts.progress &&
       it->second.nodepool == facts.nodepool) {
