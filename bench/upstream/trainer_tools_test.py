@@ -65,6 +65,8 @@ def coach_pod(index=0, suffix="b4d2f"):
             if k in meta[group]:
                 meta[group][k] = "trainjob-uid"
     meta["labels"]["coach.dev/job-name"] = "abc"
+    meta["labels"]["coach.dev/replica-type"] = "node"
+    meta["labels"]["coach.dev/replica-index"] = str(index)
     meta["labels"]["coach.dev/attempt"] = "0"
     pod["spec"]["volumes"][0]["name"] = "kube-api-access-h8s2w"
     pod["spec"]["containers"][0]["volumeMounts"][0]["name"] = "kube-api-access-h8s2w"

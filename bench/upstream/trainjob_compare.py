@@ -28,7 +28,8 @@ REMOVALS = {
                    "by the TrainJob (upstream: Job, JobSet, TrainJob)",
     "uid-labels": "controller-uid and jobset-uid carry the TrainJob's uid (upstream: the Job's "
                   "and the JobSet's): compared as <uid>",
-    "coach-labels": "coach.dev/job-name and coach.dev/attempt on coach's pods",
+    "coach-labels": "coach's identity labels on its pods (coach.dev/job-name, replica-type, "
+                    "replica-index, attempt)",
     "pod-name-suffix": "a pod's 5-character suffix: random upstream, derived here",
     "job-tracking-finalizer": "the Job controller's batch.kubernetes.io/job-tracking finalizer "
                               "(not modelled)",
@@ -51,7 +52,8 @@ SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "m
                  "selfLink")
 UID_KEYS = ("batch.kubernetes.io/controller-uid", "controller-uid",
             "jobset.sigs.k8s.io/jobset-uid")
-COACH_LABELS = ("coach.dev/job-name", "coach.dev/attempt")
+COACH_LABELS = ("coach.dev/job-name", "coach.dev/replica-type", "coach.dev/replica-index",
+                "coach.dev/attempt")
 PRIORITY_LABEL = "jobset.sigs.k8s.io/priority"
 POD_NAME = re.compile(r"^(.*)-[bcdfghjklmnpqrstvwxz2456789]{5}$")
 # What the API server copies from a pod's node onto the pod when it binds it (the

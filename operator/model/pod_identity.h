@@ -1,10 +1,11 @@
 #pragma once
 
-// Which replica of which attempt a pod is, read from its labels the same way for every kind and
-// by every backend: a kubeflow.org/v1 pod by upstream's training.kubeflow.org/replica-type and
-// replica-index, a TrainJob's by JobSet's replicated-job name and the Job controller's completion
-// index; the attempt of a job-scoped job by coach.dev/attempt. The reconciler writes these
-// labels; a backend only reads them.
+// Which replica of which attempt a pod is. The plan stamps coach's identity labels on every pod
+// of every kind, beside upstream's (which stay as upstream writes them); every backend reads
+// them back through IdentifyPod. A pod made by an earlier operator, without coach's labels, is
+// read from upstream's: a kubeflow.org/v1 pod's training.kubeflow.org/replica-type and
+// replica-index, a TrainJob's JobSet replicated-job name and the Job controller's completion
+// index.
 
 #include <string>
 
@@ -13,6 +14,13 @@
 
 namespace coach::model {
 
+// Coach's identity labels. The job's name: every object the operator creates carries it, and it
+// is what the Kubernetes backend selects pods and Services by.
+inline constexpr char kLabelCoachJobName[] = "coach.dev/job-name";
+// The replica type as the job's spec keys it ("Worker", or a replicated job's name), and the
+// replica's index within it.
+inline constexpr char kLabelCoachReplicaType[] = "coach.dev/replica-type";
+inline constexpr char kLabelCoachReplicaIndex[] = "coach.dev/replica-index";
 // The attempt a pod of a job-scoped job (and every TrainJob pod) was created for.
 inline constexpr char kLabelAttempt[] = "coach.dev/attempt";
 // A TrainJob's pods (JobSet's and the Job controller's labels): the replicated job, which is the
@@ -28,6 +36,10 @@ struct PodIdentity {
   // 0 without the label, or when it is not a number >= 0 (an edited pod must not fail here).
   int attempt = 0;
 };
+
+// Writes coach's job name, replica type and index labels into `pod`'s metadata.labels
+// (replacing any a template set).
+void StampPodIdentity(const Job& job, const std::string& replica_type, int index, Json& pod);
 
 // `pod`: the Pod object (its metadata.labels are read; anything else is ignored).
 PodIdentity IdentifyPod(const Job& job, const Json& pod);

@@ -6,6 +6,7 @@
 #include "api/v1/job_policies.h"
 #include "common/status_macros.h"
 #include "operator/model/kubernetes_address_plan.h"
+#include "operator/model/listen_ports.h"
 #include "operator/model/pod_identity.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/framework_env.h"
@@ -98,9 +99,9 @@ namespace {
 // name Trainer v2 gives it: the variables that name it point at the plan's host and the
 // rendezvous port the backend reserved for the job.
 void ReaddressTrainJobPod(const model::Job& job, const model::AddressPlan& plan, Json& tmpl) {
-  const std::string host = plan.Host(job, trainer::kTrainerReplicatedJob, 0);
+  const std::string host = plan.Host(job, model::kTrainerReplicatedJob, 0);
   const std::string port = std::to_string(plan.Port(
-      job, trainer::kTrainerReplicatedJob, 0, trainer::kTrainerPortName, trainer::kTrainerPort));
+      job, model::kTrainerReplicatedJob, 0, model::kTrainerPortName, trainer::kTrainerPort));
   const std::map<std::string, std::string> values = {{"PET_MASTER_ADDR", host},
                                                      {"PET_MASTER_PORT", port},
                                                      {"JAX_COORDINATOR_ADDRESS", host + ":" + port},

@@ -8,13 +8,14 @@
 #include "api/v1/job_conditions.h"
 #include "api/v1/job_policies.h"
 #include "common/status_macros.h"
+#include "operator/model/listen_ports.h"
+#include "operator/model/pod_identity.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/desired_objects.h"
 #include "operator/reconcile/gang.h"
 #include "operator/reconcile/mpi_objects.h"
 #include "operator/reconcile/train_job_plan.h"
-#include "operator/trainer/runtime_lookup.h"
 
 namespace coach::reconcile {
 namespace {
@@ -79,7 +80,7 @@ JobPlan TrainingOperatorPlan(const model::Job& job, const api::v1::KindInfo& kin
 JobPlan UnexpandedTrainJobPlan(const model::Job& job, const api::v1::KindInfo& kind) {
   JobPlan plan = StoredJobPlan(job, kind);
   plan.words = model::StatusWords::kJobSet;
-  plan.leading_type = trainer::kTrainerReplicatedJob;
+  plan.leading_type = model::kTrainerReplicatedJob;
   return plan;
 }
 
@@ -117,16 +118,28 @@ JobPlan TrainJobPlan(const model::Job& job, const api::v1::KindInfo& kind,
   return unexpanded;
 }
 
+// Coach's identity labels on every pod of every kind, whichever builder made it.
+JobPlan WithPodIdentity(JobPlan plan) {
+  if (!plan.pod) return plan;
+  plan.pod = [job = plan.job, build = std::move(plan.pod)](
+                 const std::string& type, int index) -> absl::StatusOr<KubeObject> {
+    ASSIGN_OR_RETURN(KubeObject pod, build(type, index));
+    model::StampPodIdentity(*job, type, index, pod.body);
+    return pod;
+  };
+  return plan;
+}
+
 }  // namespace
 
 absl::StatusOr<JobPlan> PlanJob(const model::Job& job, const model::ObservedState& observed,
                                 const model::ReconcileConfig& config) {
   ASSIGN_OR_RETURN(const api::v1::KindInfo* kind, KindOf(job));
   if (job.kind() != api::v1::TRAIN_JOB) {
-    return TrainingOperatorPlan(job, *kind, observed, config);
+    return WithPodIdentity(TrainingOperatorPlan(job, *kind, observed, config));
   }
   if (IsFinished(job.status())) return UnexpandedTrainJobPlan(job, *kind);
-  return TrainJobPlan(job, *kind, observed, config);
+  return WithPodIdentity(TrainJobPlan(job, *kind, observed, config));
 }
 
 absl::StatusOr<std::vector<KubeObject>> PlannedObjects(const JobPlan& plan) {

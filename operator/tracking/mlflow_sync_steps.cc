@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
+#include "operator/model/listen_ports.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/mlflow_env.h"
@@ -59,7 +60,7 @@ static std::optional<std::vector<Param>> TrainJobParams(const model::Job& job) {
   for (const auto& [rjob, status] : job.status().replica_statuses()) {
     if (status.replicas() <= 0) return std::nullopt;
     params.push_back({"coach.replicas." + rjob, absl::StrCat(status.replicas())});
-    if (rjob == trainer::kTrainerReplicatedJob) trainer_pods = status.replicas();
+    if (rjob == model::kTrainerReplicatedJob) trainer_pods = status.replicas();
   }
   if (params.empty()) return std::nullopt;
   const trainer::RuntimeReference runtime = trainer::RuntimeReferenceOf(job);

@@ -20,11 +20,6 @@ namespace coach::trainer {
 
 inline constexpr char kRuntimeSnapshotKey[] = "runtime";
 inline constexpr char kRuntimeSnapshotSuffix[] = "-runtime-snapshot";
-// The trainer's replicated job wherever no plan says which: every shipped runtime's name.
-inline constexpr char kTrainerReplicatedJob[] = "node";
-// The local backend's rendezvous port of a TrainJob: reserved under this name for the trainer's
-// first pod (model::AddressPlan), and what PET_MASTER_PORT & co. become there.
-inline constexpr char kTrainerPortName[] = "trainer";
 
 // What a TrainJob's spec.runtimeRef names, CRD defaults applied: kind "ClusterTrainingRuntime"
 // (or "TrainingRuntime") and name ("" when the spec has none).

@@ -9,17 +9,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
+#include "operator/backend/kube/earlier_objects.h"
 #include "operator/backend/kube/object_fields.h"
 #include "operator/backend/kube/pod_logs.h"
 #include "operator/backend/kube/pod_observation.h"
 #include "operator/backend/kube/scheduling_facts.h"
 #include "operator/backend/kube/ssh_auth_keys.h"
 #include "operator/model/kube_object.h"
-#include "operator/model/replicas.h"
+#include "operator/model/pod_identity.h"
 #include "operator/trainer/runtime_lookup.h"
 
 namespace coach::backend::kube {
@@ -71,49 +70,22 @@ std::string ObjectKey(const std::string& kind, const std::string& name) {
   return absl::StrCat(kind, "/", name);
 }
 
-// True when `o`'s labels satisfy `selector`, a label selector of existence terms ("key",
-// "!key") joined by commas: the only forms the caches' selectors use.
-bool MatchesSelector(const std::string& selector, const json& o) {
-  for (absl::string_view term : absl::StrSplit(selector, ',')) {
-    const bool absent = absl::ConsumePrefix(&term, "!");
-    if (model::LabelOf(o, std::string(term)).empty() != absent) return false;
-  }
-  return true;
-}
-
-// (namespace, selector) of every reflector a kind's cache runs.
-std::vector<std::pair<std::string, std::string>> FeedsOfSelectors(
-    const std::vector<std::string>& selectors, const std::vector<std::string>& namespaces) {
-  std::vector<std::pair<std::string, std::string>> feeds;
-  for (const std::string& selector : selectors) {
-    for (const std::string& ns : namespaces) feeds.emplace_back(ns, selector);
-  }
-  return feeds;
-}
-
 }  // namespace
 
 struct KubeBackend::KindState {
   std::string kind;
   ResourceDescriptor resource;
-  // One reflector per selector and watched namespace; the selectors select disjoint objects.
-  std::vector<std::string> selectors;
-  std::vector<std::string> job_labels;  // the first one an object has names its job
-  bool enabled = true;                  // false: the resource (PodGroup CRD) is not installed
+  bool enabled = true;  // false: the resource (PodGroup CRD) is not installed
   // Guarded by KubeBackend::mu_.
   std::map<std::string, json> objects;                  // "ns/name" -> trimmed object
   std::map<std::string, std::set<std::string>> by_job;  // "ns/job" -> names
-  std::set<std::string> synced;                         // "namespace|selector" listed at least once
+  std::set<std::string> synced;                         // namespaces listed at least once
   std::string last_error;
 
   std::string JobKeyOfObject(const json& o) const {
-    for (const std::string& label : job_labels) {
-      const std::string job = model::LabelOf(o, label);
-      if (!job.empty()) {
-        return absl::StrCat(StringField(Field(o, "metadata"), "namespace"), "/", job);
-      }
-    }
-    return "";
+    const std::string job = model::LabelOf(o, model::kLabelCoachJobName);
+    if (job.empty()) return "";
+    return absl::StrCat(StringField(Field(o, "metadata"), "namespace"), "/", job);
   }
   // Inserts or replaces; returns the job keys touched (old and new owner).
   void Upsert(const json& o, std::set<std::string>* jobs) {
@@ -172,40 +144,26 @@ absl::StatusOr<std::unique_ptr<KubeBackend>> KubeBackend::Create(KubeBackendOpti
 
 KubeBackend::KubeBackend(KubeBackendOptions options)
     : options_(std::move(options)), progress_(options_.progress) {
-  auto add = [this](ResourceDescriptor resource, const std::string& selector_label,
-                    const std::string& job_label) {
+  // Every cache selects what Apply stamped: the job's name in coach's label.
+  auto add = [this](ResourceDescriptor resource) {
     auto state = std::make_unique<KindState>();
     state->kind = resource.kind;
     state->resource = std::move(resource);
-    state->selectors = {selector_label};
-    state->job_labels = {job_label};
     kinds_.push_back(std::move(state));
   };
   namespace r = coach::kubeclient::resources;
-  add(r::Pods(), reconcile::kLabelOperatorName, reconcile::kLabelJobName);
-  add(r::Services(), reconcile::kLabelOperatorName, reconcile::kLabelJobName);
-  // A TrainJob's pods and Service carry upstream's labels, not the v1 ones: coach's own label
-  // (stamped by Apply) selects them.
-  for (size_t i = 0; i < 2; ++i) {
-    kinds_[i]->selectors.push_back(
-        absl::StrCat(kCoachJobNameLabel, ",!", reconcile::kLabelOperatorName));
-    kinds_[i]->job_labels.push_back(kCoachJobNameLabel);
-  }
-  add(r::ConfigMaps(), kCoachJobNameLabel, kCoachJobNameLabel);
-  add({"", "v1", "serviceaccounts", "ServiceAccount", true, false}, kCoachJobNameLabel,
-      kCoachJobNameLabel);
-  add({"rbac.authorization.k8s.io", "v1", "roles", "Role", true, false}, kCoachJobNameLabel,
-      kCoachJobNameLabel);
-  add({"rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, false},
-      kCoachJobNameLabel, kCoachJobNameLabel);
+  add(r::Pods());
+  add(r::Services());
+  add(r::ConfigMaps());
+  add({"", "v1", "serviceaccounts", "ServiceAccount", true, false});
+  add({"rbac.authorization.k8s.io", "v1", "roles", "Role", true, false});
+  add({"rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, false});
   // A TrainJob runtime's volumeClaimPolicies.
-  add({"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true, true}, kCoachJobNameLabel,
-      kCoachJobNameLabel);
+  add({"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true, true});
   if (options_.gang_scheduler == "volcano") {
-    add(r::PodGroups(), kCoachJobNameLabel, kCoachJobNameLabel);
+    add(r::PodGroups());
   } else if (options_.gang_scheduler == "scheduler-plugins") {
-    add({"scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", true, true},
-        kCoachJobNameLabel, kCoachJobNameLabel);
+    add({"scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", true, true});
   }
 }
 
@@ -238,6 +196,13 @@ absl::Status KubeBackend::Start() {
   }
   std::vector<std::string> namespaces = options_.namespaces;
   if (namespaces.empty()) namespaces.push_back("");
+  // Before the first list, so that the caches start with them.
+  if (absl::StatusOr<EarlierObjectsLabelled> earlier =
+          LabelEarlierOperatorObjects(options_.client, namespaces);
+      !earlier.ok()) {
+    spdlog::warn("kube backend: looking for pods and Services of an earlier operator: {}",
+                 earlier.status().ToString());
+  }
   for (auto& state_ptr : kinds_) {
     KindState* state = state_ptr.get();
     if (state->kind == "PodGroup") {
@@ -256,13 +221,12 @@ absl::Status KubeBackend::Start() {
       state->enabled = true;
       state->synced.clear();
     }
-    for (const auto& [ns, selector] : FeedsOfSelectors(state->selectors, namespaces)) {
+    for (const std::string& ns : namespaces) {
       coach::kubeclient::ReflectorOptions ro = options_.reflector;
-      ro.label_selector = selector;
+      ro.label_selector = model::kLabelCoachJobName;
       coach::kubeclient::ReflectorHandlers handlers;
-      handlers.on_replace = [this, state, ns = ns, selector = selector](
-                                const std::vector<json>& items, const std::string&) {
-        OnReplace(state, ns, selector, items);
+      handlers.on_replace = [this, state, ns](const std::vector<json>& items, const std::string&) {
+        OnReplace(state, ns, items);
       };
       handlers.on_event = [this, state](const WatchEvent& event) { OnEvent(state, event); };
       handlers.on_error = [this, state](const absl::Status& status) {
@@ -280,7 +244,7 @@ absl::Status KubeBackend::Start() {
   const size_t want = namespaces.size();
   auto all_synced = [this, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const auto& s : kinds_) {
-      if (s->enabled && s->synced.size() < want * s->selectors.size()) return false;
+      if (s->enabled && s->synced.size() < want) return false;
     }
     return !watch_nodes_ || nodes_synced_;
   };
@@ -295,7 +259,7 @@ absl::Status KubeBackend::Start() {
       return absl::OkStatus();
     }
     for (const auto& s : kinds_) {
-      if (s->enabled && s->synced.size() < want * s->selectors.size()) {
+      if (s->enabled && s->synced.size() < want) {
         absl::StrAppend(&missing, missing.empty() ? "" : "; ", s->resource.GroupResource(),
                         s->last_error.empty() ? "" : ": ", s->last_error);
       }
@@ -324,15 +288,14 @@ void KubeBackend::Stop() {
   started_ = false;
 }
 
-void KubeBackend::OnReplace(KindState* state, const std::string& ns, const std::string& selector,
+void KubeBackend::OnReplace(KindState* state, const std::string& ns,
                             const std::vector<json>& items) {
   std::set<std::string> jobs;
   {
     absl::MutexLock lock(&mu_);
     std::vector<std::string> old_keys;
     for (const auto& [key, object] : state->objects) {
-      if ((ns.empty() || StringField(Field(object, "metadata"), "namespace") == ns) &&
-          MatchesSelector(selector, object)) {
+      if (ns.empty() || StringField(Field(object, "metadata"), "namespace") == ns) {
         old_keys.push_back(key);
       }
     }
@@ -346,7 +309,7 @@ void KubeBackend::OnReplace(KindState* state, const std::string& ns, const std::
                StringField(Field(it->second, "metadata"), "uid") == uid;
       });
     }
-    state->synced.insert(absl::StrCat(ns, "|", selector));
+    state->synced.insert(ns);
     for (const std::string& job : jobs) SettleLocked(job);
   }
   Notify(jobs);
@@ -776,7 +739,7 @@ absl::StatusOr<std::vector<json>> KubeBackend::ListJobPods(const std::string& ns
                                                            const std::string& job_name,
                                                            const std::string& pod_name) {
   coach::kubeclient::ListOptions list;
-  list.label_selector = absl::StrCat(reconcile::kLabelJobName, "=", job_name);
+  list.label_selector = absl::StrCat(model::kLabelCoachJobName, "=", job_name);
   if (!pod_name.empty()) list.field_selector = absl::StrCat("metadata.name=", pod_name);
   ASSIGN_OR_RETURN(coach::kubeclient::ListResult listed,
                    options_.client->List(coach::kubeclient::resources::Pods(), ns, list));
@@ -846,7 +809,7 @@ absl::Status KubeBackend::ApplyOne(const model::Job& job, const model::Action& a
 
   if (action.type == model::Action::Type::kCreate) {
     json body = object.body;
-    body["metadata"]["labels"][kCoachJobNameLabel] = job.metadata().name();
+    body["metadata"]["labels"][model::kLabelCoachJobName] = job.metadata().name();
     if (!body["metadata"].contains("namespace")) body["metadata"]["namespace"] = ns;
     Raise(job_key, object_key, Expectation{true, Now(), body});
     if (options_.request_hook) options_.request_hook(action, true);
@@ -898,7 +861,7 @@ absl::Status KubeBackend::ApplySecret(const model::Job& job, const model::Action
   const std::string ns =
       object.namespace_.empty() ? job.metadata().namespace_() : object.namespace_;
   json body = object.body;
-  body["metadata"]["labels"][kCoachJobNameLabel] = job.metadata().name();
+  body["metadata"]["labels"][model::kLabelCoachJobName] = job.metadata().name();
   body["metadata"]["namespace"] = ns;
   RETURN_IF_ERROR(FillSshAuthSecret(body));
   const ResourceDescriptor secrets{"", "v1", "secrets", "Secret", true, false};

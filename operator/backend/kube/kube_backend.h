@@ -50,9 +50,6 @@
 
 namespace coach::backend::kube {
 
-// The label Apply stamps on every object it creates (value: the job's name).
-inline constexpr char kCoachJobNameLabel[] = "coach.dev/job-name";
-
 struct KubeBackendOptions {
   coach::kubeclient::KubeClient* client = nullptr;  // required; outlives the backend
   // Namespaces to watch; empty: all namespaces (one cluster-wide watch per kind).
@@ -167,8 +164,7 @@ class KubeBackend : public Backend, public ProgressReceiver {
   // A TrainJob's runtime: its snapshot ConfigMap's, else the runtime its spec names, read from
   // the API server (ObservedState::train_job_runtime).
   absl::Status ObserveRuntime(const model::Job& job, model::ObservedState& observed);
-  void OnReplace(KindState* state, const std::string& ns, const std::string& selector,
-                 const std::vector<nlohmann::json>& items);
+  void OnReplace(KindState* state, const std::string& ns, const std::vector<nlohmann::json>& items);
   void OnEvent(KindState* state, const coach::kubeclient::WatchEvent& event);
   void Notify(const std::set<std::string>& job_keys);
   // The events and NodeClaim watches (see the file comment); called by Start().

@@ -282,6 +282,7 @@ TEST_F(KubeBackendIntegrationTest, LostNodesAndForceDelete) {
                           {reconcile::kLabelJobName, "lost"},
                           {reconcile::kLabelReplicaType, "worker"},
                           {reconcile::kLabelReplicaIndex, absl::StrCat(i)},
+                          {"coach.dev/job-name", "lost"},
                           {"coach.dev/attempt", "2"}}}}},
                       {"spec",
                        {{"nodeName", node},

@@ -134,7 +134,8 @@ json MakePod(const std::string& ns, const std::string& job, const std::string& t
              {{reconcile::kLabelOperatorName, "pytorchjob-controller"},
               {reconcile::kLabelJobName, job},
               {reconcile::kLabelReplicaType, type},
-              {reconcile::kLabelReplicaIndex, absl::StrCat(index)}}}}},
+              {reconcile::kLabelReplicaIndex, absl::StrCat(index)},
+              {"coach.dev/job-name", job}}}}},
           {"spec", {{"containers", {{{"name", "pytorch"}, {"image", "busybox"}}}}}}};
 }
 
@@ -221,7 +222,8 @@ TEST_F(KubeBackendTest, ObserveBeforeStartListsTheJobsOwnPodsFromTheServer) {
                          {{"name", name},
                           {"namespace", ns},
                           {"labels",
-                           {{reconcile::kLabelJobName, job.metadata().name()},
+                           {{"coach.dev/job-name", job.metadata().name()},
+                            {reconcile::kLabelJobName, job.metadata().name()},
                             {reconcile::kLabelReplicaType, "master"},
                             {reconcile::kLabelReplicaIndex, "0"}}},
                           {"ownerReferences", {{{"uid", owner_uid}, {"kind", "PyTorchJob"}}}}}}};
@@ -661,6 +663,32 @@ TEST_F(KubeBackendTest, CreatesPodsAndServicesInParallelAfterTheRest) {
   ASSERT_NE(launcher, nullptr);
   EXPECT_EQ(launcher->replica_type, "Launcher");
   EXPECT_TRUE(Pass(job).empty());
+}
+
+// Upstream's training-operator ran the job before coach took its place: its pods and Service
+// carry upstream's labels only, and the one watch (coach's job label) finds them once the
+// leader's start has labelled them.
+TEST_F(KubeBackendTest, AnEarlierOperatorsPodsAreObservedAfterStart) {
+  const model::Job job = reconcile::testing::MakePyTorchJob("ns", "j").Master(1).Workers(1).Build();
+  for (const char* type : {"master", "worker"}) {
+    json pod = MakePod("ns", "j", type, 0);
+    pod["metadata"]["labels"].erase("coach.dev/job-name");
+    ASSERT_TRUE(fake_.Create(resources::Pods(), "ns", pod).ok());
+    json service = {
+        {"metadata", {{"name", pod["metadata"]["name"]}, {"labels", pod["metadata"]["labels"]}}},
+        {"spec", {{"clusterIP", "None"}}}};
+    ASSERT_TRUE(fake_.Create(resources::Services(), "ns", service).ok());
+  }
+  StartBackend();
+  auto observed = backend_->Observe(job);
+  ASSERT_TRUE(observed.ok()) << observed.status();
+  ASSERT_EQ(observed->pods.size(), 2u);
+  EXPECT_EQ(FindPod(*observed, "j-master-0")->replica_type, "Master");
+  EXPECT_EQ(FindPod(*observed, "j-worker-0")->replica_type, "Worker");
+  EXPECT_EQ(backend_->CachedCount("Service"), 2u);
+  auto pod = fake_.Get(resources::Pods(), "ns", "j-worker-0");
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ(pod->at("metadata").at("labels").value("coach.dev/job-name", ""), "j");
 }
 
 TEST_F(KubeBackendTest, ObservedPodMapping) {

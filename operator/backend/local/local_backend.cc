@@ -21,6 +21,7 @@
 #include "operator/backend/local/process/log_files.h"
 #include "operator/backend/local/process/pod_process.h"
 #include "operator/backend/local/process/shim_process_runner.h"
+#include "operator/model/listen_ports.h"
 #include "operator/model/pod_identity.h"
 #include "operator/model/replicas.h"
 #include "operator/trainer/runtime_directory.h"
@@ -286,7 +287,7 @@ absl::StatusOr<bool> LocalBackend::EnsurePorts(const model::Job& job,
   std::map<std::string, std::set<std::string>> held;
   for (const PortReservation& r : have) held[r.replica].insert(r.port_name);
   std::map<std::string, std::vector<std::string>> missing;
-  for (const auto& [pod, names] : PortNamesFor(job)) {
+  for (const auto& [pod, names] : model::ListenPortsByPod(job)) {
     for (const std::string& n : names) {
       if (held[pod].count(n) == 0) missing[pod].push_back(n);
     }

@@ -132,7 +132,7 @@ class LocalBackend : public Backend {
   // Stops the poller and waits for the starts in flight (their callbacks included).
   void Stop() override;
 
-  // Reserves the job's ports (PortNamesFor) in the store; checks every replica's GPU
+  // Reserves the job's ports (model::ListenPortsByPod) in the store; checks every replica's GPU
   // request against the host. Errors: ResourceExhausted (more GPUs than the host has),
   // NotFound (job not in the store), InvalidArgument (bad GPU quantity), Unavailable.
   absl::Status Admit(const model::Job& job) override;

@@ -46,11 +46,4 @@ class LocalAddressPlan : public model::AddressPlan {
   PortMap ports_;
 };
 
-// The port names the backend reserves for every replica of `job`: each named port its
-// replica type's default container declares, plus the kind's wiring port
-// (pytorchjob-port, tfjob-port, xgboostjob-port, master (Paddle), jaxjob-port) for every
-// replica whether declared or not. Pod name -> sorted names. Unparseable templates
-// contribute the wiring port only.
-std::map<std::string, std::vector<std::string>> PortNamesFor(const api::v1::TrainingJob& job);
-
 }  // namespace coach::backend::local
