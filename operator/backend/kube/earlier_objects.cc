@@ -24,11 +24,12 @@ void LabelPage(kubeclient::KubeClient* client, const kubeclient::ResourceDescrip
     const std::string ns = StringField(meta, "namespace");
     const std::string name = StringField(meta, "name");
     if (job.empty() || name.empty()) continue;
-    // The resourceVersion makes the patch conditional: an object changed since the list keeps
-    // what it has, and the next start looks at it again.
-    const json patch = {{"metadata",
-                         {{"resourceVersion", StringField(meta, "resourceVersion")},
-                          {"labels", {{model::kLabelCoachJobName, job}}}}}};
+    // The uid makes the patch conditional on the object listed: one deleted and made again
+    // under the same name since is somebody else's. (Not the resourceVersion: a running pod's
+    // status changes all the time, and the label is right whatever its status.)
+    const json patch = {
+        {"metadata",
+         {{"uid", StringField(meta, "uid")}, {"labels", {{model::kLabelCoachJobName, job}}}}}};
     absl::StatusOr<json> patched =
         client->Patch(resource, ns, name, kubeclient::PatchType::kMerge, patch);
     if (patched.ok()) {

@@ -104,17 +104,34 @@ TEST(LabelEarlierOperatorObjects, AFailedPatchIsCountedAndTheRestGoOn) {
   EXPECT_EQ(result->failed, 1);
 }
 
-TEST(LabelEarlierOperatorObjects, AnObjectChangedSinceTheListKeepsWhatItHas) {
+TEST(LabelEarlierOperatorObjects, AnObjectChangedSinceTheListIsStillLabelled) {
   kubeclient::testing::FakeKubeClient client;
   ASSERT_TRUE(client.Create(r::Pods(), "a", Labelled("p", Upstream("job"))).ok());
-  // Between the List and the Patch, somebody else writes the pod.
+  // Between the List and the Patch, the pod's status changes (as a running pod's does).
   client.SetErrorHook([&client](const kubeclient::testing::FakeCall& call) {
-    if (call.method == "Patch" && call.body["metadata"].contains("resourceVersion")) {
+    if (call.method == "Patch") {
       client.SetErrorHook(nullptr);
-      json changed = Labelled("p", Upstream("job"));
-      changed["metadata"]["labels"]["edited"] = "yes";
-      auto updated = client.Update(r::Pods(), "a", changed);
+      auto updated = client.PatchStatus(r::Pods(), "a", "p", kubeclient::PatchType::kMerge,
+                                        {{"status", {{"phase", "Running"}}}});
       EXPECT_TRUE(updated.ok()) << updated.status();
+    }
+    return absl::OkStatus();
+  });
+  auto result = LabelEarlierOperatorObjects(&client, {"a"});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->labelled, 1);
+  EXPECT_EQ(CoachLabel(client, r::Pods(), "a", "p"), "job");
+}
+
+TEST(LabelEarlierOperatorObjects, AnObjectMadeAgainSinceTheListIsLeftAlone) {
+  kubeclient::testing::FakeKubeClient client;
+  ASSERT_TRUE(client.Create(r::Pods(), "a", Labelled("p", Upstream("job"))).ok());
+  // Between the List and the Patch, the pod is deleted and another made under its name.
+  client.SetErrorHook([&client](const kubeclient::testing::FakeCall& call) {
+    if (call.method == "Patch") {
+      client.SetErrorHook(nullptr);
+      EXPECT_TRUE(client.Delete(r::Pods(), "a", "p", {}).ok());
+      EXPECT_TRUE(client.Create(r::Pods(), "a", Labelled("p", Upstream("job"))).ok());
     }
     return absl::OkStatus();
   });

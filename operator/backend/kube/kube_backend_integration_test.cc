@@ -231,6 +231,46 @@ TEST_F(KubeBackendIntegrationTest, CreatesObservesExitCodesAndForgets) {
 // deletion (a Node this test makes: the testenv's pod finalizer plays the kubelet of kwok's
 // nodes only). The pods tolerate the node's NoExecute taints for ever, so that taint eviction
 // stays out of it.
+// Upstream's training-operator made these (its labels only); the leader's start labels them for
+// the one watch, with a conditional merge patch the real API server accepts.
+TEST_F(KubeBackendIntegrationTest, AnEarlierOperatorsPodsAndServicesAreTakenOverAtStart) {
+  const json labels = {{reconcile::kLabelOperatorName, "pytorchjob-controller"},
+                       {reconcile::kLabelJobName, "old"},
+                       {reconcile::kLabelReplicaType, "worker"},
+                       {reconcile::kLabelReplicaIndex, "0"}};
+  const json pod = {
+      {"metadata", {{"name", "old-worker-0"}, {"labels", labels}}},
+      {"spec", {{"containers", {{{"name", "pytorch"}, {"image", "coach.local/none"}}}}}}};
+  ASSERT_TRUE(client_->Create(k8s::resources::Pods(), ns_, pod).ok());
+  const json service = {{"metadata", {{"name", "old-worker-0"}, {"labels", labels}}},
+                        {"spec", {{"clusterIP", "None"}, {"selector", labels}}}};
+  ASSERT_TRUE(client_->Create(k8s::resources::Services(), ns_, service).ok());
+
+  KubeBackendOptions options;
+  options.client = client_.get();
+  options.namespaces = {ns_};
+  auto b = KubeBackend::Create(options);
+  ASSERT_TRUE(b.ok()) << b.status();
+  backend_ = std::move(*b);
+  ASSERT_TRUE(backend_->Start().ok());
+
+  const model::Job job = reconcile::testing::MakePyTorchJob(ns_, "old").Workers(1).Build();
+  auto observed = backend_->Observe(job);
+  ASSERT_TRUE(observed.ok()) << observed.status();
+  ASSERT_EQ(observed->pods.size(), 1u);
+  EXPECT_EQ(observed->pods[0].replica_type, "Worker");
+  EXPECT_EQ(observed->pods[0].index, 0);
+  for (const auto& resource : {k8s::resources::Pods(), k8s::resources::Services()}) {
+    auto got = client_->Get(resource, ns_, "old-worker-0");
+    ASSERT_TRUE(got.ok()) << got.status();
+    const json& have = (*got)["metadata"]["labels"];
+    EXPECT_EQ(have.value("coach.dev/job-name", ""), "old") << resource.kind;
+    for (const auto& [key, value] : labels.items()) {
+      EXPECT_EQ(have.value(key, ""), value) << resource.kind << " " << key;  // upstream's stay
+    }
+  }
+}
+
 TEST_F(KubeBackendIntegrationTest, LostNodesAndForceDelete) {
   const std::string node = "lost-" + ns_;
   auto made = client_->Create(k8s::resources::Nodes(), "", {{"metadata", {{"name", node}}}});
