@@ -1,7 +1,12 @@
 // Two coach-operators with --leader-elect and a short lease on a real control plane:
 // exactly one leads (the Lease names it, only its log says it leads), the job's pods are
 // made once; kill -9 of the leader -> the other takes over within the lease duration and
-// the job completes with the same pods.
+// the job completes with the same pods. A start that fails after the campaign began exits 1.
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <map>
 #include <memory>
@@ -94,6 +99,38 @@ TEST_F(LeaderElectionTest, OneLeaderAndTakeOverAfterKill9) {
   EXPECT_EQ(PodUids("le"), uids);
   b->Kill9();
   a->Kill9();
+}
+
+// A start-up step that fails once the lease campaign has begun (here the gRPC port is taken)
+// ends the process with exit 1 and the reason, whether or not the gate's thread had won the
+// lease and begun starting the controller: never an abort on that thread.
+TEST_F(LeaderElectionTest, AStartThatFailsAfterTheCampaignBeganExits1) {
+  const int holder = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(holder, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(holder, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int taken = ntohs(addr.sin_port);
+  const std::string state = TestTmpDir() + "/start-fails";
+  ASSERT_EQ(mkdir(state.c_str(), 0755), 0);
+
+  for (int round = 0; round < 3; ++round) {  // the race between the two threads, more than once
+    CmdResult r = RunCommand(
+        {Runfile("operator/coach-operator"), "--backend=kube", "--kubeconfig=" + cp().kubeconfig(),
+         "--state-dir=" + state, "--api-auth=none", absl::StrCat("--listen=127.0.0.1:", taken),
+         absl::StrCat("--http-listen=127.0.0.1:", FreePort()), "--leader-elect",
+         "--leader-elect-namespace=default", "--leader-elect-lease-name=coach-e2e-start-fails",
+         "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
+         "--leader-elect-retry-period=1s"},
+        "", absl::Seconds(60));
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(absl::StrContains(r.out + r.err, "--listen")) << r.out << r.err;
+  }
+  close(holder);
 }
 
 }  // namespace
