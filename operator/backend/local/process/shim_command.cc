@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,8 +53,9 @@ std::vector<std::string> Candidates(const std::string& file) {
 // The child's side of StartCommand's fork. Uses only what was computed before the fork. When
 // it cannot exec, writes {stage: 1 chdir, 2 exec; errno} on fds.err for AwaitStart.
 [[noreturn]] void ExecCommand(const std::string& cwd, const CommandFds& fds, const Cgroup& cgroup,
-                              const std::vector<std::string>& candidates, char* const* argv) {
-  if (cgroup.go[0] >= 0) {
+                              bool in_cgroup, const std::vector<std::string>& candidates,
+                              char* const* argv) {
+  if (!in_cgroup && cgroup.go[0] >= 0) {
     close(cgroup.go[1]);
     char c;
     while (read(cgroup.go[0], &c, 1) < 0 && errno == EINTR) {
@@ -88,10 +91,36 @@ std::vector<std::string> Candidates(const std::string& file) {
   _exit(127);
 }
 
-// Puts the child in the cgroup, or gives the cgroup up, and lets the child go on.
-void JoinCgroup(pid_t child, Cgroup* cgroup, Clock* clock) {
+// The child, created in the cgroup where the kernel can: moving it there afterwards (a write to
+// cgroup.procs) holds the hierarchy's lock for an RCU grace period, and so made every replica that
+// started beside it wait too, up to tens of milliseconds. Kernels before 5.7, and seccomp filters
+// that refuse clone3, get fork and the move. The shim is single-threaded, so the child of the raw
+// clone3 may run the same async-signal-safe code as fork's. `in_cgroup` says which happened.
+pid_t ForkIntoCgroup(const Cgroup& cgroup, bool* in_cgroup) {
+  *in_cgroup = false;
+  if (cgroup.dir_fd >= 0) {
+    struct clone_args args;
+    memset(&args, 0, sizeof(args));
+    args.flags = CLONE_INTO_CGROUP;
+    args.exit_signal = SIGCHLD;
+    args.cgroup = static_cast<uint64_t>(cgroup.dir_fd);
+    const long child = syscall(SYS_clone3, &args, sizeof(args));
+    if (child >= 0) {
+      *in_cgroup = true;
+      return static_cast<pid_t>(child);
+    }
+  }
+  return fork();
+}
+
+// Puts a forked child in the cgroup, or gives the cgroup up, and lets the child go on.
+void JoinCgroup(pid_t child, bool in_cgroup, Cgroup* cgroup, Clock* clock) {
+  if (cgroup->dir_fd >= 0) {
+    close(cgroup->dir_fd);
+    cgroup->dir_fd = -1;
+  }
   if (cgroup->dir.empty()) return;
-  if (!AddToCgroup(cgroup->dir, child).ok()) {
+  if (!in_cgroup && !AddToCgroup(cgroup->dir, child).ok()) {
     (void)RemoveCgroup(cgroup->dir, absl::ZeroDuration(), clock);
     cgroup->dir.clear();
   }
@@ -152,6 +181,8 @@ Cgroup MakeReplicaCgroup(const ProcessFile& shim, Clock* clock) {
   std::string dir = absl::StrCat(*own, "/", ReplicaCgroupName(shim.pid, shim.start_time));
   if (!CreateCgroup(dir).ok()) return cgroup;
   if (pipe2(cgroup.go, O_CLOEXEC) == 0) {
+    // Without it the child is forked and moved.
+    cgroup.dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     cgroup.dir = std::move(dir);
   } else {
     (void)RemoveCgroup(dir, absl::ZeroDuration(), clock);
@@ -185,11 +216,12 @@ absl::StatusOr<pid_t> StartCommand(const std::string& cwd, std::vector<std::stri
   sigprocmask(SIG_BLOCK, &child_ended, nullptr);
   sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
 
-  pid_t child = fork();
+  bool in_cgroup = false;
+  pid_t child = ForkIntoCgroup(*cgroup, &in_cgroup);
   if (child < 0) return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
-  if (child == 0) ExecCommand(cwd, fds, *cgroup, candidates, cargv.data());
+  if (child == 0) ExecCommand(cwd, fds, *cgroup, in_cgroup, candidates, cargv.data());
   setpgid(child, child);  // Also in the parent: no window where the group is missing.
-  JoinCgroup(child, cgroup, clock);
+  JoinCgroup(child, in_cgroup, cgroup, clock);
   g_child_pgid = child;
   ForwardSignals();
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);

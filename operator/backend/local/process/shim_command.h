@@ -29,9 +29,11 @@ struct CommandFds {
 absl::StatusOr<CommandFds> OpenCommandFds();
 
 // The replica's cgroup, when the host lets the shim make one (`dir` empty otherwise). The child
-// waits on `go` until it is in it, so that nothing it starts can begin outside.
+// is created in it (`dir_fd`, clone3's CLONE_INTO_CGROUP); where the kernel cannot, it is forked
+// and moved, and waits on `go` until it is in it, so that nothing it starts can begin outside.
 struct Cgroup {
   std::string dir;
+  int dir_fd = -1;
   int go[2] = {-1, -1};
 };
 
