@@ -1,9 +1,11 @@
-"""Start-up overhead of coach-launch against torchrun (torch.distributed.run --standalone).
+"""Start-up overhead of coach-launch against PyTorch 2.x's torchrun --standalone.
 
 For one 2-process program, overhead = median wall time under the launcher - median wall time of
-the same 2 processes started directly (this script sets RANK, WORLD_SIZE, ... itself). Runs are
-interleaved (direct, coach, torchrun, direct, ...) so drift hits all three alike.
-A second table launches a trivial program (/bin/true) with each launcher: the launcher alone.
+the same 2 processes started directly (this script sets RANK, WORLD_SIZE, ... itself). Every run
+uses the same Python (--python, the torch venv's; torchrun runs its workers with the Python it
+runs on, the venv's). Runs are interleaved (direct, coach, torchrun, direct, ...) so drift hits all
+three alike. A second table launches a trivial program (/bin/true) with each launcher: the
+launcher alone.
 """
 import argparse
 import os
@@ -12,9 +14,6 @@ import statistics
 import subprocess
 import sys
 import time
-
-PY = "/usr/bin/python3"
-TORCHRUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchrun.py")
 
 
 def free_port():
@@ -52,13 +51,11 @@ def coach(launcher, program, nproc):
           "coach-launch")
 
 
-def torchrun(program, nproc, no_python, monitor_interval=None):
-    # torchrun.py is `python3 -m torch.distributed.run` with a Python 3.11 fix (see there).
-    cmd = [PY, TORCHRUN, "--standalone", f"--nproc_per_node={nproc}"]
-    if monitor_interval is not None:
-        cmd.append(f"--monitor_interval={monitor_interval}")
+def torchrun(exe, program, nproc, no_python):
+    # torchrun runs a script as [sys.executable, "-u", script]: the venv's python, unbuffered.
+    cmd = [exe, "--standalone", f"--nproc_per_node={nproc}"]
     if no_python:
-        cmd.append("--no_python")
+        cmd.append("--no-python")
     cmd += program
     check([subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)],
           "torchrun")
@@ -70,7 +67,9 @@ def ms(seconds):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--launcher", required=True)
+    ap.add_argument("--launcher", required=True, help="coach-launch")
+    ap.add_argument("--python", required=True, help="the torch venv's python")
+    ap.add_argument("--torchrun", required=True, help="the torch venv's torchrun")
     ap.add_argument("--program", required=True, help="python script run with 2 processes")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--nproc", type=int, default=2)
@@ -79,22 +78,25 @@ def main():
     for var in ("PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_MASTER_ADDR",
                 "PET_MASTER_PORT", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
         os.environ.pop(var, None)
+    version = subprocess.run([args.python, "-c", "import torch; print(torch.__version__)"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    print(f"torch {version} ({args.python}); load average at the start:"
+          f" {open('/proc/loadavg').read().split()[0]}")
 
-    prog = [PY, "-u", args.program]
+    prog = [args.python, "-u", args.program]
     # Warm the page cache once so the first measured run is not an outlier.
     direct(prog, args.nproc)
+    torchrun(args.torchrun, [args.program], args.nproc, False)
 
-    walls = {"direct": [], "coach": [], "torchrun": [], "torchrun_fast": []}
+    walls = {"direct": [], "coach": [], "torchrun": []}
     for _ in range(args.runs):
         walls["direct"].append(timed(lambda: direct(prog, args.nproc)))
         walls["coach"].append(timed(lambda: coach(args.launcher, prog, args.nproc)))
-        walls["torchrun"].append(timed(lambda: torchrun([args.program], args.nproc, False)))
-        walls["torchrun_fast"].append(
-            timed(lambda: torchrun([args.program], args.nproc, False, monitor_interval=0.1)))
+        walls["torchrun"].append(
+            timed(lambda: torchrun(args.torchrun, [args.program], args.nproc, False)))
     med = {k: statistics.median(v) for k, v in walls.items()}
     coach_over = med["coach"] - med["direct"]
     torch_over = med["torchrun"] - med["direct"]
-    fast_over = med["torchrun_fast"] - med["direct"]
 
     def paired(key):  # median of per-round differences: robust to slow drift of the machine
         return statistics.median(a - b for a, b in zip(walls[key], walls["direct"]))
@@ -105,8 +107,6 @@ def main():
           f"   (paired {ms(paired('coach'))})")
     print(f"  torchrun --standalone  wall {ms(med['torchrun'])}   overhead {ms(torch_over)}"
           f"   (paired {ms(paired('torchrun'))})")
-    print(f"  torchrun, monitor 0.1s wall {ms(med['torchrun_fast'])}   overhead {ms(fast_over)}"
-          f"   (paired {ms(paired('torchrun_fast'))})")
     if coach_over > 0:
         print(f"  torchrun overhead / coach-launch overhead = {torch_over / coach_over:.1f}x")
     else:
@@ -118,15 +118,16 @@ def main():
     trivial = {"coach": [], "torchrun": []}
     for _ in range(args.runs):
         trivial["coach"].append(timed(lambda: coach(args.launcher, ["/bin/true"], args.nproc)))
-        trivial["torchrun"].append(timed(lambda: torchrun(["/bin/true"], args.nproc, True)))
+        trivial["torchrun"].append(
+            timed(lambda: torchrun(args.torchrun, ["/bin/true"], args.nproc, True)))
     tc = statistics.median(trivial["coach"])
     tt = statistics.median(trivial["torchrun"])
     print(f"trivial program /bin/true, {args.nproc} processes, median of {args.runs} runs:"
           " the launcher alone")
     print(f"  coach-launch           wall {ms(tc)}")
-    print(f"  torchrun --no_python   wall {ms(tt)}")
-    print(f"  ratio torchrun / coach-launch = {tt / tc:.0f}x"
-          " (torch 1.13's default --monitor_interval is 5 s: its agent polls workers that often)")
+    print(f"  torchrun --no-python   wall {ms(tt)}")
+    print(f"  ratio torchrun / coach-launch = {tt / tc:.0f}x")
+    print(f"load average at the end: {open('/proc/loadavg').read().split()[0]}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Prints coach-launch's start-up overhead against torchrun's on this machine (figures, not a
-# test). Usage: bench/launcher/run.sh [--runs N]
+# Prints coach-launch's start-up overhead against the torch venv's torchrun (PyTorch 2.x,
+# tools/torch_env.sh) on this machine (figures, not a test). Usage: bench/launcher/run.sh [--runs N]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=bench/launcher/torch_venv.sh
+. bench/launcher/torch_venv.sh
 bazel build -c opt //launcher:coach-launch >/dev/null 2>&1 || bazel build -c opt //launcher:coach-launch
 launcher="$(bazel info -c opt bazel-bin 2>/dev/null)/launcher/coach-launch"
-exec /usr/bin/python3 bench/launcher/bench.py --launcher "$launcher" \
-  --program launcher/testdata/allreduce.py "$@"
+exec "$torch_python" bench/launcher/bench.py --launcher "$launcher" --python "$torch_python" \
+  --torchrun "$torch_bin/torchrun" --program launcher/testdata/allreduce.py "$@"

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Prints the time from a rank's SIGKILL to every rank running again, and the exit code on the
+# final failure, behind torchrun --max-restarts=1 (the torch venv's, tools/torch_env.sh) and behind
+# coach-launch's in-place restart (figures, not a test). Usage: bench/launcher/restart.sh [--runs N]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# shellcheck source=bench/launcher/torch_venv.sh
+. bench/launcher/torch_venv.sh
+targets=(//launcher:coach-launch //bench/launcher:in_place_operator)
+bazel build -c opt "${targets[@]}" >/dev/null 2>&1 || bazel build -c opt "${targets[@]}"
+bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
+exec /usr/bin/python3 bench/launcher/restart.py --launcher "$bin/launcher/coach-launch" \
+  --operator "$bin/bench/launcher/in_place_operator" --python "$torch_python" \
+  --torchrun "$torch_bin/torchrun" "$@"
