@@ -52,8 +52,10 @@ OperatorFixture::OperatorFixture(const std::string& name, OperatorOptions option
   };
   if (!token_file_.empty()) flags.push_back("--token-file=" + token_file_);
   for (const std::string& a : options_.extra_args) flags.push_back(a);
-  // coach-launch first on PATH: replicas find it as the examples expect.
-  const std::string path = absl::StrCat(Runfile("launcher"), ":/usr/local/bin:/usr/bin:/bin");
+  // coach-launch first on PATH (after path_prepend): replicas find it as the examples expect.
+  std::string path;
+  for (const std::string& dir : options_.path_prepend) absl::StrAppend(&path, dir, ":");
+  absl::StrAppend(&path, Runfile("launcher"), ":/usr/local/bin:/usr/bin:/bin");
   operator_ = std::make_unique<LoopbackOperator>(
       "operator", root_, std::move(flags),
       ChildEnv({"HOME=" + home_, "PATH=" + path, "LANG=C.UTF-8"}, DroppedEnv()));

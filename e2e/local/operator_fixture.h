@@ -49,6 +49,9 @@ struct OperatorOptions {
   std::string workdir;
   // Extra operator flags.
   std::vector<std::string> extra_args;
+  // Directories put first on the operator's PATH, so its replicas find programs there as a
+  // user's replicas find those of the operator's environment (a venv's torchrun, say).
+  std::vector<std::string> path_prepend;
 };
 
 // The `coach` CLI's exit code and output.

@@ -1,0 +1,196 @@
+// Jobs started by PyTorch's own `torchrun` on the local backend: torch 2.15 from PyPI in the venv
+// tools/torch_env.sh keeps (Debian's torch 1.13 torchrun cannot start its workers). torchrun
+// reads only what the operator gives the replicas (PET_*, MASTER_*), no rendezvous flag of its
+// own, and starts 2 ranks of examples/pytorch/ddp_train.py per replica; every rank must report
+// status=ok with one params_checksum, and the job must end Succeeded.
+//
+// The venv reaches the replicas as a user's would: the operator's PATH (the venv's bin first,
+// as after `source venv/bin/activate`), or the container's command naming the venv's torchrun.
+// Without the venv the tests skip, and fail under CI=true, where they install it (waiting for
+// tools/run_tests' background install through the script's lock).
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "api/v1/codec/job_codec.h"
+#include "e2e/local/operator_fixture.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "sdk/cpp/job_status.h"
+
+namespace coach::e2e {
+namespace {
+
+using api::v1::TrainingJob;
+
+bool InCi() {
+  const std::string ci = absl::AsciiStrToLower(EnvOrEmpty("CI"));
+  return ci == "true" || ci == "1";
+}
+
+// The venv's bin directory, or the reason there is none. Under CI the script installs it (or
+// waits for the install in progress); elsewhere it only waits for one in progress. Asked once per
+// test binary.
+absl::StatusOr<std::string> TorchBin() {
+  static const absl::StatusOr<std::string>* const bin = [] {
+    const std::string script = Runfile("e2e/local/testdata/torch_env.sh");
+    CommandResult r =
+        RunProcess({"/bin/bash", script, InCi() ? "install" : "python"}, ChildEnv({}, {}), "",
+                   absl::StrCat(TestTmpDir(), "/torch_env"), absl::Minutes(30));
+    // Its last line; progress goes to stderr.
+    std::vector<std::string> lines =
+        absl::StrSplit(absl::StripAsciiWhitespace(r.out), '\n', absl::SkipEmpty());
+    const std::string python = lines.empty() ? "" : lines.back();
+    constexpr absl::string_view kPython = "/bin/python";
+    if (r.exit_code != 0 || !absl::EndsWith(python, kPython)) {
+      return new absl::StatusOr<std::string>(
+          absl::NotFoundError(absl::StrCat("no torch 2.15 venv (tools/torch_env.sh install): exit ",
+                                           r.exit_code, ": ", absl::StripAsciiWhitespace(r.err))));
+    }
+    return new absl::StatusOr<std::string>(
+        python.substr(0, python.size() - kPython.size() + std::string("/bin").size()));
+  }();
+  return *bin;
+}
+
+std::string SharedRuntimes() {
+  return absl::StrCat(EnvOrEmpty("COACH_SHARED_DIR"), "/reference/kubeflow-v2/runtimes");
+}
+
+// "key=value" fields of a `coach-result ...` line.
+std::map<std::string, std::string> Fields(absl::string_view line) {
+  std::map<std::string, std::string> out;
+  for (absl::string_view field : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+    const size_t eq = field.find('=');
+    if (eq == absl::string_view::npos) continue;
+    out[std::string(field.substr(0, eq))] = std::string(field.substr(eq + 1));
+  }
+  return out;
+}
+
+class TorchrunTest : public OperatorTest {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::string> bin = TorchBin();
+    if (!bin.ok()) {
+      if (InCi()) GTEST_FAIL() << bin.status();
+      GTEST_SKIP() << bin.status();
+    }
+    torch_bin_ = *bin;
+  }
+
+  // An operator whose working directory is the runfiles root (the manifests name the program
+  // relative to the repository root), the venv's bin first on its PATH when `venv_on_path`.
+  void Start(bool venv_on_path, std::vector<std::string> extra_args = {}) {
+    OperatorOptions options;
+    options.workdir = Runfile("");
+    options.extra_args = std::move(extra_args);
+    if (venv_on_path) options.path_prepend = {torch_bin_};
+    StartOperator(options);
+  }
+
+  // Submits `manifest`, waits for its end, and checks that it Succeeded and that the
+  // coach-result lines of `replicas` ("" for all of them) hold ranks 0..world_size-1 once each,
+  // every one status=ok, with one params_checksum. Returns the job as it ended.
+  TrainingJob RunAndCheck(const std::string& manifest, const std::string& name,
+                          const std::vector<std::string>& replicas, int world_size) {
+    absl::StatusOr<TrainingJob> created = op_->client().CreateJobFromManifest(manifest, kNs);
+    EXPECT_TRUE(created.ok()) << created.status();
+    if (!created.ok()) return {};
+    sdk::WaitOptions wait;
+    wait.timeout = absl::Minutes(5);
+    absl::StatusOr<TrainingJob> done =
+        op_->client().WaitForJobConditions(kNs, name, {"Succeeded", "Failed"}, wait);
+
+    std::set<int> ranks;
+    std::set<std::string> checksums;
+    std::string all_logs;
+    for (const std::string& replica : replicas) {
+      absl::StatusOr<std::string> log = op_->Logs(name, replica);
+      EXPECT_TRUE(log.ok()) << replica << ": " << log.status();
+      if (!log.ok()) continue;
+      absl::StrAppend(&all_logs, "--- ", replica.empty() ? "all replicas" : replica, " ---\n",
+                      *log);
+      for (absl::string_view line : absl::StrSplit(*log, '\n')) {
+        const size_t at = line.find("coach-result ");
+        if (at == absl::string_view::npos) continue;
+        std::map<std::string, std::string> f = Fields(line.substr(at));
+        EXPECT_EQ(f["status"], "ok") << line;
+        EXPECT_EQ(f["world_size"], absl::StrCat(world_size)) << line;
+        int rank = -1;
+        EXPECT_TRUE(absl::SimpleAtoi(f["rank"], &rank)) << line;
+        EXPECT_TRUE(ranks.insert(rank).second) << "rank " << rank << " reported twice";
+        checksums.insert(f["params_checksum"]);
+      }
+    }
+    const bool succeeded = done.ok() && sdk::IsJobSucceeded(*done);
+    if (!succeeded) {
+      absl::StrAppend(&all_logs, "--- coach describe ---\n", op_->Cli({"describe", name}).out);
+    }
+    EXPECT_TRUE(succeeded) << (done.ok() ? done->status().ShortDebugString()
+                                         : done.status().ToString())
+                           << "\n"
+                           << all_logs;
+    std::set<int> want;
+    for (int r = 0; r < world_size; ++r) want.insert(r);
+    EXPECT_EQ(ranks, want);
+    EXPECT_EQ(checksums.size(), 1u);
+    // torchrun, not a stand-in, started the ranks.
+    EXPECT_TRUE(absl::StrContains(all_logs, "torch/distributed/run.py"));
+    EXPECT_TRUE(op_->WaitNoProcesses().empty());
+    return done.ok() ? *done : TrainingJob();
+  }
+
+  std::string torch_bin_;
+};
+
+// Master + Worker, the manifest submitted unchanged: torchrun found on the operator's PATH, its
+// --nnodes, --node_rank, --master_addr and --master_port from PET_*.
+TEST_F(TorchrunTest, MasterAndWorkerTrainUnderTorchrunFromThePetVariables) {
+  Start(/*venv_on_path=*/true);
+  const std::string manifest =
+      ReadFileOrEmpty(Runfile("examples/pytorch/pytorch-ddp-torchrun.yaml"));
+  ASSERT_FALSE(manifest.empty()) << "examples/pytorch/pytorch-ddp-torchrun.yaml not in runfiles";
+  RunAndCheck(manifest, "pytorch-ddp-torchrun", {"master-0", "worker-0"}, 4);
+}
+
+// Workers only: torchrun's c10d rendezvous at the endpoint elasticPolicy makes the operator set
+// (PET_RDZV_*), the node ranks handed out by the rendezvous. Here the container's command names
+// the venv's torchrun and the operator's PATH has no torch 2.x.
+TEST_F(TorchrunTest, WorkerOnlyTrainsUnderTorchrunThroughC10dRendezvous) {
+  Start(/*venv_on_path=*/false);
+  std::string manifest =
+      ReadFileOrEmpty(Runfile("examples/pytorch/pytorch-ddp-torchrun-elastic.yaml"));
+  ASSERT_FALSE(manifest.empty()) << "pytorch-ddp-torchrun-elastic.yaml not in runfiles";
+  const int replaced = absl::StrReplaceAll(
+      {{"command: [torchrun,", absl::StrCat("command: [", torch_bin_, "/torchrun,")}}, &manifest);
+  ASSERT_EQ(replaced, 1) << manifest;
+  RunAndCheck(manifest, "pytorch-ddp-torchrun-elastic", {"worker-0", "worker-1"}, 4);
+}
+
+// A Trainer v2 TrainJob on upstream's torch-distributed runtime (read unchanged from the shared
+// reference folder) whose trainer command is `torchrun`, as v2 users write it: PET_NPROC_PER_NODE
+// from numProcPerNode, PET_NODE_RANK from the completion index.
+TEST_F(TorchrunTest, TrainJobOnUpstreamsTorchRuntimeTrainsUnderTorchrun) {
+  ASSERT_FALSE(EnvOrEmpty("COACH_SHARED_DIR").empty())
+      << "COACH_SHARED_DIR must name the shared folder (tools/run_tests sets it)";
+  Start(/*venv_on_path=*/true, {"--training-runtimes=" + SharedRuntimes()});
+  const std::string manifest = ReadFileOrEmpty(Runfile("examples/trainer/torch-ddp-torchrun.yaml"));
+  ASSERT_FALSE(manifest.empty()) << "examples/trainer/torch-ddp-torchrun.yaml not in runfiles";
+  const TrainingJob done = RunAndCheck(manifest, "torch-ddp-torchrun", {""}, 4);
+  if (HasFailure()) return;
+  const nlohmann::json shown = api::v1::codec::JobToJson(done);
+  ASSERT_TRUE(shown["status"].contains("conditions")) << shown["status"].dump();
+  EXPECT_EQ(shown["status"]["conditions"].back()["type"], "Complete") << shown["status"].dump();
+  EXPECT_EQ(done.status().replica_statuses().at("node").replicas(), 2);
+}
+
+}  // namespace
+}  // namespace coach::e2e
