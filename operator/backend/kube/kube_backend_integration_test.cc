@@ -86,6 +86,21 @@ class KubeBackendIntegrationTest : public ::testing::Test {
       (void)client_->Delete(k8s::resources::Namespaces(), "", ns_, {});
   }
 
+  // A backend on the test's namespace that counts change callbacks per job, started.
+  void StartBackend() {
+    KubeBackendOptions options;
+    options.client = client_.get();
+    options.namespaces = {ns_};
+    auto b = KubeBackend::Create(options);
+    ASSERT_TRUE(b.ok()) << b.status();
+    backend_ = std::move(*b);
+    backend_->SetChangeCallback([this](const std::string& ns, const std::string& name) {
+      std::lock_guard<std::mutex> l(mu_);
+      ++changes_[ns + "/" + name];
+    });
+    ASSERT_TRUE(backend_->Start().ok());
+  }
+
   int Changes(const std::string& key) {
     std::lock_guard<std::mutex> l(mu_);
     return changes_[key];
@@ -138,17 +153,7 @@ TEST_F(KubeBackendIntegrationTest, CreatesObservesExitCodesAndForgets) {
                   "}]}}"))
           .Build();
 
-  KubeBackendOptions options;
-  options.client = client_.get();
-  options.namespaces = {ns_};
-  auto b = KubeBackend::Create(options);
-  ASSERT_TRUE(b.ok()) << b.status();
-  backend_ = std::move(*b);
-  backend_->SetChangeCallback([this](const std::string& ns, const std::string& name) {
-    std::lock_guard<std::mutex> l(mu_);
-    ++changes_[ns + "/" + name];
-  });
-  ASSERT_TRUE(backend_->Start().ok());
+  ASSERT_NO_FATAL_FAILURE(StartBackend());
   const std::string key = ns_ + "/exits";
 
   auto objects = reconcile::DesiredObjects(job, {});
@@ -246,13 +251,7 @@ TEST_F(KubeBackendIntegrationTest, AnEarlierOperatorsPodsAndServicesAreTakenOver
                         {"spec", {{"clusterIP", "None"}, {"selector", labels}}}};
   ASSERT_TRUE(client_->Create(k8s::resources::Services(), ns_, service).ok());
 
-  KubeBackendOptions options;
-  options.client = client_.get();
-  options.namespaces = {ns_};
-  auto b = KubeBackend::Create(options);
-  ASSERT_TRUE(b.ok()) << b.status();
-  backend_ = std::move(*b);
-  ASSERT_TRUE(backend_->Start().ok());
+  ASSERT_NO_FATAL_FAILURE(StartBackend());
 
   const model::Job job = reconcile::testing::MakePyTorchJob(ns_, "old").Workers(1).Build();
   auto observed = backend_->Observe(job);
@@ -294,17 +293,7 @@ TEST_F(KubeBackendIntegrationTest, LostNodesAndForceDelete) {
   set_ready("True");
 
   const model::Job job = reconcile::testing::MakePyTorchJob(ns_, "lost").Workers(2).Build();
-  KubeBackendOptions options;
-  options.client = client_.get();
-  options.namespaces = {ns_};
-  auto b = KubeBackend::Create(options);
-  ASSERT_TRUE(b.ok()) << b.status();
-  backend_ = std::move(*b);
-  backend_->SetChangeCallback([this](const std::string& ns, const std::string& name) {
-    std::lock_guard<std::mutex> l(mu_);
-    ++changes_[ns + "/" + name];
-  });
-  ASSERT_TRUE(backend_->Start().ok());
+  ASSERT_NO_FATAL_FAILURE(StartBackend());
   const std::string key = ns_ + "/lost";
 
   std::map<std::string, std::string> uids;
