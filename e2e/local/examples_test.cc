@@ -3,15 +3,12 @@
 // runfiles tree (the manifests use paths relative to the repository root), with
 // coach-launch on its PATH. Every rank must report status=ok and all the checksums agree.
 
-#include <map>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "e2e/local/operator_fixture.h"
+#include "e2e/local/rank_results.h"
 #include "gtest/gtest.h"
 #include "sdk/cpp/job_status.h"
 
@@ -19,17 +16,6 @@ namespace coach::e2e {
 namespace {
 
 using api::v1::TrainingJob;
-
-// "key=value" fields of a `coach-result ...` line.
-std::map<std::string, std::string> Fields(const std::string& line) {
-  std::map<std::string, std::string> out;
-  for (absl::string_view field : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
-    const size_t eq = field.find('=');
-    if (eq == absl::string_view::npos) continue;
-    out[std::string(field.substr(0, eq))] = std::string(field.substr(eq + 1));
-  }
-  return out;
-}
 
 class ExamplesTest : public OperatorTest {
  protected:
@@ -57,33 +43,15 @@ class ExamplesTest : public OperatorTest {
         op_->client().WaitForJobConditions(kNs, name, {"Succeeded", "Failed"}, wait);
     ASSERT_TRUE(done.ok()) << done.status();
 
-    std::set<int> ranks;
-    std::set<std::string> checksums;
     std::string all_logs;
     for (const std::string& replica : replicas) {
       absl::StatusOr<std::string> log = op_->Logs(name, replica);
       ASSERT_TRUE(log.ok()) << replica << ": " << log.status();
       absl::StrAppend(&all_logs, "--- ", replica, " ---\n", *log);
-      for (absl::string_view line : absl::StrSplit(*log, '\n')) {
-        if (!absl::StartsWith(line, "coach-result ")) continue;
-        std::map<std::string, std::string> f = Fields(std::string(line));
-        EXPECT_EQ(f["status"], "ok") << line;
-        EXPECT_EQ(f["world_size"], absl::StrCat(world_size)) << line;
-        int rank = -1;
-        EXPECT_TRUE(absl::SimpleAtoi(f["rank"], &rank)) << line;
-        EXPECT_TRUE(ranks.insert(rank).second) << "rank " << rank << " reported twice";
-        EXPECT_FALSE(f[checksum_key].empty()) << line;
-        checksums.insert(f[checksum_key]);
-      }
     }
     EXPECT_TRUE(sdk::IsJobSucceeded(*done)) << done->status().ShortDebugString() << "\n"
                                             << all_logs;
-    EXPECT_EQ(static_cast<int>(ranks.size()), world_size) << all_logs;
-    if (!ranks.empty()) {
-      EXPECT_EQ(*ranks.begin(), 0);
-      EXPECT_EQ(*ranks.rbegin(), world_size - 1);
-    }
-    EXPECT_EQ(checksums.size(), 1u) << "checksums differ:\n" << all_logs;
+    ExpectRanksAgree(all_logs, world_size, checksum_key);
     EXPECT_TRUE(op_->WaitNoProcesses().empty());
   }
 };

@@ -6,7 +6,6 @@
 
 #include <signal.h>
 
-#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "common/testing/eventually.h"
 #include "e2e/common/job_manifest.h"
 #include "e2e/local/operator_fixture.h"
+#include "e2e/local/rank_results.h"
 #include "gtest/gtest.h"
 #include "sdk/cpp/job_status.h"
 
@@ -25,16 +25,6 @@ namespace coach::e2e {
 namespace {
 
 using api::v1::TrainingJob;
-
-std::map<std::string, std::string> Fields(absl::string_view line) {
-  std::map<std::string, std::string> out;
-  for (absl::string_view field : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
-    const size_t eq = field.find('=');
-    if (eq == absl::string_view::npos) continue;
-    out[std::string(field.substr(0, eq))] = std::string(field.substr(eq + 1));
-  }
-  return out;
-}
 
 // The value of `name` in /proc/<pid>/environ; "" when absent or unreadable.
 std::string EnvOf(pid_t pid, const std::string& name) {
@@ -117,13 +107,11 @@ class RecoveryTest : public OperatorTest {
       EXPECT_TRUE(log.ok()) << replica << ": " << log.status();
       if (!log.ok()) continue;
       absl::StrAppend(&logs, "--- ", replica, " ---\n", *log);
-      for (absl::string_view line : absl::StrSplit(*log, '\n')) {
-        if (!absl::StartsWith(line, "coach-result ")) continue;
-        std::map<std::string, std::string> f = Fields(line);
-        EXPECT_EQ(f["status"], "ok") << line;
-        EXPECT_EQ(f["attempt"], "1") << line;
+      for (ResultFields& f : ResultLines(*log)) {
+        EXPECT_EQ(f["status"], "ok") << *log;
+        EXPECT_EQ(f["attempt"], "1") << *log;
         int resumed = -1;
-        EXPECT_TRUE(absl::SimpleAtoi(f["resumed_from"], &resumed) && resumed >= 1) << line;
+        EXPECT_TRUE(absl::SimpleAtoi(f["resumed_from"], &resumed) && resumed >= 1) << *log;
         ranks.insert(f["rank"]);
         checksums.insert(f["params_checksum"]);
       }

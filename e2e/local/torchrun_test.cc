@@ -9,8 +9,6 @@
 // Without the venv the tests skip, and fail under CI=true, where they install it (waiting for
 // tools/run_tests' background install through the script's lock).
 
-#include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "api/v1/codec/job_codec.h"
 #include "e2e/local/operator_fixture.h"
+#include "e2e/local/rank_results.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "sdk/cpp/job_status.h"
@@ -64,17 +63,6 @@ std::string SharedRuntimes() {
   return absl::StrCat(EnvOrEmpty("COACH_SHARED_DIR"), "/reference/kubeflow-v2/runtimes");
 }
 
-// "key=value" fields of a `coach-result ...` line.
-std::map<std::string, std::string> Fields(absl::string_view line) {
-  std::map<std::string, std::string> out;
-  for (absl::string_view field : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
-    const size_t eq = field.find('=');
-    if (eq == absl::string_view::npos) continue;
-    out[std::string(field.substr(0, eq))] = std::string(field.substr(eq + 1));
-  }
-  return out;
-}
-
 class TorchrunTest : public OperatorTest {
  protected:
   void SetUp() override {
@@ -109,8 +97,6 @@ class TorchrunTest : public OperatorTest {
     absl::StatusOr<TrainingJob> done =
         op_->client().WaitForJobConditions(kNs, name, {"Succeeded", "Failed"}, wait);
 
-    std::set<int> ranks;
-    std::set<std::string> checksums;
     std::string all_logs;
     for (const std::string& replica : replicas) {
       absl::StatusOr<std::string> log = op_->Logs(name, replica);
@@ -118,17 +104,6 @@ class TorchrunTest : public OperatorTest {
       if (!log.ok()) continue;
       absl::StrAppend(&all_logs, "--- ", replica.empty() ? "all replicas" : replica, " ---\n",
                       *log);
-      for (absl::string_view line : absl::StrSplit(*log, '\n')) {
-        const size_t at = line.find("coach-result ");
-        if (at == absl::string_view::npos) continue;
-        std::map<std::string, std::string> f = Fields(line.substr(at));
-        EXPECT_EQ(f["status"], "ok") << line;
-        EXPECT_EQ(f["world_size"], absl::StrCat(world_size)) << line;
-        int rank = -1;
-        EXPECT_TRUE(absl::SimpleAtoi(f["rank"], &rank)) << line;
-        EXPECT_TRUE(ranks.insert(rank).second) << "rank " << rank << " reported twice";
-        checksums.insert(f["params_checksum"]);
-      }
     }
     const bool succeeded = done.ok() && sdk::IsJobSucceeded(*done);
     if (!succeeded) {
@@ -138,10 +113,7 @@ class TorchrunTest : public OperatorTest {
                                          : done.status().ToString())
                            << "\n"
                            << all_logs;
-    std::set<int> want;
-    for (int r = 0; r < world_size; ++r) want.insert(r);
-    EXPECT_EQ(ranks, want);
-    EXPECT_EQ(checksums.size(), 1u);
+    ExpectRanksAgree(all_logs, world_size);
     // torchrun, not a stand-in, started the ranks.
     EXPECT_TRUE(absl::StrContains(all_logs, "torch/distributed/run.py"));
     EXPECT_TRUE(op_->WaitNoProcesses().empty());
