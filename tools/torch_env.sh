@@ -9,6 +9,8 @@
 #                                 install in progress)
 #   tools/torch_env.sh bin        print the venv's bin directory (torchrun, python)
 #   tools/torch_env.sh version    print the pinned torch version
+#   tools/torch_env.sh wheels     download the pinned wheels (hash-checked) once; print their directory
+#                                 (the venv and the training image's PyTorch layer install from it)
 #   tools/torch_env.sh --lock     re-resolve tools/torch-requirements.txt from the pins below (pip's
 #                                 resolver in a scratch venv; downloads metadata only)
 #
@@ -18,7 +20,9 @@
 # marker file (.coach-installed, holding the key) exists, written after torch imported; an
 # interrupted install is removed and made again. One install at a time (a lock under
 # ~/.cache/coach), so tools/run_tests' background install and a test asking for the venv wait for
-# each other.
+# each other. The wheels: $HOME/.cache/coach/torch-wheels-<sha256 of the requirements>, complete once its
+# marker .coach-complete exists, downloaded under a lock of their own (tools/image/build-training
+# reads them too); install removes the directories of other requirements.
 #
 # PyPI serves no CPU-only torch for Linux (those builds are on download.pytorch.org, out of reach
 # here): the default build pulls the CUDA libraries it loads at import, 3.0 GB of wheels in all. It
@@ -53,6 +57,32 @@ venv_paths() {
   MARKER="$VENV/.coach-installed"
 }
 
+# The pinned wheels, downloaded once (pip download checks every hash); prints their directory.
+cmd_wheels() {
+  local dir
+  dir="$CACHE/torch-wheels-$(sha256sum <"$REQUIREMENTS" | cut -c1-16)"
+  mkdir -p "$CACHE"
+  exec 8>"$CACHE/.torch-wheels.lock"
+  flock 8
+  if [[ ! -f "$dir/.coach-complete" ]]; then
+    log "downloading the wheels of $REQUIREMENTS into $dir"
+    local start=$SECONDS
+    mkdir -p "$dir"
+    nice "$PYTHON" -m pip download -q --disable-pip-version-check --no-cache-dir --require-hashes \
+      --only-binary=:all: --no-deps -r "$REQUIREMENTS" -d "$dir" >&2
+    touch "$dir/.coach-complete"
+    log "downloaded in $((SECONDS - start)) s: $(du -sh "$dir" | cut -f1)"
+    local old
+    for old in "$CACHE"/torch-wheels-*; do
+      [[ -d "$old" && "$old" != "$dir" ]] || continue
+      log "removing $old (other requirements)"
+      rm -rf --one-file-system "$old"
+    done
+  fi
+  exec 8>&-
+  echo "$dir"
+}
+
 installed() { [[ -x "$VENV/bin/python" && -f "$MARKER" && "$(cat "$MARKER")" == "$KEY" ]]; }
 
 cmd_install() {
@@ -70,10 +100,13 @@ cmd_install() {
   fi
   "$PYTHON" -m venv "$VENV"
   local start=$SECONDS
-  # Hash-checked wheels only; --no-deps, since the file pins the whole closure. No pip cache: it
-  # would keep a second copy of the 3.0 GB of wheels.
+  # Hash-checked wheels only, from the shared download; --no-deps, since the file pins the whole
+  # closure. No pip cache: it would keep a third copy of the 3.0 GB of wheels.
+  local wheels
+  wheels=$(cmd_wheels)
   nice "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir \
-    --require-hashes --only-binary=:all: --no-deps -r "$REQUIREMENTS" >&2
+    --require-hashes --only-binary=:all: --no-deps --no-index --find-links "$wheels" \
+    -r "$REQUIREMENTS" >&2
   "$VENV/bin/python" - "$TORCH_VERSION" <<'PY' >&2
 import sys
 import numpy, torch, torch.distributed as dist
@@ -139,6 +172,7 @@ case "${1:-}" in
   python) venv_paths; cmd_python ;;
   bin) venv_paths; cmd_python >/dev/null; echo "$VENV/bin" ;;
   version) echo "$TORCH_VERSION" ;;
+  wheels) venv_paths; cmd_wheels ;;
   lock | --lock) cmd_lock ;;
   *) sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2 ;;
 esac

@@ -1,8 +1,8 @@
 """A Kubeflow Trainer v2 TrainJob that really trains on real pods: upstream's torch runtime, applied
 unchanged, the trainer's image and command set in the TrainJob, gloo DDP across 2 nodes that find
 each other through the names Trainer v2 gives them (PET_MASTER_ADDR = <job>-node-0-0.<job>). The
-ranks start behind coach-launch (coach.dev/launcher), the torchrun drop-in reading the same PET_*
-variables: the training image's torch 1.13 torchrun fails to start its workers."""
+ranks start behind coach-launch (coach.dev/launcher), which reads the same PET_* variables as
+torchrun; test_torchrun.py runs the same runtime with PyTorch's own torchrun."""
 import os
 import subprocess
 

@@ -2,9 +2,11 @@
 """Packs a root filesystem directory (mmdebstrap's output) as the coach-training OCI image archive.
 
   assemble_training.py --rootfs DIR --out FILE --repository NAME --tag TAG [--alias-tag TAG]
-                       --created-by TEXT [--label KEY=VALUE ...]
+                       --created-by TEXT [--label KEY=VALUE ...] [--extra-layer TAR=CREATED_BY ...]
 
-Called by tools/image/build-training after mmdebstrap; see that script. One layer, reproducible:
+Called by tools/image/build-training after mmdebstrap; see that script. The root filesystem is the
+first layer; each --extra-layer (a plain tar that pack_layer.py wrote, its digest in TAR.sha256) goes
+above it as it is. The first layer is reproducible:
 entries sorted by path, every mtime SOURCE_DATE_EPOCH (else 0), numeric owners as in DIR, no user or
 group names, no atime/ctime/xattrs, hard links kept, the contents of /dev, /proc, /sys, /run and /tmp
 left out (their directories stay: a runtime mounts them), gzip without a name or timestamp, JSON
@@ -29,7 +31,7 @@ import tarfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from oci_layout import image_config, source_date_epoch, write_archive  # noqa: E402
+from oci_layout import MT_LAYER_TAR, ExtraLayer, image_config, source_date_epoch, write_archive  # noqa: E402
 
 UID = 1000
 USER = "coach"
@@ -166,7 +168,22 @@ def main():
     ap.add_argument("--created-by", required=True, help="the history entry's created_by")
     ap.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--gzip-level", type=int, default=6)
+    ap.add_argument("--extra-layer", action="append", default=[], metavar="TAR=CREATED_BY")
     args = ap.parse_args()
+
+    extra_layers = []
+    for spec in args.extra_layer:
+        path, sep, created_by = spec.partition("=")
+        if not sep or not created_by:
+            die(f"--extra-layer {spec}: want TAR=CREATED_BY")
+        try:
+            with open(path + ".sha256") as f:
+                layer_digest = f.read().strip()
+        except OSError as e:
+            die(f"--extra-layer {path}: no digest ({e})")
+        if not (layer_digest.startswith("sha256:") and len(layer_digest) == 71 and os.path.isfile(path)):
+            die(f"--extra-layer {path}: not a layer with its digest in {path}.sha256")
+        extra_layers.append(ExtraLayer(path, layer_digest, MT_LAYER_TAR, layer_digest, created_by))
 
     epoch = source_date_epoch()
     root = os.path.abspath(args.rootfs)
@@ -204,15 +221,17 @@ def main():
         "Cmd": ["/usr/bin/python3"],
         "WorkingDir": WORKDIR,
         "Labels": labels,
-    }, diff_id, args.created_by)
+    }, diff_id, args.created_by, extra_layers)
     tags = [args.tag] + ([args.alias_tag] if args.alias_tag and args.alias_tag != args.tag else [])
     references = [f"{args.repository}:{t}" for t in tags]
-    written = write_archive(args.out, epoch, config, layer_path, args.repository, tags)
+    written = write_archive(args.out, epoch, config, layer_path, args.repository, tags, extra_layers)
     os.unlink(layer_path)
 
     print(f"image:    {', '.join(references)}")
     print(f"layer:    {entries} entries, {writer.size} bytes, {layer_size} compressed; "
           f".pyc: {hashed} hash-based, {patched} given the epoch, {dropped} stale dropped")
+    for x in extra_layers:
+        print(f"layer:    {x.path} ({os.path.getsize(x.path)} bytes, {x.digest})")
     print(f"archive:  {args.out} ({os.path.getsize(args.out)} bytes)")
     print(f"manifest: {written.manifest_digest}")
 

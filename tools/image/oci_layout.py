@@ -1,4 +1,4 @@
-"""Writes a one-layer OCI image layout archive: the one writer of tools/image's images.
+"""Writes an OCI image layout archive: the one writer of tools/image's images.
 
 assemble.py (the operator's image), assemble_training.py (coach-training) and oci_from_dir.py (the
 real node's pause and busybox images, coach-kubectl-delivery) each build their layer and config;
@@ -22,6 +22,13 @@ MT_INDEX = "application/vnd.oci.image.index.v1+json"
 MT_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 MT_CONFIG = "application/vnd.oci.image.config.v1+json"
 MT_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
+# A layer stored as a plain tar: its digest is its diff_id. For a layer of compressed libraries
+# built on the machine that uses it, gzip would cost minutes and save little.
+MT_LAYER_TAR = "application/vnd.oci.image.layer.v1.tar"
+
+# A layer above the first: `path` the file holding it, `digest` its sha256 (as "sha256:..."),
+# `media_type` MT_LAYER or MT_LAYER_TAR, `diff_id` the digest of its tar, `created_by` its history.
+ExtraLayer = namedtuple("ExtraLayer", "path digest media_type diff_id created_by")
 
 # What write_archive() wrote: the manifest's digest, its size and the config's size (bytes).
 Written = namedtuple("Written", "manifest_digest manifest_size config_size")
@@ -53,17 +60,19 @@ def gzip_layer(layer, level):
     return subprocess.run(["gzip", "-n", f"-{level}", "-c"], input=layer, capture_output=True, check=True).stdout
 
 
-def image_config(epoch, config, diff_id, created_by):
-    """The image config of a one-layer linux/amd64 image: `config` its runtime settings (User,
-    Entrypoint, Env...), `diff_id` the digest of the uncompressed layer."""
+def image_config(epoch, config, diff_id, created_by, extra_layers=()):
+    """The image config of a linux/amd64 image: `config` its runtime settings (User, Entrypoint,
+    Env...), `diff_id` the digest of the uncompressed first layer, `extra_layers` (ExtraLayer) the
+    layers above it."""
     created = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "created": created,
         "architecture": "amd64",
         "os": "linux",
         "config": config,
-        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
-        "history": [{"created": created, "created_by": created_by}],
+        "rootfs": {"type": "layers", "diff_ids": [diff_id] + [x.diff_id for x in extra_layers]},
+        "history": [{"created": created, "created_by": c}
+                    for c in [created_by] + [x.created_by for x in extra_layers]],
     }
 
 
@@ -102,11 +111,11 @@ def _archive_tar(out, files, mtime):
                 tar.addfile(info, io.BytesIO(content))
 
 
-def write_archive(out, epoch, config, layer, repository, tags):
+def write_archive(out, epoch, config, layer, repository, tags, extra_layers=()):
     """Writes the OCI image layout archive `out` (through `out`.tmp, then renamed) of one image:
     `config` its image config (image_config()), `layer` its gzip layer, as bytes or as the path of
-    a file holding it (streamed: a large layer stays on disk), named REPOSITORY:TAG for each of
-    `tags` (one manifest, several names)."""
+    a file holding it (streamed: a large layer stays on disk), `extra_layers` (ExtraLayer) the
+    layers above it, named REPOSITORY:TAG for each of `tags` (one manifest, several names)."""
     config_blob = canonical_json(config)
     if isinstance(layer, str):
         layer_digest, layer_size = file_digest(layer), os.path.getsize(layer)
@@ -116,7 +125,9 @@ def write_archive(out, epoch, config, layer, repository, tags):
         "schemaVersion": 2,
         "mediaType": MT_MANIFEST,
         "config": {"mediaType": MT_CONFIG, "digest": digest(config_blob), "size": len(config_blob)},
-        "layers": [{"mediaType": MT_LAYER, "digest": layer_digest, "size": layer_size}],
+        "layers": [{"mediaType": MT_LAYER, "digest": layer_digest, "size": layer_size}] +
+                  [{"mediaType": x.media_type, "digest": x.digest, "size": os.path.getsize(x.path)}
+                   for x in extra_layers],
     }
     manifest_blob = canonical_json(manifest)
     references = [f"{repository}:{tag}" for tag in tags]
@@ -140,8 +151,10 @@ def write_archive(out, epoch, config, layer, repository, tags):
         "index.json": canonical_json(index),
         # `docker load` before Docker 25 reads this instead of index.json (as `docker save` writes both).
         "manifest.json": canonical_json([{"Config": _blob_name(digest(config_blob)), "RepoTags": references,
-                                          "Layers": [_blob_name(layer_digest)]}]),
+                                          "Layers": [_blob_name(layer_digest)] +
+                                                    [_blob_name(x.digest) for x in extra_layers]}]),
         _blob_name(layer_digest): layer,
+        **{_blob_name(x.digest): x.path for x in extra_layers},
         _blob_name(digest(config_blob)): config_blob,
         _blob_name(digest(manifest_blob)): manifest_blob,
     }

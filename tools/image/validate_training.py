@@ -5,12 +5,14 @@
 
 The OCI structure as validate_oci.py checks the operator's image (its helpers, reused): every blob's
 sha256 and size against its descriptor, media types, the config's diff_ids against the uncompressed
-layer, no unreferenced blobs, relative names; streamed, since the layer is large. Then what is
+layers, no unreferenced blobs, relative names; streamed, since the layers are large. Then what is
 particular to this image: the names in index.json (ref.name and io.containerd.image.name for TAG and
-ALIAS), config User 1000:1000, HOME=/tmp, PATH, WorkingDir /opt/coach; the layer's entries sorted,
-every mtime the epoch, no user or group names; /usr/bin/python3, the example programs under
-/opt/coach/examples, the coach user, /tmp 1777, and none of what the build leaves out (docs, man
-pages, apt lists, resolv.conf). Prints the manifest digest; exits 1 naming each problem.
+ALIAS), config User 1000:1000, HOME=/tmp, PATH, WorkingDir /opt/coach; two layers, the Debian one
+gzip-compressed, PyTorch's a plain tar; each layer's entries sorted, every mtime the epoch, no user
+or group names, no whiteouts; /usr/bin/python3, the example programs under /opt/coach/examples, the
+coach user, /tmp 1777 (first layer), torch and /usr/local/bin/torchrun (second), and none of what the
+build leaves out (docs, man pages, apt lists, resolv.conf). Prints the manifest digest; exits 1
+naming each problem.
 """
 
 import argparse
@@ -25,11 +27,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import validate_oci  # noqa: E402  (check, problems, sha256, media types)
 from validate_oci import MT_CONFIG, MT_INDEX, MT_LAYER, MT_MANIFEST, check, sha256  # noqa: E402
 
+MT_LAYER_TAR = "application/vnd.oci.image.layer.v1.tar"
+# What each layer must hold: the Debian one, then PyTorch's.
 REQUIRED_FILES = (
-    "usr/bin/python3", "usr/bin/mpirun", "etc/ssl/certs/ca-certificates.crt",
-    "opt/coach/examples/pytorch/ddp_train.py", "opt/coach/examples/xgboost/xgb_train.py",
-    "opt/coach/examples/README.md",
+    ("usr/bin/python3", "usr/bin/mpirun", "etc/ssl/certs/ca-certificates.crt",
+     "opt/coach/examples/pytorch/ddp_train.py", "opt/coach/examples/xgboost/xgb_train.py",
+     "opt/coach/examples/README.md"),
+    ("usr/local/bin/torchrun", "usr/local/lib/python3.11/dist-packages/torch/__init__.py",
+     "usr/local/lib/python3.11/dist-packages/torch/distributed/run.py"),
 )
+LAYER_TYPES = (MT_LAYER, MT_LAYER_TAR)
 ABSENT_PREFIXES = ("usr/share/man/", "usr/share/info/", "usr/share/locale/", "var/lib/apt/lists/",
                    "var/cache/apt/archives/", "usr/lib/libtorch-test/", "usr/include/", "tmp/", "proc/",
                    "sys/", "dev/", "run/")
@@ -49,6 +56,44 @@ class HashingReader:
         self.sha.update(data)
         self.size += len(data)
         return data
+
+
+def check_layer(outer, member, descriptor, i, epoch, entries):
+    """Reads layer `i` in one pass, hashing the stored and the uncompressed stream; adds its entries
+    to `entries` (name -> (TarInfo, content of etc/passwd or b"")), a later layer's replacing an
+    earlier one's. Returns (diff_id, (uncompressed size, stored size), the layer's names)."""
+    compressed = descriptor.get("mediaType") == MT_LAYER
+    if compressed:
+        head = outer.extractfile(member).read(10)
+        check(head[3] == 0 and head[4:8] == b"\0\0\0\0", f"layer {i}: gzip header has a name or a timestamp")
+    raw = HashingReader(outer.extractfile(member))
+    plain = HashingReader(gzip.GzipFile(fileobj=raw, mode="rb")) if compressed else raw
+    names = []
+    bad_mtimes = bad_names = 0
+    with tarfile.open(fileobj=plain, mode="r|") as layer:
+        for m in layer:
+            name = m.name.rstrip("/")
+            names.append(name)
+            content = layer.extractfile(m).read() if name == "etc/passwd" else b""
+            entries[name] = (m, content)
+            if m.mtime != epoch:
+                bad_mtimes += 1
+                if bad_mtimes <= 5:
+                    check(False, f"layer {i} {m.name}: mtime {m.mtime}, want {epoch}")
+            if m.uname or m.gname:
+                bad_names += 1
+            check(not m.name.startswith("/") and ".." not in m.name.split("/"), f"layer {i} {m.name}: not relative")
+            check(not os.path.basename(name).startswith(".wh."), f"layer {i} {m.name}: a whiteout")
+        while plain.read(1 << 20):
+            pass
+    while raw.read(1 << 20):
+        pass
+    check(raw.sha.hexdigest() == descriptor["digest"][7:], f"layer {i}: content hashes to sha256:{raw.sha.hexdigest()}")
+    check(bad_mtimes == 0, f"layer {i}: {bad_mtimes} entries with an mtime other than {epoch}")
+    check(bad_names == 0, f"layer {i}: {bad_names} entries with user or group names")
+    check(names == sorted(names), f"layer {i}: entries are not sorted")
+    check(len(names) == len(set(names)), f"layer {i}: duplicate entries")
+    return "sha256:" + plain.sha.hexdigest(), (plain.size, raw.size), set(names)
 
 
 def main():
@@ -118,11 +163,12 @@ def main():
     check(manifest.get("mediaType") == MT_MANIFEST, f"manifest: mediaType must be {MT_MANIFEST}")
     config_member = resolve(manifest.get("config", {}), MT_CONFIG, "manifest config")
     layers = manifest.get("layers", [])
-    if not check(len(layers) == 1, f"manifest: {len(layers)} layers, want 1"):
+    if not check(len(layers) == len(LAYER_TYPES), f"manifest: {len(layers)} layers, want {len(LAYER_TYPES)}"):
         return
-    layer_member = resolve(layers[0], MT_LAYER, "manifest layers[0]")
+    layer_members = [resolve(layer, media_type, f"manifest layers[{i}]")
+                     for i, (layer, media_type) in enumerate(zip(layers, LAYER_TYPES))]
     check(referenced == set(blobs), f"blobs nothing references: {sorted(set(blobs) - referenced)}")
-    if config_member is None or layer_member is None:
+    if config_member is None or None in layer_members:
         return
     config = json.loads(small_blob(config_member))
     check(config.get("architecture") == "amd64" and config.get("os") == "linux", "config: want linux/amd64")
@@ -134,60 +180,37 @@ def main():
     check(c.get("WorkingDir") == "/opt/coach", f"config: WorkingDir {c.get('WorkingDir')!r}, want /opt/coach")
     check(c.get("Labels", {}).get("org.opencontainers.image.version") == args.tag, "config: label version is not the tag")
 
-    # The layer: one pass, hashing the compressed and the uncompressed stream.
-    head = outer.extractfile(layer_member).read(10)
-    check(head[3] == 0 and head[4:8] == b"\0\0\0\0", "layer: gzip header has a name or a timestamp")
-    raw = HashingReader(outer.extractfile(layer_member))
-    plain = HashingReader(gzip.GzipFile(fileobj=raw, mode="rb"))
-    names = []
+    diff_ids = []
+    sizes = []
     entries = {}
-    passwd = b""
-    bad_mtimes = bad_names = 0
-    with tarfile.open(fileobj=plain, mode="r|") as layer:
-        for m in layer:
-            name = m.name.rstrip("/")
-            names.append(name)
-            entries[name] = m
-            if m.mtime != args.epoch:
-                bad_mtimes += 1
-                if bad_mtimes <= 5:
-                    check(False, f"layer {m.name}: mtime {m.mtime}, want {args.epoch}")
-            if m.uname or m.gname:
-                bad_names += 1
-            check(not m.name.startswith("/") and ".." not in m.name.split("/"), f"layer {m.name}: not relative")
-            if name == "etc/passwd":
-                passwd = layer.extractfile(m).read()
-        while plain.read(1 << 20):
-            pass
-    while raw.read(1 << 20):
-        pass
-    check(raw.sha.hexdigest() == layers[0]["digest"][7:], f"layer: content hashes to sha256:{raw.sha.hexdigest()}")
-    check(config.get("rootfs", {}).get("diff_ids") == ["sha256:" + plain.sha.hexdigest()],
-          f"config: rootfs.diff_ids {config.get('rootfs', {}).get('diff_ids')}, the layer hashes to sha256:{plain.sha.hexdigest()}")
-    check(bad_mtimes == 0, f"layer: {bad_mtimes} entries with an mtime other than {args.epoch}")
-    check(bad_names == 0, f"layer: {bad_names} entries with user or group names")
-    check(names == sorted(names), "layer: entries are not sorted")
-    check(len(names) == len(set(names)), "layer: duplicate entries")
-    for name in REQUIRED_FILES:
-        check(name in entries, f"layer: {name} missing")
+    for i, (layer_member, descriptor) in enumerate(zip(layer_members, layers)):
+        diff_id, size, names = check_layer(outer, layer_member, descriptor, i, args.epoch, entries)
+        diff_ids.append(diff_id)
+        sizes.append(size)
+        for name in REQUIRED_FILES[i]:
+            check(name in names, f"layer {i}: {name} missing")
+    check(config.get("rootfs", {}).get("diff_ids") == diff_ids,
+          f"config: rootfs.diff_ids {config.get('rootfs', {}).get('diff_ids')}, the layers hash to {diff_ids}")
+    check(len(config.get("history", [])) == len(layers), "config: want one history entry a layer")
     for name in ABSENT_FILES:
-        check(name not in entries, f"layer: {name} present (host-specific)")
+        check(name not in entries, f"layers: {name} present (host-specific)")
     for prefix in ABSENT_PREFIXES:
-        found = [n for n in names if n.startswith(prefix)]
-        check(not found, f"layer: {len(found)} entries under {prefix} (first {found[:1]})")
-    check(b"coach:x:1000:1000:" in passwd, "layer: etc/passwd has no coach:x:1000:1000")
-    tmp = entries.get("tmp")
-    check(tmp is not None and tmp.isdir() and tmp.mode == 0o1777, "layer: tmp must be a directory with mode 1777")
+        found = [n for n in entries if n.startswith(prefix)]
+        check(not found, f"layers: {len(found)} entries under {prefix} (first {found[:1]})")
+    passwd = entries.get("etc/passwd", (None, b""))[1]
+    check(b"coach:x:1000:1000:" in passwd, "layers: etc/passwd has no coach:x:1000:1000")
+    tmp = entries.get("tmp", (None,))[0]
+    check(tmp is not None and tmp.isdir() and tmp.mode == 0o1777, "layers: tmp must be a directory with mode 1777")
 
     docker = json.loads(read("manifest.json")) if "manifest.json" in members else []
     if check(len(docker) == 1, "manifest.json: want one image (docker load before Docker 25)"):
         check(docker[0].get("Config") == "blobs/sha256/" + manifest["config"]["digest"][7:], "manifest.json: Config")
-        check(docker[0].get("Layers") == ["blobs/sha256/" + layers[0]["digest"][7:]], "manifest.json: Layers")
+        check(docker[0].get("Layers") == ["blobs/sha256/" + x["digest"][7:] for x in layers], "manifest.json: Layers")
         check(sorted(t.rsplit(":", 1)[1] for t in docker[0].get("RepoTags", [])) == sorted(tags), "manifest.json: RepoTags")
 
     if not validate_oci.problems:
         print(f"{args.archive}: valid OCI image layout; manifest {manifest_digest}, {len(entries)} entries, "
-              f"layer {plain.size} bytes ({raw.size} compressed)")
+              "layers " + ", ".join(f"{plain} bytes ({stored} stored)" for plain, stored in sizes))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The coach-training image (tools/image/build-training: Debian bookworm by mmdebstrap, PyTorch,
-# XGBoost, Open MPI + mpi4py, mlflow-skinny, the examples at /opt/coach/examples; an OCI archive built
-# with no container engine and cached under ~/.cache/coach/images):
+# The coach-training image (tools/image/build-training: Debian bookworm by mmdebstrap, XGBoost, Open
+# MPI + mpi4py, mlflow-skinny, the examples at /opt/coach/examples, and a second layer of PyPI's
+# PyTorch 2.15; an OCI archive built with no container engine and cached under ~/.cache/coach/images):
 #  1. build it, or take it from the cache;
 #  2. the archive is a valid OCI image layout (tools/image/validate_training.py, on validate_oci.py's
 #     helpers: blob digests and sizes, media types, diff_ids, the names ctr import reads, the config,
 #     the layer's entries);
-#  3. its layer, unpacked, runs as a container would run it: chroot as the image's user 1000:1000, in
+#  3. its layers, unpacked in order, run as a container would run them: chroot as the image's user 1000:1000, in
 #     a private mount namespace with a fresh /proc, the runtime's few /dev nodes and a /dev/shm, the
 #     image's environment (HOME=/tmp, PATH) and working directory (/opt/coach), on loopback:
 #     - torch, numpy, xgboost, mlflow (the version tools/mlflow_env.sh pins) and mpi4py import;
@@ -15,6 +15,7 @@
 #     - the MLflow client logs a run to a file store;
 #     - examples/pytorch/ddp_train.py with 2 ranks and examples/xgboost/xgb_train.py with 2 ranks, by
 #       the manifests' relative paths, end with status=ok;
+#     - torchrun (PyTorch's own) starts ddp_train.py's 2 ranks, which end with status=ok;
 #  4. under --full (COACH_TEST_FULL=1), a second build from the same inputs (a fresh cache sharing
 #     the downloaded .debs and wheels) gives the same manifest digest. Done once per cached image (a
 #     marker next to the archive); COACH_TRAINING_REPRO=always does it every time, =once without
@@ -64,29 +65,51 @@ digest=$(manifest_digest "$archive")
 say "$ref $archive ($(du -m "$archive" | cut -f1) MiB, $build_seconds s) $digest"
 
 suite_case "a valid OCI image layout"
+t0=$SECONDS
 /usr/bin/python3 tools/image/validate_training.py "$archive" --tag "$tag" --alias-tag dev --epoch "$SOURCE_DATE_EPOCH" \
   || fail "not a valid coach-training image archive"
+say "validated in $((SECONDS - t0)) s"
 
 suite_case "unpacked as a runtime does"
+t0=$SECONDS
 # Unpack the layer the way a runtime does, keeping numeric owners.
 rootfs=$work/rootfs
 mkdir -p "$rootfs"
-# The layer's blob, then the image's environment (one VAR=VALUE a line).
-mapfile -t layer_and_env < <(/usr/bin/python3 - "$archive" <<'PY'
+# The layers' blobs (first to last: "gzip|tar BLOB"), a blank line, then the image's environment
+# (one VAR=VALUE a line).
+mapfile -t layers_and_env < <(/usr/bin/python3 - "$archive" <<'PY'
 import json, sys, tarfile
 with tarfile.open(sys.argv[1]) as t:
     blob = lambda d: json.load(t.extractfile("blobs/sha256/" + d[7:]))
     manifest = blob(json.load(t.extractfile("index.json"))["manifests"][0]["digest"])
     config = blob(manifest["config"]["digest"])
-    print("blobs/sha256/" + manifest["layers"][0]["digest"][7:])
+    for layer in manifest["layers"]:
+        print("gzip" if layer["mediaType"].endswith("+gzip") else "tar", "blobs/sha256/" + layer["digest"][7:])
+    print()
     for e in config["config"]["Env"]:
         print(e)
 PY
 )
-layer=${layer_and_env[0]}
-image_env=("${layer_and_env[@]:1}")
-tar -xOf "$archive" "$layer" | tar -xzpf - --numeric-owner -C "$rootfs"
-say "unpacked $(du -sm "$rootfs" | cut -f1) MiB"
+image_env=()
+unpacking=1
+for line in "${layers_and_env[@]}"; do
+  if [[ -z $line ]]; then unpacking=0; continue; fi
+  if ((unpacking)); then
+    # No layer of this image deletes anything (no whiteouts): unpacking in order is the overlay.
+    if [[ ${line%% *} == gzip ]]; then
+      tar -xOf "$archive" "${line#* }" | tar -xzpf - --numeric-owner -C "$rootfs"
+    else
+      tar -xOf "$archive" "${line#* }" | tar -xpf - --numeric-owner -C "$rootfs"
+    fi
+  else
+    image_env+=("$line")
+  fi
+done
+# What a runtime writes into every container (the kubelet's /etc/hosts): localhost's names and the
+# container's own hostname (here the host's, on loopback), which torchrun's rendezvous looks up.
+printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n' "$(uname -n)" \
+  >"$rootfs/etc/hosts"
+say "unpacked $(du -sm "$rootfs" | cut -f1) MiB in $((SECONDS - t0)) s"
 
 # in_image COMMAND...: runs COMMAND in the unpacked image as 1000:1000, in /opt/coach, as a container would.
 in_image() {
@@ -118,7 +141,8 @@ free_port() {
 }
 
 mlflow_version=$(COACH_MLFLOW_LINE=2 tools/mlflow_env.sh version)
-expect "imports as uid 1000" "^ok uid=1000 .* mlflow=$mlflow_version " python3 -c '
+torch_version=$(tools/torch_env.sh version)
+expect "imports as uid 1000" "^ok uid=1000 torch=${torch_version}[+ ].* mlflow=$mlflow_version " python3 -c '
 import os, sys, torch, numpy, xgboost, mlflow, mpi4py, scipy
 print("ok uid=%d torch=%s numpy=%s xgboost=%s mlflow=%s mpi4py=%s python=%s home=%s cwd=%s" % (os.getuid(),
       torch.__version__, numpy.__version__, xgboost.__version__, mlflow.__version__, mpi4py.__version__,
@@ -167,6 +191,11 @@ for example in "pytorch/ddp_train.py --epochs 3" "xgboost/xgb_train.py --rounds 
     cat /tmp/rank0.log /tmp/rank1.log; exit $rc'
   [[ $(grep -c 'coach-result .*status=ok' "$work/out") == 2 ]] || { cat "$work/out"; fail "$program: not 2 ranks with status=ok"; }
 done
+
+# PyTorch's own launcher, as a PyTorchJob's command runs it: one node, 2 processes.
+expect "torchrun --standalone --nproc_per_node=2 examples/pytorch/ddp_train.py" "rank=0 .*status=ok" \
+  torchrun --standalone --nproc_per_node=2 examples/pytorch/ddp_train.py --epochs 2
+[[ $(grep -c 'coach-result .*world_size=2 .*status=ok' "$work/out") == 2 ]] || { cat "$work/out"; fail "torchrun: not 2 ranks with status=ok"; }
 
 # Reproducibility: a second build from the same inputs, in a fresh cache (downloads shared).
 suite_case "reproducible"
