@@ -12,6 +12,7 @@ import kube
 from test_pytorch import assert_trained_in_sync
 
 SHARED = os.environ.get("COACH_SHARED_DIR", "")
+HERE = os.path.dirname(os.path.abspath(__file__))
 RUNTIME = os.path.join(SHARED, "reference/kubeflow-v2/runtimes/torch_distributed.yaml")
 
 
@@ -100,3 +101,35 @@ def test_kubeflow_sdk_reads_the_trained_jobs_logs(ns):
     assert out.returncode == 0, out.stderr
     assert "STATUS Complete" in out.stdout, out.stdout + out.stderr
     assert "coach-result rank=0" in out.stdout, out.stdout
+
+
+def test_kubeflow_sdk_trains_a_function_with_ddp_under_torchrun(ns):
+    """The kubeflow 0.5.0 SDK's own train(): a Python function (sdk/train_function.py) that trains
+    with DDP, shipped by the SDK to upstream's torch-distributed runtime (applied unchanged), whose
+    command runs it under torchrun; the image through CustomTrainer's `image`, the pods placed
+    through a RuntimePatch. Both ranks train and agree; get_job_logs returns rank 0's output."""
+    sdk_python = os.environ.get("COACH_E2E_KUBEFLOW_SDK_PYTHON", "")
+    assert os.access(sdk_python, os.X_OK), "COACH_E2E_KUBEFLOW_SDK_PYTHON names no python"
+    with open(RUNTIME) as f:
+        kube.kubectl("apply", "--server-side", "-f", "-", stdin=f.read())
+    out = subprocess.run(
+        [sdk_python, os.path.join(HERE, "sdk", "train_function.py"), ns, kube.TRAINING_IMAGE,
+         os.environ.get("COACH_E2E_NODE_SELECTOR", ""), os.environ.get("COACH_E2E_TOLERATE", "")],
+        capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    name = next(line.split()[1] for line in lines if line.startswith("JOB "))
+    assert "STATUS Complete" in lines, out.stdout + out.stderr
+    assert any(line.startswith("sdk-result rank=0 ") for line in lines), out.stdout
+    pods = kube.get_json("pods", "-n", ns, "-l", "jobset.sigs.k8s.io/jobset-name=" + name)["items"]
+    assert len(pods) == 2, [p["metadata"]["name"] for p in pods]
+    results = []
+    for pod in pods:
+        assert pod["spec"]["containers"][0]["command"][:2] == ["bash", "-c"], pod["spec"]["containers"][0]
+        assert "torchrun" in pod["spec"]["containers"][0]["command"][2]
+        for line in kube.logs(pod["metadata"]["name"], ns).splitlines():
+            if line.startswith("sdk-result "):
+                results.append(dict(kv.split("=", 1) for kv in line.split()[1:]))
+    assert sorted(int(r["rank"]) for r in results) == [0, 1], results
+    assert {r["world_size"] for r in results} == {"2"} and {r["status"] for r in results} == {"ok"}
+    assert len({r["params_checksum"] for r in results}) == 1, "ranks disagree: %s" % results

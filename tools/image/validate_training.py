@@ -199,6 +199,9 @@ def main():
         check(not found, f"layers: {len(found)} entries under {prefix} (first {found[:1]})")
     passwd = entries.get("etc/passwd", (None, b""))[1]
     check(b"coach:x:1000:1000:" in passwd, "layers: etc/passwd has no coach:x:1000:1000")
+    workdir = entries.get("opt/coach", (None,))[0]
+    check(workdir is not None and workdir.isdir() and (workdir.uid, workdir.gid) == (1000, 1000),
+          "layers: opt/coach (the working directory) must be a directory of 1000:1000")
     tmp = entries.get("tmp", (None,))[0]
     check(tmp is not None and tmp.isdir() and tmp.mode == 0o1777, "layers: tmp must be a directory with mode 1777")
 
