@@ -57,6 +57,17 @@ venv_paths() {
   MARKER="$VENV/.coach-installed"
 }
 
+# remove_others PREFIX KEEP WHY: removes the directories PREFIX* but KEEP (5.4 GiB venvs, 2.9 GB of
+# wheels: the cache keeps only the current ones).
+remove_others() {
+  local old
+  for old in "$1"*; do
+    [[ -d "$old" && "$old" != "$2" ]] || continue
+    log "removing $old ($3)"
+    rm -rf --one-file-system "$old"
+  done
+}
+
 # The pinned wheels, downloaded once (pip download checks every hash); prints their directory.
 cmd_wheels() {
   local dir
@@ -72,12 +83,7 @@ cmd_wheels() {
       --only-binary=:all: --no-deps -r "$REQUIREMENTS" -d "$dir" >&2
     touch "$dir/.coach-complete"
     log "downloaded in $((SECONDS - start)) s: $(du -sh "$dir" | cut -f1)"
-    local old
-    for old in "$CACHE"/torch-wheels-*; do
-      [[ -d "$old" && "$old" != "$dir" ]] || continue
-      log "removing $old (other requirements)"
-      rm -rf --one-file-system "$old"
-    done
+    remove_others "$CACHE/torch-wheels-" "$dir" "other requirements"
   fi
   exec 8>&-
   echo "$dir"
@@ -119,14 +125,7 @@ PY
   [[ -x "$VENV/bin/torchrun" ]] || die "no torchrun in $VENV/bin"
   echo "$KEY" >"$MARKER"
   log "installed in $((SECONDS - start)) s: $(du -sh "$VENV" | cut -f1)"
-  if [[ -z "${COACH_TORCH_VENV:-}" ]]; then
-    local old
-    for old in "$CACHE"/torch-venv-*; do
-      [[ -d "$old" && "$old" != "$VENV" ]] || continue
-      log "removing $old (another key)"
-      rm -rf --one-file-system "$old"
-    done
-  fi
+  if [[ -z "${COACH_TORCH_VENV:-}" ]]; then remove_others "$CACHE/torch-venv-" "$VENV" "another key"; fi
   echo "$VENV/bin/python"
 }
 

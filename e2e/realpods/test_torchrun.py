@@ -8,7 +8,7 @@ import yaml
 
 import kube
 from test_pytorch import ROOT, all_results, assert_trained_in_sync, example
-from test_trainjob import RUNTIME, wait_trainjob_finished
+from test_trainjob import RUNTIME, completed_pods, placement_patches
 
 EXAMPLE_TRAINJOB = "examples/trainer/torch-ddp-torchrun.yaml"
 
@@ -22,30 +22,37 @@ def assert_torchrun_started(pods, namespace):
         assert "coach-launch" not in log, "%s ran behind coach-launch:\n%s" % (name, log)
 
 
-def test_master_and_worker_each_run_torchrun_with_two_processes(ns):
-    job = example("examples/pytorch/pytorch-ddp-torchrun.yaml", "tr")
-    kube.apply(job, ns)
-    done = kube.wait_finished("PyTorchJob", "tr", ns)
+def run_example(path, name, namespace, pod_names):
+    """Applies the example of `path` as job `name`; asserts it Succeeded with exactly `pod_names`,
+    each running torchrun; returns its pods."""
+    kube.apply(example(path, name), namespace)
+    done = kube.wait_finished("PyTorchJob", name, namespace)
     assert kube.condition(done, "Succeeded")["status"] == "True", done["status"]
-    pods = kube.pods_of("tr", ns)
-    assert set(pods) == {"tr-master-0", "tr-worker-0"}
+    pods = kube.pods_of(name, namespace)
+    assert set(pods) == set(pod_names)
     for pod in pods.values():
-        env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0].get("env", [])}
-        assert env.get("PET_NNODES") == "2" and env.get("PET_MASTER_PORT"), env
         assert pod["spec"]["containers"][0]["command"][0] == "torchrun"
+    return pods
+
+
+def env_of(pod):
+    return {e["name"]: e.get("value") for e in pod["spec"]["containers"][0].get("env", [])}
+
+
+def test_master_and_worker_each_run_torchrun_with_two_processes(ns):
+    pods = run_example("examples/pytorch/pytorch-ddp-torchrun.yaml", "tr", ns,
+                       ["tr-master-0", "tr-worker-0"])
+    for pod in pods.values():
+        env = env_of(pod)
+        assert env.get("PET_NNODES") == "2" and env.get("PET_MASTER_PORT"), env
     assert_trained_in_sync(all_results(pods, ns), 4)
     assert_torchrun_started(pods, ns)
 
 
 def test_workers_only_meet_through_the_c10d_rendezvous(ns):
-    job = example("examples/pytorch/pytorch-ddp-torchrun-elastic.yaml", "el")
-    kube.apply(job, ns)
-    done = kube.wait_finished("PyTorchJob", "el", ns)
-    assert kube.condition(done, "Succeeded")["status"] == "True", done["status"]
-    pods = kube.pods_of("el", ns)
-    assert set(pods) == {"el-worker-0", "el-worker-1"}
-    env = {e["name"]: e.get("value")
-           for e in pods["el-worker-1"]["spec"]["containers"][0].get("env", [])}
+    pods = run_example("examples/pytorch/pytorch-ddp-torchrun-elastic.yaml", "el", ns,
+                       ["el-worker-0", "el-worker-1"])
+    env = env_of(pods["el-worker-1"])
     assert env.get("PET_RDZV_BACKEND") == "c10d" and env.get("PET_RDZV_ENDPOINT"), env
     assert_trained_in_sync(all_results(pods, ns), 4)
     assert_torchrun_started(pods, ns)
@@ -61,19 +68,10 @@ def test_trainjob_on_the_torch_runtime_runs_its_torchrun_command(ns):
     job["metadata"] = {"name": "trt", "namespace": ns}
     job["spec"]["trainer"]["image"] = kube.TRAINING_IMAGE
     job["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"cpu": "100m", "memory": "256Mi"}}
-    pod_spec = kube.place({})["spec"]
-    if pod_spec:
-        job["spec"]["runtimePatches"] = [{
-            "manager": "coach.dev/realpods-suite",
-            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
-                {"name": "node", "template": {"spec": {"template": {"spec": pod_spec}}}}]}}}}]
+    job["spec"]["runtimePatches"] = placement_patches()
     kube.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
 
-    done = wait_trainjob_finished("trt", ns)
-    complete = [c for c in done["status"]["conditions"] if c["type"] == "Complete"]
-    assert complete and complete[0]["status"] == "True", done["status"]
-    pods = {p["metadata"]["name"]: p for p in kube.get_json(
-        "pods", "-n", ns, "-l", "jobset.sigs.k8s.io/jobset-name=trt")["items"]}
+    _, pods = completed_pods("trt", ns)
     assert len(pods) == 2, sorted(pods)
     for pod in pods.values():
         assert pod["spec"]["containers"][0]["command"][0] == "torchrun"

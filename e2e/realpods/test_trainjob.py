@@ -16,12 +16,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RUNTIME = os.path.join(SHARED, "reference/kubeflow-v2/runtimes/torch_distributed.yaml")
 
 
+def placement_patches():
+    """The runtimePatches that put a torch-distributed TrainJob's node pods where the suite places
+    replicas (none where it places them anywhere)."""
+    pod_spec = kube.place({})["spec"]
+    if not pod_spec:
+        return []
+    return [{"manager": "coach.dev/realpods-suite",
+             "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+                 {"name": "node", "template": {"spec": {"template": {"spec": pod_spec}}}}]}}}}]
+
+
 def trainjob(name, nodes):
     """A TrainJob on torch-distributed whose node pods go where the suite places replicas."""
-    pod_spec = kube.place({})["spec"]
-    patch = {"manager": "coach.dev/realpods-suite",
-             "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
-                 {"name": "node", "template": {"spec": {"template": {"spec": pod_spec}}}}]}}}}
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
@@ -34,9 +41,19 @@ def trainjob(name, nodes):
                 "command": ["/usr/bin/python3", "examples/pytorch/ddp_train.py", "--epochs", "2"],
                 "resourcesPerNode": {"requests": {"cpu": "100m", "memory": "256Mi"}},
             },
-            "runtimePatches": [patch] if pod_spec else [],
+            "runtimePatches": placement_patches(),
         },
     }
+
+
+def completed_pods(name, namespace):
+    """Waits for TrainJob `name` to finish, asserts it Completed; returns (job, its pods by name)."""
+    done = wait_trainjob_finished(name, namespace)
+    complete = [c for c in done["status"]["conditions"] if c["type"] == "Complete"]
+    assert complete and complete[0]["status"] == "True", done["status"]
+    pods = {p["metadata"]["name"]: p for p in kube.get_json(
+        "pods", "-n", namespace, "-l", "jobset.sigs.k8s.io/jobset-name=" + name)["items"]}
+    return done, pods
 
 
 def wait_trainjob_finished(name, namespace, timeout=420):
@@ -58,11 +75,8 @@ def test_torch_trainjob_trains_with_ddp_across_two_nodes(ns):
     job["metadata"]["namespace"] = ns
     kube.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
 
-    done = wait_trainjob_finished("tj", ns)
-    complete = [c for c in done["status"]["conditions"] if c["type"] == "Complete"]
-    assert complete and complete[0]["reason"] == "AllJobsCompleted", done["status"]
-    pods = {p["metadata"]["name"]: p for p in kube.get_json(
-        "pods", "-n", ns, "-l", "jobset.sigs.k8s.io/jobset-name=tj")["items"]}
+    done, pods = completed_pods("tj", ns)
+    assert kube.condition(done, "Complete")["reason"] == "AllJobsCompleted", done["status"]
     assert sorted(p["spec"]["hostname"] for p in pods.values()) == ["tj-node-0-0", "tj-node-0-1"]
     results = []
     for name in pods:

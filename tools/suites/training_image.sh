@@ -21,9 +21,9 @@
 #     marker next to the archive); COACH_TRAINING_REPRO=always does it every time, =once without
 #     --full, =never skips it.
 # Needs root (mmdebstrap, chroot, mount); without it, or without mmdebstrap, the suite skips, and
-# fails under CI=true. Measured on 2 shared cores: cold (empty cache, fresh downloads) 390 s = build
-# 181 s + checks ~40 s + the rebuild of step 4 173 s; warm (archive and marker cached) ~60 s, most of
-# it unpacking the 1.3 GiB layer and starting Python with torch.
+# fails under CI=true. Measured on 2 shared cores with the archive cached: 90 s (validating the
+# 5.5 GiB archive ~15 s, unpacking it ~19 s, the runs in it the rest); the build's own times are in
+# docs/testing.md#the-training-image.
 set -euo pipefail
 # shellcheck source=tools/suites/lib.sh
 source "$(dirname "$(readlink -f "$0")")/lib.sh"
