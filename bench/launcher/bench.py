@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 
+from rendezvous_env import clear_rendezvous_vars
+
 
 def free_port():
     with socket.socket() as s:
@@ -75,9 +77,7 @@ def main():
     ap.add_argument("--nproc", type=int, default=2)
     args = ap.parse_args()
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    for var in ("PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_MASTER_ADDR",
-                "PET_MASTER_PORT", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
-        os.environ.pop(var, None)
+    clear_rendezvous_vars(os.environ)
     version = subprocess.run([args.python, "-c", "import torch; print(torch.__version__)"],
                              check=True, capture_output=True, text=True).stdout.strip()
     print(f"torch {version} ({args.python}); load average at the start:"

@@ -7,8 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=bench/launcher/torch_venv.sh
 . bench/launcher/torch_venv.sh
-targets=(//launcher:coach-launch //launcher/testdata:line_writer)
-bazel build -c opt "${targets[@]}" >/dev/null 2>&1 || bazel build -c opt "${targets[@]}"
-bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
+bin="$(opt_bin //launcher:coach-launch //launcher/testdata:line_writer)"
 exec /usr/bin/python3 bench/launcher/lines.py --launcher "$bin/launcher/coach-launch" \
   --writer "$bin/launcher/testdata/line_writer" --torchrun "$torch_bin/torchrun" "$@"

@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 
+from rendezvous_env import clear_rendezvous_vars
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "restart_worker.py")
 NPROC = 2
@@ -96,9 +98,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
     base = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
-    for var in ("PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_MASTER_ADDR",
-                "PET_MASTER_PORT", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
-        base.pop(var, None)
+    clear_rendezvous_vars(base)
     work = tempfile.mkdtemp(prefix="coach-bench-restart-")
     token = os.path.join(work, "token")
     with open(token, "w") as f:

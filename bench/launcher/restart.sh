@@ -6,9 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=bench/launcher/torch_venv.sh
 . bench/launcher/torch_venv.sh
-targets=(//launcher:coach-launch //bench/launcher:in_place_operator)
-bazel build -c opt "${targets[@]}" >/dev/null 2>&1 || bazel build -c opt "${targets[@]}"
-bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
+bin="$(opt_bin //launcher:coach-launch //bench/launcher:in_place_operator)"
 exec /usr/bin/python3 bench/launcher/restart.py --launcher "$bin/launcher/coach-launch" \
   --operator "$bin/bench/launcher/in_place_operator" --python "$torch_python" \
   --torchrun "$torch_bin/torchrun" "$@"

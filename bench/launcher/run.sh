@@ -5,7 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=bench/launcher/torch_venv.sh
 . bench/launcher/torch_venv.sh
-bazel build -c opt //launcher:coach-launch >/dev/null 2>&1 || bazel build -c opt //launcher:coach-launch
-launcher="$(bazel info -c opt bazel-bin 2>/dev/null)/launcher/coach-launch"
+launcher="$(opt_bin //launcher:coach-launch)/launcher/coach-launch"
 exec "$torch_python" bench/launcher/bench.py --launcher "$launcher" --python "$torch_python" \
   --torchrun "$torch_bin/torchrun" --program launcher/testdata/allreduce.py "$@"

@@ -1,5 +1,5 @@
 # Sourced by bench/launcher's scripts: sets torch_python and torch_bin to the torch venv's python
-# and bin directory (tools/torch_env.sh), or exits saying how to install it.
+# and bin directory (tools/torch_env.sh), or exits saying how to install it; defines opt_bin.
 # shellcheck shell=bash
 # shellcheck disable=SC2034  # the sourcing script uses both
 if ! torch_python="$(tools/torch_env.sh python 2>/dev/null)" ||
@@ -8,3 +8,10 @@ if ! torch_python="$(tools/torch_env.sh python 2>/dev/null)" ||
     "install it with: tools/torch_env.sh install" >&2
   exit 1
 fi
+
+# opt_bin TARGET...: builds the targets optimized (quietly; again with output when that fails) and
+# prints the bazel-bin directory they are in.
+opt_bin() {
+  bazel build -c opt "$@" >/dev/null 2>&1 || bazel build -c opt "$@" >&2 || exit 1
+  bazel info -c opt bazel-bin 2>/dev/null
+}
