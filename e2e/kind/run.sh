@@ -46,6 +46,12 @@ tools/image/build-kubectl-delivery --out "$work/kubectl-delivery.tar" --tag e2e 
   --kubectl "$(command -v kubectl)" >/dev/null
 training_ref=$(sed -n 1p <<<"$training")
 training_archive=$(sed -n 2p <<<"$training")
+framework_archives=()
+for framework in tensorflow jax paddle xgboost; do
+  built=$(tools/image/build-framework-image "$framework")
+  export "COACH_E2E_IMAGE_${framework^^}=$(sed -n 1p <<<"$built")"
+  framework_archives+=("$(sed -n 2p <<<"$built")")
+done
 bazel build //sdk/cpp/cli:coach >/dev/null
 cp "$(bazel info bazel-bin 2>/dev/null)/sdk/cpp/cli/coach" "$work/coach"
 
@@ -53,6 +59,7 @@ echo "e2e/kind: cluster $CLUSTER ($engine)"
 kind create cluster --name "$CLUSTER" --config e2e/kind/cluster.yaml --wait 120s
 kind load image-archive "$work/operator.tar" --name "$CLUSTER"
 kind load image-archive "$training_archive" --name "$CLUSTER"
+for archive in "${framework_archives[@]}"; do kind load image-archive "$archive" --name "$CLUSTER"; done
 kind load image-archive "$work/kubectl-delivery.tar" --name "$CLUSTER"
 
 kubectl apply --server-side -f charts/coach/crds

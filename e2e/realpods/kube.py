@@ -5,6 +5,8 @@ Environment (tools/suites/realpods.sh and e2e/kind/run.sh set these):
   COACH_E2E_KUBECTL           kubectl to use (default: kubectl on PATH)
   COACH_E2E_TRAINING_IMAGE    image with python3, torch, xgboost, the examples (default
                               coach.local/coach-training:dev)
+  COACH_E2E_IMAGE_<FRAMEWORK> the framework images (TENSORFLOW, JAX, PADDLE, XGBOOST; default
+                              coach.local/coach-training-<framework>:dev)
   COACH_E2E_NODE_SELECTOR     "key=value": replicas go to nodes with this label (the testenv's real
                               node); empty: anywhere
   COACH_E2E_TOLERATE          a taint key the replicas tolerate (the testenv's real node's)
@@ -23,6 +25,9 @@ import time
 
 KUBECTL = os.environ.get("COACH_E2E_KUBECTL", "kubectl")
 TRAINING_IMAGE = os.environ.get("COACH_E2E_TRAINING_IMAGE", "coach.local/coach-training:dev")
+# tools/image/build-framework-image's images, by framework.
+FRAMEWORK_IMAGES = {fw: os.environ.get("COACH_E2E_IMAGE_" + fw.upper(), "coach.local/coach-training-%s:dev" % fw)
+                    for fw in ("tensorflow", "jax", "paddle", "xgboost")}
 OPERATOR_NS = os.environ.get("COACH_E2E_OPERATOR_NS", "coach")
 OPERATOR_SERVICE = os.environ.get("COACH_E2E_OPERATOR_SERVICE", "coach")
 SPECS_KEY = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs",

@@ -5,7 +5,7 @@ import json
 import os
 
 import kube
-from test_frameworks import peer_job
+from test_frameworks import framework_example
 
 RELEASE = os.environ.get("COACH_E2E_RELEASE", "coach")
 
@@ -48,7 +48,7 @@ def test_leader_failover_reconciles_each_job_once(ns):
     old = leader()
     kube.kubectl("delete", "pod", "-n", kube.OPERATOR_NS, old, "--wait=false")
     kube.wait_for(lambda: leader() not in ("", old), 90, "another replica to lead")
-    job = peer_job("JAXJob", "after-failover", {"Worker": 2}, "jax", "jaxjob-port", 6666)
+    job = framework_example("examples/jax/jaxjob.yaml", "after-failover", kube.FRAMEWORK_IMAGES["jax"])
     kube.apply(job, ns)
     done = kube.wait_finished("JAXJob", "after-failover", ns, timeout=300)
     assert kube.condition(done, "Succeeded")["status"] == "True", done["status"]

@@ -1,137 +1,107 @@
-"""XGBoost trains for real; TFJob, PaddleJob and JAXJob replicas check every variable upstream gives
-them and talk to their peers over the pod network, at the addresses those variables name."""
+"""Every framework trains for real, started the way its users start it: TensorFlow's
+MultiWorkerMirroredStrategy from TF_CONFIG, JAX's jax.distributed.initialize(), PaddlePaddle's
+paddle.distributed.launch, XGBoost's collective tracker (Debian's 1.7 and PyPI's current 3.x). Each
+job ends Succeeded and every rank reports the same parameters."""
 import json
 
 import kube
 from test_pytorch import example
 
-# Runs in each replica: checks the framework's env, listens on its own port and connects to every
-# peer the env names (retrying while they start), then waits until every peer connected to it.
-PEERS = r'''
-import json, os, socket, sys, threading, time
-kind = sys.argv[1]
-env = os.environ
-def need(name):
-    if name not in env:
-        print("missing %s" % name, flush=True); sys.exit(10)
-    return env[name]
-if kind != "TFJob":  # upstream gives TF replicas TF_CONFIG only
-    need("PYTHONUNBUFFERED")
-if kind == "TFJob":
-    cfg = json.loads(need("TF_CONFIG"))
-    assert cfg["environment"] == "cloud", cfg
-    me = cfg["cluster"][cfg["task"]["type"]][cfg["task"]["index"]]
-    addrs = [a for hosts in cfg["cluster"].values() for a in hosts]
-    port = int(me.rsplit(":", 1)[1])
-    peers = [a for a in addrs if a != me]
-    expect_in = len(peers)
-elif kind == "JAXJob":
-    n, pid = int(need("NUM_PROCESSES")), int(need("PROCESS_ID"))
-    coord = "%s:%s" % (need("COORDINATOR_ADDRESS"), need("COORDINATOR_PORT"))
-    port = int(env["COORDINATOR_PORT"])
-    peers = [] if pid == 0 else [coord]
-    expect_in = n - 1 if pid == 0 else 0
-elif kind == "PaddleJob":
-    n = int(need("PADDLE_NNODES"))
-    master = need("PADDLE_MASTER")
-    need("PADDLE_JOB_ID")
-    host, port = master.rsplit(":", 1)
-    port = int(port)
-    first = "POD_IP_DUMMY" in env
-    if first:
-        assert host == env["POD_IP_DUMMY"], (host, env["POD_IP_DUMMY"])
-    peers = [] if first else [master]
-    expect_in = n - 1 if first else 0
-got = []
-srv = socket.socket()
-srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("0.0.0.0", port))
-srv.listen(64)
-def serve():
-    while len(got) < expect_in:
-        c, _ = srv.accept()
-        got.append(c.recv(256).decode())
-        c.close()
-t = threading.Thread(target=serve, daemon=True)
-t.start()
-me_name = socket.gethostname()
-for peer in peers:
-    host, p = peer.rsplit(":", 1)
-    deadline = time.time() + 180
-    while True:
-        try:
-            s = socket.create_connection((host, int(p)), timeout=5)
-            s.sendall(me_name.encode())
-            s.close()
-            break
-        except OSError as e:
-            if time.time() > deadline:
-                print("cannot reach %s: %s" % (peer, e), flush=True); sys.exit(11)
-            time.sleep(0.5)
-t.join(180)
-if len(got) < expect_in:
-    print("only %d of %d peers connected" % (len(got), expect_in), flush=True); sys.exit(12)
-print("peers-ok kind=%s me=%s reached=%d heard_from=%s" % (kind, me_name, len(peers),
-      ",".join(sorted(got))), flush=True)
-'''
+
+def framework_example(path, name, image):
+    job = example(path, name)
+    for replica in job["spec"][kube.SPECS_KEY[job["kind"]]].values():
+        for c in replica["template"]["spec"]["containers"]:
+            c["image"] = image
+            # The frameworks' imports take more than the PyTorch examples' requests.
+            c["resources"]["requests"] = {"cpu": "100m", "memory": "512Mi"}
+    return job
 
 
-def peer_job(kind, name, replicas, container, port_name, port, extra=None):
-    specs = {}
-    for rtype, n in replicas.items():
-        specs[rtype] = {"replicas": n, "restartPolicy": "Never", "template": {"spec": {
-            "containers": [{
-                "name": container, "image": kube.TRAINING_IMAGE,
-                "command": ["/usr/bin/python3", "-c", PEERS, kind],
-                "ports": [{"name": port_name, "containerPort": port}],
-                "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}}]}}}
-    spec = {kube.SPECS_KEY[kind]: specs}
-    spec.update(extra or {})
-    return {"apiVersion": "kubeflow.org/v1", "kind": kind, "metadata": {"name": name},
-            "spec": spec}
+def env_of(pod, name):
+    for e in pod["spec"]["containers"][0].get("env", []):
+        if e["name"] == name:
+            return e
+    raise AssertionError("%s has no %s" % (pod["metadata"]["name"], name))
 
 
-def check_peers(kind, name, ns, expect_pods):
-    done = kube.wait_finished(kind, name, ns, timeout=300)
-    assert kube.condition(done, "Succeeded")["status"] == "True", done["status"]
+def run_and_check(kind, job, ns, expect_pods, timeout=420):
+    """Applies the job, waits for Succeeded; returns its pods and their coach-result lines."""
+    name = job["metadata"]["name"]
+    kube.apply(job, ns)
+    done = kube.wait_finished(kind, name, ns, timeout=timeout)
     pods = kube.pods_of(name, ns)
-    assert set(pods) == set(expect_pods)
-    for pod in pods:
-        assert "peers-ok kind=%s" % kind in kube.logs(pod, ns), pod
+    assert kube.condition(done, "Succeeded")["status"] == "True", (
+        done["status"], {p: kube.logs(p, ns)[-2000:] for p in pods})
+    assert set(pods) == set(expect_pods), pods
+    return pods, kube.results(pods, ns)
 
 
-def test_tfjob_replicas_reach_every_address_in_tf_config(ns):
-    kube.apply(peer_job("TFJob", "tf", {"Chief": 1, "PS": 1, "Worker": 2}, "tensorflow",
-                        "tfjob-port", 2222), ns)
-    check_peers("TFJob", "tf", ns, ["tf-chief-0", "tf-ps-0", "tf-worker-0", "tf-worker-1"])
-    cfg = json.loads([e["value"] for e in kube.get_json("pod", "tf-worker-1", "-n", ns)
-                      ["spec"]["containers"][0]["env"] if e["name"] == "TF_CONFIG"][0])
+def assert_ranks_agree(results, world_size, checksum_key="checksum"):
+    assert sorted(int(r["rank"]) for r in results) == list(range(world_size)), results
+    assert {r["world_size"] for r in results} == {str(world_size)}, results
+    assert {r["status"] for r in results} == {"ok"}, results
+    assert len({r[checksum_key] for r in results}) == 1, results
+
+
+def test_tfjob_trains_with_multi_worker_mirrored_strategy(ns):
+    job = framework_example("examples/tensorflow/tfjob-mwms.yaml", "tf",
+                            kube.FRAMEWORK_IMAGES["tensorflow"])
+    pods, results = run_and_check("TFJob", job, ns, ["tf-chief-0", "tf-worker-0", "tf-worker-1"])
+    assert_ranks_agree(list(results.values()), 3)
+    # The ranks are TensorFlow's (chief first), each read from the TF_CONFIG the operator wrote.
+    assert {p: int(r["rank"]) for p, r in results.items()} == {
+        "tf-chief-0": 0, "tf-worker-0": 1, "tf-worker-1": 2}, results
+    cfg = json.loads(env_of(pods["tf-worker-1"], "TF_CONFIG")["value"])
     assert cfg["task"] == {"type": "worker", "index": 1}
-    assert cfg["cluster"]["ps"] == ["tf-ps-0.%s.svc:2222" % ns]
+    assert cfg["cluster"]["chief"] == ["tf-chief-0.%s.svc:2222" % ns]
 
 
-def test_jaxjob_processes_reach_the_coordinator(ns):
-    kube.apply(peer_job("JAXJob", "jax", {"Worker": 3}, "jax", "jaxjob-port", 6666), ns)
-    check_peers("JAXJob", "jax", ns, ["jax-worker-0", "jax-worker-1", "jax-worker-2"])
+def test_jaxjob_trains_with_jax_distributed(ns):
+    job = framework_example("examples/jax/jaxjob.yaml", "jax", kube.FRAMEWORK_IMAGES["jax"])
+    job["spec"]["jaxReplicaSpecs"]["Worker"]["replicas"] = 3
+    pods, results = run_and_check("JAXJob", job, ns, ["jax-worker-0", "jax-worker-1", "jax-worker-2"])
+    assert_ranks_agree(list(results.values()), 3)
+    # JAX's process index is the operator's PROCESS_ID, the pod's index.
+    assert {p: int(r["rank"]) for p, r in results.items()} == {
+        "jax-worker-%d" % i: i for i in range(3)}, results
 
 
-def test_paddlejob_collective_nodes_reach_the_master_by_pod_ip(ns):
-    kube.apply(peer_job("PaddleJob", "paddle", {"Worker": 3}, "paddle", "master", 36543), ns)
-    check_peers("PaddleJob", "paddle", ns, ["paddle-worker-0", "paddle-worker-1",
-                                            "paddle-worker-2"])
+def test_paddlejob_trains_under_paddle_distributed_launch(ns):
+    job = framework_example("examples/paddle/paddlejob.yaml", "paddle", kube.FRAMEWORK_IMAGES["paddle"])
+    pods, results = run_and_check("PaddleJob", job, ns, ["paddle-worker-0", "paddle-worker-1"])
+    assert_ranks_agree(list(results.values()), 2)
+    # The first worker's launcher is the master, on its own pod IP (downward API).
+    assert env_of(pods["paddle-worker-0"], "PADDLE_MASTER")["value"] == "$(POD_IP_DUMMY):36543"
+    assert env_of(pods["paddle-worker-1"], "PADDLE_MASTER")["value"] == "paddle-worker-0:36543"
+    for name in pods:  # paddle's launcher started each rank
+        assert "LAUNCH INFO" in kube.logs(name, ns), name
+
+
+def check_xgboost(ns, name, image):
+    job = framework_example("examples/xgboost/xgboost-dist.yaml", name, image)
+    for replica in job["spec"]["xgbReplicaSpecs"].values():
+        for c in replica["template"]["spec"]["containers"]:
+            # The image's python3 (a framework image's venv), not Debian's, which the manifest names
+            # for the local backend.
+            c["command"][0] = "python3"
+    pods, results = run_and_check(
+        "XGBoostJob", job, ns, [name + "-master-0", name + "-worker-0", name + "-worker-1"])
+    assert_ranks_agree(list(results.values()), 3, checksum_key="model_checksum")
+    # Workers waited for the Master's name (the tracker connection fails at once when it does not resolve).
+    for worker in (name + "-worker-0", name + "-worker-1"):
+        inits = pods[worker]["status"]["initContainerStatuses"]
+        assert [s["name"] for s in inits] == ["init-xgboost"], inits
+    return pods
 
 
 def test_xgboost_trains_distributed(ns):
-    job = example("examples/xgboost/xgboost-dist.yaml", "xgb")
-    kube.apply(job, ns)
-    done = kube.wait_finished("XGBoostJob", "xgb", ns)
-    assert kube.condition(done, "Succeeded")["status"] == "True", done["status"]
-    pods = kube.pods_of("xgb", ns)
-    assert set(pods) == {"xgb-master-0", "xgb-worker-0", "xgb-worker-1"}
-    results = [r for r in kube.results(pods, ns).values()]
-    assert len(results) == 3 and {r["status"] for r in results} == {"ok"}, results
-    assert len({r["model_checksum"] for r in results}) == 1, results
-    # Workers waited for the Master's name (Rabit fails at once when it does not resolve).
-    for name in ("xgb-worker-0", "xgb-worker-1"):
-        inits = pods[name]["status"]["initContainerStatuses"]
-        assert [s["name"] for s in inits] == ["init-xgboost"], inits
+    check_xgboost(ns, "xgb", kube.TRAINING_IMAGE)
+
+
+def test_current_xgboost_trains_with_its_collective_tracker(ns):
+    pods = check_xgboost(ns, "xgb3", kube.FRAMEWORK_IMAGES["xgboost"])
+    # The program ran on XGBoost 3 (its tracker API), not Debian's 1.7.
+    for pod in pods:
+        log = kube.logs(pod, ns)
+        assert "(xgboost=3." in log, log[-2000:]

@@ -59,6 +59,23 @@ def test_seed_ddp_job_trains_and_workers_wait_for_the_master(ns):
     assert "coach-metric name=test_accuracy" in kube.logs("ddp-master-0", ns)
 
 
+def test_a_job_naming_only_the_image_runs_the_images_own_command(ns):
+    """The pytorch-mnist pattern: no command in the manifest, the image's default trains."""
+    job = example("examples/pytorch/pytorch-image-command.yaml", "imgcmd")
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        assert "command" not in replica["template"]["spec"]["containers"][0]
+    kube.apply(job, ns)
+    done = kube.wait_finished("PyTorchJob", "imgcmd", ns)
+    assert kube.condition(done, "Succeeded")["status"] == "True", done["status"]
+    pods = kube.pods_of("imgcmd", ns)
+    assert set(pods) == {"imgcmd-master-0", "imgcmd-worker-0"}
+    # The operator left the container's command to the image (it added no command of its own).
+    for pod in pods.values():
+        container = [c for c in pod["spec"]["containers"] if c["name"] == "pytorch"][0]
+        assert "command" not in container and "args" not in container, container
+    assert_trained_in_sync(all_results(pods, ns), 2)
+
+
 def test_launcher_runs_two_nodes_of_two_processes(ns):
     job = example("examples/pytorch/pytorch-ddp.yaml", "launch")
     job["metadata"]["annotations"] = {"coach.dev/launcher": "true"}

@@ -5,8 +5,10 @@ Reads the environment an XGBoostJob replica gets: MASTER_ADDR, MASTER_PORT, WORL
 (Master is rank 0, Workers 1..n-1). As upstream's xgboost-operator examples do, rank 0 starts the
 Rabit tracker (xgboost.tracker.RabitTracker) listening on MASTER_ADDR:MASTER_PORT; every rank, rank 0
 included, then joins it through xgboost.collective with DMLC_TRACKER_URI/DMLC_TRACKER_PORT and
-DMLC_TASK_ID=<rank> (the tracker sorts by task id, so xgboost's rank equals RANK). Without WORLD_SIZE
-it runs as one process on a free loopback port.
+DMLC_TASK_ID=<rank> (the tracker sorts by task id, so xgboost's rank equals RANK). On Trainer v2's
+xgboost runtime, DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID and DMLC_NUM_WORKER stand for
+MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE. Without WORLD_SIZE it runs as one process on a free
+loopback port.
 
 Task: binary classification of 8-dimensional uniform points, y = [x0*x1 + sin(3*x2) + x3^2 > 1/3]
 (noise-free, so accuracy 1.0 is the optimum). Data comes from a fixed seed; rank r trains on rows
@@ -89,6 +91,11 @@ def parse_args():
 
 
 def distributed_env():
+    # A TrainJob on Trainer v2's xgboost runtime names the tracker (node 0) and the task instead.
+    if "DMLC_TRACKER_URI" in os.environ and "MASTER_ADDR" not in os.environ:
+        for ours, theirs in (("MASTER_ADDR", "DMLC_TRACKER_URI"), ("MASTER_PORT", "DMLC_TRACKER_PORT"),
+                             ("RANK", "DMLC_TASK_ID"), ("WORLD_SIZE", "DMLC_NUM_WORKER")):
+            os.environ[ours] = os.environ.get(theirs, "")
     if "WORLD_SIZE" not in os.environ and "RANK" not in os.environ:
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
@@ -137,6 +144,50 @@ class Report(xgb.callback.TrainingCallback):
         return False
 
 
+# XGBoost 2.0 replaced the Python tracker and the communicator's argument names. Both lines run this
+# program: Debian bookworm's 1.7 (the coach-training image) and PyPI's 3.x (coach-training-xgboost).
+XGBOOST_2 = int(xgb.__version__.split(".")[0]) >= 2
+
+
+def start_tracker(addr, world, port):
+    """Rank 0's Rabit tracker on addr:port, ranks assigned by task id."""
+    tracker = RabitTracker(host_ip=addr, n_workers=world, port=port, sortby="task")
+    if XGBOOST_2:
+        tracker.start()
+    else:
+        tracker.start(world)
+    return tracker
+
+
+def communicator_args(addr, port, rank):
+    args = {
+        "tracker_uri": addr,
+        "tracker_port": port,
+        "task_id": f"{rank:08d}",  # zero-padded: the tracker sorts task ids as strings
+    }
+    if XGBOOST_2:
+        args = {"dmlc_" + k: v for k, v in args.items()}
+        args["dmlc_retry"] = 30  # workers may start before the Master's tracker listens
+        return args
+    args = {"DMLC_" + k.upper(): v for k, v in args.items()}
+    args["DMLC_WORKER_CONNECT_RETRY"] = 30
+    return args
+
+
+def wait_tracker(tracker, timeout):
+    """Waits for the tracker to see every worker shut down."""
+    if XGBOOST_2:
+        try:
+            tracker.wait_for(int(timeout))
+        except Exception as e:  # the tracker's timeout error is a plain XGBoostError or ValueError
+            print(f"xgb_train: warning: tracker: {e}", file=sys.stderr, flush=True)
+        return
+    tracker.thread.join(timeout)
+    if tracker.alive():
+        print("xgb_train: warning: tracker still waiting for workers to shut down",
+              file=sys.stderr, flush=True)
+
+
 def main():
     args = parse_args()
     rank, world, addr, port = distributed_env()
@@ -147,21 +198,15 @@ def main():
 
     tracker = None
     if rank == 0:
-        tracker = RabitTracker(host_ip=addr, n_workers=world, port=port, sortby="task")
-        tracker.start(world)
-    comm_args = {
-        "DMLC_TRACKER_URI": addr,
-        "DMLC_TRACKER_PORT": port,
-        "DMLC_TASK_ID": f"{rank:08d}",  # zero-padded: the tracker sorts task ids as strings
-        "DMLC_WORKER_CONNECT_RETRY": 30,  # workers may start before the Master's tracker listens
-    }
+        tracker = start_tracker(addr, world, port)
+    comm_args = communicator_args(addr, port, rank)
 
     x_train, y_train, x_test, y_test = make_data(args.train_samples, args.test_samples)
     with collective.CommunicatorContext(**comm_args):
         if collective.get_rank() != rank or collective.get_world_size() != world:
             die(f"tracker assigned rank {collective.get_rank()}/{collective.get_world_size()}, "
                 f"expected {rank}/{world}")
-        print(f"xgb_train: rank {rank}/{world} joined tracker {addr}:{port}", flush=True)
+        print(f"xgb_train: rank {rank}/{world} joined tracker {addr}:{port} (xgboost={xgb.__version__})", flush=True)
         dtrain = xgb.DMatrix(x_train[rank::world], label=y_train[rank::world])
         dtest = xgb.DMatrix(x_test, label=y_test)
         params = {"objective": "binary:logistic", "tree_method": "hist", "max_depth": 6,
@@ -178,10 +223,7 @@ def main():
         lo = collective.allreduce(value.copy(), collective.Op.MIN)[0]
         hi = collective.allreduce(value.copy(), collective.Op.MAX)[0]
     if tracker is not None:
-        tracker.thread.join(args.timeout_seconds)
-        if tracker.alive():
-            print("xgb_train: warning: tracker still waiting for workers to shut down",
-                  file=sys.stderr, flush=True)
+        wait_tracker(tracker, args.timeout_seconds)
 
     status, code = "ok", 0
     if lo != hi:

@@ -43,6 +43,7 @@ ENV = [
     # Open MPI's shared-memory transport: no cross-memory attach (ptrace), which containers lack.
     "OMPI_MCA_btl_vader_single_copy_mechanism=none",
 ]
+CMD = ["/usr/bin/python3", "examples/pytorch/ddp_train.py"]
 # Directories whose contents a runtime provides (mounts); the directories themselves are kept.
 EMPTIED = ("dev", "proc", "sys", "run", "tmp")
 
@@ -218,7 +219,9 @@ def main():
     config = image_config(epoch, {
         "User": f"{UID}:{UID}",
         "Env": ENV,
-        "Cmd": ["/usr/bin/python3"],
+        # As pytorch-mnist-style images do, the image's own command trains (DDP, from the variables
+        # a PyTorchJob gives it): a job whose containers name only the image runs it.
+        "Cmd": CMD,
         "WorkingDir": WORKDIR,
         "Labels": labels,
     }, diff_id, args.created_by, extra_layers)

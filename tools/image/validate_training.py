@@ -2,6 +2,7 @@
 """Checks the coach-training OCI image layout archive (tools/image/build-training), independently of the builder.
 
   validate_training.py ARCHIVE --tag TAG [--alias-tag TAG] [--epoch N]
+                       [--framework NAME --base BASE_ARCHIVE]
 
 The OCI structure as validate_oci.py checks the operator's image (its helpers, reused): every blob's
 sha256 and size against its descriptor, media types, the config's diff_ids against the uncompressed
@@ -11,8 +12,10 @@ ALIAS), config User 1000:1000, HOME=/tmp, PATH, WorkingDir /opt/coach; two layer
 gzip-compressed, PyTorch's a plain tar; each layer's entries sorted, every mtime the epoch, no user
 or group names, no whiteouts; /usr/bin/python3, the example programs under /opt/coach/examples, the
 coach user, /tmp 1777 (first layer), torch and /usr/local/bin/torchrun (second), and none of what the
-build leaves out (docs, man pages, apt lists, resolv.conf). Prints the manifest digest; exits 1
-naming each problem.
+build leaves out (docs, man pages, apt lists, resolv.conf). With --framework, a
+coach-training-<framework> image (tools/image/build-framework-image) instead: its first layer the
+same blob as BASE_ARCHIVE's, its second the virtualenv /opt/venv holding the framework's module,
+first on PATH. Prints the manifest digest; exits 1 naming each problem.
 """
 
 import argparse
@@ -37,6 +40,9 @@ REQUIRED_FILES = (
      "usr/local/lib/python3.11/dist-packages/torch/distributed/run.py"),
 )
 LAYER_TYPES = (MT_LAYER, MT_LAYER_TAR)
+# A framework image's second layer, and the package each framework's venv must hold.
+VENV_FILES = ("opt/venv/pyvenv.cfg", "opt/venv/bin/python3")
+FRAMEWORK_PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "paddle": "paddle", "xgboost": "xgboost"}
 ABSENT_PREFIXES = ("usr/share/man/", "usr/share/info/", "usr/share/locale/", "var/lib/apt/lists/",
                    "var/cache/apt/archives/", "usr/lib/libtorch-test/", "usr/include/", "tmp/", "proc/",
                    "sys/", "dev/", "run/")
@@ -102,7 +108,15 @@ def main():
     ap.add_argument("--tag", required=True)
     ap.add_argument("--alias-tag")
     ap.add_argument("--epoch", type=int, default=0)
+    ap.add_argument("--framework", choices=sorted(FRAMEWORK_PACKAGES))
+    ap.add_argument("--base", help="with --framework: the coach-training archive whose first layer it shares")
     args = ap.parse_args()
+    required = list(REQUIRED_FILES)
+    if args.framework:
+        if not args.base:
+            ap.error("--framework needs --base")
+        package = FRAMEWORK_PACKAGES[args.framework]
+        required[1] = VENV_FILES + (f"opt/venv/lib/python3.11/site-packages/{package}/__init__.py",)
 
     outer = tarfile.open(args.archive, "r:")
     members = {}
@@ -179,6 +193,13 @@ def main():
     check(any(e.startswith("PATH=") and "/usr/bin" in e for e in env), f"config: Env {env} has no PATH with /usr/bin")
     check(c.get("WorkingDir") == "/opt/coach", f"config: WorkingDir {c.get('WorkingDir')!r}, want /opt/coach")
     check(c.get("Labels", {}).get("org.opencontainers.image.version") == args.tag, "config: label version is not the tag")
+    if args.framework:
+        check(any(e.startswith("PATH=/opt/venv/bin:") for e in env), f"config: Env {env}: /opt/venv/bin is not first on PATH")
+        with tarfile.open(args.base, "r:") as base:
+            blob = lambda d: json.load(base.extractfile("blobs/sha256/" + d[7:]))  # noqa: E731
+            base_layers = blob(json.load(base.extractfile("index.json"))["manifests"][0]["digest"])["layers"]
+        check(layers[0]["digest"] == base_layers[0]["digest"],
+              f"manifest layers[0]: {layers[0]['digest']}, not the base image's first layer {base_layers[0]['digest']}")
 
     diff_ids = []
     sizes = []
@@ -187,7 +208,7 @@ def main():
         diff_id, size, names = check_layer(outer, layer_member, descriptor, i, args.epoch, entries)
         diff_ids.append(diff_id)
         sizes.append(size)
-        for name in REQUIRED_FILES[i]:
+        for name in required[i]:
             check(name in names, f"layer {i}: {name} missing")
     check(config.get("rootfs", {}).get("diff_ids") == diff_ids,
           f"config: rootfs.diff_ids {config.get('rootfs', {}).get('diff_ids')}, the layers hash to {diff_ids}")

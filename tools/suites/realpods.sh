@@ -3,8 +3,9 @@
 # with one real node (tools/testenv/testenv up --real-node), the operator image and the training
 # image imported into the node's containerd, `helm install charts/coach` (2 replicas, leader
 # election, the operator and its replicas pinned to the real node), then the e2e/realpods pytest
-# suite (the same suite e2e/kind/run.sh runs on kind): real DDP, coach-launch, XGBoost, TF/Paddle/
-# JAX peers, logs -f, restarts with real exit codes, the chart's pods, leader fail-over, RBAC.
+# suite (the same suite e2e/kind/run.sh runs on kind): real DDP, coach-launch, torchrun, TensorFlow,
+# JAX, PaddlePaddle and XGBoost training (the framework images imported too), logs -f, restarts
+# with real exit codes, the chart's pods, leader fail-over, RBAC.
 # Then bench/realpods/seed_job.py prints the seed job's figures: apply -> all replicas started and
 # -> Succeeded, coach against the same pods created directly, and what init-pytorch adds.
 # Needs root. Outside CI a machine without the components skips; under CI=true that fails.
@@ -42,6 +43,15 @@ training=$(tools/image/build-training 2>"$WORK/training-image.log") ||
 training_ref=$(sed -n 1p <<<"$training")
 training_archive=$(sed -n 2p <<<"$training")
 [[ -f $training_archive ]] || fail "tools/image/build-training printed no archive: $training"
+# The framework images (tools/image/build-framework-image: the same Debian layer and a venv).
+framework_archives=()
+for framework in tensorflow jax paddle xgboost; do
+  built=$(tools/image/build-framework-image "$framework" 2>"$WORK/$framework-image.log") ||
+    { tail -n 30 "$WORK/$framework-image.log"; fail "tools/image/build-framework-image $framework"; }
+  [[ -f $(sed -n 2p <<<"$built") ]] || fail "tools/image/build-framework-image $framework printed no archive: $built"
+  export "COACH_E2E_IMAGE_${framework^^}=$(sed -n 1p <<<"$built")"
+  framework_archives+=("$(sed -n 2p <<<"$built")")
+done
 # MPIJob launchers' kubectl-delivery (busybox + the testenv's kubectl; seconds).
 tools/image/build-kubectl-delivery --out "$WORK/kubectl-delivery.tar" --tag e2e \
   >"$WORK/kubectl-delivery-image.log" 2>&1 ||
@@ -74,6 +84,9 @@ export KUBECONFIG=$DIR/kubeconfig
 K() { "$BIN/kubectl" "$@"; }
 "$TESTENV" image-import --dir "$DIR" "$WORK/operator.tar" >/dev/null || fail "import the operator image"
 "$TESTENV" image-import --dir "$DIR" "$training_archive" >/dev/null || fail "import the training image"
+for archive in "${framework_archives[@]}"; do
+  "$TESTENV" image-import --dir "$DIR" "$archive" >/dev/null || fail "import $archive"
+done
 "$TESTENV" image-import --dir "$DIR" "$WORK/kubectl-delivery.tar" >/dev/null || fail "import the kubectl-delivery image"
 say "control plane with a real node, images imported: $((SECONDS - t0)) s"
 

@@ -70,14 +70,15 @@ t0=$SECONDS
   || fail "not a valid coach-training image archive"
 say "validated in $((SECONDS - t0)) s"
 
-suite_case "unpacked as a runtime does"
-t0=$SECONDS
-# Unpack the layer the way a runtime does, keeping numeric owners.
-rootfs=$work/rootfs
-mkdir -p "$rootfs"
-# The layers' blobs (first to last: "gzip|tar BLOB"), a blank line, then the image's environment
-# (one VAR=VALUE a line).
-mapfile -t layers_and_env < <(/usr/bin/python3 - "$archive" <<'PY'
+# unpack ARCHIVE ROOTFS: the image's layers, in order, into ROOTFS as a runtime does (numeric owners
+# kept), and the kubelet's /etc/hosts; sets image_env to the image's environment.
+unpack() {
+  local archive=$1 line unpacking=1
+  rootfs=$2
+  mkdir -p "$rootfs"
+  # The layers' blobs (first to last: "gzip|tar BLOB"), a blank line, then the image's environment
+  # (one VAR=VALUE a line).
+  mapfile -t layers_and_env < <(/usr/bin/python3 - "$archive" <<'PY'
 import json, sys, tarfile
 with tarfile.open(sys.argv[1]) as t:
     blob = lambda d: json.load(t.extractfile("blobs/sha256/" + d[7:]))
@@ -89,26 +90,30 @@ with tarfile.open(sys.argv[1]) as t:
     for e in config["config"]["Env"]:
         print(e)
 PY
-)
-image_env=()
-unpacking=1
-for line in "${layers_and_env[@]}"; do
-  if [[ -z $line ]]; then unpacking=0; continue; fi
-  if ((unpacking)); then
-    # No layer of this image deletes anything (no whiteouts): unpacking in order is the overlay.
-    if [[ ${line%% *} == gzip ]]; then
-      tar -xOf "$archive" "${line#* }" | tar -xzpf - --numeric-owner -C "$rootfs"
+  )
+  image_env=()
+  for line in "${layers_and_env[@]}"; do
+    if [[ -z $line ]]; then unpacking=0; continue; fi
+    if ((unpacking)); then
+      # No layer of these images deletes anything (no whiteouts): unpacking in order is the overlay.
+      if [[ ${line%% *} == gzip ]]; then
+        tar -xOf "$archive" "${line#* }" | tar -xzpf - --numeric-owner -C "$rootfs"
+      else
+        tar -xOf "$archive" "${line#* }" | tar -xpf - --numeric-owner -C "$rootfs"
+      fi
     else
-      tar -xOf "$archive" "${line#* }" | tar -xpf - --numeric-owner -C "$rootfs"
+      image_env+=("$line")
     fi
-  else
-    image_env+=("$line")
-  fi
-done
-# What a runtime writes into every container (the kubelet's /etc/hosts): localhost's names and the
-# container's own hostname (here the host's, on loopback), which torchrun's rendezvous looks up.
-printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n' "$(uname -n)" \
-  >"$rootfs/etc/hosts"
+  done
+  # What a runtime writes into every container (the kubelet's /etc/hosts): localhost's names and the
+  # container's own hostname (here the host's, on loopback), which torchrun's rendezvous looks up.
+  printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n' "$(uname -n)" \
+    >"$rootfs/etc/hosts"
+}
+
+suite_case "unpacked as a runtime does"
+t0=$SECONDS
+unpack "$archive" "$work/rootfs"
 say "unpacked $(du -sm "$rootfs" | cut -f1) MiB in $((SECONDS - t0)) s"
 
 # in_image COMMAND...: runs COMMAND in the unpacked image as 1000:1000, in /opt/coach, as a container would.
@@ -196,6 +201,49 @@ done
 expect "torchrun --standalone --nproc_per_node=2 examples/pytorch/ddp_train.py" "rank=0 .*status=ok" \
   torchrun --standalone --nproc_per_node=2 examples/pytorch/ddp_train.py --epochs 2
 [[ $(grep -c 'coach-result .*world_size=2 .*status=ok' "$work/out") == 2 ]] || { cat "$work/out"; fail "torchrun: not 2 ranks with status=ok"; }
+
+# The framework images: built (or cached) on this image's Debian layer, valid, and each framework's
+# example trains with 2 ranks started as its job starts them, on loopback.
+base_archive=$archive
+rm -rf --one-file-system "$work/rootfs"
+for framework in tensorflow jax paddle xgboost; do
+  suite_case "coach-training-$framework"
+  t0=$SECONDS
+  tools/image/build-framework-image "$framework" >"$work/stdout" 2>"$work/$framework.log" ||
+    { tail -40 "$work/$framework.log" >&2; fail "tools/image/build-framework-image $framework"; }
+  { read -r fw_ref; read -r fw_archive; } <"$work/stdout"
+  /usr/bin/python3 tools/image/validate_training.py "$fw_archive" --tag "${fw_ref##*:}" --alias-tag dev \
+    --epoch "$SOURCE_DATE_EPOCH" --framework "$framework" --base "$base_archive" ||
+    fail "not a valid coach-training-$framework image archive"
+  unpack "$fw_archive" "$work/rootfs-$framework"
+  say "$fw_ref: $(du -m "$fw_archive" | cut -f1) MiB, built or cached, validated and unpacked in $((SECONDS - t0)) s"
+  port=$(free_port)
+  # Per rank: sh that exports the variables its job would give it ($r the rank; @PORT@ a free port).
+  # shellcheck disable=SC2016  # $r and $t are the inner sh's
+  case $framework in
+    tensorflow)
+      rank_env='if [ $r = 0 ]; then t=chief; else t=worker; fi
+        export TF_CONFIG="{\"cluster\":{\"chief\":[\"127.0.0.1:@PORT@\"],\"worker\":[\"127.0.0.1:@PORT1@\"]},\"task\":{\"type\":\"$t\",\"index\":0}}"'
+      command="python3 examples/tensorflow/mwms_train.py --steps 50" ;;
+    jax) rank_env='export COORDINATOR_ADDRESS=127.0.0.1 COORDINATOR_PORT=@PORT@ NUM_PROCESSES=2 PROCESS_ID=$r'
+      command="python3 examples/jax/jax_train.py --steps 50" ;;
+    paddle) rank_env='export PADDLE_MASTER=127.0.0.1:@PORT@ PADDLE_NNODES=2 PADDLE_JOB_ID=image-test'
+      command='python3 -m paddle.distributed.launch --log_dir /tmp/paddle-log-$r examples/paddle/paddle_train.py --steps 50' ;;
+    xgboost) rank_env='export MASTER_ADDR=127.0.0.1 MASTER_PORT=@PORT@ WORLD_SIZE=2 RANK=$r'
+      command="python3 examples/xgboost/xgb_train.py --rounds 30" ;;
+  esac
+  rank_env=${rank_env//@PORT1@/$((port + 1))}
+  rank_env=${rank_env//@PORT@/$port}
+  # shellcheck disable=SC2016  # $r, $pids, $p and $rc are the inner sh's
+  expect "$framework: ${command#python3 }, 2 ranks" "status=ok" /bin/sh -c '
+    for r in 1 0; do ('"$rank_env"'; exec '"$command"') >/tmp/rank$r.log 2>&1 & pids="$pids $!"; done
+    rc=0; for p in $pids; do wait $p || rc=1; done
+    cat /tmp/rank0.log /tmp/rank1.log; exit $rc'
+  [[ $(grep -c 'coach-result .*world_size=2 .*status=ok' "$work/out") == 2 ]] ||
+    { cat "$work/out"; fail "$framework: not 2 ranks with status=ok"; }
+  rm -rf --one-file-system "$work/rootfs-$framework"
+done
+archive=$base_archive
 
 # Reproducibility: a second build from the same inputs, in a fresh cache (downloads shared).
 suite_case "reproducible"
