@@ -1,8 +1,10 @@
-"""TrainJobs on upstream's JAX and XGBoost runtimes (jax-distributed, xgboost-distributed, applied
-unchanged) train for real: the TrainJob sets only the trainer's image (upstream's are out of reach
-here) and command; the programs find each other through the variables Trainer v2 gives them
-(JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID; DMLC_TRACKER_URI, DMLC_TRACKER_PORT,
-DMLC_TASK_ID, DMLC_NUM_WORKER)."""
+"""TrainJobs on upstream's JAX, XGBoost and MPI runtimes (jax-distributed, xgboost-distributed,
+deepspeed-distributed) train for real. Upstream's images are out of reach here: the TrainJob sets the
+trainer's image and command, and the MPI runtime, whose node pods keep the runtime's image, is applied
+with coach's image in its place, nothing else changed; the programs find each other through the variables
+Trainer v2 gives them (JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID; DMLC_TRACKER_URI,
+DMLC_TRACKER_PORT, DMLC_TASK_ID, DMLC_NUM_WORKER) or, on the MPI runtime, through mpirun, which
+reaches the nodes' sshd with the job's key pair and the hostfile the operator wrote."""
 import os
 
 import yaml
@@ -11,17 +13,38 @@ import kube
 from test_trainjob import SHARED, completed_pods, placement_patches
 
 
-def apply_runtime(filename):
+def apply_runtime(filename, image=None):
+    """Applies upstream's runtime; with `image`, that image in place of upstream's in every container
+    (an MPI runtime's node pods run the runtime's image: trainer.image replaces only the launcher's)."""
     path = os.path.join(SHARED, "reference/kubeflow-v2/runtimes", filename)
     assert os.path.isfile(path), "COACH_SHARED_DIR must hold the reference runtimes"
     with open(path) as f:
         runtime = yaml.safe_load(f)
+    if image:
+        for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+            for c in rjob["template"]["spec"]["template"]["spec"]["containers"]:
+                c["image"] = image
     kube.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(runtime))
     return runtime["metadata"]["name"]
 
 
-def train_on(runtime, name, ns, image, command, nodes=2):
-    job = {
+def train_on_mpi(runtime, name, ns, image, command, nodes=2):
+    """A TrainJob on an MPI runtime whose launcher runs `command` (mpirun) across the nodes;
+    returns its pods, the launcher's coach-result lines and its log."""
+    job = trainjob_manifest(runtime, name, ns, image, command, nodes)
+    job["spec"]["runtimePatches"] = placement_patches(("node", "launcher"))
+    kube.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
+    _, pods = completed_pods(name, ns)
+    launcher = [p for p in pods if "-launcher-" in p]
+    assert len(launcher) == 1, sorted(pods)
+    log = kube.logs(launcher[0], ns)
+    results = [dict(kv.split("=", 1) for kv in line.split()[1:])
+               for line in log.splitlines() if line.startswith("coach-result ")]
+    return pods, results, log
+
+
+def trainjob_manifest(runtime, name, ns, image, command, nodes):
+    return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
         "metadata": {"name": name, "namespace": ns},
@@ -34,6 +57,10 @@ def train_on(runtime, name, ns, image, command, nodes=2):
             "runtimePatches": placement_patches(),
         },
     }
+
+
+def train_on(runtime, name, ns, image, command, nodes=2):
+    job = trainjob_manifest(runtime, name, ns, image, command, nodes)
     kube.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
     _, pods = completed_pods(name, ns)
     assert sorted(p["spec"]["hostname"] for p in pods.values()) == [
@@ -64,3 +91,20 @@ def test_xgboost_runtime_trains_with_the_collective_tracker(ns):
     assert len({r["model_checksum"] for r in results.values()}) == 1, results
     env = {e["name"]: e for e in next(iter(pods.values()))["spec"]["containers"][0]["env"]}
     assert env["DMLC_TRACKER_URI"]["value"] == "tj-xgb-node-0-0.tj-xgb", env
+
+
+def test_mpi_runtime_trains_with_mpirun_over_ssh(ns):
+    # deepspeed-distributed: mpirun on the launcher, which is a node too (runLauncherAsNode), sshd on
+    # the node pods as the image's user; only the images and the command are the test's.
+    runtime = apply_runtime("deepspeed_distributed.yaml", image=kube.TRAINING_IMAGE)
+    pods, results, log = train_on_mpi(
+        runtime, "tj-mpi", ns, kube.TRAINING_IMAGE,
+        ["mpirun", "--bind-to", "none", "--mca", "btl", "tcp,self", "python3", "examples/mpi/mpi_train.py"])
+    # The hostfile names 2 hosts of 1 slot: one rank on the launcher (mpirun's own host, so rank 0),
+    # the other on the node pod, which only ssh can have started (the runtime has no other way in).
+    assert sorted((r["rank"], r["host"]) for r in results) == [
+        ("0", "tj-mpi-launcher-0-0"), ("1", "tj-mpi-node-0-0")], log[-3000:]
+    assert {(r["world_size"], r["status"]) for r in results} == {("2", "ok")}, results
+    assert len({r["checksum"] for r in results}) == 1, results
+    node = [p for p in pods.values() if p["spec"]["hostname"] == "tj-mpi-node-0-0"][0]
+    assert node["spec"]["containers"][0]["command"] == ["/usr/sbin/sshd"], node["spec"]["containers"][0]

@@ -2,45 +2,28 @@
 init container copies kubectl and waits for the workers, Open MPI starts its daemons on them
 through the operator's kubexec.sh (`kubectl exec` with the launcher's own ServiceAccount and Role),
 and the ranks talk over the pod network."""
-import kube
+import os
 
-# Each rank all-gathers its host name and all-reduces its rank; rank 0 prints the result. Output
-# of ranks on the workers reaches the launcher's log through Open MPI's daemons.
-ALLREDUCE = r'''
-import socket
-from mpi4py import MPI
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
-hosts = comm.allgather(socket.gethostname())
-total = comm.allreduce(rank + 1, op=MPI.SUM)
-print("coach-mpi rank=%d size=%d host=%s" % (rank, size, socket.gethostname()), flush=True)
-if rank == 0:
-    print("coach-result world_size=%d sum=%d hosts=%s" % (size, total, ",".join(sorted(hosts))),
-          flush=True)
-'''
+import yaml
+
+import kube
+from test_pytorch import ROOT
 
 
 def mpi_job(name, workers):
-    small = {"requests": {"cpu": "50m", "memory": "64Mi"}}
-    return {
-        "apiVersion": "kubeflow.org/v1", "kind": "MPIJob", "metadata": {"name": name},
-        "spec": {
-            "slotsPerWorker": 1,
-            "runPolicy": {"cleanPodPolicy": "Running"},
-            "mpiReplicaSpecs": {
-                "Launcher": {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {
-                    "containers": [{
-                        "name": "mpi", "image": kube.TRAINING_IMAGE, "resources": small,
-                        # As upstream's examples: mpirun with the hostfile and rsh agent the
-                        # operator configured through OMPI_MCA_* variables.
-                        "command": ["mpirun", "-np", str(workers), "--bind-to", "none",
-                                    "--mca", "btl", "tcp,self",
-                                    "/usr/bin/python3", "-c", ALLREDUCE]}]}}},
-                # No command: the operator gives workers `sleep 365d`, as upstream does.
-                "Worker": {"replicas": workers, "restartPolicy": "Never", "template": {"spec": {
-                    "containers": [{"name": "mpi", "image": kube.TRAINING_IMAGE,
-                                    "resources": small}]}}},
-            }}}
+    """examples/mpi/mpijob.yaml with `workers` Workers, `mpirun -np` as many."""
+    with open(os.path.join(ROOT, "examples/mpi/mpijob.yaml")) as f:
+        job = yaml.safe_load(f)
+    job["metadata"] = {"name": name}
+    specs = job["spec"]["mpiReplicaSpecs"]
+    specs["Worker"]["replicas"] = workers
+    command = specs["Launcher"]["template"]["spec"]["containers"][0]["command"]
+    command[command.index("-np") + 1] = str(workers)
+    for replica in specs.values():
+        for c in replica["template"]["spec"]["containers"]:
+            c["image"] = kube.TRAINING_IMAGE
+            c["resources"] = {"requests": {"cpu": "50m", "memory": "64Mi"}}
+    return job
 
 
 def test_mpijob_runs_mpirun_across_its_workers(ns):
@@ -48,14 +31,15 @@ def test_mpijob_runs_mpirun_across_its_workers(ns):
     done = kube.wait_finished("MPIJob", "mpi", ns, timeout=300)
     assert kube.condition(done, "Succeeded")["status"] == "True", done["status"]
 
+    # Every rank's result reaches the launcher's log through Open MPI's daemons: ranks 0 and 1
+    # trained one on each worker (slotsPerWorker 1), not on the launcher, and agree.
     log = kube.logs("mpi-launcher", ns)
-    result = [line for line in log.splitlines() if line.startswith("coach-result ")]
-    assert len(result) == 1, log
-    fields = dict(kv.split("=", 1) for kv in result[0].split()[1:])
-    # Ranks 0 and 1 ran one on each worker (slotsPerWorker 1), not on the launcher.
-    assert fields == {"world_size": "2", "sum": "3", "hosts": "mpi-worker-0,mpi-worker-1"}, log
-    assert sorted(line.split()[1] for line in log.splitlines()
-                  if line.startswith("coach-mpi ")) == ["rank=0", "rank=1"], log
+    results = [dict(kv.split("=", 1) for kv in line.split()[1:])
+               for line in log.splitlines() if line.startswith("coach-result ")]
+    assert sorted((r["rank"], r["host"]) for r in results) == [
+        ("0", "mpi-worker-0"), ("1", "mpi-worker-1")], results
+    assert {(r["world_size"], r["status"]) for r in results} == {("2", "ok")}, results
+    assert len({r["checksum"] for r in results}) == 1, results
 
     # The init container delivered kubectl after the workers were Running.
     delivery = kube.logs("mpi-launcher", ns, container="kubectl-delivery")

@@ -16,15 +16,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RUNTIME = os.path.join(SHARED, "reference/kubeflow-v2/runtimes/torch_distributed.yaml")
 
 
-def placement_patches():
-    """The runtimePatches that put a torch-distributed TrainJob's node pods where the suite places
+def placement_patches(jobs=("node",)):
+    """The runtimePatches that put a TrainJob's pods of the replicated `jobs` where the suite places
     replicas (none where it places them anywhere)."""
     pod_spec = kube.place({})["spec"]
     if not pod_spec:
         return []
     return [{"manager": "coach.dev/realpods-suite",
              "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
-                 {"name": "node", "template": {"spec": {"template": {"spec": pod_spec}}}}]}}}}]
+                 {"name": job, "template": {"spec": {"template": {"spec": pod_spec}}}} for job in jobs]}}}}]
 
 
 def trainjob(name, nodes):

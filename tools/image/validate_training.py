@@ -33,7 +33,8 @@ from validate_oci import MT_CONFIG, MT_INDEX, MT_LAYER, MT_MANIFEST, check, sha2
 MT_LAYER_TAR = "application/vnd.oci.image.layer.v1.tar"
 # What each layer must hold: the Debian one, then PyTorch's.
 REQUIRED_FILES = (
-    ("usr/bin/python3", "usr/bin/mpirun", "etc/ssl/certs/ca-certificates.crt",
+    ("usr/bin/python3", "usr/bin/mpirun", "usr/sbin/sshd", "usr/bin/ssh", "home/mpiuser/.sshd_config",
+     "etc/ssh/ssh_config.d/coach-mpi.conf", "etc/ssl/certs/ca-certificates.crt",
      "opt/coach/examples/pytorch/ddp_train.py", "opt/coach/examples/xgboost/xgb_train.py",
      "opt/coach/examples/README.md"),
     ("usr/local/bin/torchrun", "usr/local/lib/python3.11/dist-packages/torch/__init__.py",
@@ -46,7 +47,9 @@ FRAMEWORK_PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "paddle": "paddl
 ABSENT_PREFIXES = ("usr/share/man/", "usr/share/info/", "usr/share/locale/", "var/lib/apt/lists/",
                    "var/cache/apt/archives/", "usr/lib/libtorch-test/", "usr/include/", "tmp/", "proc/",
                    "sys/", "dev/", "run/")
-ABSENT_FILES = ("etc/resolv.conf", "etc/hostname", "etc/apt/sources.list")
+ABSENT_FILES = ("etc/resolv.conf", "etc/hostname", "etc/apt/sources.list",
+                # openssh-server's host keys, made at install: the MPI runtimes' sshd uses the job's key.
+                "etc/ssh/ssh_host_ecdsa_key", "etc/ssh/ssh_host_ed25519_key", "etc/ssh/ssh_host_rsa_key")
 
 
 class HashingReader:

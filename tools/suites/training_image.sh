@@ -11,7 +11,8 @@
 #     image's environment (HOME=/tmp, PATH) and working directory (/opt/coach), on loopback:
 #     - torch, numpy, xgboost, mlflow (the version tools/mlflow_env.sh pins) and mpi4py import;
 #     - a 2-process gloo all-reduce with torch.distributed;
-#     - mpirun -np 2 of an mpi4py allreduce;
+#     - mpirun -np 2 of an mpi4py allreduce, and examples/mpi/mpi_train.py by mpirun over ssh to the
+#       sshd that Kubeflow Trainer's MPI runtimes start;
 #     - the MLflow client logs a run to a file store;
 #     - examples/pytorch/ddp_train.py with 2 ranks and examples/xgboost/xgb_train.py with 2 ranks, by
 #       the manifests' relative paths, end with status=ok;
@@ -34,6 +35,7 @@ for tool in mmdebstrap unshare mount chroot tar gzip flock; do
 done
 chroot_bin=$(command -v chroot)
 mount_bin=$(command -v mount)
+ip_bin=$(command -v ip) || skip "ip not found (iproute2)"
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
 cache=${COACH_IMAGE_CACHE:-$HOME/.cache/coach/images}
 
@@ -116,21 +118,24 @@ t0=$SECONDS
 unpack "$archive" "$work/rootfs"
 say "unpacked $(du -sm "$rootfs" | cut -f1) MiB in $((SECONDS - t0)) s"
 
-# in_image COMMAND...: runs COMMAND in the unpacked image as 1000:1000, in /opt/coach, as a container would.
+# in_image COMMAND...: runs COMMAND in the unpacked image as 1000:1000, in /opt/coach, as a container would:
+# its own mount namespace and, like a pod, its own network namespace (here only loopback), so that
+# what it listens on meets nothing of this host's.
 in_image() {
-  # shellcheck disable=SC2016  # the inner script's arguments ($1.. and ${@:4}) and variables are its own
+  # shellcheck disable=SC2016  # the inner script's arguments ($1.. and ${@:5}) and variables are its own
   env -i "${image_env[@]}" GLOO_SOCKET_IFNAME=lo \
-    unshare --mount --propagation private -- "$BASH" -c '
+    unshare --mount --net --propagation private -- "$BASH" -c '
       set -e
       root=$3
+      "$4" link set lo up
       "$1" -t proc proc "$root/proc"
       "$1" -t sysfs -o ro,nosuid,nodev,noexec sysfs "$root/sys"
       "$1" -t tmpfs -o mode=755,size=1m tmpfs "$root/dev"
       for d in null zero full random urandom tty; do touch "$root/dev/$d"; "$1" --bind "/dev/$d" "$root/dev/$d"; done
       mkdir "$root/dev/shm" && "$1" -t tmpfs -o mode=1777,size=256m shm "$root/dev/shm"
       ln -s /proc/self/fd "$root/dev/fd"
-      exec "$2" --userspec=1000:1000 "$root" /bin/sh -c "cd /opt/coach && exec \"\$@\"" sh "${@:4}"' \
-    in_image "$mount_bin" "$chroot_bin" "$rootfs" "$@"
+      exec "$2" --userspec=1000:1000 "$root" /bin/sh -c "cd /opt/coach && exec \"\$@\"" sh "${@:5}"' \
+    in_image "$mount_bin" "$chroot_bin" "$rootfs" "$ip_bin" "$@"
 }
 expect() {  # expect WHAT NEEDLE COMMAND...: exit 0 and NEEDLE (an extended regex) in the output
   local what=$1 needle=$2 rc=0
@@ -196,6 +201,28 @@ for example in "pytorch/ddp_train.py --epochs 3" "xgboost/xgb_train.py --rounds 
     cat /tmp/rank0.log /tmp/rank1.log; exit $rc'
   [[ $(grep -c 'coach-result .*status=ok' "$work/out") == 2 ]] || { cat "$work/out"; fail "$program: not 2 ranks with status=ok"; }
 done
+
+# mpirun over ssh as Kubeflow Trainer's MPI runtimes run it: the job's key pair where the runtime
+# mounts its Secret (/home/mpiuser/.ssh, files root's and the pod group's, the private key 0640), sshd
+# started by the runtime's command as the image's user, a hostfile of two names (loopback addresses
+# other than the host's own, so Open MPI reaches them through ssh, port 2222). Here the ranks have only
+# loopback, which Open MPI's TCP transport leaves out unless told.
+ssh_dir=$rootfs/home/mpiuser/.ssh
+in_image /bin/sh -c 'mkdir /home/mpiuser/.ssh && ssh-keygen -q -t ecdsa -b 521 -N "" -C "" -f /home/mpiuser/.ssh/id_rsa' ||
+  fail "the image's ssh-keygen"
+cp "$ssh_dir/id_rsa.pub" "$ssh_dir/authorized_keys"
+chown -R 0:1000 "$ssh_dir"
+chmod 0640 "$ssh_dir/id_rsa"
+printf '127.0.0.2\tmpi-node-0\n127.0.0.3\tmpi-node-1\n' >>"$rootfs/etc/hosts"
+# shellcheck disable=SC2016  # $sshd and $rc are the inner sh's
+expect "mpirun over ssh (the MPI runtimes' sshd), examples/mpi/mpi_train.py, 2 ranks" "rank=0 .*status=ok" /bin/sh -c '
+  /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config 2>/tmp/sshd.log & sshd=$!
+  printf "mpi-node-0 slots=1\nmpi-node-1 slots=1\n" >/tmp/hostfile
+  mpirun --hostfile /tmp/hostfile -np 2 --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo \
+    python3 examples/mpi/mpi_train.py; rc=$?
+  kill $sshd; grep -c "Accepted publickey" /tmp/sshd.log; exit $rc'
+[[ $(grep -c 'coach-result .*world_size=2 .*status=ok' "$work/out") == 2 ]] || { cat "$work/out"; fail "mpirun over ssh: not 2 ranks with status=ok"; }
+rm -rf "$ssh_dir"
 
 # PyTorch's own launcher, as a PyTorchJob's command runs it: one node, 2 processes.
 expect "torchrun --standalone --nproc_per_node=2 examples/pytorch/ddp_train.py" "rank=0 .*status=ok" \
