@@ -82,7 +82,7 @@ def test_a_permission_the_chart_lacks_is_visible_on_the_job(ns):
         role["metadata"].pop(key, None)
     kube.kubectl("replace", "-f", "-", stdin=json.dumps(role))
     try:
-        kube.apply(peer_job("JAXJob", "refused", {"Worker": 2}, "jax", "jaxjob-port", 6666), ns)
+        kube.apply(framework_example("examples/jax/jaxjob.yaml", "refused", kube.FRAMEWORK_IMAGES["jax"]), ns)
 
         def warned():
             events = kube.get_json("events", "-n", ns)["items"]
