@@ -10,6 +10,7 @@ import os
 import yaml
 
 import kube
+from test_pytorch import all_results, assert_trained_in_sync
 from test_trainjob import SHARED, completed_pods, placement_patches
 
 
@@ -28,23 +29,10 @@ def apply_runtime(filename, image=None):
     return runtime["metadata"]["name"]
 
 
-def train_on_mpi(runtime, name, ns, image, command, nodes=2):
-    """A TrainJob on an MPI runtime whose launcher runs `command` (mpirun) across the nodes;
-    returns its pods, the launcher's coach-result lines and its log."""
-    job = trainjob_manifest(runtime, name, ns, image, command, nodes)
-    job["spec"]["runtimePatches"] = placement_patches(("node", "launcher"))
-    kube.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
-    _, pods = completed_pods(name, ns)
-    launcher = [p for p in pods if "-launcher-" in p]
-    assert len(launcher) == 1, sorted(pods)
-    log = kube.logs(launcher[0], ns)
-    results = [dict(kv.split("=", 1) for kv in line.split()[1:])
-               for line in log.splitlines() if line.startswith("coach-result ")]
-    return pods, results, log
-
-
-def trainjob_manifest(runtime, name, ns, image, command, nodes):
-    return {
+def apply_trainjob(runtime, name, ns, image, command, nodes, placed=("node",)):
+    """Applies a TrainJob on `runtime` whose trainer runs `command` in `image` on `nodes` nodes, its
+    `placed` replicated jobs' pods where the suite places replicas."""
+    job = {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
         "metadata": {"name": name, "namespace": ns},
@@ -54,15 +42,22 @@ def trainjob_manifest(runtime, name, ns, image, command, nodes):
                 "numNodes": nodes, "image": image, "command": command,
                 "resourcesPerNode": {"requests": {"cpu": "100m", "memory": "512Mi"}},
             },
-            "runtimePatches": placement_patches(),
+            "runtimePatches": placement_patches(placed),
         },
     }
-
-
-def train_on(runtime, name, ns, image, command, nodes=2):
-    job = trainjob_manifest(runtime, name, ns, image, command, nodes)
     kube.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
-    _, pods = completed_pods(name, ns)
+
+
+def run_trainjob(runtime, name, ns, image, command, nodes, placed=("node",)):
+    """apply_trainjob, then waits for Complete; returns the job's pods."""
+    apply_trainjob(runtime, name, ns, image, command, nodes, placed)
+    return completed_pods(name, ns)[1]
+
+
+def train_on(runtime, name, ns, image, command, checksum, nodes=2):
+    """A TrainJob whose node pods each print one result; checks each pod's rank is its completion
+    index and the ranks agree; returns its pods."""
+    pods = run_trainjob(runtime, name, ns, image, command, nodes)
     assert sorted(p["spec"]["hostname"] for p in pods.values()) == [
         "%s-node-0-%d" % (name, i) for i in range(nodes)], sorted(pods)
     results = kube.results(pods, ns)
@@ -70,25 +65,22 @@ def train_on(runtime, name, ns, image, command, nodes=2):
     # Rank = the pod's completion index, as the runtime's fieldRef gives it.
     ranks = {pods[p]["spec"]["hostname"]: int(r["rank"]) for p, r in results.items()}
     assert ranks == {"%s-node-0-%d" % (name, i): i for i in range(nodes)}, results
-    assert {r["world_size"] for r in results.values()} == {str(nodes)}, results
-    assert {r["status"] for r in results.values()} == {"ok"}, results
-    return pods, results
+    assert_trained_in_sync(list(results.values()), nodes, checksum)
+    return pods
 
 
 def test_jax_runtime_trains_with_jax_distributed(ns):
     runtime = apply_runtime("jax_distributed.yaml")
-    pods, results = train_on(runtime, "tj-jax", ns, kube.FRAMEWORK_IMAGES["jax"],
-                             ["python3", "examples/jax/jax_train.py", "--steps", "100"])
-    assert len({r["checksum"] for r in results.values()}) == 1, results
+    pods = train_on(runtime, "tj-jax", ns, kube.FRAMEWORK_IMAGES["jax"],
+                    ["python3", "examples/jax/jax_train.py", "--steps", "100"], "checksum")
     env = {e["name"]: e for e in next(iter(pods.values()))["spec"]["containers"][0]["env"]}
     assert env["JAX_COORDINATOR_ADDRESS"]["value"] == "tj-jax-node-0-0.tj-jax:29500", env
 
 
 def test_xgboost_runtime_trains_with_the_collective_tracker(ns):
     runtime = apply_runtime("xgboost_distributed.yaml")
-    pods, results = train_on(runtime, "tj-xgb", ns, kube.FRAMEWORK_IMAGES["xgboost"],
-                             ["python3", "examples/xgboost/xgb_train.py", "--rounds", "40"])
-    assert len({r["model_checksum"] for r in results.values()}) == 1, results
+    pods = train_on(runtime, "tj-xgb", ns, kube.FRAMEWORK_IMAGES["xgboost"],
+                    ["python3", "examples/xgboost/xgb_train.py", "--rounds", "40"], "model_checksum")
     env = {e["name"]: e for e in next(iter(pods.values()))["spec"]["containers"][0]["env"]}
     assert env["DMLC_TRACKER_URI"]["value"] == "tj-xgb-node-0-0.tj-xgb", env
 
@@ -97,14 +89,24 @@ def test_mpi_runtime_trains_with_mpirun_over_ssh(ns):
     # deepspeed-distributed: mpirun on the launcher, which is a node too (runLauncherAsNode), sshd on
     # the node pods as the image's user; only the images and the command are the test's.
     runtime = apply_runtime("deepspeed_distributed.yaml", image=kube.TRAINING_IMAGE)
-    pods, results, log = train_on_mpi(
+    apply_trainjob(
         runtime, "tj-mpi", ns, kube.TRAINING_IMAGE,
-        ["mpirun", "--bind-to", "none", "--mca", "btl", "tcp,self", "python3", "examples/mpi/mpi_train.py"])
+        ["mpirun", "--bind-to", "none", "--mca", "btl", "tcp,self", "python3", "examples/mpi/mpi_train.py"],
+        2, placed=("node", "launcher"))
+
+    # The node pod runs the runtime's sshd. Read while the job runs: its pods go once it Completes.
+    def node_pod():
+        return [p for p in kube.get_json("pods", "-n", ns, "-l", "jobset.sigs.k8s.io/jobset-name=tj-mpi")["items"]
+                if p["spec"].get("hostname") == "tj-mpi-node-0-0"]
+    node = kube.wait_for(node_pod, 120, "the node pod of tj-mpi")[0]
+    assert node["spec"]["containers"][0]["command"] == ["/usr/sbin/sshd"], node["spec"]["containers"][0]
+    pods = completed_pods("tj-mpi", ns)[1]
+    launcher = [p for p in pods if "-launcher-" in p]
+    assert len(launcher) == 1, sorted(pods)
+    # Every rank's line reaches the launcher's log through mpirun.
+    results = all_results(launcher, ns)
     # The hostfile names 2 hosts of 1 slot: one rank on the launcher (mpirun's own host, so rank 0),
     # the other on the node pod, which only ssh can have started (the runtime has no other way in).
     assert sorted((r["rank"], r["host"]) for r in results) == [
-        ("0", "tj-mpi-launcher-0-0"), ("1", "tj-mpi-node-0-0")], log[-3000:]
-    assert {(r["world_size"], r["status"]) for r in results} == {("2", "ok")}, results
-    assert len({r["checksum"] for r in results}) == 1, results
-    node = [p for p in pods.values() if p["spec"]["hostname"] == "tj-mpi-node-0-0"][0]
-    assert node["spec"]["containers"][0]["command"] == ["/usr/sbin/sshd"], node["spec"]["containers"][0]
+        ("0", "tj-mpi-launcher-0-0"), ("1", "tj-mpi-node-0-0")], results
+    assert_trained_in_sync(results, 2, "checksum")

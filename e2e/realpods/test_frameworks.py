@@ -5,7 +5,7 @@ job ends Succeeded and every rank reports the same parameters."""
 import json
 
 import kube
-from test_pytorch import example
+from test_pytorch import assert_trained_in_sync, example
 
 
 def framework_example(path, name, image):
@@ -37,18 +37,11 @@ def run_and_check(kind, job, ns, expect_pods, timeout=420):
     return pods, kube.results(pods, ns)
 
 
-def assert_ranks_agree(results, world_size, checksum_key="checksum"):
-    assert sorted(int(r["rank"]) for r in results) == list(range(world_size)), results
-    assert {r["world_size"] for r in results} == {str(world_size)}, results
-    assert {r["status"] for r in results} == {"ok"}, results
-    assert len({r[checksum_key] for r in results}) == 1, results
-
-
 def test_tfjob_trains_with_multi_worker_mirrored_strategy(ns):
     job = framework_example("examples/tensorflow/tfjob-mwms.yaml", "tf",
                             kube.FRAMEWORK_IMAGES["tensorflow"])
     pods, results = run_and_check("TFJob", job, ns, ["tf-chief-0", "tf-worker-0", "tf-worker-1"])
-    assert_ranks_agree(list(results.values()), 3)
+    assert_trained_in_sync(list(results.values()), 3, "checksum")
     # The ranks are TensorFlow's (chief first), each read from the TF_CONFIG the operator wrote.
     assert {p: int(r["rank"]) for p, r in results.items()} == {
         "tf-chief-0": 0, "tf-worker-0": 1, "tf-worker-1": 2}, results
@@ -61,7 +54,7 @@ def test_jaxjob_trains_with_jax_distributed(ns):
     job = framework_example("examples/jax/jaxjob.yaml", "jax", kube.FRAMEWORK_IMAGES["jax"])
     job["spec"]["jaxReplicaSpecs"]["Worker"]["replicas"] = 3
     pods, results = run_and_check("JAXJob", job, ns, ["jax-worker-0", "jax-worker-1", "jax-worker-2"])
-    assert_ranks_agree(list(results.values()), 3)
+    assert_trained_in_sync(list(results.values()), 3, "checksum")
     # JAX's process index is the operator's PROCESS_ID, the pod's index.
     assert {p: int(r["rank"]) for p, r in results.items()} == {
         "jax-worker-%d" % i: i for i in range(3)}, results
@@ -70,7 +63,7 @@ def test_jaxjob_trains_with_jax_distributed(ns):
 def test_paddlejob_trains_under_paddle_distributed_launch(ns):
     job = framework_example("examples/paddle/paddlejob.yaml", "paddle", kube.FRAMEWORK_IMAGES["paddle"])
     pods, results = run_and_check("PaddleJob", job, ns, ["paddle-worker-0", "paddle-worker-1"])
-    assert_ranks_agree(list(results.values()), 2)
+    assert_trained_in_sync(list(results.values()), 2, "checksum")
     # The first worker's launcher is the master, on its own pod IP (downward API).
     assert env_of(pods["paddle-worker-0"], "PADDLE_MASTER")["value"] == "$(POD_IP_DUMMY):36543"
     assert env_of(pods["paddle-worker-1"], "PADDLE_MASTER")["value"] == "paddle-worker-0:36543"
@@ -87,7 +80,7 @@ def check_xgboost(ns, name, image):
             c["command"][0] = "python3"
     pods, results = run_and_check(
         "XGBoostJob", job, ns, [name + "-master-0", name + "-worker-0", name + "-worker-1"])
-    assert_ranks_agree(list(results.values()), 3, checksum_key="model_checksum")
+    assert_trained_in_sync(list(results.values()), 3, "model_checksum")
     # Workers waited for the Master's name (the tracker connection fails at once when it does not resolve).
     for worker in (name + "-worker-0", name + "-worker-1"):
         inits = pods[worker]["status"]["initContainerStatuses"]

@@ -7,7 +7,7 @@ import os
 import yaml
 
 import kube
-from test_pytorch import ROOT
+from test_pytorch import ROOT, all_results, assert_trained_in_sync
 
 
 def mpi_job(name, workers):
@@ -33,13 +33,10 @@ def test_mpijob_runs_mpirun_across_its_workers(ns):
 
     # Every rank's result reaches the launcher's log through Open MPI's daemons: ranks 0 and 1
     # trained one on each worker (slotsPerWorker 1), not on the launcher, and agree.
-    log = kube.logs("mpi-launcher", ns)
-    results = [dict(kv.split("=", 1) for kv in line.split()[1:])
-               for line in log.splitlines() if line.startswith("coach-result ")]
+    results = all_results(["mpi-launcher"], ns)
     assert sorted((r["rank"], r["host"]) for r in results) == [
         ("0", "mpi-worker-0"), ("1", "mpi-worker-1")], results
-    assert {(r["world_size"], r["status"]) for r in results} == {("2", "ok")}, results
-    assert len({r["checksum"] for r in results}) == 1, results
+    assert_trained_in_sync(results, 2, "checksum")
 
     # The init container delivered kubectl after the workers were Running.
     delivery = kube.logs("mpi-launcher", ns, container="kubectl-delivery")

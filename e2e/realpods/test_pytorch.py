@@ -32,12 +32,13 @@ def all_results(pods, namespace):
     return out
 
 
-def assert_trained_in_sync(results, world_size):
+def assert_trained_in_sync(results, world_size, checksum="params_checksum"):
+    """One `coach-result` per rank 0..world_size-1, every one ok, all with one `checksum` field."""
     assert len(results) == world_size, results
-    assert sorted(int(r["rank"]) for r in results) == list(range(world_size))
-    assert {r["world_size"] for r in results} == {str(world_size)}
+    assert sorted(int(r["rank"]) for r in results) == list(range(world_size)), results
+    assert {r["world_size"] for r in results} == {str(world_size)}, results
     assert {r["status"] for r in results} == {"ok"}, results
-    assert len({r["params_checksum"] for r in results}) == 1, "ranks disagree: %s" % results
+    assert len({r[checksum] for r in results}) == 1, "ranks disagree: %s" % results
 
 
 def test_seed_ddp_job_trains_and_workers_wait_for_the_master(ns):
