@@ -1,5 +1,5 @@
 """TrainJobs on upstream's JAX, XGBoost and MPI runtimes (jax-distributed, xgboost-distributed,
-deepspeed-distributed) train for real. Upstream's images are out of reach here: the TrainJob sets the
+deepspeed-distributed, with DeepSpeed itself) train for real. Upstream's images are out of reach here: the TrainJob sets the
 trainer's image and command, and the MPI runtime, whose node pods keep the runtime's image, is applied
 with coach's image in its place, nothing else changed; the programs find each other through the variables
 Trainer v2 gives them (JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID; DMLC_TRACKER_URI,
@@ -85,13 +85,15 @@ def test_xgboost_runtime_trains_with_the_collective_tracker(ns):
     assert env["DMLC_TRACKER_URI"]["value"] == "tj-xgb-node-0-0.tj-xgb", env
 
 
-def test_mpi_runtime_trains_with_mpirun_over_ssh(ns):
+def test_deepspeed_runtime_trains_with_deepspeed_over_mpirun_and_ssh(ns):
     # deepspeed-distributed: mpirun on the launcher, which is a node too (runLauncherAsNode), sshd on
-    # the node pods as the image's user; only the images and the command are the test's.
+    # the node pods as the image's user; only the images and the command are the test's. DeepSpeed
+    # takes its ranks from Open MPI's environment and rank 0's address through mpi4py.
     runtime = apply_runtime("deepspeed_distributed.yaml", image=kube.TRAINING_IMAGE)
     apply_trainjob(
         runtime, "tj-mpi", ns, kube.TRAINING_IMAGE,
-        ["mpirun", "--bind-to", "none", "--mca", "btl", "tcp,self", "python3", "examples/mpi/mpi_train.py"],
+        ["mpirun", "--bind-to", "none", "--mca", "btl", "tcp,self", "python3",
+         "examples/deepspeed/ds_train.py"],
         2, placed=("node", "launcher"))
 
     # The node pod runs the runtime's sshd. Read while the job runs: its pods go once it Completes.
@@ -107,6 +109,6 @@ def test_mpi_runtime_trains_with_mpirun_over_ssh(ns):
     results = all_results(launcher, ns)
     # The hostfile names 2 hosts of 1 slot: one rank on the launcher (mpirun's own host, so rank 0),
     # the other on the node pod, which only ssh can have started (the runtime has no other way in).
-    assert sorted((r["rank"], r["host"]) for r in results) == [
-        ("0", "tj-mpi-launcher-0-0"), ("1", "tj-mpi-node-0-0")], results
+    assert sorted((r["rank"], r["host"], r["device"]) for r in results) == [
+        ("0", "tj-mpi-launcher-0-0", "cpu"), ("1", "tj-mpi-node-0-0", "cpu")], results
     assert_trained_in_sync(results, 2, "checksum")

@@ -10,9 +10,9 @@ import kube
 from test_pytorch import ROOT, all_results, assert_trained_in_sync
 
 
-def mpi_job(name, workers):
-    """examples/mpi/mpijob.yaml with `workers` Workers, `mpirun -np` as many."""
-    with open(os.path.join(ROOT, "examples/mpi/mpijob.yaml")) as f:
+def mpi_job(name, workers, example="examples/mpi/mpijob.yaml"):
+    """The MPIJob `example` with `workers` Workers, `mpirun -np` as many."""
+    with open(os.path.join(ROOT, example)) as f:
         job = yaml.safe_load(f)
     job["metadata"] = {"name": name}
     specs = job["spec"]["mpiReplicaSpecs"]
@@ -49,6 +49,19 @@ def test_mpijob_runs_mpirun_across_its_workers(ns):
     # cleanPodPolicy Running: the workers' `sleep 365d` is gone once the job Succeeded.
     kube.wait_for(lambda: not [p for p in kube.pods_of("mpi", ns) if "worker" in p], 60,
                   "the workers deleted by cleanPodPolicy Running")
+
+
+def test_mpijob_trains_with_deepspeed_over_mpi(ns):
+    """examples/deepspeed/mpijob.yaml: DeepSpeed finds its peers from Open MPI's environment (rank 0's
+    pod address through mpi4py) and trains with ZeRO stage 1 over gloo across the two workers."""
+    kube.apply(mpi_job("ds", 2, "examples/deepspeed/mpijob.yaml"), ns)
+    done = kube.wait_finished("MPIJob", "ds", ns, timeout=300)
+    launcher = kube.logs("ds-launcher", ns)
+    assert kube.condition(done, "Succeeded")["status"] == "True", (done["status"], launcher[-3000:])
+    results = all_results(["ds-launcher"], ns)
+    assert sorted((r["rank"], r["host"], r["device"]) for r in results) == [
+        ("0", "ds-worker-0", "cpu"), ("1", "ds-worker-1", "cpu")], results
+    assert_trained_in_sync(results, 2, "checksum")
 
 
 def test_mpijob_launcher_can_exec_only_into_its_own_workers(ns):

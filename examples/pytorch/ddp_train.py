@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""A real DistributedDataParallel training program for coach's examples and tests (gloo, CPU).
+"""A real DistributedDataParallel training program for coach's examples and tests (gloo on CPU by
+default; NCCL on GPUs with --device cuda).
 
 Runs either way a PyTorchJob runs user code:
   * one replica per process, started directly: the pod environment's MASTER_ADDR, MASTER_PORT,
@@ -23,7 +24,7 @@ Output (stdout, one line each, `key=value` fields separated by single spaces):
       --checkpoint-dir, after each epoch's checkpoint is on disk.
   coach-result rank=<r> world_size=<n> local_rank=<l> epochs=<e> loss=<test loss> accuracy=<test acc>
       params_checksum=<16 hex digits> seconds=<wall> status=<ok|below_target|checksum_mismatch>
-      resumed_from=<epoch or -1> attempt=<a>
+      resumed_from=<epoch or -1> attempt=<a> device=<cpu|cuda:N> backend=<gloo|nccl>
       printed by every rank at the end. params_checksum is the first 64 bits of the SHA-256 of all
       parameters' bytes; the program all-gathers it and fails unless every rank has the same value.
       resumed_from is the epoch of the loaded checkpoint (-1: trained from the start); attempt is
@@ -45,6 +46,10 @@ whole with the same world size ends with the same parameters as one that never s
 checkpoint that fails to load is never skipped: the program says why on stderr and exits 64
 (remove DIR to train from the start). A finished run's checkpoint makes the next run with the same
 DIR and --epochs only evaluate it.
+
+Devices (--device [COACH_DEVICE]): cpu (the default) trains on the CPU over gloo; cuda trains on GPU
+LOCAL_RANK (modulo the GPUs this process sees: with CUDA_VISIBLE_DEVICES naming one GPU per process,
+that one) over NCCL, and exits 64 where no GPU is visible.
 
 Test knobs (flags, or the environment variables in brackets):
   --epochs N [COACH_EPOCHS]                    default 6
@@ -141,13 +146,17 @@ def parse_args():
     p.add_argument("--sleep-seconds", type=float,
                    default=env_default("COACH_SLEEP_SECONDS", 0.0, float))
     p.add_argument("--timeout-seconds", type=float, default=120.0,
-                   help="gloo collective and rendezvous timeout")
+                   help="collective and rendezvous timeout")
+    p.add_argument("--device", choices=("cpu", "cuda"), default=env_default("COACH_DEVICE", "cpu", str),
+                   help="cpu: gloo; cuda: the process's GPU (LOCAL_RANK) over NCCL")
     p.add_argument("--checkpoint-dir", default=env_default("COACH_CHECKPOINT_DIR", "", str),
                    help="save a checkpoint here after each epoch and resume from it at the start")
     p.add_argument("--epoch-seconds", type=float,
                    default=env_default("COACH_EPOCH_SECONDS", 0.0, float),
                    help="each epoch takes at least this long (sleeps the rest)")
     args = p.parse_args()
+    if args.device not in ("cpu", "cuda"):  # COACH_DEVICE bypasses choices
+        die(f"--device {args.device!r}: want cpu or cuda")
     if args.epochs < 1:
         die("--epochs must be >= 1")
     if not args.epoch_seconds >= 0:
@@ -197,7 +206,7 @@ def make_model():
 def params_checksum(model):
     h = hashlib.sha256()
     for p in model.parameters():
-        h.update(p.detach().contiguous().numpy().tobytes())
+        h.update(p.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()[:16]
 
 
@@ -284,10 +293,10 @@ def save_checkpoint(directory, state):
                 os.unlink(tmp)
 
 
-def check_same_checkpoint(resumed, world, directory):
+def check_same_checkpoint(resumed, world, directory, device):
     """Every rank must resume from the same epoch, or their collectives would not pair up; exits
     64 on every rank when they did not (DIR is not one directory shared by all replicas)."""
-    mine = torch.tensor([resumed], dtype=torch.int64)
+    mine = torch.tensor([resumed], dtype=torch.int64, device=device)
     everyone = [torch.zeros_like(mine) for _ in range(world)]
     dist.all_gather(everyone, mine)
     epochs_by_rank = [int(t.item()) for t in everyone]
@@ -308,9 +317,22 @@ def rebuild_ddp_buckets(model, opt, x):
     opt.zero_grad()
 
 
+def training_device(choice, local_rank):
+    """(device, process group backend) for --device."""
+    if choice == "cpu":
+        return torch.device("cpu"), "gloo"
+    if not torch.cuda.is_available():
+        die("--device cuda: no GPU is visible to this process (CUDA_VISIBLE_DEVICES="
+            f"{os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')})")
+    device = torch.device("cuda", local_rank % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    return device, "nccl"
+
+
 def main():
     args = parse_args()
     rank, world, local_rank = distributed_env()
+    device, backend = training_device(args.device, local_rank)
     attempt = env_default("TORCHELASTIC_RESTART_COUNT", 0, int)
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -327,13 +349,17 @@ def main():
         ckpt = load_checkpoint(args.checkpoint_dir)
     resumed = ckpt["epoch"] if ckpt is not None else -1
 
-    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world,
+    dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=args.timeout_seconds))
+    on = ""
+    if device.type == "cuda":
+        on = (f" on {device} ({torch.cuda.get_device_name(device)}, CUDA_VISIBLE_DEVICES="
+              f"{os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')})")
     print(f"ddp_train: rank {rank}/{world} local_rank {local_rank} joined "
-          f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}", flush=True)
+          f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']} over {backend}{on}", flush=True)
 
     if args.checkpoint_dir:
-        check_same_checkpoint(resumed, world, args.checkpoint_dir)
+        check_same_checkpoint(resumed, world, args.checkpoint_dir, device)
         if ckpt is not None and rank == 0:
             if ckpt["world_size"] != world:
                 print(f"ddp_train: the checkpoint was saved with world size {ckpt['world_size']}, "
@@ -342,6 +368,7 @@ def main():
             emit(f"coach-checkpoint resumed_from_epoch={resumed} dir={args.checkpoint_dir}")
 
     train_set, x_test, y_test = make_data(args.train_samples, args.test_samples)
+    x_test, y_test = x_test.to(device), y_test.to(device)
     sampler = DistributedSampler(train_set, num_replicas=world, rank=rank, shuffle=True,
                                  seed=args.seed)
     loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
@@ -351,7 +378,9 @@ def main():
             module.load_state_dict(ckpt["model"])
         except Exception as e:
             abort(f"the checkpoint in {args.checkpoint_dir} does not fit this model: {e}")
-    model = DDP(module)  # DDP broadcasts rank 0's initial parameters
+    module.to(device)
+    # DDP broadcasts rank 0's initial parameters.
+    model = DDP(module, device_ids=[device.index] if device.type == "cuda" else None)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     if ckpt is not None:
         try:
@@ -370,13 +399,15 @@ def main():
         t0 = time.monotonic()
         sampler.set_epoch(epoch)
         model.train()
-        loss_sum = torch.zeros(2, dtype=torch.float64)  # sum of losses, number of samples
+        loss_sum = torch.zeros(2, dtype=torch.float64, device=device)  # sum of losses, samples
         for xb, yb in loader:
+            xb, yb = xb.to(device), yb.to(device)
             opt.zero_grad()
             loss = F.cross_entropy(model(xb), yb)
             loss.backward()
             opt.step()
-            loss_sum += torch.tensor([loss.item() * len(yb), len(yb)], dtype=torch.float64)
+            loss_sum += torch.tensor([loss.item() * len(yb), len(yb)], dtype=torch.float64,
+                                     device=device)
         dist.all_reduce(loss_sum)
         test_loss, accuracy = evaluate(model, x_test, y_test)
         if args.epoch_seconds > 0:
@@ -402,7 +433,8 @@ def main():
             os._exit(args.exit_code)  # no clean shutdown: peers see a lost rank, as after a crash
 
     checksum = params_checksum(model.module)
-    mine = torch.tensor([int(checksum, 16) - (1 << 63)], dtype=torch.int64)  # fits signed int64
+    # int64 fits it signed.
+    mine = torch.tensor([int(checksum, 16) - (1 << 63)], dtype=torch.int64, device=device)
     everyone = [torch.zeros_like(mine) for _ in range(world)]
     dist.all_gather(everyone, mine)
     agree = all(int(t.item()) == int(mine.item()) for t in everyone)
@@ -422,7 +454,7 @@ def main():
     emit(f"coach-result rank={rank} world_size={world} local_rank={local_rank} epochs={args.epochs} "
          f"loss={test_loss:.6f} accuracy={accuracy:.6f} params_checksum={checksum} "
          f"seconds={time.monotonic() - start:.2f} status={status} resumed_from={resumed} "
-         f"attempt={attempt}")
+         f"attempt={attempt} device={device} backend={backend}")
     if status == "checksum_mismatch":
         others = sorted({format(int(t.item()) + (1 << 63), "016x") for t in everyone})
         print(f"ddp_train: error: parameters differ across ranks (checksums {' '.join(others)})",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The coach-training image (tools/image/build-training: Debian bookworm by mmdebstrap, XGBoost, Open
 # MPI + mpi4py, mlflow-skinny, the examples at /opt/coach/examples, and a second layer of PyPI's
-# PyTorch 2.15; an OCI archive built with no container engine and cached under ~/.cache/coach/images):
+# PyTorch 2.15 and DeepSpeed; an OCI archive built with no container engine and cached under ~/.cache/coach/images):
 #  1. build it, or take it from the cache;
 #  2. the archive is a valid OCI image layout (tools/image/validate_training.py, on validate_oci.py's
 #     helpers: blob digests and sizes, media types, diff_ids, the names ctr import reads, the config,
@@ -9,10 +9,11 @@
 #  3. its layers, unpacked in order, run as a container would run them: chroot as the image's user 1000:1000, in
 #     a private mount namespace with a fresh /proc, the runtime's few /dev nodes and a /dev/shm, the
 #     image's environment (HOME=/tmp, PATH) and working directory (/opt/coach), on loopback:
-#     - torch, numpy, xgboost, mlflow (the version tools/mlflow_env.sh pins) and mpi4py import;
+#     - torch, numpy, xgboost, mlflow (the version tools/mlflow_env.sh pins), mpi4py and deepspeed import;
 #     - a 2-process gloo all-reduce with torch.distributed;
-#     - mpirun -np 2 of an mpi4py allreduce, and examples/mpi/mpi_train.py by mpirun over ssh to the
-#       sshd that Kubeflow Trainer's MPI runtimes start;
+#     - mpirun -np 2 of an mpi4py allreduce, and examples/mpi/mpi_train.py and
+#       examples/deepspeed/ds_train.py by mpirun over ssh to the sshd that Kubeflow Trainer's MPI
+#       runtimes start;
 #     - the MLflow client logs a run to a file store;
 #     - examples/pytorch/ddp_train.py with 2 ranks and examples/xgboost/xgb_train.py with 2 ranks, by
 #       the manifests' relative paths, end with status=ok;
@@ -119,23 +120,28 @@ unpack "$archive" "$work/rootfs"
 say "unpacked $(du -sm "$rootfs" | cut -f1) MiB in $((SECONDS - t0)) s"
 
 # in_image COMMAND...: runs COMMAND in the unpacked image as 1000:1000, in /opt/coach, as a container would:
-# its own mount namespace and, like a pod, its own network namespace (here only loopback), so that
-# what it listens on meets nothing of this host's.
+# its own mount namespace and, like a pod, its own network namespace (here only loopback, and with
+# $netns_address set, that address on an interface of its own, as a pod's), so that what it listens
+# on meets nothing of this host's.
+netns_address=
 in_image() {
-  # shellcheck disable=SC2016  # the inner script's arguments ($1.. and ${@:5}) and variables are its own
+  # shellcheck disable=SC2016  # the inner script's arguments ($1.. and ${@:6}) and variables are its own
   env -i "${image_env[@]}" GLOO_SOCKET_IFNAME=lo \
     unshare --mount --net --propagation private -- "$BASH" -c '
       set -e
       root=$3
       "$4" link set lo up
+      if [ -n "$5" ]; then
+        "$4" link add eth0 type dummy && "$4" address add "$5/24" dev eth0 && "$4" link set eth0 up
+      fi
       "$1" -t proc proc "$root/proc"
       "$1" -t sysfs -o ro,nosuid,nodev,noexec sysfs "$root/sys"
       "$1" -t tmpfs -o mode=755,size=1m tmpfs "$root/dev"
       for d in null zero full random urandom tty; do touch "$root/dev/$d"; "$1" --bind "/dev/$d" "$root/dev/$d"; done
       mkdir "$root/dev/shm" && "$1" -t tmpfs -o mode=1777,size=256m shm "$root/dev/shm"
       ln -s /proc/self/fd "$root/dev/fd"
-      exec "$2" --userspec=1000:1000 "$root" /bin/sh -c "cd /opt/coach && exec \"\$@\"" sh "${@:5}"' \
-    in_image "$mount_bin" "$chroot_bin" "$rootfs" "$ip_bin" "$@"
+      exec "$2" --userspec=1000:1000 "$root" /bin/sh -c "cd /opt/coach && exec \"\$@\"" sh "${@:6}"' \
+    in_image "$mount_bin" "$chroot_bin" "$rootfs" "$ip_bin" "$netns_address" "$@"
 }
 expect() {  # expect WHAT NEEDLE COMMAND...: exit 0 and NEEDLE (an extended regex) in the output
   local what=$1 needle=$2 rc=0
@@ -153,10 +159,10 @@ free_port() {
 mlflow_version=$(COACH_MLFLOW_LINE=2 tools/mlflow_env.sh version)
 torch_version=$(tools/torch_env.sh version)
 expect "imports as uid 1000" "^ok uid=1000 torch=${torch_version}[+ ].* mlflow=$mlflow_version " python3 -c '
-import os, sys, torch, numpy, xgboost, mlflow, mpi4py, scipy
-print("ok uid=%d torch=%s numpy=%s xgboost=%s mlflow=%s mpi4py=%s python=%s home=%s cwd=%s" % (os.getuid(),
-      torch.__version__, numpy.__version__, xgboost.__version__, mlflow.__version__, mpi4py.__version__,
-      sys.version.split()[0], os.environ["HOME"], os.getcwd()), "")'
+import os, sys, torch, numpy, xgboost, mlflow, mpi4py, scipy, deepspeed
+print("ok uid=%d torch=%s numpy=%s xgboost=%s mlflow=%s mpi4py=%s deepspeed=%s python=%s home=%s cwd=%s" % (
+      os.getuid(), torch.__version__, numpy.__version__, xgboost.__version__, mlflow.__version__,
+      mpi4py.__version__, deepspeed.__version__, sys.version.split()[0], os.environ["HOME"], os.getcwd()), "")'
 sed -n 's/^ok /  /p' "$work/out"
 
 port=$(free_port)
@@ -214,14 +220,20 @@ cp "$ssh_dir/id_rsa.pub" "$ssh_dir/authorized_keys"
 chown -R 0:1000 "$ssh_dir"
 chmod 0640 "$ssh_dir/id_rsa"
 printf '127.0.0.2\tmpi-node-0\n127.0.0.3\tmpi-node-1\n' >>"$rootfs/etc/hosts"
-# shellcheck disable=SC2016  # $sshd and $rc are the inner sh's
-expect "mpirun over ssh (the MPI runtimes' sshd), examples/mpi/mpi_train.py, 2 ranks" "rank=0 .*status=ok" /bin/sh -c '
-  /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config 2>/tmp/sshd.log & sshd=$!
-  printf "mpi-node-0 slots=1\nmpi-node-1 slots=1\n" >/tmp/hostfile
-  mpirun --hostfile /tmp/hostfile -np 2 --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo \
-    python3 examples/mpi/mpi_train.py; rc=$?
-  kill $sshd; grep -c "Accepted publickey" /tmp/sshd.log; exit $rc'
-[[ $(grep -c 'coach-result .*world_size=2 .*status=ok' "$work/out") == 2 ]] || { cat "$work/out"; fail "mpirun over ssh: not 2 ranks with status=ok"; }
+# DeepSpeed's MPI discovery gives rank 0's first non-loopback address (hostname -I) as the master's: the
+# ranks get one here, as pods have.
+netns_address=10.244.0.2
+for program in examples/mpi/mpi_train.py examples/deepspeed/ds_train.py; do
+  # shellcheck disable=SC2016  # $sshd and $rc are the inner sh's; $program is spliced in
+  expect "mpirun over ssh (the MPI runtimes' sshd), $program, 2 ranks" "rank=0 .*status=ok" /bin/sh -c '
+    /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config 2>/tmp/sshd.log & sshd=$!
+    printf "mpi-node-0 slots=1\nmpi-node-1 slots=1\n" >/tmp/hostfile
+    mpirun --hostfile /tmp/hostfile -np 2 --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo \
+      python3 '"$program"'; rc=$?
+    kill $sshd; grep -c "Accepted publickey" /tmp/sshd.log; exit $rc'
+  [[ $(grep -c 'coach-result .*world_size=2 .*status=ok' "$work/out") == 2 ]] || { cat "$work/out"; fail "mpirun over ssh, $program: not 2 ranks with status=ok"; }
+done
+netns_address=
 rm -rf "$ssh_dir"
 
 # PyTorch's own launcher, as a PyTorchJob's command runs it: one node, 2 processes.
