@@ -2,6 +2,9 @@
 
 Usage: count_test_results.py BEP_JSON_FILE //label ... ; prints "PASSED FAILED".
 
+Each failed case is also written to stderr with the end of its failure text (an assertion is at the
+end of pytest's and GoogleTest's), so that the tail of a long run's log says what failed and why.
+
 Only the reports that this invocation's build event stream names are read (results Bazel
 took from its cache included), so stale files left in bazel-testlogs by an earlier run can
 never be counted. A test target without a result in the stream (it failed to build, or
@@ -36,8 +39,26 @@ def reports_by_label(bep_path):
     return reports
 
 
-def count_report(status, path):
-    """(passed, failed) for one test run."""
+FAILURE_LINES = 25  # of each failed case's text
+FAILURES_SHOWN = 12
+
+
+def failure_text(case):
+    """The end of a failed case's failure (or error) message and text."""
+    found = case.find("failure")
+    if found is None:
+        found = case.find("error")
+    text = "\n".join(t for t in (found.get("message", ""), found.text or "") if t.strip())
+    lines = text.strip().splitlines()
+    shown = lines[-FAILURE_LINES:]
+    if len(lines) > len(shown):
+        shown.insert(0, "... (%d lines before)" % (len(lines) - len(shown)))
+    return shown
+
+
+def count_report(status, path, failures=None):
+    """(passed, failed) for one test run; appends (case, text lines) of each failed case to
+    `failures`."""
     if not path or not os.path.exists(path):
         return (0, 1)
     try:
@@ -50,6 +71,9 @@ def count_report(status, path):
         any_case = True
         if case.find("failure") is not None or case.find("error") is not None:
             failed += 1
+            if failures is not None:
+                name = ".".join(n for n in (case.get("classname", ""), case.get("name", "")) if n)
+                failures.append((name, failure_text(case)))
         elif case.get("status", "run") == "run" and case.find("skipped") is None:
             passed += 1
     if not any_case:
@@ -61,21 +85,39 @@ def count_report(status, path):
     return (passed, failed)
 
 
-def count(bep_path, labels):
+def count(bep_path, labels, out=None):
+    """(passed, failed); with `out`, the failed cases written there."""
     reports = reports_by_label(bep_path)
     passed = failed = 0
+    shown = 0
     for label in labels:
         runs = reports.get(label)
         if not runs:
             failed += 1
+            if out is not None:
+                print("== failed: %s (no result: it did not build or did not run)" % label, file=out)
             continue
         for status, path in runs:
-            p, f = count_report(status, path)
+            failures = []
+            p, f = count_report(status, path, failures)
             passed += p
             failed += f
+            if out is None:
+                continue
+            if f and not failures:
+                print("== failed: %s (%s, no failed case in its report)" % (label, status), file=out)
+            for name, lines in failures:
+                shown += 1
+                if shown > FAILURES_SHOWN:
+                    continue
+                print("== failed: %s %s" % (label, name), file=out)
+                for line in lines:
+                    print("   " + line, file=out)
+    if out is not None and shown > FAILURES_SHOWN:
+        print("== ... and %d failed case(s) more" % (shown - FAILURES_SHOWN), file=out)
     return passed, failed
 
 
 if __name__ == "__main__":
-    p, f = count(sys.argv[1], sys.argv[2:])
+    p, f = count(sys.argv[1], sys.argv[2:], out=sys.stderr)
     print(p, f)

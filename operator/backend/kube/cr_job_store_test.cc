@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -88,23 +89,80 @@ struct Changes {
   }
 };
 
-// The client's request count once it has held still for 300 ms (at most 10 s): after a sync the
-// reflectors open their watches, and a loaded API server may answer a watch from a list's
-// resourceVersion with "too large resource version", which costs a list and a watch more.
-int64_t SettledRequests(const std::function<int64_t()>& requests) {
-  int64_t last = requests();
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  absl::Time still_since = absl::Now();
-  while (absl::Now() < deadline && absl::Now() - still_since < absl::Milliseconds(300)) {
-    absl::SleepFor(absl::Milliseconds(20));
-    const int64_t now = requests();
-    if (now != last) {
-      last = now;
-      still_since = absl::Now();
-    }
+// Forwards to a client and counts what this test's store asks of it: every call, and the reads
+// of one object (Get, GetStatus), the requests a read served by the watch must not make. Counted
+// here, not at the shared real client, so that no other store's watch (a reflector reopening it,
+// or one of an earlier test winding down) is counted.
+class CountingClient : public k8s::KubeClient {
+ public:
+  explicit CountingClient(k8s::KubeClient* inner) : inner_(inner) {}
+  int64_t calls() const { return calls_.load(); }
+  int64_t object_reads() const { return object_reads_.load(); }
+
+  absl::StatusOr<json> Create(const k8s::ResourceDescriptor& r, const std::string& ns,
+                              const json& o) override {
+    ++calls_;
+    return inner_->Create(r, ns, o);
   }
-  return last;
-}
+  absl::StatusOr<json> Get(const k8s::ResourceDescriptor& r, const std::string& ns,
+                           const std::string& n) override {
+    ++calls_;
+    ++object_reads_;
+    return inner_->Get(r, ns, n);
+  }
+  absl::StatusOr<k8s::ListResult> List(const k8s::ResourceDescriptor& r, const std::string& ns,
+                                       const k8s::ListOptions& o) override {
+    ++calls_;
+    return inner_->List(r, ns, o);
+  }
+  absl::Status Watch(const k8s::ResourceDescriptor& r, const std::string& ns,
+                     const k8s::WatchOptions& o, const k8s::WatchHandler& h) override {
+    ++calls_;
+    return inner_->Watch(r, ns, o, h);
+  }
+  absl::StatusOr<json> Update(const k8s::ResourceDescriptor& r, const std::string& ns,
+                              const json& o) override {
+    ++calls_;
+    return inner_->Update(r, ns, o);
+  }
+  absl::StatusOr<json> Patch(const k8s::ResourceDescriptor& r, const std::string& ns,
+                             const std::string& n, k8s::PatchType t, const json& p) override {
+    ++calls_;
+    return inner_->Patch(r, ns, n, t, p);
+  }
+  absl::Status Delete(const k8s::ResourceDescriptor& r, const std::string& ns,
+                      const std::string& n, const k8s::DeleteOptions& o) override {
+    ++calls_;
+    return inner_->Delete(r, ns, n, o);
+  }
+  absl::StatusOr<json> GetStatus(const k8s::ResourceDescriptor& r, const std::string& ns,
+                                 const std::string& n) override {
+    ++calls_;
+    ++object_reads_;
+    return inner_->GetStatus(r, ns, n);
+  }
+  absl::StatusOr<json> UpdateStatus(const k8s::ResourceDescriptor& r, const std::string& ns,
+                                    const json& o) override {
+    ++calls_;
+    return inner_->UpdateStatus(r, ns, o);
+  }
+  absl::StatusOr<json> PatchStatus(const k8s::ResourceDescriptor& r, const std::string& ns,
+                                   const std::string& n, k8s::PatchType t,
+                                   const json& p) override {
+    ++calls_;
+    return inner_->PatchStatus(r, ns, n, t, p);
+  }
+  absl::Status StreamLogs(const std::string& ns, const std::string& pod,
+                          const k8s::LogOptions& o, const k8s::LogHandler& h) override {
+    ++calls_;
+    return inner_->StreamLogs(ns, pod, o, h);
+  }
+
+ private:
+  k8s::KubeClient* inner_;
+  std::atomic<int64_t> calls_{0};
+  std::atomic<int64_t> object_reads_{0};
+};
 
 // One real control plane for every test of this binary, started by the first test that needs
 // it and brought down after the last one.
@@ -174,6 +232,8 @@ class CrJobStoreTest : public ::testing::TestWithParam<std::string> {
       client_ = kRealApiServer->client();
       kubectl_ = kRealApiServer->kubectl();
     }
+    counting_ = std::make_unique<CountingClient>(client_);
+    client_ = counting_.get();
     static std::mt19937_64 rng(std::random_device{}());
     ns_ = absl::StrCat("crjs-", rng() % 1000000000);
     ASSERT_TRUE(
@@ -196,7 +256,8 @@ class CrJobStoreTest : public ::testing::TestWithParam<std::string> {
 
   std::string kubectl_;
   std::unique_ptr<k8s::testing::FakeKubeClient> fake_;
-  k8s::KubeClient* client_ = nullptr;
+  std::unique_ptr<CountingClient> counting_;
+  k8s::KubeClient* client_ = nullptr;  // counting_, over the fake or the real API server
   Changes changes_;  // outlives the store's watch threads (stopped in TearDown)
   std::unique_ptr<CrJobStore> store_;
   std::string ns_;
@@ -599,19 +660,14 @@ TEST_P(CrJobStoreTest, StopEventsWritesEverythingQueued) {
 // The controller's read comes from the watch without a request, and never serves a copy
 // older than this store's own last write.
 TEST_P(CrJobStoreTest, GetCachedServesTheWatchAndNeverAnOutdatedCopy) {
-  auto requests = [&]() -> int64_t {
-    return real() ? kRealApiServer->client()->requests_sent()
-                  : static_cast<int64_t>(fake_->calls().size());
-  };
   ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "c")).ok());
   ASSERT_TRUE(store_->GetCached({ns_, "c"}).ok());  // not watching: a plain Get
   ASSERT_TRUE(store_->StartWatching(nullptr).ok());
   ASSERT_TRUE(store_->WaitForSync(absl::Seconds(30)));
 
-  const int64_t before = SettledRequests(requests);
+  const int64_t before = counting_->object_reads();
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(store_->GetCached({ns_, "c"}).ok());
-  // 20 Gets would be 20 requests; a reflector may still reopen its watch.
-  EXPECT_LE(requests() - before, 6);
+  EXPECT_EQ(counting_->object_reads() - before, 0);  // 20 Gets would be 20 requests
 
   // Our own status write: the next read shows it, however late the watch is.
   for (int round = 0; round < 5; ++round) {
@@ -647,10 +703,6 @@ TEST_P(CrJobStoreTest, GetCachedServesTheWatchAndNeverAnOutdatedCopy) {
 // this backend, reads its own kind from the watch with no request, never an outdated copy,
 // and its events land on its own kind's object. The plain name stays ambiguous.
 TEST_P(CrJobStoreTest, GetCachedWithAQualifiedKeyReadsItsKindFromTheWatch) {
-  auto requests = [&]() -> int64_t {
-    return real() ? kRealApiServer->client()->requests_sent()
-                  : static_cast<int64_t>(fake_->calls().size());
-  };
   auto pt = store_->Create(Job("PyTorchJob", ns_, "same"));
   ASSERT_TRUE(pt.ok()) << pt.status();
   auto tf = store_->Create(Job("TFJob", ns_, "same"));
@@ -674,7 +726,7 @@ TEST_P(CrJobStoreTest, GetCachedWithAQualifiedKeyReadsItsKindFromTheWatch) {
   EXPECT_EQ(store_->GetCached({ns_, "same"}).status().code(),
             absl::StatusCode::kFailedPrecondition);
 
-  const int64_t before = SettledRequests(requests);
+  const int64_t before = counting_->object_reads();
   for (int i = 0; i < 20; ++i) {
     auto a = store_->GetCached({ns_, "PyTorchJob/same"});
     ASSERT_TRUE(a.ok()) << a.status();
@@ -685,8 +737,7 @@ TEST_P(CrJobStoreTest, GetCachedWithAQualifiedKeyReadsItsKindFromTheWatch) {
     EXPECT_EQ(b->kind(), api::v1::TF_JOB);
     EXPECT_EQ(b->metadata().uid(), tf->metadata().uid());
   }
-  // 40 Gets would be 40 requests; a reflector may still reopen its watch.
-  EXPECT_LE(requests() - before, 6);
+  EXPECT_EQ(counting_->object_reads() - before, 0);  // 40 Gets would be 40 requests
 
   // The outdated rule holds for a qualified key: our own write is read back at once.
   auto current = store_->GetCached({ns_, "TFJob/same"});
@@ -722,22 +773,18 @@ TEST_P(CrJobStoreTest, GetCachedWithAQualifiedKeyReadsItsKindFromTheWatch) {
 // A job the watch would never see is refused before any request, naming the field and the
 // watched namespaces.
 TEST_P(CrJobStoreTest, CreateOutsideTheWatchedNamespacesIsRefused) {
-  auto requests = [&]() -> int64_t {
-    return real() ? kRealApiServer->client()->requests_sent()
-                  : static_cast<int64_t>(fake_->calls().size());
-  };
   CrJobStoreOptions options;
   options.namespaces = {ns_, "team-b"};
   auto store = CrJobStore::Create(client_, options);
   ASSERT_TRUE(store.ok()) << store.status();
   const std::string other = absl::StrCat(ns_, "-other");
-  const int64_t before = requests();
+  const int64_t before = counting_->calls();
   auto refused = (*store)->Create(Job("PyTorchJob", other, "x"));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(refused.status().message(),
             absl::StrCat("metadata.namespace: \"", other,
                          "\" is not watched by this operator (--namespaces ", ns_, ",team-b)"));
-  EXPECT_EQ(requests(), before);
+  EXPECT_EQ(counting_->calls(), before);
   auto created = (*store)->Create(Job("PyTorchJob", ns_, "x"));
   EXPECT_TRUE(created.ok()) << created.status();
 }
