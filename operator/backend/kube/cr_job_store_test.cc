@@ -130,8 +130,8 @@ class CountingClient : public k8s::KubeClient {
     ++calls_;
     return inner_->Patch(r, ns, n, t, p);
   }
-  absl::Status Delete(const k8s::ResourceDescriptor& r, const std::string& ns,
-                      const std::string& n, const k8s::DeleteOptions& o) override {
+  absl::Status Delete(const k8s::ResourceDescriptor& r, const std::string& ns, const std::string& n,
+                      const k8s::DeleteOptions& o) override {
     ++calls_;
     return inner_->Delete(r, ns, n, o);
   }
@@ -147,13 +147,12 @@ class CountingClient : public k8s::KubeClient {
     return inner_->UpdateStatus(r, ns, o);
   }
   absl::StatusOr<json> PatchStatus(const k8s::ResourceDescriptor& r, const std::string& ns,
-                                   const std::string& n, k8s::PatchType t,
-                                   const json& p) override {
+                                   const std::string& n, k8s::PatchType t, const json& p) override {
     ++calls_;
     return inner_->PatchStatus(r, ns, n, t, p);
   }
-  absl::Status StreamLogs(const std::string& ns, const std::string& pod,
-                          const k8s::LogOptions& o, const k8s::LogHandler& h) override {
+  absl::Status StreamLogs(const std::string& ns, const std::string& pod, const k8s::LogOptions& o,
+                          const k8s::LogHandler& h) override {
     ++calls_;
     return inner_->StreamLogs(ns, pod, o, h);
   }
@@ -258,7 +257,7 @@ class CrJobStoreTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<k8s::testing::FakeKubeClient> fake_;
   std::unique_ptr<CountingClient> counting_;
   k8s::KubeClient* client_ = nullptr;  // counting_, over the fake or the real API server
-  Changes changes_;  // outlives the store's watch threads (stopped in TearDown)
+  Changes changes_;                    // outlives the store's watch threads (stopped in TearDown)
   std::unique_ptr<CrJobStore> store_;
   std::string ns_;
 };
@@ -661,7 +660,9 @@ TEST_P(CrJobStoreTest, StopEventsWritesEverythingQueued) {
 // older than this store's own last write.
 TEST_P(CrJobStoreTest, GetCachedServesTheWatchAndNeverAnOutdatedCopy) {
   ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "c")).ok());
+  const int64_t unwatched = counting_->object_reads();
   ASSERT_TRUE(store_->GetCached({ns_, "c"}).ok());  // not watching: a plain Get
+  EXPECT_GT(counting_->object_reads() - unwatched, 0);  // one Get per kind
   ASSERT_TRUE(store_->StartWatching(nullptr).ok());
   ASSERT_TRUE(store_->WaitForSync(absl::Seconds(30)));
 
