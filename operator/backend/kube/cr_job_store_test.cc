@@ -661,7 +661,7 @@ TEST_P(CrJobStoreTest, StopEventsWritesEverythingQueued) {
 TEST_P(CrJobStoreTest, GetCachedServesTheWatchAndNeverAnOutdatedCopy) {
   ASSERT_TRUE(store_->Create(Job("PyTorchJob", ns_, "c")).ok());
   const int64_t unwatched = counting_->object_reads();
-  ASSERT_TRUE(store_->GetCached({ns_, "c"}).ok());  // not watching: a plain Get
+  ASSERT_TRUE(store_->GetCached({ns_, "c"}).ok());      // not watching: a plain Get
   EXPECT_GT(counting_->object_reads() - unwatched, 0);  // one Get per kind
   ASSERT_TRUE(store_->StartWatching(nullptr).ok());
   ASSERT_TRUE(store_->WaitForSync(absl::Seconds(30)));
