@@ -11,9 +11,9 @@
 #     image's environment (HOME=/tmp, PATH) and working directory (/opt/coach), on loopback:
 #     - torch, numpy, xgboost, mlflow (the version tools/mlflow_env.sh pins), mpi4py and deepspeed import;
 #     - a 2-process gloo all-reduce with torch.distributed;
-#     - mpirun -np 2 of an mpi4py allreduce, and examples/mpi/mpi_train.py and
-#       examples/deepspeed/ds_train.py by mpirun over ssh to the sshd that Kubeflow Trainer's MPI
-#       runtimes start;
+#     - mpirun -np 2 of an mpi4py allreduce and of examples/deepspeed/ds_train.py, and
+#       examples/mpi/mpi_train.py by mpirun over ssh to the sshd that Kubeflow Trainer's MPI runtimes
+#       start;
 #     - the MLflow client logs a run to a file store;
 #     - examples/pytorch/ddp_train.py with 2 ranks and examples/xgboost/xgb_train.py with 2 ranks, by
 #       the manifests' relative paths, end with status=ok;
@@ -121,8 +121,8 @@ say "unpacked $(du -sm "$rootfs" | cut -f1) MiB in $((SECONDS - t0)) s"
 
 # in_image COMMAND...: runs COMMAND in the unpacked image as 1000:1000, in /opt/coach, as a container would:
 # its own mount namespace and, like a pod, its own network namespace (here only loopback, and with
-# $netns_address set, that address on an interface of its own, as a pod's), so that what it listens
-# on meets nothing of this host's.
+# $netns_address set, that address on eth0, one end of a veth pair, as a pod has), so that what it
+# listens on meets nothing of this host's.
 netns_address=
 in_image() {
   # shellcheck disable=SC2016  # the inner script's arguments ($1.. and ${@:6}) and variables are its own
@@ -132,7 +132,8 @@ in_image() {
       root=$3
       "$4" link set lo up
       if [ -n "$5" ]; then
-        "$4" link add eth0 type dummy && "$4" address add "$5/24" dev eth0 && "$4" link set eth0 up
+        { "$4" link add eth0 type veth peer name eth1 && "$4" address add "$5/24" dev eth0 &&
+          "$4" link set eth1 up && "$4" link set eth0 up; } || { echo "in_image: no eth0 with $5" >&2; exit 1; }
       fi
       "$1" -t proc proc "$root/proc"
       "$1" -t sysfs -o ro,nosuid,nodev,noexec sysfs "$root/sys"
@@ -220,21 +221,25 @@ cp "$ssh_dir/id_rsa.pub" "$ssh_dir/authorized_keys"
 chown -R 0:1000 "$ssh_dir"
 chmod 0640 "$ssh_dir/id_rsa"
 printf '127.0.0.2\tmpi-node-0\n127.0.0.3\tmpi-node-1\n' >>"$rootfs/etc/hosts"
-# DeepSpeed's MPI discovery gives rank 0's first non-loopback address (hostname -I) as the master's: the
-# ranks get one here, as pods have.
-netns_address=10.244.0.2
-for program in examples/mpi/mpi_train.py examples/deepspeed/ds_train.py; do
-  # shellcheck disable=SC2016  # $sshd and $rc are the inner sh's; $program is spliced in
-  expect "mpirun over ssh (the MPI runtimes' sshd), $program, 2 ranks" "rank=0 .*status=ok" /bin/sh -c '
-    /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config 2>/tmp/sshd.log & sshd=$!
-    printf "mpi-node-0 slots=1\nmpi-node-1 slots=1\n" >/tmp/hostfile
-    mpirun --hostfile /tmp/hostfile -np 2 --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo \
-      python3 '"$program"'; rc=$?
-    kill $sshd; grep -c "Accepted publickey" /tmp/sshd.log; exit $rc'
-  [[ $(grep -c 'coach-result .*world_size=2 .*status=ok' "$work/out") == 2 ]] || { cat "$work/out"; fail "mpirun over ssh, $program: not 2 ranks with status=ok"; }
-done
-netns_address=
+# shellcheck disable=SC2016  # $sshd and $rc are the inner sh's
+expect "mpirun over ssh (the MPI runtimes' sshd), examples/mpi/mpi_train.py, 2 ranks" "rank=0 .*status=ok" /bin/sh -c '
+  /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config 2>/tmp/sshd.log & sshd=$!
+  printf "mpi-node-0 slots=1\nmpi-node-1 slots=1\n" >/tmp/hostfile
+  timeout 300 mpirun --hostfile /tmp/hostfile -np 2 --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo \
+    python3 examples/mpi/mpi_train.py; rc=$?
+  kill $sshd; grep -c "Accepted publickey" /tmp/sshd.log; exit $rc'
+[[ $(grep -c 'coach-result .*world_size=2 .*status=ok' "$work/out") == 2 ]] || { cat "$work/out"; fail "mpirun over ssh: not 2 ranks with status=ok"; }
 rm -rf "$ssh_dir"
+
+# DeepSpeed under mpirun: its MPI discovery takes rank 0's first address but loopback (hostname -I) as
+# the master's, so the ranks get one here, as a pod has. Both on one host: the ssh hosts above share
+# one host name, which DeepSpeed counts as one node and Open MPI as two.
+netns_address=10.244.0.2
+expect "mpirun -np 2, examples/deepspeed/ds_train.py (DeepSpeed ZeRO-1 over gloo)" "rank=0 .*status=ok" \
+  timeout 300 mpirun -np 2 --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo \
+  --mca oob_tcp_if_include lo python3 examples/deepspeed/ds_train.py
+netns_address=
+[[ $(grep -c 'coach-result .*world_size=2 .*status=ok' "$work/out") == 2 ]] || { cat "$work/out"; fail "ds_train.py: not 2 ranks with status=ok"; }
 
 # PyTorch's own launcher, as a PyTorchJob's command runs it: one node, 2 processes.
 expect "torchrun --standalone --nproc_per_node=2 examples/pytorch/ddp_train.py" "rank=0 .*status=ok" \
