@@ -466,4 +466,10 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_code = main()
+    # Everything is written and the process group is gone; the interpreter's own teardown is
+    # skipped: PyTorch 2.x's distributed objects left for it can abort the process there
+    # (SIGABRT, exit 134) after a run that succeeded, which a job counts as a failed replica.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exit_code)
