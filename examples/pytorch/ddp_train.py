@@ -93,6 +93,7 @@ EXIT_USAGE = 64
 DIM = 16
 CLASSES = 3
 DATA_SEED = 1234
+DEVICES = ("cpu", "cuda")  # --device: gloo on the CPU, NCCL on the process's GPU
 
 CHECKPOINT_NAME = "checkpoint.pt"
 CHECKPOINT_TMP_PREFIX = ".checkpoint.pt."  # + random + ".tmp": a save in progress, or a killed one
@@ -147,7 +148,7 @@ def parse_args():
                    default=env_default("COACH_SLEEP_SECONDS", 0.0, float))
     p.add_argument("--timeout-seconds", type=float, default=120.0,
                    help="collective and rendezvous timeout")
-    p.add_argument("--device", choices=("cpu", "cuda"), default=env_default("COACH_DEVICE", "cpu", str),
+    p.add_argument("--device", choices=DEVICES, default=env_default("COACH_DEVICE", "cpu", str),
                    help="cpu: gloo; cuda: the process's GPU (LOCAL_RANK) over NCCL")
     p.add_argument("--checkpoint-dir", default=env_default("COACH_CHECKPOINT_DIR", "", str),
                    help="save a checkpoint here after each epoch and resume from it at the start")
@@ -155,8 +156,8 @@ def parse_args():
                    default=env_default("COACH_EPOCH_SECONDS", 0.0, float),
                    help="each epoch takes at least this long (sleeps the rest)")
     args = p.parse_args()
-    if args.device not in ("cpu", "cuda"):  # COACH_DEVICE bypasses choices
-        die(f"--device {args.device!r}: want cpu or cuda")
+    if args.device not in DEVICES:  # a default from COACH_DEVICE bypasses choices
+        die(f"--device {args.device!r}: want one of {', '.join(DEVICES)}")
     if args.epochs < 1:
         die("--epochs must be >= 1")
     if not args.epoch_seconds >= 0:
@@ -433,8 +434,8 @@ def main():
             os._exit(args.exit_code)  # no clean shutdown: peers see a lost rank, as after a crash
 
     checksum = params_checksum(model.module)
-    # int64 fits it signed.
-    mine = torch.tensor([int(checksum, 16) - (1 << 63)], dtype=torch.int64, device=device)
+    mine = torch.tensor([int(checksum, 16) - (1 << 63)], dtype=torch.int64,
+                        device=device)  # shifted to fit a signed int64
     everyone = [torch.zeros_like(mine) for _ in range(world)]
     dist.all_gather(everyone, mine)
     agree = all(int(t.item()) == int(mine.item()) for t in everyone)

@@ -28,6 +28,7 @@
 #include "operator/backend/kube/client/kube_config.h"
 #include "operator/backend/kube/client/rest_kube_client.h"
 #include "operator/backend/kube/testing/fake_kube_client.h"
+#include "operator/backend/kube/testing/forwarding_kube_client.h"
 #include "operator/backend/kube/testing/testenv.h"
 #include "operator/store/testing/job_store_contract.h"
 
@@ -93,72 +94,19 @@ struct Changes {
 // of one object (Get, GetStatus), the requests a read served by the watch must not make. Counted
 // here, not at the shared real client, so that no other store's watch (a reflector reopening it,
 // or one of an earlier test winding down) is counted.
-class CountingClient : public k8s::KubeClient {
+class CountingClient : public k8s::testing::ForwardingKubeClient {
  public:
-  explicit CountingClient(k8s::KubeClient* inner) : inner_(inner) {}
+  using ForwardingKubeClient::ForwardingKubeClient;
   int64_t calls() const { return calls_.load(); }
   int64_t object_reads() const { return object_reads_.load(); }
 
-  absl::StatusOr<json> Create(const k8s::ResourceDescriptor& r, const std::string& ns,
-                              const json& o) override {
+ protected:
+  void Called(absl::string_view verb) override {
     ++calls_;
-    return inner_->Create(r, ns, o);
-  }
-  absl::StatusOr<json> Get(const k8s::ResourceDescriptor& r, const std::string& ns,
-                           const std::string& n) override {
-    ++calls_;
-    ++object_reads_;
-    return inner_->Get(r, ns, n);
-  }
-  absl::StatusOr<k8s::ListResult> List(const k8s::ResourceDescriptor& r, const std::string& ns,
-                                       const k8s::ListOptions& o) override {
-    ++calls_;
-    return inner_->List(r, ns, o);
-  }
-  absl::Status Watch(const k8s::ResourceDescriptor& r, const std::string& ns,
-                     const k8s::WatchOptions& o, const k8s::WatchHandler& h) override {
-    ++calls_;
-    return inner_->Watch(r, ns, o, h);
-  }
-  absl::StatusOr<json> Update(const k8s::ResourceDescriptor& r, const std::string& ns,
-                              const json& o) override {
-    ++calls_;
-    return inner_->Update(r, ns, o);
-  }
-  absl::StatusOr<json> Patch(const k8s::ResourceDescriptor& r, const std::string& ns,
-                             const std::string& n, k8s::PatchType t, const json& p) override {
-    ++calls_;
-    return inner_->Patch(r, ns, n, t, p);
-  }
-  absl::Status Delete(const k8s::ResourceDescriptor& r, const std::string& ns, const std::string& n,
-                      const k8s::DeleteOptions& o) override {
-    ++calls_;
-    return inner_->Delete(r, ns, n, o);
-  }
-  absl::StatusOr<json> GetStatus(const k8s::ResourceDescriptor& r, const std::string& ns,
-                                 const std::string& n) override {
-    ++calls_;
-    ++object_reads_;
-    return inner_->GetStatus(r, ns, n);
-  }
-  absl::StatusOr<json> UpdateStatus(const k8s::ResourceDescriptor& r, const std::string& ns,
-                                    const json& o) override {
-    ++calls_;
-    return inner_->UpdateStatus(r, ns, o);
-  }
-  absl::StatusOr<json> PatchStatus(const k8s::ResourceDescriptor& r, const std::string& ns,
-                                   const std::string& n, k8s::PatchType t, const json& p) override {
-    ++calls_;
-    return inner_->PatchStatus(r, ns, n, t, p);
-  }
-  absl::Status StreamLogs(const std::string& ns, const std::string& pod, const k8s::LogOptions& o,
-                          const k8s::LogHandler& h) override {
-    ++calls_;
-    return inner_->StreamLogs(ns, pod, o, h);
+    if (verb == "get" || verb == "getstatus") ++object_reads_;
   }
 
  private:
-  k8s::KubeClient* inner_;
   std::atomic<int64_t> calls_{0};
   std::atomic<int64_t> object_reads_{0};
 };

@@ -17,6 +17,7 @@
 #include "operator/backend/kube/client/errors.h"
 #include "operator/backend/kube/ssh_auth_keys.h"
 #include "operator/backend/kube/testing/fake_kube_client.h"
+#include "operator/backend/kube/testing/forwarding_kube_client.h"
 #include "operator/model/replicas.h"
 #include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/desired_objects.h"
@@ -35,10 +36,10 @@ namespace resources = coach::kubeclient::resources;
 
 // Forwards to a FakeKubeClient; watch events of a held resource wait (lag), of a dropped
 // resource vanish (as if the watch missed them).
-class GatedClient : public KubeClient {
+class GatedClient : public coach::kubeclient::testing::ForwardingKubeClient {
  public:
   enum class Mode { kPass, kHold, kDrop };
-  explicit GatedClient(FakeKubeClient* fake) : fake_(fake) {}
+  explicit GatedClient(FakeKubeClient* fake) : ForwardingKubeClient(fake) {}
 
   void SetMode(const std::string& plural, Mode mode) {
     std::lock_guard<std::mutex> l(mu_);
@@ -46,24 +47,11 @@ class GatedClient : public KubeClient {
     cv_.notify_all();
   }
 
-  absl::StatusOr<json> Create(const ResourceDescriptor& r, const std::string& ns,
-                              const json& o) override {
-    return fake_->Create(r, ns, o);
-  }
-  absl::StatusOr<json> Get(const ResourceDescriptor& r, const std::string& ns,
-                           const std::string& n) override {
-    return fake_->Get(r, ns, n);
-  }
-  absl::StatusOr<coach::kubeclient::ListResult> List(
-      const ResourceDescriptor& r, const std::string& ns,
-      const coach::kubeclient::ListOptions& o) override {
-    return fake_->List(r, ns, o);
-  }
   absl::Status Watch(const ResourceDescriptor& r, const std::string& ns,
                      const coach::kubeclient::WatchOptions& o,
                      const coach::kubeclient::WatchHandler& handler) override {
     const std::string plural = r.plural;
-    return fake_->Watch(r, ns, o, [this, plural, handler, &o](const WatchEvent& e) {
+    return inner()->Watch(r, ns, o, [this, plural, handler, &o](const WatchEvent& e) {
       std::unique_lock<std::mutex> l(mu_);
       while (modes_[plural] == Mode::kHold && !(o.stop != nullptr && o.stop->load())) {
         cv_.wait_for(l, std::chrono::milliseconds(20));
@@ -73,40 +61,8 @@ class GatedClient : public KubeClient {
       return handler(e);
     });
   }
-  absl::StatusOr<json> Update(const ResourceDescriptor& r, const std::string& ns,
-                              const json& o) override {
-    return fake_->Update(r, ns, o);
-  }
-  absl::StatusOr<json> Patch(const ResourceDescriptor& r, const std::string& ns,
-                             const std::string& n, coach::kubeclient::PatchType t,
-                             const json& p) override {
-    return fake_->Patch(r, ns, n, t, p);
-  }
-  absl::Status Delete(const ResourceDescriptor& r, const std::string& ns, const std::string& n,
-                      const coach::kubeclient::DeleteOptions& o) override {
-    return fake_->Delete(r, ns, n, o);
-  }
-  absl::StatusOr<json> GetStatus(const ResourceDescriptor& r, const std::string& ns,
-                                 const std::string& n) override {
-    return fake_->GetStatus(r, ns, n);
-  }
-  absl::StatusOr<json> UpdateStatus(const ResourceDescriptor& r, const std::string& ns,
-                                    const json& o) override {
-    return fake_->UpdateStatus(r, ns, o);
-  }
-  absl::StatusOr<json> PatchStatus(const ResourceDescriptor& r, const std::string& ns,
-                                   const std::string& n, coach::kubeclient::PatchType t,
-                                   const json& p) override {
-    return fake_->PatchStatus(r, ns, n, t, p);
-  }
-  absl::Status StreamLogs(const std::string& ns, const std::string& pod,
-                          const coach::kubeclient::LogOptions& o,
-                          const coach::kubeclient::LogHandler& h) override {
-    return fake_->StreamLogs(ns, pod, o, h);
-  }
 
  private:
-  FakeKubeClient* fake_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Mode> modes_;
