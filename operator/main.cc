@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   if (absl::Status s = op.WireBackend(); !s.ok()) return Failed(s);
   op.BuildCore();
   if (absl::Status s = op.StartHttp(); !s.ok()) return Failed(s);
+  if (absl::Status s = op.StartWebhooks(); !s.ok()) return Failed(s);
   if (absl::Status s = op.WatchJobs(); !s.ok()) return Failed(s);
   if (absl::Status s = op.StartController(); !s.ok()) return Failed(s);
   if (absl::Status s = op.ServeApi(); !s.ok()) {

@@ -101,5 +101,84 @@ TEST_F(LocalTrainJobTest, ARuntimeThisMachineDoesNotHaveIsRefusedAtSubmit) {
       << created.status();
 }
 
+// The runtimes of --training-runtimes as upstream's runtime webhook would have refused them at
+// create (on a cluster they never exist): a TrainJob naming one is refused at submit with the
+// webhook's words.
+class LocalAdmissionTest : public OperatorTest {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::string> dir = MakeTempDir("runtimes");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    const std::string torch = ReadFileOrEmpty(SharedRuntimes() + "/torch_distributed.yaml");
+    ASSERT_FALSE(torch.empty());
+    auto variant = [&](const std::string& name, const std::string& from, const std::string& to) {
+      std::string text = torch;
+      const std::string own = "name: torch-distributed";
+      text.replace(text.find(own), own.size(), "name: " + name);
+      ASSERT_NE(text.find(from), std::string::npos) << from;
+      text.replace(text.find(from), from.size(), to);
+      WriteFileOrDie(absl::StrCat(*dir, "/", name, ".yaml"), text);
+    };
+    variant("no-node-container", "- name: node\n                      image",
+            "- name: trainer\n                      image");
+    variant("two-trainer-replicas", "        - name: node\n          template:",
+            "        - name: node\n          replicas: 2\n          template:");
+    variant("torch-distributed", "torch: {}", "torch: {}");
+    OperatorOptions options;
+    options.workdir = Runfile("");
+    options.extra_args = {"--training-runtimes=" + *dir};
+    StartOperator(options);
+  }
+
+  // The example with `from` replaced by `to`, validated and defaulted but not stored.
+  absl::StatusOr<TrainingJob> Submit(const std::string& from, const std::string& to) {
+    std::string manifest = TrainJobManifest();
+    if (manifest.find(from) == std::string::npos) return absl::InternalError("no " + from);
+    manifest.replace(manifest.find(from), from.size(), to);
+    return op_->client().CreateJobFromManifest(manifest, kNs, /*dry_run=*/true);
+  }
+};
+
+TEST_F(LocalAdmissionTest, RuntimesUpstreamRefusesAreRefusedAtSubmit) {
+  absl::Status no_node = Submit("name: torch-distributed", "name: no-node-container").status();
+  EXPECT_EQ(no_node.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(no_node.message(),
+                                "must contain the required container for the ancestor: trainer"))
+      << no_node;
+  absl::Status two = Submit("name: torch-distributed", "name: two-trainer-replicas").status();
+  EXPECT_EQ(two.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(two.message(), "replicas: Invalid value: 2: always must be 1"))
+      << two;
+}
+
+TEST_F(LocalAdmissionTest, UnknownRuntimeKindIsRefusedAtSubmit) {
+  absl::Status unknown =
+      Submit("    name: torch-distributed", "    name: torch-distributed\n    kind: MyRuntime")
+          .status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(unknown.message(), "unsupported runtime: MyRuntime")) << unknown;
+}
+
+TEST_F(LocalAdmissionTest, RuntimePatchesGetTheirTimeAtSubmit) {
+  const std::string patch =
+      "  runtimePatches:\n"
+      "    - manager: example.com/tuner\n"
+      "      trainingRuntimeSpec:\n"
+      "        template:\n"
+      "          spec:\n"
+      "            replicatedJobs:\n"
+      "              - name: node\n"
+      "                template:\n"
+      "                  metadata:\n"
+      "                    labels: {team: vision}\n"
+      "  trainer:\n";
+  absl::StatusOr<TrainingJob> admitted = Submit("  trainer:\n", patch);
+  ASSERT_TRUE(admitted.ok()) << admitted.status();
+  const nlohmann::json shown = api::v1::codec::JobToJson(*admitted);
+  const nlohmann::json& stamped = shown["spec"]["runtimePatches"][0];
+  ASSERT_TRUE(stamped.contains("time")) << shown["spec"].dump();
+  EXPECT_TRUE(absl::EndsWith(stamped["time"].get<std::string>(), "Z")) << stamped.dump();
+}
+
 }  // namespace
 }  // namespace coach::e2e

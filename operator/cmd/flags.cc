@@ -248,6 +248,38 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                   "Time between acquire/renew attempts")
       ->envname("COACH_LEADER_ELECT_RETRY_PERIOD")
       ->capture_default_str();
+  app->add_option("--webhook-listen", flags->webhook_listen,
+                  "Admission webhooks for TrainJobs and training runtimes over HTTPS "
+                  "(--backend=kube; host:port); empty: none")
+      ->envname("COACH_WEBHOOK_LISTEN");
+  app->add_option("--webhook-cert-dir", flags->webhook_cert_dir,
+                  "Serve the webhooks with DIR/tls.crt and DIR/tls.key (re-read when they "
+                  "change: a mounted cert-manager Secret); empty: the operator makes and rotates "
+                  "its own in --webhook-secret")
+      ->envname("COACH_WEBHOOK_CERT_DIR");
+  app->add_option("--webhook-secret", flags->webhook_secret,
+                  "NAMESPACE/NAME of the Secret holding the webhooks' CA and certificate, which "
+                  "every replica serves and any renews")
+      ->envname("COACH_WEBHOOK_SECRET");
+  app->add_option("--webhook-service", flags->webhook_service,
+                  "NAMESPACE/NAME of the Service the API server calls the webhooks through: the "
+                  "certificate's DNS names")
+      ->envname("COACH_WEBHOOK_SERVICE");
+  app->add_option("--webhook-extra-names", flags->webhook_extra_names,
+                  "Comma-separated extra DNS names of the certificate (localhost for a "
+                  "registration by URL on loopback)")
+      ->envname("COACH_WEBHOOK_EXTRA_NAMES");
+  app->add_option("--webhook-mutating-configuration", flags->webhook_mutating_configuration,
+                  "MutatingWebhookConfiguration whose caBundle the operator keeps equal to its CA")
+      ->envname("COACH_WEBHOOK_MUTATING_CONFIGURATION");
+  app->add_option("--webhook-validating-configuration", flags->webhook_validating_configuration,
+                  "ValidatingWebhookConfiguration whose caBundle the operator keeps equal to its "
+                  "CA")
+      ->envname("COACH_WEBHOOK_VALIDATING_CONFIGURATION");
+  app->add_option("--webhook-client-ca", flags->webhook_client_ca,
+                  "CA bundle (PEM) the API server's client certificate must chain to (mutual "
+                  "TLS); empty: any client")
+      ->envname("COACH_WEBHOOK_CLIENT_CA");
 }
 
 std::optional<int> ParseCommandLine(int argc, char** argv, Flags* flags) {

@@ -60,6 +60,15 @@ struct Flags {
   std::string leader_elect_lease_duration = "15s";
   std::string leader_elect_renew_deadline = "10s";
   std::string leader_elect_retry_period = "2s";
+  // Admission webhooks (--backend=kube; validate_webhook.cc).
+  std::string webhook_listen;  // empty: none
+  std::string webhook_cert_dir;
+  std::string webhook_secret;   // NAMESPACE/NAME
+  std::string webhook_service;  // NAMESPACE/NAME
+  std::string webhook_extra_names;
+  std::string webhook_mutating_configuration;
+  std::string webhook_validating_configuration;
+  std::string webhook_client_ca;
 };
 
 // The defaults that depend on the environment: --state-dir under $HOME. Taken before

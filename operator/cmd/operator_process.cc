@@ -44,6 +44,32 @@ absl::Status OperatorProcess::StartHttp() {
   return absl::OkStatus();
 }
 
+absl::Status OperatorProcess::StartWebhooks() {
+  const Settings::Webhook& webhook = settings_.webhook;
+  if (webhook.listen.empty()) return absl::OkStatus();
+  coach::kubeclient::RestKubeClientOptions client_options;
+  client_options.qps = 100;
+  client_options.burst = 200;
+  auto client = coach::kubeclient::RestKubeClient::Create(settings_.kube_config, client_options);
+  if (!client.ok()) return client.status();
+  webhook_client_ = *std::move(client);
+  webhook::AdmissionServerOptions options;
+  options.listen = webhook.listen;
+  options.cert_dir = webhook.cert_dir;
+  options.rotator = webhook.rotator;
+  options.client_ca_pem = webhook.client_ca_pem;
+  options.registry = &core_->registry;
+  options.clock = core_->clock;
+  options.rotator.clock = core_->clock;
+  auto started = webhook::AdmissionServer::Start(
+      webhook_client_.get(), webhook::RuntimesFromApiServer(webhook_client_.get()), options);
+  if (!started.ok()) return started.status();
+  webhooks_ = *std::move(started);
+  spdlog::info("coach-operator: admission webhooks on {} (HTTPS, port {})", webhook.listen,
+               webhooks_->port());
+  return absl::OkStatus();
+}
+
 absl::Status OperatorProcess::WatchJobs() {
   if (wiring_.cr_store == nullptr) return absl::OkStatus();
   return WatchJobChanges(wiring_.cr_store, &core_->controller, &core_->watchers);
@@ -100,6 +126,8 @@ void OperatorProcess::ShutDown() {
   if (wiring_.cr_store != nullptr) {
     wiring_.cr_store->StopEvents(absl::Seconds(flags_.kube_event_shutdown_grace_s));
   }
+  // Admission until the end: the API server keeps calling this replica until its endpoint goes.
+  if (webhooks_ != nullptr) webhooks_->Stop();
   http_->Stop();
   if (probes_ != nullptr) probes_->Stop();
   spdlog::info("coach-operator: stopped");

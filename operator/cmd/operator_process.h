@@ -1,7 +1,7 @@
 // coach-operator's running parts, each started by one step that main (operator/main.cc) calls
 // in order, and stopped together by ShutDown: the store and backend (wiring.h), the core
-// (operator_core.h), the HTTP endpoints, the job watch on Kubernetes (job_watch.h), the
-// controller's start (leader_gate.h) and the gRPC API (api_server.h).
+// (operator_core.h), the HTTP endpoints, the admission webhooks, the job watch on Kubernetes
+// (job_watch.h), the controller's start (leader_gate.h) and the gRPC API (api_server.h).
 
 #pragma once
 
@@ -16,6 +16,7 @@
 #include "operator/cmd/settings.h"
 #include "operator/cmd/wiring.h"
 #include "operator/server/http_server.h"
+#include "operator/webhook/admission_server.h"
 
 namespace coach::cmd {
 
@@ -36,6 +37,9 @@ class OperatorProcess {
   void BuildCore();
   // /healthz, /readyz and /metrics on --http-listen; the probes alone on --probe-listen.
   absl::Status StartHttp();
+  // --webhook-listen: the admission webhooks, once their serving certificate is there (every
+  // replica, the leader or not).
+  absl::Status StartWebhooks();
   // --backend=kube: the jobs anyone changes, reconciled and told to the API's watchers.
   absl::Status WatchJobs();
   // Now, or with --leader-elect once this replica leads.
@@ -66,6 +70,10 @@ class OperatorProcess {
   // The kubelet's probes on a listener of their own: whatever reaches --http-listen cannot
   // make the liveness probe fail and get the operator restarted.
   std::unique_ptr<server::HttpServer> probes_;
+  // The webhooks' own API client: reviews come in bursts of the API server's making, and
+  // must not wait behind the reconciler's rate limit (nor it behind them).
+  std::unique_ptr<coach::kubeclient::RestKubeClient> webhook_client_;
+  std::unique_ptr<webhook::AdmissionServer> webhooks_;
   LeaderGate leader_;
   ApiServer api_;
 };

@@ -14,6 +14,7 @@
 #include "operator/cmd/flags.h"
 #include "operator/model/reconcile_types.h"
 #include "operator/server/grpc_server.h"
+#include "operator/webhook/cert_rotator.h"
 
 namespace coach::cmd {
 
@@ -31,6 +32,13 @@ struct Settings {
   std::vector<std::string> namespaces;                  // empty: all
   coach::backend::kube::LeaderElectionConfig election;  // with --leader-elect
   coach::kubeclient::KubeConfig kube_config;
+  // --webhook-* (validate_webhook.cc); listen empty: no webhooks.
+  struct Webhook {
+    std::string listen;
+    std::string cert_dir;                        // tls.crt + tls.key, someone else's
+    coach::webhook::CertRotatorOptions rotator;  // else: the operator's own, in a Secret
+    std::string client_ca_pem;                   // empty: any client
+  } webhook;
 };
 
 // Checks every flag and fills `settings`; completes `flags` with the defaults that need the
@@ -40,6 +48,9 @@ absl::Status Validate(Flags* flags, Settings* settings);
 
 // Validate's part for --backend=kube (validate_kube.cc); reads the kubeconfig last.
 absl::Status ValidateKubeFlags(const Flags& flags, Settings* settings);
+
+// Validate's part for --webhook-* (validate_webhook.cc); `kube`: --backend=kube.
+absl::Status ValidateWebhookFlags(const Flags& flags, bool kube, Settings* settings);
 
 // Validate's part for --progress-report-address and --progress-report-ca-file
 // (validate_progress.cc); `kube`: --backend=kube. Fills the config's progress_report_*.

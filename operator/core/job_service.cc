@@ -102,9 +102,12 @@ absl::StatusOr<api::v1::TrainingJob> JobService::Admission(const CreateRequest& 
   api::v1::SetDefaults(&job);
   RETURN_IF_ERROR(CheckJobSpec(job, options_.mlflow));
   if (job.kind() == api::v1::TRAIN_JOB) {
-    // Upstream's webhook, against the runtime the backend would build the job from (none: the
-    // webhook's "must be created before the TrainJob" refusal).
+    // Upstream's webhooks, the defaulter's then the validator's, against the runtime the backend
+    // would build the job from (none: the validator's "must be created before the TrainJob").
+    RETURN_IF_ERROR(reconcile::DefaultTrainJob(&job, options_.clock->Now()));
     ASSIGN_OR_RETURN(model::ObservedState observed, backend_->Observe(job));
+    // A runtime the backend found but upstream's runtime webhook would have refused.
+    if (!observed.refused.empty()) return absl::InvalidArgumentError(observed.refused);
     RETURN_IF_ERROR(reconcile::AdmitTrainJob(job, observed));
   }
   return job;

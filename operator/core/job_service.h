@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "api/v1/training_job.pb.h"
+#include "common/clock.h"
 #include "operator/backend/backend.h"
 #include "operator/core/job_observer.h"
 #include "operator/core/keyed_mutex.h"
@@ -96,6 +97,8 @@ class JobService {
     int conflict_retries = 10;
     // The operator's MLflow settings, for CheckJobSpec.
     model::MlflowConfig mlflow;
+    // The time a TrainJob's runtimePatches are stamped with at admission.
+    Clock* clock = Clock::Real();
   };
 
   // None of the pointers is owned; all must outlive the service. `metrics` may be null.

@@ -185,4 +185,15 @@ absl::Status AdmitTrainJob(const model::Job& job, const model::ObservedState& ob
   return absl::OkStatus();
 }
 
+absl::Status DefaultTrainJob(model::Job* job, absl::Time now) {
+  json spec = json::parse(job->spec().train_job_spec_json(), nullptr, false);
+  if (!spec.is_object()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(json defaulted,
+                   trainer::admission::DefaultTrainJob({{"spec", spec}}, nullptr, now));
+  if (defaulted["spec"] != spec) {
+    job->mutable_spec()->set_train_job_spec_json(defaulted["spec"].dump());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace coach::reconcile

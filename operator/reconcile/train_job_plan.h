@@ -18,6 +18,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "operator/model/job_plan.h"
 #include "operator/model/kube_object.h"
 #include "operator/model/observed_state.h"
@@ -42,8 +43,13 @@ absl::StatusOr<model::JobPlan> PlanTrainJob(const model::Job& job,
 
 // Upstream's TrainJob admission (operator/trainer/admission.h) against the runtime the backend
 // observed: InvalidArgument with the webhook's aggregated field errors when it would have refused
-// the job (coach has no webhook: a TrainJob applied with kubectl is checked here, on its first
-// pass, and fails naming the field).
+// the job. The operator's webhook (operator/webhook) refuses such a TrainJob at `kubectl apply`;
+// this runs at `coach submit` and on each pass, for a TrainJob stored while no webhook was
+// registered, which then fails naming the field.
 absl::Status AdmitTrainJob(const model::Job& job, const model::ObservedState& observed);
+
+// Upstream's TrainJob defaulter on a job being created: every runtimePatches entry without a
+// time gets `now`. A spec that is not JSON is left for the validation to refuse.
+absl::Status DefaultTrainJob(model::Job* job, absl::Time now);
 
 }  // namespace coach::reconcile

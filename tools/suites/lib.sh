@@ -182,6 +182,26 @@ suite_real_node_lock() {
   flock -w 1200 7 || fail "another real-node suite held the lock for 20 min"
 }
 
+# coach's admission webhooks registered as the chart registers them (`helm template`), but called
+# by the API server at https://localhost:PORT (tools/testenv/coach_webhooks.py), for an operator
+# that runs on this host: `suite_coach_webhooks KUBECTL HELM PORT WORKDIR`, KUBECTL a command or
+# function taking kubectl's arguments. Sets COACH_WEBHOOK_FLAGS, the operator's flags that serve them
+# (its certificate made in the Secret coach-system/coach-webhook-cert, its CA written into the
+# configurations' caBundle).
+suite_coach_webhooks() {
+  local kubectl=$1 helm=$2 port=$3 work=$4
+  "$kubectl" create namespace coach-system >/dev/null || return 1
+  "$helm" template coach charts/coach -n coach-system --show-only templates/webhook.yaml \
+    >"$work/webhook-chart.yaml" 2>"$work/webhook-chart.log" || { cat "$work/webhook-chart.log" >&2; return 1; }
+  /usr/bin/python3 tools/testenv/coach_webhooks.py "$work/webhook-chart.yaml" "$port" \
+    >"$work/webhooks.json" || return 1
+  "$kubectl" apply -f "$work/webhooks.json" >/dev/null || return 1
+  # shellcheck disable=SC2034  # read by the suites
+  COACH_WEBHOOK_FLAGS=(--webhook-listen="127.0.0.1:$port" --webhook-secret=coach-system/coach-webhook-cert
+    --webhook-extra-names=localhost --webhook-mutating-configuration=coach-trainer
+    --webhook-validating-configuration=coach-trainer)
+}
+
 # The start of a suite that runs the operator against an add-on on the test control plane
 # (tools/testenv/kueue, tools/testenv/karpenter), after the suite's own checks:
 #

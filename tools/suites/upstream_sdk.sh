@@ -7,9 +7,14 @@
 #  1. tools/upstream_sdk_env.sh install (the pinned venv), coach-operator from the suite's
 #     runfiles, tools/testenv/testenv build (a no-op once the binaries are cached);
 #  2. testenv up, coach's CRDs applied server-side and Established;
-#  3. coach-operator --backend=kube on free loopback ports, ready when /readyz answers 200;
+#  3. the chart's admission webhook configurations (helm template) registered at
+#     https://localhost:PORT (tools/testenv/coach_webhooks.py), and coach-operator --backend=kube on
+#     free loopback ports serving them with the certificate it makes in a Secret, ready when
+#     /readyz answers 200;
 #  4. pytest e2e/upstream_sdk, then pytest e2e/kubeflow_sdk (each SDK's venv), KUBECONFIG set;
-#  5. always: the operator stopped, the control plane down (trap).
+#  5. the operator stopped: a TrainJob is refused (failurePolicy Fail); started again: admission
+#     answers with the same certificate; bench/admission/webhook_latency.py prints its figures;
+#  6. always: the operator stopped, the control plane down (trap).
 # Outside CI a machine without Go (to build tools/testenv) skips; under CI=true every missing
 # component fails. COACH_KEEP_WORK=1 keeps the work folder (logs, control plane down) on success too;
 # COACH_UPSTREAM_SDK_CRDS=DIR applies other CRDs than charts/coach/crds (e.g. an older commit's, to see
@@ -64,7 +69,7 @@ cp "$OPERATOR" "$WORK/coach-operator" || fail "copy coach-operator"
 
 suite_testenv_build
 BIN=$TESTENV_BIN
-for b in kubectl kube-apiserver etcd kwok; do
+for b in kubectl kube-apiserver etcd kwok helm; do
   [[ -x $BIN/$b ]] || fail "testenv binary $b missing in $BIN"
 done
 
@@ -84,15 +89,19 @@ free_port() {
 }
 STATE=$WORK/operator-state
 mkdir -p "$STATE"
+# The admission webhooks as the chart registers them, called on loopback (docs/admission.md).
+WEBHOOK_PORT=$(free_port)
+suite_coach_webhooks k "$BIN/helm" "$WEBHOOK_PORT" "$WORK" || fail "registering coach's webhooks"
 start_operator() { # attempt-number; 0 when /readyz answers, 1 otherwise (the process is gone then)
   local grpc http log=$WORK/operator-$1.log
   grpc=$(free_port)
   http=$(free_port)
-  while [[ $http == "$grpc" ]]; do http=$(free_port); done
+  while [[ $http == "$grpc" || $http == "$WEBHOOK_PORT" ]]; do http=$(free_port); done
+  while [[ $grpc == "$WEBHOOK_PORT" ]]; do grpc=$(free_port); done
   # Only what the operator needs from this environment: no COACH_* or KUBECONFIG of the caller.
   env -i PATH="$PATH" HOME="$STATE" "$WORK/coach-operator" --backend=kube --kubeconfig="$kubeconfig" \
     --listen="127.0.0.1:$grpc" --http-listen="127.0.0.1:$http" --state-dir="$STATE" \
-    --log-level=debug >"$log" 2>&1 &
+    "${COACH_WEBHOOK_FLAGS[@]}" --log-level=debug >"$log" 2>&1 &
   OP_PID=$!
   local deadline=$((SECONDS + 60))
   while ((SECONDS < deadline)); do
@@ -125,7 +134,7 @@ for sdk in upstream_sdk kubeflow_sdk; do
   report=$(suite_report_file "$sdk-pytest.xml")
   suite_add_report "$report"
   env KUBECONFIG="$kubeconfig" COACH_UPSTREAM_SDK_OPERATOR_LOG="$WORK/operator-$attempt.log" \
-    COACH_UPSTREAM_SDK_KUBECTL="$BIN/kubectl" \
+    COACH_UPSTREAM_SDK_KUBECTL="$BIN/kubectl" COACH_UPSTREAM_SDK_WEBHOOK="https://localhost:$WEBHOOK_PORT" \
     "$py" -m pytest -p no:cacheprovider -v -rfEs --junitxml="$report" "e2e/$sdk" "$@" || status=$?
   kill -0 "$OP_PID" 2>/dev/null || fail "coach-operator died during the $sdk tests"
   case $status in
@@ -135,3 +144,40 @@ for sdk in upstream_sdk kubeflow_sdk; do
   esac
 done
 ((collected)) || fail "pytest collected no tests"
+
+suite_case "admission across an operator restart"
+# A TrainJob admission refuses (its runtime does not exist), as kubectl sends it.
+bad_trainjob() {
+  k create -f - 2>&1 <<'YAML'
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: no-runtime, namespace: default}
+spec:
+  runtimeRef: {name: no-such-runtime}
+YAML
+}
+refusal='admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: spec.RuntimeRef'
+out=$(bad_trainjob) && fail "a TrainJob on a missing runtime was stored: $out"
+[[ $out == *"$refusal"* ]] || fail "not upstream's refusal: $out"
+secret_version=$(k -n coach-system get secret coach-webhook-cert -o 'jsonpath={.metadata.resourceVersion}')
+kill -TERM "$OP_PID"; wait "$OP_PID" 2>/dev/null; OP_PID=""
+out=$(bad_trainjob) && fail "a TrainJob was stored while no operator answered admission: $out"
+[[ $out == *"failed calling webhook"* ]] || fail "while the operator is down, not a webhook failure: $out"
+say "operator down: refused ($(grep -o 'failed calling webhook[^:]*' <<<"$out" | head -1))"
+restarted=0
+for attempt in 4 5 6; do
+  if start_operator "$attempt"; then restarted=1; break; fi
+done
+((restarted)) || fail "coach-operator did not start again"
+out=$(bad_trainjob) && fail "a TrainJob on a missing runtime was stored after the restart: $out"
+[[ $out == *"$refusal"* ]] || fail "after the restart, not upstream's refusal: $out"
+[[ $(k -n coach-system get secret coach-webhook-cert -o 'jsonpath={.metadata.resourceVersion}') == "$secret_version" ]] ||
+  fail "the restarted operator rewrote its certificate's Secret"
+say "operator restarted: admission refuses as before, with the same certificate"
+
+suite_case "admission latency"
+k -n coach-system get secret coach-webhook-cert -o 'jsonpath={.data.ca\.crt}' | base64 -d >"$WORK/webhook-ca.crt" ||
+  fail "read the webhook CA"
+/usr/bin/python3 bench/admission/webhook_latency.py --kubeconfig "$kubeconfig" --kubectl "$BIN/kubectl" \
+  --webhook "https://localhost:$WEBHOOK_PORT" --ca "$WORK/webhook-ca.crt" \
+  --runtimes "$COACH_SHARED_DIR/reference/kubeflow-v2/runtimes" || fail "bench/admission/webhook_latency.py"

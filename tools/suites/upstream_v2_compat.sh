@@ -15,8 +15,9 @@
 #     (One operator at a time: both act on every TrainJob whose spec.managedBy is the default,
 #     trainer.kubeflow.org/trainjob-controller, and leave the others alone.)
 #  4. coach: coach's CRDs applied over upstream's (one field manager, so upstream-only fields
-#     go), coach-operator --backend=kube at its defaults, the same cases into the same namespace,
-#     the same objects saved;
+#     go), coach's admission webhooks registered as its chart does (called on loopback) and
+#     coach-operator --backend=kube serving them, the same cases into the same namespace (through
+#     coach's webhooks, as they went through upstream's), the same objects saved;
 #  5. bench/upstream/trainjob_compare.py: pods paired by (TrainJob, replicated job, index), the
 #     rest by name, compared after removing only the deliberate differences of
 #     operator/trainer/README.md; any other difference fails naming object and field.
@@ -155,9 +156,12 @@ STATE=$WORK/operator-state
 mkdir -p "$STATE"
 grpc=$(free_port)
 http=$(free_port)
+webhook=$(free_port)
+# The cases go through coach's admission webhooks, as they went through upstream's.
+suite_coach_webhooks k "$BIN/helm" "$webhook" "$WORK" || fail "registering coach's webhooks"
 env -i PATH="$PATH" HOME="$STATE" "$WORK/coach-operator" --backend=kube --kubeconfig="$kubeconfig" \
   --listen="127.0.0.1:$grpc" --http-listen="127.0.0.1:$http" --state-dir="$STATE" \
-  >"$WORK/operator.log" 2>&1 &
+  "${COACH_WEBHOOK_FLAGS[@]}" >"$WORK/operator.log" 2>&1 &
 OP_PID=$!
 deadline=$((SECONDS + 60))
 until curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$http/readyz" 2>/dev/null; do

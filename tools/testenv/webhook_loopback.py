@@ -25,22 +25,24 @@ def check_port(port):
     return value
 
 
-def point_at_loopback(config, ca_pem, port, label=None):
+def point_at_loopback(config, ca_pem, port, label=None, host="127.0.0.1"):
     """Every webhook of `config` (changed in place, and returned) called at
-    https://127.0.0.1:port<its service path>. Errors name `label` (default: the kind) and the
-    webhook's index."""
+    https://HOST:port<its service path> (host: 127.0.0.1, or localhost for a certificate that
+    names no address). ca_pem None leaves caBundle out (a manager that writes its own). Errors
+    name `label` (default: the kind) and the webhook's index."""
     port = check_port(port)
     label = label or config.get("kind", "configuration")
     webhooks = config.get("webhooks") or []
     if not webhooks:
         raise ValueError("%s: webhooks is empty" % label)
-    ca = base64.b64encode(ca_pem).decode()
     for i, hook in enumerate(webhooks):
         path = ((hook.get("clientConfig") or {}).get("service") or {}).get("path", "")
         if not isinstance(path, str) or not path.startswith("/"):
             raise ValueError("%s: webhooks[%d].clientConfig.service.path: %r is not a path"
                              % (label, i, path))
-        hook["clientConfig"] = {"url": "https://127.0.0.1:%d%s" % (port, path), "caBundle": ca}
+        hook["clientConfig"] = {"url": "https://%s:%d%s" % (host, port, path)}
+        if ca_pem is not None:
+            hook["clientConfig"]["caBundle"] = base64.b64encode(ca_pem).decode()
     return config
 
 

@@ -30,6 +30,11 @@ class PointAtLoopbackTest(unittest.TestCase):
             {"url": "https://127.0.0.1:9443/validate-b", "caBundle": ca}])
         self.assertEqual(out["webhooks"][0]["failurePolicy"], "Fail")
 
+    def test_a_host_and_no_ca_for_a_manager_that_writes_its_own(self):
+        out = webhook_loopback.point_at_loopback(config(), None, 9443, host="localhost")
+        self.assertEqual(out["webhooks"][1]["clientConfig"],
+                         {"url": "https://localhost:9443/validate-b"})
+
     def test_refusals_name_the_field(self):
         bad = config()
         bad["webhooks"][1]["clientConfig"]["service"]["path"] = "validate-b"

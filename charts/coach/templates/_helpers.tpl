@@ -128,7 +128,7 @@ README.md says why each is there. No wildcards.
 - apiGroups: [""]
   resources: [serviceaccounts]
   verbs: [get, list, watch, create, patch, delete]
-# An MPI TrainJob's SSH key Secret: created, never read (the operator can read no Secret).
+# An MPI TrainJob's SSH key Secret: created, never read (the operator reads no Secret but its webhook certificate's, templates/webhook.yaml).
 - apiGroups: [""]
   resources: [secrets]
   verbs: [create]
@@ -158,4 +158,15 @@ README.md says why each is there. No wildcards.
 {{- else if ne .Values.operator.gangScheduler "none" }}
 {{- fail (printf "operator.gangScheduler must be none, volcano or scheduler-plugins, got %q" .Values.operator.gangScheduler) }}
 {{- end }}
+{{- end -}}
+
+{{/*
+The admission webhooks' Service, and the Secret holding their serving certificate.
+*/}}
+{{- define "coach.webhookService" -}}
+{{- printf "%s-webhook" (include "coach.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "coach.webhookSecret" -}}
+{{- printf "%s-webhook-cert" (include "coach.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}

@@ -589,15 +589,9 @@ absl::Status KubeBackend::ObserveRuntime(const model::Job& job, model::ObservedS
     return text_of(*cm);
   };
   source.find = [&](const trainer::RuntimeReference& ref) -> absl::StatusOr<std::optional<json>> {
-    const coach::kubeclient::ResourceDescriptor resource{
-        "trainer.kubeflow.org",
-        "v1alpha1",
-        ref.cluster() ? "clustertrainingruntimes" : "trainingruntimes",
-        ref.kind,
-        !ref.cluster(),
-        false};
     absl::StatusOr<json> runtime =
-        options_.client->Get(resource, ref.cluster() ? "" : ns, ref.name);
+        options_.client->Get(coach::kubeclient::resources::TrainingRuntimes(ref.kind),
+                             ref.cluster() ? "" : ns, ref.name);
     if (absl::IsNotFound(runtime.status())) return std::nullopt;
     if (!runtime.ok()) return runtime.status();
     return *std::move(runtime);

@@ -24,6 +24,7 @@
 #include "operator/model/listen_ports.h"
 #include "operator/model/pod_identity.h"
 #include "operator/model/replicas.h"
+#include "operator/trainer/admission.h"
 #include "operator/trainer/runtime_directory.h"
 #include "operator/trainer/runtime_lookup.h"
 
@@ -378,7 +379,20 @@ absl::Status LocalBackend::ObserveRuntime(const model::Job& job,
                ? std::string(": this operator has no runtimes (--training-runtimes)")
                : absl::StrCat(" in --training-runtimes ", options_.training_runtimes_dir);
   };
-  return trainer::ObserveRuntime(job, source, observed);
+  RETURN_IF_ERROR(trainer::ObserveRuntime(job, source, observed));
+  if (observed.train_job_runtime.empty() || observed.runtime_from_snapshot) return absl::OkStatus();
+  // On a cluster upstream's runtime webhook refuses such a runtime when it is created; a file
+  // has no such door, so the TrainJob that names it is refused with the webhook's words.
+  const nlohmann::json runtime =
+      nlohmann::json::parse(observed.train_job_runtime, nullptr, /*allow_exceptions=*/false);
+  ASSIGN_OR_RETURN(trainer::admission::Result checked,
+                   trainer::admission::ValidateTrainingRuntime(runtime, nullptr));
+  if (!checked.allowed()) {
+    const trainer::RuntimeReference ref = trainer::RuntimeReferenceOf(job);
+    observed.refused = absl::StrCat(ref.kind, " \"", ref.name, "\" in --training-runtimes ",
+                                    options_.training_runtimes_dir, ": ", checked.Message());
+  }
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------------------

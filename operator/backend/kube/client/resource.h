@@ -75,6 +75,16 @@ inline ResourceDescriptor PodGroups() {
 inline ResourceDescriptor Kubeflow(const std::string& plural, const std::string& kind) {
   return {"kubeflow.org", "v1", plural, kind, true, true};
 }
+// Trainer v2's runtimes: kind "ClusterTrainingRuntime" (cluster-scoped) or "TrainingRuntime".
+inline ResourceDescriptor TrainingRuntimes(const std::string& kind) {
+  const bool cluster = kind == "ClusterTrainingRuntime";
+  return {"trainer.kubeflow.org",
+          "v1alpha1",
+          cluster ? "clustertrainingruntimes" : "trainingruntimes",
+          cluster ? "ClusterTrainingRuntime" : "TrainingRuntime",
+          !cluster,
+          false};
+}
 }  // namespace resources
 
 }  // namespace coach::kubeclient
