@@ -30,6 +30,9 @@ from admission_cases import (CLUSTER_RUNTIME_VALIDATOR, GROUP, PATCHES_FORBIDDEN
 from kube_fixtures import in_ci, kubectl_path
 
 
+# As the API server hands it to the webhook: the CRD's defaults applied.
+MISSING_RUNTIME_REF = {"name": "no-such-runtime", "apiGroup": GROUP, "kind": "ClusterTrainingRuntime"}
+
 def kubectl(kubeconfig, *args, manifest=None):
     return subprocess.run([kubectl_path(), "--kubeconfig", kubeconfig, *args],
                           input=None if manifest is None else yaml.safe_dump(manifest),
@@ -119,7 +122,7 @@ def post(connect, body):
                      headers={"Content-Type": "application/json"})
         response = conn.getresponse()
         return response.status, response.read()
-    except (ConnectionError, http.client.HTTPException) as e:
+    except (OSError, http.client.HTTPException) as e:  # ssl.SSLEOFError among them
         return None, repr(e).encode()
     finally:
         conn.close()
@@ -139,7 +142,7 @@ def test_malformed_and_oversized_reviews_are_refused_without_harm(core):
     review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
               "request": {"uid": "u1", "operation": "CREATE", "namespace": "default",
                           "kind": {"group": GROUP, "version": VERSION, "kind": "TrainJob"},
-                          "object": trainjob("default", "x", {"name": "no-such-runtime"})}}
+                          "object": trainjob("default", "x", MISSING_RUNTIME_REF)}}
     status, body = post(connect, json.dumps(review).encode())
     assert status == 200, body
     answer = json.loads(body)["response"]

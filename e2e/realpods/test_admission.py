@@ -26,6 +26,9 @@ SECRET = f"{RELEASE}-webhook-cert"
 SELECTOR = "app.kubernetes.io/name=coach"
 
 
+# As the API server hands it to the webhook: the CRD's defaults applied.
+MISSING_RUNTIME_REF = {"name": "no-such-runtime", "apiGroup": GROUP, "kind": "ClusterTrainingRuntime"}
+
 def apply(manifest, *args):
     return kube.kubectl("apply", *args, "-f", "-", stdin=yaml.safe_dump(manifest), check=False)
 
@@ -76,7 +79,7 @@ def review_at(pod_ip, ca):
     body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "request": {"uid": "direct", "operation": "CREATE", "namespace": "default",
                         "kind": {"group": GROUP, "version": VERSION, "kind": "TrainJob"},
-                        "object": trainjob("default", "x", {"name": "no-such-runtime"})}}
+                        "object": trainjob("default", "x", MISSING_RUNTIME_REF)}}
     conn.request("POST", "/validate-trainer-kubeflow-org-v1alpha1-trainjob", body=json.dumps(body),
                  headers={"Content-Type": "application/json"})
     response = conn.getresponse()

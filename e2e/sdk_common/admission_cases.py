@@ -63,12 +63,19 @@ def refused_objects(namespace):
     ]
 
 
+def labels_patch(manager, team):
+    """A runtime patch by `manager` that labels the node job's pods team=`team`."""
+    node = {"name": "node", "template": {"spec": {"template": {"metadata": {"labels": {"team": team}}}}}}
+    return {"manager": manager,
+            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [node]}}}}
+
+
 def patched_trainjob(namespace, name, runtime_name, runtime_kind="ClusterTrainingRuntime"):
     """A TrainJob whose runtimePatches the tests change, and the two merge patches: the change alone
     (refused while it runs) and the change with suspend (allowed)."""
     job = trainjob(namespace, name, {"name": runtime_name, "kind": runtime_kind})
-    job["spec"]["runtimePatches"] = [{"manager": "example.com/tuner", "trainer": {}}]
-    changed = [{"manager": "example.com/other", "trainer": {}}]
+    job["spec"]["runtimePatches"] = [labels_patch("example.com/tuner", "a")]
+    changed = [labels_patch("example.com/other", "b")]
     return job, {"spec": {"runtimePatches": changed}}, {"spec": {"suspend": True,
                                                                 "runtimePatches": copy.deepcopy(changed)}}
 

@@ -47,9 +47,12 @@ absl::Status OperatorProcess::StartHttp() {
 absl::Status OperatorProcess::StartWebhooks() {
   const Settings::Webhook& webhook = settings_.webhook;
   if (webhook.listen.empty()) return absl::OkStatus();
+  // Upstream's 20 qps until the API server shows API Priority and Fairness, then none: the
+  // server itself queues and rejects fairly, and one runtime read per review is its pace.
   coach::kubeclient::RestKubeClientOptions client_options;
-  client_options.qps = 100;
+  client_options.qps = coach::kubeclient::kDefaultQps;
   client_options.burst = 200;
+  client_options.lift_limit_on_apf = true;
   auto client = coach::kubeclient::RestKubeClient::Create(settings_.kube_config, client_options);
   if (!client.ok()) return client.status();
   webhook_client_ = *std::move(client);

@@ -71,7 +71,8 @@ class OperatorProcess {
   // make the liveness probe fail and get the operator restarted.
   std::unique_ptr<server::HttpServer> probes_;
   // The webhooks' own API client: reviews come in bursts of the API server's making, and
-  // must not wait behind the reconciler's rate limit (nor it behind them).
+  // must not wait behind the reconciler's rate limit (nor it behind them); its limit is lifted
+  // as the reconciler's is (--kube-api-qps auto).
   std::unique_ptr<coach::kubeclient::RestKubeClient> webhook_client_;
   std::unique_ptr<webhook::AdmissionServer> webhooks_;
   LeaderGate leader_;

@@ -76,6 +76,8 @@ declare -A VALUESETS=(
   [secure]="--set auth.token.enabled=true --set auth.token.value=s3cret --set tls.enabled=true --set tls.secretName=coach-tls --set tls.clientCA=true"
   [volcano]="--set operator.gangScheduler=volcano --set nodeSelector.pool=system --set tolerations[0].operator=Exists"
   [plugins]="--set operator.gangScheduler=scheduler-plugins --set leaderElection.enabled=true"
+  [certmanager]="--set webhook.certificate=cert-manager --set webhook.certManager.issuerRef.name=ca --set webhook.certManager.issuerRef.kind=ClusterIssuer"
+  [nowebhook]="--set webhook.enabled=false"
 )
 for name in "${!VALUESETS[@]}"; do
   # shellcheck disable=SC2086  # a values set: --set flags, split into words on purpose
@@ -89,10 +91,26 @@ grep -q -- '--backend=kube' "$WORK/tmpl-default.yaml" || fail "no --backend=kube
 grep -q -- '--leader-elect' "$WORK/tmpl-default.yaml" && fail "leader election on with 1 replica"
 grep -q -- '--leader-elect=true' "$WORK/tmpl-ha.yaml" || fail "no leader election with 3 replicas"
 # Namespaced mode: the only ClusterRoles are for cluster-scoped things, auth.mode=kubernetes's
-# token/access reviews and rbac.readNodes's Nodes.
+# token/access reviews, rbac.readNodes's Nodes and the webhooks' (ClusterTrainingRuntimes, their
+# configurations).
 grep -A2 'kind: ClusterRole$' "$WORK/tmpl-namespaced.yaml" | grep 'name:' |
-  grep -qvE 'coach-(auth-delegator|nodes)$' &&
-  fail "namespaced mode renders a ClusterRole other than the auth delegator and the nodes reader"
+  grep -qvE 'coach-(auth-delegator|nodes|webhook)$' &&
+  fail "namespaced mode renders a ClusterRole other than the auth delegator, the nodes reader and the webhooks'"
+# The admission webhooks: served on their own port, the operator's certificate by default,
+# cert-manager's when told, none when off.
+for flag in --webhook-listen=0.0.0.0:9443 --webhook-secret=coach/coach-webhook-cert \
+  --webhook-service=coach/coach-webhook --webhook-validating-configuration=coach-trainer; do
+  grep -q -- "$flag" "$WORK/tmpl-default.yaml" || fail "default: no $flag"
+done
+[[ $(grep -c 'name: validator\.\|name: defaulter\.' "$WORK/tmpl-default.yaml") == 4 ]] ||
+  fail "default: want upstream's 4 webhooks"
+grep -q 'cert-manager.io/inject-ca-from: coach/coach-webhook' "$WORK/tmpl-certmanager.yaml" ||
+  fail "cert-manager: no CA injection"
+grep -q -- '--webhook-cert-dir=/etc/coach/webhook' "$WORK/tmpl-certmanager.yaml" || fail "cert-manager: no --webhook-cert-dir"
+grep -q 'kind: Issuer$' "$WORK/tmpl-certmanager.yaml" && fail "cert-manager with an issuerRef still renders an Issuer"
+grep -q 'mutatingwebhookconfigurations' "$WORK/tmpl-certmanager.yaml" &&
+  fail "cert-manager: the operator may still patch the webhook configurations"
+grep -qE 'WebhookConfiguration|--webhook-' "$WORK/tmpl-nowebhook.yaml" && fail "webhook.enabled=false still renders webhooks"
 nodes=$(grep -A12 'name: coach-nodes$' "$WORK/tmpl-namespaced.yaml")
 [[ $nodes == *'resources: [nodes]'* && $nodes == *'verbs: [list, watch]'* ]] ||
   fail "namespaced: the nodes ClusterRole does not grant list and watch on nodes"
@@ -107,7 +125,8 @@ delegator=$(grep -A16 'name: coach-auth-delegator$' "$WORK/tmpl-default.yaml")
   fail "default: the auth delegator ClusterRole does not grant token and access reviews"
 grep -q -- '--api-auth=token' "$WORK/tmpl-secure.yaml" || fail "auth.token.enabled: no --api-auth=token"
 grep -q 'coach-auth-delegator' "$WORK/tmpl-secure.yaml" && fail "auth.mode=token grants token reviews"
-[[ $(grep -c '^kind: Role$' "$WORK/tmpl-namespaced.yaml") == 2 ]] || fail "namespaced mode: want 2 Roles"
+[[ $(grep -c '^kind: Role$' "$WORK/tmpl-namespaced.yaml") == 3 ]] ||
+  fail "namespaced mode: want 3 Roles (2 namespaces, the webhook certificate's Secret)"
 grep -q 'scheduling.volcano.sh' "$WORK/tmpl-volcano.yaml" || fail "volcano PodGroups not granted"
 grep -q 'scheduling.x-k8s.io' "$WORK/tmpl-volcano.yaml" && fail "volcano mode grants scheduler-plugins PodGroups"
 grep -q 'scheduling\.' "$WORK/tmpl-default.yaml" && fail "gangScheduler=none grants PodGroups"
@@ -127,7 +146,8 @@ for bad in "--set replicas=2 --set leaderElection.enabled=false" "--set operator
   "--set rbac.scope=everything" "--set auth.token.enabled=true" "--set tls.enabled=true" \
   "--set operator.workers=0" "--set auth.mode=basic" "--set operator.probePort=7451" \
   "--set auth.mode=kubernetes --set auth.token.enabled=true --set auth.token.value=x" \
-  "--set operator.lostNodeGrace=soon"; do
+  "--set operator.lostNodeGrace=soon" "--set webhook.certificate=self" "--set webhook.port=7450" \
+  "--set webhook.failurePolicy=Never"; do
   # shellcheck disable=SC2086  # a bad values set: --set flags, split into words on purpose
   if "$HELM" template coach "$CHART" $bad >/dev/null 2>&1; then fail "helm template accepted: $bad"; fi
 done
@@ -137,7 +157,7 @@ done
 grep -q 'resources: \[trainjobs\]' "$WORK/tmpl-default.yaml" || fail "the chart's RBAC lacks trainjobs"
 [[ $(grep -A1 'resources: \[trainingruntimes, clustertrainingruntimes\]' "$WORK/tmpl-default.yaml" |
   grep -c 'verbs: \[get, list, watch\]') == 1 ]] || fail "the chart's RBAC does more than read runtimes"
-say "helm lint/template: ${#VALUESETS[@]} value sets render, 10 bad ones are refused; probes on the probe port"
+say "helm lint/template: ${#VALUESETS[@]} value sets render, 13 bad ones are refused; probes on the probe port"
 
 suite_case "the corpus under upstream's and coach's CRDs"
 # ---- 3. the corpus under both CRD sets -------------------------------------------------------
@@ -354,7 +374,10 @@ for check in "create pytorchjobs.kubeflow.org -n compat" "update mpijobs.kubeflo
   "list nodes" "watch nodes" "create trainjobs.trainer.kubeflow.org -n compat" \
   "update trainjobs.trainer.kubeflow.org --subresource=status -n compat" \
   "watch clustertrainingruntimes.trainer.kubeflow.org" "get trainingruntimes.trainer.kubeflow.org -n compat" \
-  "create secrets -n compat" "create persistentvolumeclaims -n compat" "watch persistentvolumeclaims -n compat"; do
+  "create secrets -n compat" "create persistentvolumeclaims -n compat" "watch persistentvolumeclaims -n compat" \
+  "get secrets/coach-webhook-cert -n coach" "update secrets/coach-webhook-cert -n coach" \
+  "patch validatingwebhookconfigurations.admissionregistration.k8s.io/coach-trainer" \
+  "patch mutatingwebhookconfigurations.admissionregistration.k8s.io/coach-trainer"; do
   # shellcheck disable=SC2086  # a can-i query (verb, resource, flags), split into words on purpose
   can $check || fail "the operator's ServiceAccount cannot: $check"
 done
@@ -364,7 +387,10 @@ for check in "get secrets -n compat" "list secrets -n compat" "watch secrets -n 
   "update leases.coordination.k8s.io/other -n coach" "create podgroups.scheduling.volcano.sh -n compat" \
   "delete nodes" "update nodes --subresource=status" "create clusterroles.rbac.authorization.k8s.io" \
   "delete namespaces" "update clustertrainingruntimes.trainer.kubeflow.org" \
-  "create trainingruntimes.trainer.kubeflow.org -n compat"; do
+  "create trainingruntimes.trainer.kubeflow.org -n compat" "get secrets/coach-token -n coach" \
+  "delete secrets/coach-webhook-cert -n coach" \
+  "patch validatingwebhookconfigurations.admissionregistration.k8s.io/other" \
+  "delete validatingwebhookconfigurations.admissionregistration.k8s.io/coach-trainer"; do
   # shellcheck disable=SC2086  # as above
   can $check && fail "the operator's ServiceAccount can: $check (least privilege)"
 done
@@ -399,6 +425,6 @@ rules:
 - {apiGroups: [""], resources: [pods/exec], verbs: [create]}
 YAML
 "$HELM" --kubeconfig "$kubeconfig" uninstall coach --namespace coach >/dev/null || fail "helm uninstall"
-say "helm install (2 replicas, leader election) ok; RBAC allows the backend's 18 checks and refuses 8"
+say "helm install (2 replicas, leader election) ok; RBAC allows the backend's checks and refuses the rest"
 
 "$TESTENV" down --dir "$DIR" >/dev/null || fail "testenv down"
