@@ -24,22 +24,15 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "operator/metrics/registry.h"
+#include "operator/server/testing/loopback_socket.h"
 
 namespace coach::server {
 namespace {
 
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
+using ::coach::server::testing::ReadUntilClosed;
+
+int Connect(int port) { return testing::ConnectLoopback(port); }
+bool Send(int fd, const std::string& bytes) { return testing::SendAll(fd, bytes); }
 
 // Opens `n` connections that never send a byte.
 std::vector<int> Idle(int port, int n) {
@@ -54,31 +47,6 @@ std::vector<int> Idle(int port, int n) {
 
 void CloseAll(const std::vector<int>& fds) {
   for (int fd : fds) close(fd);
-}
-
-bool Send(int fd, const std::string& bytes) {
-  return send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
-}
-
-// Everything the server sends until it closes the connection or `timeout` passes; `closed`
-// says which.
-std::string ReadUntilClosed(int fd, absl::Duration timeout, bool* closed) {
-  std::string out;
-  const absl::Time deadline = absl::Now() + timeout;
-  *closed = false;
-  for (;;) {
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) return out;
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1) <= 0) continue;
-    char buf[4096];
-    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) {
-      *closed = true;
-      return out;
-    }
-    out.append(buf, static_cast<size_t>(n));
-  }
 }
 
 // GET `path` on a fresh connection with a client that gives up after `timeout`; the status,

@@ -29,6 +29,7 @@
 #include "absl/time/time.h"
 #include "operator/server/http_server.h"
 #include "operator/server/serving_certificate.h"
+#include "operator/server/testing/loopback_socket.h"
 #include "operator/server/testing/test_certificates.h"
 
 namespace coach::server {
@@ -36,50 +37,17 @@ namespace {
 
 using ::coach::server::testing::MakeTestCa;
 using ::coach::server::testing::MakeTestLeaf;
+using ::coach::server::testing::ReadUntilClosed;
 using ::coach::server::testing::TestCertificate;
+
+int Connect(int port) { return testing::ConnectLoopback(port); }
+bool SendPlain(int fd, const std::string& bytes) { return testing::SendAll(fd, bytes); }
 
 // The clients here write with OpenSSL's socket BIO (write(2)) to servers that may have closed.
 const bool kSigpipeIgnored = [] {
   std::signal(SIGPIPE, SIG_IGN);
   return true;
 }();
-
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool SendPlain(int fd, const std::string& bytes) {
-  return send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
-}
-
-// Everything received until the server closes or `timeout` passes; `closed` says which.
-std::string ReadUntilClosed(int fd, absl::Duration timeout, bool* closed) {
-  std::string out;
-  const absl::Time deadline = absl::Now() + timeout;
-  *closed = false;
-  for (;;) {
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) return out;
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1) <= 0) continue;
-    char buf[4096];
-    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) {
-      *closed = true;
-      return out;
-    }
-    out.append(buf, static_cast<size_t>(n));
-  }
-}
 
 X509* ParseCert(const std::string& pem) {
   BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));

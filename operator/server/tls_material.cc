@@ -8,21 +8,14 @@
 
 #include <memory>
 
+#include "common/openssl/handles.h"
+
 namespace coach::server {
 namespace {
 
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-struct X509Free {
-  void operator()(X509* x) const { X509_free(x); }
-};
-struct KeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-using Bio = std::unique_ptr<BIO, BioFree>;
-using Cert = std::unique_ptr<X509, X509Free>;
-using Key = std::unique_ptr<EVP_PKEY, KeyFree>;
+using openssl::Bio;
+using openssl::Cert;
+using openssl::Key;
 
 Bio MemoryBio(const std::string& pem) {
   return Bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));

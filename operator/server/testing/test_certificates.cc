@@ -12,22 +12,14 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "common/openssl/handles.h"
 
 namespace coach::server::testing {
 namespace {
 
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-struct X509Free {
-  void operator()(X509* x) const { X509_free(x); }
-};
-struct KeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-using Bio = std::unique_ptr<BIO, BioFree>;
-using Cert = std::unique_ptr<X509, X509Free>;
-using Key = std::unique_ptr<EVP_PKEY, KeyFree>;
+using openssl::Bio;
+using openssl::Cert;
+using openssl::Key;
 
 absl::Status OpenSslError(const char* what) {
   ERR_clear_error();
