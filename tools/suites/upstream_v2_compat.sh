@@ -170,6 +170,14 @@ until curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$http/readyz" 2>/dev
   sleep 0.1
 done
 apply_cases coach
+# Admitted by coach's webhooks: the defaulter stamped every runtime patch.
+unstamped=$(k get trainjobs -n "$NS" -o json | "$PY" -c '
+import json, sys
+jobs = json.load(sys.stdin)["items"]
+patched = [j for j in jobs if j["spec"].get("runtimePatches")]
+bad = [j["metadata"]["name"] for j in patched if not all(p.get("time") for p in j["spec"]["runtimePatches"])]
+print(" ".join(bad) if bad else ("" if patched else "(no case has runtimePatches)"))') || fail "reading the TrainJobs"
+[[ -z $unstamped ]] || fail "runtimePatches without a time (not through coach's defaulter): $unstamped"
 wait_for_pods coach
 sleep 2
 save_objects "$WORK/coach.json"
