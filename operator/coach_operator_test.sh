@@ -80,6 +80,22 @@ done
 expect_usage "--tls-key: it is not the private key of the certificate" \
   --tls-cert="$TMP/a.pem" --tls-key="$TMP/b.key"
 expect_usage "--tls-cert: no PEM certificate" --tls-cert="$TMP/a.key" --tls-key="$TMP/a.key"
+# Admission webhooks: where they listen and where their certificate comes from.
+expect_usage "--webhook-listen: only with --backend=kube" --webhook-listen=127.0.0.1:9443
+expect_usage "--webhook-*: only with --webhook-listen" --backend=kube --webhook-secret=coach/cert
+expect_usage "--webhook-listen: want host:port" --backend=kube --webhook-listen=9443
+expect_usage "--webhook-listen: needs --webhook-cert-dir or --webhook-secret" --backend=kube \
+  --webhook-listen=127.0.0.1:9443
+expect_usage "--webhook-secret: want NAMESPACE/NAME" --backend=kube --webhook-listen=127.0.0.1:9443 \
+  --webhook-secret=cert
+expect_usage "--webhook-secret: needs --webhook-service or --webhook-extra-names" --backend=kube \
+  --webhook-listen=127.0.0.1:9443 --webhook-secret=coach/cert
+expect_usage "--webhook-extra-names: \"Not_A_Name\" is not a DNS name" --backend=kube \
+  --webhook-listen=127.0.0.1:9443 --webhook-secret=coach/cert --webhook-extra-names=localhost,Not_A_Name
+expect_usage "--webhook-cert-dir: the certificate and the caBundle are someone else's" --backend=kube \
+  --webhook-listen=127.0.0.1:9443 --webhook-cert-dir="$TMP" --webhook-secret=coach/cert
+expect_usage "--webhook-client-ca: $TMP/a.key is not a readable PEM certificate bundle" --backend=kube \
+  --webhook-listen=127.0.0.1:9443 --webhook-cert-dir="$TMP" --webhook-client-ca="$TMP/a.key"
 # Replicas' progress reports: where pods reach the API and what they trust there.
 expect_usage "--progress-report-address: only with --backend=kube" \
   --progress-report-address=coach.coach-system.svc:7450
