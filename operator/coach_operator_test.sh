@@ -94,7 +94,7 @@ expect_usage "--webhook-extra-names: \"Not_A_Name\" is not a DNS name" --backend
   --webhook-listen=127.0.0.1:9443 --webhook-secret=coach/cert --webhook-extra-names=localhost,Not_A_Name
 expect_usage "--webhook-cert-dir: the certificate and the caBundle are someone else's" --backend=kube \
   --webhook-listen=127.0.0.1:9443 --webhook-cert-dir="$TMP" --webhook-secret=coach/cert
-expect_usage "--webhook-client-ca: $TMP/a.key is not a readable PEM certificate bundle" --backend=kube \
+expect_usage "--webhook-client-ca: $TMP/a.key holds no PEM certificate" --backend=kube \
   --webhook-listen=127.0.0.1:9443 --webhook-cert-dir="$TMP" --webhook-client-ca="$TMP/a.key"
 # Replicas' progress reports: where pods reach the API and what they trust there.
 expect_usage "--progress-report-address: only with --backend=kube" \

@@ -56,6 +56,10 @@ absl::Status ValidateWebhookFlags(const Flags& flags, bool kube, Settings* setti
 // (validate_progress.cc); `kube`: --backend=kube. Fills the config's progress_report_*.
 absl::Status ValidateProgressReportFlags(const Flags& flags, bool kube, Settings* settings);
 
+// The PEM certificate(s) in the file a flag names: the usage error "<flag>: cannot read <path>"
+// or "<flag>: <path> holds no PEM certificate".
+absl::Status ReadCertificatesFlag(const char* flag, const std::string& path, std::string* pem);
+
 // The usage error Validate returns.
 absl::Status UsageError(absl::string_view message);
 

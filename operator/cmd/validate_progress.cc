@@ -1,5 +1,6 @@
 // The part of Validate for replicas' progress reports (--progress-report-address and its CA):
-// where pods reach the API, and what they trust there.
+// where pods reach the API, and what they trust there. And ReadCertificatesFlag, which the
+// webhooks' client CA reads with too.
 
 #include <fstream>
 #include <sstream>
@@ -32,6 +33,18 @@ bool IsHostPort(const std::string& address) {
 }
 
 }  // namespace
+
+absl::Status ReadCertificatesFlag(const char* flag, const std::string& path, std::string* pem) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return UsageError(absl::StrCat(flag, ": cannot read ", path));
+  if (!absl::StrContains(text.str(), "-----BEGIN CERTIFICATE-----")) {
+    return UsageError(absl::StrCat(flag, ": ", path, " holds no PEM certificate"));
+  }
+  *pem = text.str();
+  return absl::OkStatus();
+}
 
 absl::Status ValidateProgressReportFlags(const Flags& flags, bool kube, Settings* settings) {
   const std::string& address = flags.progress_report_address;
@@ -67,18 +80,12 @@ absl::Status ValidateProgressReportFlags(const Flags& flags, bool kube, Settings
           "--progress-report-address: the API serves TLS: --progress-report-ca-file must name "
           "the CA certificate(s) replica pods trust for it");
     }
-    std::ifstream in(flags.progress_report_ca_file, std::ios::binary);
-    std::stringstream pem;
-    pem << in.rdbuf();
-    if (!in) {
-      return UsageError(
-          absl::StrCat("--progress-report-ca-file: cannot read ", flags.progress_report_ca_file));
+    if (absl::Status s =
+            ReadCertificatesFlag("--progress-report-ca-file", flags.progress_report_ca_file,
+                                 &settings->config.progress_report_ca_pem);
+        !s.ok()) {
+      return s;
     }
-    if (!absl::StrContains(pem.str(), "-----BEGIN CERTIFICATE-----")) {
-      return UsageError(absl::StrCat("--progress-report-ca-file: ", flags.progress_report_ca_file,
-                                     " holds no PEM certificate"));
-    }
-    settings->config.progress_report_ca_pem = pem.str();
   }
   settings->config.progress_report_address = address;
   return absl::OkStatus();

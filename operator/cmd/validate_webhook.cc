@@ -1,15 +1,13 @@
 // The part of Validate for the admission webhooks (--webhook-*): where they listen, and where
 // their serving certificate comes from (a directory, or a Secret the operator keeps).
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "operator/cmd/settings.h"
 #include "operator/server/http_server.h"
 
@@ -69,14 +67,8 @@ absl::Status ValidateWebhookFlags(const Flags& flags, bool kube, Settings* setti
   Settings::Webhook& webhook = settings->webhook;
   webhook.listen = flags.webhook_listen;
   if (!flags.webhook_client_ca.empty()) {
-    std::ifstream in(flags.webhook_client_ca, std::ios::binary);
-    std::stringstream pem;
-    pem << in.rdbuf();
-    if (!in || !absl::StrContains(pem.str(), "-----BEGIN CERTIFICATE-----")) {
-      return UsageError(absl::StrCat("--webhook-client-ca: ", flags.webhook_client_ca,
-                                     " is not a readable PEM certificate bundle"));
-    }
-    webhook.client_ca_pem = pem.str();
+    RETURN_IF_ERROR(ReadCertificatesFlag("--webhook-client-ca", flags.webhook_client_ca,
+                                         &webhook.client_ca_pem));
   }
   if (!flags.webhook_cert_dir.empty()) {
     if (!flags.webhook_secret.empty() || !flags.webhook_service.empty() ||

@@ -9,6 +9,7 @@
 
 #include <utility>
 
+#include "common/openssl/handles.h"
 #include "operator/server/tls_material.h"
 
 namespace coach::server {
@@ -16,18 +17,9 @@ namespace coach::server {
 // Immutable once built: a handshake holds it by shared_ptr, so a concurrent Set never frees
 // what a handshake is installing.
 struct ServingCertificate::Material {
-  X509* leaf = nullptr;
-  STACK_OF(X509) * chain = nullptr;  // the intermediates, without the leaf
-  EVP_PKEY* key = nullptr;
-
-  Material() = default;
-  Material(const Material&) = delete;
-  Material& operator=(const Material&) = delete;
-  ~Material() {
-    X509_free(leaf);
-    sk_X509_pop_free(chain, X509_free);
-    EVP_PKEY_free(key);
-  }
+  openssl::Cert leaf;
+  openssl::CertStack chain;  // the intermediates, without the leaf
+  openssl::Key key;
 };
 
 ServingCertificate::ServingCertificate() = default;
@@ -44,18 +36,17 @@ absl::Status ServingCertificate::Set(const std::string& cert_chain_pem,
                                      const std::string& key_pem) {
   if (absl::Status s = CheckTlsMaterial(cert_chain_pem, key_pem, ""); !s.ok()) return s;
   auto material = std::make_shared<Material>();
-  BIO* certs = BIO_new_mem_buf(cert_chain_pem.data(), static_cast<int>(cert_chain_pem.size()));
-  BIO* key = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
-  material->chain = sk_X509_new_null();
+  openssl::Bio certs(
+      BIO_new_mem_buf(cert_chain_pem.data(), static_cast<int>(cert_chain_pem.size())));
+  openssl::Bio key(BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size())));
+  material->chain.reset(sk_X509_new_null());
   if (certs != nullptr && key != nullptr && material->chain != nullptr) {
-    material->leaf = PEM_read_bio_X509(certs, nullptr, nullptr, nullptr);
-    while (X509* next = PEM_read_bio_X509(certs, nullptr, nullptr, nullptr)) {
-      if (sk_X509_push(material->chain, next) == 0) X509_free(next);
+    material->leaf.reset(PEM_read_bio_X509(certs.get(), nullptr, nullptr, nullptr));
+    while (X509* next = PEM_read_bio_X509(certs.get(), nullptr, nullptr, nullptr)) {
+      if (sk_X509_push(material->chain.get(), next) == 0) X509_free(next);
     }
-    material->key = PEM_read_bio_PrivateKey(key, nullptr, nullptr, nullptr);
+    material->key.reset(PEM_read_bio_PrivateKey(key.get(), nullptr, nullptr, nullptr));
   }
-  BIO_free(certs);
-  BIO_free(key);
   // The loop above ends on the PEM reader's "no more certificates"; OpenSSL's error queue is
   // per thread and must not carry that into the caller's next TLS call.
   ERR_clear_error();
@@ -79,8 +70,9 @@ bool ServingCertificate::UseFor(ssl_st* ssl) const {
     material = current_;
   }
   if (material == nullptr) return false;
-  return SSL_use_certificate(ssl, material->leaf) == 1 &&
-         SSL_use_PrivateKey(ssl, material->key) == 1 && SSL_set1_chain(ssl, material->chain) == 1;
+  return SSL_use_certificate(ssl, material->leaf.get()) == 1 &&
+         SSL_use_PrivateKey(ssl, material->key.get()) == 1 &&
+         SSL_set1_chain(ssl, material->chain.get()) == 1;
 }
 
 }  // namespace coach::server

@@ -185,9 +185,8 @@ ReviewAnswer Decide(const Route& route, const json& request, const RuntimeFinder
       // Other groups and kinds are refused by the validator without a lookup.
       if (StringAt(*ref, "apiGroup") == kGroup && !name.empty() &&
           (kind == "TrainingRuntime" || kind == "ClusterTrainingRuntime")) {
-        const std::string ns = Member(*object, "metadata") == nullptr
-                                   ? request_ns
-                                   : StringAt((*object)["metadata"], "namespace");
+        // The request's namespace, already on the object (filled above when it was not).
+        const std::string ns = StringAt(object->value("metadata", json::object()), "namespace");
         absl::StatusOr<std::optional<json>> found = find_runtime(kind, ns, name);
         if (!found.ok()) {
           return response.Error(500, absl::StrCat("looking up ", kind, " \"", name,

@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "operator/backend/kube/client/resource.h"
 
 namespace coach::webhook {
 namespace {
@@ -30,23 +29,18 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 RuntimeFinder RuntimesFromApiServer(kubeclient::KubeClient* client) {
   return [client](const std::string& kind, const std::string& ns,
                   const std::string& name) -> absl::StatusOr<std::optional<json>> {
-    const kubeclient::ResourceDescriptor resource = kubeclient::resources::TrainingRuntimes(kind);
-    absl::StatusOr<json> runtime = client->Get(resource, resource.namespaced ? ns : "", name);
-    if (absl::IsNotFound(runtime.status())) return std::nullopt;
-    if (!runtime.ok()) return runtime.status();
-    return *std::move(runtime);
+    return kubeclient::GetTrainingRuntime(*client, kind, ns, name);
   };
 }
 
-AdmissionServer::AdmissionServer(kubeclient::KubeClient* client, AdmissionServerOptions options)
-    : client_(client), options_(std::move(options)) {}
+AdmissionServer::AdmissionServer(AdmissionServerOptions options) : options_(std::move(options)) {}
 
 absl::StatusOr<std::unique_ptr<AdmissionServer>> AdmissionServer::Start(
     kubeclient::KubeClient* client, RuntimeFinder find_runtime, AdmissionServerOptions options) {
   if (options.clock == nullptr || options.workers < 1 || options.refresh <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("admission server: bad options");
   }
-  std::unique_ptr<AdmissionServer> server(new AdmissionServer(client, std::move(options)));
+  std::unique_ptr<AdmissionServer> server(new AdmissionServer(std::move(options)));
   const AdmissionServerOptions& o = server->options_;
   if (o.cert_dir.empty()) server->rotator_ = std::make_unique<CertRotator>(client, o.rotator);
   server->certificate_ = std::make_shared<server::ServingCertificate>();

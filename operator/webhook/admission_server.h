@@ -58,12 +58,11 @@ class AdmissionServer {
   void Stop();
 
  private:
-  AdmissionServer(kubeclient::KubeClient* client, AdmissionServerOptions options);
+  explicit AdmissionServer(AdmissionServerOptions options);
   // Reads the certificate's source once and serves what it gave.
   absl::Status Refresh();
   void RefreshLoop();
 
-  kubeclient::KubeClient* const client_;
   const AdmissionServerOptions options_;
   std::unique_ptr<CertRotator> rotator_;  // null with cert_dir
   std::shared_ptr<server::ServingCertificate> certificate_;

@@ -40,6 +40,11 @@ json SecretData(const ServingMaterial& material, const std::string& ca_key_pem) 
           {kTlsKey, absl::Base64Escape(material.key_pem)}};
 }
 
+// `status` with `where` (the object) before its message.
+absl::Status About(const std::string& where, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
+}
+
 // The first PEM certificate of a bundle.
 std::string FirstCertificate(const std::string& bundle) {
   constexpr char kEnd[] = "-----END CERTIFICATE-----";
@@ -87,10 +92,7 @@ absl::StatusOr<ServingMaterial> CertRotator::EnsureSecret() {
       absl::StrCat("Secret ", options_.secret_namespace, "/", options_.secret_name);
   absl::StatusOr<json> secret =
       client_->Get(secrets, options_.secret_namespace, options_.secret_name);
-  if (!secret.ok() && !absl::IsNotFound(secret.status())) {
-    return absl::Status(secret.status().code(),
-                        absl::StrCat(where, ": ", secret.status().message()));
-  }
+  if (!secret.ok() && !absl::IsNotFound(secret.status())) return About(where, secret.status());
   const bool exists = secret.ok();
   const json current = exists ? *secret : json::object();
   ServingMaterial material;
@@ -145,10 +147,7 @@ absl::StatusOr<ServingMaterial> CertRotator::EnsureSecret() {
   if (absl::IsAborted(written.status()) || absl::IsAlreadyExists(written.status())) {
     return absl::AbortedError(absl::StrCat(where, ": changed by another replica; read next pass"));
   }
-  if (!written.ok()) {
-    return absl::Status(written.status().code(),
-                        absl::StrCat(where, ": ", written.status().message()));
-  }
+  if (!written.ok()) return About(where, written.status());
   return material;
 }
 
@@ -158,10 +157,7 @@ absl::Status CertRotator::EnsureCaBundle(const std::string& kind_plural, const s
   const kubeclient::ResourceDescriptor resource = WebhookConfigurations(kind_plural, kind);
   const std::string where = absl::StrCat(kind, " ", name);
   absl::StatusOr<json> config = client_->Get(resource, "", name);
-  if (!config.ok()) {
-    return absl::Status(config.status().code(),
-                        absl::StrCat(where, ": ", config.status().message()));
-  }
+  if (!config.ok()) return About(where, config.status());
   const std::string bundle = absl::Base64Escape(ca_bundle_pem);
   json ops = json::array();
   const json webhooks = config->value("webhooks", json::array());
@@ -183,10 +179,7 @@ absl::Status CertRotator::EnsureCaBundle(const std::string& kind_plural, const s
   ops.insert(ops.begin(), std::move(test));
   absl::StatusOr<json> patched =
       client_->Patch(resource, "", name, kubeclient::PatchType::kJson, ops);
-  if (!patched.ok()) {
-    return absl::Status(patched.status().code(),
-                        absl::StrCat(where, ": caBundle: ", patched.status().message()));
-  }
+  if (!patched.ok()) return About(where + ": caBundle", patched.status());
   return absl::OkStatus();
 }
 

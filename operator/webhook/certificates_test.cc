@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
+#include "common/openssl/handles.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -53,25 +54,14 @@ CertificateFacts MustInspect(const std::string& pem) {
 }
 
 // Plain OpenSSL, independent of the library's own verification code.
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-struct X509Free {
-  void operator()(X509* x) const { X509_free(x); }
-};
-struct StoreFree {
-  void operator()(X509_STORE* s) const { X509_STORE_free(s); }
-};
-struct StoreCtxFree {
-  void operator()(X509_STORE_CTX* c) const { X509_STORE_CTX_free(c); }
-};
-struct KeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-using Cert = std::unique_ptr<X509, X509Free>;
+using openssl::Bignum;
+using openssl::Bio;
+using openssl::Cert;
+using openssl::Store;
+using openssl::StoreCtx;
 
 Cert ParseCert(const std::string& pem) {
-  std::unique_ptr<BIO, BioFree> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   return Cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
 }
 
@@ -81,9 +71,9 @@ int OpensslVerify(const std::string& leaf_pem, const std::string& ca_pem, const 
   Cert leaf = ParseCert(leaf_pem);
   Cert ca = ParseCert(ca_pem);
   if (leaf == nullptr || ca == nullptr) return -1;
-  std::unique_ptr<X509_STORE, StoreFree> store(X509_STORE_new());
+  Store store(X509_STORE_new());
   X509_STORE_add_cert(store.get(), ca.get());
-  std::unique_ptr<X509_STORE_CTX, StoreCtxFree> ctx(X509_STORE_CTX_new());
+  StoreCtx ctx(X509_STORE_CTX_new());
   X509_STORE_CTX_init(ctx.get(), store.get(), leaf.get(), nullptr);
   X509_STORE_CTX_set_time(ctx.get(), 0, absl::ToTimeT(at));
   X509_STORE_CTX_set_purpose(ctx.get(), X509_PURPOSE_SSL_SERVER);
@@ -149,8 +139,7 @@ TEST(CertificatesTest, ExtensionsKeysAndSerialsAreAsDocumented) {
     ASSERT_NE(key, nullptr);
     EXPECT_TRUE(EVP_PKEY_is_a(key, "EC"));
     EXPECT_EQ(EVP_PKEY_get_bits(key), 256);
-    std::unique_ptr<BIGNUM, decltype(&BN_free)> serial(
-        ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr), &BN_free);
+    Bignum serial(ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr));
     EXPECT_EQ(BN_num_bits(serial.get()), 128);
   }
   EXPECT_NE(ASN1_INTEGER_cmp(X509_get0_serialNumber(ca_cert.get()),

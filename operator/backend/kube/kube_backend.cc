@@ -589,12 +589,7 @@ absl::Status KubeBackend::ObserveRuntime(const model::Job& job, model::ObservedS
     return text_of(*cm);
   };
   source.find = [&](const trainer::RuntimeReference& ref) -> absl::StatusOr<std::optional<json>> {
-    absl::StatusOr<json> runtime =
-        options_.client->Get(coach::kubeclient::resources::TrainingRuntimes(ref.kind),
-                             ref.cluster() ? "" : ns, ref.name);
-    if (absl::IsNotFound(runtime.status())) return std::nullopt;
-    if (!runtime.ok()) return runtime.status();
-    return *std::move(runtime);
+    return coach::kubeclient::GetTrainingRuntime(*options_.client, ref.kind, ns, ref.name);
   };
   source.where = [&](const trainer::RuntimeReference& ref) {
     return ref.cluster() ? std::string() : absl::StrCat(" in namespace ", ns);

@@ -4,9 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -24,9 +22,6 @@
 #include "operator/model/listen_ports.h"
 #include "operator/model/pod_identity.h"
 #include "operator/model/replicas.h"
-#include "operator/trainer/admission.h"
-#include "operator/trainer/runtime_directory.h"
-#include "operator/trainer/runtime_lookup.h"
 
 extern char** environ;
 
@@ -354,45 +349,6 @@ absl::StatusOr<model::ObservedState> LocalBackend::Observe(const model::Job& job
   ASSIGN_OR_RETURN(out.objects, objects_.List(key));
   RETURN_IF_ERROR(ObserveRuntime(job, out));
   return out;
-}
-
-absl::Status LocalBackend::ObserveRuntime(const model::Job& job,
-                                          model::ObservedState& observed) const {
-  trainer::RuntimeSource source;
-  source.snapshot = [&]() -> absl::StatusOr<std::optional<std::string>> {
-    ASSIGN_OR_RETURN(const std::string dir,
-                     layout_.ConfigMapDir(KeyOf(job), trainer::RuntimeSnapshotName(job)));
-    std::ifstream snapshot(absl::StrCat(dir, "/", trainer::kRuntimeSnapshotKey));
-    if (!snapshot.good()) return std::nullopt;
-    std::stringstream text;
-    text << snapshot.rdbuf();
-    return text.str();
-  };
-  source.find =
-      [&](const trainer::RuntimeReference& ref) -> absl::StatusOr<std::optional<nlohmann::json>> {
-    if (options_.training_runtimes_dir.empty()) return std::nullopt;
-    return trainer::FindRuntimeInDirectory(options_.training_runtimes_dir, ref.kind,
-                                           job.metadata().namespace_(), ref.name);
-  };
-  source.where = [&](const trainer::RuntimeReference&) {
-    return options_.training_runtimes_dir.empty()
-               ? std::string(": this operator has no runtimes (--training-runtimes)")
-               : absl::StrCat(" in --training-runtimes ", options_.training_runtimes_dir);
-  };
-  RETURN_IF_ERROR(trainer::ObserveRuntime(job, source, observed));
-  if (observed.train_job_runtime.empty() || observed.runtime_from_snapshot) return absl::OkStatus();
-  // On a cluster upstream's runtime webhook refuses such a runtime when it is created; a file
-  // has no such door, so the TrainJob that names it is refused with the webhook's words.
-  const nlohmann::json runtime =
-      nlohmann::json::parse(observed.train_job_runtime, nullptr, /*allow_exceptions=*/false);
-  ASSIGN_OR_RETURN(trainer::admission::Result checked,
-                   trainer::admission::ValidateTrainingRuntime(runtime, nullptr));
-  if (!checked.allowed()) {
-    const trainer::RuntimeReference ref = trainer::RuntimeReferenceOf(job);
-    observed.refused = absl::StrCat(ref.kind, " \"", ref.name, "\" in --training-runtimes ",
-                                    options_.training_runtimes_dir, ": ", checked.Message());
-  }
-  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------------------

@@ -144,7 +144,8 @@ class LocalBackend : public Backend {
   // Changes are persisted in the replica records.
   absl::StatusOr<model::ObservedState> Observe(const model::Job& job) override;
   // A TrainJob's runtime: its snapshot (the ConfigMap's file under the state dir), else the one
-  // training_runtimes_dir holds.
+  // training_runtimes_dir holds; one upstream's runtime webhook would refuse sets
+  // observed.refused (local_runtime.cc).
   absl::Status ObserveRuntime(const model::Job& job, model::ObservedState& observed) const;
   // kCreate Pod: runs it (replica_starter.h); returns once the Pending record is stored, the
   // process starts in the background. Errors: InvalidArgument (pod_process.h),

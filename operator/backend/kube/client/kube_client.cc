@@ -74,6 +74,18 @@ absl::StatusOr<std::string> GetLogs(KubeClient& client, const std::string& ns,
   return out;
 }
 
+absl::StatusOr<std::optional<nlohmann::json>> GetTrainingRuntime(KubeClient& client,
+                                                                 const std::string& kind,
+                                                                 const std::string& ns,
+                                                                 const std::string& name) {
+  const ResourceDescriptor resource = resources::TrainingRuntimes(kind);
+  absl::StatusOr<nlohmann::json> runtime =
+      client.Get(resource, resource.namespaced ? ns : "", name);
+  if (absl::IsNotFound(runtime.status())) return std::nullopt;
+  if (!runtime.ok()) return runtime.status();
+  return *std::move(runtime);
+}
+
 absl::Status RetryOnConflict(const std::function<absl::Status()>& fn,
                              const RetryOnConflictOptions& options) {
   thread_local std::mt19937_64 rng(std::random_device{}());

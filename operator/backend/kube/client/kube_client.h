@@ -199,6 +199,13 @@ class KubeClient {
 absl::StatusOr<std::string> GetLogs(KubeClient& client, const std::string& ns,
                                     const std::string& pod, LogOptions options);
 
+// The Trainer v2 runtime of `kind` ("ClusterTrainingRuntime", else a TrainingRuntime in `ns`)
+// called `name`; nullopt when it does not exist. Codes as Get, NotFound excepted.
+absl::StatusOr<std::optional<nlohmann::json>> GetTrainingRuntime(KubeClient& client,
+                                                                 const std::string& kind,
+                                                                 const std::string& ns,
+                                                                 const std::string& name);
+
 struct RetryOnConflictOptions {
   int max_attempts = 5;  // as client-go's retry.DefaultRetry
   absl::Duration initial_backoff = absl::Milliseconds(10);
