@@ -1,0 +1,137 @@
+#include "integrations/s3/testing/seaweedfs_server.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace coach::s3::testing {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'')
+      q += "'\\''";
+    else
+      q += c;
+  }
+  return q + "'";
+}
+
+// Runs a shell command; returns its exit code (-1: it did not exit normally), stdout in `out`.
+int RunShell(const std::string& cmd, std::string* out) {
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  const int rc = ::pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::string Tail(const std::string& path, size_t max) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  return text.size() > max ? text.substr(text.size() - max) : text;
+}
+
+// The script in the runfiles (under `bazel test`), else from the repository root.
+std::string Script() {
+  const std::string path = "integrations/s3/testdata/seaweedfs";
+  const std::string srcdir = Env("TEST_SRCDIR");
+  if (srcdir.empty()) return path;
+  const std::string ws = Env("TEST_WORKSPACE");
+  return absl::StrCat(srcdir, "/", ws.empty() ? "coach" : ws, "/", path);
+}
+
+}  // namespace
+
+bool InCi() {
+  const std::string ci = absl::AsciiStrToLower(Env("CI"));
+  return ci == "true" || ci == "1";
+}
+
+absl::StatusOr<std::unique_ptr<SeaweedFsServer>> SeaweedFsServer::Start() {
+  std::unique_ptr<SeaweedFsServer> server(new SeaweedFsServer());
+  server->script_ = Script();
+  struct stat st;
+  if (::stat(server->script_.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat(server->script_, " is missing"));
+  }
+  std::string bin;
+  if (RunShell(Quote(server->script_) + " bin 2>/dev/null", &bin) != 0) {
+    return absl::NotFoundError("`tools/testenv/seaweedfs bin` failed");
+  }
+  bin = std::string(absl::StripAsciiWhitespace(bin));
+  // Waits for a build in progress (CI builds weed beside the tests), within the test's timeout.
+  std::string ignored;
+  if (RunShell(Quote(server->script_) + " check --wait 600 2>/dev/null", &ignored) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("weed is not built in ", bin,
+                     ": run tools/testenv/seaweedfs build first (the test finds it through HOME)"));
+  }
+  const std::string tmp = Env("TEST_TMPDIR").empty() ? "/tmp" : Env("TEST_TMPDIR");
+  std::string tmpl = tmp + "/seaweedfs-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("mkdtemp under ", tmp, " failed"));
+  }
+  server->dir_ = tmpl;
+  const std::string log = server->dir_ + "/up.log";
+  std::string out;
+  server->running_ = true;  // from here on the destructor runs `down`, whatever started
+  int rc = RunShell(absl::StrCat(Quote(server->script_), " up --dir ", Quote(server->dir_),
+                                 " --owner-pid ", ::getpid(), " 2>", Quote(log)),
+                    &out);
+  if (rc != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("seaweedfs up --dir ", server->dir_, " exited ", rc, ":\n", Tail(log, 4000)));
+  }
+  out.clear();
+  rc = RunShell(absl::StrCat(Quote(server->script_), " env --dir ", Quote(server->dir_)), &out);
+  if (rc != 0) return absl::UnavailableError("seaweedfs env failed");
+  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+    S3Options& o = server->options_;
+    if (kv.first == "COACH_S3_ENDPOINT") o.endpoint = kv.second;
+    if (kv.first == "COACH_S3_BUCKET") o.bucket = kv.second;
+    if (kv.first == "COACH_S3_ACCESS_KEY_ID") o.access_key_id = kv.second;
+    if (kv.first == "COACH_S3_SECRET_ACCESS_KEY") o.secret_access_key = kv.second;
+    if (kv.first == "COACH_S3_REGION") o.region = kv.second;
+  }
+  server->options_.timeout = absl::Seconds(30);
+  if (absl::Status s = ValidateS3Options(server->options_); !s.ok()) {
+    return absl::InternalError(
+        absl::StrCat("seaweedfs env printed unusable options: ", s.message()));
+  }
+  return server;
+}
+
+absl::Status SeaweedFsServer::Stop() {
+  if (!running_) return absl::OkStatus();
+  running_ = false;
+  std::string out;
+  const int rc = RunShell(absl::StrCat(Quote(script_), " down --dir ", Quote(dir_), " 2>&1"), &out);
+  if (rc != 0) return absl::InternalError(absl::StrCat("seaweedfs down: ", out));
+  return absl::OkStatus();
+}
+
+SeaweedFsServer::~SeaweedFsServer() { (void)Stop(); }
+
+}  // namespace coach::s3::testing
