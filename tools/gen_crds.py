@@ -101,6 +101,10 @@ REPLICA_TYPES_MAX = 16
 MAX_PROGRESS_METRICS = 64
 MAX_METRIC_NAME_LENGTH = 250
 MAX_RESTARTS_BY_TYPE = 16
+MAX_ATTEMPTS = 20
+MAX_ATTEMPT_NODES = 64
+MAX_ATTEMPT_MESSAGE_LENGTH = 1024
+MAX_ATTEMPT_NAME_LENGTH = 253
 
 QUANTITY = {
     "anyOf": [{"type": "integer"}, {"type": "string"}],
@@ -345,7 +349,38 @@ def coach_status(time):
         "restartsByType": obj("Counted restarts by the replica type that caused them.",
                               additionalProperties=count(""),
                               maxProperties=MAX_RESTARTS_BY_TYPE),
+        "attempts": {
+            "type": "array",
+            "maxItems": MAX_ATTEMPTS,
+            "description": "The job's attempts, oldest first: the first and the latest ones. The "
+                           "last one runs while it has no endTime.",
+            "items": attempt_status(time, count),
+        },
     })
+
+
+def attempt_status(time, count):
+    """One entry of status.coach.attempts (api/v1/training_job.proto JobAttempt)."""
+    name = lambda d: dict(string(d), maxLength=MAX_ATTEMPT_NAME_LENGTH)
+    return obj("One attempt: when it ran, where, and what ended it.", {
+        "attempt": count("0 is the first."),
+        "startTime": time("When it was asked for: the job's start, or the restart that began it."),
+        "runningTime": time("When every replica of it was first seen running."),
+        "endTime": time("When it ended; absent while it runs."),
+        "reason": name("What ended it: Succeeded, Failed, OOMKilled, Evicted, Preempted, "
+                       "Disrupted, NodeLost, Deleted, Stalled, DeadlineExceeded, "
+                       "BackoffLimitExceeded, Invalid."),
+        "message": dict(string("The same in words."), maxLength=MAX_ATTEMPT_MESSAGE_LENGTH),
+        "replica": name("The replica that ended it, as `coach logs --replica` names it."),
+        "exitCode": integer("That replica's exit code."),
+        "signal": name("The signal that ended it (exit code 128 + its number), e.g. SIGKILL."),
+        "nodes": obj("Where its replicas ran: replica -> node.",
+                     additionalProperties=dict(string(""), maxLength=MAX_ATTEMPT_NAME_LENGTH),
+                     maxProperties=MAX_ATTEMPT_NODES),
+        "lastStep": integer("The highest step its replicas reported.", minimum=0, fmt="int64"),
+        "counted": {"type": "boolean",
+                    "description": "The restart after it spent the job's budget."},
+    }, required=["attempt"])
 
 
 def strip_empty_descriptions(s):

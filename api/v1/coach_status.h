@@ -19,5 +19,14 @@ inline constexpr size_t kMaxMetricNameLength = 250;
 // Entries of status.coach.restartsByType: one per replica type, and no kind has more than the
 // CRD lets a job have.
 inline constexpr int kMaxRestartsByType = 16;
+// Entries of status.coach.attempts: the first attempt and the latest ones. Every restart adds
+// one; the oldest after the first goes.
+inline constexpr int kMaxAttempts = 20;
+// Replicas whose node an attempt keeps (JobAttempt.nodes): a job of thousands of replicas must
+// keep its status well under the API server's object limit.
+inline constexpr int kMaxAttemptNodes = 64;
+// Bytes of an attempt's message and of a node or replica name it keeps.
+inline constexpr size_t kMaxAttemptMessageLength = 1024;
+inline constexpr size_t kMaxAttemptNameLength = 253;
 
 }  // namespace coach::api::v1

@@ -33,6 +33,8 @@ struct ObservedPod {
   bool deleting = false;
   absl::Time created = absl::InfinitePast();
   std::string message;  // why, when the backend knows (OOMKilled, spawn failure, ...)
+  // Where it runs or ran: the pod's node (kube), this host's name (local); "" until placed.
+  std::string node;
   // The instance's UID where the backend has one (Kubernetes); a delete of this pod names it,
   // so that it can never remove a newer pod of the same name.
   std::string uid;

@@ -57,6 +57,7 @@ RestartTrigger FindRestartTrigger(const model::Job& job, const std::vector<Obser
     t.kind = kind;
     t.replica_type = pod.replica_type;
     t.why = std::move(why);
+    t.pod = &pod;
   };
   std::map<std::string, int> failed_by_type;
   std::set<std::pair<std::string, int>> present;
@@ -95,6 +96,10 @@ RestartTrigger FindRestartTrigger(const model::Job& job, const std::vector<Obser
         gone.index = i;
         first(disruption, RestartTrigger::Kind::kDisruption, gone,
               absl::StrCat(Replica(gone), " was deleted"));
+        if (disruption.pod == &gone) {
+          disruption.pod = nullptr;
+          disruption.deleted_pod = ReplicaName(job, type, i);
+        }
       }
     }
   }

@@ -37,6 +37,10 @@ struct RestartTrigger {
   int failed_count = 0;
   // What happened, in words: "Worker replica 1 exited with code 137".
   std::string why;
+  // The pod of `pods` that set it off (null for a stall, or a replica deleted); the name of the
+  // deleted replica's pod.
+  const model::ObservedPod* pod = nullptr;
+  std::string deleted_pod;
 };
 
 // The trigger among `pods` (the job's pods of its current attempt). A disruption outranks a

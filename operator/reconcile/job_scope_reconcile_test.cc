@@ -387,7 +387,9 @@ TEST(JobScopeReconcileTest, UpstreamJobsKeepUpstreamPods) {
   const model::Json& pod = r.actions[0].object.body;
   EXPECT_FALSE(pod["metadata"]["labels"].contains("coach.dev/attempt"));
   EXPECT_EQ(pod["spec"]["restartPolicy"], "OnFailure");
-  EXPECT_FALSE(r.status.has_coach());
+  // coach's own status holds the attempt timeline alone: nothing upstream readers look for.
+  EXPECT_EQ(r.status.coach().attempts_size(), 1);
+  EXPECT_FALSE(r.status.coach().has_progress());
   // A failed replica is recreated alone, as upstream.
   auto one = Reconcile(WithStatusOf(job, r.status),
                        ObservedBuilder(job).Running("Master", 0).Failed("Worker", 0, 137).Build(),

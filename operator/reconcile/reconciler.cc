@@ -15,6 +15,7 @@
 #include "api/v1/job_policies.h"
 #include "operator/model/job_plan.h"
 #include "operator/model/replicas.h"
+#include "operator/reconcile/attempt_history.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/job_recovery.h"
 #include "operator/reconcile/pending.h"
@@ -138,9 +139,16 @@ class Pass {
   void CountSucceededReplicas();
   void Succeed(const std::string& message);
   // `failed_type`: the replica type whose failure failed the job, when one did; JobSet's words
-  // name it as the first failed Job.
+  // name it as the first failed Job. `end`: what the timeline says ended the attempt, when the
+  // caller knows better than the reason and the failed type (attempt_history.h).
   void Fail(const std::string& reason, const std::string& message,
-            const std::string& failed_type = "");
+            const std::string& failed_type = "", AttemptEnd end = {});
+  // The attempt running now began: the restart that asked for it, else the job's start.
+  absl::Time AttemptStart() const;
+  // The current attempt's entry in the timeline: its pods' nodes and, once they all ran, its
+  // running time; closed by `end` when the job restarts or finishes.
+  void NoteAttempt();
+  void CloseAttempt(AttemptEnd end, const std::string& message);
   // The replica type reached `state` ("Complete": every pod succeeded; "Ready": every pod runs
   // or succeeded) in the current attempt.
   bool Reached(const std::string& type, const std::string& state) const;
@@ -205,15 +213,22 @@ void Pass::FailRecovery(const RecoveryDecision& failure) {
   upstream_failure_ = failure.upstream_reason;
   result_.requeue_at.reset();
   CleanUp();
-  Fail(failure.reason, failure.message, failure.failed_type);
+  Fail(failure.reason, failure.message, failure.failed_type, failure.end);
   ApplyTtl();
 }
 
 void Pass::RestartJob(const RecoveryDecision& restart) {
   std::string not_in_place;
   const bool in_place = recovery_.InPlaceReady(not_in_place);
+  const absl::Time start = AttemptStart();
   const std::string msg = RecordRestart(restart, recovery_.attempt(), in_place, not_in_place,
                                         recovery_.policy(), kind_name_, name(), now_, status());
+  AttemptEnd end = restart.end;
+  end.counted = restart.counted;
+  end.message = msg;
+  reconcile::CloseAttempt(job_, recovery_.current(), recovery_.attempt(), start, end, now_,
+                          status());
+  OpenAttempt(status(), status().coach().attempt(), now_);
   MarkRestarting(status(), kind_name_, msg, now_);
   Event(restart.counted ? "Warning" : "Normal", kind_name_ + api::v1::kJobRestartingReason, msg);
   // In place: each pod's coach-launch stops its ranks and starts the next attempt's once every
@@ -308,11 +323,59 @@ void Pass::CountSucceededReplicas() {
 void Pass::Succeed(const std::string& message) {
   MarkSucceeded(status(), kind_name_, message, now_);
   Event("Normal", kind_name_ + api::v1::kJobSucceededReason, message);
+  AttemptEnd end;
+  end.reason = "Succeeded";
+  CloseAttempt(end, message);
+}
+
+absl::Time Pass::AttemptStart() const {
+  const api::v1::CoachJobStatus& coach = status().coach();
+  if (recovery_.attempt() > 0 && coach.has_restart_time()) {
+    return FromTimestamp(coach.restart_time());
+  }
+  return status().has_start_time() ? FromTimestamp(status().start_time()) : now_;
+}
+
+void Pass::NoteAttempt() {
+  std::optional<absl::Time> running;
+  const api::v1::CoachJobStatus& coach = status().coach();
+  if (coach.has_attempt_running_time()) {
+    running = FromTimestamp(coach.attempt_running_time());
+  } else if (HasTrueCondition(status(), kJobRunning)) {
+    running = now_;
+  }
+  NoteAttemptPods(job_, recovery_.current(), recovery_.attempt(), AttemptStart(), running,
+                  status());
+}
+
+void Pass::CloseAttempt(AttemptEnd end, const std::string& message) {
+  end.message = message;
+  reconcile::CloseAttempt(job_, recovery_.current(), recovery_.attempt(), AttemptStart(), end, now_,
+                          status());
 }
 
 void Pass::Fail(const std::string& reason, const std::string& message,
-                const std::string& failed_type) {
+                const std::string& failed_type, AttemptEnd end) {
   Event("Warning", kind_name_ + reason, message);
+  if (end.reason.empty()) {
+    if (reason == api::v1::kJobFailedValidationReason) {
+      end.reason = "Invalid";
+    } else if (reason == api::v1::kJobStalledReason) {
+      end.reason = "Stalled";
+    } else if (upstream_failure_ == api::v1::kTrainJobDeadlineReason) {
+      end.reason = "DeadlineExceeded";
+    } else {
+      end.reason = "Failed";
+      for (const ObservedPod& pod : recovery_.current()) {
+        if (pod.phase != PodPhase::kFailed) continue;
+        if (!failed_type.empty() && pod.replica_type != failed_type) continue;
+        end.pod = &pod;
+        end.reason = PodEndReason(pod);
+        break;
+      }
+    }
+  }
+  CloseAttempt(end, message);
   if (plan_.words == model::StatusWords::kTrainingOperator) {
     MarkFailed(status(), kind_name_, reason, message, now_);
     return;
@@ -682,7 +745,9 @@ model::ReconcileResult Pass::Run(const absl::Status& policy_error) {
   // Limits first: a job past them is failed whatever its pods say. A job-scoped job's budget
   // counts whole-job restarts (RecoverJob), not its pods' restarts.
   std::string limit_msg;
+  AttemptEnd limit_end;
   if (!recovery_.JobScope()) limit_msg = recovery_.ReplicaBudgetSpent();
+  if (!limit_msg.empty()) limit_end.reason = "BackoffLimitExceeded";
   if (limit_msg.empty() && rp.has_active_deadline_seconds()) {
     const absl::Time deadline =
         FromTimestamp(status().start_time()) + absl::Seconds(rp.active_deadline_seconds());
@@ -697,7 +762,7 @@ model::ReconcileResult Pass::Run(const absl::Status& policy_error) {
   if (!limit_msg.empty()) {
     result_.requeue_at.reset();
     CleanUp();
-    Fail(kJobFailedReason, limit_msg);
+    Fail(kJobFailedReason, limit_msg, "", limit_end);
     ApplyTtl();
     return Done();
   }
@@ -717,6 +782,7 @@ model::ReconcileResult Pass::Run(const absl::Status& policy_error) {
   ExplainPending();
   NoteAttemptRunning();
   if (StalledUnderReplicaScope()) return Done();
+  if (!IsFinished(status())) NoteAttempt();
   const std::vector<ObservedPod>& current = recovery_.current();
   if (std::optional<absl::Time> at = UpdateProgressStatus(current, config_.progress_status_interval,
                                                           IsFinished(status()), status())) {

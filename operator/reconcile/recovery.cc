@@ -220,6 +220,12 @@ RecoveryDecision Recovery::DecideJobScope(bool running, std::optional<absl::Time
       RequeueBy(requeue, stall.due);
     }
   }
+  decision.end.pod = trigger.pod;
+  decision.end.replica =
+      trigger.deleted_pod.empty() ? std::string() : LogReplicaName(job_, trigger.deleted_pod);
+  decision.end.reason = trigger.kind == RestartTrigger::Kind::kStalled ? "Stalled"
+                        : trigger.pod != nullptr                       ? PodEndReason(*trigger.pod)
+                                                                       : "Deleted";
   switch (trigger.kind) {
     case RestartTrigger::Kind::kNone:
       return decision;
@@ -285,6 +291,7 @@ RecoveryDecision Recovery::DecideReplicaScopeStall(bool running,
   const std::string& kind_name = kind_name_;
   decision.kind = RecoveryDecision::Kind::kFail;
   decision.reason = api::v1::kJobStalledReason;
+  decision.end.reason = "Stalled";
   decision.message = absl::StrCat(
       kind_name, " ", job_.metadata().name(), " has failed because it stalled: ", stall.who, " (",
       kAnnotationProgressDeadline, ": ", absl::FormatDuration(*policy_.progress_deadline), ").");

@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "operator/model/observed_state.h"
 #include "operator/model/reconcile_types.h"
+#include "operator/reconcile/attempt_history.h"
 #include "operator/reconcile/recovery_policy.h"
 
 namespace coach::reconcile {
@@ -36,6 +37,9 @@ struct RecoveryDecision {
   std::string message;
   std::string failed_type;
   std::string upstream_reason;
+  // What ends the current attempt, for its entry in the timeline (attempt_history.h): its
+  // reason, the pod that set it off; the message and `counted` are the pass's to fill.
+  AttemptEnd end;
 };
 
 class Recovery {

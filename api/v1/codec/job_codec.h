@@ -25,10 +25,12 @@
 //
 // status.coach (CoachJobStatus) is {attempt, restarts, disruptions, inPlaceRestarts,
 // restartsByType: {Worker: 1}, attemptRunningTime, restartTime, progress: {step,
-// metrics: {loss: 0.25}, stepsPerSecond, lastProgressTime}};
+// metrics: {loss: 0.25}, stepsPerSecond, lastProgressTime}, attempts: [{attempt, startTime,
+// runningTime, endTime, reason, message, replica, exitCode, signal, nodes: {worker-0: node-a},
+// lastStep, counted}]};
 // counts and step are >= 0, metrics at most kMaxProgressMetrics with names of 1 to
-// kMaxMetricNameLength characters, restartsByType at most kMaxRestartsByType
-// (api/v1/coach_status.h).
+// kMaxMetricNameLength characters, restartsByType at most kMaxRestartsByType, attempts at most
+// kMaxAttempts with at most kMaxAttemptNodes nodes each (api/v1/coach_status.h).
 
 // The decoder (job_decoder.h) and the encoder (job_encoder.h) are separate libraries;
 // this header names both for callers that need either direction.

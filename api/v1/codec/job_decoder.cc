@@ -343,14 +343,73 @@ void DecodeProgress(FieldDecoder& d, const json& v, const std::string& path,
   }
 }
 
+// A string of status.coach.attempts[] of at most `max` characters (as the CRD's maxLength
+// counts them).
+template <typename Set>
+void BoundedString(FieldDecoder& d, const json& object, const std::string& key,
+                   const std::string& path, size_t max, Set set) {
+  d.String(object, key, path, [&](std::string s) {
+    if (Characters(s) > max) {
+      d.Error(Join(path, key), absl::StrCat("must have at most ", max, " characters"));
+    } else {
+      set(std::move(s));
+    }
+  });
+}
+
+void DecodeAttempt(FieldDecoder& d, const json& item, const std::string& path,
+                   JobAttempt* attempt) {
+  d.Unknown(item, path,
+            {"attempt", "startTime", "runningTime", "endTime", "reason", "message", "replica",
+             "exitCode", "signal", "nodes", "lastStep", "counted"});
+  Count(d, item, "attempt", path, [&](int32_t i) { attempt->set_attempt(i); });
+  COACH_TIME_FIELD(d, item, "startTime", path, attempt, JobAttempt, start_time);
+  COACH_TIME_FIELD(d, item, "runningTime", path, attempt, JobAttempt, running_time);
+  COACH_TIME_FIELD(d, item, "endTime", path, attempt, JobAttempt, end_time);
+  BoundedString(d, item, "reason", path, kMaxAttemptNameLength,
+                [&](std::string s) { attempt->set_reason(std::move(s)); });
+  BoundedString(d, item, "message", path, kMaxAttemptMessageLength,
+                [&](std::string s) { attempt->set_message(std::move(s)); });
+  BoundedString(d, item, "replica", path, kMaxAttemptNameLength,
+                [&](std::string s) { attempt->set_replica(std::move(s)); });
+  BoundedString(d, item, "signal", path, kMaxAttemptNameLength,
+                [&](std::string s) { attempt->set_signal(std::move(s)); });
+  d.Int32(item, "exitCode", path, [&](int32_t i) { attempt->set_exit_code(i); });
+  d.Int64(item, "lastStep", path, [&](int64_t i) {
+    if (i < 0) {
+      d.Error(Join(path, "lastStep"), absl::StrCat("must be >= 0, got ", i));
+    } else {
+      attempt->set_last_step(i);
+    }
+  });
+  d.Bool(item, "counted", path, [&](bool b) { attempt->set_counted(b); });
+  auto nodes = item.find("nodes");
+  if (nodes == item.end() || nodes->is_null()) return;
+  const std::string nodes_path = Join(path, "nodes");
+  const json* map = BoundedMap(d, *nodes, nodes_path, kMaxAttemptNodes);
+  if (map == nullptr) return;
+  for (auto it = map->begin(); it != map->end(); ++it) {
+    const std::string entry_path = absl::StrCat(nodes_path, "[", it.key(), "]");
+    if (!it->is_string()) {
+      d.Expected(entry_path, "a string", *it);
+    } else if (Characters(it.key()) > kMaxAttemptNameLength ||
+               Characters(it->get<std::string>()) > kMaxAttemptNameLength) {
+      d.Error(entry_path,
+              absl::StrCat("names must have at most ", kMaxAttemptNameLength, " characters"));
+    } else {
+      (*attempt->mutable_nodes())[it.key()] = it->get<std::string>();
+    }
+  }
+}
+
 }  // namespace
 
 namespace internal {
 
 const std::set<std::string>& CoachStatusFields() {
   static const std::set<std::string>* fields = new std::set<std::string>{
-      "attempt",  "restarts",    "disruptions",    "restartsByType", "attemptRunningTime",
-      "progress", "restartTime", "inPlaceRestarts"};
+      "attempt",  "restarts",    "disruptions",     "restartsByType", "attemptRunningTime",
+      "progress", "restartTime", "inPlaceRestarts", "attempts"};
   return *fields;
 }
 
@@ -392,6 +451,18 @@ void DecodeCoachStatus(FieldDecoder& d, const json& v, const std::string& path, 
   auto progress = object->find("progress");
   if (progress != object->end() && !progress->is_null()) {
     DecodeProgress(d, *progress, Join(path, "progress"), coach->mutable_progress());
+  }
+  auto attempts = object->find("attempts");
+  if (attempts != object->end() && !attempts->is_null()) {
+    const std::string attempts_path = Join(path, "attempts");
+    if (attempts->is_array() && attempts->size() > static_cast<size_t>(kMaxAttempts)) {
+      d.Error(attempts_path,
+              absl::StrCat("must have at most ", kMaxAttempts, " entries, got ", attempts->size()));
+    } else {
+      d.ObjectList(*attempts, attempts_path, [&](const json& item, const std::string& ipath) {
+        DecodeAttempt(d, item, ipath, coach->add_attempts());
+      });
+    }
   }
 }
 

@@ -375,6 +375,32 @@ class Encoder {
       out["attemptRunningTime"] = FormatTime(coach.attempt_running_time());
     }
     if (coach.has_progress()) out["progress"] = Progress(coach.progress());
+    if (coach.attempts_size() > 0) {
+      json attempts = json::array();
+      for (const JobAttempt& attempt : coach.attempts()) attempts.push_back(Attempt(attempt));
+      out["attempts"] = std::move(attempts);
+    }
+    return out;
+  }
+
+  static json Attempt(const JobAttempt& attempt) {
+    json out = json::object();
+    out["attempt"] = attempt.attempt();
+    if (attempt.has_start_time()) out["startTime"] = FormatTime(attempt.start_time());
+    if (attempt.has_running_time()) out["runningTime"] = FormatTime(attempt.running_time());
+    if (attempt.has_end_time()) out["endTime"] = FormatTime(attempt.end_time());
+    if (!attempt.reason().empty()) out["reason"] = attempt.reason();
+    if (!attempt.message().empty()) out["message"] = attempt.message();
+    if (!attempt.replica().empty()) out["replica"] = attempt.replica();
+    if (attempt.has_exit_code()) out["exitCode"] = attempt.exit_code();
+    if (!attempt.signal().empty()) out["signal"] = attempt.signal();
+    if (!attempt.nodes().empty()) {
+      json nodes = json::object();
+      for (const auto& [replica, node] : attempt.nodes()) nodes[replica] = node;
+      out["nodes"] = std::move(nodes);
+    }
+    if (attempt.last_step() != 0) out["lastStep"] = attempt.last_step();
+    if (attempt.counted()) out["counted"] = true;
     return out;
   }
 

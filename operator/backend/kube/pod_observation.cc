@@ -176,6 +176,7 @@ model::ObservedPod ToObservedPod(const model::Job& job, const json& pod,
   p.phase = ParsePhase(StringField(status, "phase"));
   p.deleting = Deleting(pod);
   p.created = ParseTime(StringField(meta, "creationTimestamp"));
+  p.node = StringField(Field(pod, "spec"), "nodeName");
   const json& cs = Field(status, "containerStatuses");
   if (cs.is_array()) {
     for (const json& c : cs) {

@@ -336,6 +336,7 @@ absl::StatusOr<model::ObservedState> LocalBackend::Observe(const model::Job& job
       pod.created = r.started_at;
       pod.message = r.message;
       pod.attempt = r.attempt;
+      pod.node = options_.node_name;
       out.pods.push_back(std::move(pod));
       runs.push_back(ReplicaFacts::Replica{r.process, r.phase == PodPhase::kRunning});
     }
