@@ -126,8 +126,9 @@ TEST_F(MlflowE2eTest, SucceededJobHasOneFinishedRunWithTagsParamsLogsAndEnv) {
   ASSERT_TRUE(sdk::IsJobSucceeded(done)) << done.status().ShortDebugString();
   const std::string run_id = RunIdOf("ok");
   ASSERT_FALSE(run_id.empty());
-  Json run = WaitRunStatus(run_id, "FINISHED",
-                           {"--artifact", "logs/master-0.log", "--artifact", "logs/worker-0.log"});
+  Json run = WaitRunStatus(
+      run_id, "FINISHED",
+      {"--artifact", "logs/attempt-0/master-0.log", "--artifact", "logs/attempt-0/worker-0.log"});
   EXPECT_EQ(run["tags"]["coach.run_ended"], "FINISHED");
   EXPECT_EQ(run["run_name"], "default/ok");
   EXPECT_EQ(run["tags"]["coach.job_uid"], created.metadata().uid());
@@ -144,11 +145,12 @@ TEST_F(MlflowE2eTest, SucceededJobHasOneFinishedRunWithTagsParamsLogsAndEnv) {
   EXPECT_EQ(run["end_time"].get<int64_t>(),
             absl::ToUnixMillis(reconcile::FromTimestamp(done.status().completion_time())));
   // The replicas saw the run (COACH_MLFLOW_RUN_ID) and their logs are the run's artifacts.
-  const std::string master_log = run["artifacts"]["logs/master-0.log"];
+  const std::string master_log = run["artifacts"]["logs/attempt-0/master-0.log"];
   EXPECT_TRUE(absl::StrContains(master_log, "run=" + run_id)) << master_log;
   EXPECT_TRUE(absl::StrContains(master_log, "uri=" + uri_)) << master_log;
   EXPECT_TRUE(absl::StrContains(master_log, "exp=" + run["experiment_id"].get<std::string>()));
-  EXPECT_TRUE(absl::StrContains(std::string(run["artifacts"]["logs/worker-0.log"]), "hello from"));
+  EXPECT_TRUE(absl::StrContains(std::string(run["artifacts"]["logs/attempt-0/worker-0.log"]),
+                                "hello from"));
   EXPECT_EQ(RunsTagged(created.metadata().uid()), 1);
 }
 
@@ -160,11 +162,11 @@ TEST_F(MlflowE2eTest, FailedJobFailsItsRunAndDeletedJobKillsIt) {
   Submit(ShellJob("del", "echo running; sleep 300").Masters(1).RestartPolicy("Never"));
   const TrainingJob bad = WaitFinished("bad");
   EXPECT_FALSE(sdk::IsJobSucceeded(bad));
-  Json run = WaitRunStatus(RunIdOf("bad"), "FAILED", {"--artifact", "logs/master-0.log"});
+  Json run = WaitRunStatus(RunIdOf("bad"), "FAILED", {"--artifact", "logs/attempt-0/master-0.log"});
   EXPECT_EQ(run["tags"]["coach.state"], "Failed");
   EXPECT_TRUE(run["end_time"].is_number());
-  EXPECT_TRUE(
-      absl::StrContains(std::string(run["artifacts"]["logs/master-0.log"]), "about to fail"));
+  EXPECT_TRUE(absl::StrContains(std::string(run["artifacts"]["logs/attempt-0/master-0.log"]),
+                                "about to fail"));
 
   const std::string del_run = RunIdOf("del");
   ASSERT_TRUE(op_->WaitJob("del",
@@ -175,10 +177,11 @@ TEST_F(MlflowE2eTest, FailedJobFailsItsRunAndDeletedJobKillsIt) {
   absl::SleepFor(absl::Milliseconds(500));
   const int64_t before_ms = absl::ToUnixMillis(absl::Now());
   ASSERT_TRUE(op_->client().DeleteJob(kNs, "del").ok());
-  run = WaitRunStatus(del_run, "KILLED", {"--artifact", "logs/master-0.log"});
+  run = WaitRunStatus(del_run, "KILLED", {"--artifact", "logs/attempt-0/master-0.log"});
   ASSERT_TRUE(run["end_time"].is_number());
   EXPECT_GE(run["end_time"].get<int64_t>(), before_ms);
-  EXPECT_TRUE(absl::StrContains(std::string(run["artifacts"]["logs/master-0.log"]), "running"));
+  EXPECT_TRUE(
+      absl::StrContains(std::string(run["artifacts"]["logs/attempt-0/master-0.log"]), "running"));
 }
 
 TEST_F(MlflowE2eTest, OperatorRestartDoesNotCreateASecondRun) {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct LogOptions {
   bool follow = false;
   // 0: the whole log.
   int64_t tail_lines = 0;
+  // The attempt to read (status.coach.attempts[].attempt); unset: the current one. A backend that
+  // keeps earlier attempts itself (the local backend's replica directories) reads them; others
+  // answer NotFound for an earlier attempt.
+  std::optional<int> attempt;
 };
 
 class Backend {

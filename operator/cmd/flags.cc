@@ -131,6 +131,34 @@ void RegisterFlags(CLI::App* app, Flags* flags) {
                   "chooses with coach.dev/zone-policy)")
       ->envname("COACH_KARPENTER_ZONE_POLICY")
       ->capture_default_str();
+  app->add_option("--history-s3-endpoint", flags->history_s3_endpoint,
+                  "Keep every attempt's replica logs and deleted jobs' histories in this "
+                  "S3-compatible store (http(s)://host[:port]); credentials from "
+                  "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY. Empty: no store (earlier "
+                  "attempts' logs are kept only in tracked jobs' MLflow runs, and on the local "
+                  "backend in its state dir)")
+      ->envname("COACH_HISTORY_S3_ENDPOINT");
+  app->add_option("--history-s3-bucket", flags->history_s3_bucket, "The history store's bucket")
+      ->envname("COACH_HISTORY_S3_BUCKET");
+  app->add_option("--history-s3-region", flags->history_s3_region,
+                  "The region requests to the history store are signed for")
+      ->envname("COACH_HISTORY_S3_REGION")
+      ->capture_default_str();
+  app->add_option("--history-s3-prefix", flags->history_s3_prefix,
+                  "Key prefix of everything coach writes to the bucket (ends with '/')")
+      ->envname("COACH_HISTORY_S3_PREFIX")
+      ->capture_default_str();
+  app->add_option("--history-s3-ca-file", flags->history_s3_ca_file,
+                  "CA bundle (PEM) to verify an https history store with; default: the system's")
+      ->envname("COACH_HISTORY_S3_CA_FILE");
+  app->add_option("--history-max-log-bytes", flags->history_max_log_bytes,
+                  "Per replica and attempt: the log's last bytes that are kept (1 KiB..1 GiB)")
+      ->envname("COACH_HISTORY_MAX_LOG_BYTES")
+      ->capture_default_str();
+  app->add_option("--history-retention-hours", flags->history_retention_hours,
+                  "How long a deleted job's history stays in the store (1..87600 hours)")
+      ->envname("COACH_HISTORY_RETENTION_HOURS")
+      ->capture_default_str();
   app->add_option("--kubeconfig", flags->kubeconfig,
                   "kubeconfig file (--backend=kube); default: in-cluster, else ~/.kube/config")
       ->envname("KUBECONFIG");

@@ -69,6 +69,14 @@ struct Flags {
   std::string webhook_mutating_configuration;
   std::string webhook_validating_configuration;
   std::string webhook_client_ca;
+  // The history store (validate_history.cc; docs/history.md); empty endpoint: none.
+  std::string history_s3_endpoint;
+  std::string history_s3_bucket;
+  std::string history_s3_region = "us-east-1";
+  std::string history_s3_prefix = "coach/";
+  std::string history_s3_ca_file;
+  int64_t history_max_log_bytes = 8 << 20;
+  double history_retention_hours = 720;
 };
 
 // The defaults that depend on the environment: --state-dir under $HOME. Taken before

@@ -40,6 +40,25 @@ tracking::MlflowTrackerOptions TrackerOptions(const Flags& flags, const Settings
   return options;
 }
 
+std::unique_ptr<s3::ObjectStore> HistoryObjects(const Settings& settings) {
+  if (!settings.history.store) return nullptr;
+  absl::StatusOr<std::unique_ptr<s3::ObjectStore>> store =
+      s3::MakeS3ObjectStore(settings.history.s3);
+  if (!store.ok()) {
+    // Validate checked the options: only libcurl's setup can fail here.
+    spdlog::error("coach-operator: no history store: {}", store.status().ToString());
+    return nullptr;
+  }
+  return std::move(store).value();
+}
+
+history::LogKeeperOptions KeeperOptions(const Settings& settings) {
+  history::LogKeeperOptions options;
+  options.max_log_bytes = settings.history.max_log_bytes;
+  options.retention = settings.history.retention;
+  return options;
+}
+
 core::Controller::Options ControllerOptions(const Flags& flags, const Settings& settings,
                                             core::JobObserver* observer) {
   core::Controller::Options options;
@@ -65,18 +84,32 @@ OperatorCore::OperatorCore(const Flags& flags, const Settings& settings,
               MakeTrackerHooks(wiring.store.get(), &watchers, &controller_ptr, wiring.backend.get(),
                                settings.config.mlflow),
               clock, &registry),
+      history_objects(HistoryObjects(settings)),
+      history_store(history_objects ? std::make_unique<history::HistoryStore>(
+                                          history_objects.get(), settings.history.prefix)
+                                    : nullptr),
+      keeper(KeeperOptions(settings), wiring.backend.get(), history_store.get(), &tracker, clock,
+             &registry),
+      observers({&tracker, &keeper}),
       controller(wiring.store.get(), wiring.backend.get(), &jobs,
                  settings.kube ? &controller_only : &watchers, &job_locks, clock, &metrics,
-                 ControllerOptions(flags, settings, &tracker)),
+                 ControllerOptions(flags, settings, &observers)),
       trimmer([this] { return controller.passes(); }, [] { malloc_trim(0); }) {
   watchers.SetObservers([this](size_t n) { metrics.watchers->Set({}, static_cast<double>(n)); },
                         [this] { metrics.watchers_dropped->Add({}); });
-  jobs.SetObserver(&tracker);
+  jobs.SetObserver(&observers);
+  jobs.SetHistory(&keeper);
   controller_ptr = &controller;
 }
 
 void OperatorCore::StartTracker(const model::MlflowConfig& config) {
   tracker.Start();
+  keeper.Start();
+  if (history_store != nullptr) {
+    spdlog::info(
+        "coach-operator: each attempt's logs and deleted jobs' histories kept in the "
+        "history store");
+  }
   if (!config.tracking_uri.empty()) {
     spdlog::info("coach-operator: MLflow tracking of every job in {} (experiment {})",
                  ::coach::mlflow::internal::RedactUri(config.tracking_uri), config.experiment);

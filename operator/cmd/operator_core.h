@@ -13,6 +13,8 @@
 #include "operator/core/job_service.h"
 #include "operator/core/keyed_mutex.h"
 #include "operator/core/watch_broadcaster.h"
+#include "operator/history/history_store.h"
+#include "operator/history/log_keeper.h"
 #include "operator/metrics/operator_metrics.h"
 #include "operator/metrics/registry.h"
 #include "operator/tracking/mlflow_tracker.h"
@@ -27,10 +29,13 @@ struct OperatorCore {
   OperatorCore(const OperatorCore&) = delete;
   OperatorCore& operator=(const OperatorCore&) = delete;
   // The tracker's workers call into the controller: they stop first on every way out.
-  ~OperatorCore() { tracker.Stop(absl::ZeroDuration()); }
+  ~OperatorCore() {
+    tracker.Stop(absl::ZeroDuration());
+    keeper.Stop(absl::ZeroDuration());
+  }
 
-  // Starts the tracker's workers and logs where runs go (`config`: the operator's MLflow
-  // settings).
+  // Starts the tracker's and the history's workers and logs where runs and histories go
+  // (`config`: the operator's MLflow settings).
   void StartTracker(const model::MlflowConfig& config);
 
   Clock* const clock;  // the one clock the binary reads
@@ -43,6 +48,13 @@ struct OperatorCore {
   // (it observes it), exists.
   core::Controller* controller_ptr = nullptr;
   tracking::MlflowTracker tracker;
+  // Each attempt's logs and deleted jobs' histories (docs/history.md): in the store when the
+  // operator has one (null otherwise), in tracked jobs' MLflow runs through the tracker.
+  std::unique_ptr<s3::ObjectStore> history_objects;
+  std::unique_ptr<history::HistoryStore> history_store;
+  history::LogKeeper keeper;
+  // What the controller and the job service tell: the tracker, then the history.
+  core::JobObservers observers;
   // On Kubernetes every change, the controller's status writes included, reaches the API's
   // watchers from the CR watch (job_watch.h): once, on the leader and on the others alike.
   core::WatchBroadcaster controller_only;

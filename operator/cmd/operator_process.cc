@@ -123,6 +123,7 @@ void OperatorProcess::ShutDown() {
   if (wiring_.cr_store != nullptr) wiring_.cr_store->StopWatching();
   // A moment for runs to record what just happened; the rest resumes after a restart.
   core_->tracker.Stop(absl::Seconds(2));
+  core_->keeper.Stop(absl::Seconds(2));
   core_->jobs.SetObserver(nullptr);
   // Nothing appends events any more: write the queued ones (the record `kubectl describe`
   // shows), bounded by --kube-event-shutdown-grace; the rest are counted and logged.

@@ -9,6 +9,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "integrations/s3/s3_object_store.h"
 #include "operator/backend/kube/client/kube_config.h"
 #include "operator/backend/kube/leader_election.h"
 #include "operator/cmd/flags.h"
@@ -39,6 +41,14 @@ struct Settings {
     coach::webhook::CertRotatorOptions rotator;  // else: the operator's own, in a Secret
     std::string client_ca_pem;                   // empty: any client
   } webhook;
+  // --history-* (validate_history.cc).
+  struct History {
+    bool store = false;  // --history-s3-endpoint given
+    coach::s3::S3Options s3;
+    std::string prefix;
+    int64_t max_log_bytes = 8 << 20;
+    absl::Duration retention = absl::Hours(720);
+  } history;
 };
 
 // Checks every flag and fills `settings`; completes `flags` with the defaults that need the
@@ -51,6 +61,10 @@ absl::Status ValidateKubeFlags(const Flags& flags, Settings* settings);
 
 // Validate's part for --webhook-* (validate_webhook.cc); `kube`: --backend=kube.
 absl::Status ValidateWebhookFlags(const Flags& flags, bool kube, Settings* settings);
+
+// Validate's part for --history-* (validate_history.cc); reads AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY when a store is named.
+absl::Status ValidateHistoryFlags(const Flags& flags, Settings* settings);
 
 // Validate's part for --progress-report-address and --progress-report-ca-file
 // (validate_progress.cc); `kube`: --backend=kube. Fills the config's progress_report_*.

@@ -281,6 +281,7 @@ absl::Status Validate(Flags* mutable_flags, Settings* settings) {
     }
   }
   if (absl::Status s = ValidateProgressReportFlags(flags, kube, settings); !s.ok()) return s;
+  if (absl::Status s = ValidateHistoryFlags(flags, settings); !s.ok()) return s;
   if (absl::Status s = ValidateWebhookFlags(flags, kube, settings); !s.ok()) return s;
   std::string& token = settings->token;
   if (!flags.token_file.empty()) {

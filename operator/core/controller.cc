@@ -367,6 +367,7 @@ absl::StatusOr<PassResult> Controller::Pass(const JobKey& key, PassRecord* recor
   }
   bool applied_any = false;
   if (!batch.empty()) {
+    if (options_.observer != nullptr) NotePodsDeleting(job, observed, batch);
     std::vector<absl::Status> results;
     absl::Status applied = backend_->ApplyAll(job, batch, &results);
     for (size_t i = 0; i < batch.size() && i < results.size(); ++i) {
@@ -441,6 +442,20 @@ absl::StatusOr<PassResult> Controller::Pass(const JobKey& key, PassRecord* recor
     pass.at = *result.requeue_at;
   }
   return pass;
+}
+
+void Controller::NotePodsDeleting(const model::Job& job, const model::ObservedState& observed,
+                                  const std::vector<model::Action>& batch) {
+  std::vector<model::ObservedPod> deleting;
+  for (const model::Action& action : batch) {
+    if (action.type != model::Action::Type::kDelete || action.object.kind != "Pod") continue;
+    for (const model::ObservedPod& pod : observed.pods) {
+      // A pod that never ran has no log, and a lost node's kubelet would not answer.
+      if (pod.name != action.object.name || pod.node.empty() || pod.node_lost) continue;
+      deleting.push_back(pod);
+    }
+  }
+  if (!deleting.empty()) options_.observer->PodsDeleting(job, deleting);
 }
 
 }  // namespace coach::core

@@ -199,6 +199,9 @@ class Controller {
   std::string RecordRefusedCreates(const JobKey& job_key, const model::Job& job,
                                    const std::vector<model::Action>& batch,
                                    const std::vector<absl::Status>& results, absl::Time now);
+  // Tells the observer which of the pods `batch` deletes have run (their logs are kept).
+  void NotePodsDeleting(const model::Job& job, const model::ObservedState& observed,
+                        const std::vector<model::Action>& batch);
 
   JobStore* const store_;
   backend::Backend* const backend_;

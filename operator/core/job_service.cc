@@ -281,13 +281,114 @@ absl::StatusOr<JobDescription> JobService::Describe(const std::string& ns,
 absl::Status JobService::Logs(const std::string& ns, const std::string& name,
                               const backend::LogOptions& options, const backend::LogSink& sink,
                               const std::atomic<bool>& cancelled) {
+  LogRequest request;
+  request.options = options;
+  return Logs(
+      ns, name, request,
+      [&](const std::string& replica, const std::string& data, const std::string&, int) {
+        return sink(replica, data);
+      },
+      cancelled);
+}
+
+namespace {
+
+// The last `lines` lines of `text` (0: all).
+std::string TailLines(const std::string& text, int64_t lines) {
+  if (lines <= 0) return text;
+  size_t end = text.size();
+  if (end > 0 && text[end - 1] == '\n') --end;
+  size_t pos = end;
+  for (int64_t n = 0; n < lines; ++n) {
+    const size_t nl = pos == 0 ? std::string::npos : text.rfind('\n', pos - 1);
+    if (nl == std::string::npos) return text;
+    pos = nl;
+  }
+  return text.substr(pos + 1);
+}
+
+}  // namespace
+
+absl::Status JobService::Logs(const std::string& ns_in, const std::string& name,
+                              const LogRequest& request, const SourcedLogSink& sink,
+                              const std::atomic<bool>& cancelled) {
+  const backend::LogOptions& options = request.options;
   if (name.empty()) return absl::InvalidArgumentError("name: required");
   if (options.tail_lines < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("tail_lines: must be >= 0, got ", options.tail_lines));
   }
-  ASSIGN_OR_RETURN(api::v1::TrainingJob job, store_->Get({ns.empty() ? "default" : ns, name}));
-  return backend_->StreamLogs(job, options, sink, cancelled);
+  if (options.attempt && (*options.attempt < 0 || *options.attempt > 1000000)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attempt: must be 0 to 1000000, got ", *options.attempt));
+  }
+  const std::string ns = ns_in.empty() ? "default" : ns_in;
+  auto send_kept = [&](const api::v1::TrainingJob& job, int attempt) -> absl::Status {
+    if (history_ == nullptr) {
+      return absl::NotFoundError(absl::StrCat(
+          "no log of attempt ", attempt, " of ", ns, "/", name,
+          " is kept: this operator keeps earlier attempts' logs only in a history store or the "
+          "job's MLflow run (docs/history.md)"));
+    }
+    ASSIGN_OR_RETURN(std::vector<history::LogKeeper::KeptLog> kept,
+                     history_->Read(job, attempt, options.replica));
+    for (const history::LogKeeper::KeptLog& log : kept) {
+      if (cancelled.load()) return absl::CancelledError("cancelled");
+      if (!sink(log.replica, TailLines(log.text, options.tail_lines), log.source, attempt)) break;
+    }
+    return absl::OkStatus();
+  };
+  if (!request.uid.empty()) {
+    if (history_ == nullptr) {
+      return absl::FailedPreconditionError(
+          "uid: this operator keeps no history of deleted jobs (docs/history.md)");
+    }
+    ASSIGN_OR_RETURN(api::v1::JobHistory record, history_->DeletedRecord(ns, name, request.uid));
+    return send_kept(record.job(),
+                     options.attempt.value_or(record.job().status().coach().attempt()));
+  }
+  ASSIGN_OR_RETURN(api::v1::TrainingJob job, store_->Get({ns, name}));
+  const int current = job.status().coach().attempt();
+  const int attempt = options.attempt.value_or(current);
+  if (attempt > current) {
+    return absl::NotFoundError(absl::StrCat("attempt: ", ns, "/", name, " has no attempt ", attempt,
+                                            " (it is at attempt ", current, ")"));
+  }
+  bool sent = false;
+  backend::LogOptions backend_options = options;
+  backend_options.attempt = attempt == current ? std::nullopt : std::optional<int>(attempt);
+  const std::string source = attempt == current ? "live" : "kept/local";
+  absl::Status streamed = backend_->StreamLogs(
+      job, backend_options,
+      [&](const std::string& replica, const std::string& data) {
+        sent = true;
+        return sink(replica, data, source, attempt);
+      },
+      cancelled);
+  // The pods are gone (a restart, cleanPodPolicy) or the backend keeps no earlier attempts:
+  // what was kept elsewhere answers.
+  const bool pods_gone =
+      absl::IsNotFound(streamed) || (streamed.ok() && !sent && reconcile::IsFinished(job.status()));
+  if (!pods_gone || sent) return streamed;
+  absl::Status kept = send_kept(job, attempt);
+  return absl::IsNotFound(kept) && !streamed.ok() ? streamed : kept;
+}
+
+absl::StatusOr<std::vector<api::v1::JobHistory>> JobService::Histories(const std::string& ns,
+                                                                       const std::string& name,
+                                                                       int page_size,
+                                                                       bool* truncated) {
+  if (page_size < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("page_size: must be >= 0, got ", page_size));
+  }
+  if (history_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "this operator keeps no history of deleted jobs: it has no history store "
+        "(docs/history.md)");
+  }
+  const int size =
+      page_size == 0 ? options_.default_page_size : std::min(page_size, options_.max_page_size);
+  return history_->ListDeleted(ns, name, size, truncated);
 }
 
 absl::StatusOr<std::shared_ptr<Subscription>> JobService::Watch(const std::string& ns,

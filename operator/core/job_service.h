@@ -29,6 +29,7 @@
 #include "operator/core/job_observer.h"
 #include "operator/core/keyed_mutex.h"
 #include "operator/core/watch_broadcaster.h"
+#include "operator/history/log_keeper.h"
 #include "operator/metrics/operator_metrics.h"
 #include "operator/model/reconcile_types.h"
 #include "operator/store/job_store.h"
@@ -79,6 +80,18 @@ struct ReplicaInfo {
   std::string message;
 };
 
+// A GetJobLogs request: the backend's options (options.attempt unset: the current attempt) and,
+// for a deleted job, its uid.
+struct LogRequest {
+  backend::LogOptions options;
+  std::string uid;
+};
+
+// Log bytes with where they come from ("live", "kept/local", "kept/store", "kept/mlflow") and
+// the attempt they are of; returning false stops the stream.
+using SourcedLogSink = std::function<bool(const std::string& replica, const std::string& data,
+                                          const std::string& source, int attempt)>;
+
 struct JobDescription {
   api::v1::TrainingJob job;
   std::vector<ReplicaInfo> replicas;
@@ -119,6 +132,8 @@ class JobService {
   // Told before a job is deleted (job_observer.h). Not owned; null to remove. Set before
   // serving.
   void SetObserver(JobObserver* observer) { observer_ = observer; }
+  // Where earlier attempts' logs and deleted jobs' histories are read from. May stay null.
+  void SetHistory(history::LogKeeper* history) { history_ = history; }
 
   // Parse (manifest) or recode (job: api::v1::codec::RecodeJob, so that a job is held to every
   // rule its manifest would be, with the same messages), namespace, SetDefaults, CheckJobSpec.
@@ -138,6 +153,17 @@ class JobService {
   absl::Status Logs(const std::string& ns, const std::string& name,
                     const backend::LogOptions& options, const backend::LogSink& sink,
                     const std::atomic<bool>& cancelled);
+  // The live replicas' logs of the current attempt; an earlier attempt's, or the current one's
+  // once its pods are gone, from where they were kept (the local backend's attempt folders, the
+  // history store, the job's MLflow run); a deleted job's (request.uid) from the history store.
+  // Errors: InvalidArgument naming the field, NotFound (no such job, attempt, or kept log; the
+  // message says which), FailedPrecondition (uid given and no history store).
+  absl::Status Logs(const std::string& ns, const std::string& name, const LogRequest& request,
+                    const SourcedLogSink& sink, const std::atomic<bool>& cancelled);
+  // Deleted jobs' histories (history::LogKeeper::ListDeleted). page_size 0: 100; at most 1000.
+  absl::StatusOr<std::vector<api::v1::JobHistory>> Histories(const std::string& ns,
+                                                             const std::string& name, int page_size,
+                                                             bool* truncated);
   // Subscribes to the matching jobs: ADDED for each now, then every change.
   // Errors: InvalidArgument (selector), Unavailable (shutting down).
   absl::StatusOr<std::shared_ptr<Subscription>> Watch(const std::string& ns,
@@ -163,6 +189,7 @@ class JobService {
   std::function<void(const JobKey&)> enqueue_;
   std::function<void(const api::v1::TrainingJob&)> deleted_;
   JobObserver* observer_ = nullptr;
+  history::LogKeeper* history_ = nullptr;
 };
 
 }  // namespace coach::core

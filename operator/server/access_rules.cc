@@ -40,6 +40,8 @@ std::string_view ApiCallName(ApiCall call) {
       return "GetJobLogs";
     case ApiCall::kDescribeJob:
       return "DescribeJob";
+    case ApiCall::kListJobHistories:
+      return "ListJobHistories";
   }
   return "?";
 }
@@ -64,6 +66,9 @@ std::vector<ResourceAttributes> RequiredAccess(ApiCall call, std::string_view pl
       return {Job("get", plural, ns, name), {"get", "", "pods", "log", ns, ""}};
     case ApiCall::kDescribeJob:
       return {Job("get", plural, ns, name), {"list", "", "events", "", ns, ""}};
+    case ApiCall::kListJobHistories:
+      // A deleted job's record is what listing the job showed; its logs, what reading them did.
+      return {Job("list", plural, ns, ""), {"get", "", "pods", "log", ns, ""}};
   }
   return {};
 }

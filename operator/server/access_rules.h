@@ -35,6 +35,7 @@ enum class ApiCall {
   kResumeJob,
   kGetJobLogs,
   kDescribeJob,
+  kListJobHistories,
 };
 
 // "CreateJob", for messages.

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -224,15 +225,44 @@ grpc::Status TrainingServiceImpl::WatchJobs(grpc::ServerContext* context,
 grpc::Status TrainingServiceImpl::GetJobLogs(grpc::ServerContext* context,
                                              const api::v1::GetJobLogsRequest* request,
                                              grpc::ServerWriter<api::v1::LogChunk>* writer) {
-  if (grpc::Status s =
-          AuthorizeJobCall(context, ApiCall::kGetJobLogs, request->namespace_(), request->name());
-      !s.ok()) {
-    return s;
+  std::optional<KindFilter> deleted_kinds;
+  if (request->uid().empty()) {
+    if (grpc::Status s =
+            AuthorizeJobCall(context, ApiCall::kGetJobLogs, request->namespace_(), request->name());
+        !s.ok()) {
+      return s;
+    }
+  } else {
+    // A deleted job: no stored job names its kind; the record's kind is checked below.
+    UserInfo user;
+    if (grpc::Status s = Authenticate(context, &user); !s.ok()) return s;
+    absl::StatusOr<KindFilter> kinds = calls_.ForCollection(user, ApiCall::kListJobHistories,
+                                                            request->namespace_(), request->name());
+    if (!kinds.ok()) return ToGrpcStatus(kinds.status());
+    deleted_kinds = *kinds;
   }
-  backend::LogOptions options;
+  core::LogRequest log_request;
+  log_request.uid = request->uid();
+  backend::LogOptions& options = log_request.options;
   options.replica = request->replica();
   options.follow = request->follow();
   options.tail_lines = request->tail_lines();
+  if (request->has_attempt()) options.attempt = request->attempt();
+  if (deleted_kinds && !deleted_kinds->all()) {
+    bool truncated = false;
+    absl::StatusOr<std::vector<api::v1::JobHistory>> records =
+        jobs_->Histories(request->namespace_(), request->name(), 1000, &truncated);
+    if (!records.ok()) return ToGrpcStatus(records.status());
+    bool allowed = false;
+    for (const api::v1::JobHistory& record : *records) {
+      if (record.job().metadata().uid() == request->uid())
+        allowed = deleted_kinds->Allows(record.job());
+    }
+    if (!allowed) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "not allowed to read the logs of that deleted job");
+    }
+  }
   std::atomic<bool> cancelled{false};
   // A following stream may sit idle for long: a monitor turns client cancellation and
   // server shutdown into `cancelled`, which the backend polls.
@@ -249,12 +279,16 @@ grpc::Status TrainingServiceImpl::GetJobLogs(grpc::ServerContext* context,
       cv.wait_for(lock, std::chrono::milliseconds(absl::ToInt64Milliseconds(kStreamPoll)));
     }
   });
+  std::set<std::string> sourced;  // replicas whose source was sent
   absl::Status status = jobs_->Logs(
-      request->namespace_(), request->name(), options,
-      [&](const std::string& replica, const std::string& data) {
+      request->namespace_(), request->name(), log_request,
+      [&](const std::string& replica, const std::string& data, const std::string& source,
+          int attempt) {
         api::v1::LogChunk chunk;
         chunk.set_replica(replica);
         chunk.set_data(data);
+        chunk.set_attempt(attempt);
+        if (sourced.insert(replica).second) chunk.set_source(source);
         return !cancelled && writer->Write(chunk);
       },
       cancelled);
@@ -266,6 +300,25 @@ grpc::Status TrainingServiceImpl::GetJobLogs(grpc::ServerContext* context,
   monitor.join();
   if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
   return ToGrpcStatus(status);
+}
+
+grpc::Status TrainingServiceImpl::ListJobHistories(grpc::ServerContext* context,
+                                                   const api::v1::ListJobHistoriesRequest* request,
+                                                   api::v1::ListJobHistoriesResponse* response) {
+  UserInfo user;
+  if (grpc::Status s = Authenticate(context, &user); !s.ok()) return s;
+  absl::StatusOr<KindFilter> kinds =
+      calls_.ForCollection(user, ApiCall::kListJobHistories, request->namespace_());
+  if (!kinds.ok()) return ToGrpcStatus(kinds.status());
+  bool truncated = false;
+  absl::StatusOr<std::vector<api::v1::JobHistory>> histories =
+      jobs_->Histories(request->namespace_(), request->name(), request->page_size(), &truncated);
+  if (!histories.ok()) return ToGrpcStatus(histories.status());
+  for (auto& history : *histories) {
+    if (kinds->Allows(history.job())) *response->add_histories() = std::move(history);
+  }
+  response->set_truncated(truncated);
+  return grpc::Status::OK;
 }
 
 grpc::Status TrainingServiceImpl::ReportProgress(grpc::ServerContext* context,

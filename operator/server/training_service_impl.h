@@ -54,6 +54,9 @@ class TrainingServiceImpl final : public api::v1::TrainingService::Service {
                          api::v1::TrainingJob* response) override;
   grpc::Status DescribeJob(grpc::ServerContext* context, const api::v1::DescribeJobRequest* request,
                            api::v1::DescribeJobResponse* response) override;
+  grpc::Status ListJobHistories(grpc::ServerContext* context,
+                                const api::v1::ListJobHistoriesRequest* request,
+                                api::v1::ListJobHistoriesResponse* response) override;
   grpc::Status ReportProgress(grpc::ServerContext* context,
                               const api::v1::ReportProgressRequest* request,
                               api::v1::ReportProgressResponse* response) override;

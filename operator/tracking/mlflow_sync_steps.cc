@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
+#include "operator/history/mlflow_log_sink.h"
 #include "operator/model/listen_ports.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/conditions.h"
@@ -209,6 +210,7 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
   RETURN_IF_ERROR(TagIncomplete(ctx));
   RETURN_IF_ERROR(LogParams(ctx));
   RETURN_IF_ERROR(LogConditionTags(ctx));
+  RETURN_IF_ERROR(UploadAttemptLogs(ctx));
   RETURN_IF_ERROR(UploadLogs(ctx));
   RETURN_IF_ERROR(LinkCodeRuns(ctx));
   RETURN_IF_ERROR(EndRun(ctx));
@@ -381,6 +383,38 @@ absl::Status MlflowTracker::LogConditionTags(SyncContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status MlflowTracker::UploadAttemptLogs(SyncContext& ctx) {
+  SyncProgress& p = ctx.entry.progress;
+  if (p.terminated || ctx.entry.attempt_logs.empty()) return absl::OkStatus();
+  *ctx.op = "upload_attempt_logs";
+  for (const auto& [name, text] : ctx.entry.attempt_logs) {
+    absl::Status up = ctx.client->UploadArtifact(p.run_id, "logs/" + name + ".log", text);
+    const bool refused = absl::IsFailedPrecondition(up) || absl::IsInvalidArgument(up);
+    if (refused) {
+      // The server does not serve artifacts (or refuses the path): not worth retrying.
+      CountError("upload_attempt_logs", up);
+      spdlog::warn("mlflow: log {} of {} not uploaded: {}", name, ctx.key, up.ToString());
+    } else {
+      RETURN_IF_ERROR(up);
+      p.attempt_logs_uploaded.insert(name);
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = jobs_.find(ctx.uid);
+      if (it != jobs_.end()) {
+        auto log = it->second.attempt_logs.find(name);
+        // A newer read of the same log (KeepLogs again) waits for the next attempt.
+        if (log != it->second.attempt_logs.end() && log->second.size() == text.size()) {
+          attempt_log_bytes_ -= static_cast<int64_t>(log->second.size());
+          it->second.attempt_logs.erase(log);
+        }
+      }
+    }
+    Save(ctx);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MlflowTracker::UploadLogs(SyncContext& ctx) {
   SyncProgress& p = ctx.entry.progress;
   if (p.terminated || !ctx.ending || p.logs_uploaded) return absl::OkStatus();
@@ -397,8 +431,12 @@ absl::Status MlflowTracker::UploadLogs(SyncContext& ctx) {
     }
   }
   *ctx.op = "upload_logs";
+  const int attempt = ctx.entry.job.status().coach().attempt();
   for (const auto& [replica, text] : logs) {
-    absl::Status up = ctx.client->UploadArtifact(p.run_id, "logs/" + replica + ".log", text);
+    const std::string name = history::KeptLogName(attempt, replica);
+    // Kept as the pod was deleted (cleanPodPolicy): what is read now is less.
+    if (p.attempt_logs_uploaded.count(name) > 0) continue;
+    absl::Status up = ctx.client->UploadArtifact(p.run_id, "logs/" + name + ".log", text);
     if (absl::IsFailedPrecondition(up) || absl::IsInvalidArgument(up)) {
       // The server does not serve artifacts (or refuses the path): not worth retrying.
       CountError("upload_logs", up);

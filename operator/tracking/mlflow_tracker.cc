@@ -99,6 +99,51 @@ void MlflowTracker::Enqueue(const model::Job& job, bool deleted,
 
 void MlflowTracker::JobSeen(const model::Job& job) { Enqueue(job, false, {}, false); }
 
+bool MlflowTracker::Tracks(const model::Job& job) {
+  return reconcile::MlflowTargetFor(job, options_.mlflow).has_value();
+}
+
+void MlflowTracker::KeepLogs(const model::Job& job, int attempt,
+                             std::map<std::string, std::string> logs) {
+  const std::string& uid = job.metadata().uid();
+  if (uid.empty() || !Tracks(job)) return;
+  {
+    absl::MutexLock lock(&mu_);
+    if (done_.count(uid) > 0) return;  // the run has ended
+    auto it = jobs_.find(uid);
+    if (it == jobs_.end()) {
+      if (jobs_.size() >= options_.max_jobs) return;
+      it = jobs_.emplace(uid, Tracked{}).first;
+      it->second.job = job;
+      ++it->second.seen;
+    }
+    for (auto& [replica, text] : logs) {
+      const int64_t bytes = static_cast<int64_t>(text.size());
+      if (attempt_log_bytes_ + bytes > options_.max_pending_log_bytes) {
+        CountError("upload_attempt_logs", absl::ResourceExhaustedError("pending bound"));
+        spdlog::warn("mlflow: log of {} {} of attempt {} not kept: {} bytes wait already",
+                     JobKey(job), replica, attempt, attempt_log_bytes_);
+        continue;
+      }
+      std::string& slot = it->second.attempt_logs[history::KeptLogName(attempt, replica)];
+      attempt_log_bytes_ += bytes - static_cast<int64_t>(slot.size());
+      slot = std::move(text);
+    }
+  }
+  queue_.Add(uid);
+}
+
+absl::StatusOr<std::string> MlflowTracker::ReadLog(const model::Job& job, int attempt,
+                                                   const std::string& replica) {
+  std::optional<reconcile::MlflowTarget> target = reconcile::MlflowTargetFor(job, options_.mlflow);
+  if (!target.has_value() || target->run_id.empty()) {
+    return absl::NotFoundError(absl::StrCat(JobKey(job), " has no MLflow run"));
+  }
+  ASSIGN_OR_RETURN(mlflow::TrackingClient * client, ClientFor(target->tracking_uri));
+  return client->DownloadArtifact(
+      target->run_id, absl::StrCat("logs/", history::KeptLogName(attempt, replica), ".log"));
+}
+
 void MlflowTracker::JobDeleting(const model::Job& job) {
   const std::string& uid = job.metadata().uid();
   {

@@ -42,6 +42,7 @@
 #include "integrations/mlflow/tracking_client.h"
 #include "operator/core/job_observer.h"
 #include "operator/core/work_queue.h"
+#include "operator/history/mlflow_log_sink.h"
 #include "operator/metrics/registry.h"
 #include "operator/model/reconcile_types.h"
 
@@ -67,6 +68,9 @@ struct MlflowTrackerOptions {
                                               absl::Minutes(5)};
   // Per replica, the log's last bytes that are uploaded.
   int64_t max_log_bytes = 16 << 20;
+  // Earlier attempts' logs (KeepLogs) waiting for upload, all jobs together: beyond this a log
+  // is dropped and counted in coach_mlflow_errors_total{op="upload_attempt_logs"}.
+  int64_t max_pending_log_bytes = 256 << 20;
 };
 
 struct MlflowTrackerHooks {
@@ -92,7 +96,7 @@ struct MlflowTrackerHooks {
       read_logs;
 };
 
-class MlflowTracker final : public core::JobObserver {
+class MlflowTracker final : public core::JobObserver, public history::MlflowLogSink {
  public:
   // `clock` and `registry` are not owned; `registry` may be null.
   MlflowTracker(MlflowTrackerOptions options, MlflowTrackerHooks hooks, ::coach::Clock* clock,
@@ -108,6 +112,14 @@ class MlflowTracker final : public core::JobObserver {
   void JobSeen(const model::Job& job) override;
   void JobDeleting(const model::Job& job) override;
   std::optional<absl::Time> HoldStartUntil(const model::Job& job) override;
+
+  // history::MlflowLogSink: an attempt's logs as artifacts logs/attempt-<n>/<replica>.log of the
+  // job's run (uploaded by the job's worker, before its final logs), and read back.
+  bool Tracks(const model::Job& job) override;
+  void KeepLogs(const model::Job& job, int attempt,
+                std::map<std::string, std::string> logs) override;
+  absl::StatusOr<std::string> ReadLog(const model::Job& job, int attempt,
+                                      const std::string& replica) override;
 
   // Waits until no job has pending work, or `timeout`: false then (tests).
   bool WaitIdle(absl::Duration timeout);
@@ -137,6 +149,8 @@ class MlflowTracker final : public core::JobObserver {
     bool params_logged = false;                    // RunParams are on the run
     std::map<std::string, std::string> tags_sent;  // the condition tags as last sent
     bool logs_uploaded = false;
+    // "attempt-<n>/<replica>" uploaded from KeepLogs: the final logs do not overwrite them.
+    std::set<std::string> attempt_logs_uploaded;
     bool runs_linked = false;  // the code's runs were looked for once (the later looks: Relink)
     bool terminated = false;   // the run has ended with the job's outcome: nothing is left
   };
@@ -148,6 +162,8 @@ class MlflowTracker final : public core::JobObserver {
     model::Job job;  // the latest snapshot
     bool deleted = false;
     std::map<std::string, std::string> final_logs;  // read at deletion
+    // KeepLogs's, "attempt-<n>/<replica>" -> text, until uploaded.
+    std::map<std::string, std::string> attempt_logs;
     bool have_final_logs = false;
     int64_t seen = 0;  // snapshots received
     SyncProgress progress;
@@ -204,6 +220,8 @@ class MlflowTracker final : public core::JobObserver {
   absl::Status LogParams(SyncContext& ctx);
   // The condition tags that changed since last sent.
   absl::Status LogConditionTags(SyncContext& ctx);
+  // KeepLogs's logs, each taken off the table once uploaded.
+  absl::Status UploadAttemptLogs(SyncContext& ctx);
   // This and the next two act only for an ending job (finished or deleted): every replica's log
   // as an artifact.
   absl::Status UploadLogs(SyncContext& ctx);
@@ -247,6 +265,7 @@ class MlflowTracker final : public core::JobObserver {
   std::map<std::string, Relink> relink_ ABSL_GUARDED_BY(mu_);            // by uid
   std::map<std::string, std::unique_ptr<mlflow::TrackingClient>> clients_ ABSL_GUARDED_BY(mu_);
   Stats stats_ ABSL_GUARDED_BY(mu_);
+  int64_t attempt_log_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;

@@ -312,9 +312,9 @@ TEST_F(MlflowTrackerTest, SucceededFinishesWithEndTimeAndLogs) {
   EXPECT_EQ(run.tags["coach.state"], "Succeeded");
   EXPECT_EQ(run.tags["coach.condition.Running"], "False");
   EXPECT_EQ(run.tags["coach.message"], "job succeeded");
-  EXPECT_EQ(fake_.DownloadArtifact(run.info.run_id, "logs/master-0.log").value(),
+  EXPECT_EQ(fake_.DownloadArtifact(run.info.run_id, "logs/attempt-0/master-0.log").value(),
             "log of ok master\n");
-  EXPECT_EQ(fake_.DownloadArtifact(run.info.run_id, "logs/worker-0.log").value(),
+  EXPECT_EQ(fake_.DownloadArtifact(run.info.run_id, "logs/attempt-0/worker-0.log").value(),
             "log of worker\n");
   EXPECT_EQ(tracker->stats().runs_ended, 1);
   // Later passes over the finished job do nothing.
@@ -348,7 +348,7 @@ TEST_F(MlflowTrackerTest, DeletedWhileRunningIsKilledWithLogsReadAtDeletion) {
   EXPECT_EQ(run.info.status, RunStatus::kKilled);
   ASSERT_TRUE(run.info.end_time_ms.has_value());
   EXPECT_GE(*run.info.end_time_ms, absl::ToUnixMillis(before));
-  EXPECT_TRUE(fake_.DownloadArtifact(run.info.run_id, "logs/master-0.log").ok());
+  EXPECT_TRUE(fake_.DownloadArtifact(run.info.run_id, "logs/attempt-0/master-0.log").ok());
 }
 
 TEST_F(MlflowTrackerTest, DeletedFinishedJobIsLeftAlone) {

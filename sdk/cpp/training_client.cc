@@ -212,12 +212,32 @@ absl::Status TrainingClient::Watch(const WatchOptions& options,
 absl::Status TrainingClient::GetJobLogs(
     const LogOptions& options, const std::function<bool(const api::v1::LogChunk&)>& on_chunk,
     CancelHandle* cancel) {
+  if (options.attempt.has_value() && (*options.attempt < 0 || *options.attempt > kMaxAttempt)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GetJobLogs: attempt: must be 0..", kMaxAttempt, ", got ", *options.attempt));
+  }
   api::v1::GetJobLogsRequest request;
   request.set_namespace_(options.namespace_);
   request.set_name(options.name);
   request.set_replica(options.replica);
   request.set_follow(options.follow);
   request.set_tail_lines(options.tail_lines);
+  if (options.attempt.has_value()) request.set_attempt(*options.attempt);
+  request.set_uid(options.uid);
+  // An operator that predates attempt and uid drops them as unknown fields and streams the
+  // current logs; one that knows them names the source on the stream's first chunk. Passing on
+  // such bytes would show the wrong attempt's log as the asked one.
+  const bool asked_kept = options.attempt.has_value() || !options.uid.empty();
+  bool first = true;
+  bool ignored = false;
+  auto checked = [&](const api::v1::LogChunk& chunk) {
+    if (first && asked_kept && chunk.source().empty()) {
+      ignored = true;
+      return false;
+    }
+    first = false;
+    return on_chunk(chunk);
+  };
   grpc::ClientContext context;
   Prepare(&context, options.timeout.value_or(options.follow ? absl::InfiniteDuration()
                                                             : config_.call_timeout));
@@ -226,12 +246,42 @@ absl::Status TrainingClient::GetJobLogs(
   }
   std::unique_ptr<grpc::ClientReaderInterface<api::v1::LogChunk>> reader =
       stub_->GetJobLogs(&context, request);
-  auto [stopped, status] = Drain(reader.get(), &context, on_chunk);
+  auto [stopped, status] = Drain(reader.get(), &context, checked);
   if (cancel != nullptr) cancel->Detach();
+  if (ignored) {
+    return absl::UnimplementedError(
+        absl::StrCat("GetJobLogs ", options.namespace_, "/", options.name, ": coach-operator at ",
+                     config_.server,
+                     " ignored the attempt and uid asked for (it predates them); upgrade it to "
+                     "read earlier attempts' or deleted jobs' logs"));
+  }
   if (stopped) return absl::OkStatus();
   if (cancel != nullptr && cancel->cancelled())
     return absl::CancelledError("GetJobLogs: cancelled");
   return Error(status, absl::StrCat("GetJobLogs ", options.namespace_, "/", options.name));
+}
+
+absl::StatusOr<api::v1::ListJobHistoriesResponse> TrainingClient::ListJobHistories(
+    const std::string& namespace_, const std::string& name, int page_size) {
+  if (page_size < 0 || page_size > kMaxHistoryPageSize) {
+    return absl::InvalidArgumentError(absl::StrCat("ListJobHistories: page_size: must be 0..",
+                                                   kMaxHistoryPageSize, ", got ", page_size));
+  }
+  api::v1::ListJobHistoriesRequest request;
+  request.set_namespace_(namespace_);
+  request.set_name(name);
+  request.set_page_size(page_size);
+  absl::StatusOr<api::v1::ListJobHistoriesResponse> response =
+      Unary<api::v1::ListJobHistoriesResponse>(&Stub::ListJobHistories, request,
+                                               "ListJobHistories");
+  // gRPC's own words ("Method not found") do not tell a user what to do about it.
+  if (response.status().code() == absl::StatusCode::kUnimplemented) {
+    return absl::UnimplementedError(
+        absl::StrCat("ListJobHistories: coach-operator at ", config_.server,
+                     " does not serve the histories of deleted jobs (it predates them): ",
+                     response.status().message()));
+  }
+  return response;
 }
 
 absl::StatusOr<TrainingJob> TrainingClient::WaitForJobConditions(

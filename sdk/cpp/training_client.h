@@ -76,12 +76,22 @@ struct WatchOptions {
   absl::Duration timeout = absl::InfiniteDuration();
 };
 
+// The highest attempt number the API takes (api/v1/training_service.proto).
+inline constexpr int kMaxAttempt = 1000000;
+// The most histories one ListJobHistories answers.
+inline constexpr int kMaxHistoryPageSize = 1000;
+
 struct LogOptions {
   std::string namespace_;
   std::string name;
   std::string replica;  // "master-0"; empty: every replica, interleaved by chunk
   bool follow = false;
   int64_t tail_lines = 0;  // 0: the whole log
+  // The attempt whose logs to read (status.coach.attempts[].attempt), 0..kMaxAttempt; unset:
+  // the current one. Earlier attempts' logs come from where the operator kept them.
+  std::optional<int> attempt;
+  // A deleted job's uid (ListJobHistories): its kept logs; the job need not exist.
+  std::string uid;
   // Infinite by default when following, else call_timeout.
   std::optional<absl::Duration> timeout;
 };
@@ -148,11 +158,27 @@ class TrainingClient {
                      CancelHandle* cancel = nullptr);
 
   // Streams log chunks to `on_chunk` until the log ends (OK; with follow: when the
-  // replica ends), `on_chunk` returns false (OK) or `cancel` fires (Cancelled).
-  // NotFound for an unknown job or replica.
+  // replica ends), `on_chunk` returns false (OK) or `cancel` fires (Cancelled). Each
+  // replica's first chunk says where its bytes come from (LogChunk.source: "live",
+  // "kept/local", "kept/mlflow", "kept/store"); every chunk names its attempt.
+  //   InvalidArgument  attempt outside 0..kMaxAttempt (nothing is sent)
+  //   NotFound         an unknown job, replica, attempt or uid
+  //   Unimplemented    attempt or uid was asked for and the server ignored it (an operator
+  //                    older than them answers with the current logs, which are not passed on)
   absl::Status GetJobLogs(const LogOptions& options,
                           const std::function<bool(const api::v1::LogChunk&)>& on_chunk,
                           CancelHandle* cancel = nullptr);
+
+  // The kept histories of deleted jobs of `namespace_` (empty: every namespace) named `name`
+  // (empty: any), newest deletion first: the job as last seen (status.coach.attempts: its
+  // attempt timeline), when and by what it was deleted, the logs kept. At most `page_size`
+  // (0: the server's default, 100; at most 1000); `truncated` when more exist.
+  //   InvalidArgument     page_size outside 0..1000 (nothing is sent)
+  //   FailedPrecondition  the operator keeps no history of deleted jobs
+  //   Unimplemented       the operator predates this call
+  absl::StatusOr<api::v1::ListJobHistoriesResponse> ListJobHistories(const std::string& namespace_,
+                                                                     const std::string& name,
+                                                                     int page_size = 0);
 
   // Waits until the job has one of `conditions` ("Succeeded", "Failed", "Running", ...)
   // True and returns the job. Watches the job; when the watch breaks, polls GetJob every

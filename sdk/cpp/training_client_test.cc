@@ -15,6 +15,7 @@
 #include "operator/server/testing/in_memory_server.h"
 #include "operator/store/testing/fake_job_store.h"
 #include "sdk/cpp/job_builder.h"
+#include "sdk/cpp/testing/fake_history_server.h"
 #include "sdk/cpp/testing/test_jobs.h"
 
 namespace coach::sdk {
@@ -414,6 +415,152 @@ TEST_F(TrainingClientTest, LogsOfUnknownJobAreNotFound) {
   options.name = "nope";
   EXPECT_EQ(client->GetJobLogs(options, [](const api::v1::LogChunk&) { return true; }).code(),
             absl::StatusCode::kNotFound);
+}
+
+class HistoryClientTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<TrainingClient> MakeClient() {
+    ClientConfig config;
+    config.server = server_.address();
+    config.call_timeout = absl::Seconds(5);
+    return std::make_unique<TrainingClient>(
+        grpc::CreateChannel(server_.address(), grpc::InsecureChannelCredentials()), config);
+  }
+
+  static api::v1::JobHistory History(const std::string& namespace_, const std::string& name,
+                                     const std::string& uid, int64_t deleted) {
+    api::v1::JobHistory history;
+    *history.mutable_job() = JobWithConditions(namespace_, name, {"Created", "Succeeded"});
+    history.mutable_job()->mutable_metadata()->set_uid(uid);
+    history.mutable_deleted_time()->set_seconds(deleted);
+    history.set_deleted_by("ttl");
+    history.add_logs("attempt-0/master-0");
+    return history;
+  }
+
+  testing::FakeHistoryServer server_;
+};
+
+TEST_F(HistoryClientTest, LogsOfAnAttemptOrADeletedJobSayWhereTheyComeFrom) {
+  server_.AddLogChunk("master-0", "epoch 1\n", 1, "kept/store");
+  server_.AddLogChunk("master-0", "epoch 2\n", 1);
+  auto client = MakeClient();
+  LogOptions options;
+  options.namespace_ = "default";
+  options.name = "a";
+  options.attempt = 1;
+  options.uid = "u1";
+  std::vector<api::v1::LogChunk> chunks;
+  absl::Status status = client->GetJobLogs(options, [&](const api::v1::LogChunk& chunk) {
+    chunks.push_back(chunk);
+    return true;
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_EQ(chunks[0].source(), "kept/store");
+  EXPECT_EQ(chunks[0].attempt(), 1);
+  EXPECT_EQ(chunks[1].source(), "");
+  ASSERT_EQ(server_.log_requests().size(), 1u);
+  EXPECT_TRUE(server_.log_requests()[0].has_attempt());
+  EXPECT_EQ(server_.log_requests()[0].attempt(), 1);
+  EXPECT_EQ(server_.log_requests()[0].uid(), "u1");
+
+  // Unset: the current attempt, which the request leaves unset too (0 is an attempt).
+  options.attempt.reset();
+  options.uid = "";
+  ASSERT_TRUE(client->GetJobLogs(options, [](const api::v1::LogChunk&) { return true; }).ok());
+  EXPECT_FALSE(server_.log_requests()[1].has_attempt());
+}
+
+TEST_F(HistoryClientTest, LogsRefuseAnAttemptOutOfRange) {
+  auto client = MakeClient();
+  LogOptions options;
+  options.namespace_ = "default";
+  options.name = "a";
+  for (int attempt : {-1, kMaxAttempt + 1}) {
+    options.attempt = attempt;
+    absl::Status status =
+        client->GetJobLogs(options, [](const api::v1::LogChunk&) { return true; });
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(),
+                HasSubstr(absl::StrCat("attempt: must be 0..1000000, got ", attempt)));
+  }
+  EXPECT_TRUE(server_.log_requests().empty());
+}
+
+// An operator that predates `attempt` drops it and streams the current logs, without a source:
+// those bytes must not pass for the attempt asked for.
+TEST_F(HistoryClientTest, LogsOfAnAttemptFromAnOperatorThatIgnoresIt) {
+  server_.AddLogChunk("master-0", "current\n", 0);
+  auto client = MakeClient();
+  LogOptions options;
+  options.namespace_ = "default";
+  options.name = "a";
+  options.attempt = 0;
+  int chunks = 0;
+  absl::Status status = client->GetJobLogs(options, [&](const api::v1::LogChunk&) {
+    ++chunks;
+    return true;
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(status.message(), HasSubstr("predates them"));
+  EXPECT_EQ(chunks, 0);
+  // The current logs, from the same operator, are what they always were.
+  options.attempt.reset();
+  EXPECT_TRUE(client
+                  ->GetJobLogs(options,
+                               [&](const api::v1::LogChunk&) {
+                                 ++chunks;
+                                 return true;
+                               })
+                  .ok());
+  EXPECT_EQ(chunks, 1);
+}
+
+TEST_F(HistoryClientTest, ListJobHistoriesNewestFirst) {
+  server_.AddHistory(History("default", "a", "u1", 1000));
+  server_.AddHistory(History("default", "a", "u2", 2000));
+  server_.AddHistory(History("default", "b", "u3", 3000));
+  server_.AddHistory(History("other", "a", "u4", 4000));
+  auto client = MakeClient();
+  absl::StatusOr<api::v1::ListJobHistoriesResponse> response =
+      client->ListJobHistories("default", "a", 1);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->histories_size(), 1);
+  EXPECT_EQ(response->histories(0).job().metadata().uid(), "u2");
+  EXPECT_EQ(response->histories(0).deleted_by(), "ttl");
+  EXPECT_TRUE(response->truncated());
+  ASSERT_EQ(server_.history_requests().size(), 1u);
+  EXPECT_EQ(server_.history_requests()[0].namespace_(), "default");
+  EXPECT_EQ(server_.history_requests()[0].name(), "a");
+  EXPECT_EQ(server_.history_requests()[0].page_size(), 1);
+
+  response = client->ListJobHistories("", "");
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->histories_size(), 4);
+  EXPECT_FALSE(response->truncated());
+}
+
+TEST_F(HistoryClientTest, ListJobHistoriesErrors) {
+  auto client = MakeClient();
+  for (int page_size : {-1, kMaxHistoryPageSize + 1}) {
+    absl::Status status = client->ListJobHistories("", "", page_size).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), HasSubstr("page_size: must be 0..1000"));
+  }
+  EXPECT_TRUE(server_.history_requests().empty());
+
+  server_.InjectError("ListJobHistories",
+                      grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no history store"));
+  absl::Status status = client->ListJobHistories("", "").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("no history store"));
+
+  server_.InjectError("ListJobHistories",
+                      grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "Method not found"));
+  status = client->ListJobHistories("", "").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(status.message(), HasSubstr("does not serve the histories of deleted jobs"));
 }
 
 TEST(JobStatusTest, StateIsTheLastTrueCondition) {

@@ -986,6 +986,11 @@ absl::Status KubeBackend::StreamLogs(const model::Job& job, const LogOptions& op
                                      const LogSink& sink, const std::atomic<bool>& cancelled) {
   const std::string& ns = job.metadata().namespace_();
   const std::string& job_name = job.metadata().name();
+  if (options.attempt && *options.attempt != job.status().coach().attempt()) {
+    // Pods are recreated for each attempt: an earlier one's live only where they were kept.
+    return absl::NotFoundError(absl::StrCat("attempt ", *options.attempt, " of ", ns, "/", job_name,
+                                            " has no pods any more"));
+  }
   const std::string default_container = DefaultContainerName(job);
   const std::string wanted =
       options.replica.empty() ? "" : absl::StrCat(job_name, "-", options.replica);

@@ -4,6 +4,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -521,11 +523,27 @@ absl::StatusOr<std::optional<LocalBackend::PreparedStart>> LocalBackend::Prepare
     if (!set) proc.env.emplace_back("CUDA_VISIBLE_DEVICES", CudaVisibleDevices(record.gpus));
   }
 
-  record.restart_count = layout_.CarriedRestartCount(key, pod.name);
+  const LocalLayout::Carried carried = layout_.CarriedOver(key, pod.name);
+  record.restart_count = carried.restarts;
   // Before the record: Start() adopts a pid-0 record through the shim's process file.
-  if (absl::Status s = layout_.RemoveEndedAttemptFiles(key, pod.name); !s.ok()) {
+  absl::Status cleared = layout_.RemoveEndedAttemptFiles(key, pod.name);
+  // An earlier attempt's log goes to that attempt's directory before the record too: once the
+  // record is written the process may start appending, and a crash before it leaves a move that
+  // the retry completes (KeepAttemptLog is idempotent).
+  if (cleared.ok() && carried.attempt.has_value() && *carried.attempt != record.attempt) {
+    cleared = layout_.KeepAttemptLog(key, pod.name, *carried.attempt);
+    if (cleared.ok()) {
+      // Retried at the next move when it fails: an old attempt's logs are no reason to hold
+      // the restart back.
+      if (absl::Status s = layout_.TrimKeptAttempts(key); !s.ok()) {
+        spdlog::warn("local backend: trimming the kept attempts of {}/{}: {}", key.namespace_,
+                     key.name, s.ToString());
+      }
+    }
+  }
+  if (!cleared.ok()) {
     gpus_->Release(owner);
-    return s;
+    return cleared;
   }
 
   ProcessSpec& spec = out.spec;
@@ -636,7 +654,7 @@ absl::Status LocalBackend::DeletePod(const model::Job& job, const std::string& n
   // The reconciler replaces a failed pod by deleting and recreating it where a kubelet
   // would restart its container; carrying the count over keeps backoffLimit working.
   const int restarts = record->restart_count + (record->phase == PodPhase::kFailed ? 1 : 0);
-  RETURN_IF_ERROR(layout_.CarryRestartCount(key, name, restarts));
+  RETURN_IF_ERROR(layout_.CarryOver(key, name, LocalLayout::Carried{restarts, record->attempt}));
   RETURN_IF_ERROR(layout_.RemoveEndedAttemptFiles(key, name));
   facts_.Forget(layout_.ReplicaFiles(key, name));
   absl::MutexLock lock(&mu_);
@@ -700,20 +718,54 @@ absl::Status LocalBackend::Forget(const model::Job& job) {
 // ---------------------------------------------------------------------------------------
 // StreamLogs
 
+namespace {
+
+bool IsReplica(const JobKey& key, const std::string& pod, const std::string& replica) {
+  const std::string short_name = ShortName(key, pod);
+  return replica.empty() || replica == short_name || replica == pod ||
+         (short_name == "launcher" && replica == "launcher-0");
+}
+
+// The whole of an ended log, its rotated part first, in chunks; false when the reader stopped.
+absl::StatusOr<bool> SendEndedLog(const std::string& path, const std::string& replica,
+                                  const LogSink& sink, const std::atomic<bool>& cancelled) {
+  for (const std::string& file : {path + ".1", path}) {
+    LogPosition at;
+    for (;;) {
+      if (cancelled.load()) return false;
+      ASSIGN_OR_RETURN(FollowChunk chunk, Follow(file, at));
+      at = chunk.next;
+      if (chunk.data.empty()) break;
+      if (!sink(replica, chunk.data)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 absl::Status LocalBackend::StreamLogs(const model::Job& job, const LogOptions& options,
                                       const LogSink& sink, const std::atomic<bool>& cancelled) {
   const JobKey key = KeyOf(job);
-  std::vector<ReplicaRecord> targets;
+  std::vector<ReplicaRecord> records;
   {
     absl::MutexLock lock(&mu_);
-    ASSIGN_OR_RETURN(std::vector<ReplicaRecord> records, options_.store->ListReplicas(key));
-    for (ReplicaRecord& r : records) {
-      const std::string short_name = ShortName(key, r.name);
-      if (options.replica.empty() || options.replica == short_name || options.replica == r.name ||
-          (short_name == "launcher" && options.replica == "launcher-0")) {
-        targets.push_back(std::move(r));
-      }
+    ASSIGN_OR_RETURN(records, options_.store->ListReplicas(key));
+  }
+  if (options.attempt.has_value()) {
+    std::optional<int> current;
+    for (const ReplicaRecord& r : records) {
+      current = std::max(current.value_or(r.attempt), r.attempt);
     }
+    if (current != options.attempt) {
+      return StreamKeptLogs(key, records, options, sink, cancelled);
+    }
+  }
+  std::vector<ReplicaRecord> targets;
+  for (ReplicaRecord& r : records) {
+    // Mid-restart, pods of the ended attempt may still be there: they are not the one asked for.
+    if (options.attempt.has_value() && r.attempt != *options.attempt) continue;
+    if (IsReplica(key, r.name, options.replica)) targets.push_back(std::move(r));
   }
   if (targets.empty()) {
     return absl::NotFoundError(
@@ -777,6 +829,75 @@ absl::Status LocalBackend::StreamLogs(const model::Job& job, const LogOptions& o
     if (all_done || cancelled.load()) return absl::OkStatus();
     absl::SleepFor(std::min(options_.poll_interval, absl::Milliseconds(100)));
   }
+}
+
+absl::Status LocalBackend::StreamKeptLogs(const JobKey& key,
+                                          const std::vector<ReplicaRecord>& records,
+                                          const LogOptions& options, const LogSink& sink,
+                                          const std::atomic<bool>& cancelled) {
+  const int attempt = *options.attempt;
+  const std::string job_name = absl::StrCat(key.namespace_, "/", key.name);
+  if (attempt < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("attempt ", attempt, " of job ", job_name));
+  }
+  // Each pod's log of the attempt: kept in the attempt's directory, else still live, where a pod
+  // of the attempt has its record (the restart has not deleted it yet), or has none and the log
+  // it left was the attempt's (the job finished, or its next pods are not created yet). Kept
+  // first: a live log that says it is the attempt's while one is kept is the log of a start that
+  // failed before its process ran (KeepAttemptLog).
+  std::map<std::string, std::string> logs;  // pod -> its log
+  ASSIGN_OR_RETURN(const std::string kept_dir, layout_.AttemptLogDir(key, attempt));
+  ASSIGN_OR_RETURN(const std::vector<std::string> kept_pods, layout_.KeptLogPods(key, attempt));
+  for (const std::string& pod : kept_pods) {
+    logs.emplace(pod, absl::StrCat(kept_dir, "/", pod, ".log"));
+  }
+  int latest = -1;
+  std::set<std::string> recorded;
+  for (const ReplicaRecord& r : records) {
+    recorded.insert(r.name);
+    latest = std::max(latest, r.attempt);
+    if (r.attempt == attempt) logs.emplace(r.name, r.log_path);
+  }
+  ASSIGN_OR_RETURN(const auto carried, layout_.CarriedOverAll(key));
+  for (const auto& [pod, c] : carried) {
+    if (!c.attempt.has_value()) continue;
+    latest = std::max(latest, *c.attempt);
+    if (*c.attempt != attempt || recorded.count(pod) > 0) continue;
+    ASSIGN_OR_RETURN(std::string path, layout_.LogPath(key, pod));
+    logs.emplace(pod, std::move(path));
+  }
+  if (logs.empty()) {
+    ASSIGN_OR_RETURN(const std::vector<int> kept, layout_.KeptAttempts(key));
+    if (!kept.empty()) latest = std::max(latest, kept.back());
+    if (attempt > latest) {
+      return absl::NotFoundError(absl::StrCat("job ", job_name, " has no attempt ", attempt));
+    }
+    return absl::NotFoundError(absl::StrCat("the logs of attempt ", attempt, " of job ", job_name,
+                                            " are not kept (the local backend keeps attempt 0's "
+                                            "and the latest ",
+                                            kKeptAttempts, " attempts')"));
+  }
+  bool any = false;
+  for (const auto& [pod, path] : logs) {
+    if (!IsReplica(key, pod, options.replica)) continue;
+    any = true;
+    const std::string replica = ShortName(key, pod);
+    if (options.tail_lines > 0) {
+      absl::StatusOr<std::string> tail = TailLines(path, static_cast<int>(options.tail_lines));
+      if (absl::IsNotFound(tail.status())) continue;
+      if (!tail.ok()) return tail.status();
+      if (cancelled.load()) return absl::OkStatus();
+      if (!tail->empty() && !sink(replica, *tail)) return absl::OkStatus();
+      continue;
+    }
+    ASSIGN_OR_RETURN(const bool more, SendEndedLog(path, replica, sink, cancelled));
+    if (!more) return absl::OkStatus();
+  }
+  if (!any) {
+    return absl::NotFoundError(absl::StrCat("attempt ", attempt, " of job ", job_name,
+                                            " has no replica ", options.replica));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace coach::backend::local

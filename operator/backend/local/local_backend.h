@@ -166,7 +166,10 @@ class LocalBackend : public Backend {
   // `options.replica` is "<type lowercase>-<index>" ("master-0" is pod <job>-master-0;
   // the MPI launcher is "launcher"). tail_lines counts per replica. With follow, ends
   // when every streamed replica has ended and its log is drained, on `cancelled`, or
-  // when the sink returns false. Errors: NotFound (no such replica / no replicas).
+  // when the sink returns false. `options.attempt` other than the one the job's pods run: that
+  // attempt's logs as kept (local_layout.h; tail_lines reaches into each .1, follow is ignored:
+  // the attempt has ended). Errors: NotFound (no such replica / no replicas; an attempt whose
+  // logs are not kept, or that the job has not reached), InvalidArgument (a negative attempt).
   absl::Status StreamLogs(const model::Job& job, const LogOptions& options, const LogSink& sink,
                           const std::atomic<bool>& cancelled) override;
 
@@ -204,6 +207,10 @@ class LocalBackend : public Backend {
   // start (its record is then dropped).
   absl::Status FinishStart(ReplicaRecord record, const ProcessSpec& spec);
   absl::Status DeletePod(const model::Job& job, const std::string& name);
+  // StreamLogs of an attempt that the job's pods do not run; `records`: the job's.
+  absl::Status StreamKeptLogs(const JobKey& key, const std::vector<ReplicaRecord>& records,
+                              const LogOptions& options, const LogSink& sink,
+                              const std::atomic<bool>& cancelled);
   absl::Status WriteConfigMap(const model::Job& job, const model::KubeObject& cm);
   // Polls a started, running record and updates it (and the store) when it ended.
   // Returns whether it changed.

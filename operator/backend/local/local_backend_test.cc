@@ -14,12 +14,14 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "api/v1/coach_status.h"
 #include "common/testing/test_dir.h"
 #include "operator/backend/local/fs_util.h"
 #include "operator/backend/local/store/sqlite_job_store.h"
@@ -554,6 +556,136 @@ TEST_F(LocalBackendTest, ReadoptedAfterOperatorRestartAndCallbackFires) {
   model::ObservedPod p = WaitPod(job, PodPhase::kFailed);
   EXPECT_EQ(p.exit_code, 7);
   EXPECT_EQ(Logs(job), "bye\n");
+  backend_->Stop();
+}
+
+// A job whose one worker prints "a<run>-1", "a<run>-2" (run: how many times it ran before) and
+// fails; RunAttempt runs its pod for an attempt and waits for the end.
+class AttemptLogsTest : public LocalBackendTest {
+ protected:
+  model::Job MakeCountingJob(const std::string& name) {
+    const std::string counter = absl::StrCat(dir_, "/", name, ".runs");
+    return MakeJob(name, {{"command", Argv(absl::StrCat("n=$(cat ", counter,
+                                                        " 2>/dev/null || echo 0); echo a$n-1; "
+                                                        "echo a$n-2; echo $((n+1)) > ",
+                                                        counter, "; exit 1"))}});
+  }
+  // Deletes the pod of the previous attempt first unless `first`.
+  void RunAttempt(const model::Job& job, int attempt, bool first = false) {
+    const std::string pod_name = job.metadata().name() + "-worker-0";
+    if (!first) {
+      ASSERT_TRUE(Delete(job, "Pod", pod_name).ok());
+    }
+    model::KubeObject pod = Pod(job);
+    pod.body["metadata"]["labels"][model::kLabelAttempt] = std::to_string(attempt);
+    ASSERT_TRUE(Create(job, pod).ok());
+    EXPECT_EQ(WaitPod(job, PodPhase::kFailed).attempt, attempt);
+  }
+  static LogOptions OfAttempt(int attempt, int64_t tail_lines = 0) {
+    LogOptions o;
+    o.attempt = attempt;
+    o.tail_lines = tail_lines;
+    return o;
+  }
+  absl::Status LogsStatus(const model::Job& job, const LogOptions& options) {
+    std::atomic<bool> cancelled{false};
+    return backend_->StreamLogs(
+        job, options, [](const std::string&, const std::string&) { return true; }, cancelled);
+  }
+};
+
+TEST_F(AttemptLogsTest, EachAttemptKeepsItsOwnLog) {
+  model::Job job = MakeCountingJob("again");
+  RunAttempt(job, 0, /*first=*/true);
+  RunAttempt(job, 1);
+  RunAttempt(job, 2);
+  EXPECT_EQ(Logs(job), "a2-1\na2-2\n") << "the current attempt's log starts empty";
+  EXPECT_EQ(Logs(job, OfAttempt(2)), "a2-1\na2-2\n");
+  EXPECT_EQ(Logs(job, OfAttempt(1)), "a1-1\na1-2\n");
+  EXPECT_EQ(Logs(job, OfAttempt(0)), "a0-1\na0-2\n");
+  EXPECT_EQ(Logs(job, OfAttempt(0, /*tail_lines=*/1)), "a0-2\n");
+  LogOptions follow = OfAttempt(1);
+  follow.follow = true;
+  follow.replica = "worker-0";
+  EXPECT_EQ(Logs(job, follow), "a1-1\na1-2\n") << "an ended attempt is not followed";
+  EXPECT_EQ(ReadFile(dir_ + "/state/replicas/ns/again/attempts/1/again-worker-0.log").value_or(""),
+            "a1-1\na1-2\n");
+
+  LogOptions other = OfAttempt(1);
+  other.replica = "master-0";
+  absl::Status s = LogsStatus(job, other);
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  s = LogsStatus(job, OfAttempt(3));
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "attempt 3")) << s;
+  EXPECT_EQ(LogsStatus(job, OfAttempt(-1)).code(), absl::StatusCode::kInvalidArgument);
+
+  // After an operator restart, from the files alone.
+  backend_ = NewBackend();
+  EXPECT_EQ(Logs(job, OfAttempt(0)), "a0-1\na0-2\n");
+  EXPECT_EQ(Logs(job, OfAttempt(1)), "a1-1\na1-2\n");
+  EXPECT_EQ(Logs(job, OfAttempt(2)), "a2-1\na2-2\n");
+
+  // The last attempt's pods are gone (the job ended): its log is still read by its attempt.
+  ASSERT_TRUE(Delete(job, "Pod", "again-worker-0").ok());
+  EXPECT_TRUE(absl::IsNotFound(LogsStatus(job, LogOptions())));
+  EXPECT_EQ(Logs(job, OfAttempt(2)), "a2-1\na2-2\n");
+  EXPECT_EQ(Logs(job, OfAttempt(1)), "a1-1\na1-2\n");
+  EXPECT_TRUE(absl::IsNotFound(LogsStatus(job, OfAttempt(3))));
+
+  ASSERT_TRUE(backend_->Forget(job).ok());
+  struct stat st;
+  EXPECT_NE(stat((dir_ + "/state/replicas/ns/again/attempts").c_str(), &st), 0);
+  EXPECT_TRUE(absl::IsNotFound(LogsStatus(job, OfAttempt(0))));
+}
+
+// A pod recreated within its attempt (a replica's own restart) goes on with the same log.
+TEST_F(AttemptLogsTest, ARestartWithinTheAttemptAppends) {
+  model::Job job = MakeCountingJob("inplace");
+  RunAttempt(job, 0, /*first=*/true);
+  RunAttempt(job, 0);
+  EXPECT_EQ(Logs(job), "a0-1\na0-2\na1-1\na1-2\n");
+  EXPECT_TRUE(absl::IsNotFound(LogsStatus(job, OfAttempt(1))));
+}
+
+TEST_F(AttemptLogsTest, TrimmingKeepsAttemptZeroAndTheLatest) {
+  model::Job job = MakeCountingJob("many");
+  const int last = api::v1::kMaxAttempts + 1;
+  RunAttempt(job, 0, /*first=*/true);
+  for (int a = 1; a <= last; ++a) RunAttempt(job, a);
+  // With the current attempt, those status.coach.attempts lists: 0 and the latest 19.
+  EXPECT_EQ(Logs(job, OfAttempt(0)), "a0-1\na0-2\n");
+  for (int a = 1; a <= last - api::v1::kMaxAttempts + 1; ++a) {
+    absl::Status s = LogsStatus(job, OfAttempt(a));
+    EXPECT_TRUE(absl::IsNotFound(s)) << a << ": " << s;
+    EXPECT_TRUE(absl::StrContains(s.message(), absl::StrCat("attempt ", a))) << s;
+  }
+  for (int a = last - api::v1::kMaxAttempts + 2; a <= last; ++a) {
+    EXPECT_EQ(Logs(job, OfAttempt(a)), absl::StrCat("a", a, "-1\na", a, "-2\n"));
+  }
+}
+
+// The operator died after the ended attempt's log moved and the next attempt's record was
+// written, before its process started: the record is dropped at Start() and the pod created
+// again, and neither attempt's log takes the other's lines.
+TEST_F(AttemptLogsTest, ACrashBetweenTheMoveAndTheStartKeepsBothLogsApart) {
+  model::Job job = MakeCountingJob("crash");
+  RunAttempt(job, 0, /*first=*/true);
+  ASSERT_TRUE(Delete(job, "Pod", "crash-worker-0").ok());
+  const LocalLayout layout(dir_ + "/state");
+  ASSERT_TRUE(layout.KeepAttemptLog(KeyOf(job), "crash-worker-0", 0).ok());
+  ASSERT_TRUE(layout.CreateLog(KeyOf(job), "crash-worker-0").ok());
+  ReplicaRecord pending;
+  pending.job = KeyOf(job);
+  pending.name = "crash-worker-0";
+  pending.replica_type = "Worker";
+  pending.attempt = 1;
+  ASSERT_TRUE(store_->replicas()->PutReplica(pending).ok());
+  backend_ = NewBackend();
+  ASSERT_TRUE(backend_->Start().ok());
+  RunAttempt(job, 1, /*first=*/true);
+  EXPECT_EQ(Logs(job), "a1-1\na1-2\n");
+  EXPECT_EQ(Logs(job, OfAttempt(0)), "a0-1\na0-2\n");
   backend_->Stop();
 }
 

@@ -28,6 +28,7 @@ std::string SerializedRequest(const std::string& method, const void* request) {
       {"SuspendJob", &Serialize<api::v1::SuspendJobRequest>},
       {"ResumeJob", &Serialize<api::v1::ResumeJobRequest>},
       {"DescribeJob", &Serialize<api::v1::DescribeJobRequest>},
+      {"ListJobHistories", &Serialize<api::v1::ListJobHistoriesRequest>},
   };
   auto it = kSerializers->find(method);
   if (request == nullptr || it == kSerializers->end()) return "";

@@ -1,8 +1,10 @@
 #include "sdk/cpp/cli/coach_status_text.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "api/v1/recovery_annotations.h"
 #include "sdk/cpp/cli/table_printer.h"
 
@@ -118,11 +121,125 @@ void PrintProgress(const api::v1::JobProgress& progress, absl::Time now, std::os
   }
 }
 
+// "2024-05-01T12:00:00Z"; "-" when unset.
+std::string Time(const google::protobuf::Timestamp& time) {
+  if (time.seconds() == 0 && time.nanos() == 0) return "-";
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(time.seconds()),
+                          absl::UTCTimeZone());
+}
+
+absl::Time ToTime(const google::protobuf::Timestamp& time) {
+  return absl::FromUnixSeconds(time.seconds()) + absl::Nanoseconds(time.nanos());
+}
+
+std::string Exit(const api::v1::JobAttempt& attempt) {
+  if (!attempt.has_exit_code()) return attempt.signal().empty() ? "-" : attempt.signal();
+  if (attempt.signal().empty()) return absl::StrCat(attempt.exit_code());
+  return absl::StrCat(attempt.exit_code(), " ", attempt.signal());
+}
+
+// Replicas of one attempt share few nodes, and a job of hundreds of replicas must not make a
+// row hundreds of names wide.
+std::string Nodes(const api::v1::JobAttempt& attempt) {
+  constexpr size_t kShown = 2;
+  std::set<std::string> nodes;
+  for (const auto& [replica, node] : attempt.nodes()) {
+    if (!node.empty()) nodes.insert(node);
+  }
+  if (nodes.empty()) return "-";
+  if (nodes.size() <= kShown + 1) return absl::StrJoin(nodes, ",");
+  auto end = nodes.begin();
+  std::advance(end, kShown);
+  return absl::StrCat(absl::StrJoin(nodes.begin(), end, ","), " +", nodes.size() - kShown, " more");
+}
+
+std::vector<std::string> AttemptRow(const TrainingJob& job, const api::v1::JobAttempt& attempt,
+                                    absl::Time now, bool deleted) {
+  const bool open = !attempt.has_end_time();
+  std::string end = Time(attempt.end_time());
+  if (open) end = deleted ? "-" : "running";
+  std::string duration = "-";
+  if (attempt.has_start_time()) {
+    duration = FormatSpan((open ? now : ToTime(attempt.end_time())) - ToTime(attempt.start_time()));
+  }
+  int64_t step = attempt.last_step();
+  // The operator writes an attempt's step when it closes it (a running job's status is not
+  // rewritten for every step), so the open attempt's is the job's latest progress report.
+  if (open && step == 0) {
+    const api::v1::JobProgress& progress = job.status().coach().progress();
+    if (progress.has_last_progress_time() && attempt.has_start_time() &&
+        ToTime(progress.last_progress_time()) >= ToTime(attempt.start_time())) {
+      step = progress.step();
+    }
+  }
+  return {absl::StrCat(attempt.attempt()),
+          Time(attempt.start_time()),
+          end,
+          duration,
+          attempt.reason().empty() ? "-" : attempt.reason(),
+          attempt.replica().empty() ? "-" : attempt.replica(),
+          Exit(attempt),
+          Nodes(attempt),
+          step == 0 ? "-" : absl::StrCat(step),
+          open ? "-" : (attempt.counted() ? "yes" : "no")};
+}
+
 }  // namespace
+
+std::string FormatSpan(absl::Duration span) {
+  if (span <= absl::ZeroDuration()) return "0s";
+  const int64_t seconds = absl::ToInt64Seconds(span);
+  struct Unit {
+    int64_t seconds;
+    const char* name;
+  };
+  static constexpr Unit kUnits[] = {{86400, "d"}, {3600, "h"}, {60, "m"}, {1, "s"}};
+  for (size_t i = 0; i + 1 < std::size(kUnits); ++i) {
+    if (seconds < kUnits[i].seconds) continue;
+    const int64_t major = seconds / kUnits[i].seconds;
+    const int64_t minor = seconds % kUnits[i].seconds / kUnits[i + 1].seconds;
+    return minor == 0 ? absl::StrCat(major, kUnits[i].name)
+                      : absl::StrCat(major, kUnits[i].name, minor, kUnits[i + 1].name);
+  }
+  return absl::StrCat(seconds, "s");
+}
+
+void PrintAttemptTimeline(const TrainingJob& job, absl::Time now, bool deleted, std::ostream& out,
+                          const std::string& indent) {
+  const auto& attempts = job.status().coach().attempts();
+  if (attempts.empty()) return;
+  TablePrinter table({"ATTEMPT", "START", "END", "DURATION", "REASON", "REPLICA", "EXIT", "NODES",
+                      "LAST STEP", "COUNTED"});
+  int next = 0;
+  for (const api::v1::JobAttempt& attempt : attempts) {
+    // The status keeps the first attempt and the latest ones; a gap says how many it let go,
+    // so that attempt numbers that jump are not read as attempts that never ran.
+    if (attempt.attempt() > next) {
+      const int last_gone = attempt.attempt() - 1;
+      table.AddRow({last_gone == next ? absl::StrCat(next) : absl::StrCat(next, "-", last_gone),
+                    "(not kept)"});
+    }
+    table.AddRow(AttemptRow(job, attempt, now, deleted));
+    next = std::max(next, attempt.attempt() + 1);
+  }
+  table.Print(out, indent);
+  for (const api::v1::JobAttempt& attempt : attempts) {
+    if (attempt.message().empty()) continue;
+    // A message may span lines (a replica's last words); its later lines stay under its first.
+    out << indent << "attempt " << attempt.attempt() << ": "
+        << absl::StrReplaceAll(absl::StripTrailingAsciiWhitespace(attempt.message()),
+                               {{"\n", absl::StrCat("\n", indent, "  ")}})
+        << "\n";
+  }
+}
 
 void PrintCoachStatus(const TrainingJob& job, absl::Time now, std::ostream& out) {
   if (!job.status().has_coach()) return;
   if (HasAttempts(job)) PrintRecovery(job, now, out);
+  if (!job.status().coach().attempts().empty()) {
+    out << "Attempts:\n";
+    PrintAttemptTimeline(job, now, /*deleted=*/false, out, "  ");
+  }
   if (job.status().coach().has_progress()) PrintProgress(job.status().coach().progress(), now, out);
 }
 

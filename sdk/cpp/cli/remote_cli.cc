@@ -72,6 +72,22 @@ void RegisterRemoteCommands(CLI::App& app, RemoteCli* cli) {
   cli->logs->add_option("--replica", o.replica, "one replica, e.g. master-0 (default: all)");
   cli->logs->add_flag("-f,--follow", o.follow, "keep streaming until the replica ends");
   cli->logs->add_option("--tail", o.tail, "only the last N lines");
+  cli->logs
+      ->add_option("--attempt", o.attempt,
+                   "this attempt's logs (coach history lists them; default: the current)")
+      ->type_name("N");
+  cli->logs->add_option("--uid", o.uid, "a deleted job's kept logs (coach history --deleted)")
+      ->type_name("UID");
+
+  cli->history = command("history", "a job's attempts: when, how long, why each ended, where");
+  cli->history->add_option("JOB", o.job, "job name (optional with --deleted)");
+  add_namespace(cli->history);
+  cli->history->add_flag("--deleted", o.deleted, "the kept histories of deleted jobs");
+  cli->history->add_flag("-A,--all-namespaces", o.all_namespaces,
+                         "with --deleted: of every namespace");
+  cli->history->add_option("--uid", o.uid, "the deleted job of this uid (implies --deleted)")
+      ->type_name("UID");
+  add_output(cli->history);
 
   cli->wait = command("wait", "wait for a job condition");
   add_job(cli->wait);
@@ -111,6 +127,7 @@ std::optional<int> RunRemoteCommand(const RemoteCli& cli, std::ostream& out, std
   if (cli.list->parsed()) return RunList(o, env);
   if (cli.describe->parsed()) return RunDescribe(o, env);
   if (cli.logs->parsed()) return RunLogs(o, env);
+  if (cli.history->parsed()) return RunHistory(o, env);
   if (cli.wait->parsed()) return RunWait(o, env);
   if (cli.delete_->parsed()) return RunDelete(o, env);
   if (cli.suspend->parsed()) return RunSuspend(o, env);

@@ -26,6 +26,7 @@ struct RemoteCli {
   CLI::App* list = nullptr;
   CLI::App* describe = nullptr;
   CLI::App* logs = nullptr;
+  CLI::App* history = nullptr;
   CLI::App* wait = nullptr;
   CLI::App* delete_ = nullptr;
   CLI::App* suspend = nullptr;

@@ -1,11 +1,15 @@
 #include "sdk/cpp/cli/remote_commands.h"
 
+#include <algorithm>
+#include <optional>
 #include <set>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "api/v1/codec/job_codec.h"
+#include "api/v1/codec/yaml_json.h"
 #include "nlohmann/json.hpp"
 #include "sdk/cpp/cli/coach_status_text.h"
 #include "sdk/cpp/cli/exit_codes.h"
@@ -94,6 +98,130 @@ std::string FormatTimestamp(const google::protobuf::Timestamp& timestamp, absl::
   absl::Time time = absl::FromUnixSeconds(timestamp.seconds());
   return absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", time, absl::UTCTimeZone()), " (",
                       FormatAge(now - time), " ago)");
+}
+
+// --attempt as typed: digits only, so that "-1", "1.5" and "one" are refused as what they are
+// rather than read as something else.
+absl::StatusOr<std::optional<int>> ParseAttempt(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  int attempt = 0;
+  if (text.size() > 7 || text.find_first_not_of("0123456789") != std::string::npos ||
+      !absl::SimpleAtoi(text, &attempt) || attempt > sdk::kMaxAttempt) {
+    return absl::InvalidArgumentError(absl::StrCat("--attempt: must be a whole number from 0 to ",
+                                                   sdk::kMaxAttempt, ", got \"", text, "\""));
+  }
+  return attempt;
+}
+
+// Where a replica's bytes come from, in words: "kept log (store)"; "" for a live replica's
+// (and for a server that does not say).
+std::string SourceText(const std::string& source) {
+  if (source.empty() || source == "live") return "";
+  if (absl::StartsWith(source, "kept/")) return absl::StrCat("kept log (", source.substr(5), ")");
+  return source;
+}
+
+std::string Rfc3339(const google::protobuf::Timestamp& timestamp) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(timestamp.seconds()),
+                          absl::UTCTimeZone());
+}
+
+// How many attempts the job had: the timeline keeps the first and the latest, so the last
+// entry's number tells, not the entries.
+int AttemptCount(const TrainingJob& job) {
+  const api::v1::CoachJobStatus& coach = job.status().coach();
+  if (!coach.attempts().empty()) {
+    return std::max(coach.attempt(), coach.attempts(coach.attempts_size() - 1).attempt()) + 1;
+  }
+  return job.status().has_start_time() ? coach.attempt() + 1 : 0;
+}
+
+std::string Result(const TrainingJob& job) {
+  const std::string state = sdk::JobState(job);
+  return state.empty() ? "-" : state;
+}
+
+// -o json|yaml of a job's timeline: its attempts exactly as its manifest's status.coach.attempts
+// writes them, so that a script reads the same fields `coach get -o json` shows.
+nlohmann::json HistoryJson(const TrainingJob& job, const api::v1::JobHistory* kept) {
+  nlohmann::json out = nlohmann::json::object();
+  out["namespace"] = job.metadata().namespace_();
+  out["name"] = job.metadata().name();
+  out["uid"] = job.metadata().uid();
+  if (kept != nullptr) {
+    out["deletedTime"] = Rfc3339(kept->deleted_time());
+    out["deletedBy"] = kept->deleted_by();
+    out["result"] = sdk::JobState(job);
+    out["logs"] =
+        nlohmann::json(std::vector<std::string>(kept->logs().begin(), kept->logs().end()));
+  }
+  const nlohmann::json manifest = api::v1::codec::JobToJson(job);
+  const nlohmann::json* attempts = &manifest;
+  for (const char* key : {"status", "coach", "attempts"}) {
+    if (!attempts->is_object() || !attempts->contains(key)) {
+      attempts = nullptr;
+      break;
+    }
+    attempts = &(*attempts)[key];
+  }
+  out["attempts"] = attempts != nullptr ? *attempts : nlohmann::json::array();
+  return out;
+}
+
+void PrintValue(const nlohmann::json& value, const std::string& output, std::ostream& out) {
+  if (output == "json") {
+    out << value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    out << api::v1::codec::ToYaml(value);
+  }
+}
+
+// One job's timeline; `kept` when it is a deleted job's.
+int PrintHistory(const TrainingJob& job, const api::v1::JobHistory* kept,
+                 const RemoteOptions& options, RemoteEnv& env) {
+  if (!options.output.empty()) {
+    PrintValue(HistoryJson(job, kept), options.output, *env.out);
+    return kExitOk;
+  }
+  if (job.status().coach().attempts().empty()) {
+    *env.err << "No attempts recorded for " << JobRef(job) << ".\n";
+    return kExitOk;
+  }
+  // A deleted job's open attempt ended with the job.
+  const absl::Time until = kept != nullptr && kept->has_deleted_time()
+                               ? absl::FromUnixSeconds(kept->deleted_time().seconds())
+                               : env.now();
+  PrintAttemptTimeline(job, until, /*deleted=*/kept != nullptr, *env.out);
+  return kExitOk;
+}
+
+int PrintHistories(const std::vector<const api::v1::JobHistory*>& histories,
+                   const RemoteOptions& options, RemoteEnv& env) {
+  if (!options.output.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const api::v1::JobHistory* history : histories) {
+      list.push_back(HistoryJson(history->job(), history));
+    }
+    PrintValue(list, options.output, *env.out);
+    return kExitOk;
+  }
+  if (histories.empty()) {
+    *env.err << (options.all_namespaces
+                     ? std::string("No kept histories of deleted jobs found.\n")
+                     : absl::StrCat("No kept histories of deleted jobs found in ",
+                                    options.namespace_, " namespace.\n"));
+    return kExitOk;
+  }
+  TablePrinter table({"NAMESPACE", "NAME", "UID", "DELETED", "BY", "RESULT", "ATTEMPTS", "LOGS"});
+  const absl::Time now = env.now();
+  for (const api::v1::JobHistory* history : histories) {
+    const TrainingJob& job = history->job();
+    table.AddRow({job.metadata().namespace_(), job.metadata().name(), job.metadata().uid(),
+                  FormatAgeSince(history->deleted_time(), now), history->deleted_by(), Result(job),
+                  absl::StrCat(AttemptCount(job)), absl::StrCat(history->logs_size())});
+  }
+  table.Print(*env.out);
+  return kExitOk;
 }
 
 }  // namespace
@@ -321,6 +449,11 @@ int RunLogs(const RemoteOptions& options, RemoteEnv& env) {
     *env.err << "error: --tail: must not be negative\n";
     return kExitUsage;
   }
+  absl::StatusOr<std::optional<int>> attempt = ParseAttempt(options.attempt);
+  if (!attempt.ok()) {
+    *env.err << "error: " << attempt.status().message() << "\n";
+    return kExitUsage;
+  }
   absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> client = Connect(options, env);
   if (!client.ok()) return Fail(client.status(), env);
   sdk::LogOptions logs;
@@ -329,7 +462,17 @@ int RunLogs(const RemoteOptions& options, RemoteEnv& env) {
   logs.replica = options.replica;
   logs.follow = options.follow;
   logs.tail_lines = options.tail;
+  logs.attempt = *attempt;
+  logs.uid = options.uid;
   absl::Status status = (*client)->GetJobLogs(logs, [&](const api::v1::LogChunk& chunk) {
+    if (std::string source = SourceText(chunk.source()); !source.empty()) {
+      // The note goes to stderr so that the bytes on stdout stay the log itself; the bytes
+      // before it leave first, so that a terminal shows the note where the replica's begin.
+      env.out->flush();
+      *env.err << "# " << chunk.replica() << ", attempt " << chunk.attempt() << ": " << source
+               << "\n";
+      env.err->flush();
+    }
     env.out->write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
     if (options.follow) env.out->flush();
     return true;
@@ -337,6 +480,63 @@ int RunLogs(const RemoteOptions& options, RemoteEnv& env) {
   env.out->flush();
   if (!status.ok()) return Fail(status, env);
   return kExitOk;
+}
+
+int RunHistory(const RemoteOptions& options, RemoteEnv& env) {
+  const bool deleted = options.deleted || !options.uid.empty();
+  if (!deleted && options.job.empty()) {
+    *env.err << "error: JOB is required (or --deleted for the histories of deleted jobs)\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> client = Connect(options, env);
+  if (!client.ok()) return Fail(client.status(), env);
+  if (!deleted) {
+    absl::StatusOr<TrainingJob> job = (*client)->GetJob(options.namespace_, options.job);
+    if (!job.ok()) return Fail(job.status(), env);
+    return PrintHistory(*job, nullptr, options, env);
+  }
+
+  const std::string namespace_ = options.all_namespaces ? "" : options.namespace_;
+  // A uid may belong to an old deletion: ask for as many as the server gives.
+  absl::StatusOr<api::v1::ListJobHistoriesResponse> response = (*client)->ListJobHistories(
+      namespace_, options.job, options.uid.empty() ? 0 : sdk::kMaxHistoryPageSize);
+  if (!response.ok()) return Fail(response.status(), env);
+  std::vector<const api::v1::JobHistory*> histories;
+  for (const api::v1::JobHistory& history : response->histories()) {
+    if (options.uid.empty() || history.job().metadata().uid() == options.uid) {
+      histories.push_back(&history);
+    }
+  }
+  std::string wanted = "a deleted job";
+  if (!options.job.empty()) {
+    absl::StrAppend(&wanted, " ",
+                    namespace_.empty() ? options.job : namespace_ + "/" + options.job);
+  }
+  if (namespace_.empty() || options.job.empty()) {
+    absl::StrAppend(&wanted, namespace_.empty() ? " in any namespace" : " in " + namespace_);
+  }
+  if (!options.uid.empty()) absl::StrAppend(&wanted, " with uid ", options.uid);
+  if ((!options.job.empty() || !options.uid.empty()) && histories.empty()) {
+    return Fail(absl::NotFoundError(absl::StrCat(
+                    "no kept history of ", wanted,
+                    response->truncated() ? " among the newest the operator lists" : "")),
+                env);
+  }
+  // The one asked for by uid, or the only one of JOB: its timeline. With -o a JOB's histories
+  // stay a list however many there are, so that a script reads one shape.
+  if (histories.size() == 1 &&
+      (!options.uid.empty() || (!options.job.empty() && options.output.empty()))) {
+    return PrintHistory(histories[0]->job(), histories[0], options, env);
+  }
+  if (response->truncated()) {
+    *env.err << "# more kept histories exist than shown: the newest " << response->histories_size()
+             << "\n";
+  }
+  if (!options.job.empty() && options.output.empty()) {
+    *env.err << "# " << histories.size() << " deleted jobs named " << options.job
+             << " were kept: --uid UID shows one's attempts\n";
+  }
+  return PrintHistories(histories, options, env);
 }
 
 int RunWait(const RemoteOptions& options, RemoteEnv& env) {

@@ -1,7 +1,7 @@
 #pragma once
 
 // The `coach` commands that talk to coach-operator: submit, get, list, describe, logs,
-// wait, delete, suspend, resume. Each returns the process exit code (exit_codes.h) and
+// history, wait, delete, suspend, resume. Each returns the process exit code (exit_codes.h) and
 // writes only to the streams of its RemoteEnv; nothing here parses flags (remote_cli.h).
 
 #include <functional>
@@ -35,6 +35,9 @@ struct RemoteOptions {
   std::string replica;                 // logs --replica
   bool follow = false;                 // logs -f
   int64_t tail = 0;                    // logs --tail
+  std::string attempt;                 // logs --attempt, as typed ("": the current attempt)
+  std::string uid;                     // logs, history --uid: a deleted job's
+  bool deleted = false;                // history --deleted
 };
 
 struct RemoteEnv {
@@ -77,8 +80,20 @@ int RunList(const RemoteOptions& options, RemoteEnv& env);
 // Conditions, replicas (state, restarts, exit codes), the job's recovery and progress
 // (coach_status_text.h), MLflow runs and recent events.
 int RunDescribe(const RemoteOptions& options, RemoteEnv& env);
-// The log bytes as they come.
+// The log bytes as they come, of --attempt (0..1000000; else exit 2 naming the flag) and of
+// the deleted job --uid when given. Before a replica's bytes that are not live (an earlier
+// attempt's, a deleted job's), one line on env.err says where they come from:
+// "# worker-0, attempt 1: kept log (store)".
 int RunLogs(const RemoteOptions& options, RemoteEnv& env);
+// The job's attempt timeline (coach_status_text.h PrintAttemptTimeline), or with -o its
+// attempts as status.coach.attempts holds them in a manifest: {namespace, name, uid, attempts}.
+// With --deleted (or --uid): the kept histories of deleted jobs of the namespace (-A: all) and
+// of JOB when given, newest deletion first: NAMESPACE, NAME, UID, DELETED (age), BY, RESULT
+// (the job's last state), ATTEMPTS, LOGS (how many replicas' logs are kept); with -o a list of
+// {namespace, name, uid, deletedTime, deletedBy, result, logs, attempts}. The one of --uid, and
+// without -o the only one of JOB, as its timeline. JOB is required without --deleted (exit 2);
+// no kept history of JOB or of --uid is exit 3.
+int RunHistory(const RemoteOptions& options, RemoteEnv& env);
 // 0 when --for is reached, 4 when the job Failed instead, 5 on timeout.
 int RunWait(const RemoteOptions& options, RemoteEnv& env);
 int RunDelete(const RemoteOptions& options, RemoteEnv& env);

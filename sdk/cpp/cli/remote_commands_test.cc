@@ -4,21 +4,30 @@
 #include <grpcpp/create_channel.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "api/v1/codec/job_codec.h"
+#include "nlohmann/json.hpp"
 #include "operator/core/testing/fake_backend.h"
 #include "operator/model/observed_state.h"
 #include "operator/server/testing/in_memory_server.h"
 #include "operator/store/job_store.h"
 #include "operator/store/testing/fake_job_store.h"
+#include "sdk/cpp/cli/coach_status_text.h"
 #include "sdk/cpp/cli/exit_codes.h"
+#include "sdk/cpp/testing/fake_history_server.h"
 #include "sdk/cpp/testing/test_jobs.h"
 
 namespace coach::cli {
 namespace {
 
+using api::v1::JobAttempt;
 using api::v1::TrainingJob;
+using sdk::testing::FakeHistoryServer;
 using sdk::testing::JobWithConditions;
 using server::testing::InMemoryServer;
 using ::testing::HasSubstr;
@@ -83,6 +92,18 @@ class RemoteCommandsTest : public ::testing::Test {
     server_.SetStatus("default", name, Job("default", name, std::move(conditions)).status());
   }
 
+  // Talks to history_ instead of server_: kept logs and the histories of deleted jobs.
+  void UseHistoryServer() {
+    env_.make_client =
+        [this](
+            const sdk::ConnectionOptions&) -> absl::StatusOr<std::unique_ptr<sdk::TrainingClient>> {
+      sdk::ClientConfig config;
+      config.server = history_.address();
+      return std::make_unique<sdk::TrainingClient>(
+          grpc::CreateChannel(history_.address(), grpc::InsecureChannelCredentials()), config);
+    };
+  }
+
   std::vector<api::v1::ListJobsRequest> ListRequests() {
     return server_.recorder().Requests<api::v1::ListJobsRequest>("ListJobs");
   }
@@ -91,11 +112,82 @@ class RemoteCommandsTest : public ::testing::Test {
   }
 
   InMemoryServer server_;
+  FakeHistoryServer history_;
   std::ostringstream out_;
   std::ostringstream err_;
   RemoteEnv env_;
   RemoteOptions options_;
 };
+
+JobAttempt Attempt(int number, int64_t start, std::optional<int64_t> end, const std::string& reason,
+                   const std::map<std::string, std::string>& nodes) {
+  JobAttempt attempt;
+  attempt.set_attempt(number);
+  attempt.mutable_start_time()->set_seconds(start);
+  if (end.has_value()) attempt.mutable_end_time()->set_seconds(*end);
+  attempt.set_reason(reason);
+  attempt.mutable_nodes()->insert(nodes.begin(), nodes.end());
+  return attempt;
+}
+
+// Three attempts: an OOM kill that spent the budget, a lost node that did not (its replicas
+// spread over five nodes), and the one running now, whose step is the job's latest report.
+TrainingJob JobWithThreeAttempts(const std::string& name) {
+  TrainingJob job = JobWithConditions("default", name, {"Created", "Running"}, "");
+  job.mutable_metadata()->set_uid("uid-" + name);
+  job.mutable_metadata()->mutable_creation_timestamp()->set_seconds(100000 - 7300);
+  job.mutable_status()->mutable_start_time()->set_seconds(100000 - 7200);
+  api::v1::CoachJobStatus* coach = job.mutable_status()->mutable_coach();
+  coach->set_attempt(2);
+  coach->set_restarts(1);
+  coach->set_disruptions(1);
+  JobAttempt* oom = coach->add_attempts();
+  *oom = Attempt(0, 100000 - 7200, 100000 - 5400, "OOMKilled",
+                 {{"master-0", "node-a"}, {"worker-0", "node-a"}, {"worker-1", "node-b"}});
+  oom->set_replica("worker-1");
+  oom->set_exit_code(137);
+  oom->set_signal("SIGKILL");
+  oom->set_last_step(1200);
+  oom->set_counted(true);
+  oom->set_message("worker-1 was OOMKilled (exit code 137)");
+  JobAttempt* lost = coach->add_attempts();
+  *lost = Attempt(1, 100000 - 5390, 100000 - 1800, "NodeLost",
+                  {{"master-0", "node-c"},
+                   {"worker-0", "node-d"},
+                   {"worker-1", "node-e"},
+                   {"worker-2", "node-f"},
+                   {"worker-3", "node-g"},
+                   {"worker-4", "node-c"}});
+  lost->set_replica("worker-0");
+  lost->set_last_step(2500);
+  lost->set_message("node node-d was lost");
+  *coach->add_attempts() =
+      Attempt(2, 100000 - 1790, std::nullopt, "", {{"master-0", "node-h"}, {"worker-0", "node-h"}});
+  coach->mutable_progress()->set_step(3100);
+  coach->mutable_progress()->mutable_last_progress_time()->set_seconds(100000 - 10);
+  return job;
+}
+
+constexpr char kThreeAttempts[] =
+    "ATTEMPT   START                  END                    DURATION   REASON      REPLICA    "
+    "EXIT          NODES                   LAST STEP   COUNTED\n"
+    "0         1970-01-02T01:46:40Z   1970-01-02T02:16:40Z   30m        OOMKilled   worker-1   "
+    "137 SIGKILL   node-a,node-b           1200        yes\n"
+    "1         1970-01-02T02:16:50Z   1970-01-02T03:16:40Z   59m50s     NodeLost    worker-0   "
+    "-             node-c,node-d +3 more   2500        no\n"
+    "2         1970-01-02T03:16:50Z   running                29m50s     -           -          "
+    "-             node-h                  3100        -\n"
+    "attempt 0: worker-1 was OOMKilled (exit code 137)\n"
+    "attempt 1: node node-d was lost\n";
+
+TEST(FormatSpanTest, TwoLargestUnits) {
+  EXPECT_EQ(FormatSpan(absl::Seconds(-3)), "0s");
+  EXPECT_EQ(FormatSpan(absl::Seconds(45)), "45s");
+  EXPECT_EQ(FormatSpan(absl::Seconds(312)), "5m12s");
+  EXPECT_EQ(FormatSpan(absl::Minutes(30)), "30m");
+  EXPECT_EQ(FormatSpan(absl::Minutes(125)), "2h5m");
+  EXPECT_EQ(FormatSpan(absl::Hours(76) + absl::Seconds(5)), "3d4h");
+}
 
 TEST(ExitCodeTest, StatusCodesMapToDocumentedExitCodes) {
   EXPECT_EQ(ExitCodeFor(absl::OkStatus()), kExitOk);
@@ -458,6 +550,296 @@ TEST_F(RemoteCommandsTest, DeleteSuspendResume) {
   EXPECT_THAT(out_.str(), HasSubstr("PyTorchJob default/mnist suspended\n"));
   EXPECT_THAT(out_.str(), HasSubstr("PyTorchJob default/mnist resumed\n"));
   EXPECT_THAT(out_.str(), HasSubstr("job default/mnist deleted\n"));
+}
+
+TEST_F(RemoteCommandsTest, HistoryShowsTheAttemptTimeline) {
+  server_.AddJob(JobWithThreeAttempts("mnist"));
+  options_.job = "mnist";
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), kThreeAttempts);
+  EXPECT_EQ(err_.str(), "");
+}
+
+// The status keeps the first attempt and the latest ones: the attempts it let go show as one
+// row, so that numbers that jump are not read as attempts that never ran.
+TEST_F(RemoteCommandsTest, HistoryShowsTheAttemptsNoLongerKept) {
+  TrainingJob job = JobWithConditions("default", "long", {"Created", "Failed"}, "");
+  api::v1::CoachJobStatus* coach = job.mutable_status()->mutable_coach();
+  *coach->add_attempts() = Attempt(0, 1000, 1060, "Failed", {});
+  *coach->add_attempts() = Attempt(5, 2000, 2045, "Stalled", {});
+  *coach->add_attempts() = Attempt(7, 3000, 3005, "BackoffLimitExceeded", {});
+  coach->mutable_attempts(2)->set_exit_code(1);
+  server_.AddJob(job);
+  options_.job = "long";
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk) << err_.str();
+  EXPECT_EQ(
+      out_.str(),
+      "ATTEMPT   START                  END                    DURATION   REASON              "
+      "   REPLICA   EXIT   NODES   LAST STEP   COUNTED\n"
+      "0         1970-01-01T00:16:40Z   1970-01-01T00:17:40Z   1m         Failed              "
+      "   -         -      -       -           no\n"
+      "1-4       (not kept)\n"
+      "5         1970-01-01T00:33:20Z   1970-01-01T00:34:05Z   45s        Stalled             "
+      "   -         -      -       -           no\n"
+      "6         (not kept)\n"
+      "7         1970-01-01T00:50:00Z   1970-01-01T00:50:05Z   5s         "
+      "BackoffLimitExceeded   -         1      -       -           no\n");
+}
+
+TEST_F(RemoteCommandsTest, HistoryOfAJobWithoutAttempts) {
+  server_.AddJob(Job("default", "mnist", {"Created"}));
+  options_.job = "mnist";
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk);
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_EQ(err_.str(), "No attempts recorded for PyTorchJob default/mnist.\n");
+  options_.job = "nope";
+  EXPECT_EQ(RunHistory(options_, env_), kExitNotFound);
+}
+
+TEST_F(RemoteCommandsTest, HistoryAsJsonHasTheManifestsAttempts) {
+  server_.AddJob(JobWithThreeAttempts("mnist"));
+  options_.job = "mnist";
+  options_.output = "json";
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk) << err_.str();
+  const nlohmann::json history = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(history["name"], "mnist");
+  EXPECT_EQ(history["uid"], server_.jobs().Get("default", "mnist")->metadata().uid());
+  ASSERT_EQ(history["attempts"].size(), 3u);
+  EXPECT_EQ(history["attempts"][0]["exitCode"], 137);
+  EXPECT_EQ(history["attempts"][0]["signal"], "SIGKILL");
+  EXPECT_EQ(history["attempts"][0]["startTime"], "1970-01-02T01:46:40Z");
+  EXPECT_FALSE(history["attempts"][2].contains("endTime"));
+
+  out_.str("");
+  options_.output = "yaml";
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("attempts:\n- attempt: 0\n"));
+}
+
+TEST_F(RemoteCommandsTest, HistoryWantsAJobOrDeleted) {
+  EXPECT_EQ(RunHistory(options_, env_), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("JOB is required"));
+  EXPECT_TRUE(server_.recorder().calls().empty());
+}
+
+TEST_F(RemoteCommandsTest, DescribeShowsTheAttemptTimeline) {
+  server_.AddJob(JobWithThreeAttempts("mnist"));
+  options_.job = "mnist";
+  EXPECT_EQ(RunDescribe(options_, env_), kExitOk) << err_.str();
+  std::string indented = "Attempts:\n";
+  for (absl::string_view line : absl::StrSplit(kThreeAttempts, '\n', absl::SkipEmpty())) {
+    absl::StrAppend(&indented, "  ", line, "\n");
+  }
+  EXPECT_THAT(out_.str(), HasSubstr("  Disruptions:      1\n" + indented + "Progress:\n"));
+}
+
+TEST_F(RemoteCommandsTest, LogsRefuseABadAttempt) {
+  options_.job = "mnist";
+  for (const char* attempt : {"-1", "abc", "1.5", "+1", "1000001", "99999999999"}) {
+    SCOPED_TRACE(attempt);
+    err_.str("");
+    options_.attempt = attempt;
+    EXPECT_EQ(RunLogs(options_, env_), kExitUsage);
+    EXPECT_EQ(err_.str(), absl::StrCat("error: --attempt: must be a whole number from 0 to "
+                                       "1000000, got \"",
+                                       attempt, "\"\n"));
+  }
+  EXPECT_TRUE(server_.recorder().calls().empty());
+}
+
+// Bytes that are not the live replica's get a line on stderr saying where they were kept,
+// before the replica's first bytes; stdout holds the log alone.
+TEST_F(RemoteCommandsTest, LogsSayWhereKeptBytesComeFrom) {
+  UseHistoryServer();
+  history_.AddLogChunk("worker-0", "w0 step 1\n", 1, "kept/store");
+  history_.AddLogChunk("worker-1", "w1 step 1\n", 1, "kept/mlflow");
+  history_.AddLogChunk("worker-0", "w0 step 2\n", 1);
+  history_.AddLogChunk("master-0", "m0 step 1\n", 1, "kept/local");
+  options_.job = "mnist";
+  options_.attempt = "1";
+  EXPECT_EQ(RunLogs(options_, env_), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "w0 step 1\nw1 step 1\nw0 step 2\nm0 step 1\n");
+  EXPECT_EQ(err_.str(),
+            "# worker-0, attempt 1: kept log (store)\n"
+            "# worker-1, attempt 1: kept log (mlflow)\n"
+            "# master-0, attempt 1: kept log (local)\n");
+  std::vector<api::v1::GetJobLogsRequest> requests = history_.log_requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_TRUE(requests[0].has_attempt());
+  EXPECT_EQ(requests[0].attempt(), 1);
+  EXPECT_EQ(requests[0].uid(), "");
+}
+
+TEST_F(RemoteCommandsTest, LogsOfLiveReplicasAndOfADeletedJob) {
+  UseHistoryServer();
+  history_.AddLogChunk("worker-0", "live bytes\n", 2, "live");
+  options_.job = "mnist";
+  EXPECT_EQ(RunLogs(options_, env_), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "live bytes\n");
+  EXPECT_EQ(err_.str(), "");
+  EXPECT_FALSE(history_.log_requests()[0].has_attempt());
+
+  options_.uid = "uid-1";
+  EXPECT_EQ(RunLogs(options_, env_), kExitOk) << err_.str();
+  EXPECT_EQ(history_.log_requests()[1].uid(), "uid-1");
+}
+
+// An operator that predates --attempt would send the current attempt's log as if it were the
+// one asked for.
+TEST_F(RemoteCommandsTest, LogsOfAnEarlierAttemptFromAnOlderOperator) {
+  UseHistoryServer();
+  history_.AddLogChunk("worker-0", "current\n", 0);
+  options_.job = "mnist";
+  options_.attempt = "0";
+  EXPECT_EQ(RunLogs(options_, env_), kExitServerError);
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_THAT(err_.str(), HasSubstr("predates them"));
+}
+
+api::v1::JobHistory History(const std::string& namespace_, const std::string& name,
+                            const std::string& uid, int64_t deleted, const std::string& by,
+                            const std::string& result) {
+  api::v1::JobHistory history;
+  *history.mutable_job() = JobWithConditions(namespace_, name, {"Created", result}, "");
+  history.mutable_job()->mutable_metadata()->set_uid(uid);
+  history.mutable_job()->mutable_status()->mutable_start_time()->set_seconds(deleted - 3600);
+  history.mutable_deleted_time()->set_seconds(deleted);
+  history.set_deleted_by(by);
+  history.add_logs("attempt-0/worker-0");
+  return history;
+}
+
+TEST_F(RemoteCommandsTest, HistoryDeletedListsTheKeptHistories) {
+  UseHistoryServer();
+  api::v1::JobHistory restarted =
+      History("default", "mnist", "u1", 100000 - 600, "ttl", "Succeeded");
+  *restarted.mutable_job()->mutable_status() = JobWithThreeAttempts("mnist").status();
+  restarted.mutable_job()->mutable_status()->mutable_conditions(1)->set_type("Succeeded");
+  restarted.add_logs("attempt-1/worker-0");
+  restarted.add_logs("attempt-2/worker-0");
+  history_.AddHistory(restarted);
+  history_.AddHistory(History("default", "mnist", "u0", 100000 - 90000, "deleted", "Failed"));
+  history_.AddHistory(History("default", "bert", "u2", 100000 - 30, "deleted", "Running"));
+  history_.AddHistory(History("team-a", "gpt", "u3", 100000 - 7200, "ttl", "Succeeded"));
+  options_.deleted = true;
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(),
+            "NAMESPACE   NAME    UID   DELETED   BY        RESULT      ATTEMPTS   LOGS\n"
+            "default     bert    u2    30s       deleted   Running     1          1\n"
+            "default     mnist   u1    10m       ttl       Succeeded   3          3\n"
+            "default     mnist   u0    1d        deleted   Failed      1          1\n");
+  auto requests = [this] { return history_.history_requests(); };
+  EXPECT_EQ(requests()[0].namespace_(), "default");
+  EXPECT_EQ(requests()[0].name(), "");
+
+  out_.str("");
+  options_.all_namespaces = true;
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("team-a      gpt     u3    2h        ttl       Succeeded"));
+  EXPECT_EQ(requests()[1].namespace_(), "");
+  options_.all_namespaces = false;
+
+  // Two deleted jobs of that name: the list, and how to pick one.
+  out_.str("");
+  options_.job = "mnist";
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("u1"));
+  EXPECT_THAT(out_.str(), HasSubstr("u0"));
+  EXPECT_EQ(err_.str(), "# 2 deleted jobs named mnist were kept: --uid UID shows one's attempts\n");
+  EXPECT_EQ(requests()[2].name(), "mnist");
+
+  // --uid: its timeline, measured to the deletion.
+  out_.str("");
+  err_.str("");
+  options_.uid = "u1";
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("2         1970-01-02T03:16:50Z   -                      "
+                                    "19m50s     -           -          -             node-h"));
+  EXPECT_THAT(out_.str(), HasSubstr("attempt 1: node node-d was lost\n"));
+  EXPECT_EQ(requests()[3].page_size(), 1000);
+
+  // Only one of that name: its timeline without --uid.
+  out_.str("");
+  options_.uid = "";
+  options_.job = "bert";
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_EQ(err_.str(), "No attempts recorded for PyTorchJob default/bert.\n");
+
+  err_.str("");
+  options_.uid = "u9";
+  EXPECT_EQ(RunHistory(options_, env_), kExitNotFound);
+  EXPECT_EQ(err_.str(), "error: no kept history of a deleted job default/bert with uid u9\n");
+  options_.uid = "";
+  options_.job = "nope";
+  EXPECT_EQ(RunHistory(options_, env_), kExitNotFound);
+
+  // --uid alone: that deleted job of the namespace, whatever its name.
+  out_.str("");
+  options_.job = "";
+  options_.deleted = false;
+  options_.uid = "u1";
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("attempt 0: worker-1 was OOMKilled (exit code 137)\n"));
+  err_.str("");
+  options_.all_namespaces = true;
+  options_.uid = "u9";
+  EXPECT_EQ(RunHistory(options_, env_), kExitNotFound);
+  EXPECT_EQ(err_.str(), "error: no kept history of a deleted job in any namespace with uid u9\n");
+}
+
+TEST_F(RemoteCommandsTest, HistoryDeletedAsJson) {
+  UseHistoryServer();
+  history_.AddHistory(History("default", "mnist", "u1", 100000 - 600, "ttl", "Succeeded"));
+  options_.deleted = true;
+  options_.output = "json";
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk) << err_.str();
+  const nlohmann::json list = nlohmann::json::parse(out_.str());
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0]["uid"], "u1");
+  EXPECT_EQ(list[0]["deletedBy"], "ttl");
+  EXPECT_EQ(list[0]["deletedTime"], "1970-01-02T03:36:40Z");
+  EXPECT_EQ(list[0]["result"], "Succeeded");
+  EXPECT_EQ(list[0]["logs"], nlohmann::json::array({"attempt-0/worker-0"}));
+  EXPECT_EQ(list[0]["attempts"], nlohmann::json::array());
+
+  // One deleted job of that name is still a list; one asked for by uid is the object.
+  out_.str("");
+  options_.job = "mnist";
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk) << err_.str();
+  EXPECT_TRUE(nlohmann::json::parse(out_.str()).is_array());
+  out_.str("");
+  options_.uid = "u1";
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk) << err_.str();
+  EXPECT_EQ(nlohmann::json::parse(out_.str())["uid"], "u1");
+}
+
+TEST_F(RemoteCommandsTest, HistoryDeletedSaysWhatTheServerCannotDo) {
+  UseHistoryServer();
+  options_.deleted = true;
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk);
+  EXPECT_EQ(err_.str(), "No kept histories of deleted jobs found in default namespace.\n");
+
+  for (int i = 0; i < 3; ++i) {
+    history_.AddHistory(
+        History("default", "mnist", absl::StrCat("u", i), 1000 + i, "ttl", "Succeeded"));
+  }
+  err_.str("");
+  out_.str("");
+  options_.job = "mnist";
+  options_.uid = "u0";
+  EXPECT_EQ(RunHistory(options_, env_), kExitOk) << err_.str();
+
+  history_.InjectError("ListJobHistories",
+                       grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                    "this operator keeps no history of deleted jobs"));
+  err_.str("");
+  EXPECT_EQ(RunHistory(options_, env_), kExitInvalid);
+  EXPECT_THAT(err_.str(), HasSubstr("keeps no history of deleted jobs"));
+  history_.InjectError("ListJobHistories", grpc::Status(grpc::StatusCode::UNIMPLEMENTED, ""));
+  err_.str("");
+  EXPECT_EQ(RunHistory(options_, env_), kExitServerError);
+  EXPECT_THAT(err_.str(), HasSubstr("does not serve the histories of deleted jobs"));
 }
 
 }  // namespace

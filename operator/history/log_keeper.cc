@@ -1,0 +1,384 @@
+#include "operator/history/log_keeper.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "operator/reconcile/attempt_history.h"
+#include "operator/reconcile/conditions.h"
+
+namespace coach::history {
+namespace {
+
+JobRef RefOf(const model::Job& job) {
+  return {job.metadata().namespace_(), job.metadata().name(), job.metadata().uid()};
+}
+
+std::string KeyOf(const JobRef& job) { return absl::StrCat(job.namespace_, "/", job.name); }
+
+// Keeps the end of a log: that is where a failure explains itself.
+void KeepTail(std::string& log, int64_t max_bytes) {
+  if (static_cast<int64_t>(log.size()) > max_bytes) {
+    log.erase(0, log.size() - static_cast<size_t>(max_bytes));
+  }
+}
+
+bool Retryable(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsAborted(status) || absl::IsDeadlineExceeded(status);
+}
+
+}  // namespace
+
+std::string DeletedBy(const model::Job& job, absl::Time now) {
+  const auto& rp = job.spec().run_policy();
+  if (rp.has_ttl_seconds_after_finished() && job.status().has_completion_time() &&
+      now >= reconcile::FromTimestamp(job.status().completion_time()) +
+                 absl::Seconds(rp.ttl_seconds_after_finished())) {
+    return "ttl";
+  }
+  return "deleted";
+}
+
+LogKeeper::LogKeeper(LogKeeperOptions options, backend::Backend* backend, HistoryStore* store,
+                     MlflowLogSink* mlflow, ::coach::Clock* clock, metrics::Registry* registry)
+    : options_(std::move(options)),
+      backend_(backend),
+      store_(store),
+      mlflow_(mlflow),
+      clock_(clock) {
+  if (registry != nullptr) {
+    kept_ = registry->Counter("coach_kept_logs_total",
+                              "Replica logs of an attempt handed to the history store, by result",
+                              {"result"});
+    kept_bytes_ =
+        registry->Counter("coach_kept_log_bytes_total", "Bytes of replica logs kept in the store");
+    pending_gauge_ = registry->Gauge("coach_history_pending_bytes",
+                                     "Bytes read for the history store and not yet written");
+  }
+}
+
+LogKeeper::~LogKeeper() { Stop(absl::ZeroDuration()); }
+
+void LogKeeper::Start() {
+  if (store_ == nullptr || writer_.joinable()) return;
+  writer_ = std::thread([this] { Writer(); });
+}
+
+void LogKeeper::Stop(absl::Duration drain) {
+  if (!writer_.joinable()) return;
+  WaitIdle(drain);
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    cv_.SignalAll();
+  }
+  writer_.join();
+}
+
+bool LogKeeper::WaitIdle(absl::Duration timeout) {
+  // Counted in waits rather than read from clock_: a test's fake clock stands still.
+  const absl::Duration step = absl::Milliseconds(20);
+  absl::MutexLock lock(&mu_);
+  for (absl::Duration waited; !queue_.empty() || writing_ > 0; waited += step) {
+    if (waited >= timeout) return false;
+    cv_.WaitWithTimeout(&mu_, step);
+  }
+  return true;
+}
+
+std::map<std::string, std::string> LogKeeper::ReadLive(const model::Job& job) {
+  std::map<std::string, std::string> logs;
+  std::atomic<bool> cancelled{false};
+  absl::Status read = backend_->StreamLogs(
+      job, backend::LogOptions{},
+      [&](const std::string& replica, const std::string& data) {
+        std::string& log = logs[replica];
+        log += data;
+        if (static_cast<int64_t>(log.size()) > 2 * options_.max_log_bytes) {
+          KeepTail(log, options_.max_log_bytes);
+        }
+        return true;
+      },
+      cancelled);
+  if (!read.ok() && !absl::IsNotFound(read)) {
+    spdlog::warn("history: logs of {} not read: {}", KeyOf(RefOf(job)), read.ToString());
+  }
+  for (auto& [replica, log] : logs) KeepTail(log, options_.max_log_bytes);
+  return logs;
+}
+
+std::map<std::string, std::string> LogKeeper::ReadPods(
+    const model::Job& job, const std::vector<model::ObservedPod>& pods) {
+  std::vector<std::string> replicas;
+  for (const model::ObservedPod& pod : pods) {
+    replicas.push_back(reconcile::LogReplicaName(job, pod.name));
+  }
+  std::vector<std::string> texts(replicas.size());
+  std::atomic<size_t> next{0};
+  auto read_some = [&] {
+    for (size_t i = next++; i < replicas.size(); i = next++) {
+      backend::LogOptions options;
+      options.replica = replicas[i];
+      std::atomic<bool> cancelled{false};
+      std::string& log = texts[i];
+      absl::Status read = backend_->StreamLogs(
+          job, options,
+          [&](const std::string&, const std::string& data) {
+            log += data;
+            if (static_cast<int64_t>(log.size()) > 2 * options_.max_log_bytes) {
+              KeepTail(log, options_.max_log_bytes);
+            }
+            return true;
+          },
+          cancelled);
+      if (!read.ok()) {
+        spdlog::warn("history: log of {} {} not read: {}", KeyOf(RefOf(job)), replicas[i],
+                     read.ToString());
+      }
+      KeepTail(log, options_.max_log_bytes);
+    }
+  };
+  const size_t threads =
+      std::min(replicas.size(), static_cast<size_t>(std::max(options_.readers, 1)));
+  std::vector<std::thread> workers;
+  for (size_t t = 1; t < threads; ++t) workers.emplace_back(read_some);
+  read_some();
+  for (std::thread& w : workers) w.join();
+  std::map<std::string, std::string> logs;
+  for (size_t i = 0; i < replicas.size(); ++i) logs[replicas[i]] = std::move(texts[i]);
+  return logs;
+}
+
+void LogKeeper::Keep(const model::Job& job, int attempt, std::map<std::string, std::string> logs) {
+  if (logs.empty()) return;
+  if (store_ != nullptr) {
+    for (const auto& [replica, text] : logs) {
+      Write write;
+      write.job = RefOf(job);
+      write.attempt = attempt;
+      write.replica = replica;
+      write.text = text;
+      Enqueue(std::move(write));
+    }
+  }
+  if (mlflow_ != nullptr && mlflow_->Tracks(job)) mlflow_->KeepLogs(job, attempt, std::move(logs));
+}
+
+void LogKeeper::Enqueue(Write write) {
+  const int64_t bytes = static_cast<int64_t>(write.bytes());
+  absl::MutexLock lock(&mu_);
+  if (pending_bytes_ + bytes > options_.max_pending_bytes) {
+    spdlog::warn("history: {} bytes wait for the store already; {} {} of attempt {} not kept",
+                 pending_bytes_, KeyOf(write.job), write.record ? "record" : write.replica,
+                 write.attempt);
+    if (kept_ != nullptr) kept_->Add({"dropped"});
+    return;
+  }
+  pending_bytes_ += bytes;
+  if (pending_gauge_ != nullptr) pending_gauge_->Set({}, static_cast<double>(pending_bytes_));
+  queue_.push_back(std::move(write));
+  cv_.SignalAll();
+}
+
+void LogKeeper::PodsDeleting(const model::Job& job, const std::vector<model::ObservedPod>& pods) {
+  if (store_ == nullptr && (mlflow_ == nullptr || !mlflow_->Tracks(job))) return;
+  std::map<int, std::vector<model::ObservedPod>> by_attempt;
+  for (const model::ObservedPod& pod : pods) by_attempt[pod.attempt].push_back(pod);
+  for (const auto& [attempt, of_attempt] : by_attempt) {
+    Keep(job, attempt, ReadPods(job, of_attempt));
+  }
+}
+
+void LogKeeper::JobSeen(const model::Job& job) {
+  if (store_ == nullptr || !reconcile::IsFinished(job.status())) return;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!finished_kept_.insert(job.metadata().uid()).second) return;
+  }
+  const int attempt = job.status().coach().attempt();
+  // After an operator restart every finished job is seen again: what is kept already is not
+  // read twice.
+  absl::StatusOr<std::vector<std::string>> kept = store_->ReplicasOf(RefOf(job), attempt, 1);
+  if (kept.ok() && !kept->empty()) return;
+  Keep(job, attempt, ReadLive(job));
+}
+
+void LogKeeper::JobDeleting(const model::Job& job) {
+  if (store_ == nullptr) return;
+  const int attempt = job.status().coach().attempt();
+  std::map<std::string, std::string> logs = ReadLive(job);
+  Write record;
+  record.job = RefOf(job);
+  record.record.emplace();
+  *record.record->mutable_job() = job;
+  const absl::Time now = clock_->Now();
+  *record.record->mutable_deleted_time() = reconcile::ToTimestamp(now);
+  record.record->set_deleted_by(DeletedBy(job, now));
+  // Written after the logs: a record always names logs that are there.
+  for (const auto& [replica, text] : logs) {
+    Write write;
+    write.job = record.job;
+    write.attempt = attempt;
+    write.replica = replica;
+    write.text = text;
+    Enqueue(std::move(write));
+  }
+  Enqueue(std::move(record));
+}
+
+void LogKeeper::Writer() {
+  while (true) {
+    Write write;
+    bool sweep = false;
+    {
+      absl::MutexLock lock(&mu_);
+      while (!stopping_) {
+        const absl::Time now = clock_->Now();
+        if (now >= next_sweep_) break;
+        if (!queue_.empty() && queue_.front().not_before <= now) break;
+        cv_.WaitWithTimeout(&mu_, queue_.empty() ? absl::Seconds(5) : absl::Milliseconds(100));
+      }
+      if (stopping_) return;
+      if (clock_->Now() >= next_sweep_) {
+        next_sweep_ = clock_->Now() + options_.sweep_every;
+        sweep = true;
+      } else {
+        write = std::move(queue_.front());
+        queue_.pop_front();
+        ++writing_;
+      }
+    }
+    if (sweep) {
+      Sweep();
+      continue;
+    }
+    absl::Status written;
+    if (write.record) {
+      // The record names the logs kept so far, which readers list without a listing per job.
+      absl::StatusOr<std::vector<std::string>> logs =
+          store_->ListLogs(write.job, HistoryStore::kMaxListedRecords);
+      if (logs.ok()) {
+        write.record->clear_logs();
+        for (const std::string& log : *logs) write.record->add_logs(log);
+        written = store_->PutRecord(*write.record);
+      } else {
+        written = logs.status();
+      }
+    } else {
+      written = store_->PutLog(write.job, write.attempt, write.replica, write.text);
+    }
+    absl::MutexLock lock(&mu_);
+    --writing_;
+    const int64_t bytes = static_cast<int64_t>(write.bytes());
+    if (!written.ok() && Retryable(written) && ++write.tries < options_.max_write_tries) {
+      write.not_before = clock_->Now() + options_.backoff_base * (1 << (write.tries - 1));
+      queue_.push_back(std::move(write));
+    } else {
+      pending_bytes_ -= bytes;
+      if (pending_gauge_ != nullptr) pending_gauge_->Set({}, static_cast<double>(pending_bytes_));
+      if (written.ok()) {
+        if (kept_ != nullptr && !write.record) kept_->Add({"kept"});
+        if (kept_bytes_ != nullptr) kept_bytes_->Add({}, static_cast<double>(bytes));
+      } else {
+        spdlog::warn("history: {} {} of attempt {} not kept: {}", KeyOf(write.job),
+                     write.record ? "record" : write.replica, write.attempt, written.ToString());
+        if (kept_ != nullptr) kept_->Add({"failed"});
+      }
+    }
+    cv_.SignalAll();
+  }
+}
+
+void LogKeeper::Sweep() {
+  absl::StatusOr<int> swept = store_->Sweep(clock_->Now(), options_.retention);
+  if (!swept.ok()) {
+    spdlog::warn("history: the retention sweep failed: {}", swept.status().ToString());
+  } else if (*swept > 0) {
+    spdlog::info("history: {} deleted job(s) past their retention removed from the store", *swept);
+  }
+}
+
+absl::StatusOr<std::vector<LogKeeper::KeptLog>> LogKeeper::Read(const model::Job& job, int attempt,
+                                                                const std::string& replica) {
+  const JobRef ref = RefOf(job);
+  std::vector<KeptLog> out;
+  absl::Status last = absl::NotFoundError(
+      absl::StrCat("no log of attempt ", attempt, " of ", KeyOf(ref),
+                   replica.empty() ? "" : " replica " + replica,
+                   " is kept (no history store, and the job is not tracked in MLflow)"));
+  if (store_ != nullptr) {
+    std::vector<std::string> replicas;
+    if (!replica.empty()) {
+      replicas.push_back(replica);
+    } else {
+      absl::StatusOr<std::vector<std::string>> listed = store_->ReplicasOf(ref, attempt, 1000);
+      if (listed.ok())
+        replicas = std::move(listed).value();
+      else
+        last = listed.status();
+    }
+    for (const std::string& r : replicas) {
+      absl::StatusOr<std::string> text =
+          store_->GetLog(ref, attempt, r, static_cast<size_t>(options_.max_log_bytes) * 2);
+      if (text.ok()) {
+        out.push_back({r, "kept/store", std::move(text).value()});
+      } else {
+        last = text.status();
+      }
+    }
+    if (!out.empty()) return out;
+    if (replicas.empty()) {
+      last = absl::NotFoundError(absl::StrCat("no log of attempt ", attempt, " of ", KeyOf(ref),
+                                              " is kept in the history store"));
+    }
+  }
+  if (mlflow_ != nullptr && mlflow_->Tracks(job)) {
+    std::vector<std::string> replicas;
+    if (!replica.empty()) {
+      replicas.push_back(replica);
+    } else {
+      // MLflow's artifact proxy has no listing here: the replicas the timeline saw run.
+      for (const api::v1::JobAttempt& a : job.status().coach().attempts()) {
+        if (a.attempt() != attempt) continue;
+        for (const auto& [r, node] : a.nodes()) replicas.push_back(r);
+      }
+    }
+    for (const std::string& r : replicas) {
+      absl::StatusOr<std::string> text = mlflow_->ReadLog(job, attempt, r);
+      if (text.ok()) {
+        out.push_back({r, "kept/mlflow", std::move(text).value()});
+      } else {
+        last = text.status();
+      }
+    }
+    if (!out.empty()) return out;
+  }
+  return last;
+}
+
+absl::StatusOr<std::vector<api::v1::JobHistory>> LogKeeper::ListDeleted(const std::string& ns,
+                                                                        const std::string& name,
+                                                                        int max, bool* truncated) {
+  if (store_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "this operator keeps no history of deleted jobs: it has no history store "
+        "(--history-s3-endpoint; docs/history.md)");
+  }
+  return store_->ListRecords(ns, name, max, truncated);
+}
+
+absl::StatusOr<api::v1::JobHistory> LogKeeper::DeletedRecord(const std::string& ns,
+                                                             const std::string& name,
+                                                             const std::string& uid) {
+  if (store_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "this operator keeps no history of deleted jobs: it has no history store "
+        "(--history-s3-endpoint; docs/history.md)");
+  }
+  return store_->GetRecord({ns, name, uid});
+}
+
+}  // namespace coach::history

@@ -1,0 +1,145 @@
+#pragma once
+
+// LogKeeper: keeps each attempt's log of each replica, and a deleted job's record, where they
+// outlive the pods (docs/history.md). It reads a pod's log through the backend before the
+// controller deletes the pod (a restart, cleanPodPolicy), when a job finishes and when it is
+// deleted, and hands it on:
+//   - to the history store (a bucket, history_store.h) when the operator has one;
+//   - to the job's MLflow run (logs/attempt-<n>/<replica>.log) when the job is tracked.
+// It reads back what it kept for `coach logs --attempt` and `coach history --deleted`.
+//
+// Callers may rely on:
+//   - The JobObserver calls never wait on the store or MLflow: reads go to the backend (bounded
+//     by max_log_bytes per replica, `readers` at once); writes are queued, at most
+//     max_pending_bytes, beyond which a log is dropped and counted.
+//   - A store write that fails as worth retrying (Unavailable, Aborted) is retried with backoff
+//     up to max_write_tries; then dropped, counted and logged.
+//   - Kept logs are the last max_log_bytes bytes of each replica's log.
+// Metrics: coach_kept_logs_total{result: kept, dropped, failed}, coach_kept_log_bytes_total,
+// coach_history_pending_bytes.
+//
+// Thread-safe.
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "api/v1/training_service.pb.h"
+#include "common/clock.h"
+#include "operator/backend/backend.h"
+#include "operator/core/job_observer.h"
+#include "operator/history/history_store.h"
+#include "operator/history/mlflow_log_sink.h"
+#include "operator/metrics/registry.h"
+
+namespace coach::history {
+
+struct LogKeeperOptions {
+  // Per replica and attempt: the log's last bytes that are kept.
+  int64_t max_log_bytes = 8 << 20;
+  // Logs read and not yet written: beyond this a log is dropped (counted).
+  int64_t max_pending_bytes = 256 << 20;
+  // Pod logs read at once before pods are deleted.
+  int readers = 16;
+  int max_write_tries = 5;
+  absl::Duration backoff_base = absl::Milliseconds(500);
+  // A deleted job's record and logs stay this long in the store.
+  absl::Duration retention = absl::Hours(24 * 30);
+  absl::Duration sweep_every = absl::Hours(1);
+};
+
+class LogKeeper final : public core::JobObserver {
+ public:
+  // Nothing is owned. `store` and `mlflow` may be null (nothing is kept there).
+  LogKeeper(LogKeeperOptions options, backend::Backend* backend, HistoryStore* store,
+            MlflowLogSink* mlflow, ::coach::Clock* clock, metrics::Registry* registry);
+  ~LogKeeper() override;  // Stop(absl::ZeroDuration())
+
+  void Start();
+  // Writes what is queued for up to `drain`, then stops.
+  void Stop(absl::Duration drain);
+
+  // A job seen finished for the first time in this process: its last attempt's logs are kept
+  // in the store (the tracker keeps them in MLflow).
+  void JobSeen(const model::Job& job) override;
+  // The job's live logs and its record.
+  void JobDeleting(const model::Job& job) override;
+  void PodsDeleting(const model::Job& job, const std::vector<model::ObservedPod>& pods) override;
+  std::optional<absl::Time> HoldStartUntil(const model::Job&) override { return std::nullopt; }
+
+  bool has_store() const { return store_ != nullptr; }
+
+  struct KeptLog {
+    std::string replica;
+    std::string source;  // "kept/store" or "kept/mlflow"
+    std::string text;
+  };
+  // The kept logs of `attempt`: `replica`'s, or every replica's. NotFound when none is kept.
+  absl::StatusOr<std::vector<KeptLog>> Read(const model::Job& job, int attempt,
+                                            const std::string& replica);
+  // The records of deleted jobs (HistoryStore::ListRecords), each with its kept logs listed.
+  // FailedPrecondition without a store.
+  absl::StatusOr<std::vector<api::v1::JobHistory>> ListDeleted(const std::string& ns,
+                                                               const std::string& name, int max,
+                                                               bool* truncated);
+  // A deleted job's record, by namespace and uid (and name). NotFound when none is kept.
+  absl::StatusOr<api::v1::JobHistory> DeletedRecord(const std::string& ns, const std::string& name,
+                                                    const std::string& uid);
+
+  // Waits until nothing is queued or being written, or `timeout`: false then (tests).
+  bool WaitIdle(absl::Duration timeout);
+
+ private:
+  struct Write {
+    JobRef job;
+    int attempt = 0;
+    std::string replica;
+    std::string text;                           // a log, or
+    std::optional<api::v1::JobHistory> record;  // a deleted job's record
+    int tries = 0;
+    absl::Time not_before;
+    size_t bytes() const { return text.size() + (record ? record->ByteSizeLong() : 0); }
+  };
+
+  // Every replica's log (the backend's current pods), each cut to max_log_bytes.
+  std::map<std::string, std::string> ReadLive(const model::Job& job);
+  std::map<std::string, std::string> ReadPods(const model::Job& job,
+                                              const std::vector<model::ObservedPod>& pods);
+  // Hands the logs on: queued for the store, given to the MLflow sink.
+  void Keep(const model::Job& job, int attempt, std::map<std::string, std::string> logs);
+  void Enqueue(Write write);
+  void Writer();
+  void Sweep();
+
+  const LogKeeperOptions options_;
+  backend::Backend* const backend_;
+  HistoryStore* const store_;
+  MlflowLogSink* const mlflow_;
+  ::coach::Clock* const clock_;
+  metrics::Family* kept_ = nullptr;
+  metrics::Family* kept_bytes_ = nullptr;
+  metrics::Family* pending_gauge_ = nullptr;
+
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::deque<Write> queue_ ABSL_GUARDED_BY(mu_);
+  int64_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int writing_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<std::string> finished_kept_ ABSL_GUARDED_BY(mu_);  // uids
+  absl::Time next_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::thread writer_;
+};
+
+// "ttl" when the job's ttlSecondsAfterFinished has run out at `now`, else "deleted".
+std::string DeletedBy(const model::Job& job, absl::Time now);
+
+}  // namespace coach::history

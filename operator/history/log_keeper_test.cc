@@ -1,0 +1,145 @@
+#include "operator/history/log_keeper.h"
+
+#include "common/testing/fake_clock.h"
+#include "gtest/gtest.h"
+#include "integrations/s3/testing/fake_object_store.h"
+#include "operator/core/testing/fake_backend.h"
+#include "operator/metrics/registry.h"
+#include "operator/reconcile/conditions.h"
+
+namespace coach::history {
+namespace {
+
+using core::testing::FakeBackend;
+
+model::Job Job(int attempt) {
+  model::Job job;
+  job.mutable_metadata()->set_namespace_("ns");
+  job.mutable_metadata()->set_name("ddp");
+  job.mutable_metadata()->set_uid("uid-1");
+  job.mutable_status()->mutable_coach()->set_attempt(attempt);
+  return job;
+}
+
+model::ObservedPod Pod(const std::string& name, int attempt) {
+  model::ObservedPod pod;
+  pod.name = name;
+  pod.node = "node-a";
+  pod.attempt = attempt;
+  return pod;
+}
+
+class FakeMlflow : public MlflowLogSink {
+ public:
+  bool Tracks(const model::Job&) override { return true; }
+  void KeepLogs(const model::Job&, int attempt, std::map<std::string, std::string> logs) override {
+    for (auto& [replica, text] : logs) kept[KeptLogName(attempt, replica)] = text;
+  }
+  absl::StatusOr<std::string> ReadLog(const model::Job&, int attempt,
+                                      const std::string& replica) override {
+    auto it = kept.find(KeptLogName(attempt, replica));
+    if (it == kept.end()) return absl::NotFoundError("no artifact");
+    return it->second;
+  }
+  std::map<std::string, std::string> kept;
+};
+
+class LogKeeperTest : public ::testing::Test {
+ protected:
+  LogKeeperOptions Options() {
+    LogKeeperOptions options;
+    options.max_log_bytes = 8;
+    options.backoff_base = absl::Milliseconds(1);
+    return options;
+  }
+  FakeClock clock_;
+  FakeBackend backend_;
+  s3::testing::FakeObjectStore objects_;
+  HistoryStore store_{&objects_, ""};
+  metrics::Registry registry_;
+};
+
+TEST_F(LogKeeperTest, PodsDeletedInARestartAreKeptUnderTheirAttemptCutToTheirEnd) {
+  LogKeeper keeper(Options(), &backend_, &store_, nullptr, Clock::Real(), &registry_);
+  keeper.Start();
+  backend_.SetLog("worker-0", "0123456789end\n");
+  backend_.SetLog("master-0", "master\n");
+  keeper.PodsDeleting(Job(1), {Pod("ddp-worker-0", 0), Pod("ddp-master-0", 0)});
+  ASSERT_TRUE(keeper.WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(*store_.GetLog({"ns", "ddp", "uid-1"}, 0, "worker-0", 100), "6789end\n");
+  auto read = keeper.Read(Job(1), 0, "");
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->size(), 2u);
+  EXPECT_EQ((*read)[0].replica, "master-0");
+  EXPECT_EQ((*read)[0].source, "kept/store");
+  EXPECT_TRUE(absl::IsNotFound(keeper.Read(Job(1), 1, "").status()));
+  EXPECT_NE(registry_.Render().find("coach_kept_logs_total{result=\"kept\"} 2"), std::string::npos);
+}
+
+TEST_F(LogKeeperTest, ATrackedJobsLogsGoToItsRunToo) {
+  FakeMlflow mlflow;
+  LogKeeper keeper(Options(), &backend_, nullptr, &mlflow, Clock::Real(), nullptr);
+  backend_.SetLog("worker-0", "w\n");
+  keeper.PodsDeleting(Job(1), {Pod("ddp-worker-0", 0)});
+  EXPECT_EQ(mlflow.kept["attempt-0/worker-0"], "w\n");
+  auto read = keeper.Read(Job(1), 0, "worker-0");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)[0].source, "kept/mlflow");
+  EXPECT_TRUE(absl::IsFailedPrecondition(keeper.ListDeleted("", "", 10, nullptr).status()));
+}
+
+TEST_F(LogKeeperTest, ADeletedJobLeavesItsRecordAndLastLogs) {
+  LogKeeper keeper(Options(), &backend_, &store_, nullptr, &clock_, nullptr);
+  keeper.Start();
+  model::Job job = Job(2);
+  job.mutable_spec()->mutable_run_policy()->set_ttl_seconds_after_finished(5);
+  *job.mutable_status()->mutable_completion_time() =
+      reconcile::ToTimestamp(clock_.Now() - absl::Seconds(6));
+  backend_.SetPod("ns", "ddp", Pod("worker-0", 2));
+  backend_.SetLog("worker-0", "last\n");
+  keeper.JobDeleting(job);
+  ASSERT_TRUE(keeper.WaitIdle(absl::Seconds(10)));
+  bool truncated = true;
+  auto listed = keeper.ListDeleted("ns", "", 10, &truncated);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_FALSE(truncated);
+  EXPECT_EQ((*listed)[0].deleted_by(), "ttl");
+  EXPECT_EQ((*listed)[0].logs(0), "attempt-2/worker-0");
+  auto record = keeper.DeletedRecord("ns", "ddp", "uid-1");
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->job().status().coach().attempt(), 2);
+}
+
+TEST_F(LogKeeperTest, AStoreThatIsDownIsRetriedThenTheLogIsCountedAsFailed) {
+  LogKeeperOptions options = Options();
+  options.max_write_tries = 2;
+  LogKeeper keeper(options, &backend_, &store_, nullptr, Clock::Real(), &registry_);
+  keeper.Start();
+  objects_.InjectError(s3::testing::FakeObjectStore::Op::kPut, absl::UnavailableError("503"));
+  backend_.SetLog("worker-0", "a\n");
+  keeper.PodsDeleting(Job(1), {Pod("ddp-worker-0", 0)});
+  ASSERT_TRUE(keeper.WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(*store_.GetLog({"ns", "ddp", "uid-1"}, 0, "worker-0", 100), "a\n");
+
+  objects_.FailAll(absl::UnavailableError("down"));
+  keeper.PodsDeleting(Job(1), {Pod("ddp-worker-0", 1)});
+  ASSERT_TRUE(keeper.WaitIdle(absl::Seconds(10)));
+  EXPECT_NE(registry_.Render().find("coach_kept_logs_total{result=\"failed\"} 1"),
+            std::string::npos);
+}
+
+TEST_F(LogKeeperTest, BeyondThePendingBoundALogIsDropped) {
+  LogKeeperOptions options = Options();
+  options.max_pending_bytes = 10;
+  LogKeeper keeper(options, &backend_, &store_, nullptr, Clock::Real(), &registry_);
+  // Not started: nothing is written, so the queue fills.
+  backend_.SetLog("worker-0", "12345678");
+  backend_.SetLog("worker-1", "12345678");
+  keeper.PodsDeleting(Job(1), {Pod("ddp-worker-0", 0), Pod("ddp-worker-1", 0)});
+  EXPECT_NE(registry_.Render().find("coach_kept_logs_total{result=\"dropped\"} 1"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace coach::history
