@@ -26,6 +26,17 @@ expect_usage "--kube-api-burst" --backend=kube --kube-api-burst=0
 expect_usage "--kube-event-qps" --backend=kube --kube-event-qps=0
 expect_usage "--kube-event-burst" --backend=kube --kube-event-burst=-1
 expect_usage "--mlflow-run-wait" --mlflow-run-wait=-1
+expect_usage "--history-max-log-bytes" --history-max-log-bytes=10
+expect_usage "--history-retention-hours" --history-retention-hours=0
+expect_usage "--history-s3-bucket: required" --history-s3-endpoint=http://127.0.0.1:9
+expect_usage "--history-s3-bucket: needs" --history-s3-bucket=b
+expect_usage "AWS_ACCESS_KEY_ID" --history-s3-endpoint=http://127.0.0.1:9 --history-s3-bucket=coach-logs
+AWS_ACCESS_KEY_ID=k AWS_SECRET_ACCESS_KEY=s expect_usage "--history-s3-bucket" \
+  --history-s3-endpoint=http://127.0.0.1:9 --history-s3-bucket=Bad_Bucket
+AWS_ACCESS_KEY_ID=k AWS_SECRET_ACCESS_KEY=s expect_usage "--history-s3-endpoint" \
+  --history-s3-endpoint=ftp://127.0.0.1:9 --history-s3-bucket=coach-logs
+AWS_ACCESS_KEY_ID=k AWS_SECRET_ACCESS_KEY=s expect_usage "--history-s3-prefix" \
+  --history-s3-endpoint=http://127.0.0.1:9 --history-s3-bucket=coach-logs --history-s3-prefix=x
 expect_usage "--mlflow-run-wait" --mlflow-run-wait=4000
 expect_usage "--kube-event-shutdown-grace" --backend=kube --kube-event-shutdown-grace=-1
 expect_usage "--lost-node-grace" --backend=kube --lost-node-grace=2h

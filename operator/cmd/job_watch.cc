@@ -23,14 +23,17 @@ core::WatchEventType EventTypeOf(backend::kube::JobChangeType type) {
 }  // namespace
 
 absl::Status WatchJobChanges(backend::kube::CrJobStore* store, core::Controller* controller,
-                             core::WatchBroadcaster* watchers) {
+                             core::WatchBroadcaster* watchers, history::LogKeeper* history) {
   absl::Status watching =
-      store->StartWatching([controller, watchers](const backend::kube::JobChange& c) {
+      store->StartWatching([controller, watchers, history](const backend::kube::JobChange& c) {
         // The kind too: a PyTorchJob and a TFJob of one name are two jobs (and the plain name
         // of either would name neither).
         controller->Enqueue(c.key);
         if (!c.job.has_value()) return;
         watchers->Publish(EventTypeOf(c.type), *c.job);
+        if (history != nullptr && c.type == backend::kube::JobChangeType::kDeleted) {
+          history->JobGone(*c.job);
+        }
       });
   if (!watching.ok()) {
     return absl::Status(watching.code(), absl::StrCat("job watch: ", watching.ToString()));

@@ -75,7 +75,7 @@ absl::Status OperatorProcess::StartWebhooks() {
 
 absl::Status OperatorProcess::WatchJobs() {
   if (wiring_.cr_store == nullptr) return absl::OkStatus();
-  return WatchJobChanges(wiring_.cr_store, &core_->controller, &core_->watchers);
+  return WatchJobChanges(wiring_.cr_store, &core_->controller, &core_->watchers, &core_->keeper);
 }
 
 absl::Status OperatorProcess::StartController() {

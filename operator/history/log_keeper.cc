@@ -206,10 +206,32 @@ void LogKeeper::JobSeen(const model::Job& job) {
   Keep(job, attempt, ReadLive(job));
 }
 
+bool LogKeeper::MarkRecorded(const std::string& uid) {
+  absl::MutexLock lock(&mu_);
+  if (!recorded_.insert(uid).second) return false;
+  recorded_order_.push_back(uid);
+  if (recorded_order_.size() > 4096) {
+    recorded_.erase(recorded_order_.front());
+    recorded_order_.pop_front();
+  }
+  return true;
+}
+
 void LogKeeper::JobDeleting(const model::Job& job) {
-  if (store_ == nullptr) return;
+  if (store_ == nullptr || !MarkRecorded(job.metadata().uid())) return;
+  QueueDeleted(job, ReadLive(job));
+}
+
+void LogKeeper::JobGone(const model::Job& job) {
+  if (store_ == nullptr || !MarkRecorded(job.metadata().uid())) return;
+  Write write;
+  write.job = RefOf(job);
+  write.gone = job;
+  Enqueue(std::move(write));
+}
+
+void LogKeeper::QueueDeleted(const model::Job& job, std::map<std::string, std::string> logs) {
   const int attempt = job.status().coach().attempt();
-  std::map<std::string, std::string> logs = ReadLive(job);
   Write record;
   record.job = RefOf(job);
   record.record.emplace();
@@ -253,6 +275,14 @@ void LogKeeper::Writer() {
     }
     if (sweep) {
       Sweep();
+      continue;
+    }
+    if (write.gone) {
+      QueueDeleted(*write.gone, ReadLive(*write.gone));
+      absl::MutexLock lock(&mu_);
+      --writing_;
+      pending_bytes_ -= static_cast<int64_t>(write.bytes());
+      cv_.SignalAll();
       continue;
     }
     absl::Status written;

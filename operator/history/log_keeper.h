@@ -73,6 +73,10 @@ class LogKeeper final : public core::JobObserver {
   // The job's live logs and its record.
   void JobDeleting(const model::Job& job) override;
   void PodsDeleting(const model::Job& job, const std::vector<model::ObservedPod>& pods) override;
+  // The job is gone from the store already (deleted with kubectl): its record, and whatever logs
+  // its pods, which the garbage collector is deleting, still give. Returns at once; the reads
+  // happen on the writer. A job recorded by JobDeleting is not recorded again.
+  void JobGone(const model::Job& job);
   std::optional<absl::Time> HoldStartUntil(const model::Job&) override { return std::nullopt; }
 
   bool has_store() const { return store_ != nullptr; }
@@ -104,9 +108,13 @@ class LogKeeper final : public core::JobObserver {
     std::string replica;
     std::string text;                           // a log, or
     std::optional<api::v1::JobHistory> record;  // a deleted job's record
+    std::optional<model::Job> gone;             // JobGone's: read its logs, then its record
     int tries = 0;
     absl::Time not_before;
-    size_t bytes() const { return text.size() + (record ? record->ByteSizeLong() : 0); }
+    size_t bytes() const {
+      return text.size() + (record ? record->ByteSizeLong() : 0) +
+             (gone ? gone->ByteSizeLong() : 0);
+    }
   };
 
   // Every replica's log (the backend's current pods), each cut to max_log_bytes.
@@ -116,6 +124,8 @@ class LogKeeper final : public core::JobObserver {
   // Hands the logs on: queued for the store, given to the MLflow sink.
   void Keep(const model::Job& job, int attempt, std::map<std::string, std::string> logs);
   void Enqueue(Write write);
+  // The logs JobDeleting/JobGone read, then the record, queued.
+  void QueueDeleted(const model::Job& job, std::map<std::string, std::string> logs);
   void Writer();
   void Sweep();
 
@@ -135,6 +145,12 @@ class LogKeeper final : public core::JobObserver {
   int writing_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::set<std::string> finished_kept_ ABSL_GUARDED_BY(mu_);  // uids
+  // Uids whose record was queued, the oldest first: a deletion seen twice (JobService's, then the
+  // watch's) is recorded once. Bounded.
+  std::deque<std::string> recorded_order_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> recorded_ ABSL_GUARDED_BY(mu_);
+  // Marks `uid` recorded; false when it was already.
+  bool MarkRecorded(const std::string& uid);
   absl::Time next_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::thread writer_;
 };

@@ -111,6 +111,25 @@ TEST_F(LogKeeperTest, ADeletedJobLeavesItsRecordAndLastLogs) {
   EXPECT_EQ(record->job().status().coach().attempt(), 2);
 }
 
+TEST_F(LogKeeperTest, AJobGoneFromTheStoreIsRecordedOnceOffTheCallersThread) {
+  LogKeeper keeper(Options(), &backend_, &store_, nullptr, &clock_, nullptr);
+  keeper.Start();
+  backend_.SetPod("ns", "ddp", Pod("worker-0", 0));
+  backend_.SetLog("worker-0", "gone\n");
+  keeper.JobGone(Job(0));
+  ASSERT_TRUE(keeper.WaitIdle(absl::Seconds(10)));
+  auto record = keeper.DeletedRecord("ns", "ddp", "uid-1");
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(record->deleted_by(), "deleted");
+  EXPECT_EQ(*store_.GetLog({"ns", "ddp", "uid-1"}, 0, "worker-0", 100), "gone\n");
+  // The watch's deletion after JobService's: nothing is read or written again.
+  objects_.ClearCalls();
+  keeper.JobDeleting(Job(0));
+  keeper.JobGone(Job(0));
+  ASSERT_TRUE(keeper.WaitIdle(absl::Seconds(10)));
+  EXPECT_TRUE(objects_.calls().empty());
+}
+
 TEST_F(LogKeeperTest, AStoreThatIsDownIsRetriedThenTheLogIsCountedAsFailed) {
   LogKeeperOptions options = Options();
   options.max_write_tries = 2;
