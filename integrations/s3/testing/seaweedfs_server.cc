@@ -13,35 +13,17 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/testing/shell.h"
 
 namespace coach::s3::testing {
 namespace {
 
+using ::coach::testing::RunShell;
+using ::coach::testing::ShellQuote;
+
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr ? v : "";
-}
-
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'')
-      q += "'\\''";
-    else
-      q += c;
-  }
-  return q + "'";
-}
-
-// Runs a shell command; returns its exit code (-1: it did not exit normally), stdout in `out`.
-int RunShell(const std::string& cmd, std::string* out) {
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  const int rc = ::pclose(p);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 std::string Tail(const std::string& path, size_t max) {
@@ -76,13 +58,13 @@ absl::StatusOr<std::unique_ptr<SeaweedFsServer>> SeaweedFsServer::Start() {
     return absl::NotFoundError(absl::StrCat(server->script_, " is missing"));
   }
   std::string bin;
-  if (RunShell(Quote(server->script_) + " bin 2>/dev/null", &bin) != 0) {
+  if (RunShell(ShellQuote(server->script_) + " bin 2>/dev/null", &bin) != 0) {
     return absl::NotFoundError("`tools/testenv/seaweedfs bin` failed");
   }
   bin = std::string(absl::StripAsciiWhitespace(bin));
   // Waits for a build in progress (CI builds weed beside the tests), within the test's timeout.
   std::string ignored;
-  if (RunShell(Quote(server->script_) + " check --wait 600 2>/dev/null", &ignored) != 0) {
+  if (RunShell(ShellQuote(server->script_) + " check --wait 600 2>/dev/null", &ignored) != 0) {
     return absl::NotFoundError(
         absl::StrCat("weed is not built in ", bin,
                      ": run tools/testenv/seaweedfs build first (the test finds it through HOME)"));
@@ -96,15 +78,17 @@ absl::StatusOr<std::unique_ptr<SeaweedFsServer>> SeaweedFsServer::Start() {
   const std::string log = server->dir_ + "/up.log";
   std::string out;
   server->running_ = true;  // from here on the destructor runs `down`, whatever started
-  int rc = RunShell(absl::StrCat(Quote(server->script_), " up --dir ", Quote(server->dir_),
-                                 " --owner-pid ", ::getpid(), " 2>", Quote(log)),
-                    &out);
+  int rc =
+      RunShell(absl::StrCat(ShellQuote(server->script_), " up --dir ", ShellQuote(server->dir_),
+                            " --owner-pid ", ::getpid(), " 2>", ShellQuote(log)),
+               &out);
   if (rc != 0) {
     return absl::UnavailableError(
         absl::StrCat("seaweedfs up --dir ", server->dir_, " exited ", rc, ":\n", Tail(log, 4000)));
   }
   out.clear();
-  rc = RunShell(absl::StrCat(Quote(server->script_), " env --dir ", Quote(server->dir_)), &out);
+  rc = RunShell(absl::StrCat(ShellQuote(server->script_), " env --dir ", ShellQuote(server->dir_)),
+                &out);
   if (rc != 0) return absl::UnavailableError("seaweedfs env failed");
   for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
     std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
@@ -127,7 +111,8 @@ absl::Status SeaweedFsServer::Stop() {
   if (!running_) return absl::OkStatus();
   running_ = false;
   std::string out;
-  const int rc = RunShell(absl::StrCat(Quote(script_), " down --dir ", Quote(dir_), " 2>&1"), &out);
+  const int rc =
+      RunShell(absl::StrCat(ShellQuote(script_), " down --dir ", ShellQuote(dir_), " 2>&1"), &out);
   if (rc != 0) return absl::InternalError(absl::StrCat("seaweedfs down: ", out));
   return absl::OkStatus();
 }

@@ -13,10 +13,13 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/testing/shell.h"
 #include "operator/backend/kube/client/kube_config.h"
 
 namespace coach::kubeclient::testing {
 namespace {
+
+using ::coach::testing::ShellQuote;
 
 constexpr char kAnchor[] = "operator/backend/kube/testing/testenv.cc";
 
@@ -25,28 +28,7 @@ std::string Env(const char* name) {
   return v != nullptr ? v : "";
 }
 
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'')
-      q += "'\\''";
-    else
-      q += c;
-  }
-  return q + "'";
-}
-
 }  // namespace
-
-int RunShell(const std::string& cmd, std::string* out) {
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  int rc = ::pclose(p);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 std::string WorkspaceRoot() {
   std::string srcdir = Env("TEST_SRCDIR");
@@ -78,14 +60,14 @@ absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
     return absl::NotFoundError(absl::StrCat(env->script_, " is missing"));
   }
   std::string bin;
-  if (RunShell(Quote(env->script_) + " bin 2>/dev/null", &bin) != 0) {
+  if (RunShell(ShellQuote(env->script_) + " bin 2>/dev/null", &bin) != 0) {
     return absl::NotFoundError("`testenv bin` failed (no Go toolchain?)");
   }
   bin = std::string(absl::StripAsciiWhitespace(bin));
   env->bin_ = bin;
   if (!given.empty()) {
     env->kubeconfig_ = given;
-    env->kubectl_ = absl::StrCat(bin, "/kubectl --kubeconfig ", Quote(given));
+    env->kubectl_ = absl::StrCat(bin, "/kubectl --kubeconfig ", ShellQuote(given));
     return env;
   }
   for (const char* b : {"etcd", "kube-apiserver", "kubectl", "kwok"}) {
@@ -99,8 +81,9 @@ absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
   env->dir_ = tmpl;
   std::string out;
   std::string log = env->dir_ + ".up.log";
-  int rc = RunShell(
-      absl::StrCat(Quote(env->script_), " up --dir ", Quote(env->dir_), " 2>", Quote(log)), &out);
+  int rc = RunShell(absl::StrCat(ShellQuote(env->script_), " up --dir ", ShellQuote(env->dir_),
+                                 " 2>", ShellQuote(log)),
+                    &out);
   if (rc != 0) {
     // `env` goes out of scope: its destructor's `testenv down` stops what did start.
     std::ifstream in(log);
@@ -113,7 +96,7 @@ absl::StatusOr<std::unique_ptr<TestEnv>> TestEnv::Start() {
   }
   ::unlink(log.c_str());
   env->kubeconfig_ = env->dir_ + "/kubeconfig";
-  env->kubectl_ = absl::StrCat(bin, "/kubectl --kubeconfig ", Quote(env->kubeconfig_));
+  env->kubectl_ = absl::StrCat(bin, "/kubectl --kubeconfig ", ShellQuote(env->kubeconfig_));
   return env;
 }
 
@@ -127,7 +110,7 @@ absl::StatusOr<std::unique_ptr<RestKubeClient>> TestEnv::NewClient(
 absl::Status TestEnv::ApplyCoachCrds() const {
   std::string out;
   const std::string crds = WorkspaceRoot() + "charts/coach/crds";
-  if (int rc = RunShell(absl::StrCat(kubectl_, " apply -f ", Quote(crds), " 2>&1"), &out);
+  if (int rc = RunShell(absl::StrCat(kubectl_, " apply -f ", ShellQuote(crds), " 2>&1"), &out);
       rc != 0) {
     return absl::InternalError(
         absl::StrCat("kubectl apply -f charts/coach/crds: exit ", rc, ": ", out));
@@ -148,7 +131,8 @@ absl::Status TestEnv::ApplyCoachCrds() const {
 TestEnv::~TestEnv() {
   if (dir_.empty() || keep_) return;
   std::string out;
-  RunShell(absl::StrCat(Quote(script_), " down --dir ", Quote(dir_), " >/dev/null 2>&1"), &out);
+  RunShell(absl::StrCat(ShellQuote(script_), " down --dir ", ShellQuote(dir_), " >/dev/null 2>&1"),
+           &out);
   ::rmdir(dir_.c_str());
 }
 

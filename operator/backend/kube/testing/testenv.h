@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/testing/shell.h"
 #include "operator/backend/kube/client/rest_kube_client.h"
 
 namespace coach::kubeclient::testing {
@@ -25,9 +26,8 @@ namespace coach::kubeclient::testing {
 // CI=true (or 1): missing prerequisites fail tests instead of skipping them.
 bool InCi();
 
-// Runs `cmd` with /bin/sh; its standard output is appended to *out. Returns the exit code
-// (-1 when it could not run). Test code only: `cmd` is the test's own, never user input.
-int RunShell(const std::string& cmd, std::string* out);
+// Runs `cmd` with /bin/sh (common/testing/shell.h).
+using ::coach::testing::RunShell;
 
 // The checkout holding these sources, with a trailing '/'; "" when the runfiles do not
 // lead to it.
