@@ -380,6 +380,8 @@ def attempt_status(time, count):
         "lastStep": integer("The highest step its replicas reported.", minimum=0, fmt="int64"),
         "counted": {"type": "boolean",
                     "description": "The restart after it spent the job's budget."},
+        "stepsLost": integer("The steps the next attempt did again: lastStep less the first "
+                             "step the next attempt reported.", minimum=0, fmt="int64"),
     }, required=["attempt"])
 
 

@@ -31,6 +31,23 @@ JobAttempt* Find(model::JobStatus& status, int attempt) {
   return nullptr;
 }
 
+// Once the attempt after a restart reports, the one before learns what the restart cost: the
+// steps between its last report and where the new one resumed (its lowest step first seen).
+void NoteStepsLost(const std::vector<ObservedPod>& pods, int attempt, model::JobStatus& status) {
+  if (attempt == 0) return;
+  JobAttempt* before = Find(status, attempt - 1);
+  if (before == nullptr || !before->has_end_time() || before->has_steps_lost() ||
+      before->last_step() == 0) {
+    return;
+  }
+  std::optional<int64_t> resumed;
+  for (const ObservedPod& pod : pods) {
+    if (!pod.progress || pod.attempt != attempt) continue;
+    resumed = std::min(resumed.value_or(pod.progress->step), pod.progress->step);
+  }
+  if (resumed) before->set_steps_lost(std::max<int64_t>(0, before->last_step() - *resumed));
+}
+
 }  // namespace
 
 std::string LogReplicaName(const model::Job& job, const std::string& pod_name) {
@@ -99,6 +116,7 @@ void NoteAttemptPods(const model::Job& job, const std::vector<ObservedPod>& pods
     }
     if (static_cast<int>(nodes.size()) < api::v1::kMaxAttemptNodes) nodes[replica] = node;
   }
+  NoteStepsLost(pods, attempt, status);
 }
 
 void CloseAttempt(const model::Job& job, const std::vector<ObservedPod>& pods, int attempt,

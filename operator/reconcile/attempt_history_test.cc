@@ -103,6 +103,31 @@ TEST(AttemptHistoryTest, NotesNodesAndRunningOnceThenCloses) {
   EXPECT_EQ(status.DebugString(), before.DebugString());
 }
 
+TEST(AttemptHistoryTest, TheNextAttemptsFirstStepSaysWhatTheRestartCost) {
+  const model::Job job = Job();
+  model::JobStatus status;
+  std::vector<ObservedPod> pods = {Pod("ddp-worker-0", "node-a", 40)};
+  AttemptEnd end;
+  end.reason = "Failed";
+  CloseAttempt(job, pods, 0, kT0, end, kT0 + absl::Seconds(30), status);
+  // Attempt 1 runs, no report yet: nothing known.
+  std::vector<ObservedPod> next = {Pod("ddp-worker-0", "node-b"), Pod("ddp-worker-1", "node-b")};
+  for (ObservedPod& pod : next) pod.attempt = 1;
+  NoteAttemptPods(job, next, 1, kT0 + absl::Seconds(31), std::nullopt, status);
+  EXPECT_FALSE(status.coach().attempts(0).has_steps_lost());
+  // It resumed from the checkpoint of step 30 (the lowest step seen): 10 steps done again.
+  next[0].progress.emplace();
+  next[0].progress->step = 33;
+  next[1].progress.emplace();
+  next[1].progress->step = 30;
+  NoteAttemptPods(job, next, 1, kT0 + absl::Seconds(31), std::nullopt, status);
+  EXPECT_EQ(status.coach().attempts(0).steps_lost(), 10);
+  // Written once: later reports do not change it.
+  next[1].progress->step = 50;
+  NoteAttemptPods(job, next, 1, kT0 + absl::Seconds(31), std::nullopt, status);
+  EXPECT_EQ(status.coach().attempts(0).steps_lost(), 10);
+}
+
 TEST(AttemptHistoryTest, LastStepFallsBackToThisAttemptsStatusProgress) {
   const model::Job job = Job();
   model::JobStatus status;

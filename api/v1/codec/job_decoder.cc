@@ -361,7 +361,7 @@ void DecodeAttempt(FieldDecoder& d, const json& item, const std::string& path,
                    JobAttempt* attempt) {
   d.Unknown(item, path,
             {"attempt", "startTime", "runningTime", "endTime", "reason", "message", "replica",
-             "exitCode", "signal", "nodes", "lastStep", "counted"});
+             "exitCode", "signal", "nodes", "lastStep", "counted", "stepsLost"});
   Count(d, item, "attempt", path, [&](int32_t i) { attempt->set_attempt(i); });
   COACH_TIME_FIELD(d, item, "startTime", path, attempt, JobAttempt, start_time);
   COACH_TIME_FIELD(d, item, "runningTime", path, attempt, JobAttempt, running_time);
@@ -380,6 +380,13 @@ void DecodeAttempt(FieldDecoder& d, const json& item, const std::string& path,
       d.Error(Join(path, "lastStep"), absl::StrCat("must be >= 0, got ", i));
     } else {
       attempt->set_last_step(i);
+    }
+  });
+  d.Int64(item, "stepsLost", path, [&](int64_t i) {
+    if (i < 0) {
+      d.Error(Join(path, "stepsLost"), absl::StrCat("must be >= 0, got ", i));
+    } else {
+      attempt->set_steps_lost(i);
     }
   });
   d.Bool(item, "counted", path, [&](bool b) { attempt->set_counted(b); });

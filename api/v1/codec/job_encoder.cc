@@ -401,6 +401,7 @@ class Encoder {
     }
     if (attempt.last_step() != 0) out["lastStep"] = attempt.last_step();
     if (attempt.counted()) out["counted"] = true;
+    if (attempt.has_steps_lost()) out["stepsLost"] = attempt.steps_lost();
     return out;
   }
 

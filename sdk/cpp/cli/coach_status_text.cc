@@ -181,6 +181,7 @@ std::vector<std::string> AttemptRow(const TrainingJob& job, const api::v1::JobAt
           Exit(attempt),
           Nodes(attempt),
           step == 0 ? "-" : absl::StrCat(step),
+          attempt.has_steps_lost() ? absl::StrCat(attempt.steps_lost()) : "-",
           open ? "-" : (attempt.counted() ? "yes" : "no")};
 }
 
@@ -209,7 +210,7 @@ void PrintAttemptTimeline(const TrainingJob& job, absl::Time now, bool deleted, 
   const auto& attempts = job.status().coach().attempts();
   if (attempts.empty()) return;
   TablePrinter table({"ATTEMPT", "START", "END", "DURATION", "REASON", "REPLICA", "EXIT", "NODES",
-                      "LAST STEP", "COUNTED"});
+                      "LAST STEP", "LOST", "COUNTED"});
   int next = 0;
   for (const api::v1::JobAttempt& attempt : attempts) {
     // The status keeps the first attempt and the latest ones; a gap says how many it let go,

@@ -148,6 +148,7 @@ TrainingJob JobWithThreeAttempts(const std::string& name) {
   oom->set_exit_code(137);
   oom->set_signal("SIGKILL");
   oom->set_last_step(1200);
+  oom->set_steps_lost(200);
   oom->set_counted(true);
   oom->set_message("worker-1 was OOMKilled (exit code 137)");
   JobAttempt* lost = coach->add_attempts();
@@ -160,6 +161,7 @@ TrainingJob JobWithThreeAttempts(const std::string& name) {
                    {"worker-4", "node-c"}});
   lost->set_replica("worker-0");
   lost->set_last_step(2500);
+  lost->set_steps_lost(0);
   lost->set_message("node node-d was lost");
   *coach->add_attempts() =
       Attempt(2, 100000 - 1790, std::nullopt, "", {{"master-0", "node-h"}, {"worker-0", "node-h"}});
@@ -170,13 +172,13 @@ TrainingJob JobWithThreeAttempts(const std::string& name) {
 
 constexpr char kThreeAttempts[] =
     "ATTEMPT   START                  END                    DURATION   REASON      REPLICA    "
-    "EXIT          NODES                   LAST STEP   COUNTED\n"
+    "EXIT          NODES                   LAST STEP   LOST   COUNTED\n"
     "0         1970-01-02T01:46:40Z   1970-01-02T02:16:40Z   30m        OOMKilled   worker-1   "
-    "137 SIGKILL   node-a,node-b           1200        yes\n"
+    "137 SIGKILL   node-a,node-b           1200        200    yes\n"
     "1         1970-01-02T02:16:50Z   1970-01-02T03:16:40Z   59m50s     NodeLost    worker-0   "
-    "-             node-c,node-d +3 more   2500        no\n"
+    "-             node-c,node-d +3 more   2500        0      no\n"
     "2         1970-01-02T03:16:50Z   running                29m50s     -           -          "
-    "-             node-h                  3100        -\n"
+    "-             node-h                  3100        -      -\n"
     "attempt 0: worker-1 was OOMKilled (exit code 137)\n"
     "attempt 1: node node-d was lost\n";
 
@@ -575,15 +577,15 @@ TEST_F(RemoteCommandsTest, HistoryShowsTheAttemptsNoLongerKept) {
   EXPECT_EQ(
       out_.str(),
       "ATTEMPT   START                  END                    DURATION   REASON              "
-      "   REPLICA   EXIT   NODES   LAST STEP   COUNTED\n"
+      "   REPLICA   EXIT   NODES   LAST STEP   LOST   COUNTED\n"
       "0         1970-01-01T00:16:40Z   1970-01-01T00:17:40Z   1m         Failed              "
-      "   -         -      -       -           no\n"
+      "   -         -      -       -           -      no\n"
       "1-4       (not kept)\n"
       "5         1970-01-01T00:33:20Z   1970-01-01T00:34:05Z   45s        Stalled             "
-      "   -         -      -       -           no\n"
+      "   -         -      -       -           -      no\n"
       "6         (not kept)\n"
       "7         1970-01-01T00:50:00Z   1970-01-01T00:50:05Z   5s         "
-      "BackoffLimitExceeded   -         1      -       -           no\n");
+      "BackoffLimitExceeded   -         1      -       -           -      no\n");
 }
 
 TEST_F(RemoteCommandsTest, HistoryOfAJobWithoutAttempts) {
