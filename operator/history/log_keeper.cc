@@ -198,6 +198,13 @@ void LogKeeper::JobSeen(const model::Job& job) {
     absl::MutexLock lock(&mu_);
     if (!finished_kept_.insert(job.metadata().uid()).second) return;
   }
+  Write write;
+  write.job = RefOf(job);
+  write.finished = job;
+  Enqueue(std::move(write));
+}
+
+void LogKeeper::KeepFinished(const model::Job& job) {
   const int attempt = job.status().coach().attempt();
   // After an operator restart every finished job is seen again: what is kept already is not
   // read twice.
@@ -277,8 +284,9 @@ void LogKeeper::Writer() {
       Sweep();
       continue;
     }
-    if (write.gone) {
-      QueueDeleted(*write.gone, ReadLive(*write.gone));
+    if (write.gone || write.finished) {
+      if (write.gone) QueueDeleted(*write.gone, ReadLive(*write.gone));
+      if (write.finished) KeepFinished(*write.finished);
       absl::MutexLock lock(&mu_);
       --writing_;
       pending_bytes_ -= static_cast<int64_t>(write.bytes());

@@ -68,7 +68,7 @@ class LogKeeper final : public core::JobObserver {
   void Stop(absl::Duration drain);
 
   // A job seen finished for the first time in this process: its last attempt's logs are kept
-  // in the store (the tracker keeps them in MLflow).
+  // in the store (the tracker keeps them in MLflow), read on the writer unless kept already.
   void JobSeen(const model::Job& job) override;
   // The job's live logs and its record.
   void JobDeleting(const model::Job& job) override;
@@ -109,11 +109,12 @@ class LogKeeper final : public core::JobObserver {
     std::string text;                           // a log, or
     std::optional<api::v1::JobHistory> record;  // a deleted job's record
     std::optional<model::Job> gone;             // JobGone's: read its logs, then its record
+    std::optional<model::Job> finished;         // JobSeen's: read its last attempt's logs
     int tries = 0;
     absl::Time not_before;
     size_t bytes() const {
       return text.size() + (record ? record->ByteSizeLong() : 0) +
-             (gone ? gone->ByteSizeLong() : 0);
+             (gone ? gone->ByteSizeLong() : 0) + (finished ? finished->ByteSizeLong() : 0);
     }
   };
 
@@ -124,6 +125,8 @@ class LogKeeper final : public core::JobObserver {
   // Hands the logs on: queued for the store, given to the MLflow sink.
   void Keep(const model::Job& job, int attempt, std::map<std::string, std::string> logs);
   void Enqueue(Write write);
+  // JobSeen's work, on the writer.
+  void KeepFinished(const model::Job& job);
   // The logs JobDeleting/JobGone read, then the record, queued.
   void QueueDeleted(const model::Job& job, std::map<std::string, std::string> logs);
   void Writer();

@@ -130,6 +130,26 @@ TEST_F(LogKeeperTest, AJobGoneFromTheStoreIsRecordedOnceOffTheCallersThread) {
   EXPECT_TRUE(objects_.calls().empty());
 }
 
+TEST_F(LogKeeperTest, AFinishedJobsLastAttemptIsKeptOnceOffThePass) {
+  LogKeeper keeper(Options(), &backend_, &store_, nullptr, Clock::Real(), nullptr);
+  model::Job job = Job(1);
+  api::v1::JobCondition* done = job.mutable_status()->add_conditions();
+  done->set_type("Succeeded");
+  done->set_status("True");
+  backend_.SetPod("ns", "ddp", Pod("worker-0", 1));
+  backend_.SetLog("worker-0", "done\n");
+  // Not started: the pass only queues.
+  keeper.JobSeen(job);
+  EXPECT_TRUE(objects_.calls().empty());
+  keeper.Start();
+  ASSERT_TRUE(keeper.WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(*store_.GetLog({"ns", "ddp", "uid-1"}, 1, "worker-0", 100), "done\n");
+  objects_.ClearCalls();
+  keeper.JobSeen(job);
+  ASSERT_TRUE(keeper.WaitIdle(absl::Seconds(10)));
+  EXPECT_TRUE(objects_.calls().empty());
+}
+
 TEST_F(LogKeeperTest, AStoreThatIsDownIsRetriedThenTheLogIsCountedAsFailed) {
   LogKeeperOptions options = Options();
   options.max_write_tries = 2;
