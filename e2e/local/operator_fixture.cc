@@ -56,9 +56,10 @@ OperatorFixture::OperatorFixture(const std::string& name, OperatorOptions option
   std::string path;
   for (const std::string& dir : options_.path_prepend) absl::StrAppend(&path, dir, ":");
   absl::StrAppend(&path, Runfile("launcher"), ":/usr/local/bin:/usr/bin:/bin");
-  operator_ = std::make_unique<LoopbackOperator>(
-      "operator", root_, std::move(flags),
-      ChildEnv({"HOME=" + home_, "PATH=" + path, "LANG=C.UTF-8"}, DroppedEnv()));
+  std::vector<std::string> env = {"HOME=" + home_, "PATH=" + path, "LANG=C.UTF-8"};
+  env.insert(env.end(), options_.extra_env.begin(), options_.extra_env.end());
+  operator_ = std::make_unique<LoopbackOperator>("operator", root_, std::move(flags),
+                                                 ChildEnv(env, DroppedEnv()));
 }
 
 OperatorFixture::~OperatorFixture() {

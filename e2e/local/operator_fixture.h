@@ -52,6 +52,9 @@ struct OperatorOptions {
   // Directories put first on the operator's PATH, so its replicas find programs there as a
   // user's replicas find those of the operator's environment (a venv's torchrun, say).
   std::vector<std::string> path_prepend;
+  // "NAME=value" entries added to the operator's environment (a history store's
+  // AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, say).
+  std::vector<std::string> extra_env;
 };
 
 // The `coach` CLI's exit code and output.
