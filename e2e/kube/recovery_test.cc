@@ -544,7 +544,11 @@ TEST_F(RecoveryTest, WithoutTheAnnotationsOnlyTheFailedPodIsRecreated) {
   std::optional<json> j = Get("pytorchjobs", "upstream");
   ASSERT_TRUE(j);
   EXPECT_FALSE(HasCondition(*j, "Failed")) << (*j)["status"].dump();
-  EXPECT_FALSE((*j)["status"].contains("coach")) << (*j)["status"].dump();
+  // coach's own status holds the attempt timeline alone: one attempt, no restarts counted.
+  const json& coach = (*j)["status"]["coach"];
+  EXPECT_EQ(coach.value("attempt", 0), 0) << coach.dump();
+  EXPECT_FALSE(coach.contains("restarts")) << coach.dump();
+  ASSERT_EQ(coach["attempts"].size(), 1u) << coach.dump();
   for (const json& e : List("events")) EXPECT_NE(e.value("reason", ""), "ForceDeletePod");
 }
 

@@ -5,7 +5,9 @@
 # election, the operator and its replicas pinned to the real node), then the e2e/realpods pytest
 # suite (the same suite e2e/kind/run.sh runs on kind): real DDP, coach-launch, torchrun, TensorFlow,
 # JAX, PaddlePaddle and XGBoost training (the framework images imported too), logs -f, restarts
-# with real exit codes, the chart's pods, leader fail-over, RBAC.
+# with real exit codes, the chart's pods, leader fail-over, RBAC, and job history: the operator
+# keeps every attempt's logs and deleted jobs' records in a real S3 store (SeaweedFS,
+# tools/testenv/seaweedfs, its S3 gateway on the node's bridge address beside MLflow).
 # Then bench/realpods/seed_job.py prints the seed job's figures: apply -> all replicas started and
 # -> Succeeded, coach against the same pods created directly, and what init-pytorch adds.
 # Needs root. Outside CI a machine without the components skips; under CI=true that fails.
@@ -27,6 +29,17 @@ export COACH_E2E_KUBEFLOW_SDK_PYTHON
 suite_case "control plane build"
 suite_testenv_build
 BIN=$TESTENV_BIN
+# SeaweedFS for the operator's history store (built once, then cached). Without it the history
+# tests skip; under CI=true that fails.
+history_s3=1
+weed_log=$(mktemp)
+if ! tools/testenv/seaweedfs build >"$weed_log" 2>&1; then
+  tail -n 30 "$weed_log" >&2
+  [[ ${CI:-} == true ]] && { rm -f "$weed_log"; fail "tools/testenv/seaweedfs build"; }
+  say "tools/testenv/seaweedfs build failed: no history store, e2e/realpods/test_history.py skips"
+  history_s3=0
+fi
+rm -f "$weed_log"
 
 # Images: the operator's (tools/image/build from the binaries this suite was given) and the
 # training image.
@@ -72,6 +85,7 @@ cleanup() {
     return
   fi
   tools/mlflow_env.sh stop "$WORK/mlflow" >/dev/null 2>&1 || true
+  tools/testenv/seaweedfs down --dir "$WORK/seaweedfs" >/dev/null 2>&1 || true
   "$TESTENV" down --dir "$DIR" >/dev/null 2>&1 || true
   if [[ -z ${COACH_KEEP_WORK:-} ]] && { ((SUITE_RC == 0)) || [[ ${CI:-} == true ]]; }; then rm -rf "$WORK"; else say "work dir kept: $WORK" >&2; fi
 }
@@ -96,6 +110,31 @@ bridge=$(sed -n 's|^COACH_TESTENV_SERVER=https://\([0-9.]*\):.*|\1|p' "$DIR/env"
 mlflow_uri=$(COACH_MLFLOW_HOST=$bridge tools/mlflow_env.sh start "$WORK/mlflow") ||
   fail "MLflow server on $bridge"
 say "MLflow server at $mlflow_uri"
+# The history store (docs/history.md): SeaweedFS's S3 gateway on the bridge address too, its
+# credentials in a Secret of the release's namespace that the chart hands the operator alone.
+history_values=()
+if ((history_s3)); then
+  tools/testenv/seaweedfs up --dir "$WORK/seaweedfs" --ip "$bridge" >"$WORK/seaweedfs-up.log" 2>&1 ||
+    { tail -n 30 "$WORK/seaweedfs-up.log"; fail "SeaweedFS on $bridge"; }
+  # COACH_S3_ENDPOINT, _BUCKET, _ACCESS_KEY_ID, _SECRET_ACCESS_KEY, _REGION; never printed.
+  s3_env=$(tools/testenv/seaweedfs env --dir "$WORK/seaweedfs") || fail "tools/testenv/seaweedfs env"
+  s3_value() { sed -n "s/^COACH_S3_$1=//p" <<<"$s3_env"; }
+  (
+    umask 077
+    printf '%s\n' "AWS_ACCESS_KEY_ID=$(s3_value ACCESS_KEY_ID)" \
+      "AWS_SECRET_ACCESS_KEY=$(s3_value SECRET_ACCESS_KEY)" >"$WORK/history-s3.env"
+  )
+  K create namespace coach >/dev/null || fail "namespace coach"
+  # From a file, so that no command line (ps) shows the secret.
+  K create secret generic coach-history-s3 -n coach --from-env-file="$WORK/history-s3.env" \
+    >/dev/null || fail "the history store's Secret"
+  rm -f "$WORK/history-s3.env"
+  history_values=(--set-string "history.s3.endpoint=$(s3_value ENDPOINT)"
+    --set-string "history.s3.bucket=$(s3_value BUCKET)"
+    --set-string "history.s3.region=$(s3_value REGION)"
+    --set-string history.s3.existingSecret=coach-history-s3)
+  say "history store (SeaweedFS S3) at $(s3_value ENDPOINT), bucket $(s3_value BUCKET)"
+fi
 
 suite_case "helm install"
 t0=$SECONDS
@@ -104,7 +143,7 @@ K apply --server-side -f charts/coach/crds >/dev/null || fail "CRDs"
   --set image.tag=e2e \
   --set image.pullPolicy=Never --set replicas=2 \
   --set operator.mpiKubectlDeliveryImage=ghcr.io/coach/coach-kubectl-delivery:e2e \
-  --set "mlflow.allowedTrackingUris[0]=$mlflow_uri" \
+  --set "mlflow.allowedTrackingUris[0]=$mlflow_uri" "${history_values[@]}" \
   --set-string 'nodeSelector.coach\.dev/real-node=true' \
   --set 'tolerations[0].key=coach.dev/real-node' --set 'tolerations[0].operator=Exists' \
   --set 'tolerations[0].effect=NoSchedule' >"$WORK/helm.log" 2>&1 ||
@@ -118,6 +157,8 @@ export COACH_E2E_TOLERATE=coach.dev/real-node
 export COACH_E2E_OPERATOR_NS=coach
 export COACH_E2E_COACH_CLI=$WORK/coach
 export COACH_E2E_MLFLOW_URI=$mlflow_uri
+# The operator has a history store (e2e/realpods/test_history.py skips without one).
+export COACH_E2E_HISTORY_S3=$history_s3
 suite_case "e2e/realpods"
 t0=$SECONDS
 report=$(suite_report_file realpods-pytest.xml)
