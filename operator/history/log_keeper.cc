@@ -63,19 +63,24 @@ LogKeeper::LogKeeper(LogKeeperOptions options, backend::Backend* backend, Histor
 LogKeeper::~LogKeeper() { Stop(absl::ZeroDuration()); }
 
 void LogKeeper::Start() {
-  if (store_ == nullptr || writer_.joinable()) return;
-  writer_ = std::thread([this] { Writer(); });
+  if (store_ == nullptr || !writers_.empty()) return;
+  for (int i = 0; i < std::max(options_.writers, 1); ++i) {
+    writers_.emplace_back([this] { Writer(); });
+  }
+  running_ = true;
 }
 
 void LogKeeper::Stop(absl::Duration drain) {
-  if (!writer_.joinable()) return;
+  if (writers_.empty()) return;
   WaitIdle(drain);
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
     cv_.SignalAll();
   }
-  writer_.join();
+  for (std::thread& writer : writers_) writer.join();
+  writers_.clear();
+  running_ = false;
 }
 
 bool LogKeeper::WaitIdle(absl::Duration timeout) {
@@ -120,6 +125,15 @@ std::map<std::string, std::string> LogKeeper::ReadPods(
   std::atomic<size_t> next{0};
   auto read_some = [&] {
     for (size_t i = next++; i < replicas.size(); i = next++) {
+      {
+        absl::MutexLock lock(&reads_mu_);
+        reads_mu_.Await(absl::Condition(
+            +[](LogKeeper* k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(k->reads_mu_) {
+              return k->reads_ < std::max(k->options_.readers, 1);
+            },
+            this));
+        ++reads_;
+      }
       backend::LogOptions options;
       options.replica = replicas[i];
       std::atomic<bool> cancelled{false};
@@ -139,6 +153,8 @@ std::map<std::string, std::string> LogKeeper::ReadPods(
                      read.ToString());
       }
       KeepTail(log, options_.max_log_bytes);
+      absl::MutexLock lock(&reads_mu_);
+      --reads_;
     }
   };
   const size_t threads =
@@ -154,29 +170,56 @@ std::map<std::string, std::string> LogKeeper::ReadPods(
 
 void LogKeeper::Keep(const model::Job& job, int attempt, std::map<std::string, std::string> logs) {
   if (logs.empty()) return;
+  const bool tracked = mlflow_ != nullptr && mlflow_->Tracks(job);
   if (store_ != nullptr) {
-    for (const auto& [replica, text] : logs) {
+    for (auto& [replica, text] : logs) {
       Write write;
       write.job = RefOf(job);
       write.attempt = attempt;
       write.replica = replica;
-      write.text = text;
+      // The MLflow sink takes the map after: only then is a copy needed.
+      write.text = tracked ? text : std::move(text);
       Enqueue(std::move(write));
     }
   }
-  if (mlflow_ != nullptr && mlflow_->Tracks(job)) mlflow_->KeepLogs(job, attempt, std::move(logs));
+  if (tracked) mlflow_->KeepLogs(job, attempt, std::move(logs));
 }
 
 void LogKeeper::Enqueue(Write write) {
   const int64_t bytes = static_cast<int64_t>(write.bytes());
   absl::MutexLock lock(&mu_);
+  if (pending_bytes_ + bytes > options_.max_pending_bytes && running_ && !stopping_ &&
+      bytes <= options_.max_pending_bytes) {
+    // Reads outrun the store (a restart of thousands of pods): the reader waits, so memory
+    // stays bounded and the logs are kept.
+    auto room = [this, bytes]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || pending_bytes_ + bytes <= options_.max_pending_bytes;
+    };
+    absl::Duration waited;
+    const absl::Duration step = absl::Milliseconds(20);
+    // Counted in waits rather than read from clock_, which a test may hold still.
+    while (!room() && waited < options_.max_wait_for_room) {
+      cv_.WaitWithTimeout(&mu_, step);
+      waited += step;
+    }
+  }
   if (pending_bytes_ + bytes > options_.max_pending_bytes) {
-    spdlog::warn("history: {} bytes wait for the store already; {} {} of attempt {} not kept",
-                 pending_bytes_, KeyOf(write.job), write.record ? "record" : write.replica,
-                 write.attempt);
     if (kept_ != nullptr) kept_->Add({"dropped"});
+    ++dropped_unreported_;
+    // A restart of thousands of pods can drop thousands: one line says it.
+    const absl::Time now = clock_->Now();
+    if (now - last_drop_warning_ >= absl::Seconds(10)) {
+      spdlog::warn(
+          "history: {} bytes wait for the store already; {} log(s) or record(s) not "
+          "kept (the latest: {} {} of attempt {})",
+          pending_bytes_, dropped_unreported_, KeyOf(write.job),
+          write.record ? "record" : write.replica, write.attempt);
+      dropped_unreported_ = 0;
+      last_drop_warning_ = now;
+    }
     return;
   }
+  if (write.is_log()) ++logs_pending_[write.job.uid];
   pending_bytes_ += bytes;
   if (pending_gauge_ != nullptr) pending_gauge_->Set({}, static_cast<double>(pending_bytes_));
   queue_.push_back(std::move(write));
@@ -252,7 +295,7 @@ void LogKeeper::QueueDeleted(const model::Job& job, std::map<std::string, std::s
     write.job = record.job;
     write.attempt = attempt;
     write.replica = replica;
-    write.text = text;
+    write.text = std::move(text);
     Enqueue(std::move(write));
   }
   Enqueue(std::move(record));
@@ -264,10 +307,16 @@ void LogKeeper::Writer() {
     bool sweep = false;
     {
       absl::MutexLock lock(&mu_);
+      auto ready = queue_.end();
       while (!stopping_) {
         const absl::Time now = clock_->Now();
         if (now >= next_sweep_) break;
-        if (!queue_.empty() && queue_.front().not_before <= now) break;
+        ready = std::find_if(queue_.begin(), queue_.end(), [&](const Write& w) {
+          if (w.not_before > now) return false;
+          // A record names its job's logs: it waits until they are written.
+          return !w.record || logs_pending_.count(w.job.uid) == 0;
+        });
+        if (ready != queue_.end()) break;
         cv_.WaitWithTimeout(&mu_, queue_.empty() ? absl::Seconds(5) : absl::Milliseconds(100));
       }
       if (stopping_) return;
@@ -275,8 +324,8 @@ void LogKeeper::Writer() {
         next_sweep_ = clock_->Now() + options_.sweep_every;
         sweep = true;
       } else {
-        write = std::move(queue_.front());
-        queue_.pop_front();
+        write = std::move(*ready);
+        queue_.erase(ready);
         ++writing_;
       }
     }
@@ -317,6 +366,10 @@ void LogKeeper::Writer() {
     } else {
       pending_bytes_ -= bytes;
       if (pending_gauge_ != nullptr) pending_gauge_->Set({}, static_cast<double>(pending_bytes_));
+      if (write.is_log()) {
+        auto pending = logs_pending_.find(write.job.uid);
+        if (pending != logs_pending_.end() && --pending->second <= 0) logs_pending_.erase(pending);
+      }
       if (written.ok()) {
         if (kept_ != nullptr && !write.record) kept_->Add({"kept"});
         if (kept_bytes_ != nullptr) kept_bytes_->Add({}, static_cast<double>(bytes));

@@ -10,8 +10,12 @@
 //
 // Callers may rely on:
 //   - The JobObserver calls never wait on the store or MLflow: reads go to the backend (bounded
-//     by max_log_bytes per replica, `readers` at once); writes are queued, at most
-//     max_pending_bytes, beyond which a log is dropped and counted.
+//     by max_log_bytes per replica, `readers` at once across all callers); writes are queued, at
+//     most max_pending_bytes, and written by `writers` threads. A deleted job's record is written
+//     after every log of the job queued before it.
+//   - A caller that would queue past max_pending_bytes waits for room, up to max_wait_for_room
+//     (a restart's pods are deleted a little later rather than without their logs); past it,
+//     or when nothing writes (not started), the log is dropped and counted.
 //   - A store write that fails as worth retrying (Unavailable, Aborted) is retried with backoff
 //     up to max_write_tries; then dropped, counted and logged.
 //   - Kept logs are the last max_log_bytes bytes of each replica's log.
@@ -20,6 +24,7 @@
 //
 // Thread-safe.
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <optional>
@@ -45,10 +50,14 @@ namespace coach::history {
 struct LogKeeperOptions {
   // Per replica and attempt: the log's last bytes that are kept.
   int64_t max_log_bytes = 8 << 20;
-  // Logs read and not yet written: beyond this a log is dropped (counted).
+  // Logs read and not yet written: beyond this a caller waits for room (max_wait_for_room),
+  // then the log is dropped (counted).
   int64_t max_pending_bytes = 256 << 20;
-  // Pod logs read at once before pods are deleted.
+  absl::Duration max_wait_for_room = absl::Seconds(60);
+  // Pod logs read at once, all callers together.
   int readers = 16;
+  // Threads writing to the store (a PUT waits on the store: one writer is its latency's slave).
+  int writers = 8;
   int max_write_tries = 5;
   absl::Duration backoff_base = absl::Milliseconds(500);
   // A deleted job's record and logs stay this long in the store.
@@ -112,6 +121,7 @@ class LogKeeper final : public core::JobObserver {
     std::optional<model::Job> finished;         // JobSeen's: read its last attempt's logs
     int tries = 0;
     absl::Time not_before;
+    bool is_log() const { return !record && !gone && !finished; }
     size_t bytes() const {
       return text.size() + (record ? record->ByteSizeLong() : 0) +
              (gone ? gone->ByteSizeLong() : 0) + (finished ? finished->ByteSizeLong() : 0);
@@ -155,7 +165,16 @@ class LogKeeper final : public core::JobObserver {
   // Marks `uid` recorded; false when it was already.
   bool MarkRecorded(const std::string& uid);
   absl::Time next_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  std::thread writer_;
+  std::vector<std::thread> writers_;
+  std::atomic<bool> running_{false};  // writers_ run: a caller may wait for room
+  // Log writes of each job (uid) queued or being written: its record waits for them.
+  std::map<std::string, int> logs_pending_ ABSL_GUARDED_BY(mu_);
+  // Drops since the last warning about them (one warning per 10 s).
+  int64_t dropped_unreported_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_drop_warning_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // Reads of pod logs in flight, at most options_.readers.
+  absl::Mutex reads_mu_;
+  int reads_ ABSL_GUARDED_BY(reads_mu_) = 0;
 };
 
 // "ttl" when the job's ttlSecondsAfterFinished has run out at `now`, else "deleted".

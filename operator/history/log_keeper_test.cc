@@ -168,6 +168,21 @@ TEST_F(LogKeeperTest, AStoreThatIsDownIsRetriedThenTheLogIsCountedAsFailed) {
             std::string::npos);
 }
 
+TEST_F(LogKeeperTest, AReaderWaitsForRoomRatherThanDropping) {
+  LogKeeperOptions options = Options();
+  options.max_pending_bytes = 10;
+  options.writers = 1;
+  LogKeeper keeper(options, &backend_, &store_, nullptr, Clock::Real(), &registry_);
+  keeper.Start();
+  for (int i = 0; i < 6; ++i) backend_.SetLog("worker-" + std::to_string(i), "12345678");
+  std::vector<model::ObservedPod> pods;
+  for (int i = 0; i < 6; ++i) pods.push_back(Pod("ddp-worker-" + std::to_string(i), 0));
+  keeper.PodsDeleting(Job(1), pods);
+  ASSERT_TRUE(keeper.WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(store_.ReplicasOf({"ns", "ddp", "uid-1"}, 0, 10)->size(), 6u);
+  EXPECT_EQ(registry_.Render().find("result=\"dropped\""), std::string::npos);
+}
+
 TEST_F(LogKeeperTest, BeyondThePendingBoundALogIsDropped) {
   LogKeeperOptions options = Options();
   options.max_pending_bytes = 10;
