@@ -62,9 +62,10 @@ absl::StatusOr<std::unique_ptr<SeaweedFsServer>> SeaweedFsServer::Start() {
     return absl::NotFoundError("`tools/testenv/seaweedfs bin` failed");
   }
   bin = std::string(absl::StripAsciiWhitespace(bin));
-  // Waits for a build in progress (CI builds weed beside the tests), within the test's timeout.
+  // Waits for a build in progress (CI builds weed beside the tests' compiles, niced: cold, it
+  // can take half an hour there), within the tests' timeout ("eternal": an hour).
   std::string ignored;
-  if (RunShell(ShellQuote(server->script_) + " check --wait 600 2>/dev/null", &ignored) != 0) {
+  if (RunShell(ShellQuote(server->script_) + " check --wait 2700 2>/dev/null", &ignored) != 0) {
     return absl::NotFoundError(
         absl::StrCat("weed is not built in ", bin,
                      ": run tools/testenv/seaweedfs build first (the test finds it through HOME)"));
