@@ -120,6 +120,10 @@ class LocalBackend : public Backend {
   // Errors: InvalidArgument (no store, relative state_dir, bad shim path), NotFound (no
   // shim), Internal (state dir, GPU discovery).
   static absl::StatusOr<std::unique_ptr<LocalBackend>> Create(LocalBackendOptions options);
+  // Whether a replica in `phase` has ended.
+  static bool Terminal(model::PodPhase phase);
+  // "master-0" for pod "<job>-master-0"; "launcher" for the MPI launcher "<job>-launcher".
+  static std::string ShortName(const JobKey& job, const std::string& pod);
   // Stops the poller and waits for starts in flight; replicas keep running.
   ~LocalBackend() override;
 
