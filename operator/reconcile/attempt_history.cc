@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "api/v1/coach_status.h"
+#include "api/v1/job_conditions.h"
 #include "operator/reconcile/conditions.h"
 
 namespace coach::reconcile {
@@ -83,6 +84,43 @@ std::string PodEndReason(const ObservedPod& pod) {
   if (!pod.disruption.empty()) return "Disrupted";
   if (absl::StrContains(pod.message, "OOMKilled")) return "OOMKilled";
   return "Failed";
+}
+
+absl::Time AttemptStart(const model::JobStatus& status, int attempt, absl::Time now) {
+  if (attempt > 0 && status.coach().has_restart_time()) {
+    return FromTimestamp(status.coach().restart_time());
+  }
+  return status.has_start_time() ? FromTimestamp(status.start_time()) : now;
+}
+
+std::optional<absl::Time> AttemptRunningTime(const model::JobStatus& status, absl::Time now) {
+  if (status.coach().has_attempt_running_time()) {
+    return FromTimestamp(status.coach().attempt_running_time());
+  }
+  if (HasTrueCondition(status, api::v1::kJobRunning)) return now;
+  return std::nullopt;
+}
+
+AttemptEnd FailureEnd(const std::string& reason, const std::string& upstream_reason,
+                      const std::string& failed_type, const std::vector<ObservedPod>& pods) {
+  AttemptEnd end;
+  if (reason == api::v1::kJobFailedValidationReason) {
+    end.reason = "Invalid";
+  } else if (reason == api::v1::kJobStalledReason) {
+    end.reason = "Stalled";
+  } else if (upstream_reason == api::v1::kTrainJobDeadlineReason) {
+    end.reason = "DeadlineExceeded";
+  } else {
+    end.reason = "Failed";
+    for (const ObservedPod& pod : pods) {
+      if (pod.phase != model::PodPhase::kFailed) continue;
+      if (!failed_type.empty() && pod.replica_type != failed_type) continue;
+      end.pod = &pod;
+      end.reason = PodEndReason(pod);
+      break;
+    }
+  }
+  return end;
 }
 
 JobAttempt& OpenAttempt(model::JobStatus& status, int attempt, absl::Time start) {

@@ -44,6 +44,20 @@ std::string SignalName(int exit_code);
 // Disrupted (another disruption), or Failed.
 std::string PodEndReason(const model::ObservedPod& pod);
 
+// When the attempt running now (`attempt`) began: the restart that asked for it, else the job's
+// start, else `now`.
+absl::Time AttemptStart(const model::JobStatus& status, int attempt, absl::Time now);
+
+// When every replica of the running attempt was first seen running: the stall clock's start,
+// else `now` once the job is Running; nullopt before.
+std::optional<absl::Time> AttemptRunningTime(const model::JobStatus& status, absl::Time now);
+
+// What ended an attempt that fails the job with condition reason `reason` (upstream's words in
+// `upstream_reason`, when a rule set them): Invalid, Stalled, DeadlineExceeded, else the first
+// failed pod of `failed_type` (any type when empty) among `pods`, or Failed.
+AttemptEnd FailureEnd(const std::string& reason, const std::string& upstream_reason,
+                      const std::string& failed_type, const std::vector<model::ObservedPod>& pods);
+
 // The entry of `attempt`, made (started `start`) when the status has none; older entries past
 // the bound go, the first one kept.
 api::v1::JobAttempt& OpenAttempt(model::JobStatus& status, int attempt, absl::Time start);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api/v1/coach_status.h"
+#include "api/v1/job_conditions.h"
 #include "operator/model/testing/job_builder.h"
 #include "operator/reconcile/conditions.h"
 
@@ -193,6 +194,37 @@ TEST(AttemptHistoryTest, BoundsNodesAndNames) {
     EXPECT_LE(replica.size(), api::v1::kMaxAttemptNameLength);
     EXPECT_LE(node.size(), api::v1::kMaxAttemptNameLength);
   }
+}
+
+TEST(AttemptHistoryTest, AFailureSaysWhichRuleOrPodEndedTheAttempt) {
+  std::vector<ObservedPod> pods = {Pod("ddp-master-0", "a"), Pod("ddp-worker-0", "a"),
+                                   Pod("ddp-worker-1", "b")};
+  pods[0].replica_type = "Master";
+  pods[1].replica_type = pods[2].replica_type = "Worker";
+  pods[1].phase = model::PodPhase::kFailed;
+  pods[1].message = "OOMKilled";
+  EXPECT_EQ(FailureEnd(api::v1::kJobFailedValidationReason, "", "", pods).reason, "Invalid");
+  EXPECT_EQ(FailureEnd(api::v1::kJobStalledReason, "", "", pods).reason, "Stalled");
+  EXPECT_EQ(FailureEnd("Failed", api::v1::kTrainJobDeadlineReason, "", pods).reason,
+            "DeadlineExceeded");
+  AttemptEnd oom = FailureEnd("Failed", "", "Worker", pods);
+  EXPECT_EQ(oom.reason, "OOMKilled");
+  EXPECT_EQ(oom.pod, &pods[1]);
+  AttemptEnd none = FailureEnd("Failed", "", "Master", pods);
+  EXPECT_EQ(none.reason, "Failed");
+  EXPECT_EQ(none.pod, nullptr);
+}
+
+TEST(AttemptHistoryTest, AnAttemptStartsAtItsRestartAndRunsOnceEveryReplicaRan) {
+  model::JobStatus status;
+  EXPECT_EQ(AttemptStart(status, 0, kT0), kT0);
+  *status.mutable_start_time() = ToTimestamp(kT0 - absl::Minutes(5));
+  *status.mutable_coach()->mutable_restart_time() = ToTimestamp(kT0 - absl::Minutes(1));
+  EXPECT_EQ(AttemptStart(status, 0, kT0), kT0 - absl::Minutes(5));
+  EXPECT_EQ(AttemptStart(status, 1, kT0), kT0 - absl::Minutes(1));
+  EXPECT_FALSE(AttemptRunningTime(status, kT0).has_value());
+  *status.mutable_coach()->mutable_attempt_running_time() = ToTimestamp(kT0 - absl::Seconds(30));
+  EXPECT_EQ(AttemptRunningTime(status, kT0), kT0 - absl::Seconds(30));
 }
 
 }  // namespace

@@ -143,8 +143,9 @@ class Pass {
   // caller knows better than the reason and the failed type (attempt_history.h).
   void Fail(const std::string& reason, const std::string& message,
             const std::string& failed_type = "", AttemptEnd end = {});
-  // The attempt running now began: the restart that asked for it, else the job's start.
-  absl::Time AttemptStart() const;
+  absl::Time AttemptStart() const {
+    return reconcile::AttemptStart(status(), recovery_.attempt(), now_);
+  }
   // The current attempt's entry in the timeline: its pods' nodes and, once they all ran, its
   // running time; closed by `end` when the job restarts or finishes.
   void NoteAttempt();
@@ -328,24 +329,9 @@ void Pass::Succeed(const std::string& message) {
   CloseAttempt(end, message);
 }
 
-absl::Time Pass::AttemptStart() const {
-  const api::v1::CoachJobStatus& coach = status().coach();
-  if (recovery_.attempt() > 0 && coach.has_restart_time()) {
-    return FromTimestamp(coach.restart_time());
-  }
-  return status().has_start_time() ? FromTimestamp(status().start_time()) : now_;
-}
-
 void Pass::NoteAttempt() {
-  std::optional<absl::Time> running;
-  const api::v1::CoachJobStatus& coach = status().coach();
-  if (coach.has_attempt_running_time()) {
-    running = FromTimestamp(coach.attempt_running_time());
-  } else if (HasTrueCondition(status(), kJobRunning)) {
-    running = now_;
-  }
-  NoteAttemptPods(job_, recovery_.current(), recovery_.attempt(), AttemptStart(), running,
-                  status());
+  NoteAttemptPods(job_, recovery_.current(), recovery_.attempt(), AttemptStart(),
+                  AttemptRunningTime(status(), now_), status());
 }
 
 void Pass::CloseAttempt(AttemptEnd end, const std::string& message) {
@@ -358,22 +344,7 @@ void Pass::Fail(const std::string& reason, const std::string& message,
                 const std::string& failed_type, AttemptEnd end) {
   Event("Warning", kind_name_ + reason, message);
   if (end.reason.empty()) {
-    if (reason == api::v1::kJobFailedValidationReason) {
-      end.reason = "Invalid";
-    } else if (reason == api::v1::kJobStalledReason) {
-      end.reason = "Stalled";
-    } else if (upstream_failure_ == api::v1::kTrainJobDeadlineReason) {
-      end.reason = "DeadlineExceeded";
-    } else {
-      end.reason = "Failed";
-      for (const ObservedPod& pod : recovery_.current()) {
-        if (pod.phase != PodPhase::kFailed) continue;
-        if (!failed_type.empty() && pod.replica_type != failed_type) continue;
-        end.pod = &pod;
-        end.reason = PodEndReason(pod);
-        break;
-      }
-    }
+    end = FailureEnd(reason, upstream_failure_, failed_type, recovery_.current());
   }
   CloseAttempt(end, message);
   if (plan_.words == model::StatusWords::kTrainingOperator) {
