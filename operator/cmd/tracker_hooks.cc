@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "operator/backend/log_tails.h"
 #include "operator/cmd/mlflow_client.h"
 #include "operator/reconcile/mlflow_env.h"
 
@@ -57,30 +58,8 @@ coach::tracking::MlflowTrackerHooks MakeTrackerHooks(coach::store::JobStore* job
     // On Kubernetes an Event object (kubectl describe), locally the job's event list.
     return job_store->AppendEvents(coach::store::KeyOf(job), {{type, reason, message, time}});
   };
-  hooks.read_logs = [backend](
-                        const coach::model::Job& job,
-                        int64_t max_bytes) -> absl::StatusOr<std::map<std::string, std::string>> {
-    std::map<std::string, std::string> logs;
-    std::atomic<bool> cancelled{false};
-    absl::Status s = backend->StreamLogs(
-        job, coach::backend::LogOptions{},
-        [&](const std::string& replica, const std::string& data) {
-          std::string& log = logs[replica];
-          log += data;
-          // Keep the end: that is where a failure explains itself.
-          if (static_cast<int64_t>(log.size()) > 2 * max_bytes) {
-            log.erase(0, log.size() - static_cast<size_t>(max_bytes));
-          }
-          return true;
-        },
-        cancelled);
-    if (!s.ok()) return s;
-    for (auto& [replica, log] : logs) {
-      if (static_cast<int64_t>(log.size()) > max_bytes) {
-        log.erase(0, log.size() - static_cast<size_t>(max_bytes));
-      }
-    }
-    return logs;
+  hooks.read_logs = [backend](const coach::model::Job& job, int64_t max_bytes) {
+    return coach::backend::ReadLogTails(*backend, job, coach::backend::LogOptions{}, max_bytes);
   };
   return hooks;
 }

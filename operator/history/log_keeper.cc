@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "operator/backend/log_tails.h"
 #include "operator/reconcile/attempt_history.h"
 #include "operator/reconcile/conditions.h"
 
@@ -18,13 +19,6 @@ JobRef RefOf(const model::Job& job) {
 }
 
 std::string KeyOf(const JobRef& job) { return absl::StrCat(job.namespace_, "/", job.name); }
-
-// Keeps the end of a log: that is where a failure explains itself.
-void KeepTail(std::string& log, int64_t max_bytes) {
-  if (static_cast<int64_t>(log.size()) > max_bytes) {
-    log.erase(0, log.size() - static_cast<size_t>(max_bytes));
-  }
-}
 
 bool Retryable(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsAborted(status) || absl::IsDeadlineExceeded(status);
@@ -95,24 +89,13 @@ bool LogKeeper::WaitIdle(absl::Duration timeout) {
 }
 
 std::map<std::string, std::string> LogKeeper::ReadLive(const model::Job& job) {
-  std::map<std::string, std::string> logs;
-  std::atomic<bool> cancelled{false};
-  absl::Status read = backend_->StreamLogs(
-      job, backend::LogOptions{},
-      [&](const std::string& replica, const std::string& data) {
-        std::string& log = logs[replica];
-        log += data;
-        if (static_cast<int64_t>(log.size()) > 2 * options_.max_log_bytes) {
-          KeepTail(log, options_.max_log_bytes);
-        }
-        return true;
-      },
-      cancelled);
-  if (!read.ok() && !absl::IsNotFound(read)) {
-    spdlog::warn("history: logs of {} not read: {}", KeyOf(RefOf(job)), read.ToString());
+  absl::StatusOr<std::map<std::string, std::string>> logs =
+      backend::ReadLogTails(*backend_, job, backend::LogOptions{}, options_.max_log_bytes);
+  if (logs.ok()) return std::move(logs).value();
+  if (!absl::IsNotFound(logs.status())) {
+    spdlog::warn("history: logs of {} not read: {}", KeyOf(RefOf(job)), logs.status().ToString());
   }
-  for (auto& [replica, log] : logs) KeepTail(log, options_.max_log_bytes);
-  return logs;
+  return {};
 }
 
 std::map<std::string, std::string> LogKeeper::ReadPods(
@@ -136,23 +119,15 @@ std::map<std::string, std::string> LogKeeper::ReadPods(
       }
       backend::LogOptions options;
       options.replica = replicas[i];
-      std::atomic<bool> cancelled{false};
-      std::string& log = texts[i];
-      absl::Status read = backend_->StreamLogs(
-          job, options,
-          [&](const std::string&, const std::string& data) {
-            log += data;
-            if (static_cast<int64_t>(log.size()) > 2 * options_.max_log_bytes) {
-              KeepTail(log, options_.max_log_bytes);
-            }
-            return true;
-          },
-          cancelled);
-      if (!read.ok()) {
+      absl::StatusOr<std::map<std::string, std::string>> read =
+          backend::ReadLogTails(*backend_, job, options, options_.max_log_bytes);
+      if (read.ok()) {
+        auto it = read->find(replicas[i]);
+        if (it != read->end()) texts[i] = std::move(it->second);
+      } else {
         spdlog::warn("history: log of {} {} not read: {}", KeyOf(RefOf(job)), replicas[i],
-                     read.ToString());
+                     read.status().ToString());
       }
-      KeepTail(log, options_.max_log_bytes);
       absl::MutexLock lock(&reads_mu_);
       --reads_;
     }
