@@ -16,17 +16,16 @@ namespace {
 
 constexpr size_t kMaxNameLength = 253;
 
-// Kubernetes names (namespaces, jobs): lowercase letters, digits, '-' and '.'.
-absl::Status CheckKubeName(const char* field, const std::string& value) {
+// A name that becomes one key segment: 1 to kMaxNameLength characters `allowed` accepts, not
+// "." or "..". `what` says which characters, for the message.
+absl::Status CheckName(const char* field, const std::string& value, bool (*allowed)(char),
+                       const char* what) {
   if (value.empty() || value.size() > kMaxNameLength) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": must be 1 to ", kMaxNameLength, " characters"));
   }
   for (char c : value) {
-    if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '.')) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": must be lowercase letters, digits, '-' or '.'"));
-    }
+    if (!allowed(c)) return absl::InvalidArgumentError(absl::StrCat(field, ": must be ", what));
   }
   if (value == "." || value == "..") {
     return absl::InvalidArgumentError(absl::StrCat(field, ": must not be . or .."));
@@ -34,22 +33,22 @@ absl::Status CheckKubeName(const char* field, const std::string& value) {
   return absl::OkStatus();
 }
 
-// uids and replica names: a key segment of safe characters only.
+// Kubernetes names (namespaces, jobs).
+absl::Status CheckKubeName(const char* field, const std::string& value) {
+  return CheckName(
+      field, value,
+      [](char c) {
+        return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '.';
+      },
+      "lowercase letters, digits, '-' or '.'");
+}
+
+// uids and replica names.
 absl::Status CheckSegment(const char* field, const std::string& value) {
-  if (value.empty() || value.size() > kMaxNameLength) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": must be 1 to ", kMaxNameLength, " characters"));
-  }
-  for (char c : value) {
-    if (!(absl::ascii_isalnum(c) || c == '-' || c == '.' || c == '_')) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": must be letters, digits, '-', '.' or '_'"));
-    }
-  }
-  if (value == "." || value == "..") {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": must not be . or .."));
-  }
-  return absl::OkStatus();
+  return CheckName(
+      field, value,
+      [](char c) { return absl::ascii_isalnum(c) || c == '-' || c == '.' || c == '_'; },
+      "letters, digits, '-', '.' or '_'");
 }
 
 absl::Status CheckJob(const JobRef& job) {
