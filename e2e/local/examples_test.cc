@@ -37,10 +37,7 @@ class ExamplesTest : public OperatorTest {
     ASSERT_TRUE(created.ok()) << created.status();
     ASSERT_EQ(created->metadata().name(), name);
 
-    sdk::WaitOptions wait;
-    wait.timeout = absl::Minutes(10);
-    absl::StatusOr<TrainingJob> done =
-        op_->client().WaitForJobConditions(kNs, name, {"Succeeded", "Failed"}, wait);
+    absl::StatusOr<TrainingJob> done = op_->WaitFinished(name, absl::Minutes(10));
     ASSERT_TRUE(done.ok()) << done.status();
 
     std::string all_logs;

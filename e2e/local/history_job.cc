@@ -210,14 +210,9 @@ TrainingJob RestartingJobTest::RunRestartingJob(const std::string& name, int fai
       op_->client().CreateJobFromManifest(RestartingJob(name, marks, failing).Yaml(), kNs);
   EXPECT_TRUE(created.ok()) << created.status();
   if (!created.ok()) return {};
-  sdk::WaitOptions wait;
-  wait.timeout = absl::Minutes(2);
-  absl::StatusOr<TrainingJob> done =
-      op_->client().WaitForJobConditions(kNs, name, {"Succeeded", "Failed"}, wait);
+  absl::StatusOr<TrainingJob> done = op_->WaitFinished(name, absl::Minutes(2));
   if (!done.ok()) {
-    absl::StatusOr<TrainingJob> now = op_->client().GetJob(kNs, name);
-    ADD_FAILURE() << done.status() << "\n"
-                  << (now.ok() ? now->status().ShortDebugString() : now.status().ToString());
+    ADD_FAILURE() << done.status();
     return {};
   }
   EXPECT_TRUE(sdk::IsJobSucceeded(*done)) << done->status().ShortDebugString();

@@ -74,10 +74,7 @@ TEST_F(LifecycleTest, ShellJobSucceeds) {
       BuildOrDie(ShellJob("hello", script).Masters(1).Workers(2).RestartPolicy("Never"));
   ASSERT_TRUE(op_->client().CreateJob(job, kNs).ok());
 
-  sdk::WaitOptions wait;
-  wait.timeout = absl::Minutes(3);
-  absl::StatusOr<TrainingJob> done =
-      op_->client().WaitForJobConditions(kNs, "hello", {"Succeeded", "Failed"}, wait);
+  absl::StatusOr<TrainingJob> done = op_->WaitFinished("hello", absl::Minutes(3));
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_TRUE(sdk::IsJobSucceeded(*done)) << done->status().ShortDebugString();
   EXPECT_FALSE(sdk::IsJobFailed(*done));

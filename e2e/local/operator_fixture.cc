@@ -185,6 +185,20 @@ absl::StatusOr<api::v1::TrainingJob> OperatorFixture::WaitJob(
                                                   "; last: ", last->status().ShortDebugString()));
 }
 
+absl::StatusOr<api::v1::TrainingJob> OperatorFixture::WaitFinished(const std::string& name,
+                                                                   absl::Duration timeout,
+                                                                   const std::string& namespace_) {
+  sdk::WaitOptions wait;
+  wait.timeout = timeout;
+  absl::StatusOr<api::v1::TrainingJob> done =
+      client().WaitForJobConditions(namespace_, name, {"Succeeded", "Failed"}, wait);
+  if (done.ok()) return done;
+  absl::StatusOr<api::v1::TrainingJob> now = client().GetJob(namespace_, name);
+  return absl::Status(done.status().code(), absl::StrCat(done.status().message(), "\n",
+                                                         now.ok() ? now->status().ShortDebugString()
+                                                                  : now.status().ToString()));
+}
+
 absl::Status OperatorFixture::WaitJobGone(const std::string& name, absl::Duration timeout,
                                           const std::string& namespace_) {
   absl::Status last;

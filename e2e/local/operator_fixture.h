@@ -118,6 +118,10 @@ class OperatorFixture {
   absl::StatusOr<api::v1::TrainingJob> WaitJob(
       const std::string& name, const std::function<bool(const api::v1::TrainingJob&)>& pred,
       absl::Duration timeout = absl::Seconds(120), const std::string& namespace_ = kNs);
+  // Waits until the job Succeeded or Failed. An error (the wait timed out) carries the job's
+  // status as last read, which says where it stood.
+  absl::StatusOr<api::v1::TrainingJob> WaitFinished(const std::string& name, absl::Duration timeout,
+                                                    const std::string& namespace_ = kNs);
   // Waits until GetJob says NotFound. OK then; DeadlineExceeded otherwise.
   absl::Status WaitJobGone(const std::string& name, absl::Duration timeout = absl::Seconds(60),
                            const std::string& namespace_ = kNs);

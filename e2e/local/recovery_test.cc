@@ -89,14 +89,9 @@ class RecoveryTest : public OperatorTest {
   // Waits for the end; checks one counted restart, every rank ok in attempt 1 after resuming,
   // one checksum.
   TrainingJob ExpectRecovered(const std::string& name) {
-    sdk::WaitOptions wait;
-    wait.timeout = absl::Minutes(4);
-    absl::StatusOr<TrainingJob> done =
-        op_->client().WaitForJobConditions(kNs, name, {"Succeeded", "Failed"}, wait);
+    absl::StatusOr<TrainingJob> done = op_->WaitFinished(name, absl::Minutes(4));
     if (!done.ok()) {
-      absl::StatusOr<TrainingJob> now = op_->client().GetJob(kNs, name);
-      ADD_FAILURE() << done.status() << "\n"
-                    << (now.ok() ? now->status().ShortDebugString() : now.status().ToString());
+      ADD_FAILURE() << done.status();
       return {};
     }
     std::string logs;

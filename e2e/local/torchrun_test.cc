@@ -92,10 +92,7 @@ class TorchrunTest : public OperatorTest {
     absl::StatusOr<TrainingJob> created = op_->client().CreateJobFromManifest(manifest, kNs);
     EXPECT_TRUE(created.ok()) << created.status();
     if (!created.ok()) return {};
-    sdk::WaitOptions wait;
-    wait.timeout = absl::Minutes(5);
-    absl::StatusOr<TrainingJob> done =
-        op_->client().WaitForJobConditions(kNs, name, {"Succeeded", "Failed"}, wait);
+    absl::StatusOr<TrainingJob> done = op_->WaitFinished(name, absl::Minutes(5));
 
     std::string all_logs;
     for (const std::string& replica : replicas) {

@@ -49,10 +49,7 @@ TEST_F(LocalTrainJobTest, TorchTrainJobTrainsWithDdpAcrossTwoNodes) {
   ASSERT_FALSE(manifest.empty()) << "examples/trainer/torch-ddp.yaml is not in the runfiles";
   absl::StatusOr<TrainingJob> created = op_->client().CreateJobFromManifest(manifest, kNs);
   ASSERT_TRUE(created.ok()) << created.status();
-  sdk::WaitOptions wait;
-  wait.timeout = absl::Minutes(10);
-  absl::StatusOr<TrainingJob> done =
-      op_->client().WaitForJobConditions(kNs, "torch-ddp", {"Succeeded", "Failed"}, wait);
+  absl::StatusOr<TrainingJob> done = op_->WaitFinished("torch-ddp", absl::Minutes(10));
   ASSERT_TRUE(done.ok()) << done.status();
   absl::StatusOr<std::string> logs = op_->Logs("torch-ddp", "");
   ASSERT_TRUE(logs.ok()) << logs.status();
