@@ -51,9 +51,11 @@ class LifecycleTest : public OperatorTest {
   // A script that starts `n` sleepers in sessions of their own (setsid) and one behind a
   // double fork, out of the replica's process group, each appending its pid to `pids`,
   // waits until all of them wrote it, then runs `then`. (A command's `$$$$` is the shell's
-  // `$$`: `$$` is the kubelet's escape for `$`.)
+  // `$$`: `$$` is the kubelet's escape for `$`.) `pids` exists before the first of them
+  // starts: on a missing file the count is empty, `[` fails and the wait ends at once.
   static std::string EscapeScript(const std::string& pids, int n, const std::string& then) {
-    return absl::StrCat("i=0; while [ $i -lt ", n, " ]; do setsid sh -c 'echo $$$$ >> ", pids,
+    return absl::StrCat(": > ", pids, "; i=0; while [ $i -lt ", n,
+                        " ]; do setsid sh -c 'echo $$$$ >> ", pids,
                         "; exec sleep 1000' & i=$((i+1)); done; ", "( sh -c 'echo $$$$ >> ", pids,
                         "; exec sleep 1000' & ) ; ", "while [ $(wc -l < ", pids, ") -lt ", n + 1,
                         " ]; do sleep 0.01; done; ", then);

@@ -633,8 +633,11 @@ class EscapedProcessesTest : public ShimProcessRunnerTest,
 
   // A script that starts `n` processes in sessions of their own and one behind a double
   // fork, each appending its pid to `pids`, waits until all wrote it, then runs `then`.
+  // `pids` exists before the first of them starts: a missing file would make the count
+  // empty and `[` fail, which ends the wait before anything was written.
   static std::string EscapeScript(const std::string& pids, int n, const std::string& then) {
-    return absl::StrCat("i=0; while [ $i -lt ", n, " ]; do setsid sh -c 'echo $$ >> ", pids,
+    return absl::StrCat(": > ", pids, "; i=0; while [ $i -lt ", n,
+                        " ]; do setsid sh -c 'echo $$ >> ", pids,
                         "; exec sleep 1000' & i=$((i+1)); done; ", "( sh -c 'echo $$ >> ", pids,
                         "; exec sleep 1000' & ) ; ", "while [ $(wc -l < ", pids, ") -lt ", n + 1,
                         " ]; do sleep 0.01; done; ", then);
