@@ -90,7 +90,11 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
     return len;
   }
   std::string& body = ex->response->body;
-  if (ex->max_body_bytes == 0 || body.size() < ex->max_body_bytes) body.append(data, len);
+  if (ex->max_body_bytes == 0 || body.size() < ex->max_body_bytes) {
+    body.append(data, len);
+  } else {
+    ex->response->body_cut = true;
+  }
   return len;
 }
 

@@ -303,6 +303,7 @@ TEST_F(CurlTransportTest, CapsBufferedBodies) {
   ASSERT_TRUE(r.success());
   EXPECT_GE(r.response.body.size(), 1000u);
   EXPECT_LT(r.response.body.size(), 100000u);
+  EXPECT_TRUE(r.response.body_cut);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -37,6 +37,9 @@ struct Response {
   Headers headers;  // of the final response, names as the server spelled them
   std::string
       body;  // the whole body; for a streamed 2xx answer only what was not streamed (nothing)
+  // The body went past the transport's bound (CurlTransportOptions::max_body_bytes): `body` holds
+  // only its beginning.
+  bool body_cut = false;
 
   // The value of the last header named `name` (case-insensitive), without surrounding spaces.
   std::optional<std::string> Header(absl::string_view name) const;

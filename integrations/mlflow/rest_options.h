@@ -31,6 +31,9 @@ struct RestTrackingOptions {
   absl::Duration request_timeout = absl::Seconds(120);
   absl::Duration connect_timeout = absl::Seconds(10);
   RetryPolicy retry;
+  // An answer longer than this is refused (ResourceExhausted): a run's artifacts are written by
+  // its training code too, and the operator must not buffer whatever it put there.
+  size_t max_answer_bytes = 64 << 20;
   // Run start times and HTTP-date Retry-After values are read on this clock.
   Clock* clock = Clock::Real();
 

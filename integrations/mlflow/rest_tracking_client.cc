@@ -6,6 +6,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/http/curl_transport.h"
@@ -43,6 +44,7 @@ http::CurlTransportOptions TransportOptions(const RestTrackingOptions& o) {
   t.tls.client_cert_file = o.client_cert_path;
   t.tls.client_key_file = o.client_cert_path;  // one PEM holds both
   t.connect_timeout = o.connect_timeout;
+  t.max_body_bytes = o.max_answer_bytes;
   t.user_agent = "coach-mlflow/1";
   return t;
 }
@@ -129,6 +131,11 @@ absl::StatusOr<std::string> RestTrackingClient::Call(const char* method, const s
     std::optional<absl::Duration> retry_after;
     if (!r.answered()) {
       out = TransportStatus(r, what, &retryable);
+    } else if (r.success() &&
+               (r.response.body_cut || r.response.body.size() > options_.max_answer_bytes)) {
+      out = absl::ResourceExhaustedError(absl::StrCat(
+          "MLflow ", what, ": the answer is longer than ", options_.max_answer_bytes, " bytes"));
+      break;
     } else if (r.success()) {
       out = std::move(r.response.body);
       break;
@@ -351,6 +358,37 @@ absl::StatusOr<std::string> RestTrackingClient::DownloadArtifact(absl::string_vi
                                                                  absl::string_view path) {
   ASSIGN_OR_RETURN(std::string url_path, ArtifactPathFor(run_id, path));
   return Call("GET", url_path, "", nullptr);
+}
+
+absl::StatusOr<std::vector<FileInfo>> RestTrackingClient::ListArtifacts(absl::string_view run_id,
+                                                                        absl::string_view path,
+                                                                        int max_results) {
+  if (!path.empty()) RETURN_IF_ERROR(ValidateArtifactPath(path));
+  std::vector<FileInfo> out;
+  std::string page_token;
+  while (static_cast<int>(out.size()) < max_results) {
+    std::string query = absl::StrCat("run_id=", http::PercentEncodePath(run_id),
+                                     "&path=", http::PercentEncodePath(path));
+    if (!page_token.empty())
+      absl::StrAppend(&query, "&page_token=", http::PercentEncodePath(page_token));
+    ASSIGN_OR_RETURN(std::string body, Get("artifacts/list", query));
+    ASSIGN_OR_RETURN(json r, ParseJson(body, "artifacts/list"));
+    for (const json& f : r.value("files", json::array())) {
+      if (!f.is_object() || static_cast<int>(out.size()) >= max_results) continue;
+      FileInfo info;
+      info.path = StringField(f, "path");
+      info.is_dir = f.value("is_dir", false);
+      const json& size = f.value("file_size", json());
+      if (size.is_number_integer()) info.file_size = size.get<int64_t>();
+      if (size.is_string()) (void)absl::SimpleAtoi(size.get<std::string>(), &info.file_size);
+      out.push_back(std::move(info));
+    }
+    page_token = StringField(r, "next_page_token");
+    if (page_token.empty()) break;
+  }
+  std::sort(out.begin(), out.end(),
+            [](const FileInfo& a, const FileInfo& b) { return a.path < b.path; });
+  return out;
 }
 
 }  // namespace coach::mlflow

@@ -55,6 +55,9 @@ class RestTrackingClient final : public TrackingClient {
                               absl::string_view content) override;
   absl::StatusOr<std::string> DownloadArtifact(absl::string_view run_id,
                                                absl::string_view path) override;
+  absl::StatusOr<std::vector<FileInfo>> ListArtifacts(absl::string_view run_id,
+                                                      absl::string_view path,
+                                                      int max_results) override;
 
   // The tracking URI without userinfo, for logs and UIs ("<uri>/#/experiments/<id>/runs/<run>").
   const std::string& redacted_uri() const { return redacted_uri_; }

@@ -202,6 +202,25 @@ class FaultProxy {
   std::vector<std::pair<int, std::string>> faults_;
 };
 
+// A run's artifacts are the training code's to write: an artifact past the bound is refused, not
+// buffered whole.
+TEST(RestTrackingClientTest, AnswerLongerThanTheBoundIsRefused) {
+  COACH_REQUIRE_MLFLOW(server, MlflowServer::Start());
+  RestTrackingOptions o;
+  o.tracking_uri = server->uri();
+  o.max_answer_bytes = 64 << 10;
+  auto bounded = RestTrackingClient::Create(o);
+  ASSERT_TRUE(bounded.ok()) << bounded.status();
+  RunInfo run = NewRun(**bounded, "bounded");
+  ASSERT_TRUE((*bounded)->UploadArtifact(run.run_id, "big.log", std::string(1 << 20, 'x')).ok());
+  ASSERT_TRUE((*bounded)->UploadArtifact(run.run_id, "small.log", "fits\n").ok());
+  auto big = (*bounded)->DownloadArtifact(run.run_id, "big.log");
+  EXPECT_TRUE(absl::IsResourceExhausted(big.status())) << big.status();
+  auto small = (*bounded)->DownloadArtifact(run.run_id, "small.log");
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(*small, "fits\n");
+}
+
 TEST(RestTrackingClientTest, RetriesInjected429And500HonouringRetryAfter) {
   MlflowServer::Options options;
   options.workers = 1;

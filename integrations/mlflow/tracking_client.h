@@ -84,6 +84,12 @@ struct Run {
   std::map<std::string, std::string> tags;
 };
 
+struct FileInfo {
+  std::string path;  // from the run's artifact root: "logs/attempt-0"
+  bool is_dir = false;
+  int64_t file_size = 0;
+};
+
 struct CreateRunRequest {
   std::string experiment_id;
   std::string run_name;                  // empty: the server picks one
@@ -164,6 +170,11 @@ class TrackingClient {
   // Reads an artifact back through the proxy. NotFound when absent.
   virtual absl::StatusOr<std::string> DownloadArtifact(absl::string_view run_id,
                                                        absl::string_view path) = 0;
+  // What lies directly under `path` ("" the root) of the run's artifacts, in path order; at most
+  // max_results. Empty when `path` does not exist.
+  virtual absl::StatusOr<std::vector<FileInfo>> ListArtifacts(absl::string_view run_id,
+                                                              absl::string_view path,
+                                                              int max_results) = 0;
 };
 
 // True for the codes a caller should retry later (Unavailable, DeadlineExceeded).

@@ -237,6 +237,56 @@ TEST_P(ContractTest, ArtifactsUploadAndReadBack) {
   }
 }
 
+TEST_P(ContractTest, ArtifactsListedByDirectory) {
+  RunInfo run = NewRun();
+  ASSERT_TRUE(client_->UploadArtifact(run.run_id, "logs/attempt-0/master-0.log", "m0\n").ok());
+  ASSERT_TRUE(client_->UploadArtifact(run.run_id, "logs/attempt-0/worker-0.log", "w0-\n").ok());
+  ASSERT_TRUE(client_->UploadArtifact(run.run_id, "logs/attempt-1/worker-0.log", "w1\n").ok());
+  ASSERT_TRUE(client_->UploadArtifact(run.run_id, "coach/history.json", "{}").ok());
+  auto root = client_->ListArtifacts(run.run_id, "", 100);
+  ASSERT_TRUE(root.ok()) << root.status();
+  ASSERT_EQ(root->size(), 2u);
+  EXPECT_EQ((*root)[0].path, "coach");
+  EXPECT_TRUE((*root)[0].is_dir);
+  EXPECT_EQ((*root)[1].path, "logs");
+  auto attempts = client_->ListArtifacts(run.run_id, "logs", 100);
+  ASSERT_TRUE(attempts.ok()) << attempts.status();
+  ASSERT_EQ(attempts->size(), 2u);
+  EXPECT_EQ((*attempts)[0].path, "logs/attempt-0");
+  EXPECT_EQ((*attempts)[1].path, "logs/attempt-1");
+  auto files = client_->ListArtifacts(run.run_id, "logs/attempt-0", 100);
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_EQ(files->size(), 2u);
+  EXPECT_EQ((*files)[0].path, "logs/attempt-0/master-0.log");
+  EXPECT_FALSE((*files)[0].is_dir);
+  EXPECT_EQ((*files)[0].file_size, 3);
+  EXPECT_EQ((*files)[1].path, "logs/attempt-0/worker-0.log");
+  EXPECT_EQ((*files)[1].file_size, 4);
+  auto one = client_->ListArtifacts(run.run_id, "logs/attempt-0", 1);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->size(), 1u);
+  auto none = client_->ListArtifacts(run.run_id, "logs/attempt-7", 100);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_P(ContractTest, SearchRunsByTagsTogether) {
+  RunInfo a = NewRun({{"coach.deleted", "true"}, {"coach.namespace", "team-a"}});
+  auto exp = client_->GetRun(a.run_id);
+  ASSERT_TRUE(exp.ok());
+  CreateRunRequest req;
+  req.experiment_id = a.experiment_id;
+  req.tags = {{"coach.deleted", "true"}, {"coach.namespace", "team-b"}};
+  ASSERT_TRUE(client_->CreateRun(req).ok());
+  SearchRunsRequest search;
+  search.experiment_ids = {a.experiment_id};
+  search.filter = "tags.`coach.deleted` = 'true' AND tags.`coach.namespace` = 'team-a'";
+  auto runs = client_->SearchRuns(search);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].run_id, a.run_id);
+}
+
 TEST_P(ContractTest, ErrorsMapToStatusCodes) {
   EXPECT_TRUE(absl::IsNotFound(client_->GetRun("0123456789abcdef0123456789abcdef").status()));
   EXPECT_TRUE(

@@ -63,6 +63,11 @@ class Forwarding : public mlflow::TrackingClient {
   absl::StatusOr<std::string> DownloadArtifact(absl::string_view id, absl::string_view p) override {
     return f_->DownloadArtifact(id, p);
   }
+  absl::StatusOr<std::vector<mlflow::FileInfo>> ListArtifacts(absl::string_view id,
+                                                              absl::string_view p,
+                                                              int max) override {
+    return f_->ListArtifacts(id, p, max);
+  }
 
  private:
   FakeTrackingClient* f_;

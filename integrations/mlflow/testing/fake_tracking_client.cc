@@ -1,10 +1,12 @@
 #include "integrations/mlflow/testing/fake_tracking_client.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 
@@ -149,32 +151,33 @@ absl::StatusOr<std::vector<std::string>> FakeTrackingClient::ListExperimentIds(i
 absl::StatusOr<std::vector<RunInfo>> FakeTrackingClient::SearchRuns(
     const SearchRunsRequest& request) {
   RETURN_IF_ERROR(Enter(Method::kSearchRuns));
-  // The fake understands one filter form: tags.`key` = 'value' (or tags.key = 'value'); empty: all.
-  std::string tag_key, tag_value;
-  if (!request.filter.empty()) {
-    absl::string_view f = request.filter;
+  // The fake understands tag equalities joined by AND: tags.`key` = 'value' (or tags.key =
+  // 'value'); empty: all.
+  std::map<std::string, std::string> wanted;
+  for (absl::string_view f : absl::StrSplit(request.filter, " AND ", absl::SkipEmpty())) {
     if (!absl::ConsumePrefix(&f, "tags."))
       return absl::InvalidArgumentError("fake: unsupported filter");
     size_t eq = f.find(" = ");
     if (eq == absl::string_view::npos)
       return absl::InvalidArgumentError("fake: unsupported filter");
-    tag_key = std::string(f.substr(0, eq));
+    std::string tag_key = std::string(f.substr(0, eq));
     if (tag_key.size() >= 2 && tag_key.front() == '`')
       tag_key = tag_key.substr(1, tag_key.size() - 2);
     absl::string_view v = f.substr(eq + 3);
     if (v.size() < 2) return absl::InvalidArgumentError("fake: unsupported filter");
-    tag_value = std::string(v.substr(1, v.size() - 2));
+    wanted[tag_key] = std::string(v.substr(1, v.size() - 2));
   }
   std::set<std::string> ids(request.experiment_ids.begin(), request.experiment_ids.end());
   absl::MutexLock lock(&mu_);
   std::vector<RunInfo> out;
   for (const auto& [id, stored] : runs_) {
     if (!ids.count(stored.run.info.experiment_id)) continue;
-    if (!tag_key.empty()) {
-      auto t = stored.run.tags.find(tag_key);
-      if (t == stored.run.tags.end() || t->second != tag_value) continue;
+    bool matches = true;
+    for (const auto& [key, value] : wanted) {
+      auto t = stored.run.tags.find(key);
+      matches = matches && t != stored.run.tags.end() && t->second == value;
     }
-    out.push_back(stored.run.info);
+    if (matches) out.push_back(stored.run.info);
   }
   std::sort(out.begin(), out.end(),
             [](const RunInfo& a, const RunInfo& b) { return a.start_time_ms > b.start_time_ms; });
@@ -260,6 +263,31 @@ absl::StatusOr<std::string> FakeTrackingClient::DownloadArtifact(absl::string_vi
   if (a == it->second.artifacts.end())
     return absl::NotFoundError(absl::StrCat("fake MLflow: no artifact ", path));
   return a->second;
+}
+
+absl::StatusOr<std::vector<FileInfo>> FakeTrackingClient::ListArtifacts(absl::string_view run_id,
+                                                                        absl::string_view path,
+                                                                        int max_results) {
+  RETURN_IF_ERROR(Enter(Method::kListArtifacts));
+  if (!path.empty()) RETURN_IF_ERROR(ValidateArtifactPath(path));
+  absl::MutexLock lock(&mu_);
+  auto it = runs_.find(std::string(run_id));
+  if (it == runs_.end()) return absl::NotFoundError(absl::StrCat("fake MLflow: no run ", run_id));
+  const std::string prefix = path.empty() ? "" : absl::StrCat(path, "/");
+  std::vector<FileInfo> out;
+  for (const auto& [name, content] : it->second.artifacts) {
+    if (!absl::StartsWith(name, prefix)) continue;
+    const std::string rest = name.substr(prefix.size());
+    const size_t slash = rest.find('/');
+    FileInfo info;
+    info.path = prefix + rest.substr(0, slash);
+    info.is_dir = slash != std::string::npos;
+    info.file_size = info.is_dir ? 0 : static_cast<int64_t>(content.size());
+    if (!out.empty() && out.back().path == info.path) continue;  // a directory's next file
+    if (static_cast<int>(out.size()) >= max_results) break;
+    out.push_back(std::move(info));
+  }
+  return out;
 }
 
 }  // namespace coach::mlflow::testing

@@ -30,6 +30,7 @@ class FakeTrackingClient : public TrackingClient {
     kGetMetricHistory,
     kUploadArtifact,
     kDownloadArtifact,
+    kListArtifacts,
   };
 
   // The next `times` calls of `method` fail with `status` (after any latency), doing nothing.
@@ -58,6 +59,9 @@ class FakeTrackingClient : public TrackingClient {
                               absl::string_view content) override;
   absl::StatusOr<std::string> DownloadArtifact(absl::string_view run_id,
                                                absl::string_view path) override;
+  absl::StatusOr<std::vector<FileInfo>> ListArtifacts(absl::string_view run_id,
+                                                      absl::string_view path,
+                                                      int max_results) override;
 
  private:
   struct StoredRun {
