@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/testing/eventually.h"
 #include "gtest/gtest.h"
 #include "sdk/cpp/job_status.h"
 
@@ -218,6 +219,43 @@ TrainingJob RestartingJobTest::RunRestartingJob(const std::string& name, int fai
   EXPECT_TRUE(sdk::IsJobSucceeded(*done)) << done->status().ShortDebugString();
   EXPECT_EQ(done->metadata().uid(), created->metadata().uid());
   return *done;
+}
+
+std::string RestartingJobTest::RunTtlJob(const std::string& name, int ttl) {
+  absl::StatusOr<TrainingJob> created =
+      op_->client().CreateJob(BuildOrDie(ShellJob(name, absl::StrCat("echo ", name, " says bye"))
+                                             .Masters(1)
+                                             .RestartPolicy("Never")
+                                             .TtlSecondsAfterFinished(ttl)),
+                              kNs);
+  EXPECT_TRUE(created.ok()) << created.status();
+  if (!created.ok()) return "";
+  absl::Status gone = op_->WaitJobGone(name, absl::Seconds(60));
+  EXPECT_TRUE(gone.ok()) << gone;
+  return created->metadata().uid();
+}
+
+absl::StatusOr<api::v1::JobHistory> RestartingJobTest::WaitHistory(const std::string& name,
+                                                                   const std::string& uid) {
+  absl::StatusOr<api::v1::ListJobHistoriesResponse> last = absl::UnknownError("never listed");
+  api::v1::JobHistory found;
+  const bool listed = coach::testing::Eventually(
+      [&] {
+        last = op_->client().ListJobHistories(kNs, name);
+        if (!last.ok()) return false;
+        for (const api::v1::JobHistory& h : last->histories()) {
+          if (h.job().metadata().uid() == uid) {
+            found = h;
+            return true;
+          }
+        }
+        return false;
+      },
+      absl::Seconds(60), absl::Milliseconds(200));
+  if (listed) return found;
+  if (!last.ok()) return last.status();
+  return absl::NotFoundError(
+      absl::StrCat("no history of ", name, " ", uid, " in ", last->ShortDebugString()));
 }
 
 }  // namespace coach::e2e

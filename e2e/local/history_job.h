@@ -11,7 +11,9 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "api/v1/training_job.pb.h"
+#include "api/v1/training_service.pb.h"
 #include "e2e/common/job_manifest.h"
 #include "e2e/local/operator_fixture.h"
 #include "sdk/cpp/training_client.h"
@@ -74,6 +76,12 @@ class RestartingJobTest : public OperatorTest {
   // Submits RestartingJob(name, <a new directory>, failing) and waits up to 2 minutes for its
   // end (a failure when it does not end Succeeded); the job as it ended, {} when it did not end.
   api::v1::TrainingJob RunRestartingJob(const std::string& name, int failing);
+  // Submits a Master-only shell job printing "<name> says bye" under ttlSecondsAfterFinished
+  // `ttl` and waits until the TTL deleted it; its uid, "" (and a failure) when not.
+  std::string RunTtlJob(const std::string& name, int ttl);
+  // The kept history of the deleted job `name` of `uid` (ListJobHistories), once the operator
+  // wrote it: within 60 s, else the last answer's error or NotFound.
+  absl::StatusOr<api::v1::JobHistory> WaitHistory(const std::string& name, const std::string& uid);
 };
 
 }  // namespace coach::e2e

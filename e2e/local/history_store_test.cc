@@ -64,29 +64,6 @@ class HistoryStoreTest : public RestartingJobTest {
     StartOperator(options);
   }
 
-  // The kept history of the deleted job `name` of `uid`, once the operator wrote it.
-  absl::StatusOr<JobHistory> WaitHistory(const std::string& name, const std::string& uid) {
-    absl::StatusOr<api::v1::ListJobHistoriesResponse> last = absl::UnknownError("never listed");
-    JobHistory found;
-    const bool listed = coach::testing::Eventually(
-        [&] {
-          last = op_->client().ListJobHistories(kNs, name);
-          if (!last.ok()) return false;
-          for (const JobHistory& h : last->histories()) {
-            if (h.job().metadata().uid() == uid) {
-              found = h;
-              return true;
-            }
-          }
-          return false;
-        },
-        absl::Seconds(60), absl::Milliseconds(200));
-    if (listed) return found;
-    if (!last.ok()) return last.status();
-    return absl::NotFoundError(
-        absl::StrCat("no history of ", name, " ", uid, " in ", last->ShortDebugString()));
-  }
-
   // The keys under this test's prefix in the bucket.
   std::vector<std::string> Keys() {
     absl::StatusOr<std::unique_ptr<s3::ObjectStore>> store =
@@ -187,16 +164,8 @@ TEST_F(HistoryStoreTest, DeletedJobKeepsItsTimelineAndLogsInTheStore) {
 
 // ttlSecondsAfterFinished deletes a finished job; its record says so.
 TEST_F(HistoryStoreTest, JobDeletedByItsTtlIsKeptAsDeletedByTtl) {
-  absl::StatusOr<TrainingJob> created =
-      op_->client().CreateJob(BuildOrDie(ShellJob("ttl", "echo ttl says bye")
-                                             .Masters(1)
-                                             .RestartPolicy("Never")
-                                             .TtlSecondsAfterFinished(2)),
-                              kNs);
-  ASSERT_TRUE(created.ok()) << created.status();
-  const std::string uid = created->metadata().uid();
-  ASSERT_TRUE(op_->WaitJobGone("ttl", absl::Seconds(60)).ok());
-
+  const std::string uid = RunTtlJob("ttl", 2);
+  ASSERT_FALSE(uid.empty());
   absl::StatusOr<JobHistory> history = WaitHistory("ttl", uid);
   ASSERT_TRUE(history.ok()) << history.status();
   EXPECT_EQ(history->deleted_by(), "ttl");

@@ -1,7 +1,5 @@
 #include "operator/history/history_store.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
 
 #include "absl/strings/ascii.h"
@@ -13,43 +11,6 @@
 
 namespace coach::history {
 namespace {
-
-constexpr size_t kMaxNameLength = 253;
-
-// A name that becomes one key segment: 1 to kMaxNameLength characters `allowed` accepts, not
-// "." or "..". `what` says which characters, for the message.
-absl::Status CheckName(const char* field, const std::string& value, bool (*allowed)(char),
-                       const char* what) {
-  if (value.empty() || value.size() > kMaxNameLength) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": must be 1 to ", kMaxNameLength, " characters"));
-  }
-  for (char c : value) {
-    if (!allowed(c)) return absl::InvalidArgumentError(absl::StrCat(field, ": must be ", what));
-  }
-  if (value == "." || value == "..") {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": must not be . or .."));
-  }
-  return absl::OkStatus();
-}
-
-// Kubernetes names (namespaces, jobs).
-absl::Status CheckKubeName(const char* field, const std::string& value) {
-  return CheckName(
-      field, value,
-      [](char c) {
-        return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '.';
-      },
-      "lowercase letters, digits, '-' or '.'");
-}
-
-// uids and replica names.
-absl::Status CheckSegment(const char* field, const std::string& value) {
-  return CheckName(
-      field, value,
-      [](char c) { return absl::ascii_isalnum(c) || c == '-' || c == '.' || c == '_'; },
-      "letters, digits, '-', '.' or '_'");
-}
 
 absl::Status CheckJob(const JobRef& job) {
   RETURN_IF_ERROR(CheckKubeName("namespace", job.namespace_));
@@ -135,38 +96,14 @@ absl::StatusOr<std::vector<std::string>> HistoryStore::ReplicasOf(const JobRef& 
 absl::Status HistoryStore::PutRecord(const api::v1::JobHistory& record) {
   const auto& meta = record.job().metadata();
   ASSIGN_OR_RETURN(std::string key, RecordKey({meta.namespace_(), meta.name(), meta.uid()}));
-  std::string json;
-  auto printed = google::protobuf::util::MessageToJsonString(record, &json);
-  if (!printed.ok()) {
-    return absl::InternalError(absl::StrCat("record of ", meta.name(), ": ", printed.ToString()));
-  }
-  if (json.size() > kMaxRecordBytes) {
-    return absl::ResourceExhaustedError(absl::StrCat("record of ", meta.namespace_(), "/",
-                                                     meta.name(), ": ", json.size(),
-                                                     " bytes, more than ", kMaxRecordBytes));
-  }
+  ASSIGN_OR_RETURN(std::string json, RecordJson(record));
   return store_->Put(key, json);
 }
-
-namespace {
-
-absl::StatusOr<api::v1::JobHistory> ParseRecord(const std::string& key, const std::string& json) {
-  api::v1::JobHistory record;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;  // a record written by a newer operator
-  auto parsed = google::protobuf::util::JsonStringToMessage(json, &record, options);
-  if (!parsed.ok()) {
-    return absl::DataLossError(absl::StrCat("history record ", key, ": ", parsed.ToString()));
-  }
-  return record;
-}
-
-}  // namespace
 
 absl::StatusOr<api::v1::JobHistory> HistoryStore::GetRecord(const JobRef& job) {
   ASSIGN_OR_RETURN(std::string key, RecordKey(job));
   ASSIGN_OR_RETURN(std::string json, store_->Get(key, kMaxRecordBytes));
-  return ParseRecord(key, json);
+  return ParseRecordJson(key, json);
 }
 
 absl::StatusOr<std::vector<api::v1::JobHistory>> HistoryStore::ListRecords(const std::string& ns,
@@ -207,7 +144,7 @@ absl::StatusOr<std::vector<api::v1::JobHistory>> HistoryStore::ListRecords(const
     absl::StatusOr<std::string> json = store_->Get(object.key, kMaxRecordBytes);
     if (absl::IsNotFound(json.status())) continue;  // swept meanwhile
     if (!json.ok()) return json.status();
-    ASSIGN_OR_RETURN(api::v1::JobHistory record, ParseRecord(object.key, *json));
+    ASSIGN_OR_RETURN(api::v1::JobHistory record, ParseRecordJson(object.key, *json));
     out.push_back(std::move(record));
   }
   return out;

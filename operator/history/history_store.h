@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "api/v1/training_service.pb.h"
 #include "integrations/s3/object_store.h"
+#include "operator/history/history_record.h"
 #include "operator/history/mlflow_log_sink.h"
 
 namespace coach::history {
@@ -69,8 +70,6 @@ class HistoryStore {
 
   // Bounds of one listing or sweep.
   static constexpr int kMaxListedRecords = 5000;
-  // A record is one job's spec and status: bounded by what the API server takes.
-  static constexpr size_t kMaxRecordBytes = 3 << 20;
 
  private:
   absl::StatusOr<std::string> JobLogsPrefix(const JobRef& job) const;

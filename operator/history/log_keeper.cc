@@ -26,16 +26,6 @@ bool Retryable(const absl::Status& status) {
 
 }  // namespace
 
-std::string DeletedBy(const model::Job& job, absl::Time now) {
-  const auto& rp = job.spec().run_policy();
-  if (rp.has_ttl_seconds_after_finished() && job.status().has_completion_time() &&
-      now >= reconcile::FromTimestamp(job.status().completion_time()) +
-                 absl::Seconds(rp.ttl_seconds_after_finished())) {
-    return "ttl";
-  }
-  return "deleted";
-}
-
 LogKeeper::LogKeeper(LogKeeperOptions options, backend::Backend* backend, HistoryStore* store,
                      MlflowLogSink* mlflow, ::coach::Clock* clock, metrics::Registry* registry)
     : options_(std::move(options)),
@@ -243,12 +233,18 @@ bool LogKeeper::MarkRecorded(const std::string& uid) {
 }
 
 void LogKeeper::JobDeleting(const model::Job& job) {
-  if (store_ == nullptr || !MarkRecorded(job.metadata().uid())) return;
-  QueueDeleted(job, ReadLive(job));
+  const bool tracked = mlflow_ != nullptr && mlflow_->Tracks(job);
+  if ((store_ == nullptr && !tracked) || !MarkRecorded(job.metadata().uid())) return;
+  // The tracker, an observer too, read the logs for the run just before.
+  if (tracked) mlflow_->KeepRecord(NewRecord(job, clock_->Now()), /*read_logs=*/false);
+  if (store_ != nullptr) QueueDeleted(job, ReadLive(job));
 }
 
 void LogKeeper::JobGone(const model::Job& job) {
-  if (store_ == nullptr || !MarkRecorded(job.metadata().uid())) return;
+  const bool tracked = mlflow_ != nullptr && mlflow_->Tracks(job);
+  if ((store_ == nullptr && !tracked) || !MarkRecorded(job.metadata().uid())) return;
+  if (tracked) mlflow_->KeepRecord(NewRecord(job, clock_->Now()), /*read_logs=*/true);
+  if (store_ == nullptr) return;
   Write write;
   write.job = RefOf(job);
   write.gone = job;
@@ -259,11 +255,7 @@ void LogKeeper::QueueDeleted(const model::Job& job, std::map<std::string, std::s
   const int attempt = job.status().coach().attempt();
   Write record;
   record.job = RefOf(job);
-  record.record.emplace();
-  *record.record->mutable_job() = job;
-  const absl::Time now = clock_->Now();
-  *record.record->mutable_deleted_time() = reconcile::ToTimestamp(now);
-  record.record->set_deleted_by(DeletedBy(job, now));
+  record.record = NewRecord(job, clock_->Now());
   // Written after the logs: a record always names logs that are there.
   for (const auto& [replica, text] : logs) {
     Write write;
@@ -406,10 +398,11 @@ absl::StatusOr<std::vector<LogKeeper::KeptLog>> LogKeeper::Read(const model::Job
     if (!replica.empty()) {
       replicas.push_back(replica);
     } else {
-      // MLflow's artifact proxy has no listing here: the replicas the timeline saw run.
-      for (const api::v1::JobAttempt& a : job.status().coach().attempts()) {
-        if (a.attempt() != attempt) continue;
-        for (const auto& [r, node] : a.nodes()) replicas.push_back(r);
+      absl::StatusOr<std::vector<std::string>> listed = mlflow_->ReplicasOf(job, attempt);
+      if (listed.ok()) {
+        replicas = std::move(listed).value();
+      } else {
+        last = listed.status();
       }
     }
     for (const std::string& r : replicas) {
@@ -428,23 +421,27 @@ absl::StatusOr<std::vector<LogKeeper::KeptLog>> LogKeeper::Read(const model::Job
 absl::StatusOr<std::vector<api::v1::JobHistory>> LogKeeper::ListDeleted(const std::string& ns,
                                                                         const std::string& name,
                                                                         int max, bool* truncated) {
-  if (store_ == nullptr) {
-    return absl::FailedPreconditionError(
-        "this operator keeps no history of deleted jobs: it has no history store "
-        "(--history-s3-endpoint; docs/history.md)");
-  }
-  return store_->ListRecords(ns, name, max, truncated);
+  if (store_ != nullptr) return store_->ListRecords(ns, name, max, truncated);
+  if (mlflow_ != nullptr) return mlflow_->ListDeleted(ns, name, max, truncated);
+  return absl::FailedPreconditionError(
+      "this operator keeps no history of deleted jobs: it has no history store "
+      "(--history-s3-endpoint) and no MLflow tracking (docs/history.md)");
 }
 
 absl::StatusOr<api::v1::JobHistory> LogKeeper::DeletedRecord(const std::string& ns,
                                                              const std::string& name,
                                                              const std::string& uid) {
-  if (store_ == nullptr) {
+  if (store_ == nullptr && mlflow_ == nullptr) {
     return absl::FailedPreconditionError(
         "this operator keeps no history of deleted jobs: it has no history store "
-        "(--history-s3-endpoint; docs/history.md)");
+        "(--history-s3-endpoint) and no MLflow tracking (docs/history.md)");
   }
-  return store_->GetRecord({ns, name, uid});
+  if (store_ == nullptr) return mlflow_->DeletedRecord(ns, name, uid);
+  absl::StatusOr<api::v1::JobHistory> record = store_->GetRecord({ns, name, uid});
+  if (!absl::IsNotFound(record.status()) || mlflow_ == nullptr) return record;
+  // A tracked job deleted before the store was configured has its record in its run.
+  absl::StatusOr<api::v1::JobHistory> in_run = mlflow_->DeletedRecord(ns, name, uid);
+  return in_run.ok() ? in_run : record;
 }
 
 }  // namespace coach::history

@@ -41,6 +41,7 @@
 #include "common/clock.h"
 #include "operator/backend/backend.h"
 #include "operator/core/job_observer.h"
+#include "operator/history/history_record.h"
 #include "operator/history/history_store.h"
 #include "operator/history/mlflow_log_sink.h"
 #include "operator/metrics/registry.h"
@@ -79,7 +80,7 @@ class LogKeeper final : public core::JobObserver {
   // A job seen finished for the first time in this process: its last attempt's logs are kept
   // in the store (the tracker keeps them in MLflow), read on the writer unless kept already.
   void JobSeen(const model::Job& job) override;
-  // The job's live logs and its record.
+  // The job's live logs and its record (the MLflow sink reads its own logs, as the tracker).
   void JobDeleting(const model::Job& job) override;
   void PodsDeleting(const model::Job& job, const std::vector<model::ObservedPod>& pods) override;
   // The job is gone from the store already (deleted with kubectl): its record, and whatever logs
@@ -98,12 +99,13 @@ class LogKeeper final : public core::JobObserver {
   // The kept logs of `attempt`: `replica`'s, or every replica's. NotFound when none is kept.
   absl::StatusOr<std::vector<KeptLog>> Read(const model::Job& job, int attempt,
                                             const std::string& replica);
-  // The records of deleted jobs (HistoryStore::ListRecords), each with its kept logs listed.
-  // FailedPrecondition without a store.
+  // The records of deleted jobs (HistoryStore::ListRecords), each with its kept logs listed: the
+  // store's, else those kept in MLflow runs. FailedPrecondition with neither.
   absl::StatusOr<std::vector<api::v1::JobHistory>> ListDeleted(const std::string& ns,
                                                                const std::string& name, int max,
                                                                bool* truncated);
-  // A deleted job's record, by namespace and uid (and name). NotFound when none is kept.
+  // A deleted job's record, by namespace and uid (and name): the store's, else an MLflow run's.
+  // NotFound when none is kept.
   absl::StatusOr<api::v1::JobHistory> DeletedRecord(const std::string& ns, const std::string& name,
                                                     const std::string& uid);
 
@@ -176,8 +178,5 @@ class LogKeeper final : public core::JobObserver {
   absl::Mutex reads_mu_;
   int reads_ ABSL_GUARDED_BY(reads_mu_) = 0;
 };
-
-// "ttl" when the job's ttlSecondsAfterFinished has run out at `now`, else "deleted".
-std::string DeletedBy(const model::Job& job, absl::Time now);
 
 }  // namespace coach::history

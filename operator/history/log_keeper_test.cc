@@ -1,5 +1,6 @@
 #include "operator/history/log_keeper.h"
 
+#include "absl/strings/match.h"
 #include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
 #include "integrations/s3/testing/fake_object_store.h"
@@ -41,7 +42,38 @@ class FakeMlflow : public MlflowLogSink {
     if (it == kept.end()) return absl::NotFoundError("no artifact");
     return it->second;
   }
+  absl::StatusOr<std::vector<std::string>> ReplicasOf(const model::Job&, int attempt) override {
+    std::vector<std::string> replicas;
+    const std::string prefix = KeptLogName(attempt, "");
+    for (const auto& [name, text] : kept) {
+      if (absl::StartsWith(name, prefix)) replicas.push_back(name.substr(prefix.size()));
+    }
+    return replicas;
+  }
+  void KeepRecord(api::v1::JobHistory record, bool read_logs) override {
+    records.push_back(std::move(record));
+    read_logs_asked.push_back(read_logs);
+  }
+  absl::StatusOr<std::vector<api::v1::JobHistory>> ListDeleted(const std::string& ns,
+                                                               const std::string&, int,
+                                                               bool* truncated) override {
+    *truncated = false;
+    std::vector<api::v1::JobHistory> out;
+    for (const auto& r : records) {
+      if (ns.empty() || r.job().metadata().namespace_() == ns) out.push_back(r);
+    }
+    return out;
+  }
+  absl::StatusOr<api::v1::JobHistory> DeletedRecord(const std::string&, const std::string&,
+                                                    const std::string& uid) override {
+    for (const auto& r : records) {
+      if (r.job().metadata().uid() == uid) return r;
+    }
+    return absl::NotFoundError("no run keeps it");
+  }
   std::map<std::string, std::string> kept;
+  std::vector<api::v1::JobHistory> records;
+  std::vector<bool> read_logs_asked;
 };
 
 class LogKeeperTest : public ::testing::Test {
@@ -85,7 +117,45 @@ TEST_F(LogKeeperTest, ATrackedJobsLogsGoToItsRunToo) {
   auto read = keeper.Read(Job(1), 0, "worker-0");
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ((*read)[0].source, "kept/mlflow");
-  EXPECT_TRUE(absl::IsFailedPrecondition(keeper.ListDeleted("", "", 10, nullptr).status()));
+  // Every replica: those the run lists.
+  auto all = keeper.Read(Job(1), 0, "");
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].replica, "worker-0");
+  EXPECT_TRUE(absl::IsNotFound(keeper.Read(Job(1), 1, "").status()));
+}
+
+// With MLflow and no store, the run keeps the deleted job's record: asked once, however the
+// deletion is seen, with the logs read for it only when nobody read them at the deletion.
+TEST_F(LogKeeperTest, WithoutAStoreATrackedJobsRecordGoesToItsRun) {
+  FakeMlflow mlflow;
+  LogKeeper keeper(Options(), &backend_, nullptr, &mlflow, &clock_, nullptr);
+  keeper.JobDeleting(Job(3));
+  keeper.JobGone(Job(3));
+  ASSERT_EQ(mlflow.records.size(), 1u);
+  EXPECT_FALSE(mlflow.read_logs_asked[0]);
+  EXPECT_EQ(mlflow.records[0].deleted_by(), "deleted");
+  EXPECT_EQ(reconcile::FromTimestamp(mlflow.records[0].deleted_time()), clock_.Now());
+  model::Job other = Job(0);
+  other.mutable_metadata()->set_uid("uid-2");
+  keeper.JobGone(other);
+  ASSERT_EQ(mlflow.records.size(), 2u);
+  EXPECT_TRUE(mlflow.read_logs_asked[1]);
+  bool truncated = true;
+  auto listed = keeper.ListDeleted("ns", "", 10, &truncated);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->size(), 2u);
+  auto record = keeper.DeletedRecord("ns", "ddp", "uid-2");
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(record->job().metadata().uid(), "uid-2");
+}
+
+TEST_F(LogKeeperTest, WithNeitherStoreNorMlflowNoHistoryIsKept) {
+  LogKeeper keeper(Options(), &backend_, nullptr, nullptr, &clock_, nullptr);
+  keeper.JobDeleting(Job(0));
+  bool truncated = false;
+  EXPECT_TRUE(absl::IsFailedPrecondition(keeper.ListDeleted("", "", 10, &truncated).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(keeper.DeletedRecord("ns", "ddp", "uid-1").status()));
 }
 
 TEST_F(LogKeeperTest, ADeletedJobLeavesItsRecordAndLastLogs) {

@@ -5,9 +5,11 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "api/v1/training_service.pb.h"
 #include "operator/model/reconcile_types.h"
 
 namespace coach::history {
@@ -30,6 +32,27 @@ class MlflowLogSink {
   // A kept artifact. NotFound when the run has none (or the job has no run).
   virtual absl::StatusOr<std::string> ReadLog(const model::Job& job, int attempt,
                                               const std::string& replica) = 0;
+  // The replicas whose log of `attempt` the job's run keeps, in order.
+  virtual absl::StatusOr<std::vector<std::string>> ReplicasOf(const model::Job& job,
+                                                              int attempt) = 0;
+
+  // The job (record.job()) is deleted: its run ends (KILLED, unless it has ended) and keeps the
+  // record, after the job's logs, as artifact coach/history.json with tags coach.deleted=true,
+  // coach.deleted_by and coach.deleted_time. `read_logs`: nobody read the job's pods' logs at
+  // its deletion (kubectl deleted it): whatever they still give is read for the run. Returns
+  // promptly.
+  virtual void KeepRecord(api::v1::JobHistory record, bool read_logs) = 0;
+  // The records kept in runs of the operator's tracking servers (the operator-wide one and those
+  // jobs named since it started), as HistoryStore::ListRecords: under `ns` (every namespace when
+  // empty), of jobs named `name` when set, newest deletion first, at most `max`.
+  virtual absl::StatusOr<std::vector<api::v1::JobHistory>> ListDeleted(const std::string& ns,
+                                                                       const std::string& name,
+                                                                       int max,
+                                                                       bool* truncated) = 0;
+  // One deleted job's record by namespace, name and uid. NotFound when no run keeps it.
+  virtual absl::StatusOr<api::v1::JobHistory> DeletedRecord(const std::string& ns,
+                                                            const std::string& name,
+                                                            const std::string& uid) = 0;
 };
 
 }  // namespace coach::history

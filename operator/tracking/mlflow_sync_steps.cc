@@ -15,6 +15,7 @@
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/mlflow_env.h"
 #include "operator/tracking/linked_runs.h"
+#include "operator/tracking/mlflow_sync_context.h"
 #include "operator/tracking/mlflow_tracker.h"
 #include "operator/trainer/runtime_lookup.h"
 
@@ -143,20 +144,6 @@ std::map<std::string, std::string> ConditionTags(const model::JobStatus& status)
   return tags;
 }
 
-struct MlflowTracker::SyncContext {
-  std::string uid;
-  std::string key;  // JobKey
-  std::string* op;  // the call under way, for the worker's count and log of a failure
-  // The job's entry as the attempt began; the steps update entry.progress, which Save stores.
-  Tracked entry;
-  reconcile::MlflowTarget target;
-  mlflow::TrackingClient* client = nullptr;
-  bool finished = false;  // Succeeded or Failed
-  bool ending = false;    // finished or deleted: the run is to end
-  // The run was there before this attempt: named by the job's annotation, or found by its tag.
-  bool found_existing = false;
-};
-
 void MlflowTracker::Save(const SyncContext& ctx) {
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(ctx.uid);
@@ -214,6 +201,7 @@ absl::Status MlflowTracker::Sync(const std::string& uid, std::string* op) {
   RETURN_IF_ERROR(UploadLogs(ctx));
   RETURN_IF_ERROR(LinkCodeRuns(ctx));
   RETURN_IF_ERROR(EndRun(ctx));
+  RETURN_IF_ERROR(RecordDeletion(ctx));
   ForgetEnded(ctx);
   return absl::OkStatus();
 }
@@ -421,7 +409,7 @@ absl::Status MlflowTracker::UploadLogs(SyncContext& ctx) {
   std::map<std::string, std::string> logs;
   if (ctx.entry.have_final_logs) {
     logs = ctx.entry.final_logs;
-  } else if (hooks_.read_logs && !ctx.entry.deleted) {
+  } else if (hooks_.read_logs && (!ctx.entry.deleted || ctx.entry.read_logs_when_deleted)) {
     absl::StatusOr<std::map<std::string, std::string>> read =
         hooks_.read_logs(ctx.entry.job, options_.max_log_bytes);
     if (read.ok()) {
@@ -429,6 +417,11 @@ absl::Status MlflowTracker::UploadLogs(SyncContext& ctx) {
     } else {
       spdlog::warn("mlflow: logs of {} not read: {}", ctx.key, read.status().ToString());
     }
+    // Deleted meanwhile: JobDeleting read the logs before the backend removed them, which this
+    // read may have come after.
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(ctx.uid);
+    if (it != jobs_.end() && it->second.have_final_logs) logs = it->second.final_logs;
   }
   *ctx.op = "upload_logs";
   const int attempt = ctx.entry.job.status().coach().attempt();
@@ -497,6 +490,10 @@ void MlflowTracker::ForgetEnded(const SyncContext& ctx) {
   if (!ctx.entry.progress.terminated) return;
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(ctx.uid);
+  // A record that arrived meanwhile waits for the sync it queued.
+  if (it != jobs_.end() && it->second.record.has_value() && !ctx.entry.progress.deletion_recorded) {
+    return;
+  }
   // A deletion that arrived meanwhile needs nothing more (the run has ended).
   if (it != jobs_.end()) {
     const bool deleted = it->second.deleted;

@@ -37,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "api/v1/training_service.pb.h"
 #include "common/clock.h"
 #include "common/version/version.h"
 #include "integrations/mlflow/tracking_client.h"
@@ -120,6 +121,14 @@ class MlflowTracker final : public core::JobObserver, public history::MlflowLogS
                 std::map<std::string, std::string> logs) override;
   absl::StatusOr<std::string> ReadLog(const model::Job& job, int attempt,
                                       const std::string& replica) override;
+  // mlflow_history.cc: a deleted job's record in its run, and the records found again.
+  absl::StatusOr<std::vector<std::string>> ReplicasOf(const model::Job& job, int attempt) override;
+  void KeepRecord(api::v1::JobHistory record, bool read_logs) override;
+  absl::StatusOr<std::vector<api::v1::JobHistory>> ListDeleted(const std::string& ns,
+                                                               const std::string& name, int max,
+                                                               bool* truncated) override;
+  absl::StatusOr<api::v1::JobHistory> DeletedRecord(const std::string& ns, const std::string& name,
+                                                    const std::string& uid) override;
 
   // Waits until no job has pending work, or `timeout`: false then (tests).
   bool WaitIdle(absl::Duration timeout);
@@ -153,6 +162,7 @@ class MlflowTracker final : public core::JobObserver, public history::MlflowLogS
     std::set<std::string> attempt_logs_uploaded;
     bool runs_linked = false;  // the code's runs were looked for once (the later looks: Relink)
     bool terminated = false;   // the run has ended with the job's outcome: nothing is left
+    bool deletion_recorded = false;  // the deleted job's record is in the run (RecordDeletion)
   };
 
   // A job in the table. Each part has one writer: the job's snapshots come from
@@ -165,6 +175,10 @@ class MlflowTracker final : public core::JobObserver, public history::MlflowLogS
     // KeepLogs's, "attempt-<n>/<replica>" -> text, until uploaded.
     std::map<std::string, std::string> attempt_logs;
     bool have_final_logs = false;
+    // KeepRecord's: the deleted job's record, and whether the logs are to be read for it
+    // (nobody read them at its deletion).
+    std::optional<api::v1::JobHistory> record;
+    bool read_logs_when_deleted = false;
     int64_t seen = 0;  // snapshots received
     SyncProgress progress;
     // Hold state (HoldStartUntil): when this process first held the job's replicas, and whether
@@ -229,12 +243,22 @@ class MlflowTracker final : public core::JobObserver, public history::MlflowLogS
   absl::Status LinkCodeRuns(SyncContext& ctx);
   // The run's final status, end time and coach.run_ended.
   absl::Status EndRun(SyncContext& ctx);
+  // A deleted job's record (KeepRecord) into its ended run, its kept logs listed, once no
+  // attempt's logs wait for upload (mlflow_history.cc).
+  absl::Status RecordDeletion(SyncContext& ctx);
   // A job whose run has ended leaves the table.
   void ForgetEnded(const SyncContext& ctx);
   // Saves ctx's progress, whole, into the table (when the job is still there).
   void Save(const SyncContext& ctx);
 
   absl::StatusOr<mlflow::TrackingClient*> ClientFor(const std::string& uri);
+  // Runs that keep a deleted job's record, on every tracking server known (mlflow_history.cc).
+  struct FoundRun {
+    mlflow::TrackingClient* client;
+    std::string run_id;
+  };
+  absl::StatusOr<std::vector<FoundRun>> FindRecordRuns(const std::string& filter, int max);
+  absl::StatusOr<api::v1::JobHistory> ReadRecord(const FoundRun& run);
   void Enqueue(const model::Job& job, bool deleted, std::map<std::string, std::string> logs,
                bool have_logs);
   void UpdateBacklog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -270,6 +294,12 @@ class MlflowTracker final : public core::JobObserver, public history::MlflowLogS
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
 };
+
+// A deleted job's record in its run (KeepRecord): the artifact, and the tags it is found by.
+inline constexpr char kRecordArtifact[] = "coach/history.json";
+inline constexpr char kDeletedTag[] = "coach.deleted";
+inline constexpr char kDeletedByTag[] = "coach.deleted_by";
+inline constexpr char kDeletedTimeTag[] = "coach.deleted_time";
 
 // Tags the operator sets beside those docs/mlflow.md lists. coach.run_ended=<status>: the
 // operator ended the run (a restart finds nothing left to do). coach.run_incomplete=true and its
