@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 #include "integrations/mlflow/metric_logger.h"
 #include "integrations/mlflow/rest_tracking_client.h"
 #include "launcher/attempt_runner.h"
+#include "launcher/checkpoint_relay.h"
 #include "launcher/gpu_discovery.h"
 #include "launcher/host_wait.h"
 #include "launcher/in_place_restarts.h"
@@ -90,6 +92,10 @@ every 2 s, and a report every 0.5 s while the launcher waits. It exits with the 
 code (143 after such a stop) when the operator says so, answers without a word on restarts, or
 says nothing within $COACH_IN_PLACE_WAIT seconds (default 60); on SIGTERM/SIGINT as always.
 COACH_ATTEMPT: 0..1000000, default 0. Without progress reports InPlace is warned about and off.
+With progress reports, each worker also gets COACH_CHECKPOINT_REQUEST_FILE: when the operator asks
+for a checkpoint, {"id":N,"deadline_unix_ms":D} is written there, SIGUSR1 goes to a worker whose
+pid is in FILE.armed (COACH_CHECKPOINT_SIGNAL=none: never; default SIGUSR1), and the workers'
+answers in FILE.done ({"id":N,"step":S} or {"id":N,"error":"..."}) go back to the operator.
 --wait-for-host HOST waits (up to --peer-timeout, default 300s) until every HOST resolves in
 DNS, then exits 0 without running anything; 1 when one does not in time, 2 on a bad HOST.
 --install DIR copies this executable to DIR/bin/coach-launch, its shared libraries to DIR/lib
@@ -233,6 +239,36 @@ void FinishMetrics(MetricsPipeline& p) {
                static_cast<long long>(p.tee->malformed_lines()));
 }
 
+// Checkpoint requests from the operator, passed on to the workers (checkpoint_relay.h); nullptr
+// when no directory can be made for them (training goes on without).
+std::unique_ptr<CheckpointRelay> StartCheckpointRelay(
+    const EnvMap& env, int workers, bool signal, ProgressReporter& reporter,
+    WorkerSignals& worker_signals, const std::function<void(const std::string&)>& log) {
+  absl::StatusOr<std::string> dir = MakeCheckpointDir(env);
+  if (!dir.ok()) {
+    log(absl::StrCat("coach-launch: checkpoint requests are not passed on to the workers: ",
+                     dir.status().message()));
+    return nullptr;
+  }
+  CheckpointRelayOptions options;
+  options.dir = *dir;
+  options.workers = workers;
+  options.signal = signal;
+  options.signal_worker = [&worker_signals](int local_rank, pid_t pid, int64_t id) {
+    worker_signals.Send(local_rank, pid, SIGUSR1, absl::StrCat("checkpoint request ", id));
+  };
+  options.report = [&reporter](const api::v1::CheckpointReport& report) {
+    reporter.SetCheckpointReport(report);
+  };
+  options.log = log;
+  auto relay = std::make_unique<CheckpointRelay>(std::move(options));
+  CheckpointRelay* r = relay.get();
+  reporter.SetCheckpointRequestCallback(
+      [r](const api::v1::CheckpointRequest& request) { r->OnRequest(request); });
+  relay->Start();
+  return relay;
+}
+
 // DNS-wait mode: see host_wait.h.
 int WaitForHostsMain(const std::vector<std::string>& args) {
   absl::StatusOr<HostWaitConfig> config = ParseHostWaitConfig(args);
@@ -300,6 +336,12 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "coach-launch: %s\n", std::string(restart.status().message()).c_str());
     return 2;
   }
+  absl::StatusOr<bool> checkpoint_signal = ParseCheckpointSignal(env);
+  if (!checkpoint_signal.ok()) {
+    std::fprintf(stderr, "coach-launch: %s\n",
+                 std::string(checkpoint_signal.status().message()).c_str());
+    return 2;
+  }
   if (config->wait_for_peers && !config->peers.empty()) {
     PeerWaitOptions wait;
     wait.timeout = config->peer_timeout;
@@ -335,10 +377,28 @@ int Main(int argc, char** argv) {
         "(COACH_PROGRESS_ADDRESS and the rest): the ranks do not restart in place\n",
         stderr);
   }
+  // The launcher's own lines go between the workers' lines, never inside one, and after what
+  // the workers wrote before them (an exit line after the worker's last lines).
+  auto log = [&out](const std::string& line) {
+    out.Sync(absl::Seconds(1));
+    out.Write(STDERR_FILENO, line + "\n");
+  };
+  WorkerSignals worker_signals;
+  // Write alone: the relay's thread may not Sync (output_forwarder.h).
+  std::unique_ptr<CheckpointRelay> checkpoints =
+      reporter != nullptr
+          ? StartCheckpointRelay(
+                env, config->nproc_per_node, *checkpoint_signal, *reporter, worker_signals,
+                [&out](const std::string& line) { out.Write(STDERR_FILENO, line + "\n"); })
+          : nullptr;
   std::vector<WorkerSpec> workers;
   for (int local = 0; local < config->nproc_per_node; ++local) {
     workers.push_back(WorkerSpec{GlobalRank(*config, local), local, config->program,
                                  WorkerEnv(*config, local, env)});
+    if (checkpoints != nullptr) {
+      workers.back().env[kCheckpointRequestFileEnv] =
+          CheckpointRequestFile(checkpoints->dir(), local);
+    }
     const std::string prefix = LogLinePrefix(*config, local);
     OutputForwarder::LineCallback on_line;
     if (metrics != nullptr) {
@@ -371,12 +431,9 @@ int Main(int argc, char** argv) {
   SupervisorOptions options;
   options.grace_period = config->grace_period;
   options.child_mask = &original_mask;
-  // The launcher's own lines go between the workers' lines, never inside one, and after what
-  // the workers wrote before them (an exit line after the worker's last lines).
-  options.log = [&out](const std::string& line) {
-    out.Sync(absl::Seconds(1));
-    out.Write(STDERR_FILENO, line + "\n");
-  };
+  options.log = log;
+  // Without requests to pass on, the supervisor has nothing to look at between signals.
+  if (checkpoints != nullptr) options.signals = &worker_signals;
   absl::StatusOr<int> code;
   if (in_place) {
     InPlaceRestartOptions restarts;
@@ -394,8 +451,15 @@ int Main(int argc, char** argv) {
       code = result.status();
     }
   }
+  if (checkpoints != nullptr) {
+    reporter->SetCheckpointRequestCallback(nullptr);
+    checkpoints->Stop();
+    // An answer the workers wrote as they ended still goes with the last report.
+    checkpoints->Poll();
+  }
   out.Finish(absl::Seconds(2));
   if (metrics != nullptr) FinishMetrics(*metrics);
+  if (checkpoints != nullptr) RemoveCheckpointDir(checkpoints->dir());
   if (!code.ok()) {
     std::fprintf(stderr, "coach-launch: %s\n", std::string(code.status().message()).c_str());
     return 1;

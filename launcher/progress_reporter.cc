@@ -117,25 +117,35 @@ void ProgressReporter::Start() {
   thread_ = std::thread([this] { Run(); });
 }
 
-bool ProgressReporter::WakeLocked() const { return stop_ || launch_changed_; }
+bool ProgressReporter::WakeLocked() const {
+  return stop_ || launch_changed_ || checkpoint_changed_;
+}
 
 void ProgressReporter::Run() {
   while (true) {
     // Not past the tracker's due time: the reports while waiting for the operator keep their
     // interval rather than the poll's multiple.
-    const absl::Duration wait =
-        std::clamp(tracker_.UntilDue(clock_->Monotonic()), absl::Milliseconds(1), config_.poll);
-    bool launch_changed;
+    const absl::Duration before = clock_->Monotonic();
+    absl::Duration until = tracker_.UntilDue(before);
+    bool launch_changed, checkpoint_due;
     {
       absl::MutexLock lock(&mu_);
+      // An answer that failed to go is due again sooner than a heartbeat.
+      if (checkpoint_version_ != checkpoint_answered_) {
+        until = std::min(until, checkpoint_retry_at_ - before);
+      }
+      const absl::Duration wait = std::clamp(until, absl::Milliseconds(1), config_.poll);
       mu_.AwaitWithTimeout(absl::Condition(this, &ProgressReporter::WakeLocked), wait);
       if (stop_) return;
       launch_changed = launch_changed_;
       launch_changed_ = false;
+      checkpoint_changed_ = false;
+      checkpoint_due = checkpoint_version_ != checkpoint_answered_ &&
+                       clock_->Monotonic() >= checkpoint_retry_at_;
     }
     const absl::Duration now = clock_->Monotonic();
     std::optional<ProgressSnapshot> due = tracker_.Due(now);
-    if (!due && launch_changed) due = tracker_.Current(now);
+    if (!due && (launch_changed || checkpoint_due)) due = tracker_.Current(now);
     if (!due) continue;
     // The intervals count from the try: a failing operator is not asked more often. What a
     // failed report carried is sent again (the operator takes a heartbeat for no progress).
@@ -169,7 +179,15 @@ void ProgressReporter::Finish(absl::Duration timeout) {
   // The last progress (the final step) reaches the operator even when it came within the
   // interval of the previous report.
   const absl::Duration now = clock_->Monotonic();
-  if (std::optional<ProgressSnapshot> last = tracker_.Unsent(now)) {
+  std::optional<ProgressSnapshot> last = tracker_.Unsent(now);
+  bool checkpoint_unanswered;
+  {
+    absl::MutexLock lock(&mu_);
+    checkpoint_unanswered = checkpoint_version_ != checkpoint_answered_;
+  }
+  // The pod's checkpoint answer too: the pod may be about to go.
+  if (!last && checkpoint_unanswered) last = tracker_.Current(now);
+  if (last) {
     tracker_.Sent(*last, now);
     SendOne(*last, std::min(timeout, config_.call_timeout));
   }
@@ -198,6 +216,19 @@ void ProgressReporter::SetLaunchAnswerCallback(LaunchAnswer callback) {
   on_launch_answer_ = std::move(callback);
 }
 
+void ProgressReporter::SetCheckpointReport(const api::v1::CheckpointReport& report) {
+  absl::MutexLock lock(&mu_);
+  checkpoint_ = report;
+  ++checkpoint_version_;
+  checkpoint_retry_at_ = absl::ZeroDuration();
+  checkpoint_changed_ = true;
+}
+
+void ProgressReporter::SetCheckpointRequestCallback(CheckpointRequestCallback callback) {
+  absl::MutexLock lock(&answer_mu_);
+  on_checkpoint_request_ = std::move(callback);
+}
+
 ProgressReporter::Outcome ProgressReporter::SendOne(const ProgressSnapshot& snapshot,
                                                     absl::Duration timeout) {
   // Read afresh each time: the kubelet replaces the token well before it expires.
@@ -222,9 +253,12 @@ ProgressReporter::Outcome ProgressReporter::SendOne(const ProgressSnapshot& snap
   request.set_steps_per_second(snapshot.steps_per_second);
   request.set_heartbeat(snapshot.heartbeat);
   std::optional<api::v1::LaunchState> launch;
+  uint64_t checkpoint_version;
   {
     absl::MutexLock lock(&mu_);
     launch = launch_;
+    if (checkpoint_) *request.mutable_checkpoint() = *checkpoint_;
+    checkpoint_version = checkpoint_version_;
   }
   if (launch) *request.mutable_launch() = *launch;
   // UNAVAILABLE is mostly an operator replica that does not lead, reached through a Service
@@ -243,10 +277,16 @@ ProgressReporter::Outcome ProgressReporter::SendOne(const ProgressSnapshot& snap
     if (answer.ok()) {
       ++stats_.sent;
       if (answer->accepted()) ++stats_.accepted;
+      checkpoint_answered_ = std::max(checkpoint_answered_, checkpoint_version);
     } else {
       ++stats_.failed;
       if (unimplemented) stats_.stopped = true;
+      checkpoint_retry_at_ = clock_->Monotonic() + config_.tracker.min_interval;
     }
+  }
+  if (answer.ok() && answer->has_checkpoint()) {
+    absl::MutexLock lock(&answer_mu_);
+    if (on_checkpoint_request_) on_checkpoint_request_(answer->checkpoint());
   }
   if (answer.ok()) {
     if (launch) {

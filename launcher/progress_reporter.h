@@ -27,6 +27,11 @@
 // the job's restart soon; while it waits for the operator's word a report goes every
 // `launch_wait_interval`. The operator's directive in each answer to such a report, dropped
 // answers included, goes to the launch answer callback.
+//
+// Checkpoint on notice (checkpoint_relay.h): the operator's checkpoint request in any answer,
+// dropped answers included, goes to the checkpoint request callback; the pod's answer
+// (SetCheckpointReport) goes in every report from then on, and one report goes at once (again
+// after `tracker.min_interval` when it fails, and at Finish when it never went).
 
 #include <atomic>
 #include <cstdint>
@@ -98,6 +103,7 @@ class ProgressReporter {
   // when the answer has one.
   using LaunchAnswer = std::function<void(
       const api::v1::LaunchState& sent, const std::optional<api::v1::LaunchDirective>& directive)>;
+  using CheckpointRequestCallback = std::function<void(const api::v1::CheckpointRequest& request)>;
 
   // From the environment: nullptr when COACH_PROGRESS_ADDRESS is unset. InvalidArgument naming
   // the variable when it is set but the others are missing.
@@ -123,6 +129,12 @@ class ProgressReporter {
   // must not block. Returns once no call of the previous callback is in progress, so that the
   // owner of a callback can unset it (nullptr) before it goes away.
   void SetLaunchAnswerCallback(LaunchAnswer callback);
+
+  // From now on every report carries `report`, and one goes at once. Thread-safe.
+  void SetCheckpointReport(const api::v1::CheckpointReport& report);
+  // Called on the reporter's thread with the checkpoint request of every answer that has one;
+  // must not block. Returns as SetLaunchAnswerCallback does.
+  void SetCheckpointRequestCallback(CheckpointRequestCallback callback);
 
   ProgressReporterStats stats() const;
 
@@ -150,10 +162,18 @@ class ProgressReporter {
   std::optional<api::v1::LaunchState> launch_ ABSL_GUARDED_BY(mu_);
   // A launch state not yet sent: the thread sends at once.
   bool launch_changed_ ABSL_GUARDED_BY(mu_) = false;
+  // The pod's newest checkpoint answer; its version (counts SetCheckpointReport), the version a
+  // report the operator answered carried, and when a failed one may go again (Monotonic).
+  std::optional<api::v1::CheckpointReport> checkpoint_ ABSL_GUARDED_BY(mu_);
+  uint64_t checkpoint_version_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t checkpoint_answered_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Duration checkpoint_retry_at_ ABSL_GUARDED_BY(mu_);
+  bool checkpoint_changed_ ABSL_GUARDED_BY(mu_) = false;  // wakes the thread
 
-  // Held while the callback runs (see SetLaunchAnswerCallback).
+  // Held while a callback runs (see SetLaunchAnswerCallback).
   absl::Mutex answer_mu_;
   LaunchAnswer on_launch_answer_ ABSL_GUARDED_BY(answer_mu_);
+  CheckpointRequestCallback on_checkpoint_request_ ABSL_GUARDED_BY(answer_mu_);
 };
 
 }  // namespace coach::launcher

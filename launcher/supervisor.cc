@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -193,7 +194,7 @@ class Run {
         ts.tv_nsec = ns % 1000000000;
         timeout = &ts;
       }
-    } else if (!stopping_ && options_.stop != nullptr) {
+    } else if (!stopping_ && (options_.stop != nullptr || options_.signals != nullptr)) {
       ts = absl::ToTimespec(std::max(options_.stop_poll, absl::Milliseconds(1)));
       timeout = &ts;
     }
@@ -204,6 +205,29 @@ class Run {
     if (sig > 0) OnSignal(sig);
     Reap();
     CheckStopRequest();
+    SendWorkerSignals();
+  }
+
+  // Here, on the thread that reaps: a worker in running_ is alive or a zombie, so its pid is
+  // still its own.
+  void SendWorkerSignals() {
+    if (options_.signals == nullptr) return;
+    for (const WorkerSignals::Pending& p : options_.signals->Take()) {
+      if (stopping_) continue;
+      const Running* target = nullptr;
+      for (const Running& r : running_) {
+        if (workers_[r.index].local_rank == p.local_rank && r.pid == p.pid) target = &r;
+      }
+      if (target == nullptr) {
+        Log(absl::StrCat("coach-launch: ", p.why, ": local rank ", p.local_rank,
+                         " does not run as pid ", p.pid, "; not signalled"));
+        continue;
+      }
+      kill(p.pid, p.signal);
+      Log(absl::StrCat("coach-launch: ", p.why, ": SIG", sigabbrev_np(p.signal), " to rank ",
+                       workers_[target->index].rank, " (local ", p.local_rank, ", pid ", p.pid,
+                       ")"));
+    }
   }
 
   void Reap() {
@@ -269,6 +293,16 @@ void StopRequest::Request(const std::string& why) {
 std::optional<std::string> StopRequest::Requested() const {
   absl::MutexLock lock(&mu_);
   return why_;
+}
+
+void WorkerSignals::Send(int local_rank, pid_t pid, int signal, std::string why) {
+  absl::MutexLock lock(&mu_);
+  pending_.push_back({local_rank, pid, signal, std::move(why)});
+}
+
+std::vector<WorkerSignals::Pending> WorkerSignals::Take() {
+  absl::MutexLock lock(&mu_);
+  return std::exchange(pending_, {});
 }
 
 absl::StatusOr<SupervisionResult> Supervise(const std::vector<WorkerSpec>& workers,

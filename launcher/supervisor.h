@@ -16,6 +16,10 @@
 //    launcher stop the others the same way (SIGTERM and SIGCONT, grace, SIGKILL).
 //  - A StopRequest made from another thread (an in-place restart of the whole job) stops every
 //    worker the same way; the exits that follow are no failure.
+//  - A signal asked for through WorkerSignals from another thread (a checkpoint request's
+//    SIGUSR1) goes to one worker's own process, not its group, and only while that worker runs
+//    as the process id given: never to a process the launcher did not start, nor to the pid of a
+//    worker that exited (it may be another process's by then). Not while the workers stop.
 //  - Exit code: the first failing worker's code; else 128+signal when the launcher itself
 //    was signalled; else 143 (SIGTERM's) when stopped on request; else 0.
 //  - One line per worker exit goes to `log`: rank, local rank, pid, code or signal, duration.
@@ -76,6 +80,25 @@ class StopRequest {
   std::optional<std::string> why_ ABSL_GUARDED_BY(mu_);
 };
 
+// Signals for single workers, asked for from other threads and sent by a running Supervise
+// (see the policy above) within its `stop_poll`; asked for between two Supervise calls, they
+// are looked at by the next one. Thread-safe.
+class WorkerSignals {
+ public:
+  struct Pending {
+    int local_rank = 0;
+    pid_t pid = 0;
+    int signal = 0;
+    std::string why;  // for the supervisor's line about it
+  };
+  void Send(int local_rank, pid_t pid, int signal, std::string why);
+  std::vector<Pending> Take();
+
+ private:
+  absl::Mutex mu_;
+  std::vector<Pending> pending_ ABSL_GUARDED_BY(mu_);
+};
+
 struct SupervisorOptions {
   absl::Duration grace_period = absl::Seconds(30);
   std::function<void(const std::string&)> log;  // default: a line on stderr
@@ -85,6 +108,8 @@ struct SupervisorOptions {
   // Not owned; may be null. Looked at every `stop_poll` while the workers run (a signal wait
   // cannot also wait for another thread), so it takes effect within that.
   const StopRequest* stop = nullptr;
+  // Not owned; may be null. Looked at like `stop`.
+  WorkerSignals* signals = nullptr;
   absl::Duration stop_poll = absl::Milliseconds(100);
 };
 

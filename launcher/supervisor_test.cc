@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/time/clock.h"
 #include "common/testing/test_dir.h"
 
 namespace coach::launcher {
@@ -231,6 +232,50 @@ TEST(SuperviseTest, AFailureBeforeTheStopRequestKeepsItsCode) {
   EXPECT_TRUE(none.result.stopped_on_request);
   EXPECT_TRUE(none.result.exits.empty());
   EXPECT_LT(none.took, absl::Seconds(2));
+}
+
+// A checkpoint request's SIGUSR1: to the worker process named, as long as it is that worker;
+// not to a child in its process group (it would die of it), nor to another local rank.
+TEST(SuperviseTest, AWorkerSignalReachesOnlyTheWorkerItNames) {
+  const std::string dir = TmpDir("worker-signal");
+  WorkerSignals signals;
+  std::thread sender([&signals, dir] {
+    const absl::Time give_up = absl::Now() + absl::Seconds(20);
+    while (access((dir + "/pids").c_str(), F_OK) != 0 && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    pid_t worker = 0, child = 0;
+    std::ifstream(dir + "/pids") >> worker >> child;
+    signals.Send(0, child, SIGUSR1, "checkpoint request 3");
+    signals.Send(1, worker, SIGUSR1, "checkpoint request 3");
+    signals.Send(0, worker, SIGUSR1, "checkpoint request 3");
+  });
+  SupervisorOptions options;
+  options.signals = &signals;
+  options.stop_poll = absl::Milliseconds(20);
+  std::vector<std::string> log;
+  options.log = [&log](const std::string& l) { log.push_back(l); };
+  auto result = coach::launcher::Supervise(
+      {Sh(0, "trap 'touch " + dir + "/got' USR1; sleep 30 & child=$!; echo $$ $child > " + dir +
+                 "/pids.tmp; mv " + dir + "/pids.tmp " + dir + "/pids; " + "while [ ! -e " + dir +
+                 "/got ]; do sleep 0.02; done; " +
+                 "kill -0 $child && kill $child && exit 0; exit 5"),
+       Sh(1, "sleep 0.5")},
+      options);
+  sender.join();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->exit_code, 0);
+  std::vector<std::string> lines;
+  for (const std::string& l : log) {
+    if (l.find("checkpoint request 3") != std::string::npos) lines.push_back(l);
+  }
+  ASSERT_EQ(lines.size(), 3u) << ::testing::PrintToString(log);
+  EXPECT_THAT(lines[0], ::testing::MatchesRegex("coach-launch: checkpoint request 3: local rank 0 "
+                                                "does not run as pid [0-9]+; not signalled"));
+  EXPECT_THAT(lines[1], ::testing::MatchesRegex("coach-launch: checkpoint request 3: local rank 1 "
+                                                "does not run as pid [0-9]+; not signalled"));
+  EXPECT_THAT(lines[2], ::testing::MatchesRegex("coach-launch: checkpoint request 3: SIGUSR1 to "
+                                                "rank 0 \\(local 0, pid [0-9]+\\)"));
 }
 
 TEST(SuperviseTest, RejectsEmptyInput) {

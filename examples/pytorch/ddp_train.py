@@ -17,11 +17,15 @@ Output (stdout, one line each, `key=value` fields separated by single spaces):
   coach-metric name=<name> value=<float> step=<epoch>          per epoch, global rank 0 only; the
       values are already all-reduced over every rank. Names: train_loss, test_loss, test_accuracy,
       epoch_seconds.
-  coach-checkpoint resumed_from_epoch=<epoch> dir=<DIR>          global rank 0, once at the start,
-      with --checkpoint-dir when DIR/checkpoint.pt was loaded; <epoch> is the last completed epoch
-      it holds (numbered as the coach-metric step values), training goes on at the next one.
+  coach-checkpoint resumed_from_epoch=<epoch> [batch=<k>] dir=<DIR>   global rank 0, once at the
+      start, with --checkpoint-dir when DIR/checkpoint.pt was loaded; <epoch> is the last completed
+      epoch it holds (numbered as the coach-metric step values), training goes on at the next one
+      (after its first <k> batches, for a checkpoint saved on notice in the middle of an epoch).
   coach-checkpoint saved epoch=<epoch>                           global rank 0, with
       --checkpoint-dir, after each epoch's checkpoint is on disk.
+  coach-checkpoint saved_on_notice request=<id> step=<s> epoch=<e> batch=<k>   global rank 0, when
+      a checkpoint asked for by coach (below) is on disk: after optimizer step <s> (counted from
+      the start of training), batch <k> of epoch <e>.
   coach-result rank=<r> world_size=<n> local_rank=<l> epochs=<e> loss=<test loss> accuracy=<test acc>
       params_checksum=<16 hex digits> seconds=<wall> status=<ok|below_target|checksum_mismatch>
       resumed_from=<epoch or -1> attempt=<a> device=<cpu|cuda:N> backend=<gloo|nccl>
@@ -47,6 +51,17 @@ checkpoint that fails to load is never skipped: the program says why on stderr a
 (remove DIR to train from the start). A finished run's checkpoint makes the next run with the same
 DIR and --epochs only evaluate it.
 
+Checkpoint on notice (docs/recovery.md, "Checkpoint on notice: the training code's side"): under
+coach-launch with progress reports, $COACH_CHECKPOINT_REQUEST_FILE names each process's request
+file. The program installs a SIGUSR1 handler and opts in to the signal (FILE.armed: its pid); at
+every step boundary (--notice-every) the ranks agree with one all_reduce(MAX) over [the id of a
+request each has seen (on SIGUSR1, or reading the file at most every second), the step it is at],
+so every rank acts on the same request at the same step: global rank 0 saves the checkpoint
+above (mid-epoch: the batches done in the epoch are saved with it, and a resumed run skips them),
+every rank waits at a barrier, then each writes its answer FILE.done, {"id":N,"step":S}; without
+--checkpoint-dir, {"id":N,"error":"..."}. A request past its deadline is not acted on. Without the
+variable, on some rank or all, none of this happens (one all_reduce at the start says so).
+
 Devices (--device [COACH_DEVICE]): cpu (the default) trains on the CPU over gloo; cuda trains on GPU
 LOCAL_RANK (modulo the GPUs this process sees: with CUDA_VISIBLE_DEVICES naming one GPU per process,
 that one) over NCCL, and exits 64 where no GPU is visible.
@@ -66,6 +81,8 @@ Test knobs (flags, or the environment variables in brackets):
   --sleep-seconds S [COACH_SLEEP_SECONDS]      sleep S seconds before joining the group (deadline
                                                and suspend tests)
   --target-accuracy A [COACH_TARGET_ACCURACY]  default 0.95
+  --notice-every N                             look for a checkpoint request every N steps
+                                               (default 1)
 """
 
 import argparse
@@ -73,7 +90,9 @@ import contextlib
 import datetime
 import hashlib
 import inspect
+import json
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -99,6 +118,10 @@ CHECKPOINT_NAME = "checkpoint.pt"
 CHECKPOINT_TMP_PREFIX = ".checkpoint.pt."  # + random + ".tmp": a save in progress, or a killed one
 CHECKPOINT_FORMAT = 1
 CHECKPOINT_KEYS = ("format", "epoch", "world_size", "model", "optimizer", "rng")
+
+CHECKPOINT_REQUEST_ENV = "COACH_CHECKPOINT_REQUEST_FILE"
+NOTICE_FILE_LIMIT = 4096  # bytes: coach-launch's request is far smaller
+NOTICE_LOOK_SECONDS = 1.0  # without a signal, the request file is read this often
 
 
 def emit(line):
@@ -155,7 +178,11 @@ def parse_args():
     p.add_argument("--epoch-seconds", type=float,
                    default=env_default("COACH_EPOCH_SECONDS", 0.0, float),
                    help="each epoch takes at least this long (sleeps the rest)")
+    p.add_argument("--notice-every", type=int, default=1,
+                   help="look for coach's checkpoint request every N optimizer steps")
     args = p.parse_args()
+    if args.notice_every < 1:
+        die("--notice-every must be >= 1")
     if args.device not in DEVICES:  # a default from COACH_DEVICE bypasses choices
         die(f"--device {args.device!r}: want one of {', '.join(DEVICES)}")
     if args.epochs < 1:
@@ -259,7 +286,10 @@ def load_checkpoint(directory):
             raise ValueError("no " + ", ".join(missing))
         if ckpt["format"] != CHECKPOINT_FORMAT:
             raise ValueError(f"format {ckpt['format']!r}, this program reads {CHECKPOINT_FORMAT}")
-        if not isinstance(ckpt["epoch"], int) or ckpt["epoch"] < 1:
+        batches = ckpt.setdefault("batches_done", 0)  # saved on notice, mid-epoch
+        if not isinstance(batches, int) or batches < 0:
+            raise ValueError(f"batches_done {batches!r}")
+        if not isinstance(ckpt["epoch"], int) or ckpt["epoch"] < (0 if batches else 1):
             raise ValueError(f"epoch {ckpt['epoch']!r}")
     except Exception as e:  # unpickling a damaged file raises about anything
         die(f"cannot load the checkpoint {path}: {type(e).__name__}: {e} "
@@ -294,17 +324,109 @@ def save_checkpoint(directory, state):
                 os.unlink(tmp)
 
 
-def check_same_checkpoint(resumed, world, directory, device):
-    """Every rank must resume from the same epoch, or their collectives would not pair up; exits
-    64 on every rank when they did not (DIR is not one directory shared by all replicas)."""
-    mine = torch.tensor([resumed], dtype=torch.int64, device=device)
+def check_same_checkpoint(resumed, batches, world, directory, device):
+    """Every rank must resume from the same epoch and batch, or their collectives would not pair
+    up; exits 64 on every rank when they did not (DIR is not one directory shared by all
+    replicas)."""
+    mine = torch.tensor([resumed, batches], dtype=torch.int64, device=device)
     everyone = [torch.zeros_like(mine) for _ in range(world)]
     dist.all_gather(everyone, mine)
-    epochs_by_rank = [int(t.item()) for t in everyone]
-    if len(set(epochs_by_rank)) != 1:
+    by_rank = [f"{int(t[0].item())}" + (f"+{int(t[1].item())}" if t[1].item() else "")
+               for t in everyone]
+    if len(set(by_rank)) != 1:
         abort(f"the ranks loaded checkpoints of different epochs from {directory} (by rank, -1 "
-              f"for none: {' '.join(map(str, epochs_by_rank))}): --checkpoint-dir must be one "
+              f"for none, +batches: {' '.join(by_rank)}): --checkpoint-dir must be one "
               f"directory shared by every replica")
+
+
+def write_small_file(path, text):
+    """text to path atomically: a temporary file beside it, renamed over it."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class CheckpointNotice:
+    """This process's side of coach's checkpoint on notice (see the module's docstring): nothing
+    at all without $COACH_CHECKPOINT_REQUEST_FILE."""
+
+    def __init__(self):
+        self.path = os.environ.get(CHECKPOINT_REQUEST_ENV) or None
+        self.answered = 0  # the highest request id acted on
+        self._signalled = False
+        self._next_look = 0.0
+        if self.path is None:
+            return
+        # The handler first, then the opt-in: coach-launch signals only a process that wrote its
+        # own pid, and SIGUSR1's default action would end this one.
+        signal.signal(signal.SIGUSR1, self._on_signal)
+        signal.siginterrupt(signal.SIGUSR1, False)  # a read or a collective in progress goes on
+        try:
+            write_small_file(self.path + ".armed", f"{os.getpid()}\n")
+        except OSError as e:
+            print(f"ddp_train: no SIGUSR1 for checkpoint requests (the file is still read): {e}",
+                  file=sys.stderr, flush=True)
+
+    def _on_signal(self, signum, frame):
+        self._signalled = True
+
+    def seen(self):
+        """The id of a request above those acted on whose deadline has not passed, else 0. Reads
+        the file on SIGUSR1, and otherwise at most every NOTICE_LOOK_SECONDS (signals off, or a
+        request written before this process opted in)."""
+        if self.path is None:
+            return 0
+        now = time.monotonic()
+        if not self._signalled and now < self._next_look:
+            return 0
+        self._signalled = False
+        self._next_look = now + NOTICE_LOOK_SECONDS
+        try:
+            with open(self.path, "rb") as f:
+                raw = f.read(NOTICE_FILE_LIMIT + 1)
+            request = json.loads(raw) if len(raw) <= NOTICE_FILE_LIMIT else None
+        except (OSError, ValueError):
+            return 0  # none yet
+        if not isinstance(request, dict):
+            return 0
+        rid, deadline = request.get("id"), request.get("deadline_unix_ms")
+        if type(rid) is not int or type(deadline) is not int:  # bool is an int too
+            return 0
+        if rid <= self.answered or deadline <= time.time() * 1000:
+            return 0
+        return rid
+
+    def answer(self, rid, step=None, error=None):
+        """Request rid acted on: FILE.done says the step saved at, or why nothing was saved."""
+        self.answered = max(self.answered, rid)
+        body = {"id": rid, "error": error} if error is not None else {"id": rid, "step": step}
+        try:
+            write_small_file(self.path + ".done", json.dumps(body) + "\n")
+        except OSError as e:
+            print(f"ddp_train: cannot answer checkpoint request {rid}: {e}", file=sys.stderr,
+                  flush=True)
+
+
+def notices_on_every_rank(notice, rank, device):
+    """Whether every rank has a request file. Acting on requests takes a collective per step
+    boundary, so either every rank takes part or none does."""
+    t = torch.tensor([1 if notice.path else 0], dtype=torch.int64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MIN)
+    on = bool(t.item())
+    if notice.path and not on:
+        print(f"ddp_train: rank {rank}: checkpoint requests are not acted on: some rank has no "
+              f"${CHECKPOINT_REQUEST_ENV}", file=sys.stderr, flush=True)
+    return on
+
+
+def agree_on_notice(notice, step, device):
+    """(request id, step) every rank acts on: one all_reduce(MAX) over [the id of the request each
+    rank has seen or 0, the step it is at]. Whichever rank saw a request first, all of them save
+    at the same step; DDP keeps them in step, so that step is this boundary's."""
+    t = torch.tensor([notice.seen(), step], dtype=torch.int64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return int(t[0].item()), int(t[1].item())
 
 
 def rebuild_ddp_buckets(model, opt, x):
@@ -330,9 +452,28 @@ def training_device(choice, local_rank):
     return device, "nccl"
 
 
+def save_on_notice(args, notice, request, step, epoch, batch, rank, world, model, opt):
+    """Every rank, at the step the ranks agreed on (DDP keeps them in step: this one; a program
+    whose ranks drift would train on to it first): global rank 0 saves the checkpoint (the epochs
+    done and this epoch's batches), all wait until it is on disk, each answers coach-launch."""
+    if not args.checkpoint_dir:
+        notice.answer(request, error="no --checkpoint-dir: nothing saved")
+        return
+    if rank == 0:
+        save_checkpoint(args.checkpoint_dir, {
+            "format": CHECKPOINT_FORMAT, "epoch": epoch - 1, "batches_done": batch,
+            "world_size": world, "model": model.module.state_dict(),
+            "optimizer": opt.state_dict(), "rng": torch.get_rng_state()})
+        emit(f"coach-checkpoint saved_on_notice request={request} step={step} epoch={epoch} "
+             f"batch={batch}")
+    dist.barrier()  # an answer says the checkpoint is durable
+    notice.answer(request, step=step)
+
+
 def main():
     args = parse_args()
     rank, world, local_rank = distributed_env()
+    notice = CheckpointNotice()  # the SIGUSR1 handler before anything that takes time
     device, backend = training_device(args.device, local_rank)
     attempt = env_default("TORCHELASTIC_RESTART_COUNT", 0, int)
     torch.set_num_threads(1)
@@ -349,6 +490,7 @@ def main():
             prepare_checkpoint_dir(args.checkpoint_dir)
         ckpt = load_checkpoint(args.checkpoint_dir)
     resumed = ckpt["epoch"] if ckpt is not None else -1
+    resumed_batches = ckpt["batches_done"] if ckpt is not None else 0
 
     dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=args.timeout_seconds))
@@ -360,13 +502,15 @@ def main():
           f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']} over {backend}{on}", flush=True)
 
     if args.checkpoint_dir:
-        check_same_checkpoint(resumed, world, args.checkpoint_dir, device)
+        check_same_checkpoint(resumed, resumed_batches, world, args.checkpoint_dir, device)
         if ckpt is not None and rank == 0:
             if ckpt["world_size"] != world:
                 print(f"ddp_train: the checkpoint was saved with world size {ckpt['world_size']}, "
                       f"this run has {world}: the data is sharded differently from here on",
                       file=sys.stderr, flush=True)
-            emit(f"coach-checkpoint resumed_from_epoch={resumed} dir={args.checkpoint_dir}")
+            at_batch = f" batch={resumed_batches}" if resumed_batches else ""
+            emit(f"coach-checkpoint resumed_from_epoch={resumed}{at_batch} "
+                 f"dir={args.checkpoint_dir}")
 
     train_set, x_test, y_test = make_data(args.train_samples, args.test_samples)
     x_test, y_test = x_test.to(device), y_test.to(device)
@@ -392,8 +536,10 @@ def main():
         ckpt = None  # its state lives in the model and the optimizer from here on
         rebuild_ddp_buckets(model, opt, x_test[:args.batch_size])
 
+    notices = notices_on_every_rank(notice, rank, device)
     test_loss = accuracy = float("nan")
     first_epoch = max(resumed, 0) + 1
+    step = max(resumed, 0) * len(loader) + resumed_batches  # optimizer steps since the start
     if first_epoch > args.epochs:  # a finished run's checkpoint: nothing left but to evaluate it
         test_loss, accuracy = evaluate(model, x_test, y_test)
     for epoch in range(first_epoch, args.epochs + 1):
@@ -401,7 +547,12 @@ def main():
         sampler.set_epoch(epoch)
         model.train()
         loss_sum = torch.zeros(2, dtype=torch.float64, device=device)  # sum of losses, samples
-        for xb, yb in loader:
+        # A checkpoint saved on notice mid-epoch holds the epoch's first batches: the same order
+        # (set_epoch) goes on after them.
+        skip = resumed_batches if epoch == first_epoch else 0
+        for batch, (xb, yb) in enumerate(loader, start=1):
+            if batch <= skip:
+                continue
             xb, yb = xb.to(device), yb.to(device)
             opt.zero_grad()
             loss = F.cross_entropy(model(xb), yb)
@@ -409,6 +560,12 @@ def main():
             opt.step()
             loss_sum += torch.tensor([loss.item() * len(yb), len(yb)], dtype=torch.float64,
                                      device=device)
+            step += 1
+            if notices and step % args.notice_every == 0:
+                request, at = agree_on_notice(notice, step, device)
+                if request > notice.answered:
+                    save_on_notice(args, notice, request, at, epoch, batch, rank, world, model,
+                                   opt)
         dist.all_reduce(loss_sum)
         test_loss, accuracy = evaluate(model, x_test, y_test)
         if args.epoch_seconds > 0:

@@ -228,6 +228,157 @@ TEST_F(ProgressIntakeTest, TheOperatorWithoutReviewRightsIsUnavailableNeverAllow
   EXPECT_TRUE(auth.Authenticate(&token).ok());
 }
 
+api::v1::CheckpointReport Answered(int64_t id, bool saved, int64_t step,
+                                   const std::string& message = "") {
+  api::v1::CheckpointReport r;
+  r.set_request_id(id);
+  r.set_saved(saved);
+  r.set_step(step);
+  r.set_message(message);
+  return r;
+}
+
+TEST_F(ProgressIntakeTest, APodOfAJobGetsItsCheckpointRequestAndItsAnswerIsKept) {
+  PodTokenAuth auth(&reviewer_, Options());
+  CheckpointBookOptions book_options;
+  book_options.clock = &clock_;
+  CheckpointBook book(book_options);
+  ProgressIntake intake(&auth, &receiver_, &book);
+  const std::string token = PodToken("team-a", "ddp-worker-0", "uid-w0");
+  receiver_.answer = backend::ProgressReceipt{true, std::nullopt, "job-uid-1"};
+  // No request yet: nothing in the answer.
+  absl::StatusOr<api::v1::ReportProgressResponse> answer =
+      intake.Report(&token, Request("team-a", "ddp-worker-0"));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_FALSE(answer->has_checkpoint());
+
+  absl::StatusOr<int64_t> id = book.RequestCheckpoint("job-uid-1", absl::Seconds(90));
+  ASSERT_TRUE(id.ok()) << id.status();
+  // A dropped report's answer carries it too, and a job that does not restart in place gets it.
+  receiver_.answer = backend::ProgressReceipt{false, std::nullopt, "job-uid-1"};
+  answer = intake.Report(&token, Request("team-a", "ddp-worker-0"));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_FALSE(answer->accepted());
+  EXPECT_FALSE(answer->has_launch());
+  ASSERT_TRUE(answer->has_checkpoint());
+  EXPECT_EQ(answer->checkpoint().id(), *id);
+  EXPECT_EQ(absl::FromUnixSeconds(answer->checkpoint().deadline().seconds()) +
+                absl::Nanoseconds(answer->checkpoint().deadline().nanos()),
+            clock_.Now() + absl::Seconds(90));
+
+  // The pod answers (in a dropped report): kept under the token's pod, not the request's words.
+  api::v1::ReportProgressRequest saved = Request("team-a", "ddp-worker-0");
+  *saved.mutable_checkpoint() = Answered(*id, true, 412);
+  ASSERT_TRUE(intake.Report(&token, saved).ok());
+  absl::StatusOr<backend::CheckpointState> state = book.GetCheckpointState("job-uid-1", *id);
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_EQ(state->answers.size(), 1u);
+  EXPECT_TRUE(state->answers.at("ddp-worker-0").saved);
+  EXPECT_EQ(state->answers.at("ddp-worker-0").step, 412);
+
+  // A receiver that does not name the pod's job: no request, the answer is not kept.
+  receiver_.answer = backend::ProgressReceipt{true, std::nullopt, ""};
+  const std::string other = PodToken("team-a", "ddp-worker-1", "uid-w1");
+  api::v1::ReportProgressRequest unknown = Request("team-a", "ddp-worker-1");
+  *unknown.mutable_checkpoint() = Answered(*id, true, 412);
+  answer = intake.Report(&other, unknown);
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_FALSE(answer->has_checkpoint());
+  EXPECT_EQ(book.GetCheckpointState("job-uid-1", *id)->answers.size(), 1u);
+
+  // An intake without a book: as before.
+  ProgressIntake plain(&auth, &receiver_);
+  receiver_.answer = backend::ProgressReceipt{true, std::nullopt, "job-uid-1"};
+  answer = plain.Report(&token, saved);
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_FALSE(answer->has_checkpoint());
+}
+
+TEST_F(ProgressIntakeTest, ABadCheckpointAnswerIsRefusedNamingItsFields) {
+  PodTokenAuth auth(&reviewer_, Options());
+  CheckpointBook book;
+  ProgressIntake intake(&auth, &receiver_, &book);
+  const std::string token = PodToken("team-a", "ddp-worker-0", "uid-w0");
+  api::v1::ReportProgressRequest bad = Request("team-a", "ddp-worker-0");
+  *bad.mutable_checkpoint() = Answered(0, false, -1, std::string(257, 'x'));
+  absl::Status s = intake.Report(&token, bad).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  for (const char* part :
+       {"checkpoint.request_id: must be >= 1, got 0", "checkpoint.step: must be >= 0, got -1",
+        "checkpoint.message: at most 256 bytes, got 257"}) {
+    EXPECT_NE(s.message().find(part), std::string::npos) << s;
+  }
+  *bad.mutable_checkpoint() = Answered(3, false, 0, "no\nnewlines\n");
+  s = intake.Report(&token, bad).status();
+  EXPECT_NE(s.message().find("checkpoint.message: must be printable ASCII"), std::string::npos)
+      << s;
+  EXPECT_TRUE(receiver_.reports.empty());
+  // The longest message passes.
+  EXPECT_TRUE(ValidateCheckpointReport(Answered(3, false, 0, std::string(256, 'x'))).ok());
+}
+
+TEST(CheckpointBookTest, IdsIncreasePerJobAlsoAcrossForgettingAndARestartedOperator) {
+  FakeClock clock;
+  CheckpointBookOptions options;
+  options.clock = &clock;
+  CheckpointBook book(options);
+  const int64_t now_ms = absl::ToUnixMillis(clock.Now());
+  EXPECT_EQ(*book.RequestCheckpoint("a", absl::Seconds(30)), now_ms);
+  // Within the same millisecond: one more; another job counts on its own.
+  EXPECT_EQ(*book.RequestCheckpoint("a", absl::Seconds(30)), now_ms + 1);
+  EXPECT_EQ(*book.RequestCheckpoint("b", absl::Seconds(30)), now_ms);
+  // A new request replaces the older one and its answers.
+  book.Answer("a", "p0", Answered(now_ms + 1, true, 7));
+  clock.Advance(absl::Seconds(1));
+  const int64_t third = *book.RequestCheckpoint("a", absl::Seconds(30));
+  EXPECT_EQ(third, now_ms + 1000);
+  EXPECT_TRUE(absl::IsNotFound(book.GetCheckpointState("a", now_ms + 1).status()));
+  EXPECT_TRUE(book.GetCheckpointState("a", third)->answers.empty());
+  // Forgotten, then asked again (or asked by a new operator process): still above.
+  book.ForgetCheckpoints("a");
+  book.ForgetCheckpoints("a");
+  EXPECT_FALSE(book.Standing("a").has_value());
+  clock.Advance(absl::Milliseconds(1));
+  CheckpointBook restarted(options);
+  EXPECT_GT(*restarted.RequestCheckpoint("a", absl::Seconds(30)), third);
+  EXPECT_GT(*book.RequestCheckpoint("a", absl::Seconds(30)), third);
+
+  EXPECT_TRUE(absl::IsInvalidArgument(book.RequestCheckpoint("", absl::Seconds(1)).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(book.RequestCheckpoint("a", absl::ZeroDuration()).status()));
+  EXPECT_TRUE(absl::IsNotFound(book.GetCheckpointState("nobody", 1).status()));
+}
+
+TEST(CheckpointBookTest, KeepsAnswersToTheStandingRequestOnlyWithinItsBounds) {
+  FakeClock clock;
+  CheckpointBookOptions options;
+  options.clock = &clock;
+  options.max_jobs = 2;
+  options.max_pods_per_job = 2;
+  CheckpointBook book(options);
+  book.Answer("a", "p0", Answered(1, true, 5));  // no request: ignored
+  const int64_t id = *book.RequestCheckpoint("a", absl::Minutes(2));
+  book.Answer("a", "p0", Answered(id - 1, true, 5));  // an earlier request's: ignored
+  book.Answer("a", "p0", Answered(id, false, 0, "rank 1: disk full"));
+  book.Answer("a", "p1", Answered(id, true, 9));
+  book.Answer("a", "p2", Answered(id, true, 9));  // a third pod: beyond the bound
+  book.Answer("a", "p0", Answered(id, true, 9));  // a pod that answers again: replaced
+  backend::CheckpointState state = *book.GetCheckpointState("a", id);
+  EXPECT_EQ(state.id, id);
+  EXPECT_EQ(state.deadline, clock.Now() + absl::Minutes(2));
+  ASSERT_EQ(state.answers.size(), 2u);
+  EXPECT_TRUE(state.answers.at("p0").saved);
+  EXPECT_EQ(state.answers.at("p0").step, 9);
+  EXPECT_EQ(state.answers.at("p1").step, 9);
+  // Requests of at most max_jobs jobs; a job that has one may ask again.
+  ASSERT_TRUE(book.RequestCheckpoint("b", absl::Minutes(2)).ok());
+  absl::Status full = book.RequestCheckpoint("c", absl::Minutes(2)).status();
+  EXPECT_TRUE(absl::IsResourceExhausted(full)) << full;
+  EXPECT_TRUE(book.RequestCheckpoint("a", absl::Minutes(2)).ok());
+  book.ForgetCheckpoints("b");
+  EXPECT_TRUE(book.RequestCheckpoint("c", absl::Minutes(2)).ok());
+  EXPECT_EQ(book.jobs(), 2u);
+}
+
 TEST(ProgressTokenTest, OnlyATokenForCoachAloneIsAProgressToken) {
   EXPECT_TRUE(IsProgressToken(MakeJwt(R"({"aud":"coach"})")));
   EXPECT_TRUE(IsProgressToken(MakeJwt(R"({"aud":["coach"],"exp":1})")));

@@ -1,0 +1,1 @@
+../../tools/torch_env.sh
