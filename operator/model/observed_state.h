@@ -65,6 +65,12 @@ struct ObservedPod {
   // `deleting`. A pod still there `lost_node_grace` after this on a lost node is
   // force-deleted.
   absl::Time deletion_requested = absl::InfinitePast();
+  // The pod still runs but is about to go, in words: its deletion ("deleted: 30s of grace"), its
+  // eviction ("evicted: ..."), or its node's removal ("Karpenter is disrupting node x", kube
+  // backend: node_health.h); "" when nothing says so. What a rank can still save goes before
+  // notice_deadline: the end of the deletion's grace period, InfiniteFuture when not known.
+  std::string notice;
+  absl::Time notice_deadline = absl::InfiniteFuture();
   // A process of the replica is stopped by a signal (SIGSTOP, SIGTSTP): it makes no progress
   // until continued.
   bool stopped = false;

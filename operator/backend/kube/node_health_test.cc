@@ -91,5 +91,38 @@ TEST(NodeHealthTest, RemembersABoundedNumberOfDeletedNodes) {
   EXPECT_EQ(h.node_count(), 0u);
 }
 
+// A node about to go says so by its remover's taint, which survives the trim; a notice coming
+// or going is a change (the jobs on the node are reconciled).
+TEST(NodeHealthTest, ADisruptionTaintIsTheNodesNotice) {
+  json disrupted = Node("spot-1", "True");
+  disrupted["spec"]["taints"] =
+      json::array({{{"key", "example.com/gpu"}, {"effect", "NoSchedule"}},
+                   {{"key", "karpenter.sh/disrupted"}, {"effect", "NoSchedule"}}});
+  disrupted["spec"]["unschedulable"] = true;
+  EXPECT_EQ(NodeDisruptionNotice(disrupted), "Karpenter is disrupting node spot-1");
+  EXPECT_EQ(NodeDisruptionNotice(TrimNode(disrupted)), "Karpenter is disrupting node spot-1");
+  EXPECT_EQ(TrimNode(disrupted)["spec"]["taints"].size(), 1u);
+  json scaled = Node("b", "True");
+  scaled["spec"]["taints"] = json::array({{{"key", "ToBeDeletedByClusterAutoscaler"}}});
+  EXPECT_EQ(NodeDisruptionNotice(scaled), "the cluster autoscaler is removing node b");
+  json cordoned = Node("c", "True");
+  cordoned["spec"]["unschedulable"] = true;
+  EXPECT_EQ(NodeDisruptionNotice(cordoned), "");
+  EXPECT_FALSE(TrimNode(cordoned).contains("spec"));
+
+  NodeHealth h;
+  EXPECT_EQ(h.Replace({Node("spot-1", "True"), cordoned}), Names{});
+  EXPECT_EQ(h.OnNode(disrupted, false), Names{"spot-1"});
+  EXPECT_EQ(h.Notice("spot-1"), "Karpenter is disrupting node spot-1");
+  EXPECT_FALSE(h.Lost("spot-1"));
+  EXPECT_EQ(h.OnNode(disrupted, false), Names{});
+  EXPECT_EQ(h.Replace({Node("spot-1", "True"), cordoned}), Names{"spot-1"});
+  EXPECT_EQ(h.Notice("spot-1"), "");
+  EXPECT_EQ(h.Replace({disrupted, cordoned}), Names{"spot-1"});
+  EXPECT_EQ(h.OnNode(disrupted, true), Names{"spot-1"});  // lost, and no notice any more
+  EXPECT_EQ(h.Notice("spot-1"), "");
+  EXPECT_TRUE(h.Lost("spot-1"));
+}
+
 }  // namespace
 }  // namespace coach::backend::kube

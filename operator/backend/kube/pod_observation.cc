@@ -208,7 +208,22 @@ model::ObservedPod ToObservedPod(const model::Job& job, const json& pod,
   if (p.message.empty()) p.message = reason;
   p.disruption = PodDisruption(pod);
   p.deletion_requested = DeletionRequested(pod);
+  SetPodNotice(pod, &p);
   return p;
+}
+
+void SetPodNotice(const json& pod, model::ObservedPod* observed) {
+  if (observed->phase != model::PodPhase::kRunning) return;
+  const json& meta = Field(pod, "metadata");
+  const absl::Time ends = ParseTime(StringField(meta, "deletionTimestamp"));
+  if (ends != absl::InfinitePast()) {
+    const json& grace = Field(meta, "deletionGracePeriodSeconds");
+    const int64_t seconds = grace.is_number_integer() ? grace.get<int64_t>() : 0;
+    observed->notice = absl::StrCat("deleted: ", seconds, "s of grace");
+    observed->notice_deadline = ends;
+  } else if (DisruptionTarget(pod) != nullptr) {
+    observed->notice = PodDisruption(pod);
+  }
 }
 
 std::string PodDisruption(const json& pod) {

@@ -50,6 +50,11 @@ inline constexpr size_t kMaxDisruptionLength = 200;
 // words stand alone. At most kMaxDisruptionLength bytes.
 std::string PodDisruption(const nlohmann::json& pod);
 
+// ObservedPod::notice and notice_deadline of a Running `pod` from the pod alone: its deletion
+// ("deleted: <grace> of grace", until metadata.deletionTimestamp), else a DisruptionTarget
+// condition (PodDisruption's words, no deadline). A pod that is not Running has no notice.
+void SetPodNotice(const nlohmann::json& pod, model::ObservedPod* observed);
+
 // When deletion of `pod` was requested: metadata.deletionTimestamp (when the grace period
 // ends) less metadata.deletionGracePeriodSeconds; InfinitePast when it has no
 // deletionTimestamp (or an unreadable one).

@@ -166,6 +166,29 @@ TEST(DeletionRequestedTest, TimestampLessTheGracePeriod) {
   EXPECT_EQ(DeletionRequested(pod), absl::InfinitePast());
 }
 
+// A running pod that is going gives notice: its deletion's grace, else its eviction; one that
+// has ended gives none (it is a disruption or a failure, not a notice).
+TEST(ToObservedPodTest, ARunningPodAboutToGoGivesNotice) {
+  json pod = WorkerPod();
+  EXPECT_EQ(Observe(pod).notice, "");
+  EXPECT_EQ(Observe(pod).notice_deadline, absl::InfiniteFuture());
+  json evicted = WithCondition(pod, "DisruptionTarget", "True", "EvictionByEvictionAPI",
+                               "Eviction API: evicting");
+  EXPECT_EQ(Observe(evicted).notice, "evicted: Eviction API: evicting");
+  EXPECT_EQ(Observe(evicted).notice_deadline, absl::InfiniteFuture());
+  evicted["metadata"]["deletionTimestamp"] = "2026-11-24T03:20:30Z";
+  evicted["metadata"]["deletionGracePeriodSeconds"] = 30;
+  const model::ObservedPod deleted = Observe(evicted);
+  EXPECT_EQ(deleted.notice, "deleted: 30s of grace");
+  absl::Time ends;
+  std::string err;
+  ASSERT_TRUE(absl::ParseTime(absl::RFC3339_full, "2026-11-24T03:20:30Z", &ends, &err));
+  EXPECT_EQ(deleted.notice_deadline, ends);
+  evicted["status"]["phase"] = "Failed";
+  EXPECT_EQ(Observe(evicted).notice, "");
+  EXPECT_EQ(Observe(evicted).notice_deadline, absl::InfiniteFuture());
+}
+
 TEST(ToObservedPodTest, AttemptFromTheLabel) {
   json pod = WorkerPod();
   EXPECT_EQ(Observe(pod).attempt, 0);
