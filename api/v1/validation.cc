@@ -134,6 +134,17 @@ bool In(const std::string& v, const std::vector<std::string>& allowed) {
   return false;
 }
 
+// autoscaling/v2 MetricSourceType -> the MetricSpec field that holds its source.
+const std::vector<std::pair<std::string, std::string>>& MetricSources() {
+  static const auto* sources = new std::vector<std::pair<std::string, std::string>>{
+      {"ContainerResource", "containerResource"},
+      {"External", "external"},
+      {"Object", "object"},
+      {"Pods", "pods"},
+      {"Resource", "resource"}};
+  return *sources;
+}
+
 class Validator {
  public:
   explicit Validator(const TrainingJob& job) : job_(job) {}
@@ -411,6 +422,7 @@ class Validator {
                                                 "), got ", ep.min_replicas()));
     }
     if (ep.has_max_restarts()) AtLeast(path + ".maxRestarts", ep.max_restarts(), 0);
+    for (FieldError& e : ValidateElasticMetrics(info_->kind, ep)) errors_.push_back(std::move(e));
     if (job_.spec().replica_specs().count("Worker") == 0) {
       Error(absl::StrCat(replica_path_, ".Worker"), "required when elasticPolicy is set");
     }
@@ -548,6 +560,60 @@ class Validator {
 }  // namespace
 
 std::vector<FieldError> Validate(const TrainingJob& job) { return Validator(job).Run(); }
+
+std::vector<FieldError> ValidateElasticMetrics(JobKind kind, const ElasticPolicy& policy) {
+  std::vector<FieldError> errors;
+  const std::string& text = policy.metrics_json();
+  if (text.empty()) return errors;
+  const std::string path = "spec.elasticPolicy.metrics";
+  // Before parsing: the bound is what keeps a hostile list cheap.
+  if (text.size() > kMaxElasticMetricsBytes) {
+    errors.push_back({path, absl::StrCat("must be at most ", kMaxElasticMetricsBytes,
+                                         " bytes of JSON, got ", text.size())});
+    return errors;
+  }
+  const json metrics = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (metrics.is_discarded() || !metrics.is_array()) {
+    errors.push_back({path, "must be a JSON array of autoscaling/v2 MetricSpecs"});
+    return errors;
+  }
+  if (metrics.size() > kMaxElasticMetrics) {
+    errors.push_back({path, absl::StrCat("must have at most ", kMaxElasticMetrics, " entries, got ",
+                                         metrics.size())});
+    return errors;
+  }
+  std::vector<std::string> types;
+  for (const auto& [type, source] : MetricSources()) types.push_back(type);
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    const std::string item = absl::StrCat(path, "[", i, "]");
+    const json& metric = metrics[i];
+    if (!metric.is_object()) {
+      errors.push_back({item, absl::StrCat("must be an object (an autoscaling/v2 MetricSpec), got ",
+                                           metric.type_name())});
+      continue;
+    }
+    if (kind != PYTORCH_JOB) continue;
+    const auto type = metric.find("type");
+    if (type == metric.end() || !type->is_string()) {
+      errors.push_back(
+          {item + ".type", absl::StrCat("required: one of ", absl::StrJoin(types, ", "))});
+      continue;
+    }
+    const std::string& name = type->get_ref<const std::string&>();
+    bool known = false;
+    for (const auto& [source_type, source] : MetricSources()) {
+      if (source_type != name) continue;
+      known = true;
+      const auto it = metric.find(source);
+      if (it == metric.end() || !it->is_object()) {
+        errors.push_back({absl::StrCat(item, ".", source),
+                          absl::StrCat("required when type is ", name, ": an object")});
+      }
+    }
+    if (!known) errors.push_back({item + ".type", OneOf(types, name)});
+  }
+  return errors;
+}
 
 absl::Status ValidateJob(const TrainingJob& job) { return FieldErrorsToStatus(Validate(job)); }
 

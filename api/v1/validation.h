@@ -29,9 +29,25 @@ namespace coach::api::v1 {
 // two values, schedulingPolicy minAvailable in 1..total replicas and quantities well formed;
 // nprocPerNode auto|cpu|gpu|positive integer; elastic min/max >= 1 and min <= max,
 // rdzvBackend c10d|etcd|etcd-v2, rdzvPort in 1..65535, a Worker spec, nProcPerNode not
-// together with nprocPerNode; successPolicy "" or AllWorkers; the whole job (its protobuf
-// encoding) at most kMaxJobBytes (an error with an empty path).
+// together with nprocPerNode, metrics as ValidateElasticMetrics says; successPolicy "" or
+// AllWorkers; the whole job (its protobuf encoding) at most kMaxJobBytes (an error with an
+// empty path).
 std::vector<FieldError> Validate(const TrainingJob& job);
+
+// Bounds of spec.elasticPolicy.metrics: a PyTorchJob's become its HorizontalPodAutoscaler's
+// (docs/kubernetes.md), which the operator caches and compares on every pass; real ones hold a
+// few MetricSpecs of some hundred bytes each.
+inline constexpr size_t kMaxElasticMetrics = 16;
+inline constexpr size_t kMaxElasticMetricsBytes = 16 * 1024;
+
+// The problems of spec.elasticPolicy.metrics (ElasticPolicy.metrics_json) of a job of `kind`,
+// part of Validate: at most kMaxElasticMetricsBytes of JSON, a JSON array of at most
+// kMaxElasticMetrics objects; for a PyTorchJob, whose metrics upstream hands to an autoscaling/v2
+// HorizontalPodAutoscaler, each with a `type` of autoscaling/v2 (ContainerResource, External,
+// Object, Pods, Resource) and that type's source (`resource` for Resource, ...) as an object, as
+// the API server requires of an HPA. A PaddleJob's are kept unused, as upstream keeps them.
+// Empty when metrics_json is empty (no metrics) or valid.
+std::vector<FieldError> ValidateElasticMetrics(JobKind kind, const ElasticPolicy& policy);
 
 // No job larger than Kubernetes can store: etcd refuses a request over 1.5 MiB (its
 // default --max-request-bytes), so such a manifest never works upstream, and the local

@@ -160,5 +160,71 @@ TEST(ValidationTest, GangMinAvailableCountsDefaultedReplicas) {
   EXPECT_TRUE(Validate(job).empty());
 }
 
+// Each case a metrics list and the one problem it has ("" none): what reaches an HPA is
+// held to what the API server requires of one, within the bounds.
+TEST(ValidationTest, ElasticMetrics) {
+  const std::string cpu =
+      R"({"type":"Resource","resource":{"name":"cpu","target":{"type":"Utilization",)"
+      R"("averageUtilization":80}}})";
+  std::string seventeen = "[";
+  for (int i = 0; i < 17; ++i) seventeen += (i == 0 ? "" : ",") + cpu;
+  seventeen += "]";
+  struct Case {
+    std::string metrics;
+    FieldError want;
+  };
+  const std::string m = "spec.elasticPolicy.metrics";
+  const std::vector<Case> cases = {
+      {"[" + cpu + "]", {}},
+      {"[]", {}},
+      {R"([{"type":"Pods","pods":{"metric":{"name":"qps"},"target":{"type":"AverageValue"}}}])",
+       {}},
+      {R"([{"type":"External","external":{}},{"type":"Object","object":{}},)"
+       R"({"type":"ContainerResource","containerResource":{}}])",
+       {}},
+      {"{}", {m, "must be a JSON array of autoscaling/v2 MetricSpecs"}},
+      {"[", {m, "must be a JSON array of autoscaling/v2 MetricSpecs"}},
+      {"[5]", {m + "[0]", "must be an object (an autoscaling/v2 MetricSpec), got number"}},
+      {"[" + cpu + ",{}]",
+       {m + "[1].type", "required: one of ContainerResource, External, Object, Pods, Resource"}},
+      {R"([{"type":7}])",
+       {m + "[0].type", "required: one of ContainerResource, External, Object, Pods, Resource"}},
+      {R"([{"type":"resource","resource":{}}])",
+       {m + "[0].type",
+        R"(must be one of "ContainerResource", "External", "Object", "Pods", "Resource", )"
+        R"(got "resource")"}},
+      {R"([{"type":"Pods","resource":{}}])",
+       {m + "[0].pods", "required when type is Pods: an object"}},
+      {R"([{"type":"External","external":null}])",
+       {m + "[0].external", "required when type is External: an object"}},
+      {seventeen, {m, "must have at most 16 entries, got 17"}},
+      {"[" + std::string(kMaxElasticMetricsBytes, ' ') + "]",
+       {m, "must be at most 16384 bytes of JSON, got 16386"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.metrics.substr(0, 120));
+    TrainingJob job = ValidPyTorch();
+    job.mutable_spec()->mutable_elastic_policy()->set_metrics_json(c.metrics);
+    SetDefaults(&job);
+    std::vector<FieldError> errors = Validate(job);
+    if (c.want.path.empty()) {
+      EXPECT_TRUE(errors.empty()) << FormatFieldError(errors[0]);
+    } else {
+      ASSERT_EQ(errors.size(), 1u);
+      EXPECT_EQ(errors[0], c.want) << FormatFieldError(errors[0]);
+    }
+  }
+}
+
+// A PaddleJob's metrics reach no HPA (upstream keeps them unused): only the shape and bounds.
+TEST(ValidationTest, PaddleElasticMetricsOnlyBounded) {
+  ElasticPolicy policy;
+  policy.set_metrics_json(R"([{"type":"Memory"}])");
+  EXPECT_TRUE(ValidateElasticMetrics(PADDLE_JOB, policy).empty());
+  EXPECT_EQ(ValidateElasticMetrics(PYTORCH_JOB, policy).size(), 1u);
+  policy.set_metrics_json(R"(["x"])");
+  EXPECT_EQ(ValidateElasticMetrics(PADDLE_JOB, policy).size(), 1u);
+}
+
 }  // namespace
 }  // namespace coach::api::v1

@@ -139,6 +139,11 @@ README.md says why each is there. No wildcards.
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [roles, rolebindings]
   verbs: [get, list, watch, create, update, patch, delete]
+# An elastic PyTorchJob's HorizontalPodAutoscaler (elasticPolicy.metrics), as upstream makes it;
+# patched, never updated (docs/kubernetes.md).
+- apiGroups: [autoscaling]
+  resources: [horizontalpodautoscalers]
+  verbs: [get, list, watch, create, patch, delete]
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch, list, watch]

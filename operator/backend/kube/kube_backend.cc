@@ -12,6 +12,7 @@
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
 #include "operator/backend/kube/earlier_objects.h"
+#include "operator/backend/kube/hpa.h"
 #include "operator/backend/kube/object_fields.h"
 #include "operator/backend/kube/pod_logs.h"
 #include "operator/backend/kube/pod_observation.h"
@@ -95,6 +96,8 @@ struct KubeBackend::KindState {
     const std::string key = absl::StrCat(ns, "/", name);
     Erase(key, jobs);
     json trimmed = Trim(o, kind == "Pod");
+    // An HPA's spec is compared with the job's wish on every pass (TendHpa).
+    if (kind == kHpaKind) trimmed["spec"] = Field(o, "spec");
     // A TrainJob's runtime snapshot is read from the cache (Observe): its content stays.
     if (kind == "ConfigMap" && absl::EndsWith(name, trainer::kRuntimeSnapshotSuffix)) {
       const json& runtime = Field(Field(o, "data"), trainer::kRuntimeSnapshotKey);
@@ -160,6 +163,8 @@ KubeBackend::KubeBackend(KubeBackendOptions options)
   add({"rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, false});
   // A TrainJob runtime's volumeClaimPolicies.
   add({"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true, true});
+  // Elastic PyTorchJobs' autoscalers (hpa.h); skipped where not served or not allowed.
+  add(HorizontalPodAutoscalers());
   if (options_.gang_scheduler == "volcano") {
     add(r::PodGroups());
   } else if (options_.gang_scheduler == "scheduler-plugins") {
@@ -181,6 +186,17 @@ const KubeBackend::KindState* KubeBackend::StateFor(const std::string& kind) con
     if (s->kind == kind) return s.get();
   }
   return nullptr;
+}
+
+bool KubeBackend::WatchesLocked(const std::string& kind) const {
+  const KindState* state = StateFor(kind);
+  return state != nullptr && state->enabled;
+}
+
+const json* KubeBackend::CachedLocked(const std::string& kind, const std::string& ns,
+                                      const std::string& name) const {
+  const KindState* state = StateFor(kind);
+  return state == nullptr ? nullptr : state->Find(ns, name);
 }
 
 void KubeBackend::SetChangeCallback(ChangeCallback callback) {
@@ -211,6 +227,19 @@ absl::Status KubeBackend::Start() {
             "kube backend: {} is not served (is the {} CRD installed?); PodGroups "
             "cannot be created",
             state->resource.GroupResource(), state->resource.ApiVersion());
+        absl::MutexLock lock(&mu_);
+        state->enabled = false;
+        continue;
+      }
+    }
+    if (state->kind == kHpaKind) {
+      const absl::Status listed = ProbeList(state->resource, namespaces[0]);
+      if (absl::IsNotFound(listed) || absl::IsPermissionDenied(listed)) {
+        spdlog::warn(
+            "kube backend: not watching {} ({}): elastic PyTorchJobs with metrics get no "
+            "HorizontalPodAutoscaler; grant get, list, watch, create, patch and delete on it "
+            "(the chart does)",
+            state->resource.GroupResource(), listed.ToString());
         absl::MutexLock lock(&mu_);
         state->enabled = false;
         continue;
@@ -301,6 +330,15 @@ void KubeBackend::OnReplace(KindState* state, const std::string& ns,
     }
     for (const std::string& key : old_keys) state->Erase(key, &jobs);
     for (const json& item : items) state->Upsert(item, &jobs);
+    if (state->kind == kHpaKind) {
+      // HPAs that went while the watch was down (with their jobs) take what was written along.
+      for (auto it = hpa_written_.begin(); it != hpa_written_.end();) {
+        const size_t slash = it->first.find('/');
+        const bool kept =
+            state->Find(it->first.substr(0, slash), it->first.substr(slash + 1)) != nullptr;
+        it = kept ? std::next(it) : hpa_written_.erase(it);
+      }
+    }
     if (state->kind == "Pod") {
       // Pods that went while the watch was down take their reports with them.
       progress_.Retain([state](const std::string& key, const std::string& uid) {
@@ -317,6 +355,7 @@ void KubeBackend::OnReplace(KindState* state, const std::string& ns,
 
 void KubeBackend::OnEvent(KindState* state, const WatchEvent& event) {
   std::set<std::string> jobs;
+  bool quiet = false;
   {
     absl::MutexLock lock(&mu_);
     const json& meta = Field(event.object, "metadata");
@@ -326,9 +365,22 @@ void KubeBackend::OnEvent(KindState* state, const WatchEvent& event) {
     if (event.type == WatchEventType::kDeleted) {
       state->Erase(key, &jobs);
       if (state->kind == "Pod") progress_.Forget(key);
+      // What was written to an HPA matters while it exists (a deleted job's goes with it).
+      if (state->kind == kHpaKind) hpa_written_.erase(key);
     } else {
       if (state->kind == "Pod") ObserveScheduled(state->Find(ns_of(meta), name), event.object);
+      // The autoscaler writes an HPA's status on every sync; what the cache keeps of it (its
+      // spec, labels, owners) is all a pass reads, so a status change wakes no job.
+      const json* before = state->kind == kHpaKind ? state->Find(ns_of(meta), name) : nullptr;
+      const bool compare = before != nullptr;  // Upsert replaces what `before` points to
+      json kept = compare ? *before : json();
       state->Upsert(event.object, &jobs);
+      if (compare) {
+        json after = *state->Find(ns_of(meta), name);
+        kept["metadata"].erase("resourceVersion");
+        after["metadata"].erase("resourceVersion");
+        quiet = kept == after;
+      }
     }
     if (!job_key.empty()) {
       jobs.insert(job_key);
@@ -336,7 +388,7 @@ void KubeBackend::OnEvent(KindState* state, const WatchEvent& event) {
                              event.type == WatchEventType::kDeleted, Deleting(event.object));
     }
   }
-  Notify(jobs);
+  if (!quiet) Notify(jobs);
 }
 
 void KubeBackend::Notify(const std::set<std::string>& job_keys) {
@@ -560,6 +612,17 @@ absl::StatusOr<model::ObservedState> KubeBackend::Observe(const model::Job& job)
   ASSIGN_OR_RETURN(model::ObservedState observed,
                    started ? ObserveCached(job) : ObserveFromServer(job));
   RETURN_IF_ERROR(ObserveRuntime(job, observed));
+  if (started) {
+    // Only an API server that did not answer holds the pass up (it is retried with backoff): a
+    // refusal (RBAC, an HPA the server finds invalid) must not stop the job's replicas.
+    if (absl::Status tended = TendHpa(job); !tended.ok()) {
+      const std::string what = absl::StrCat("HorizontalPodAutoscaler ", JobKeyOf(job), ": ");
+      if (absl::IsUnavailable(tended) || absl::IsDeadlineExceeded(tended)) {
+        return absl::Status(tended.code(), absl::StrCat(what, tended.message()));
+      }
+      spdlog::warn("kube backend: {}{}", what, tended.ToString());
+    }
+  }
   return observed;
 }
 
@@ -617,7 +680,12 @@ absl::StatusOr<model::ObservedState> KubeBackend::ObserveCached(const model::Job
         if (state->kind == "Pod") {
           model::ObservedPod pod = ToObservedPod(job, *object, default_container);
           pod.waiting = facts_.Explain(*object);
-          pod.node_lost = nodes_.Lost(StringField(Field(*object, "spec"), "nodeName"));
+          const std::string node = StringField(Field(*object, "spec"), "nodeName");
+          pod.node_lost = nodes_.Lost(node);
+          // The pod's own notice (its deletion's grace, its eviction) is the sharper one.
+          if (pod.notice.empty() && pod.phase == model::PodPhase::kRunning) {
+            pod.notice = nodes_.Notice(node);
+          }
           pod.progress = progress_.Get(absl::StrCat(ns, "/", name), pod.uid);
           pod.launch = progress_.Launch(absl::StrCat(ns, "/", name), pod.uid);
           auto e = expected.find(ObjectKey("Pod", name));
@@ -936,6 +1004,7 @@ absl::Status KubeBackend::Forget(const model::Job& job) {
     absl::MutexLock lock(&mu_);
     std::set<std::string> keys;
     created_secrets_.erase(job_key);
+    hpa_written_.erase(job_key);
     for (const auto& state : kinds_) {
       // A claim the runtime retains (retentionPolicy Retain: no owner) outlives its job; one it
       // deletes is the garbage collector's, through its owner.

@@ -10,7 +10,10 @@
 //     caches merged with the pending expectations: an object whose create was sent is reported
 //     (a pod as Pending), one whose delete was sent with deleting = true, so a pass never creates
 //     an object twice nor recreates one being deleted. Only objects that name the job's uid among
-//     their ownerReferences (or have none) are the job's.
+//     their ownerReferences (or have none) are the job's. On the leader it also brings the job's
+//     HorizontalPodAutoscaler (an elastic PyTorchJob with metrics: hpa.h) to what the job says,
+//     creating, patching or deleting it; an API server that does not answer makes Observe
+//     Unavailable, any other refusal is logged and leaves the job alone.
 //   - Apply/ApplyAll: AlreadyExists on create and NotFound on delete are success (names are
 //     deterministic). ApplyAll creates what pods need before the pods. A delete with
 //     action.force has gracePeriodSeconds=0. Creating a PodGroup whose CRD is absent:
@@ -30,6 +33,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -182,6 +186,12 @@ class KubeBackend : public Backend, public ProgressReceiver {
   void StartReflector(const coach::kubeclient::ResourceDescriptor& resource, const std::string& ns,
                       const coach::kubeclient::ReflectorOptions& options,
                       coach::kubeclient::ReflectorHandlers handlers);
+  // Whether the cache of `kind` runs (its resource is served and allowed). Requires mu_.
+  bool WatchesLocked(const std::string& kind) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The cached (trimmed) object `kind` ns/name, or nullptr. Requires mu_.
+  const nlohmann::json* CachedLocked(const std::string& kind, const std::string& ns,
+                                     const std::string& name) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The jobs owning the cached pods `pod_keys` ("ns/name"). Requires mu_.
   std::set<std::string> JobsOfPodsLocked(const std::set<std::string>& pod_keys) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -199,6 +209,18 @@ class KubeBackend : public Backend, public ProgressReceiver {
   absl::Status ApplyOne(const model::Job& job, const model::Action& action);
   absl::Status ApplySecret(const model::Job& job, const model::Action& action);
 
+  // The job's HorizontalPodAutoscaler (kube_backend_hpa.cc): the step hpa.h's NextHpaStep names
+  // from the cache, the expectations and hpa_written_, taken with the expectations every object
+  // has. Codes: the client's (AlreadyExists, NotFound and a failed uid precondition are OK).
+  absl::Status TendHpa(const model::Job& job);
+  absl::Status CreateHpa(const model::Job& job, const nlohmann::json& desired);
+  absl::Status PatchHpa(const model::Job& job, const nlohmann::json& desired,
+                        const nlohmann::json& current);
+  absl::Status DeleteHpa(const model::Job& job, const nlohmann::json& current);
+  // Remembers the spec written to the job's HPA and the server's answer (HpaView).
+  void RememberHpaWrite(const std::string& job_key, const nlohmann::json& desired,
+                        const nlohmann::json& answer);
+
   KubeBackendOptions options_;
   std::vector<std::unique_ptr<KindState>> kinds_;
 
@@ -211,6 +233,9 @@ class KubeBackend : public Backend, public ProgressReceiver {
   // read no Secret of any job): job key -> the names this operator created, or found existing
   // when it tried (AlreadyExists, e.g. after a restart). Observe reports them as objects.
   std::map<std::string, std::set<std::string>> created_secrets_ ABSL_GUARDED_BY(mu_);
+  // job key -> {the HPA spec last written, the spec the API server answered with}, dumped;
+  // dropped when the HPA goes (watch, re-list, DeleteHpa, Forget).
+  std::map<std::string, std::pair<std::string, std::string>> hpa_written_ ABSL_GUARDED_BY(mu_);
   SchedulingFacts facts_ ABSL_GUARDED_BY(mu_);
   QueueFacts queues_ ABSL_GUARDED_BY(mu_);
   NodeHealth nodes_ ABSL_GUARDED_BY(mu_);
