@@ -42,7 +42,11 @@ void ApiServer::AcceptProgressReports(const Settings& settings, backend::Backend
   server::PodTokenAuthOptions pod_token_options;
   pod_token_options.clock = clock;
   pod_tokens_ = std::make_unique<server::PodTokenAuth>(kube_client, pod_token_options);
-  progress_intake_ = std::make_unique<server::ProgressIntake>(pod_tokens_.get(), receiver);
+  server::CheckpointBookOptions book_options;
+  book_options.clock = clock;
+  checkpoints_ = std::make_unique<server::CheckpointBook>(book_options);
+  progress_intake_ =
+      std::make_unique<server::ProgressIntake>(pod_tokens_.get(), receiver, checkpoints_.get());
 }
 
 }  // namespace coach::cmd

@@ -37,6 +37,9 @@ class ApiServer {
   // After a successful Start only.
   bool tls() const { return grpc_->tls(); }
   const std::string& auth_mode() const { return auth_mode_; }
+  // Where checkpoint requests reach the replicas through their progress reports; null when
+  // they do not report (no --progress-report-address, or not the kube backend).
+  backend::CheckpointChannel* checkpoints() { return checkpoints_.get(); }
   // Stops accepting calls and ends the streams, waiting up to `grace` for those in flight.
   void Shutdown(absl::Duration grace) { grpc_->Shutdown(grace); }
 
@@ -48,6 +51,7 @@ class ApiServer {
 
   std::string auth_mode_;
   std::unique_ptr<server::PodTokenAuth> pod_tokens_;
+  std::unique_ptr<server::CheckpointBook> checkpoints_;
   std::unique_ptr<server::ProgressIntake> progress_intake_;
   std::unique_ptr<server::TrainingServiceImpl> service_;
   std::unique_ptr<server::GrpcServer> grpc_;

@@ -764,6 +764,9 @@ absl::StatusOr<ProgressReceipt> KubeBackend::ReceiveProgress(const PodReport& re
     const json* pod = pods == nullptr ? nullptr : pods->Find(report.namespace_, report.pod);
     if (pod != nullptr && StringField(Field(*pod, "metadata"), "uid") == report.pod_uid) {
       job_key = pods->JobKeyOfObject(*pod);
+      // The job owns its pods (one controller reference): its uid keys its checkpoint requests.
+      const json& owners = Field(Field(*pod, "metadata"), "ownerReferences");
+      if (owners.is_array() && !owners.empty()) receipt.job_uid = StringField(owners[0], "uid");
     }
     if (job_key.empty()) {
       count("refused");

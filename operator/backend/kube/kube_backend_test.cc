@@ -213,9 +213,13 @@ TEST_F(KubeBackendTest, ProgressReportsOfItsOwnPodsReachObserve) {
     EXPECT_TRUE(absl::IsUnavailable((*b)->ReceiveProgress(early).status()));
   }
   StartBackend(options);
-  const model::Job job = reconcile::testing::SeedPyTorchJob();
-  auto created =
-      fake_.Create(resources::Pods(), "default", MakePod("default", "pytorch-mnist", "master", 0));
+  model::Job job = reconcile::testing::SeedPyTorchJob();
+  const std::string owner_uid = "job-uid-1";
+  job.mutable_metadata()->set_uid(owner_uid);
+  json replica = MakePod("default", "pytorch-mnist", "master", 0);
+  replica["metadata"]["ownerReferences"] =
+      json::array({{{"kind", "PyTorchJob"}, {"name", "pytorch-mnist"}, {"uid", owner_uid}}});
+  auto created = fake_.Create(resources::Pods(), "default", replica);
   ASSERT_TRUE(created.ok());
   const std::string uid = (*created)["metadata"]["uid"];
   ASSERT_TRUE(WaitFor(
@@ -230,6 +234,8 @@ TEST_F(KubeBackendTest, ProgressReportsOfItsOwnPodsReachObserve) {
   ASSERT_TRUE(accepted.ok()) << accepted.status();
   EXPECT_TRUE(accepted->accepted);
   EXPECT_FALSE(accepted->launch.has_value());
+  // The owner's uid, which keys the job's checkpoint requests.
+  EXPECT_EQ(accepted->job_uid, owner_uid);
   // The job is asked for a pass.
   EXPECT_EQ(Changes("default/pytorch-mnist"), changes_before + 1);
   // Within the second: dropped, without an error.
