@@ -1,7 +1,7 @@
 #pragma once
 
 // The files of the checkpoint-on-notice contract between coach-launch and one worker
-// (checkpoint_relay.h; docs/recovery.md, "Checkpoint on notice: the training code's side"):
+// (checkpoint_relay.h; docs/recovery.md, "Checkpoint on notice", "The training code's side"):
 //   FILE          the request, written by the launcher: {"id":N,"deadline_unix_ms":D}
 //   FILE.armed    the worker's opt-in to SIGUSR1: its own process id, in decimal
 //   FILE.done     the worker's answer: {"id":N,"step":S}, or {"id":N,"error":"why"}

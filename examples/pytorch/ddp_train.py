@@ -51,7 +51,7 @@ checkpoint that fails to load is never skipped: the program says why on stderr a
 (remove DIR to train from the start). A finished run's checkpoint makes the next run with the same
 DIR and --epochs only evaluate it.
 
-Checkpoint on notice (docs/recovery.md, "Checkpoint on notice: the training code's side"): under
+Checkpoint on notice (docs/recovery.md, "Checkpoint on notice", "The training code's side"): under
 coach-launch with progress reports, $COACH_CHECKPOINT_REQUEST_FILE names each process's request
 file. The program installs a SIGUSR1 handler and opts in to the signal (FILE.armed: its pid); at
 every step boundary (--notice-every) the ranks agree with one all_reduce(MAX) over [the id of a

@@ -107,6 +107,9 @@ class CheckpointChannel {
   virtual absl::StatusOr<CheckpointState> GetCheckpointState(const std::string& job_uid,
                                                              int64_t id) const = 0;
 
+  // The job's newest request and its answers. NotFound when it has none. Thread-safe.
+  virtual absl::StatusOr<CheckpointState> NewestCheckpoint(const std::string& job_uid) const = 0;
+
   // No more requests go to the job's pods, and its answers are dropped (the job ended, or its
   // pods are gone). Idempotent. Thread-safe.
   virtual void ForgetCheckpoints(const std::string& job_uid) = 0;

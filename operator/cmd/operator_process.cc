@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/status_macros.h"
 #include "operator/cmd/job_watch.h"
 
 namespace coach::cmd {
@@ -87,8 +88,13 @@ absl::Status OperatorProcess::StartController() {
 }
 
 absl::Status OperatorProcess::ServeApi() {
-  return api_.Start(settings_, &core_->jobs, wiring_.backend.get(), wiring_.kube_client.get(),
-                    core_->clock);
+  RETURN_IF_ERROR(api_.Start(settings_, &core_->jobs, wiring_.backend.get(),
+                             wiring_.kube_client.get(), core_->clock));
+  // The pods hear of checkpoint requests through their reports to the API.
+  if (backend::CheckpointChannel* checkpoints = api_.checkpoints()) {
+    core_->controller.SetCheckpointChannel(checkpoints);
+  }
+  return absl::OkStatus();
 }
 
 void OperatorProcess::StopController() {

@@ -10,6 +10,7 @@
 #include "api/v1/defaults.h"
 #include "api/v1/kinds.h"
 #include "common/status_macros.h"
+#include "operator/core/checkpoint_notice.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/reconciler.h"
 
@@ -342,6 +343,12 @@ absl::StatusOr<PassResult> Controller::Pass(const JobKey& key, PassRecord* recor
   }
   ASSIGN_OR_RETURN(model::ObservedState observed, backend_->Observe(job));
   observed.refused = refusal;
+  backend::CheckpointChannel* const checkpoints = checkpoints_.load();
+  if (checkpoints != nullptr) {
+    config.checkpoint_on_notice = true;
+    observed.checkpoint = ObservedCheckpointOf(*checkpoints, job.metadata().uid());
+  }
+  const int attempt_before = job.status().coach().attempt();
   const absl::Time now = clock_->Now();
   if (options_.observer != nullptr && observed.pods.empty() && refusal.empty() &&
       !reconcile::IsFinished(job.status())) {
@@ -415,6 +422,9 @@ absl::StatusOr<PassResult> Controller::Pass(const JobKey& key, PassRecord* recor
     job = std::move(written).value();
   }
   backend_->DirectLaunchers(job, result.launch);
+  if (checkpoints != nullptr) {
+    AskForCheckpoint(*checkpoints, job, result, observed.checkpoint.has_value(), attempt_before);
+  }
   std::vector<store::JobEvent> events;
   for (const model::JobEventRecord& event : result.events) {
     events.push_back({event.type, event.reason, event.message, now});

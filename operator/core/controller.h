@@ -61,6 +61,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "operator/backend/backend.h"
+#include "operator/backend/progress_receiver.h"
 #include "operator/core/controller_metrics.h"
 #include "operator/core/job_observer.h"
 #include "operator/core/job_service.h"
@@ -156,6 +157,11 @@ class Controller {
   // A key without a kind wakes every known kind of that name (see the header comment).
   void Enqueue(const JobKey& key);
 
+  // Where checkpoint requests reach the jobs' pods (ApiServer::checkpoints); from now on a
+  // job-scoped job's running pod's notice makes its ranks save first (reconcile/notice.h). Not
+  // owned; must outlive the controller. May be called while it runs.
+  void SetCheckpointChannel(backend::CheckpointChannel* channel) { checkpoints_ = channel; }
+
   // One pass over `key` (with its kind), on the calling thread, under the job's KeyLock (tests;
   // the workers call it too). Touches no queue: returns what to do with the key (PassResult),
   // or the error that made the pass fail (the worker retries the key after its backoff). Records
@@ -222,6 +228,7 @@ class Controller {
   // forget_finished_jobs: of its unfinished jobs only).
   std::map<JobKey, std::set<std::string>> kinds_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> passes_{0};
+  std::atomic<backend::CheckpointChannel*> checkpoints_{nullptr};
   // RefusalOf's memory per key: the generation last checked and what the check said, and the
   // API server's refusal of an object (kept until the job is finished or gone).
   struct SpecCheck {

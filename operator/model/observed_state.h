@@ -98,8 +98,24 @@ struct ObservedObject {
   std::string name;
 };
 
+// The job's checkpoint request that the operator holds (checkpoint on notice: the ranks save
+// before a pod goes) and its pods' answers so far; kube backend with progress reports only.
+struct ObservedCheckpoint {
+  int64_t id = 0;
+  absl::Time deadline = absl::InfinitePast();
+  struct Answer {
+    bool saved = false;
+    int64_t step = 0;
+    std::string message;
+  };
+  std::map<std::string, Answer> answers;  // by pod name
+};
+
 struct ObservedState {
   std::vector<ObservedPod> pods;
+  // Set by the controller where checkpoint requests reach the pods (ReconcileConfig::
+  // checkpoint_on_notice) and the job has one.
+  std::optional<ObservedCheckpoint> checkpoint;
   // Everything else the job owns that exists now.
   std::vector<ObservedObject> objects;
   // Non-empty: the job cannot run as it is written, and says why. Either its spec breaks a

@@ -87,6 +87,13 @@ struct ReconcileConfig {
   // A restart in place (coach.dev/restart-mode: InPlace) whose ranks are not all running the
   // new attempt this long after it was asked for recreates the pods instead.
   absl::Duration in_place_restart_timeout = absl::Seconds(60);
+  // A running pod's notice (ObservedPod::notice) makes the ranks of a job-scoped job behind
+  // coach-launch save a checkpoint before the job restarts: true where the requests reach the
+  // pods (the kube backend with progress reports). The grace given when the notice has no
+  // deadline of its own; at most max_checkpoint_grace either way.
+  bool checkpoint_on_notice = false;
+  absl::Duration checkpoint_grace = absl::Seconds(60);
+  absl::Duration max_checkpoint_grace = absl::Seconds(120);
 };
 
 struct Action {
@@ -129,6 +136,8 @@ struct ReconcileResult {
   std::vector<JobEventRecord> events;
   // Set for a job that restarts in place: what its pods' coach-launch is told from now on.
   std::optional<LaunchDirective> launch;
+  // Ask every pod of the job to save a checkpoint within this long (checkpoint on notice).
+  std::optional<absl::Duration> request_checkpoint;
 };
 
 }  // namespace coach::model

@@ -18,6 +18,7 @@
 #include "operator/reconcile/attempt_history.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/job_recovery.h"
+#include "operator/reconcile/notice.h"
 #include "operator/reconcile/pending.h"
 #include "operator/reconcile/plan_job.h"
 #include "operator/reconcile/queue_wait.h"
@@ -244,7 +245,40 @@ void Pass::RestartJob(const RecoveryDecision& restart) {
 
 // Job scope: a trigger among the current attempt's pods restarts the whole job, or fails it.
 // True when the pass is decided (restarted or failed).
+// How often a job waiting for its ranks' checkpoint answers looks at them.
+constexpr absl::Duration kNoticePoll = absl::Seconds(2);
+
 bool Pass::RecoverJob() {
+  // A pod about to go: its ranks save a checkpoint first (notice.h), and the job restarts
+  // (not counted) when they have, or when time is up.
+  const NoticeDecision notice = DecideOnNotice(
+      job_, recovery_.current(), recovery_.AttemptRunning(), observed_.checkpoint, config_, now_);
+  switch (notice.kind) {
+    case NoticeDecision::Kind::kNone:
+      break;
+    case NoticeDecision::Kind::kRequest:
+      result_.request_checkpoint = notice.grace;
+      Event("Normal", kind_name_ + "CheckpointOnNotice",
+            absl::StrCat(kind_name_, " ", name(), ": ", notice.pod->replica_type, " replica ",
+                         notice.pod->index, " got notice (", notice.pod->notice,
+                         "); every rank is asked to save a checkpoint within ",
+                         absl::FormatDuration(notice.grace)));
+      // The answers come with the pods' reports, which need not wake the job: look again soon.
+      RequeueBy(now_ + std::min(notice.grace, kNoticePoll));
+      return false;
+    case NoticeDecision::Kind::kWait:
+      RequeueBy(std::min(notice.until, now_ + kNoticePoll));
+      return false;
+    case NoticeDecision::Kind::kRestart: {
+      RecoveryDecision restart;
+      restart.kind = RecoveryDecision::Kind::kRestart;
+      restart.why = notice.why;
+      restart.end.pod = notice.pod;
+      restart.end.reason = notice.pod->disruption.empty() ? "Disrupted" : PodEndReason(*notice.pod);
+      RestartJob(restart);
+      return true;
+    }
+  }
   const RecoveryDecision decision =
       recovery_.DecideJobScope(HasTrueCondition(status(), kJobRunning), result_.requeue_at);
   switch (decision.kind) {

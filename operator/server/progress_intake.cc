@@ -67,6 +67,16 @@ absl::StatusOr<backend::CheckpointState> CheckpointBook::GetCheckpointState(
   return it->second;
 }
 
+absl::StatusOr<backend::CheckpointState> CheckpointBook::NewestCheckpoint(
+    const std::string& job_uid) const {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_uid);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(absl::StrCat("job ", job_uid, " has no checkpoint request"));
+  }
+  return it->second;
+}
+
 void CheckpointBook::ForgetCheckpoints(const std::string& job_uid) {
   absl::MutexLock lock(&mu_);
   jobs_.erase(job_uid);

@@ -67,6 +67,8 @@ class CheckpointBook : public backend::CheckpointChannel {
                                             absl::Duration grace) override;
   absl::StatusOr<backend::CheckpointState> GetCheckpointState(const std::string& job_uid,
                                                               int64_t id) const override;
+  absl::StatusOr<backend::CheckpointState> NewestCheckpoint(
+      const std::string& job_uid) const override;
   void ForgetCheckpoints(const std::string& job_uid) override;
 
   // The job's request, for the answers to its pods' reports; none when it has none.

@@ -1,0 +1,82 @@
+#include "operator/reconcile/notice.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace coach::reconcile {
+namespace {
+
+using model::ObservedPod;
+using model::PodPhase;
+
+std::string Replica(const ObservedPod& pod) {
+  return absl::StrCat(pod.replica_type, " replica ", pod.index);
+}
+
+}  // namespace
+
+NoticeDecision DecideOnNotice(const model::Job& job, const std::vector<ObservedPod>& current,
+                              bool attempt_running,
+                              const std::optional<model::ObservedCheckpoint>& checkpoint,
+                              const model::ReconcileConfig& config, absl::Time now) {
+  (void)job;
+  NoticeDecision decision;
+  if (!config.checkpoint_on_notice || !attempt_running) return decision;
+  const ObservedPod* noticed = nullptr;
+  std::vector<const ObservedPod*> running;
+  for (const ObservedPod& pod : current) {
+    if (pod.phase == PodPhase::kFailed) return decision;
+    if (pod.phase != PodPhase::kRunning) continue;
+    // Pods without coach-launch's reports would never answer: the notice would only delay.
+    if (!pod.progress.has_value() && !pod.launch.has_value()) return decision;
+    running.push_back(&pod);
+    if (noticed == nullptr && !pod.notice.empty()) noticed = &pod;
+  }
+  if (noticed == nullptr) return decision;
+  decision.pod = noticed;
+  const std::string notice = absl::StrCat(Replica(*noticed), " got notice (", noticed->notice, ")");
+  if (!checkpoint.has_value()) {
+    decision.kind = NoticeDecision::Kind::kRequest;
+    absl::Duration grace = config.checkpoint_grace;
+    if (noticed->notice_deadline != absl::InfiniteFuture()) {
+      grace = noticed->notice_deadline - now;
+    }
+    decision.grace = std::clamp(grace, absl::Seconds(1), config.max_checkpoint_grace);
+    return decision;
+  }
+  std::set<int64_t> steps;
+  std::vector<std::string> missing, unsaved;
+  for (const ObservedPod* pod : running) {
+    auto answer = checkpoint->answers.find(pod->name);
+    if (answer == checkpoint->answers.end()) {
+      missing.push_back(pod->name);
+    } else if (!answer->second.saved) {
+      unsaved.push_back(absl::StrCat(pod->name, ": ", answer->second.message));
+    } else {
+      steps.insert(answer->second.step);
+    }
+  }
+  if (!missing.empty() && now < checkpoint->deadline) {
+    decision.kind = NoticeDecision::Kind::kWait;
+    decision.until = checkpoint->deadline;
+    return decision;
+  }
+  decision.kind = NoticeDecision::Kind::kRestart;
+  if (missing.empty() && unsaved.empty() && steps.size() == 1) {
+    decision.why = absl::StrCat(notice, "; every rank saved a checkpoint at step ", *steps.begin());
+  } else if (!missing.empty()) {
+    decision.why = absl::StrCat(notice, "; no checkpoint from ", absl::StrJoin(missing, ", "),
+                                " by the deadline");
+  } else if (!unsaved.empty()) {
+    decision.why = absl::StrCat(notice, "; not saved: ", absl::StrJoin(unsaved, "; "));
+  } else {
+    decision.why = absl::StrCat(notice, "; the ranks saved at different steps (",
+                                absl::StrJoin(steps, ", "), ")");
+  }
+  return decision;
+}
+
+}  // namespace coach::reconcile
