@@ -84,11 +84,9 @@ void CheckpointRelay::Start() {
       {
         absl::MutexLock lock(&mu_);
         const absl::Condition wake(this, &CheckpointRelay::WakeLocked);
-        if (current_) {
-          mu_.AwaitWithTimeout(wake, options_.poll);
-        } else {
-          mu_.Await(wake);
-        }
+        // Without a request the workers' answers are still looked at now and then: their peers
+        // may have told them of one this pod has not heard of yet (AdoptAnswersAhead).
+        mu_.AwaitWithTimeout(wake, current_ ? options_.poll : options_.look_ahead);
         if (stop_) return;
       }
       Poll();
@@ -116,8 +114,9 @@ void CheckpointRelay::Poll() {
     Begin(incoming->id(), absl::FromUnixSeconds(incoming->deadline().seconds()) +
                               absl::Nanoseconds(incoming->deadline().nanos()));
   }
+  if (!current_) AdoptAnswersAhead();
   if (!current_) return;
-  SignalOptedIn();
+  if (!current_->ahead) SignalOptedIn();
   ReadAnswers();
   bool all = true;
   for (const Worker& w : current_->workers) all = all && w.answered;
@@ -157,6 +156,29 @@ void CheckpointRelay::Begin(int64_t id, absl::Time deadline) {
                    absl::FormatDuration(absl::Trunc(left, absl::Milliseconds(100))),
                    ") passed on to ", options_.workers, " worker(s) in ", kCheckpointRequestFileEnv,
                    options_.signal ? ", with SIGUSR1 to those that opted in" : ""));
+  current_ = std::move(current);
+}
+
+void CheckpointRelay::AdoptAnswersAhead() {
+  absl::StatusOr<std::string> text =
+      ReadSmallFile(CheckpointRequestFile(options_.dir, 0) + ".done", kMaxAnswerFileBytes);
+  if (!text.ok()) return;
+  absl::StatusOr<WorkerAnswer> answer = ParseWorkerAnswer(*text);
+  if (!answer.ok() || answer->id <= last_id_) return;
+  last_id_ = answer->id;
+  {
+    // The request itself, when it comes, is not passed on again.
+    absl::MutexLock lock(&mu_);
+    seen_id_ = std::max(seen_id_, answer->id);
+  }
+  Current current{answer->id, options_.clock->Now() + options_.answers_ahead_wait, {}, true};
+  for (int local = 0; local < options_.workers; ++local) {
+    Worker w;
+    w.file = CheckpointRequestFile(options_.dir, local);
+    current.workers.push_back(std::move(w));
+  }
+  Log(absl::StrCat("coach-launch: the workers answer checkpoint request ", answer->id,
+                   ", which their peers told them of before it reached this pod; reporting it"));
   current_ = std::move(current);
 }
 

@@ -67,6 +67,11 @@ struct CheckpointRelayOptions {
   bool signal = true;
   // How often the workers' files are looked at while a request waits for answers.
   absl::Duration poll = absl::Milliseconds(100);
+  // Without a request, how often worker 0's answer is looked at: the training code agrees on a
+  // request with one collective, so a pod's workers may answer one that reached only a peer pod.
+  // Such answers are reported too, the other workers' awaited for answers_ahead_wait.
+  absl::Duration look_ahead = absl::Seconds(1);
+  absl::Duration answers_ahead_wait = absl::Seconds(30);
   Clock* clock = Clock::Real();  // not owned
   // Asks for SIGUSR1 to worker `local_rank` if it runs as `pid`, for request `id`
   // (WorkerSignals::Send).
@@ -89,7 +94,8 @@ class CheckpointRelay {
   // reported. What the relay's thread runs; tests call it directly.
   void Poll();
 
-  // A thread that runs Poll when a request comes, and every `poll` while one waits.
+  // A thread that runs Poll when a request comes, every `poll` while one waits, and every
+  // `look_ahead` otherwise.
   void Start();
   void Stop();
 
@@ -108,9 +114,13 @@ class CheckpointRelay {
     int64_t id = 0;
     absl::Time deadline;
     std::vector<Worker> workers;
+    // Adopted from the workers' answers (AdoptAnswersAhead): nothing to write nor signal.
+    bool ahead = false;
   };
 
   void Begin(int64_t id, absl::Time deadline);
+  // Worker 0 answered a request above every one acted on: it becomes current_, to report.
+  void AdoptAnswersAhead();
   void SignalOptedIn();
   void ReadAnswers();
   // Reports current_ (when every worker answered, or at its deadline) and forgets it.

@@ -96,6 +96,27 @@ TEST_F(CheckpointRelayTest, NothingHappensWithoutARequest) {
   EXPECT_TRUE(Reports().empty());
 }
 
+// The training code agrees on a request with one collective: workers whose pod has not heard of
+// it yet answer it all the same, and their answer is reported; the request, when it comes, is not
+// passed on again.
+TEST_F(CheckpointRelayTest, AnswersToARequestThePodHasNotHeardOfAreReported) {
+  auto relay = Relay(2);
+  Put(File(0) + ".done", R"({"id":5,"step":9})");
+  relay->Poll();
+  EXPECT_TRUE(Reports().empty()) << "worker 1 has not answered";
+  Put(File(1) + ".done", R"({"id":5,"step":9})");
+  relay->Poll();
+  ASSERT_EQ(Reports().size(), 1u);
+  EXPECT_EQ(Reports()[0].request_id(), 5);
+  EXPECT_TRUE(Reports()[0].saved());
+  EXPECT_EQ(Reports()[0].step(), 9);
+  EXPECT_TRUE(Signals().empty());
+  relay->OnRequest(Request(5, absl::Seconds(30)));
+  relay->Poll();
+  EXPECT_EQ(Reports().size(), 1u);
+  EXPECT_FALSE(std::ifstream(File(0)).good()) << "no request file written";
+}
+
 TEST_F(CheckpointRelayTest, EveryWorkerGetsTheRequestOnceAndTheirAnswersMakeThePods) {
   auto relay = Relay(2);
   const int64_t deadline_ms = absl::ToUnixMillis(clock_.Now() + absl::Seconds(90));

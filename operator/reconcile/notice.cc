@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "operator/reconcile/progress_report_env.h"
 
 namespace coach::reconcile {
 namespace {
@@ -22,16 +23,17 @@ NoticeDecision DecideOnNotice(const model::Job& job, const std::vector<ObservedP
                               bool attempt_running,
                               const std::optional<model::ObservedCheckpoint>& checkpoint,
                               const model::ReconcileConfig& config, absl::Time now) {
-  (void)job;
   NoticeDecision decision;
   if (!config.checkpoint_on_notice || !attempt_running) return decision;
+  // The pods run coach-launch with reports (a replica that prints no progress reports seldom).
+  const bool reports = ReportsProgress(job, config);
   const ObservedPod* noticed = nullptr;
   std::vector<const ObservedPod*> running;
   for (const ObservedPod& pod : current) {
     if (pod.phase == PodPhase::kFailed) return decision;
     if (pod.phase != PodPhase::kRunning) continue;
     // Pods without coach-launch's reports would never answer: the notice would only delay.
-    if (!pod.progress.has_value() && !pod.launch.has_value()) return decision;
+    if (!reports && !pod.progress.has_value() && !pod.launch.has_value()) return decision;
     running.push_back(&pod);
     if (noticed == nullptr && !pod.notice.empty()) noticed = &pod;
   }

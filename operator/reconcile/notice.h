@@ -31,8 +31,8 @@ struct NoticeDecision {
 };
 
 // The decision for the pods of the current attempt (`current`) of a job whose every replica ran
-// (`attempt_running`). A notice is acted on when every pod of the attempt that runs reports
-// through coach-launch (a progress report or launcher state): pods without it would never answer.
+// (`attempt_running`). A notice is acted on when the job's pods report through coach-launch
+// (ReportsProgress), or every running pod of the attempt did: pods without it would never answer.
 // A pod that failed meanwhile leaves the decision to the other rules (kNone).
 NoticeDecision DecideOnNotice(const model::Job& job, const std::vector<model::ObservedPod>& current,
                               bool attempt_running,

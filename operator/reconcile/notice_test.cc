@@ -106,5 +106,16 @@ TEST_F(NoticeTest, NothingToDoWithoutANoticeOrWhereNoAnswerCanCome) {
       NoticeDecision::Kind::kNone);
 }
 
+// Behind coach-launch with reports, a replica that prints no progress reports seldom (its
+// heartbeat): the job's own wiring says it answers.
+TEST_F(NoticeTest, ALauncherJobActsBeforeEveryPodReported) {
+  pods_[0].progress.reset();
+  EXPECT_EQ(Decide(std::nullopt).kind, NoticeDecision::Kind::kNone);
+  (*job_.mutable_metadata()->mutable_annotations())["coach.dev/launcher"] = "true";
+  (*job_.mutable_metadata()->mutable_annotations())["coach.dev/restart-scope"] = "Job";
+  config_.progress_report_address = "coach.coach.svc:7450";
+  EXPECT_EQ(Decide(std::nullopt).kind, NoticeDecision::Kind::kRequest);
+}
+
 }  // namespace
 }  // namespace coach::reconcile
