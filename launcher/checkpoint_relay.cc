@@ -18,17 +18,8 @@
 #include "launcher/checkpoint_files.h"
 
 namespace coach::launcher {
-namespace {
-
-std::string Get(const EnvMap& env, const char* name) {
-  auto it = env.find(name);
-  return it == env.end() ? "" : it->second;
-}
-
-}  // namespace
-
 absl::StatusOr<bool> ParseCheckpointSignal(const EnvMap& env) {
-  const std::string v = Get(env, "COACH_CHECKPOINT_SIGNAL");
+  const std::string v = EnvValue(env, "COACH_CHECKPOINT_SIGNAL");
   if (v.empty() || v == "SIGUSR1") return true;
   if (v == "none") return false;
   return absl::InvalidArgumentError(absl::StrCat("COACH_CHECKPOINT_SIGNAL: \"", BoundedMessage(v),
@@ -40,7 +31,7 @@ std::string CheckpointRequestFile(const std::string& dir, int local_rank) {
 }
 
 absl::StatusOr<std::string> MakeCheckpointDir(const EnvMap& env) {
-  std::string parent = Get(env, "TMPDIR");
+  std::string parent = EnvValue(env, "TMPDIR");
   if (parent.empty()) parent = "/tmp";
   std::string path = parent + "/coach-launch-checkpoint-XXXXXX";
   if (mkdtemp(path.data()) == nullptr) {

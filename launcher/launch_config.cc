@@ -15,6 +15,11 @@
 #include "common/status_macros.h"
 
 namespace coach::launcher {
+
+std::string EnvValue(const EnvMap& env, const char* name) {
+  auto it = env.find(name);
+  return it == env.end() ? "" : it->second;
+}
 namespace {
 
 constexpr int kDefaultMasterPort = 29500;

@@ -71,6 +71,9 @@ namespace coach::launcher {
 
 using EnvMap = std::map<std::string, std::string>;
 
+// env[name], or "" when unset.
+std::string EnvValue(const EnvMap& env, const char* name);
+
 enum class LaunchMode { kTorch, kSingle };
 
 struct PeerAddress {

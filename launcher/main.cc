@@ -124,11 +124,6 @@ EnvMap ProcessEnv() {
   return env;
 }
 
-std::string Getenv(const EnvMap& env, const char* name) {
-  auto it = env.find(name);
-  return it == env.end() ? "" : it->second;
-}
-
 // The workers' metric lines, read off their stdout (and $COACH_METRICS_FILE), go to the job's
 // MLflow run and, on Kubernetes, to the operator as progress reports; nullptr when neither is
 // configured (training goes on either way).
@@ -143,10 +138,10 @@ struct MetricsPipeline {
 // The MLflow logger into `pipeline`, when configured and possible.
 void StartMlflow(const EnvMap& env, MetricsPipeline& pipeline) {
   // The job's run (operator/reconcile/mlflow_env.h), else one the container names itself.
-  const bool job_run = !Getenv(env, "COACH_MLFLOW_RUN_ID").empty();
-  const std::string run_id = Getenv(env, job_run ? "COACH_MLFLOW_RUN_ID" : "MLFLOW_RUN_ID");
+  const bool job_run = !EnvValue(env, "COACH_MLFLOW_RUN_ID").empty();
+  const std::string run_id = EnvValue(env, job_run ? "COACH_MLFLOW_RUN_ID" : "MLFLOW_RUN_ID");
   const char* uri_var = job_run ? "COACH_MLFLOW_TRACKING_URI" : "MLFLOW_TRACKING_URI";
-  if (Getenv(env, uri_var).empty() || run_id.empty()) return;
+  if (EnvValue(env, uri_var).empty() || run_id.empty()) return;
   auto fail = [](const std::string& why) {
     std::fprintf(stderr, "coach-launch: metrics not logged to MLflow: %s\n", why.c_str());
   };
@@ -164,13 +159,13 @@ void StartMlflow(const EnvMap& env, MetricsPipeline& pipeline) {
   options->request_timeout = absl::Seconds(5);
   options->connect_timeout = absl::Seconds(2);
   mlflow::MetricLoggerOptions logger_options;
-  if (std::string b = Getenv(env, "COACH_METRICS_BUFFER"); !b.empty()) {
+  if (std::string b = EnvValue(env, "COACH_METRICS_BUFFER"); !b.empty()) {
     int64_t n = 0;
     if (!absl::SimpleAtoi(b, &n) || n < 1)
       return fail("COACH_METRICS_BUFFER: not a positive integer");
     logger_options.max_buffered_points = n;
   }
-  if (std::string t = Getenv(env, "COACH_METRICS_FLUSH_TIMEOUT"); !t.empty()) {
+  if (std::string t = EnvValue(env, "COACH_METRICS_FLUSH_TIMEOUT"); !t.empty()) {
     double s = 0;
     if (!absl::SimpleAtod(t, &s) || s < 0) return fail("COACH_METRICS_FLUSH_TIMEOUT: not seconds");
     pipeline.flush_timeout = absl::Seconds(s);
@@ -207,7 +202,7 @@ std::unique_ptr<MetricsPipeline> StartMetrics(const EnvMap& env, OutputForwarder
         if (reporter != nullptr) reporter->OnMetric(m);
       },
       log);
-  if (std::string file = Getenv(env, "COACH_METRICS_FILE"); !file.empty()) {
+  if (std::string file = EnvValue(env, "COACH_METRICS_FILE"); !file.empty()) {
     pipeline->tee->WatchFile(file);
   }
   if (reporter != nullptr) reporter->Start();

@@ -39,6 +39,15 @@ class CheckpointNoticeTest : public ::testing::Test {
     o.clock = &env_.clock;
     return o;
   }
+  // PyTorchJob "ckpt" (Master + Worker) under coach.dev/restart-scope: Job, as key_.
+  void CreateJobScoped() {
+    const std::string manifest = absl::StrReplaceAll(
+        PyTorchManifest("ckpt"),
+        {{"  name: ckpt\n", "  name: ckpt\n  annotations:\n    coach.dev/restart-scope: Job\n"}});
+    absl::StatusOr<api::v1::TrainingJob> created = env_.Create(manifest);
+    ASSERT_TRUE(created.ok()) << created.status();
+    key_ = store::KeyOf(*created);
+  }
   void Pass(const JobKey& key) {
     absl::StatusOr<PassResult> result = controller_->ReconcileKey(key);
     ASSERT_TRUE(result.ok()) << result.status();
@@ -69,12 +78,7 @@ class CheckpointNoticeTest : public ::testing::Test {
 };
 
 TEST_F(CheckpointNoticeTest, RanksSaveOnNoticeThenTheJobRestartsUncounted) {
-  const std::string manifest = absl::StrReplaceAll(
-      PyTorchManifest("ckpt"),
-      {{"  name: ckpt\n", "  name: ckpt\n  annotations:\n    coach.dev/restart-scope: Job\n"}});
-  absl::StatusOr<api::v1::TrainingJob> created = env_.Create(manifest);
-  ASSERT_TRUE(created.ok()) << created.status();
-  key_ = store::KeyOf(*created);
+  ASSERT_NO_FATAL_FAILURE(CreateJobScoped());
   Pass(key_);
   env_.backend.SetPod("default", "ckpt", Replica("Master", "master", 0));
   env_.backend.SetPod("default", "ckpt", Replica("Worker", "worker", 0));
@@ -111,12 +115,7 @@ TEST_F(CheckpointNoticeTest, RanksSaveOnNoticeThenTheJobRestartsUncounted) {
 
 // Pods without coach-launch's reports never answer: the notice changes nothing for them.
 TEST_F(CheckpointNoticeTest, WithoutReportsANoticeAsksNothing) {
-  const std::string manifest = absl::StrReplaceAll(
-      PyTorchManifest("ckpt"),
-      {{"  name: ckpt\n", "  name: ckpt\n  annotations:\n    coach.dev/restart-scope: Job\n"}});
-  absl::StatusOr<api::v1::TrainingJob> created = env_.Create(manifest);
-  ASSERT_TRUE(created.ok()) << created.status();
-  key_ = store::KeyOf(*created);
+  ASSERT_NO_FATAL_FAILURE(CreateJobScoped());
   Pass(key_);
   ObservedPod master = Replica("Master", "master", 0);
   ObservedPod worker = Replica("Worker", "worker", 0);
