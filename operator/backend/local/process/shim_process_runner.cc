@@ -265,7 +265,7 @@ absl::StatusOr<PollResult> ShimProcessRunner::Poll(const ProcessHandle& handle) 
   // Reap the shim when it is our child (started by this process); for adopted
   // replicas this is ECHILD and harmless.
   int shim_status = 0;
-  const bool reaped = handle.pid > 0 && waitpid(handle.pid, &shim_status, WNOHANG) == handle.pid;
+  bool reaped = handle.pid > 0 && waitpid(handle.pid, &shim_status, WNOHANG) == handle.pid;
   absl::StatusOr<ExitRecord> exit = ReadExitRecord(handle.replica_files);
   if (exit.ok()) return FromExit(*exit);
   if (!absl::IsNotFound(exit.status())) return exit.status();
@@ -274,6 +274,9 @@ absl::StatusOr<PollResult> ShimProcessRunner::Poll(const ProcessHandle& handle) 
   exit = ReadExitRecord(handle.replica_files);
   if (exit.ok()) return FromExit(*exit);
   if (!absl::IsNotFound(exit.status())) return exit.status();
+  // A shim that ended after the first waitpid is a zombie now: reap it here, or its own
+  // exit status (why nothing was recorded) is lost to this poll.
+  if (!reaped && handle.pid > 0) reaped = waitpid(handle.pid, &shim_status, WNOHANG) == handle.pid;
   PollResult vanished;
   vanished.state = ProcessState::kVanished;
   if (reaped && WIFEXITED(shim_status) && WEXITSTATUS(shim_status) == kShimExitNotRecorded) {
