@@ -105,6 +105,8 @@ MAX_ATTEMPTS = 20
 MAX_ATTEMPT_NODES = 64
 MAX_ATTEMPT_MESSAGE_LENGTH = 1024
 MAX_ATTEMPT_NAME_LENGTH = 253
+MAX_WORKER_COUNT_CHANGES = 20
+MAX_WORKER_COUNT_WHY_LENGTH = 512
 
 QUANTITY = {
     "anyOf": [{"type": "integer"}, {"type": "string"}],
@@ -319,8 +321,8 @@ def coach_status(time):
     """status.coach: coach's own part (api/v1/training_job.proto CoachJobStatus), which upstream
     readers ignore. Bounds as coach's decoder holds them (api/v1/coach_status.h)."""
     count = lambda d: integer(d, minimum=0)
-    return obj("coach's own status: the job's attempts (coach.dev/restart-scope: Job) and its "
-               "progress. Absent until either applies.", {
+    return obj("coach's own status: the job's attempts (coach.dev/restart-scope: Job), its "
+               "progress and an elastic job's Workers. Absent until any applies.", {
         "attempt": count("The attempt running now; 0 is the first."),
         "attemptRunningTime": time("When every replica of the current attempt was first seen "
                                    "running."),
@@ -356,7 +358,31 @@ def coach_status(time):
                            "last one runs while it has no endTime.",
             "items": attempt_status(time, count),
         },
+        "elastic": elastic_status(time, count),
     })
+
+
+def elastic_status(time, count):
+    """status.coach.elastic (api/v1/training_job.proto ElasticStatus)."""
+    return obj("An elastic job's Workers (elasticPolicy): how many train, and when that changed.", {
+        "minWorkers": count("elasticPolicy's least number of Workers (minReplicas)."),
+        "maxWorkers": count("elasticPolicy's greatest number of Workers (maxReplicas)."),
+        "workers": count("Workers running now."),
+        "changes": {
+            "type": "array",
+            "maxItems": MAX_WORKER_COUNT_CHANGES,
+            "description": "Each change of workers since the job first ran at its full size, "
+                           "oldest first: the first and the latest ones.",
+            "items": obj("One change of the number of Workers running.", {
+                "time": time("When it changed."),
+                "workers": count("Workers running after it."),
+                "step": integer("The highest step reported when it changed.", minimum=0,
+                                fmt="int64"),
+                "why": dict(string("What changed it, in words."),
+                            maxLength=MAX_WORKER_COUNT_WHY_LENGTH),
+            }, required=["workers"]),
+        },
+    }, required=["workers"])
 
 
 def attempt_status(time, count):

@@ -28,5 +28,9 @@ inline constexpr int kMaxAttemptNodes = 64;
 // Bytes of an attempt's message and of a node or replica name it keeps.
 inline constexpr size_t kMaxAttemptMessageLength = 1024;
 inline constexpr size_t kMaxAttemptNameLength = 253;
+// Entries of status.coach.elastic.changes: the first and the latest ones, as for attempts.
+inline constexpr int kMaxWorkerCountChanges = 20;
+// Characters of a change's `why`.
+inline constexpr size_t kMaxWorkerCountWhyLength = 512;
 
 }  // namespace coach::api::v1

@@ -9,15 +9,22 @@
 // Without the venv the tests skip, and fail under CI=true, where they install it (waiting for
 // tools/run_tests' background install through the script's lock).
 
+#include <signal.h>
+#include <sys/types.h>
+
+#include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "api/v1/codec/job_codec.h"
+#include "common/testing/eventually.h"
 #include "e2e/local/operator_fixture.h"
 #include "e2e/local/rank_results.h"
 #include "gtest/gtest.h"
@@ -142,6 +149,123 @@ TEST_F(TorchrunTest, WorkerOnlyTrainsUnderTorchrunThroughC10dRendezvous) {
       {{"command: [torchrun,", absl::StrCat("command: [", torch_bin_, "/torchrun,")}}, &manifest);
   ASSERT_EQ(replaced, 1) << manifest;
   RunAndCheck(manifest, "pytorch-ddp-torchrun-elastic", {"worker-0", "worker-1"}, 4);
+}
+
+// The pid of the process that `shim_marker` (a replica's files, "<job>-worker-1.") started: the
+// replica's own process, leader of its process group.
+pid_t ReplicaPid(const std::vector<ProcessInfo>& processes, const std::string& shim_marker) {
+  pid_t shim = 0;
+  for (const ProcessInfo& p : processes) {
+    if (absl::StrContains(p.cmdline, "coach-replica-shim") &&
+        absl::StrContains(p.cmdline, shim_marker)) {
+      shim = p.pid;
+    }
+  }
+  if (shim == 0) return 0;
+  for (const ProcessInfo& p : processes) {
+    std::ifstream in(absl::StrCat("/proc/", p.pid, "/stat"));
+    std::string stat;
+    std::getline(in, stat);
+    // pid (comm) state ppid ...: the fields after the last ')'.
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');
+    if (fields.size() > 1 && fields[1] == absl::StrCat(shim)) return p.pid;
+  }
+  return 0;
+}
+
+// An elastic job (Workers 2:3) loses a Worker mid-training: torchrun's agents on the other two
+// rendezvous again and train on without their replicas restarting, the operator recreates the
+// lost one, which joins them, and the job Succeeds with every rank agreeing. The job never
+// restarts; its status and events tell the Workers' count as it changed.
+TEST_F(TorchrunTest, ElasticJobLosesAWorkerTrainsOnAndGrowsBack) {
+  Start(/*venv_on_path=*/true);
+  const std::string checkpoints = absl::StrCat(TestTmpDir(), "/elastic-checkpoints");
+  const std::string manifest = absl::StrCat(R"(apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: elastic
+spec:
+  elasticPolicy:
+    minReplicas: 2
+    maxReplicas: 3
+    maxRestarts: 3
+  runPolicy:
+    backoffLimit: 3
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 3
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: x
+            command: [torchrun, --nproc_per_node=1, examples/pytorch/ddp_train.py, --epochs, "14",
+                      --epoch-seconds, "1.5", --checkpoint-dir, )",
+                                            checkpoints, "]\n");
+  ASSERT_TRUE(op_->client().CreateJobFromManifest(manifest, kNs).ok());
+  // Rank 0 (on whichever Worker the rendezvous made it) saved epoch 3: training is under way.
+  ASSERT_TRUE(coach::testing::Eventually(
+      [&] {
+        for (const char* replica : {"worker-0", "worker-1", "worker-2"}) {
+          if (absl::StrContains(op_->Logs("elastic", replica).value_or(""),
+                                "coach-checkpoint saved epoch=3")) {
+            return true;
+          }
+        }
+        return false;
+      },
+      absl::Minutes(3), absl::Milliseconds(200)));
+  absl::StatusOr<TrainingJob> training = op_->client().GetJob(kNs, "elastic");
+  ASSERT_TRUE(training.ok()) << training.status();
+  ASSERT_EQ(training->status().coach().elastic().workers(), 3) << training->ShortDebugString();
+  const std::vector<ProcessInfo> processes = op_->Processes();
+  const pid_t agent = ReplicaPid(processes, "elastic-worker-1.");
+  ASSERT_GT(agent, 0) << training->status().ShortDebugString() << "\n"
+                      << op_->Cli({"describe", "elastic"}).out
+                      << absl::StrJoin(processes, "\n", [](std::string* out, const ProcessInfo& p) {
+                           absl::StrAppend(out, p.pid, " ", p.cmdline);
+                         });
+  ASSERT_EQ(kill(-agent, SIGKILL), 0);
+
+  absl::StatusOr<TrainingJob> done = op_->WaitFinished("elastic", absl::Minutes(4));
+  ASSERT_TRUE(done.ok()) << done.status();
+  std::string logs;
+  for (const char* replica : {"worker-0", "worker-1", "worker-2"}) {
+    absl::StrAppend(&logs, "--- ", replica, " ---\n", op_->Logs("elastic", replica).value_or(""));
+  }
+  ASSERT_TRUE(sdk::IsJobSucceeded(*done)) << done->status().ShortDebugString() << "\n"
+                                          << op_->Cli({"describe", "elastic"}).out << logs;
+  ExpectRanksAgree(logs, 3);
+  // Every rank of the last rendezvous resumed from a checkpoint. The survivors' agents started
+  // their ranks again in place: each of their logs has two rendezvous, and so has the lost
+  // Worker's (its first life and the replacement's).
+  for (const ResultFields& r : ResultLines(logs)) EXPECT_NE(r.at("resumed_from"), "-1") << logs;
+  for (const char* replica : {"worker-0", "worker-1", "worker-2"}) {
+    const std::string log = op_->Logs("elastic", replica).value_or("");
+    int joined = 0;
+    for (absl::string_view line : absl::StrSplit(log, '\n')) {
+      joined += absl::StartsWith(line, "ddp_train: rank ") && absl::StrContains(line, " joined ");
+    }
+    EXPECT_EQ(joined, 2) << replica << "\n" << log;
+  }
+  for (const api::v1::JobCondition& c : done->status().conditions()) {
+    EXPECT_NE(c.type(), "Restarting") << done->status().ShortDebugString();
+  }
+  // 3 Workers, 2 while the lost one was away, 3 again.
+  const api::v1::ElasticStatus& elastic = done->status().coach().elastic();
+  std::vector<int> counts;
+  for (const api::v1::WorkerCountChange& c : elastic.changes()) counts.push_back(c.workers());
+  EXPECT_EQ(counts, (std::vector<int>{3, 2, 3})) << elastic.ShortDebugString();
+  ASSERT_GE(elastic.changes_size(), 2);
+  EXPECT_EQ(elastic.changes(1).why(), "Worker replica 1 exited with code 137");
+  EXPECT_GE(elastic.changes(1).step(), 3);
+  const std::string described = op_->Cli({"describe", "elastic"}).out;
+  EXPECT_TRUE(absl::StrContains(described, "ElasticShrink")) << described;
+  EXPECT_TRUE(absl::StrContains(described, "ElasticGrow")) << described;
+  EXPECT_TRUE(op_->WaitNoProcesses().empty());
 }
 
 // A Trainer v2 TrainJob on upstream's torch-distributed runtime (read unchanged from the shared

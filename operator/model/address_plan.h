@@ -43,6 +43,10 @@ class AddressPlan {
   // PaddleJob's rank 0 does upstream. A plan that returns false gets Host()/Port()
   // for every replica instead.
   virtual bool PodIPAvailable() const { return true; }
+
+  // True where every replica runs on one host (the local backend), so that a host name cannot
+  // tell a replica that it is the one an address names (torchrun's rendezvous host).
+  virtual bool SharedHost() const { return false; }
 };
 
 }  // namespace coach::model

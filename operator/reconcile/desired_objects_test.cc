@@ -155,6 +155,25 @@ TEST(DesiredObjectsTest, BadTemplateIsInvalidArgument) {
   EXPECT_EQ(DesiredObjects(job, {}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(DesiredObjectsTest, ElasticKeepsTheContainersOwnStoreSharing) {
+  model::Job job = MakePyTorchJob("ns", "el")
+                       .Workers(2)
+                       .Elastic(1, 3)
+                       .Template("Worker", R"({"spec":{"containers":[{"name":"pytorch","image":"x",
+                         "ports":[{"name":"pytorchjob-port","containerPort":23456}],
+                         "env":[{"name":"TORCH_DISABLE_SHARE_RDZV_TCP_STORE","value":"0"}]}]}})")
+                       .Build();
+  auto objs = DesiredObjects(job, {});
+  ASSERT_TRUE(objs.ok()) << objs.status();
+  int count = 0;
+  for (const auto& [name, value] : Env(Find(*objs, "Pod", "el-worker-1"))) {
+    if (name != "TORCH_DISABLE_SHARE_RDZV_TCP_STORE") continue;
+    ++count;
+    EXPECT_EQ(value, "0");
+  }
+  EXPECT_EQ(count, 1);
+}
+
 TEST(DesiredObjectsTest, PyTorchWithoutMasterAndElastic) {
   model::Job job = MakePyTorchJob("ns", "el").Workers(2).Elastic(1, 3).RdzvId("abc").Build();
   auto objs = DesiredObjects(job, {});
@@ -163,7 +182,8 @@ TEST(DesiredObjectsTest, PyTorchWithoutMasterAndElastic) {
       Env(Find(*objs, "Pod", "el-worker-1")),
       ElementsAre(Pair("PYTHONUNBUFFERED", "1"), Pair("PET_NPROC_PER_NODE", "auto"),
                   Pair("PET_RDZV_ENDPOINT", "el-worker-0:23456"), Pair("PET_RDZV_BACKEND", "c10d"),
-                  Pair("PET_NNODES", "1:3"), Pair("PET_RDZV_ID", "abc")));
+                  Pair("PET_NNODES", "1:3"), Pair("PET_RDZV_ID", "abc"),
+                  Pair("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")));
   EXPECT_EQ(Find(*objs, "Pod", "el-worker-0")
                 .body["metadata"]["labels"]["training.kubeflow.org/job-role"],
             "master");

@@ -80,9 +80,9 @@ TEST(FrameworkEnvTest, PyTorch) {
       {"nprocPerNode 4 multiplies WORLD_SIZE", n4, "Worker", 0, {"PYTHONUNBUFFERED=1", "MASTER_PORT=23456", "MASTER_ADDR=p-master-0", "PET_MASTER_PORT=23456", "PET_MASTER_ADDR=p-master-0", "WORLD_SIZE=8", "RANK=1", "PET_NPROC_PER_NODE=4", "PET_NODE_RANK=1", "PET_NNODES=2"}},
       {"nprocPerNode gpu counts as 1", gpu, "Master", 0, {"PYTHONUNBUFFERED=1", "MASTER_PORT=23456", "MASTER_ADDR=p-master-0", "PET_MASTER_PORT=23456", "PET_MASTER_ADDR=p-master-0", "WORLD_SIZE=2", "RANK=0", "PET_NPROC_PER_NODE=gpu", "PET_NODE_RANK=0", "PET_NNODES=2"}},
       {"no master: no master, rank or world size", w, "Worker", 1, {"PYTHONUNBUFFERED=1", "PET_NPROC_PER_NODE=auto", "PET_NNODES=2"}},
-      {"elastic min:max", el, "Worker", 0, {"PYTHONUNBUFFERED=1", "PET_NPROC_PER_NODE=auto", "PET_RDZV_ENDPOINT=p-worker-0:23456", "PET_RDZV_BACKEND=c10d", "PET_NNODES=1:3"}},
-      {"elastic min only: copied to max", el_min, "Worker", 1, {"PYTHONUNBUFFERED=1", "PET_NPROC_PER_NODE=auto", "PET_RDZV_ENDPOINT=p-worker-0:23456", "PET_RDZV_BACKEND=c10d", "PET_NNODES=2:2"}},
-      {"elastic without bounds: Worker replicas; rdzvId", el_none, "Worker", 2, {"PYTHONUNBUFFERED=1", "PET_NPROC_PER_NODE=auto", "PET_RDZV_ENDPOINT=p-worker-0:23456", "PET_RDZV_BACKEND=c10d", "PET_NNODES=3", "PET_RDZV_ID=r1"}},
+      {"elastic min:max", el, "Worker", 0, {"PYTHONUNBUFFERED=1", "PET_NPROC_PER_NODE=auto", "PET_RDZV_ENDPOINT=p-worker-0:23456", "PET_RDZV_BACKEND=c10d", "PET_NNODES=1:3", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"}},
+      {"elastic min only: copied to max", el_min, "Worker", 1, {"PYTHONUNBUFFERED=1", "PET_NPROC_PER_NODE=auto", "PET_RDZV_ENDPOINT=p-worker-0:23456", "PET_RDZV_BACKEND=c10d", "PET_NNODES=2:2", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"}},
+      {"elastic without bounds: Worker replicas; rdzvId", el_none, "Worker", 2, {"PYTHONUNBUFFERED=1", "PET_NPROC_PER_NODE=auto", "PET_RDZV_ENDPOINT=p-worker-0:23456", "PET_RDZV_BACKEND=c10d", "PET_NNODES=3", "PET_RDZV_ID=r1", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"}},
   });
   // clang-format on
 }

@@ -11,6 +11,7 @@ namespace coach::reconcile {
 namespace {
 
 constexpr char kPortName[] = "pytorchjob-port";
+constexpr char kEnvDisableSharedRendezvousStore[] = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE";
 
 // Upstream: non-integer nprocPerNode ("auto", "cpu", "gpu") counts as one process.
 int NprocPerNodeInt(const model::Job& job) {
@@ -71,7 +72,8 @@ absl::StatusOr<Wiring> Compute(const ReplicaRef& r) {
     port = r.plan.Port(job, "Worker", 0, kPortName, declared);
   }
   w.env.emplace_back("PET_RDZV_ENDPOINT", absl::StrCat(host, ":", port));
-  w.env.emplace_back("PET_RDZV_BACKEND", ep.has_rdzv_backend() ? ep.rdzv_backend() : "c10d");
+  const std::string backend = ep.has_rdzv_backend() ? ep.rdzv_backend() : "c10d";
+  w.env.emplace_back("PET_RDZV_BACKEND", backend);
   std::string nnodes;
   if (ep.has_min_replicas() || ep.has_max_replicas()) {
     const int min = ep.has_min_replicas() ? ep.min_replicas() : ep.max_replicas();
@@ -90,12 +92,24 @@ absl::StatusOr<Wiring> Compute(const ReplicaRef& r) {
     w.env.emplace_back("PET_NPROC_PER_NODE", std::to_string(ep.n_proc_per_node()));
   }
   if (ep.has_rdzv_id()) w.env.emplace_back("PET_RDZV_ID", ep.rdzv_id());
-  if (ep.rdzv_conf_size() > 0) {
-    std::vector<std::string> kv;
-    for (const auto& c : ep.rdzv_conf()) kv.push_back(absl::StrCat(c.key(), "=", c.value()));
-    w.env.emplace_back("PET_RDZV_CONF", absl::StrJoin(kv, ","));
+  std::vector<std::string> conf;
+  bool conf_names_host = false;
+  for (const auto& c : ep.rdzv_conf()) {
+    conf.push_back(absl::StrCat(c.key(), "=", c.value()));
+    conf_names_host = conf_names_host || c.key() == "is_host";
   }
+  // Where every replica is one host, each agent would take the rendezvous endpoint for its own
+  // and the first to bind it would hold the store: losing that replica, whichever it is, would
+  // end the rendezvous of all. Worker 0 holds it, as on Kubernetes, where only its name matches.
+  if (backend == "c10d" && !ep.has_rdzv_host() && !conf_names_host && r.plan.SharedHost()) {
+    conf.push_back(absl::StrCat("is_host=", r.type == "Worker" && r.index == 0 ? "true" : "false"));
+  }
+  if (!conf.empty()) w.env.emplace_back("PET_RDZV_CONF", absl::StrJoin(conf, ","));
   if (ep.has_standalone() && ep.standalone()) w.env.emplace_back("PET_STANDALONE", "");
+  // torchrun's agents hand their ranks a TCP store that a node which was not rank 0 remembers
+  // from its first rendezvous: after a membership change (a lost Worker, one joining) its ranks
+  // dial a store that is gone and hang. Each round's own store, unshared, has no such memory.
+  w.env.emplace_back(kEnvDisableSharedRendezvousStore, "1");
   return w;
 }
 
@@ -106,7 +120,11 @@ absl::Status SetPyTorchEnv(const ReplicaRef& replica, model::Json& pod_template)
   model::Json* containers = MutableContainers(pod_template);
   if (containers == nullptr) return absl::OkStatus();
   for (model::Json& c : *containers) {
-    for (const auto& [name, value] : w.env) AppendEnv(c, name, value);
+    for (const auto& [name, value] : w.env) {
+      // The container's own choice of store sharing stands.
+      if (name == kEnvDisableSharedRendezvousStore && HasEnv(c, name)) continue;
+      AppendEnv(c, name, value);
+    }
   }
   return absl::OkStatus();
 }

@@ -17,6 +17,7 @@
 #include "operator/model/replicas.h"
 #include "operator/reconcile/attempt_history.h"
 #include "operator/reconcile/conditions.h"
+#include "operator/reconcile/elastic.h"
 #include "operator/reconcile/job_recovery.h"
 #include "operator/reconcile/notice.h"
 #include "operator/reconcile/pending.h"
@@ -173,6 +174,8 @@ class Pass {
   void RestartJob(const RecoveryDecision& restart);
   void FailRecovery(const RecoveryDecision& failure);
   void NoteAttemptRunning();
+  // An elastic job's Workers running now, and each change of that number (elastic.h).
+  void NoteElasticWorkers();
   bool StalledUnderReplicaScope();
   void RequeueBy(absl::Time at) { reconcile::RequeueBy(result_.requeue_at, at); }
 
@@ -299,6 +302,15 @@ void Pass::NoteAttemptRunning() {
   api::v1::CoachJobStatus& coach = *status().mutable_coach();
   coach.set_attempt(recovery_.attempt());
   *coach.mutable_attempt_running_time() = ToTimestamp(now_);
+}
+
+void Pass::NoteElasticWorkers() {
+  const std::optional<ElasticRange> elastic = ElasticWorkers(job_);
+  if (!elastic || recovery_.JobScope() || IsFinished(status())) return;
+  if (std::optional<ElasticEvent> e = NoteWorkers(*elastic, Replicas(job_, kReplicaWorker),
+                                                  recovery_.current(), now_, status())) {
+    Event(e->type, e->reason, e->message);
+  }
 }
 
 bool Pass::StalledUnderReplicaScope() {
@@ -597,12 +609,17 @@ void Pass::UpdateConditions(const std::map<std::string, bool>& nonretryable) {
   std::string fail_msg;
   std::string fail_type;
   std::string restart_msg;
+  // An elastic job's lost Workers are recreated while the others train on: no restart of it.
+  const std::optional<ElasticRange> elastic = ElasticWorkers(job_);
+  const bool absorbs_worker_loss = elastic && !recovery_.JobScope() &&
+                                   AbsorbsWorkerLoss(*elastic, RunningWorkers(recovery_.current()));
   for (const std::string& type : ReplicaTypes(job_)) {
     const api::v1::ReplicaStatus s = get(type);
     if (s.failed() == 0 || Replicas(job_, type) <= s.succeeded() + s.active()) continue;
     auto nr = nonretryable.find(type);
     const bool permanent = nr != nonretryable.end() && nr->second;
     if (FailureRestartsJob(kind_, RestartPolicy(job_, type), permanent)) {
+      if (type == kReplicaWorker && absorbs_worker_loss) continue;
       if (restart_msg.empty()) {
         restart_msg = absl::StrCat(kind_name_, " ", name(), " is restarting because ", s.failed(),
                                    " ", type, " replica(s) failed.");
@@ -785,6 +802,7 @@ model::ReconcileResult Pass::Run(const absl::Status& policy_error) {
   ReconcileReplicas(nonretryable);
   UpdateConditions(nonretryable);
   ExplainPending();
+  NoteElasticWorkers();
   NoteAttemptRunning();
   if (StalledUnderReplicaScope()) return Done();
   if (!IsFinished(status())) NoteAttempt();

@@ -321,6 +321,41 @@ TEST(ReconcileTest, ExitCodeRetryableRestartsNonRetryableFails) {
   EXPECT_THAT(Conds(back.status), ElementsAre("Created=True", "Running=True"));
 }
 
+// An elastic job above its minimum loses a Worker: the pod is recreated, the job stays Running
+// (torchrun's agents train on with the others) and says so; below the minimum it restarts.
+TEST(ReconcileTest, ElasticJobTrainsOnWithoutALostWorker) {
+  model::Job job = MakePyTorchJob("ns", "el").Workers(3).Elastic(2, 3).Build();
+  auto full = Reconcile(job, ObservedBuilder(job).All(PodPhase::kRunning).Build(), kT0, {});
+  ASSERT_EQ(full.status.coach().elastic().changes_size(), 1);
+  model::Job running = WithStatus(job, full.status);
+  auto lost = Reconcile(running,
+                        ObservedBuilder(job)
+                            .Running("Worker", 0)
+                            .Failed("Worker", 1, 137)
+                            .Running("Worker", 2)
+                            .Build(),
+                        kT0 + absl::Seconds(5), {});
+  EXPECT_THAT(Acts(lost), ElementsAre("delete Pod/el-worker-1"));
+  EXPECT_THAT(Conds(lost.status), ElementsAre("Created=True", "Running=True"));
+  EXPECT_THAT(Reasons(lost), ElementsAre("ExitedWithCode", "SuccessfulDeletePod", "ElasticShrink"));
+  EXPECT_EQ(lost.status.coach().elastic().workers(), 2);
+
+  auto back =
+      Reconcile(WithStatus(job, lost.status), ObservedBuilder(job).All(PodPhase::kRunning).Build(),
+                kT0 + absl::Seconds(30), {});
+  EXPECT_THAT(Reasons(back), ElementsAre("ElasticGrow"));
+  EXPECT_EQ(back.status.coach().elastic().changes_size(), 3);
+
+  auto two_lost = Reconcile(WithStatus(job, back.status),
+                            ObservedBuilder(job)
+                                .Running("Worker", 0)
+                                .Failed("Worker", 1, 137)
+                                .Failed("Worker", 2, 137)
+                                .Build(),
+                            kT0 + absl::Seconds(40), {});
+  EXPECT_TRUE(HasTrueCondition(two_lost.status, "Restarting"));
+}
+
 TEST(ReconcileTest, DeletesNameTheObservedInstance) {
   // A delete carries the UID of the pod the pass saw, so that a late one cannot remove the
   // newer pod a restart creates under the same name; without a UID (local) it names the pod.

@@ -302,14 +302,22 @@ k patch pytorchjob "$name" -n compat --subresource=status --type=merge -p '{"sta
   "startTime":"2025-01-01T00:00:00Z",
   "coach":{"attempt":2,"restarts":1,"restartsByType":{"Worker":1},"attemptRunningTime":"2025-01-01T00:00:00Z",
            "progress":{"step":1200,"metrics":{"loss":0.25,"epoch":3},"stepsPerSecond":3.5,
-                       "lastProgressTime":"2025-01-01T00:05:00Z"}}}}' >/dev/null || fail "status patch"
+                       "lastProgressTime":"2025-01-01T00:05:00Z"},
+           "elastic":{"minWorkers":1,"maxWorkers":2,"workers":1,
+                      "changes":[{"time":"2025-01-01T00:04:00Z","workers":1,"step":1100,
+                                  "why":"Worker replica 1 exited with code 137"}]}}}}' >/dev/null || fail "status patch"
 read -r _ state step _ attempt _ <<<"$(k get pytorchjob "$name" -n compat --no-headers -o wide)"
 [[ $state == Running ]] || fail "STATE column is '$state', want Running"
 [[ $step == 1200 && $attempt == 2 ]] || fail "STEP and ATTEMPT columns are '$step' and '$attempt', want 1200 and 2"
 k get pytorchjob "$name" -n compat -o jsonpath='{.status.coach.progress.metrics.loss}' | grep -qx 0.25 ||
   fail "status.coach.progress.metrics was not stored"
+k get pytorchjob "$name" -n compat -o jsonpath='{.status.coach.elastic.changes[0].step}' | grep -qx 1100 ||
+  fail "status.coach.elastic was not stored"
 # The bounds coach's decoder holds status.coach to (api/v1/coach_status.h) hold at the API server.
-for bad in '{"attempt":-1}' '{"progress":{"metrics":{"":1}}}' '{"progress":{"stepsPerSecond":-1}}'; do
+why513=$(printf 'w%.0s' {1..513})
+for bad in '{"attempt":-1}' '{"progress":{"metrics":{"":1}}}' '{"progress":{"stepsPerSecond":-1}}' \
+  '{"elastic":{"workers":-1}}' '{"elastic":{"workers":1,"changes":[{"workers":1,"why":"'"$why513"'"}]}}' \
+  '{"elastic":{"workers":1,"changes":['"$(printf '{"workers":1},%.0s' {1..20})"'{"workers":1}]}}'; do
   if k patch pytorchjob "$name" -n compat --subresource=status --type=merge \
     -p '{"status":{"coach":'"$bad"'}}' >/dev/null 2>&1; then
     fail "status.coach $bad was accepted"

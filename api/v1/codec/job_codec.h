@@ -27,10 +27,13 @@
 // restartsByType: {Worker: 1}, attemptRunningTime, restartTime, progress: {step,
 // metrics: {loss: 0.25}, stepsPerSecond, lastProgressTime}, attempts: [{attempt, startTime,
 // runningTime, endTime, reason, message, replica, exitCode, signal, nodes: {worker-0: node-a},
-// lastStep, counted}]};
+// lastStep, counted}], elastic: {minWorkers, maxWorkers, workers, changes: [{time, workers,
+// step, why}]}};
 // counts and step are >= 0, metrics at most kMaxProgressMetrics with names of 1 to
 // kMaxMetricNameLength characters, restartsByType at most kMaxRestartsByType, attempts at most
-// kMaxAttempts with at most kMaxAttemptNodes nodes each (api/v1/coach_status.h).
+// kMaxAttempts with at most kMaxAttemptNodes nodes each, elastic.changes at most
+// kMaxWorkerCountChanges with a why of at most kMaxWorkerCountWhyLength characters
+// (api/v1/coach_status.h). elastic.workers and each change's workers are written even when 0.
 
 // The decoder (job_decoder.h) and the encoder (job_encoder.h) are separate libraries;
 // this header names both for callers that need either direction.

@@ -345,6 +345,134 @@ TEST(JobCodecTest, CoachStatusRejectsNonFiniteNumbersBuiltInCode) {
             "status.coach.progress.metrics[loss]: must be a finite number");
 }
 
+constexpr char kElasticStatusJob[] = R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: p}
+spec:
+  pytorchReplicaSpecs: {Worker: {replicas: 3}}
+status:
+  coach:
+    elastic:
+      minWorkers: 2
+      maxWorkers: 3
+      workers: 3
+      changes:
+      - {time: "2024-05-01T12:00:00Z", workers: 2, step: 1500, why: Worker replica 1 exited with code 137}
+      - {time: "2024-05-01T12:03:00Z", workers: 3, step: 1600, why: Worker replica 1 runs}
+      - {workers: 0}
+)";
+
+TEST(JobCodecTest, ElasticStatusRoundTrips) {
+  auto jobs = ParseManifests(kElasticStatusJob);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  const ElasticStatus& elastic = jobs->front().status().coach().elastic();
+  EXPECT_EQ(elastic.min_workers(), 2);
+  EXPECT_EQ(elastic.max_workers(), 3);
+  EXPECT_EQ(elastic.workers(), 3);
+  ASSERT_EQ(elastic.changes_size(), 3);
+  EXPECT_EQ(elastic.changes(0).time().seconds(), 1714564800);
+  EXPECT_EQ(elastic.changes(0).workers(), 2);
+  EXPECT_EQ(elastic.changes(0).step(), 1500);
+  EXPECT_EQ(elastic.changes(0).why(), "Worker replica 1 exited with code 137");
+  EXPECT_EQ(elastic.changes(1).workers(), 3);
+  EXPECT_FALSE(elastic.changes(2).has_time());
+
+  const json original = *ParseYaml(kElasticStatusJob);
+  EXPECT_EQ(JobToJson(jobs->front()), original);
+  auto from_yaml = ParseManifests(JobToYamlString(jobs->front()));
+  ASSERT_TRUE(from_yaml.ok()) << from_yaml.status();
+  EXPECT_EQ(JobToJson(from_yaml->front()), original);
+  auto from_json = ParseManifests(JobsToJson(*jobs));
+  ASSERT_TRUE(from_json.ok()) << from_json.status();
+  EXPECT_EQ(JobToJson(from_json->front()), original);
+  auto recoded = RecodeJob(jobs->front());
+  ASSERT_TRUE(recoded.ok()) << recoded.status();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*recoded, jobs->front()));
+}
+
+// Zeros are left out as in the rest of status.coach, except the Workers counts: 0 Workers
+// running is a state, not an absent value. A job without elastic status gets no key.
+TEST(JobEncoderTest, ElasticStatusAlwaysHasItsWorkers) {
+  TrainingJob job = ValidJobOf("pytorchjob");
+  job.mutable_status()->mutable_coach()->set_restarts(1);
+  EXPECT_FALSE(JobToJson(job)["status"]["coach"].contains("elastic"));
+  ElasticStatus* elastic = job.mutable_status()->mutable_coach()->mutable_elastic();
+  EXPECT_EQ(JobToJson(job)["status"]["coach"]["elastic"], json::parse(R"({"workers": 0})"));
+  elastic->add_changes();
+  EXPECT_EQ(JobToJson(job)["status"]["coach"]["elastic"],
+            json::parse(R"({"workers": 0, "changes": [{"workers": 0}]})"));
+  auto recoded = RecodeJob(job);
+  ASSERT_TRUE(recoded.ok()) << recoded.status();
+  EXPECT_TRUE(recoded->status().coach().has_elastic());
+  EXPECT_EQ(recoded->status().coach().elastic().changes_size(), 1);
+}
+
+TEST(JobCodecTest, BadElasticStatusNamesTheField) {
+  std::string error = ErrorOf(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: p}
+spec: {pytorchReplicaSpecs: {Worker: {}}}
+status:
+  coach:
+    elastic:
+      minWorkers: -1
+      maxWorkers: "3"
+      workers: -2
+      size: 3
+      changes:
+      - {time: soon, workers: -1, step: -5, why: 7, who: me}
+      - 3
+)");
+  for (const char* want : {
+           "status.coach.elastic.minWorkers: must be >= 0, got -1",
+           "status.coach.elastic.maxWorkers: must be an integer, got string \"3\"",
+           "status.coach.elastic.workers: must be >= 0, got -2",
+           "status.coach.elastic.size: unknown field",
+           "status.coach.elastic.changes[0].time: must be an RFC 3339 timestamp",
+           "status.coach.elastic.changes[0].workers: must be >= 0, got -1",
+           "status.coach.elastic.changes[0].step: must be >= 0, got -5",
+           "status.coach.elastic.changes[0].why: must be a string, got integer 7",
+           "status.coach.elastic.changes[0].who: unknown field",
+           "status.coach.elastic.changes[1]: must be an object, got integer 3",
+       }) {
+    EXPECT_NE(error.find(want), std::string::npos) << want << " in:\n" << error;
+  }
+  EXPECT_EQ(std::count(error.begin(), error.end(), '\n'), 9) << error;
+  EXPECT_EQ(ErrorOf(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: p}
+spec: {pytorchReplicaSpecs: {Worker: {}}}
+status: {coach: {elastic: {workers: 1, changes: {time: "2024-05-01T12:00:00Z"}}}}
+)"),
+            "status.coach.elastic.changes: must be a list, got an object");
+}
+
+TEST(JobCodecTest, ElasticChangesAreBounded) {
+  json manifest = *ParseYaml(kElasticStatusJob);
+  json& changes = manifest["status"]["coach"]["elastic"]["changes"];
+  while (changes.size() < 20) changes.push_back(json{{"workers", 2}});
+  // At the bounds: accepted. Characters, not bytes, as the CRD's maxLength counts them.
+  std::string accented;
+  for (int i = 0; i < 512; ++i) accented += "\u00e9";
+  changes[0]["why"] = accented;
+  ASSERT_TRUE(JobFromJson(manifest).ok()) << JobFromJson(manifest).status();
+
+  changes[0]["why"] = std::string(513, 'w');
+  changes.push_back(json{{"workers", 2}});
+  auto too_many = JobFromJson(manifest);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_EQ(too_many.status().message(),
+            "status.coach.elastic.changes: must have at most 20 entries, got 21");
+  changes.erase(changes.size() - 1);
+  auto too_long = JobFromJson(manifest);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(too_long.status().message(),
+            "status.coach.elastic.changes[0].why: must have at most 512 characters");
+}
+
 TEST(JobCodecTest, ReplicaTypesAreNormalised) {
   auto jobs = ParseManifests(R"(
 apiVersion: kubeflow.org/v1

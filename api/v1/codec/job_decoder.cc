@@ -343,8 +343,7 @@ void DecodeProgress(FieldDecoder& d, const json& v, const std::string& path,
   }
 }
 
-// A string of status.coach.attempts[] of at most `max` characters (as the CRD's maxLength
-// counts them).
+// A string of status.coach of at most `max` characters (as the CRD's maxLength counts them).
 template <typename Set>
 void BoundedString(FieldDecoder& d, const json& object, const std::string& key,
                    const std::string& path, size_t max, Set set) {
@@ -409,6 +408,43 @@ void DecodeAttempt(FieldDecoder& d, const json& item, const std::string& path,
   }
 }
 
+void DecodeWorkerCountChange(FieldDecoder& d, const json& item, const std::string& path,
+                             WorkerCountChange* change) {
+  d.Unknown(item, path, {"time", "workers", "step", "why"});
+  COACH_TIME_FIELD(d, item, "time", path, change, WorkerCountChange, time);
+  Count(d, item, "workers", path, [&](int32_t i) { change->set_workers(i); });
+  d.Int64(item, "step", path, [&](int64_t i) {
+    if (i < 0) {
+      d.Error(Join(path, "step"), absl::StrCat("must be >= 0, got ", i));
+    } else {
+      change->set_step(i);
+    }
+  });
+  BoundedString(d, item, "why", path, kMaxWorkerCountWhyLength,
+                [&](std::string s) { change->set_why(std::move(s)); });
+}
+
+void DecodeElastic(FieldDecoder& d, const json& v, const std::string& path,
+                   ElasticStatus* elastic) {
+  const json* object = d.Object(v, path);
+  if (object == nullptr) return;
+  d.Unknown(*object, path, {"minWorkers", "maxWorkers", "workers", "changes"});
+  Count(d, *object, "minWorkers", path, [&](int32_t i) { elastic->set_min_workers(i); });
+  Count(d, *object, "maxWorkers", path, [&](int32_t i) { elastic->set_max_workers(i); });
+  Count(d, *object, "workers", path, [&](int32_t i) { elastic->set_workers(i); });
+  auto changes = object->find("changes");
+  if (changes == object->end() || changes->is_null()) return;
+  const std::string changes_path = Join(path, "changes");
+  if (changes->is_array() && changes->size() > static_cast<size_t>(kMaxWorkerCountChanges)) {
+    d.Error(changes_path, absl::StrCat("must have at most ", kMaxWorkerCountChanges,
+                                       " entries, got ", changes->size()));
+    return;
+  }
+  d.ObjectList(*changes, changes_path, [&](const json& item, const std::string& ipath) {
+    DecodeWorkerCountChange(d, item, ipath, elastic->add_changes());
+  });
+}
+
 }  // namespace
 
 namespace internal {
@@ -416,7 +452,7 @@ namespace internal {
 const std::set<std::string>& CoachStatusFields() {
   static const std::set<std::string>* fields = new std::set<std::string>{
       "attempt",  "restarts",    "disruptions",     "restartsByType", "attemptRunningTime",
-      "progress", "restartTime", "inPlaceRestarts", "attempts"};
+      "progress", "restartTime", "inPlaceRestarts", "attempts",       "elastic"};
   return *fields;
 }
 
@@ -470,6 +506,10 @@ void DecodeCoachStatus(FieldDecoder& d, const json& v, const std::string& path, 
         DecodeAttempt(d, item, ipath, coach->add_attempts());
       });
     }
+  }
+  auto elastic = object->find("elastic");
+  if (elastic != object->end() && !elastic->is_null()) {
+    DecodeElastic(d, *elastic, Join(path, "elastic"), coach->mutable_elastic());
   }
 }
 

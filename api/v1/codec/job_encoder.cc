@@ -380,6 +380,31 @@ class Encoder {
       for (const JobAttempt& attempt : coach.attempts()) attempts.push_back(Attempt(attempt));
       out["attempts"] = std::move(attempts);
     }
+    if (coach.has_elastic()) out["elastic"] = Elastic(coach.elastic());
+    return out;
+  }
+
+  // `workers` is always written, 0 included: it is what the job trains with, and a change's
+  // count is what it changed to.
+  static json Elastic(const ElasticStatus& elastic) {
+    json out = json::object();
+    if (elastic.min_workers() != 0) out["minWorkers"] = elastic.min_workers();
+    if (elastic.max_workers() != 0) out["maxWorkers"] = elastic.max_workers();
+    out["workers"] = elastic.workers();
+    if (elastic.changes_size() > 0) {
+      json changes = json::array();
+      for (const WorkerCountChange& change : elastic.changes()) changes.push_back(Change(change));
+      out["changes"] = std::move(changes);
+    }
+    return out;
+  }
+
+  static json Change(const WorkerCountChange& change) {
+    json out = json::object();
+    if (change.has_time()) out["time"] = FormatTime(change.time());
+    out["workers"] = change.workers();
+    if (change.step() != 0) out["step"] = change.step();
+    if (!change.why().empty()) out["why"] = change.why();
     return out;
   }
 

@@ -185,6 +185,22 @@ std::vector<std::string> AttemptRow(const TrainingJob& job, const api::v1::JobAt
           open ? "-" : (attempt.counted() ? "yes" : "no")};
 }
 
+void PrintElastic(const api::v1::ElasticStatus& elastic, absl::Time now, std::ostream& out) {
+  out << "Elastic:\n";
+  Line(out, "Workers:",
+       absl::StrCat(elastic.workers(), " of ", elastic.min_workers(), "..", elastic.max_workers(),
+                    " running"));
+  if (elastic.changes().empty()) return;
+  TablePrinter table({"CHANGED", "AGE", "WORKERS", "STEP", "WHY"});
+  for (const api::v1::WorkerCountChange& change : elastic.changes()) {
+    table.AddRow(
+        {Time(change.time()), change.has_time() ? FormatSpan(now - ToTime(change.time())) : "-",
+         absl::StrCat(change.workers()), change.step() == 0 ? "-" : absl::StrCat(change.step()),
+         change.why().empty() ? "-" : change.why()});
+  }
+  table.Print(out, "  ");
+}
+
 }  // namespace
 
 std::string FormatSpan(absl::Duration span) {
@@ -241,6 +257,7 @@ void PrintCoachStatus(const TrainingJob& job, absl::Time now, std::ostream& out)
     out << "Attempts:\n";
     PrintAttemptTimeline(job, now, /*deleted=*/false, out, "  ");
   }
+  if (job.status().coach().has_elastic()) PrintElastic(job.status().coach().elastic(), now, out);
   if (job.status().coach().has_progress()) PrintProgress(job.status().coach().progress(), now, out);
 }
 

@@ -2,7 +2,8 @@
 
 // `coach describe`'s sections for coach's own part of a job's status (status.coach): how the
 // job recovers (attempt, restarts against its budget, disruptions), its attempt timeline (also
-// `coach history`'s table) and how far it got (step, rate, last report, metrics).
+// `coach history`'s table), how many Workers an elastic job trains with and when that changed,
+// and how far it got (step, rate, last report, metrics).
 
 #include <ostream>
 #include <string>
@@ -28,11 +29,13 @@ std::string FormatSpan(absl::Duration span);
 
 // "Recovery:" when the job has attempts to tell of (status.coach's attempt, restarts,
 // disruptions, restartsByType or attemptRunningTime, or coach.dev/restart-scope: Job), then
-// "Attempts:" (PrintAttemptTimeline) when it has a timeline, "Progress:" when
-// status.coach.progress is set; nothing without status.coach. The restart
-// budget shown is coach.dev/max-restarts, else runPolicy.backoffLimit (per type:
-// coach.dev/max-restarts-<type>), as operator/reconcile/recovery_policy.h reads them; an
-// annotation that is no count shows no budget.
+// "Attempts:" (PrintAttemptTimeline) when it has a timeline, "Elastic:" when
+// status.coach.elastic is set (Workers running of minWorkers..maxWorkers, then one row per
+// change: CHANGED, AGE, WORKERS, STEP, WHY), "Progress:" when status.coach.progress is set;
+// nothing without status.coach. The restart budget shown is coach.dev/max-restarts, else
+// runPolicy.backoffLimit (per type: coach.dev/max-restarts-<type>), as
+// operator/reconcile/recovery_policy.h reads them; an annotation that is no count shows no
+// budget.
 void PrintCoachStatus(const api::v1::TrainingJob& job, absl::Time now, std::ostream& out);
 
 }  // namespace coach::cli

@@ -442,6 +442,7 @@ TEST_F(RemoteCommandsTest, DescribeShowsConditionsReplicasAndEvents) {
   // No status.coach: neither of its sections.
   EXPECT_THAT(text, ::testing::Not(HasSubstr("Recovery:")));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("Progress:")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("Elastic:")));
 }
 
 TEST_F(RemoteCommandsTest, DescribeShowsRecoveryAndProgress) {
@@ -633,6 +634,61 @@ TEST_F(RemoteCommandsTest, DescribeShowsTheAttemptTimeline) {
     absl::StrAppend(&indented, "  ", line, "\n");
   }
   EXPECT_THAT(out_.str(), HasSubstr("  Disruptions:      1\n" + indented + "Progress:\n"));
+}
+
+// An elastic job lost a Worker, got it back, and lost one again: one row per change, before
+// the progress.
+TEST_F(RemoteCommandsTest, DescribeShowsTheElasticWorkers) {
+  TrainingJob job = Job("default", "elastic", {"Created", "Running"});
+  api::v1::ElasticStatus* elastic = job.mutable_status()->mutable_coach()->mutable_elastic();
+  elastic->set_min_workers(2);
+  elastic->set_max_workers(3);
+  elastic->set_workers(2);
+  const auto change = [&](int64_t ago, int workers, int64_t step, const std::string& why) {
+    api::v1::WorkerCountChange* c = elastic->add_changes();
+    c->mutable_time()->set_seconds(100000 - ago);
+    c->set_workers(workers);
+    c->set_step(step);
+    c->set_why(why);
+  };
+  change(600, 2, 1500, "Worker replica 1 exited with code 137");
+  change(300, 3, 1580, "Worker replica 1 runs");
+  change(45, 2, 0, "Worker replica 2 was evicted");
+  job.mutable_status()->mutable_coach()->mutable_progress()->set_step(1700);
+  server_.AddJob(job);
+  options_.job = "elastic";
+  EXPECT_EQ(RunDescribe(options_, env_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(),
+              HasSubstr("Elastic:\n"
+                        "  Workers:          2 of 2..3 running\n"
+                        "  CHANGED                AGE   WORKERS   STEP   WHY\n"
+                        "  1970-01-02T03:36:40Z   10m   2         1500   "
+                        "Worker replica 1 exited with code 137\n"
+                        "  1970-01-02T03:41:40Z   5m    3         1580   Worker replica 1 runs\n"
+                        "  1970-01-02T03:45:55Z   45s   2         -      "
+                        "Worker replica 2 was evicted\n"
+                        "Progress:\n"));
+
+  // No change yet: the count alone. A change without a time or a reason shows "-".
+  elastic->set_workers(3);
+  elastic->clear_changes();
+  job.mutable_metadata()->set_name("steady");
+  server_.AddJob(job);
+  out_.str("");
+  options_.job = "steady";
+  EXPECT_EQ(RunDescribe(options_, env_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("Elastic:\n"
+                                    "  Workers:          3 of 2..3 running\n"
+                                    "Progress:\n"));
+  elastic->add_changes()->set_workers(3);
+  job.mutable_metadata()->set_name("untimed");
+  server_.AddJob(job);
+  out_.str("");
+  options_.job = "untimed";
+  EXPECT_EQ(RunDescribe(options_, env_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("  CHANGED   AGE   WORKERS   STEP   WHY\n"
+                                    "  -         -     3         -      -\n"
+                                    "Progress:\n"));
 }
 
 TEST_F(RemoteCommandsTest, LogsRefuseABadAttempt) {

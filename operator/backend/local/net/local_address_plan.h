@@ -39,6 +39,8 @@ class LocalAddressPlan : public model::AddressPlan {
            std::string_view port_name, int declared_port) const override;
   // False: every replica, Paddle's rank 0 included, is given Host()/Port().
   bool PodIPAvailable() const override { return false; }
+  // True: every replica is 127.0.0.1.
+  bool SharedHost() const override { return true; }
 
   const PortMap& ports() const { return ports_; }
 

@@ -1,0 +1,149 @@
+#include "operator/reconcile/elastic.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "api/v1/coach_status.h"
+#include "api/v1/kinds.h"
+#include "operator/model/replicas.h"
+#include "operator/reconcile/conditions.h"
+
+namespace coach::reconcile {
+namespace {
+
+using model::ObservedPod;
+using model::PodPhase;
+
+bool IsRunningWorker(const ObservedPod& pod) {
+  return pod.replica_type == api::v1::kReplicaWorker && pod.phase == PodPhase::kRunning &&
+         !pod.deleting;
+}
+
+// What a Worker that does not run is doing, in words; "" for one that runs.
+std::string WorkerState(const ObservedPod& pod) {
+  if (IsRunningWorker(pod)) return "";
+  const std::string who = absl::StrCat("Worker replica ", pod.index);
+  if (!pod.disruption.empty()) return absl::StrCat(who, " is gone (", pod.disruption, ")");
+  if (pod.phase == PodPhase::kFailed) {
+    return pod.exit_code ? absl::StrCat(who, " exited with code ", *pod.exit_code)
+                         : absl::StrCat(who, " failed");
+  }
+  if (pod.deleting) return absl::StrCat(who, " is being deleted");
+  if (pod.phase == PodPhase::kSucceeded) return absl::StrCat(who, " finished");
+  return absl::StrCat(who, " waits to run");
+}
+
+// Why fewer Workers run than the job has: each stopped Worker's state; a Worker with no pod at
+// all is missing.
+std::string WhyFewer(int replicas, const std::vector<ObservedPod>& pods) {
+  std::map<int, std::string> states;
+  std::map<int, bool> running;
+  for (const ObservedPod& pod : pods) {
+    if (pod.replica_type != api::v1::kReplicaWorker) continue;
+    if (IsRunningWorker(pod)) {
+      running[pod.index] = true;
+    } else if (std::string s = WorkerState(pod); !s.empty()) {
+      states.emplace(pod.index, std::move(s));
+    }
+  }
+  std::vector<std::string> words;
+  for (int index = 0; index < replicas; ++index) {
+    if (running[index]) continue;
+    auto it = states.find(index);
+    words.push_back(it != states.end() ? it->second
+                                       : absl::StrCat("Worker replica ", index, " is missing"));
+  }
+  return absl::StrJoin(words, "; ");
+}
+
+std::string Bounded(std::string s) {
+  // `why` is built from ASCII and pod messages: cut at a character boundary of UTF-8.
+  if (s.size() <= api::v1::kMaxWorkerCountWhyLength) return s;
+  size_t cut = api::v1::kMaxWorkerCountWhyLength;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  s.resize(cut);
+  return s;
+}
+
+}  // namespace
+
+std::optional<ElasticRange> ElasticWorkers(const model::Job& job) {
+  if (job.kind() != api::v1::PYTORCH_JOB || !job.spec().has_elastic_policy() ||
+      !HasReplicaType(job, api::v1::kReplicaWorker)) {
+    return std::nullopt;
+  }
+  const api::v1::ElasticPolicy& ep = job.spec().elastic_policy();
+  ElasticRange range;
+  if (ep.has_min_replicas() || ep.has_max_replicas()) {
+    range.min = ep.has_min_replicas() ? ep.min_replicas() : ep.max_replicas();
+    range.max = ep.has_max_replicas() ? ep.max_replicas() : ep.min_replicas();
+  } else {
+    range.min = range.max = Replicas(job, api::v1::kReplicaWorker);
+  }
+  return range;
+}
+
+int RunningWorkers(const std::vector<ObservedPod>& pods) {
+  return static_cast<int>(std::count_if(pods.begin(), pods.end(), IsRunningWorker));
+}
+
+bool AbsorbsWorkerLoss(const ElasticRange& range, int running) {
+  return range.min < range.max && running >= range.min;
+}
+
+std::optional<ElasticEvent> NoteWorkers(const ElasticRange& range, int replicas,
+                                        const std::vector<ObservedPod>& pods, absl::Time now,
+                                        model::JobStatus& status) {
+  api::v1::ElasticStatus& elastic = *status.mutable_coach()->mutable_elastic();
+  elastic.set_min_workers(range.min);
+  elastic.set_max_workers(range.max);
+  const int before = elastic.workers();
+  const int running = RunningWorkers(pods);
+  elastic.set_workers(running);
+  const bool counting = elastic.changes_size() > 0;
+  if (!counting && running < replicas) return std::nullopt;
+  if (counting && running == before) return std::nullopt;
+
+  api::v1::WorkerCountChange change;
+  *change.mutable_time() = ToTimestamp(now);
+  change.set_workers(running);
+  // The pods' own reports are newer than the status's copy of them (written at intervals).
+  int64_t step = status.coach().has_progress() ? status.coach().progress().step() : 0;
+  for (const ObservedPod& pod : pods) {
+    if (pod.progress) step = std::max(step, pod.progress->step);
+  }
+  change.set_step(step);
+  if (!counting) {
+    change.set_why(absl::StrCat("all ", running, " Workers run"));
+  } else if (running < before) {
+    change.set_why(Bounded(WhyFewer(replicas, pods)));
+  } else {
+    change.set_why(absl::StrCat(running, " of ", replicas, " Workers run"));
+  }
+  auto& changes = *elastic.mutable_changes();
+  *changes.Add() = change;
+  while (changes.size() > api::v1::kMaxWorkerCountChanges) changes.erase(changes.begin() + 1);
+  if (!counting) return std::nullopt;
+
+  const std::string policy = absl::StrCat("elasticPolicy ", range.min, ":", range.max);
+  ElasticEvent event;
+  if (running > before) {
+    event = {"Normal", kElasticGrowReason,
+             absl::StrCat(running, " of ", replicas, " Workers run (", policy,
+                          "): the Workers that joined train with the others")};
+  } else if (running >= range.min) {
+    event = {"Normal", kElasticShrinkReason,
+             absl::StrCat(change.why(), ": training goes on with ", running, " of ", replicas,
+                          " Workers (", policy, ") until the others run again")};
+  } else {
+    event = {
+        "Warning", kElasticShrinkReason,
+        absl::StrCat(change.why(), ": ", running, " of ", replicas, " Workers run, fewer than the ",
+                     range.min, " that ", policy, " needs to train")};
+  }
+  return event;
+}
+
+}  // namespace coach::reconcile

@@ -1,0 +1,55 @@
+#pragma once
+
+// An elastic PyTorchJob (elasticPolicy) as coach runs it. torchrun's agents rendezvous again
+// when a Worker is lost and when one joins, so under the default restart scope a lost Worker is
+// no restart of the job while at least minReplicas Workers run: the job stays Running, the lost
+// Worker's pod is recreated as its restartPolicy says, waits for capacity like any pod, and
+// joins the others when it runs. status.coach.elastic says how many Workers train and when that
+// changed; each change after the job first ran at its full size is also an event.
+//
+// Pure: no I/O, no clock.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "operator/model/observed_state.h"
+#include "operator/model/reconcile_types.h"
+
+namespace coach::reconcile {
+
+inline constexpr char kElasticShrinkReason[] = "ElasticShrink";
+inline constexpr char kElasticGrowReason[] = "ElasticGrow";
+
+struct ElasticRange {
+  int min = 0;
+  int max = 0;
+};
+
+// The job's Worker range when it is an elastic PyTorchJob with Workers: elasticPolicy's
+// minReplicas and maxReplicas as torchrun's --nnodes gets them (pytorch_env.cc: one bound
+// copies the other; with neither, the Worker replicas).
+std::optional<ElasticRange> ElasticWorkers(const model::Job& job);
+
+// The Workers of `pods` that run now: Running and not being deleted.
+int RunningWorkers(const std::vector<model::ObservedPod>& pods);
+
+// With `running` Workers left, the others train on without the lost ones.
+bool AbsorbsWorkerLoss(const ElasticRange& range, int running);
+
+struct ElasticEvent {
+  std::string type;
+  std::string reason;
+  std::string message;
+};
+
+// Brings status.coach.elastic up to date with `pods` (the job's pods now) at `now`: the range,
+// the Workers running and, once the job has run all `replicas` Workers, each change of that
+// number with the step reached (the newest report) and why, keeping the first and the
+// latest changes (api/v1/coach_status.h). Returns the event of a change, if there was one.
+std::optional<ElasticEvent> NoteWorkers(const ElasticRange& range, int replicas,
+                                        const std::vector<model::ObservedPod>& pods, absl::Time now,
+                                        model::JobStatus& status);
+
+}  // namespace coach::reconcile

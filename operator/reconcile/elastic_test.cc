@@ -1,0 +1,133 @@
+#include "operator/reconcile/elastic.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "api/v1/coach_status.h"
+#include "operator/model/testing/job_builder.h"
+
+namespace coach::reconcile {
+namespace {
+
+using model::ObservedPod;
+using model::PodPhase;
+using ::testing::HasSubstr;
+
+const absl::Time kStart = absl::FromUnixSeconds(1000);
+
+ObservedPod Worker(int index, PodPhase phase) {
+  ObservedPod pod;
+  pod.name = "e-worker-" + std::to_string(index);
+  pod.replica_type = "Worker";
+  pod.index = index;
+  pod.phase = phase;
+  return pod;
+}
+
+std::vector<ObservedPod> Workers(std::vector<PodPhase> phases) {
+  std::vector<ObservedPod> pods;
+  for (size_t i = 0; i < phases.size(); ++i) pods.push_back(Worker(static_cast<int>(i), phases[i]));
+  return pods;
+}
+
+TEST(ElasticTest, TheRangeIsTorchrunsNnodes) {
+  using testing::MakePyTorchJob;
+  auto range = ElasticWorkers(MakePyTorchJob("ns", "e").Workers(3).Elastic(2, 4).Build());
+  ASSERT_TRUE(range);
+  EXPECT_EQ(range->min, 2);
+  EXPECT_EQ(range->max, 4);
+  range = ElasticWorkers(MakePyTorchJob("ns", "e").Workers(3).Elastic(2, std::nullopt).Build());
+  ASSERT_TRUE(range);
+  EXPECT_EQ(range->max, 2);
+  range = ElasticWorkers(
+      MakePyTorchJob("ns", "e").Workers(3).Elastic(std::nullopt, std::nullopt).Build());
+  ASSERT_TRUE(range);
+  EXPECT_EQ(range->min, 3);
+  EXPECT_EQ(range->max, 3);
+  EXPECT_FALSE(ElasticWorkers(MakePyTorchJob("ns", "e").Master(1).Workers(2).Build()));
+}
+
+TEST(ElasticTest, ALossIsAbsorbedOnlyAboveTheMinimumOfARange) {
+  EXPECT_TRUE(AbsorbsWorkerLoss({2, 3}, 2));
+  EXPECT_FALSE(AbsorbsWorkerLoss({2, 3}, 1));
+  // A fixed size (N:N) cannot train with fewer: torchrun waits for the lost node.
+  EXPECT_FALSE(AbsorbsWorkerLoss({3, 3}, 3));
+}
+
+TEST(ElasticTest, ChangesAreCountedFromTheFullSizeOnWithTheStepAndWhy) {
+  model::JobStatus status;
+  const ElasticRange range{2, 3};
+  // Starting up: Workers come one by one; nothing is a change yet.
+  EXPECT_FALSE(
+      NoteWorkers(range, 3, Workers({PodPhase::kRunning, PodPhase::kPending}), kStart, status));
+  EXPECT_EQ(status.coach().elastic().workers(), 1);
+  EXPECT_EQ(status.coach().elastic().changes_size(), 0);
+  EXPECT_FALSE(NoteWorkers(range, 3,
+                           Workers({PodPhase::kRunning, PodPhase::kRunning, PodPhase::kRunning}),
+                           kStart, status));
+  ASSERT_EQ(status.coach().elastic().changes_size(), 1);
+  EXPECT_EQ(status.coach().elastic().changes(0).workers(), 3);
+  EXPECT_EQ(status.coach().elastic().min_workers(), 2);
+  EXPECT_EQ(status.coach().elastic().max_workers(), 3);
+
+  // Worker 1 is killed: the others train on.
+  status.mutable_coach()->mutable_progress()->set_step(7);
+  auto lost = Workers({PodPhase::kRunning, PodPhase::kFailed, PodPhase::kRunning});
+  lost[1].exit_code = 137;
+  auto event = NoteWorkers(range, 3, lost, kStart + absl::Seconds(10), status);
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->type, "Normal");
+  EXPECT_EQ(event->reason, kElasticShrinkReason);
+  EXPECT_THAT(event->message, HasSubstr("Worker replica 1 exited with code 137: training goes on "
+                                        "with 2 of 3 Workers (elasticPolicy 2:3)"));
+  ASSERT_EQ(status.coach().elastic().changes_size(), 2);
+  const auto& shrink = status.coach().elastic().changes(1);
+  EXPECT_EQ(shrink.workers(), 2);
+  EXPECT_EQ(shrink.step(), 7);
+  EXPECT_EQ(shrink.why(), "Worker replica 1 exited with code 137");
+  EXPECT_EQ(shrink.time().seconds(), 1010);
+
+  // The same count again is no change; its replacement waiting is still two.
+  EXPECT_FALSE(NoteWorkers(range, 3,
+                           Workers({PodPhase::kRunning, PodPhase::kPending, PodPhase::kRunning}),
+                           kStart + absl::Seconds(11), status));
+  EXPECT_EQ(status.coach().elastic().changes_size(), 2);
+
+  // It runs: the job grows back.
+  event =
+      NoteWorkers(range, 3, Workers({PodPhase::kRunning, PodPhase::kRunning, PodPhase::kRunning}),
+                  kStart + absl::Seconds(40), status);
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->reason, kElasticGrowReason);
+  EXPECT_EQ(status.coach().elastic().changes(2).workers(), 3);
+  EXPECT_EQ(status.coach().elastic().workers(), 3);
+
+  // Below the minimum it is a warning: torchrun cannot train.
+  auto two_lost = Workers({PodPhase::kRunning, PodPhase::kPending, PodPhase::kFailed});
+  two_lost[2].disruption = "evicted: node drained";
+  two_lost[1].deleting = true;
+  event = NoteWorkers(range, 3, two_lost, kStart + absl::Seconds(50), status);
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->type, "Warning");
+  EXPECT_THAT(event->message, HasSubstr("Worker replica 2 is gone (evicted: node drained)"));
+  EXPECT_THAT(event->message, HasSubstr("fewer than the 2 that elasticPolicy 2:3 needs"));
+}
+
+TEST(ElasticTest, TheFirstAndTheLatestChangesAreKept) {
+  model::JobStatus status;
+  const ElasticRange range{1, 2};
+  const auto full = Workers({PodPhase::kRunning, PodPhase::kRunning});
+  const auto less = Workers({PodPhase::kRunning, PodPhase::kPending});
+  NoteWorkers(range, 2, full, kStart, status);
+  for (int i = 1; i <= 50; ++i) {
+    NoteWorkers(range, 2, i % 2 ? less : full, kStart + absl::Seconds(i), status);
+  }
+  const auto& changes = status.coach().elastic().changes();
+  ASSERT_EQ(changes.size(), api::v1::kMaxWorkerCountChanges);
+  EXPECT_EQ(changes[0].time().seconds(), 1000);
+  EXPECT_EQ(changes[changes.size() - 1].time().seconds(), 1050);
+  EXPECT_EQ(changes[1].time().seconds(), 1050 - api::v1::kMaxWorkerCountChanges + 2);
+}
+
+}  // namespace
+}  // namespace coach::reconcile
