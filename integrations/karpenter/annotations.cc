@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
@@ -70,6 +71,16 @@ absl::StatusOr<JobOptions> ParseJobOptions(const Annotations& annotations) {
     absl::StatusOr<ZonePolicy> policy = ParseZonePolicy(*v);
     if (!policy.ok()) return Bad(kAnnotationZonePolicy, policy.status().message());
     options.zone_policy = *policy;
+  }
+  if (const std::string* v = Find(annotations, kAnnotationOnDemandAfter)) {
+    // Digits only: SimpleAtoi alone would also take " 3" and "+3".
+    int n = 0;
+    if (v->empty() || !std::all_of(v->begin(), v->end(), absl::ascii_isdigit) ||
+        !absl::SimpleAtoi(*v, &n) || n < 1 || n > 100) {
+      return Bad(kAnnotationOnDemandAfter,
+                 absl::StrCat("must be an integer 1..100, got \"", *v, "\""));
+    }
+    options.on_demand_after = n;
   }
   return options;
 }

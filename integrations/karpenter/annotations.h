@@ -16,6 +16,9 @@
 //                                    -> karpenter.k8s.aws/instance-family In (the other replicas)
 //   coach.dev/zone-policy            none | preferred | required: whether the job's replicas are
 //                                    kept in one zone (default: the operator's)
+//   coach.dev/on-demand-after        an integer N in 1..100: once the job has been interrupted
+//                                    N times (spot reclaims, evictions, lost nodes), its
+//                                    replacement pods go to on-demand capacity (see placement.h)
 //
 // Families and GPU names apply per replica kind because one job may mix both: a g5 family
 // asked for the GPU Workers must not pin the CPU-only PS or launcher to g5 nodes.
@@ -36,6 +39,7 @@ inline constexpr char kAnnotationGpuInstanceFamily[] = "coach.dev/gpu-instance-f
 inline constexpr char kAnnotationGpuName[] = "coach.dev/gpu-name";
 inline constexpr char kAnnotationCpuInstanceFamily[] = "coach.dev/cpu-instance-family";
 inline constexpr char kAnnotationZonePolicy[] = "coach.dev/zone-policy";
+inline constexpr char kAnnotationOnDemandAfter[] = "coach.dev/on-demand-after";
 
 using Annotations = std::map<std::string, std::string>;
 
@@ -47,6 +51,7 @@ struct JobOptions {
   std::vector<std::string> gpu_names;
   std::vector<std::string> cpu_instance_families;
   std::optional<ZonePolicy> zone_policy;
+  std::optional<int> on_demand_after;  // 1..100
 };
 
 // The job's options. InvalidArgument naming the first bad annotation (in the order above).

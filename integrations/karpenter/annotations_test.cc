@@ -51,6 +51,29 @@ TEST(ParseJobOptionsTest, Table) {
        {{kAnnotationZonePolicy, "strict"}},
        "metadata.annotations[coach.dev/zone-policy]: must be none, preferred or required, got "
        "\"strict\""},
+      {"on-demand after 1", {{kAnnotationOnDemandAfter, "1"}}, nullptr},
+      {"on-demand after 100", {{kAnnotationOnDemandAfter, "100"}}, nullptr},
+      {"on-demand after 0",
+       {{kAnnotationOnDemandAfter, "0"}},
+       "metadata.annotations[coach.dev/on-demand-after]: must be an integer 1..100, got \"0\""},
+      {"on-demand after 101",
+       {{kAnnotationOnDemandAfter, "101"}},
+       "metadata.annotations[coach.dev/on-demand-after]: must be an integer 1..100, got \"101\""},
+      {"on-demand after 2x",
+       {{kAnnotationOnDemandAfter, "2x"}},
+       "metadata.annotations[coach.dev/on-demand-after]: must be an integer 1..100, got \"2x\""},
+      {"on-demand after nothing",
+       {{kAnnotationOnDemandAfter, ""}},
+       "metadata.annotations[coach.dev/on-demand-after]: must be an integer 1..100, got \"\""},
+      {"on-demand after a signed number",
+       {{kAnnotationOnDemandAfter, "+3"}},
+       "metadata.annotations[coach.dev/on-demand-after]"},
+      {"on-demand after a padded number",
+       {{kAnnotationOnDemandAfter, " 3"}},
+       "metadata.annotations[coach.dev/on-demand-after]"},
+      {"on-demand after a huge number",
+       {{kAnnotationOnDemandAfter, "99999999999999999999"}},
+       "metadata.annotations[coach.dev/on-demand-after]"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.scenario);
@@ -72,6 +95,15 @@ TEST(ParseJobOptionsTest, ListsAreTrimmedAndDeduplicated) {
   ASSERT_TRUE(options.ok());
   EXPECT_EQ(options->gpu_instance_families, (std::vector<std::string>{"g5", "g4dn"}));
   EXPECT_EQ(options->enabled, false);
+}
+
+TEST(ParseJobOptionsTest, OnDemandAfter) {
+  absl::StatusOr<JobOptions> none = ParseJobOptions({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->on_demand_after, std::nullopt);
+  absl::StatusOr<JobOptions> three = ParseJobOptions({{kAnnotationOnDemandAfter, "3"}});
+  ASSERT_TRUE(three.ok());
+  EXPECT_EQ(three->on_demand_after, 3);
 }
 
 }  // namespace

@@ -167,6 +167,94 @@ void ProtectFromDisruption(Json& pod_template) {
   }
 }
 
+// parent[key] when it is there and of `type`; nothing is created.
+Json* Existing(Json& parent, const char* key, Json::value_t type) {
+  if (!parent.is_object()) return nullptr;
+  auto it = parent.find(key);
+  return it != parent.end() && it->type() == type ? &*it : nullptr;
+}
+
+// Whether a node selector term selects on nothing: Kubernetes matches no node with it. A
+// field of the wrong type counts as something (the API server will say what is wrong).
+bool IsEmptyTerm(const Json& term) {
+  if (!term.is_object()) return false;
+  for (const char* field : {"matchExpressions", "matchFields"}) {
+    const Json& value = At(term, {field});
+    if (!value.is_null() && !(value.is_array() && value.empty())) return false;
+  }
+  return true;
+}
+
+// Drops the term's expressions on `key`; whether there were any.
+bool DropExpressionsOn(Json& term, const char* key) {
+  Json* expressions = Existing(term, "matchExpressions", Json::value_t::array);
+  if (expressions == nullptr) return false;
+  Json kept = Json::array();
+  for (Json& e : *expressions) {
+    if (At(e, {"key"}) != key) kept.push_back(std::move(e));
+  }
+  const bool dropped = kept.size() != expressions->size();
+  if (kept.empty()) {
+    term.erase("matchExpressions");
+  } else {
+    *expressions = std::move(kept);
+  }
+  return dropped;
+}
+
+// Takes out everything the template says about the capacity type, then asks for on-demand.
+void ForceOnDemand(Json& spec) {
+  if (Json* selector = Existing(spec, "nodeSelector", Json::value_t::object)) {
+    selector->erase(kLabelCapacityType);
+  }
+  Json* affinity = Existing(spec, "affinity", Json::value_t::object);
+  Json* node_affinity =
+      affinity == nullptr ? nullptr : Existing(*affinity, "nodeAffinity", Json::value_t::object);
+  if (node_affinity != nullptr) {
+    constexpr char kRequired[] = "requiredDuringSchedulingIgnoredDuringExecution";
+    constexpr char kPreferred[] = "preferredDuringSchedulingIgnoredDuringExecution";
+    bool dropped = false;
+    Json* required = Existing(*node_affinity, kRequired, Json::value_t::object);
+    Json* terms = required == nullptr
+                      ? nullptr
+                      : Existing(*required, "nodeSelectorTerms", Json::value_t::array);
+    if (terms != nullptr) {
+      // A term left with nothing asked only for a capacity type. Without it the term admits
+      // every node, and as terms are ORed so does the whole requirement: it goes. Left empty,
+      // the term would match no node instead (and an empty term list is refused).
+      bool admits_all = false;
+      for (Json& term : *terms) {
+        if (DropExpressionsOn(term, kLabelCapacityType) && IsEmptyTerm(term)) admits_all = true;
+      }
+      if (admits_all) {
+        node_affinity->erase(kRequired);
+        dropped = true;
+      }
+    }
+    if (Json* preferred = Existing(*node_affinity, kPreferred, Json::value_t::array)) {
+      // A preference left with nothing would weigh nothing: it goes too.
+      Json kept = Json::array();
+      for (Json& p : *preferred) {
+        Json* preference = Existing(p, "preference", Json::value_t::object);
+        if (preference != nullptr && DropExpressionsOn(*preference, kLabelCapacityType) &&
+            IsEmptyTerm(*preference)) {
+          continue;
+        }
+        kept.push_back(std::move(p));
+      }
+      dropped |= kept.size() != preferred->size();
+      if (kept.empty()) {
+        node_affinity->erase(kPreferred);
+      } else {
+        *preferred = std::move(kept);
+      }
+    }
+    if (dropped && node_affinity->empty()) affinity->erase("nodeAffinity");
+    if (dropped && affinity->empty()) spec.erase("affinity");
+  }
+  AddNodeSelector(spec, kLabelCapacityType, "on-demand");
+}
+
 bool ContainersRequestAccelerator(const Json& containers) {
   if (!containers.is_array()) return false;
   for (const Json& c : containers) {
@@ -183,6 +271,10 @@ bool ContainersRequestAccelerator(const Json& containers) {
 
 }  // namespace
 
+bool GoesOnDemand(const JobOptions& options, int interruptions) {
+  return options.on_demand_after.has_value() && interruptions >= *options.on_demand_after;
+}
+
 bool RequestsAccelerator(const Json& pod_template) {
   return ContainersRequestAccelerator(At(pod_template, {"spec", "containers"})) ||
          ContainersRequestAccelerator(At(pod_template, {"spec", "initContainers"}));
@@ -191,13 +283,18 @@ bool RequestsAccelerator(const Json& pod_template) {
 absl::Status ApplyPlacement(const Config& config, const JobFacts& job, Json& pod_template) {
   absl::StatusOr<JobOptions> options = ParseJobOptions(job.annotations);
   if (!options.ok()) return options.status();
-  if (!options->enabled.value_or(config.enabled)) return absl::OkStatus();
+  const bool enabled = options->enabled.value_or(config.enabled);
+  const bool on_demand = GoesOnDemand(*options, job.interruptions);
+  if (!enabled && !on_demand) return absl::OkStatus();
   if (!pod_template.is_object()) return absl::OkStatus();
   Json* spec = ObjectAt(pod_template, "spec");
   if (spec == nullptr) return absl::OkStatus();
+  // First: what the override took out of the template no longer holds coach back below.
+  if (on_demand) ForceOnDemand(*spec);
+  if (!enabled) return absl::OkStatus();
 
   const bool accelerator = RequestsAccelerator(pod_template);
-  // Decided against the user's template as written, before coach adds anything.
+  // Decided against the user's template before coach adds anything.
   std::vector<Requirement> requirements;
   std::vector<std::pair<std::string, std::string>> selectors;
   if (accelerator) {
@@ -218,7 +315,7 @@ absl::Status ApplyPlacement(const Config& config, const JobFacts& job, Json& pod
       requirements.push_back({kLabelInstanceFamily, "In", options->cpu_instance_families});
     }
   }
-  if (!options->capacity_types.empty()) {
+  if (!options->capacity_types.empty() && !on_demand) {
     requirements.push_back({kLabelCapacityType, "In", options->capacity_types});
   }
   std::vector<bool> user_has_selector;

@@ -26,6 +26,19 @@
 // pod affinity or a topology spread on the zone key gets no zone affinity; an existing
 // karpenter.sh/do-not-disrupt (even "false") stays. A field of the wrong JSON type is left
 // as it is (the API server will say what is wrong with it).
+//
+// The one exception, where coach overrides what the user wrote: coach.dev/on-demand-after:
+// "N". Once the job has been interrupted N times (JobFacts::interruptions), its replacement
+// pods go to on-demand capacity, with the policy on or off: the job asked for exactly that,
+// and a capacity type the template still asks for (spot, most likely the very cause of the
+// interruptions) would keep the pod off on-demand nodes. So every constraint on
+// karpenter.sh/capacity-type goes: the nodeSelector entry, and the expressions on it in
+// required and preferred node affinity terms. A term left with nothing in it admits every
+// node, so a required one takes the whole (ORed) requirement with it, rather than staying as
+// an empty term, which Kubernetes reads as matching no node; a preferred one just goes.
+// coach.dev/capacity-type is not applied, and the pod gets nodeSelector
+// karpenter.sh/capacity-type: on-demand. The rest of the placement is as above, decided
+// against the template so rewritten.
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -50,7 +63,14 @@ struct JobFacts {
   // Labels every pod of the job carries and no other job's pod does: the zone affinity's
   // selector. Empty: no zone affinity.
   std::map<std::string, std::string> pod_labels;
+  // How many times the job has been interrupted so far (spot reclaims, evictions, lost nodes),
+  // counted by the caller: compared against coach.dev/on-demand-after.
+  int interruptions = 0;
 };
+
+// Whether the job's replacement pods go to on-demand capacity: coach.dev/on-demand-after is
+// set and the job has been interrupted at least that many times.
+bool GoesOnDemand(const JobOptions& options, int interruptions);
 
 // True when a container or init container of the template requests or limits an accelerator.
 bool RequestsAccelerator(const nlohmann::json& pod_template);

@@ -276,5 +276,202 @@ TEST(ApplyPlacementTest, BadAnnotationIsAnErrorEvenWhenOff) {
   EXPECT_EQ(pod, Json::parse(kGpu));
 }
 
+TEST(GoesOnDemandTest, FromTheNthInterruption) {
+  JobOptions options;
+  EXPECT_FALSE(GoesOnDemand(options, 0));
+  EXPECT_FALSE(GoesOnDemand(options, 1000));
+  options.on_demand_after = 2;
+  EXPECT_FALSE(GoesOnDemand(options, 0));
+  EXPECT_FALSE(GoesOnDemand(options, 1));
+  EXPECT_TRUE(GoesOnDemand(options, 2));
+  EXPECT_TRUE(GoesOnDemand(options, 3));
+}
+
+// Templates that ask for spot themselves.
+constexpr char kCpuSpotSelector[] =
+    R"({"spec":{"nodeSelector":{"karpenter.sh/capacity-type":"spot","disk":"ssd"},"containers":[{"name":"c"}]}})";
+constexpr char kCpuSpotAffinity[] =
+    R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]},{"key":"a","operator":"Exists"}]},{"matchExpressions":[{"key":"b","operator":"Exists"}],"matchFields":[{"key":"metadata.name","operator":"In","values":["n1"]}]}]},"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":10,"preference":{"matchExpressions":[{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]}]}},{"weight":5,"preference":{"matchExpressions":[{"key":"karpenter.sh/capacity-type","operator":"NotIn","values":["on-demand"]},{"key":"topology.kubernetes.io/zone","operator":"In","values":["z1"]}]}}]}},"containers":[{"name":"c"}]}})";
+// Spot or node n1: without the capacity type, the first term admits every node.
+constexpr char kCpuSpotOrNode[] =
+    R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]}]},{"matchFields":[{"key":"metadata.name","operator":"In","values":["n1"]}]}]},"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":10,"preference":{"matchExpressions":[{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]}]}}]},"podAntiAffinity":{}},"containers":[{"name":"c"}]}})";
+constexpr char kCpuOnlySpotAffinity[] =
+    R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]}]}]}}},"containers":[{"name":"c"}]}})";
+
+constexpr char kOnDemand[] =
+    R"({"spec":{"nodeSelector":{"karpenter.sh/capacity-type":"on-demand"}}})";
+
+struct OnDemandCase {
+  const char* scenario;
+  Config config;
+  Annotations annotations;
+  int interruptions;
+  const char* pod_template;
+  Json want;                                               // a fragment the result contains
+  std::vector<std::string> absent;                         // JSON pointers the result must not have
+  std::vector<std::pair<std::string, const char*>> exact;  // JSON pointer -> its whole value
+};
+
+TEST(ApplyPlacementTest, OnDemandAfterInterruptions) {
+  const Annotations after2 = {{kAnnotationOnDemandAfter, "2"}};
+  const char* kNodeAffinity = "/spec/affinity/nodeAffinity";
+  const std::vector<OnDemandCase> cases = {
+      {"below N, policy off: nothing",
+       Off(),
+       after2,
+       1,
+       kCpuSpotSelector,
+       Json::parse(kCpuSpotSelector),
+       {"/metadata"},
+       {{"/spec/nodeSelector", R"({"karpenter.sh/capacity-type":"spot","disk":"ssd"})"}}},
+      {"below N, policy on: the usual placement",
+       On(),
+       {{kAnnotationOnDemandAfter, "2"}, {kAnnotationCapacityType, "spot"}},
+       1,
+       kGpu,
+       Merge({kGpuPool, kGpuToleration, kProtected,
+              Terms(R"({"key":"karpenter.sh/capacity-type","operator":"In","values":["spot"]})")
+                  .c_str()}),
+       {"/spec/nodeSelector/karpenter.sh~1capacity-type"},
+       {}},
+      {"at N, policy off: on-demand and nothing else",
+       Off(),
+       after2,
+       2,
+       kGpu,
+       Json::parse(kOnDemand),
+       {"/metadata", "/spec/tolerations", "/spec/affinity"},
+       {{"/spec/nodeSelector", R"({"karpenter.sh/capacity-type":"on-demand"})"}}},
+      {"past N, policy on: on-demand and the rest of the placement",
+       On(),
+       after2,
+       5,
+       kGpu,
+       Merge({kGpuPool, kGpuToleration, kProtected, kPreferredZone, kOnDemand}),
+       {kNodeAffinity},
+       {}},
+      {"at N, job opted out: on-demand all the same",
+       On(),
+       {{kAnnotationOnDemandAfter, "1"}, {kAnnotationKarpenter, "false"}},
+       1,
+       kCpu,
+       Json::parse(kOnDemand),
+       {"/metadata", "/spec/affinity"},
+       {{"/spec/nodeSelector", R"({"karpenter.sh/capacity-type":"on-demand"})"}}},
+      {"the template's spot selector is replaced, its other labels stay",
+       Off(),
+       after2,
+       2,
+       kCpuSpotSelector,
+       Json::object(),
+       {},
+       {{"/spec/nodeSelector", R"({"karpenter.sh/capacity-type":"on-demand","disk":"ssd"})"}}},
+      {"capacity expressions leave required and preferred terms, the rest stays",
+       Off(),
+       after2,
+       2,
+       kCpuSpotAffinity,
+       Json::parse(kOnDemand),
+       {},
+       {{kNodeAffinity,
+         R"({"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"Exists"}]},{"matchExpressions":[{"key":"b","operator":"Exists"}],"matchFields":[{"key":"metadata.name","operator":"In","values":["n1"]}]}]},"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":5,"preference":{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["z1"]}]}}]})"}}},
+      {"coach's requirements go into the user's remaining terms",
+       On(),
+       {{kAnnotationOnDemandAfter, "2"}, {kAnnotationCpuInstanceFamily, "c5"}},
+       2,
+       kCpuSpotAffinity,
+       Json::parse(kOnDemand),
+       {},
+       {{"/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution",
+         R"({"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"Exists"},{"key":"karpenter.k8s.aws/instance-family","operator":"In","values":["c5"]}]},{"matchExpressions":[{"key":"b","operator":"Exists"},{"key":"karpenter.k8s.aws/instance-family","operator":"In","values":["c5"]}],"matchFields":[{"key":"metadata.name","operator":"In","values":["n1"]}]}]})"}}},
+      // Left empty, the term would match no node: with the other term, only n1 would do.
+      {"a term that only asked for spot admits every node: the requirement goes",
+       Off(),
+       after2,
+       2,
+       kCpuSpotOrNode,
+       Json::parse(kOnDemand),
+       {kNodeAffinity},
+       {{"/spec/affinity", R"({"podAntiAffinity":{}})"}}},
+      {"an affinity with nothing left goes",
+       Off(),
+       after2,
+       2,
+       kCpuOnlySpotAffinity,
+       Json::parse(kOnDemand),
+       {"/spec/affinity"},
+       {}},
+      {"with nothing left of the user's, coach's requirements get a term of their own",
+       On(),
+       {{kAnnotationOnDemandAfter, "2"}, {kAnnotationCpuInstanceFamily, "c5"}},
+       2,
+       kCpuOnlySpotAffinity,
+       Merge(
+           {kOnDemand,
+            Terms(R"({"key":"karpenter.k8s.aws/instance-family","operator":"In","values":["c5"]})")
+                .c_str()}),
+       {},
+       {{"/spec/affinity/nodeAffinity",
+         R"({"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"karpenter.k8s.aws/instance-family","operator":"In","values":["c5"]}]}]}})"}}},
+      {"coach.dev/capacity-type spot is replaced",
+       On(),
+       {{kAnnotationOnDemandAfter, "3"},
+        {kAnnotationCapacityType, "spot"},
+        {kAnnotationGpuName, "a10g"}},
+       3,
+       kGpu,
+       Merge({kGpuPool, kOnDemand}),
+       {},
+       {{"/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution",
+         R"({"nodeSelectorTerms":[{"matchExpressions":[{"key":"karpenter.k8s.aws/instance-gpu-name","operator":"In","values":["a10g"]}]}]})"}}},
+      {"coach.dev/capacity-type alone leaves no node affinity",
+       On(),
+       {{kAnnotationOnDemandAfter, "1"}, {kAnnotationCapacityType, "spot,on-demand"}},
+       1,
+       kCpu,
+       Merge({kCpuPool, kOnDemand}),
+       {kNodeAffinity},
+       {}},
+      {"a malformed affinity is left for the API server",
+       Off(),
+       after2,
+       2,
+       kCpuBadAffinity,
+       Merge({kOnDemand, R"({"spec":{"affinity":"oops"}})"}),
+       {},
+       {}},
+  };
+  for (const OnDemandCase& c : cases) {
+    SCOPED_TRACE(c.scenario);
+    Json pod = Json::parse(c.pod_template);
+    JobFacts job{c.annotations, {{"training.kubeflow.org/job-name", "seed"}}, c.interruptions};
+    ASSERT_TRUE(ApplyPlacement(c.config, job, pod).ok());
+    std::string where;
+    EXPECT_TRUE(Contains(pod, c.want, &where)) << where << "\n" << pod.dump();
+    for (const std::string& pointer : c.absent) {
+      EXPECT_FALSE(pod.contains(Json::json_pointer(pointer))) << pointer << "\n" << pod.dump();
+    }
+    for (const auto& [pointer, value] : c.exact) {
+      const Json::json_pointer at(pointer);
+      ASSERT_TRUE(pod.contains(at)) << pointer << "\n" << pod.dump();
+      EXPECT_EQ(pod.at(at), Json::parse(value)) << pointer;
+    }
+  }
+}
+
+TEST(ApplyPlacementTest, BelowNTheSameAsWithoutTheAnnotation) {
+  for (const char* pod_template : {kGpu, kCpuSpotSelector, kCpuSpotAffinity}) {
+    SCOPED_TRACE(pod_template);
+    Json with = Json::parse(pod_template);
+    Json without = with;
+    const Annotations capacity = {{kAnnotationCapacityType, "spot"}};
+    Annotations after3 = capacity;
+    after3[kAnnotationOnDemandAfter] = "3";
+    ASSERT_TRUE(ApplyPlacement(On(), JobFacts{after3, {}, 2}, with).ok());
+    ASSERT_TRUE(ApplyPlacement(On(), JobFacts{capacity, {}, 2}, without).ok());
+    EXPECT_EQ(with, without);
+  }
+}
+
 }  // namespace
 }  // namespace coach::karpenter

@@ -182,6 +182,43 @@ TEST(JobScopeReconcileTest, DisruptionRestartsWithoutSpendingTheBudget) {
   EXPECT_EQ(r.events.back().type, "Normal");
 }
 
+// coach.dev/on-demand-after: the interruption that reaches it says so (condition and event), and
+// the next attempt's pods ask for on-demand capacity; the ones before did not.
+TEST(JobScopeReconcileTest, PodsGoOnDemandAfterTheInterruptionsTheJobAllows) {
+  model::Job job = InAttempt(ScopedJob().Annotation("coach.dev/on-demand-after", "2").Build(), 1);
+  job.mutable_status()->mutable_coach()->set_disruptions(1);
+  auto evicted = [](ObservedPod& p) {
+    p.phase = PodPhase::kFailed;
+    p.disruption = "evicted: spot capacity reclaimed";
+  };
+  auto r = Reconcile(job, WithServices(AllRunning(job, 1).Last(evicted)).Build(),
+                     kT0 + absl::Seconds(20), {});
+  EXPECT_EQ(r.status.coach().disruptions(), 2);
+  EXPECT_THAT(Last(r.status).message(),
+              HasSubstr("after 2 interruption(s) (coach.dev/on-demand-after: 2) its pods go to "
+                        "on-demand capacity (karpenter.sh/capacity-type: on-demand)"));
+  std::vector<std::string> reasons;
+  for (const auto& e : r.events) reasons.push_back(e.reason);
+  EXPECT_THAT(reasons, ::testing::Contains("OnDemandCapacity"));
+
+  const model::Job restarted = WithStatusOf(job, r.status);
+  auto start = Reconcile(restarted, WithServices(ObservedBuilder(restarted)).Build(),
+                         kT0 + absl::Seconds(25), {});
+  ASSERT_FALSE(start.actions.empty());
+  EXPECT_EQ(start.actions[0].object.body["spec"]["nodeSelector"]["karpenter.sh/capacity-type"],
+            "on-demand");
+  // The attempt before had one interruption: its pods were placed as the template says.
+  model::Job one = job;
+  one.mutable_status()->mutable_coach()->clear_attempt_running_time();  // as a restart leaves it
+  auto before = Reconcile(one, WithServices(ObservedBuilder(one)).Build(), kT0, {});
+  ASSERT_FALSE(before.actions.empty());
+  EXPECT_FALSE(before.actions[0]
+                   .object.body["spec"]
+                   .value("nodeSelector", model::Json::object())
+                   .contains("karpenter.sh/capacity-type"))
+      << before.actions[0].object.body.dump();
+}
+
 TEST(JobScopeReconcileTest, LostNodeIsADisruptionAndItsPodIsForceDeletedAfterTheGrace) {
   const model::Job job = InAttempt(ScopedJob().Build(), 0);
   auto lost = AllRunning(job, 0).Last([](ObservedPod& p) { p.node_lost = true; }).Build();

@@ -18,7 +18,9 @@
 #include "operator/reconcile/attempt_history.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/elastic.h"
+#include "operator/reconcile/interruption_cost.h"
 #include "operator/reconcile/job_recovery.h"
+#include "operator/reconcile/karpenter_placement.h"
 #include "operator/reconcile/notice.h"
 #include "operator/reconcile/pending.h"
 #include "operator/reconcile/plan_job.h"
@@ -222,12 +224,23 @@ void Pass::FailRecovery(const RecoveryDecision& failure) {
   ApplyTtl();
 }
 
+// The event of the restart with which a job's pods move to on-demand capacity.
+constexpr char kOnDemandCapacityReason[] = "OnDemandCapacity";
+
 void Pass::RestartJob(const RecoveryDecision& restart) {
   std::string not_in_place;
   const bool in_place = recovery_.InPlaceReady(not_in_place);
   const absl::Time start = AttemptStart();
-  const std::string msg = RecordRestart(restart, recovery_.attempt(), in_place, not_in_place,
-                                        recovery_.policy(), kind_name_, name(), now_, status());
+  const int interruptions = status().coach().disruptions();
+  std::string msg = RecordRestart(restart, recovery_.attempt(), in_place, not_in_place,
+                                  recovery_.policy(), kind_name_, name(), now_, status());
+  if (const std::string on_demand =
+          OnDemandFromNow(job_, interruptions, status().coach().disruptions());
+      !on_demand.empty()) {
+    absl::StrAppend(&msg, "; ", on_demand);
+    Event("Normal", kOnDemandCapacityReason,
+          absl::StrCat(kind_name_, " ", name(), ": ", on_demand));
+  }
   AttemptEnd end = restart.end;
   end.counted = restart.counted;
   end.message = msg;
@@ -376,8 +389,13 @@ void Pass::Succeed(const std::string& message) {
 }
 
 void Pass::NoteAttempt() {
+  const bool cost_known = StepsLostKnown(status(), recovery_.attempt());
   NoteAttemptPods(job_, recovery_.current(), recovery_.attempt(), AttemptStart(),
                   AttemptRunningTime(status(), now_), status());
+  if (cost_known) return;
+  if (std::optional<std::string> cost = InterruptionCost(status(), recovery_.attempt())) {
+    Event("Normal", kInterruptionCostReason, *cost);
+  }
 }
 
 void Pass::CloseAttempt(AttemptEnd end, const std::string& message) {
