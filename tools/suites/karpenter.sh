@@ -16,7 +16,10 @@
 #     (the time is printed); the seed's events say which NodeClaim was launching;
 #     coach_replica_schedule_seconds{nodepool="gpu-workloads"} counts the seed's replicas;
 #   - the chart's optional NodePools and EC2NodeClass pass the API server's validation against
-#     Karpenter's CRDs (server-side dry run).
+#     Karpenter's CRDs (server-side dry run);
+#   - a spot interruption: a job on spot capacity (coach.dev/on-demand-after: 1) has its NodeClaim
+#     deleted; Karpenter evicts its pod, coach restarts it uncounted, and the next attempt's pod
+#     lands on an on-demand NodeClaim (an OnDemandCapacity event says why).
 # Prints the figures: submit -> all replicas scheduled and Running, the same pods created directly
 # (coach render --karpenter, kubectl apply) -> scheduled, and job Succeeded -> no node left
 # (consolidateAfter 5s, tools/testenv/karpenter.d/nodepools.yaml).
@@ -349,3 +352,67 @@ K get node "$n_protected" >/dev/null 2>&1 || fail "the protected replica's node 
 COACH delete protected >/dev/null || fail "coach delete protected"
 COACH delete control >/dev/null || fail "coach delete control"
 
+
+suite_case "a spot interruption: the NodeClaim deleted, the job on on-demand capacity next"
+# ---- a spot interruption as Karpenter carries it out: the job asks for spot capacity and to
+# leave it after one interruption (coach.dev/on-demand-after: 1); its NodeClaim is deleted (what
+# Karpenter does on a spot interruption notice): Karpenter taints the node karpenter.sh/disrupted
+# and evicts the pod (its template opts out of do-not-disrupt, as a kwok pod cannot checkpoint),
+# coach restarts the job without spending its budget (max-restarts 0), and the next attempt's
+# pod asks for on-demand capacity: Karpenter launches an on-demand NodeClaim for it.
+cat >"$WORK/spot.yaml" <<'YAML'
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: spot
+  namespace: default
+  annotations:
+    coach.dev/restart-scope: Job
+    coach.dev/max-restarts: "0"
+    coach.dev/capacity-type: spot
+    coach.dev/on-demand-after: "1"
+spec:
+  runPolicy: {cleanPodPolicy: None}
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        metadata:
+          annotations: {coach.test/run-seconds: "600", coach.test/exit-code: "0", karpenter.sh/do-not-disrupt: "false"}
+        spec: {containers: [{name: pytorch, image: coach.local/none:latest, command: [train]}]}
+YAML
+capacity_of() { K get node "$1" -o jsonpath='{.metadata.labels.karpenter\.sh/capacity-type}'; }
+COACH submit -f "$WORK/spot.yaml" >/dev/null || fail "coach submit spot"
+wait_scheduled spot 1 || fail "spot-master-0 was not scheduled"
+n_spot=$(node_of spot-master-0)
+[[ $(capacity_of "$n_spot") == spot ]] || fail "spot-master-0 is on $n_spot, capacity type '$(capacity_of "$n_spot")'"
+claim=$(K get nodeclaims -o jsonpath="{range .items[?(@.status.nodeName==\"$n_spot\")]}{.metadata.name}{end}")
+[[ -n $claim ]] || fail "no NodeClaim for node $n_spot"
+t0=$(now)
+K delete nodeclaim "$claim" --wait=false >/dev/null || fail "kubectl delete nodeclaim $claim"
+for ((i = 0; i < 600; i++)); do
+  [[ $(K get pytorchjob spot -o jsonpath='{.status.coach.attempt}') == 1 ]] && break
+  sleep 0.2
+done
+t_restarted=$(now)
+[[ $(K get pytorchjob spot -o jsonpath='{.status.coach.attempt}') == 1 ]] ||
+  { COACH describe spot >&2; fail "spot did not restart within 120 s of its NodeClaim's deletion"; }
+[[ $(K get pytorchjob spot -o jsonpath='{.status.coach.disruptions}') == 1 ]] ||
+  fail "the restart was not a disruption: $(K get pytorchjob spot -o jsonpath='{.status.coach}')"
+ended=$(K get pytorchjob spot -o jsonpath='{.status.coach.attempts[0].reason}')
+for ((i = 0; i < 600; i++)); do
+  n_next=$(node_of spot-master-0 2>/dev/null)
+  [[ -n $n_next && $n_next != "$n_spot" ]] && break
+  sleep 0.2
+done
+[[ -n $n_next && $n_next != "$n_spot" ]] || fail "spot-master-0 was not scheduled again within 120 s"
+t_placed=$(now)
+[[ $(capacity_of "$n_next") == on-demand ]] ||
+  fail "attempt 1 is on $n_next, capacity type '$(capacity_of "$n_next")', not on-demand"
+[[ $(K get pod spot-master-0 -o jsonpath='{.spec.nodeSelector.karpenter\.sh/capacity-type}') == on-demand ]] ||
+  fail "attempt 1's pod does not ask for on-demand capacity"
+described=$(COACH describe spot 2>&1)
+grep -qE '^ +Normal +OnDemandCapacity ' <<<"$described" ||
+  { echo "$described" >&2; fail "no OnDemandCapacity event"; }
+say "NodeClaim $claim (spot, node $n_spot) deleted: attempt 0 ended ($ended) and the job restarted, not counted, $(elapsed "$t0" "$t_restarted") s later; attempt 1 on $n_next (on-demand) $(elapsed "$t0" "$t_placed") s after the deletion"
+COACH delete spot >/dev/null || fail "coach delete spot"
