@@ -67,7 +67,26 @@ std::string Bounded(std::string s) {
   return s;
 }
 
+void AddChange(api::v1::WorkerCountChange change, api::v1::ElasticStatus& elastic) {
+  auto& changes = *elastic.mutable_changes();
+  *changes.Add() = std::move(change);
+  while (changes.size() > api::v1::kMaxWorkerCountChanges) changes.erase(changes.begin() + 1);
+}
+
 }  // namespace
+
+void NoteSuspended(absl::Time now, model::JobStatus& status) {
+  if (!status.coach().has_elastic() || status.coach().elastic().workers() == 0) return;
+  api::v1::ElasticStatus& elastic = *status.mutable_coach()->mutable_elastic();
+  elastic.set_workers(0);
+  if (elastic.changes_size() == 0) return;
+  api::v1::WorkerCountChange change;
+  *change.mutable_time() = ToTimestamp(now);
+  change.set_workers(0);
+  if (status.coach().has_progress()) change.set_step(status.coach().progress().step());
+  change.set_why("the job is suspended");
+  AddChange(std::move(change), elastic);
+}
 
 std::optional<ElasticRange> ElasticWorkers(const model::Job& job) {
   if (job.kind() != api::v1::PYTORCH_JOB || !job.spec().has_elastic_policy() ||
@@ -102,7 +121,10 @@ std::optional<ElasticEvent> NoteWorkers(const ElasticRange& range, int replicas,
   const int before = elastic.workers();
   const int running = RunningWorkers(pods);
   elastic.set_workers(running);
-  const bool counting = elastic.changes_size() > 0;
+  // Counting starts, and starts again after a change to none (a suspended job, every Worker
+  // gone), once all the Workers run: their one by one start is no change of size.
+  const bool counting =
+      elastic.changes_size() > 0 && elastic.changes(elastic.changes_size() - 1).workers() > 0;
   if (!counting && running < replicas) return std::nullopt;
   if (counting && running == before) return std::nullopt;
 
@@ -122,9 +144,8 @@ std::optional<ElasticEvent> NoteWorkers(const ElasticRange& range, int replicas,
   } else {
     change.set_why(absl::StrCat(running, " of ", replicas, " Workers run"));
   }
-  auto& changes = *elastic.mutable_changes();
-  *changes.Add() = change;
-  while (changes.size() > api::v1::kMaxWorkerCountChanges) changes.erase(changes.begin() + 1);
+  const std::string why = change.why();
+  AddChange(std::move(change), elastic);
   if (!counting) return std::nullopt;
 
   const std::string policy = absl::StrCat("elasticPolicy ", range.min, ":", range.max);
@@ -135,13 +156,12 @@ std::optional<ElasticEvent> NoteWorkers(const ElasticRange& range, int replicas,
                           "): the Workers that joined train with the others")};
   } else if (running >= range.min) {
     event = {"Normal", kElasticShrinkReason,
-             absl::StrCat(change.why(), ": training goes on with ", running, " of ", replicas,
-                          " Workers (", policy, ") until the others run again")};
+             absl::StrCat(why, ": training goes on with ", running, " of ", replicas, " Workers (",
+                          policy, ") until the others run again")};
   } else {
-    event = {
-        "Warning", kElasticShrinkReason,
-        absl::StrCat(change.why(), ": ", running, " of ", replicas, " Workers run, fewer than the ",
-                     range.min, " that ", policy, " needs to train")};
+    event = {"Warning", kElasticShrinkReason,
+             absl::StrCat(why, ": ", running, " of ", replicas, " Workers run, fewer than the ",
+                          range.min, " that ", policy, " needs to train")};
   }
   return event;
 }

@@ -48,6 +48,10 @@ struct ElasticEvent {
 // the Workers running and, once the job has run all `replicas` Workers, each change of that
 // number with the step reached (the newest report) and why, keeping the first and the
 // latest changes (api/v1/coach_status.h). Returns the event of a change, if there was one.
+// A suspended job's Workers are none: a change once counting began. After it (as after any
+// change to none) counting starts again once all the Workers run.
+void NoteSuspended(absl::Time now, model::JobStatus& status);
+
 std::optional<ElasticEvent> NoteWorkers(const ElasticRange& range, int replicas,
                                         const std::vector<model::ObservedPod>& pods, absl::Time now,
                                         model::JobStatus& status);

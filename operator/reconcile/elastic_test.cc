@@ -113,6 +113,28 @@ TEST(ElasticTest, ChangesAreCountedFromTheFullSizeOnWithTheStepAndWhy) {
   EXPECT_THAT(event->message, HasSubstr("fewer than the 2 that elasticPolicy 2:3 needs"));
 }
 
+TEST(ElasticTest, ASuspendedJobCountsAgainOnceAllItsWorkersRun) {
+  model::JobStatus status;
+  const ElasticRange range{2, 3};
+  const auto all = Workers({PodPhase::kRunning, PodPhase::kRunning, PodPhase::kRunning});
+  NoteWorkers(range, 3, all, kStart, status);
+  NoteSuspended(kStart + absl::Seconds(5), status);
+  EXPECT_EQ(status.coach().elastic().workers(), 0);
+  ASSERT_EQ(status.coach().elastic().changes_size(), 2);
+  EXPECT_EQ(status.coach().elastic().changes(1).why(), "the job is suspended");
+  // Resumed: the Workers come back one by one, no change, no event, until all run.
+  EXPECT_FALSE(NoteWorkers(range, 3, Workers({PodPhase::kRunning, PodPhase::kPending}),
+                           kStart + absl::Seconds(9), status));
+  EXPECT_EQ(status.coach().elastic().changes_size(), 2);
+  EXPECT_FALSE(NoteWorkers(range, 3, all, kStart + absl::Seconds(10), status));
+  ASSERT_EQ(status.coach().elastic().changes_size(), 3);
+  EXPECT_EQ(status.coach().elastic().changes(2).workers(), 3);
+  // A job that never ran all its Workers has nothing to say when suspended.
+  model::JobStatus fresh;
+  NoteSuspended(kStart, fresh);
+  EXPECT_FALSE(fresh.coach().has_elastic());
+}
+
 TEST(ElasticTest, TheFirstAndTheLatestChangesAreKept) {
   model::JobStatus status;
   const ElasticRange range{1, 2};

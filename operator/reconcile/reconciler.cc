@@ -753,6 +753,7 @@ model::ReconcileResult Pass::Run(const absl::Status& policy_error) {
   if (rp.has_suspend() && rp.suspend()) {
     // The stall clock of a resumed job starts when its replicas run again.
     if (status().has_coach()) status().mutable_coach()->clear_attempt_running_time();
+    NoteSuspended(now_, status());
     for (const ObservedPod& pod : observed_.pods) DeletePodAndService(pod);
     for (const auto& o : observed_.objects) {
       if (o.kind == "Service") Delete("Service", o.name);
