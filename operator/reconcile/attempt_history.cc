@@ -15,21 +15,8 @@ namespace {
 using api::v1::JobAttempt;
 using model::ObservedPod;
 
-// At most `max` bytes of `text`, cut before a character that would not fit (UTF-8), so that the
-// CRD's character limit holds too.
-std::string Bounded(const std::string& text, size_t max) {
-  if (text.size() <= max) return text;
-  size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut);
-}
-
 JobAttempt* Find(model::JobStatus& status, int attempt) {
-  auto& attempts = *status.mutable_coach()->mutable_attempts();
-  for (auto it = attempts.rbegin(); it != attempts.rend(); ++it) {
-    if (it->attempt() == attempt) return &*it;
-  }
-  return nullptr;
+  return const_cast<JobAttempt*>(FindAttempt(status, attempt));
 }
 
 // Once the attempt after a restart reports, the one before learns what the restart cost: the
@@ -50,6 +37,21 @@ void NoteStepsLost(const std::vector<ObservedPod>& pods, int attempt, model::Job
 }
 
 }  // namespace
+
+std::string BoundedText(const std::string& text, size_t max) {
+  if (text.size() <= max) return text;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut);
+}
+
+const JobAttempt* FindAttempt(const model::JobStatus& status, int attempt) {
+  const auto& attempts = status.coach().attempts();
+  for (auto it = attempts.rbegin(); it != attempts.rend(); ++it) {
+    if (it->attempt() == attempt) return &*it;
+  }
+  return nullptr;
+}
 
 std::string LogReplicaName(const model::Job& job, const std::string& pod_name) {
   const std::string prefix = job.metadata().name() + "-";
@@ -144,8 +146,8 @@ void NoteAttemptPods(const model::Job& job, const std::vector<ObservedPod>& pods
   for (const ObservedPod& pod : pods) {
     if (pod.node.empty()) continue;
     const std::string replica =
-        Bounded(LogReplicaName(job, pod.name), api::v1::kMaxAttemptNameLength);
-    const std::string node = Bounded(pod.node, api::v1::kMaxAttemptNameLength);
+        BoundedText(LogReplicaName(job, pod.name), api::v1::kMaxAttemptNameLength);
+    const std::string node = BoundedText(pod.node, api::v1::kMaxAttemptNameLength);
     auto it = nodes.find(replica);
     if (it != nodes.end()) {
       // A replica recreated in the same attempt (its own restart) ran last where it runs now.
@@ -164,8 +166,8 @@ void CloseAttempt(const model::Job& job, const std::vector<ObservedPod>& pods, i
   JobAttempt& entry = *Find(status, attempt);
   if (entry.has_end_time()) return;
   *entry.mutable_end_time() = ToTimestamp(now);
-  entry.set_reason(Bounded(end.reason, api::v1::kMaxAttemptNameLength));
-  entry.set_message(Bounded(end.message, api::v1::kMaxAttemptMessageLength));
+  entry.set_reason(BoundedText(end.reason, api::v1::kMaxAttemptNameLength));
+  entry.set_message(BoundedText(end.message, api::v1::kMaxAttemptMessageLength));
   entry.set_counted(end.counted);
   std::string replica = end.replica;
   if (end.pod != nullptr) {
@@ -175,7 +177,7 @@ void CloseAttempt(const model::Job& job, const std::vector<ObservedPod>& pods, i
       entry.set_signal(SignalName(*end.pod->exit_code));
     }
   }
-  entry.set_replica(Bounded(replica, api::v1::kMaxAttemptNameLength));
+  entry.set_replica(BoundedText(replica, api::v1::kMaxAttemptNameLength));
   int64_t step = 0;
   bool reported = false;
   for (const ObservedPod& pod : pods) {

@@ -33,6 +33,13 @@ struct AttemptEnd {
   bool counted = false;
 };
 
+// At most `max` bytes of `text`, cut before a character that would not fit (UTF-8), so that the
+// CRD's character limits hold too.
+std::string BoundedText(const std::string& text, size_t max);
+
+// The entry of `attempt` in status.coach.attempts, or null.
+const api::v1::JobAttempt* FindAttempt(const model::JobStatus& status, int attempt);
+
 // "worker-1": the pod's name less "<job>-", as `coach logs --replica` names it.
 std::string LogReplicaName(const model::Job& job, const std::string& pod_name);
 

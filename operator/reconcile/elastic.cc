@@ -8,6 +8,7 @@
 #include "api/v1/coach_status.h"
 #include "api/v1/kinds.h"
 #include "operator/model/replicas.h"
+#include "operator/reconcile/attempt_history.h"
 #include "operator/reconcile/conditions.h"
 
 namespace coach::reconcile {
@@ -56,15 +57,6 @@ std::string WhyFewer(int replicas, const std::vector<ObservedPod>& pods) {
                                        : absl::StrCat("Worker replica ", index, " is missing"));
   }
   return absl::StrJoin(words, "; ");
-}
-
-std::string Bounded(std::string s) {
-  // `why` is built from ASCII and pod messages: cut at a character boundary of UTF-8.
-  if (s.size() <= api::v1::kMaxWorkerCountWhyLength) return s;
-  size_t cut = api::v1::kMaxWorkerCountWhyLength;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  s.resize(cut);
-  return s;
 }
 
 void AddChange(api::v1::WorkerCountChange change, api::v1::ElasticStatus& elastic) {
@@ -140,7 +132,7 @@ std::optional<ElasticEvent> NoteWorkers(const ElasticRange& range, int replicas,
   if (!counting) {
     change.set_why(absl::StrCat("all ", running, " Workers run"));
   } else if (running < before) {
-    change.set_why(Bounded(WhyFewer(replicas, pods)));
+    change.set_why(BoundedText(WhyFewer(replicas, pods), api::v1::kMaxWorkerCountWhyLength));
   } else {
     change.set_why(absl::StrCat(running, " of ", replicas, " Workers run"));
   }

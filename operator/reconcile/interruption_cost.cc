@@ -5,19 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "operator/reconcile/attempt_history.h"
 #include "operator/reconcile/conditions.h"
 
 namespace coach::reconcile {
 namespace {
 
 using api::v1::JobAttempt;
-
-const JobAttempt* Find(const model::JobStatus& status, int attempt) {
-  for (const JobAttempt& a : status.coach().attempts()) {
-    if (a.attempt() == attempt) return &a;
-  }
-  return nullptr;
-}
 
 // "a, b, c" of the distinct nodes, at most three named.
 std::string Nodes(const JobAttempt& attempt) {
@@ -37,13 +31,13 @@ std::string Nodes(const JobAttempt& attempt) {
 }  // namespace
 
 bool StepsLostKnown(const model::JobStatus& status, int attempt) {
-  const JobAttempt* before = Find(status, attempt - 1);
+  const JobAttempt* before = FindAttempt(status, attempt - 1);
   return before != nullptr && before->has_steps_lost();
 }
 
 std::optional<std::string> InterruptionCost(const model::JobStatus& status, int attempt) {
-  const JobAttempt* before = Find(status, attempt - 1);
-  const JobAttempt* next = Find(status, attempt);
+  const JobAttempt* before = FindAttempt(status, attempt - 1);
+  const JobAttempt* next = FindAttempt(status, attempt);
   if (before == nullptr || next == nullptr || !before->has_end_time() || before->counted() ||
       !before->has_steps_lost()) {
     return std::nullopt;

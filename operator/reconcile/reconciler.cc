@@ -259,11 +259,11 @@ void Pass::RestartJob(const RecoveryDecision& restart) {
   }
 }
 
-// Job scope: a trigger among the current attempt's pods restarts the whole job, or fails it.
-// True when the pass is decided (restarted or failed).
 // How often a job waiting for its ranks' checkpoint answers looks at them.
 constexpr absl::Duration kNoticePoll = absl::Seconds(2);
 
+// Job scope: a trigger among the current attempt's pods restarts the whole job, or fails it.
+// True when the pass is decided (restarted or failed).
 bool Pass::RecoverJob() {
   // A pod about to go: its ranks save a checkpoint first (notice.h), and the job restarts
   // (not counted) when they have, or when time is up.
