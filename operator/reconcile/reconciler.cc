@@ -20,8 +20,7 @@
 #include "operator/reconcile/elastic.h"
 #include "operator/reconcile/interruption_cost.h"
 #include "operator/reconcile/job_recovery.h"
-#include "operator/reconcile/karpenter_placement.h"
-#include "operator/reconcile/notice.h"
+#include "operator/reconcile/pass.h"
 #include "operator/reconcile/pending.h"
 #include "operator/reconcile/plan_job.h"
 #include "operator/reconcile/queue_wait.h"
@@ -30,309 +29,10 @@
 #include "operator/reconcile/restart_rule.h"
 #include "operator/reconcile/success_rule.h"
 
-namespace coach::reconcile {
-namespace {
-
-using api::v1::kJobFailedReason;
-using api::v1::kJobRunning;
-using api::v1::kJobSucceeded;
-using api::v1::kJobSuspended;
-using api::v1::kReplicaWorker;
-using model::Action;
-using model::JobPlan;
-using model::KubeObject;
-using model::ObservedPod;
-using model::PodPhase;
+namespace coach::reconcile::pass_internal {
 
 // Upstream's "no exit code seen" marker (0xbeef): >= 128, so retryable under ExitCode.
 constexpr int kUnknownExitCode = 0xbeef;
-
-// One pass: converges what the backend observed toward the job's plan. It reads the job's
-// kind from nowhere but the plan; recovery decides (recovery.h), the pass applies.
-class Pass {
- public:
-  Pass(const JobPlan& plan, const model::ObservedState& observed, absl::Time now,
-       const model::ReconcileConfig& config, const RecoveryPolicy& policy)
-      : plan_(plan),
-        job_(*plan.job),
-        observed_(observed),
-        now_(now),
-        config_(config),
-        kind_(*plan.kind),
-        kind_name_(plan.kind->name),
-        recovery_(job_, policy, observed_, result_.status, now_, config_) {
-    result_.status = job_.status();
-  }
-
-  // `policy_error`: the job's recovery annotations are invalid (it fails, naming them).
-  model::ReconcileResult Run(const absl::Status& policy_error);
-
- private:
-  model::JobStatus& status() { return result_.status; }
-  const model::JobStatus& status() const { return result_.status; }
-  const std::string& name() const { return job_.metadata().name(); }
-
-  void Event(const std::string& type, const std::string& reason, const std::string& message) {
-    result_.events.push_back({type, reason, message});
-  }
-  bool Exists(const std::string& kind, const std::string& obj_name) const {
-    for (const auto& o : observed_.objects) {
-      if (o.kind == kind && o.name == obj_name) return true;
-    }
-    return false;
-  }
-  void Create(KubeObject obj) {
-    Event("Normal", "SuccessfulCreate" + obj.kind,
-          absl::StrCat("Created ", absl::AsciiStrToLower(obj.kind), ": ", obj.name));
-    result_.actions.push_back({Action::Type::kCreate, std::move(obj)});
-  }
-  // `uid`, when known, limits the delete to the instance this pass observed: a delete that
-  // arrives late (a retried request, a pass on an older view) cannot take a newer pod that a
-  // restart created under the same name. `force`: with grace period 0.
-  void Delete(const std::string& kind, const std::string& obj_name, const std::string& uid = "",
-              bool force = false) {
-    if (!deleted_.insert({kind, obj_name}).second) return;
-    KubeObject obj;
-    obj.api_version = kind == "PodGroup" ? PodGroupApiVersion() : "v1";
-    obj.kind = kind;
-    obj.name = obj_name;
-    obj.namespace_ = job_.metadata().namespace_();
-    if (!uid.empty()) obj.body = {{"metadata", {{"uid", uid}}}};
-    if (force) {
-      Event("Warning", "ForceDeletePod",
-            absl::StrCat("Force-deleted pod ", obj_name, ": its node is lost and it was still ",
-                         "terminating after ", absl::FormatDuration(config_.lost_node_grace)));
-    } else {
-      Event("Normal", "SuccessfulDelete" + kind,
-            absl::StrCat("Deleted ", absl::AsciiStrToLower(kind), ": ", obj_name));
-    }
-    model::Action action{Action::Type::kDelete, std::move(obj)};
-    action.force = force;
-    result_.actions.push_back(std::move(action));
-  }
-  std::string PodGroupApiVersion() const {
-    return config_.gang_scheduler == model::GangScheduler::kSchedulerPlugins
-               ? "scheduling.x-k8s.io/v1alpha1"
-               : "scheduling.volcano.sh/v1beta1";
-  }
-  // A pod that is already going away (deletionTimestamp set, e.g. within its grace period) is
-  // not deleted again: a pass that acts is followed by another pass, so a repeated delete would
-  // spin, with an API call and an event each time, until the pod is gone.
-  void DeletePodAndService(const ObservedPod& pod) {
-    if (!pod.deleting) Delete("Pod", pod.name, pod.uid);
-    if (Exists("Service", pod.name)) Delete("Service", pod.name);
-  }
-  void DeletePodGroup() {
-    if (Exists("PodGroup", name())) Delete("PodGroup", name());
-  }
-  // cleanPodPolicy after the job finished (or failed on a limit).
-  void CleanUp() {
-    const std::string& policy = plan_.clean_pod_policy;
-    for (const ObservedPod& pod : observed_.pods) {
-      const bool active = pod.phase == PodPhase::kRunning || pod.phase == PodPhase::kPending;
-      if (policy == api::v1::kCleanPodPolicyAll ||
-          (policy == api::v1::kCleanPodPolicyRunning && active)) {
-        DeletePodAndService(pod);
-      }
-    }
-    DeletePodGroup();
-  }
-  void CountReplicas();
-  // A job that succeeded counts its replicas still active as succeeded (upstream's rule), on the
-  // pass that finds it succeeded: readers of that status see the final counts.
-  void CountSucceededReplicas();
-  void Succeed(const std::string& message);
-  // `failed_type`: the replica type whose failure failed the job, when one did; JobSet's words
-  // name it as the first failed Job. `end`: what the timeline says ended the attempt, when the
-  // caller knows better than the reason and the failed type (attempt_history.h).
-  void Fail(const std::string& reason, const std::string& message,
-            const std::string& failed_type = "", AttemptEnd end = {});
-  absl::Time AttemptStart() const {
-    return reconcile::AttemptStart(status(), recovery_.attempt(), now_);
-  }
-  // The current attempt's entry in the timeline: its pods' nodes and, once they all ran, its
-  // running time; closed by `end` when the job restarts or finishes.
-  void NoteAttempt();
-  void CloseAttempt(AttemptEnd end, const std::string& message);
-  // The replica type reached `state` ("Complete": every pod succeeded; "Ready": every pod runs
-  // or succeeded) in the current attempt.
-  bool Reached(const std::string& type, const std::string& state) const;
-  // The replica type may start: the types it depends on reached their state.
-  bool DependenciesMet(const std::string& type) const;
-  void UpdateJobsStatus();
-  void ApplyTtl();
-  void CreateSharedObjects();
-  void ReconcileReplicas(std::map<std::string, bool>& nonretryable);
-  void ReconcileServices(const std::string& type, int replicas);
-  void UpdateConditions(const std::map<std::string, bool>& nonretryable);
-  void ExplainPending();
-  void NoteQueue(bool suspended);
-  model::ReconcileResult Done();
-
-  // Applying recovery's decisions.
-  void ForceDeleteLostPods();
-  bool InPlaceTimedOut();
-  bool RecoverJob();
-  void RestartJob(const RecoveryDecision& restart);
-  void FailRecovery(const RecoveryDecision& failure);
-  void NoteAttemptRunning();
-  // An elastic job's Workers running now, and each change of that number (elastic.h).
-  void NoteElasticWorkers();
-  bool StalledUnderReplicaScope();
-  void RequeueBy(absl::Time at) { reconcile::RequeueBy(result_.requeue_at, at); }
-
-  const JobPlan& plan_;
-  const model::Job& job_;
-  const model::ObservedState& observed_;
-  absl::Time now_;
-  const model::ReconcileConfig& config_;
-  const api::v1::KindInfo& kind_;
-  std::string kind_name_;
-  model::ReconcileResult result_;
-  std::set<std::pair<std::string, std::string>> deleted_;
-  // JobSet's reason for a failure on a limit (DeadlineExceeded, ReachedMaxRestarts), set by the
-  // rule that fails the job; empty: FailedJobs.
-  std::string upstream_failure_;
-  Recovery recovery_;
-};
-
-// A pod that is going away on a node that is gone or NotReady never hears back from its kubelet:
-// without a forced delete it stays Terminating, and its replacement (same name) never starts.
-void Pass::ForceDeleteLostPods() {
-  for (const ObservedPod* pod : recovery_.LostPodsToForceDelete(result_.requeue_at)) {
-    Delete("Pod", pod->name, pod->uid, /*force=*/true);
-  }
-}
-
-bool Pass::InPlaceTimedOut() {
-  if (!recovery_.InPlaceTimedOut(result_.requeue_at)) return false;
-  Event("Warning", kind_name_ + "InPlaceRestartTimedOut",
-        absl::StrCat(kind_name_, " ", name(), ": the ranks did not all restart in place within ",
-                     absl::FormatDuration(config_.in_place_restart_timeout),
-                     "; recreating its pods for attempt ", recovery_.attempt()));
-  for (const ObservedPod& pod : observed_.pods) {
-    if (!pod.deleting) Delete("Pod", pod.name, pod.uid);
-  }
-  return true;
-}
-
-void Pass::FailRecovery(const RecoveryDecision& failure) {
-  upstream_failure_ = failure.upstream_reason;
-  result_.requeue_at.reset();
-  CleanUp();
-  Fail(failure.reason, failure.message, failure.failed_type, failure.end);
-  ApplyTtl();
-}
-
-// The event of the restart with which a job's pods move to on-demand capacity.
-constexpr char kOnDemandCapacityReason[] = "OnDemandCapacity";
-
-void Pass::RestartJob(const RecoveryDecision& restart) {
-  std::string not_in_place;
-  const bool in_place = recovery_.InPlaceReady(not_in_place);
-  const absl::Time start = AttemptStart();
-  const int interruptions = status().coach().disruptions();
-  std::string msg = RecordRestart(restart, recovery_.attempt(), in_place, not_in_place,
-                                  recovery_.policy(), kind_name_, name(), now_, status());
-  if (const std::string on_demand =
-          OnDemandFromNow(job_, interruptions, status().coach().disruptions());
-      !on_demand.empty()) {
-    absl::StrAppend(&msg, "; ", on_demand);
-    Event("Normal", kOnDemandCapacityReason,
-          absl::StrCat(kind_name_, " ", name(), ": ", on_demand));
-  }
-  AttemptEnd end = restart.end;
-  end.counted = restart.counted;
-  end.message = msg;
-  reconcile::CloseAttempt(job_, recovery_.current(), recovery_.attempt(), start, end, now_,
-                          status());
-  OpenAttempt(status(), status().coach().attempt(), now_);
-  MarkRestarting(status(), kind_name_, msg, now_);
-  Event(restart.counted ? "Warning" : "Normal", kind_name_ + api::v1::kJobRestartingReason, msg);
-  // In place: each pod's coach-launch stops its ranks and starts the next attempt's once every
-  // rank of this one is gone (the launch directive). Otherwise every replica of the attempt
-  // goes, its Service stays (the next attempt's pods have the same names); nothing of the next
-  // attempt starts until they are gone (ReconcileReplicas).
-  if (in_place) return;
-  for (const ObservedPod& pod : observed_.pods) {
-    if (!pod.deleting) Delete("Pod", pod.name, pod.uid);
-  }
-}
-
-// How often a job waiting for its ranks' checkpoint answers looks at them.
-constexpr absl::Duration kNoticePoll = absl::Seconds(2);
-
-// Job scope: a trigger among the current attempt's pods restarts the whole job, or fails it.
-// True when the pass is decided (restarted or failed).
-bool Pass::RecoverJob() {
-  // A pod about to go: its ranks save a checkpoint first (notice.h), and the job restarts
-  // (not counted) when they have, or when time is up.
-  const NoticeDecision notice = DecideOnNotice(
-      job_, recovery_.current(), recovery_.AttemptRunning(), observed_.checkpoint, config_, now_);
-  switch (notice.kind) {
-    case NoticeDecision::Kind::kNone:
-      break;
-    case NoticeDecision::Kind::kRequest:
-      result_.request_checkpoint = notice.grace;
-      Event("Normal", kind_name_ + "CheckpointOnNotice",
-            absl::StrCat(kind_name_, " ", name(), ": ", notice.pod->replica_type, " replica ",
-                         notice.pod->index, " got notice (", notice.pod->notice,
-                         "); every rank is asked to save a checkpoint within ",
-                         absl::FormatDuration(notice.grace)));
-      // The answers come with the pods' reports, which need not wake the job: look again soon.
-      RequeueBy(now_ + std::min(notice.grace, kNoticePoll));
-      return false;
-    case NoticeDecision::Kind::kWait:
-      RequeueBy(std::min(notice.until, now_ + kNoticePoll));
-      return false;
-    case NoticeDecision::Kind::kRestart: {
-      RecoveryDecision restart;
-      restart.kind = RecoveryDecision::Kind::kRestart;
-      restart.why = notice.why;
-      restart.end.pod = notice.pod;
-      restart.end.reason = notice.pod->disruption.empty() ? "Disrupted" : PodEndReason(*notice.pod);
-      RestartJob(restart);
-      return true;
-    }
-  }
-  const RecoveryDecision decision =
-      recovery_.DecideJobScope(HasTrueCondition(status(), kJobRunning), result_.requeue_at);
-  switch (decision.kind) {
-    case RecoveryDecision::Kind::kNone:
-      return false;
-    case RecoveryDecision::Kind::kFail:
-      FailRecovery(decision);
-      return true;
-    case RecoveryDecision::Kind::kRestart:
-      RestartJob(decision);
-      return true;
-  }
-  return false;
-}
-
-void Pass::NoteAttemptRunning() {
-  if (!recovery_.AttemptStartsRunning(result_.requeue_at)) return;
-  api::v1::CoachJobStatus& coach = *status().mutable_coach();
-  coach.set_attempt(recovery_.attempt());
-  *coach.mutable_attempt_running_time() = ToTimestamp(now_);
-}
-
-void Pass::NoteElasticWorkers() {
-  const std::optional<ElasticRange> elastic = ElasticWorkers(job_);
-  if (!elastic || recovery_.JobScope() || IsFinished(status())) return;
-  if (std::optional<ElasticEvent> e = NoteWorkers(*elastic, Replicas(job_, kReplicaWorker),
-                                                  recovery_.current(), now_, status())) {
-    Event(e->type, e->reason, e->message);
-  }
-}
-
-bool Pass::StalledUnderReplicaScope() {
-  const RecoveryDecision decision = recovery_.DecideReplicaScopeStall(
-      HasTrueCondition(status(), kJobRunning), result_.requeue_at);
-  if (decision.kind != RecoveryDecision::Kind::kFail) return false;
-  FailRecovery(decision);
-  return true;
-}
 
 void Pass::CountReplicas() {
   auto& statuses = *status().mutable_replica_statuses();
@@ -857,7 +557,9 @@ model::ReconcileResult Pass::Run(const absl::Status& policy_error) {
   return Done();
 }
 
-}  // namespace
+}  // namespace coach::reconcile::pass_internal
+
+namespace coach::reconcile {
 
 model::ReconcileResult Reconcile(const model::Job& job, const model::ObservedState& observed,
                                  absl::Time now, const model::ReconcileConfig& config) {
@@ -868,7 +570,7 @@ model::ReconcileResult Reconcile(const model::Job& job, const model::ObservedSta
     untouched.status = job.status();
     return untouched;
   }
-  absl::StatusOr<JobPlan> plan = PlanJob(job, observed, config);
+  absl::StatusOr<model::JobPlan> plan = PlanJob(job, observed, config);
   if (!plan.ok()) {
     model::ReconcileResult bad;
     bad.status = job.status();
@@ -885,7 +587,7 @@ model::ReconcileResult Reconcile(const model::Job& job, const model::ObservedSta
   // Before any early return of the pass: the launchers of a job that restarts in place hear
   // that it is over (the pass's directive) on every pass of the finished job.
   absl::StatusOr<RecoveryPolicy> policy = ParseRecoveryPolicy(*plan->job, config);
-  return Pass(*plan, observed, now, config, policy.ok() ? *policy : RecoveryPolicy())
+  return pass_internal::Pass(*plan, observed, now, config, policy.ok() ? *policy : RecoveryPolicy())
       .Run(policy.status());
 }
 
