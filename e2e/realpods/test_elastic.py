@@ -10,6 +10,7 @@ Printed, as figures: the job's cold start (created -> every rank of the first re
 from the Worker's loss to the two training again, and from the capacity's return to the three
 training again; each against the cold start.
 """
+import json
 import re
 import shutil
 import time
@@ -92,8 +93,8 @@ def test_elastic_job_loses_a_worker_trains_at_two_and_grows_back(ns, capsys):
 
         def waiting():
             j = kube.get_json("pytorchjob", name, "-n", ns)
-            pod = kube.get_json("pod", pods[2], "-n", ns) if kube.kubectl(
-                "get", "pod", pods[2], "-n", ns, check=False).returncode == 0 else {}
+            got = kube.kubectl("get", "pod", pods[2], "-n", ns, "-o", "json", check=False)
+            pod = json.loads(got.stdout) if got.returncode == 0 else {}
             return j if (coach_status(j).get("elastic", {}).get("workers") == 2
                          and pod.get("status", {}).get("phase") == "Pending") else None
         job_now = kube.wait_for(waiting, 120, "2 Workers and the replacement Pending", interval=1)
