@@ -93,12 +93,31 @@ void CheckpointRelay::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool CheckpointRelay::Busy() {
+  absl::MutexLock lock(&mu_);
+  return incoming_.has_value() || busy_;
+}
+
+int64_t CheckpointRelay::NewestId() {
+  absl::MutexLock lock(&mu_);
+  return incoming_ ? std::max(seen_id_, incoming_->id()) : seen_id_;
+}
+
 void CheckpointRelay::Poll() {
+  Round();
+  absl::MutexLock lock(&mu_);
+  busy_ = current_.has_value();
+}
+
+void CheckpointRelay::Round() {
   std::optional<api::v1::CheckpointRequest> incoming;
   {
     absl::MutexLock lock(&mu_);
     incoming = std::exchange(incoming_, std::nullopt);
-    if (incoming) seen_id_ = std::max(seen_id_, incoming->id());
+    if (incoming) {
+      seen_id_ = std::max(seen_id_, incoming->id());
+      busy_ = true;  // until the round ends: Busy never misses a request being taken
+    }
   }
   if (incoming && incoming->id() > last_id_) {
     last_id_ = incoming->id();

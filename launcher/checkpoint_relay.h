@@ -101,6 +101,11 @@ class CheckpointRelay {
 
   const std::string& dir() const { return options_.dir; }
 
+  // A request is in hand and not yet answered (nor past its deadline). Thread-safe.
+  bool Busy();
+  // The highest request id the relay has been given or adopted (0: none). Thread-safe.
+  int64_t NewestId();
+
  private:
   struct Worker {
     std::string file;
@@ -118,6 +123,8 @@ class CheckpointRelay {
     bool ahead = false;
   };
 
+  // Poll's work.
+  void Round();
   void Begin(int64_t id, absl::Time deadline);
   // Worker 0 answered a request above every one acted on: it becomes current_, to report.
   void AdoptAnswersAhead();
@@ -136,6 +143,8 @@ class CheckpointRelay {
   // The highest id Poll took.
   int64_t seen_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // Poll holds a request (current_), as of its last round.
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;
 
   // Poll's own (one thread at a time).
   int64_t last_id_ = 0;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -225,6 +226,137 @@ TEST_F(CoachLaunchCheckpointTest, WithoutReportsOrARequestNothingChanges) {
   EXPECT_FALSE(Has(e.err, "checkpoint request")) << e.err;
   // The launcher's directory went with it.
   EXPECT_NE(access(second.substr(0, second.rfind('/')).c_str(), F_OK), 0) << second;
+}
+
+// A worker that answers every request at step 42 and goes on until SIGTERM, which it records.
+std::string AnswersUntilTerm(const std::string& record) {
+  return "f=$COACH_CHECKPOINT_REQUEST_FILE; got=; trap 'got=1' USR1; "
+         "trap 'echo term >> " +
+         record +
+         "; exit 143' TERM; "
+         "echo $$ > \"$f.armed.tmp\"; mv \"$f.armed.tmp\" \"$f.armed\"; i=0; "
+         "while [ $i -lt 400 ]; do i=$((i+1)); echo \"coach-metric name=loss value=1 step=$i\"; "
+         "if [ -n \"$got\" ]; then got=; "
+         "id=$(sed 's/.*\"id\":\\([0-9]*\\).*/\\1/' \"$f\"); "
+         "echo \"{\\\"id\\\":$id,\\\"step\\\":42}\" > \"$f.done.tmp\"; mv \"$f.done.tmp\" "
+         "\"$f.done\"; echo \"signalled $id\" >> " +
+         record + "; fi; sleep 0.05; done; exit 3";
+}
+
+class NoticeHoldLaunch : public CoachLaunchCheckpointTest {
+ protected:
+  // Starts the launcher, waits for its first report with progress, sends it SIGTERM; returns
+  // its pid and stderr path.
+  pid_t StartAndTerm(std::map<std::string, std::string> env, const std::string& record,
+                     std::string* err) {
+    *err = coach::testing::FreshTestDir("notice-hold") + "/stderr";
+    const size_t before = op_.Requests().size();  // an earlier launcher's
+    const pid_t pid =
+        coach::launcher::testing::Spawn(kLauncher, Workers(1, AnswersUntilTerm(record)), env, *err);
+    const absl::Time give_up = absl::Now() + absl::Seconds(20);
+    auto progressed = [this, before] {
+      const std::vector<coach::api::v1::ReportProgressRequest> requests = op_.Requests();
+      for (size_t i = before; i < requests.size(); ++i) {
+        if (requests[i].step() >= 1) return true;
+      }
+      return false;
+    };
+    while (!progressed() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(20));
+    EXPECT_TRUE(progressed()) << Slurp(*err);
+    at_term_ = op_.Requests().size();
+    kill(pid, SIGTERM);
+    termed_ = absl::Now();
+    return pid;
+  }
+  Ended Wait(pid_t pid, const std::string& err) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    Ended e;
+    e.took = absl::Now() - termed_;
+    e.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    e.err = Slurp(err);
+    return e;
+  }
+  absl::Time termed_;
+  size_t at_term_ = 0;  // reports before the SIGTERM
+};
+
+// An eviction: the pod's SIGTERM comes as the operator learns of it. The launcher holds it back
+// from the workers until the operator's request (which comes with a later report) is answered,
+// then passes it on.
+TEST_F(NoticeHoldLaunch, ASigtermWaitsForTheRequestAnEvictionBringsThenGoesOn) {
+  std::map<std::string, std::string> env = Env();
+  env["COACH_NOTICE_WAIT"] = "5";
+  const std::string record = dir_ + "/record";
+  std::string err;
+  const pid_t pid = StartAndTerm(env, record, &err);
+  // The operator takes a moment to see the eviction; the worker trains on meanwhile.
+  absl::SleepFor(absl::Seconds(1));
+  EXPECT_EQ(Slurp(record), "");
+  const size_t reports_before = op_.Requests().size();
+  op_.SetCheckpoint(CheckpointRequestOf(1700000000777, absl::Now() + absl::Seconds(30)));
+  Ended e = Wait(pid, err);
+  EXPECT_EQ(e.code, 128 + SIGTERM) << e.err;
+  // Saved first, then stopped.
+  EXPECT_EQ(Slurp(record), "signalled 1700000000777\nterm\n") << e.err;
+  EXPECT_TRUE(Has(e.err,
+                  "coach-launch: got Terminated; holding it up to 5s for the operator's "
+                  "checkpoint request"))
+      << e.err;
+  const std::vector<CheckpointReport> reports = op_.CheckpointReports();
+  ASSERT_EQ(reports.size(), 1u) << e.err;
+  EXPECT_EQ(reports[0].request_id(), 1700000000777);
+  EXPECT_TRUE(reports[0].saved());
+  EXPECT_EQ(reports[0].step(), 42);
+  // While holding, reports went every quarter second (the request's way in): several within the
+  // second before it.
+  EXPECT_GE(reports_before - at_term_, 3u);
+  EXPECT_LT(e.took, absl::Seconds(5)) << e.err;
+}
+
+// A pod the operator deletes itself (a restart): no request is coming, the signal goes on at once.
+TEST_F(NoticeHoldLaunch, ASigtermForAPodTheOperatorStopsGoesOnAtOnce) {
+  op_.SetAnswer([](const coach::api::v1::ReportProgressRequest&) {
+    coach::api::v1::ReportProgressResponse r;
+    r.set_accepted(true);
+    r.set_stopping(true);
+    return r;
+  });
+  std::map<std::string, std::string> env = Env();
+  env["COACH_NOTICE_WAIT"] = "5";
+  const std::string record = dir_ + "/record";
+  std::string err;
+  Ended e = Wait(StartAndTerm(env, record, &err), err);
+  EXPECT_EQ(e.code, 128 + SIGTERM) << e.err;
+  EXPECT_EQ(Slurp(record), "term\n");
+  EXPECT_FALSE(Has(e.err, "holding it")) << e.err;
+  EXPECT_LT(e.took, absl::Seconds(2)) << e.err;
+}
+
+// No request within the wait (a user's delete, the job deleted): the signal goes on after it.
+// Without COACH_NOTICE_WAIT nothing is held; a bad value is refused, naming the variable.
+TEST_F(NoticeHoldLaunch, WithoutARequestTheSigtermGoesOnAfterTheWait) {
+  std::map<std::string, std::string> env = Env();
+  env["COACH_NOTICE_WAIT"] = "1";
+  const std::string record = dir_ + "/record";
+  std::string err;
+  Ended e = Wait(StartAndTerm(env, record, &err), err);
+  EXPECT_EQ(e.code, 128 + SIGTERM) << e.err;
+  EXPECT_EQ(Slurp(record), "term\n");
+  EXPECT_TRUE(Has(e.err, "holding it up to 1s")) << e.err;
+  EXPECT_GE(e.took, absl::Seconds(1)) << e.err;
+  EXPECT_LT(e.took, absl::Seconds(4)) << e.err;
+
+  env.erase("COACH_NOTICE_WAIT");
+  e = Wait(StartAndTerm(env, dir_ + "/record2", &err), err);
+  EXPECT_EQ(e.code, 128 + SIGTERM) << e.err;
+  EXPECT_FALSE(Has(e.err, "holding it")) << e.err;
+  EXPECT_LT(e.took, absl::Seconds(2)) << e.err;
+
+  env["COACH_NOTICE_WAIT"] = "61";
+  Ended bad = Launch(Workers(1, "true"), env);
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_TRUE(Has(bad.err, "COACH_NOTICE_WAIT=61: want whole seconds in 0..60")) << bad.err;
 }
 
 }  // namespace

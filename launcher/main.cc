@@ -31,6 +31,7 @@
 #include "launcher/launch_config.h"
 #include "launcher/metrics_tee.h"
 #include "launcher/mlflow_binding_env.h"
+#include "launcher/notice_hold.h"
 #include "launcher/output_forwarder.h"
 #include "launcher/peer_wait.h"
 #include "launcher/progress_reporter.h"
@@ -96,6 +97,10 @@ With progress reports, each worker also gets COACH_CHECKPOINT_REQUEST_FILE: when
 for a checkpoint, {"id":N,"deadline_unix_ms":D} is written there, SIGUSR1 goes to a worker whose
 pid is in FILE.armed (COACH_CHECKPOINT_SIGNAL=none: never; default SIGUSR1), and the workers'
 answers in FILE.done ({"id":N,"step":S} or {"id":N,"error":"..."}) go back to the operator.
+With COACH_NOTICE_WAIT=S as well (0..60; the operator sets 5 for jobs that restart as a whole), the
+first SIGTERM is held back from the workers while the operator may still ask for a checkpoint (an
+eviction): reports go every 0.25 s; it is passed on once a request is answered, the operator says
+it deletes the pod itself, or S seconds pass without a request.
 --wait-for-host HOST waits (up to --peer-timeout, default 300s) until every HOST resolves in
 DNS, then exits 0 without running anything; 1 when one does not in time, 2 on a bad HOST.
 --install DIR copies this executable to DIR/bin/coach-launch, its shared libraries to DIR/lib
@@ -337,6 +342,11 @@ int Main(int argc, char** argv) {
                  std::string(checkpoint_signal.status().message()).c_str());
     return 2;
   }
+  absl::StatusOr<absl::Duration> notice_wait = ParseNoticeWait(env);
+  if (!notice_wait.ok()) {
+    std::fprintf(stderr, "coach-launch: %s\n", std::string(notice_wait.status().message()).c_str());
+    return 2;
+  }
   if (config->wait_for_peers && !config->peers.empty()) {
     PeerWaitOptions wait;
     wait.timeout = config->peer_timeout;
@@ -429,6 +439,16 @@ int Main(int argc, char** argv) {
   options.log = log;
   // Without requests to pass on, the supervisor has nothing to look at between signals.
   if (checkpoints != nullptr) options.signals = &worker_signals;
+  std::optional<NoticeHold> notice_hold;
+  if (checkpoints != nullptr && *notice_wait > absl::ZeroDuration()) {
+    CheckpointRelay* relay = checkpoints.get();
+    notice_hold.emplace(
+        *notice_wait,
+        NoticeSources{[reporter](absl::Duration every) { reporter->Hurry(every); },
+                      [reporter] { return reporter->OperatorStopping(); },
+                      [relay] { return relay->Busy(); }, [relay] { return relay->NewestId(); }});
+    options.hold = &*notice_hold;
+  }
   absl::StatusOr<int> code;
   if (in_place) {
     InPlaceRestartOptions restarts;

@@ -118,7 +118,7 @@ void ProgressReporter::Start() {
 }
 
 bool ProgressReporter::WakeLocked() const {
-  return stop_ || launch_changed_ || checkpoint_changed_;
+  return stop_ || launch_changed_ || checkpoint_changed_ || hurry_;
 }
 
 void ProgressReporter::Run() {
@@ -137,8 +137,9 @@ void ProgressReporter::Run() {
       const absl::Duration wait = std::clamp(until, absl::Milliseconds(1), config_.poll);
       mu_.AwaitWithTimeout(absl::Condition(this, &ProgressReporter::WakeLocked), wait);
       if (stop_) return;
-      launch_changed = launch_changed_;
+      launch_changed = launch_changed_ || hurry_;
       launch_changed_ = false;
+      hurry_ = false;
       checkpoint_changed_ = false;
       checkpoint_due = checkpoint_version_ != checkpoint_answered_ &&
                        clock_->Monotonic() >= checkpoint_retry_at_;
@@ -252,6 +253,7 @@ ProgressReporter::Outcome ProgressReporter::SendOne(const ProgressSnapshot& snap
   request.mutable_metrics()->insert(snapshot.metrics.begin(), snapshot.metrics.end());
   request.set_steps_per_second(snapshot.steps_per_second);
   request.set_heartbeat(snapshot.heartbeat);
+  if (snapshot.first_step) request.set_first_step(*snapshot.first_step);
   std::optional<api::v1::LaunchState> launch;
   uint64_t checkpoint_version;
   {
@@ -278,6 +280,7 @@ ProgressReporter::Outcome ProgressReporter::SendOne(const ProgressSnapshot& snap
       ++stats_.sent;
       if (answer->accepted()) ++stats_.accepted;
       checkpoint_answered_ = std::max(checkpoint_answered_, checkpoint_version);
+      if (answer->stopping()) operator_stopping_ = true;
     } else {
       ++stats_.failed;
       if (unimplemented) stats_.stopped = true;
@@ -321,6 +324,17 @@ void ProgressReporter::LogOnce(const std::string& kind, const std::string& line)
     if (!logged_.insert(kind).second) return;
   }
   if (log_) log_(line);
+}
+
+void ProgressReporter::Hurry(absl::Duration interval) {
+  tracker_.SetIntervals(interval, interval);
+  absl::MutexLock lock(&mu_);
+  hurry_ = true;
+}
+
+bool ProgressReporter::OperatorStopping() const {
+  absl::MutexLock lock(&mu_);
+  return operator_stopping_;
 }
 
 ProgressReporterStats ProgressReporter::stats() const {

@@ -32,6 +32,8 @@
 // dropped answers included, goes to the checkpoint request callback; the pod's answer
 // (SetCheckpointReport) goes in every report from then on, and one report goes at once (again
 // after `tracker.min_interval` when it fails, and at Finish when it never went).
+// Every report carries the lowest step since the workers (re)started (first_step): where a
+// resumed run began, which the operator counts the steps an interruption lost from.
 
 #include <atomic>
 #include <cstdint>
@@ -138,6 +140,14 @@ class ProgressReporter {
 
   ProgressReporterStats stats() const;
 
+  // From now on a report goes at least every `interval` (heartbeats included), and one goes at
+  // once: the launcher got SIGTERM and looks for a checkpoint request (notice_hold.h).
+  // Thread-safe.
+  void Hurry(absl::Duration interval);
+  // An answer said the operator itself is deleting this pod (ReportProgressResponse.stopping).
+  // Thread-safe.
+  bool OperatorStopping() const;
+
  private:
   void Run();
   enum class Outcome { kAnswered, kFailed, kStop };
@@ -169,6 +179,8 @@ class ProgressReporter {
   uint64_t checkpoint_answered_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Duration checkpoint_retry_at_ ABSL_GUARDED_BY(mu_);
   bool checkpoint_changed_ ABSL_GUARDED_BY(mu_) = false;  // wakes the thread
+  bool hurry_ ABSL_GUARDED_BY(mu_) = false;               // wakes the thread: a report at once
+  bool operator_stopping_ ABSL_GUARDED_BY(mu_) = false;
 
   // Held while a callback runs (see SetLaunchAnswerCallback).
   absl::Mutex answer_mu_;

@@ -71,6 +71,7 @@ std::optional<ProgressSnapshot> ProgressTracker::Unsent(absl::Duration now) {
 ProgressSnapshot ProgressTracker::SnapshotLocked(absl::Duration now, bool heartbeat) {
   ProgressSnapshot s;
   s.step = progress_->step();
+  s.first_step = progress_->first_step();
   s.metrics = progress_->metrics();
   s.steps_per_second = progress_->StepsPerSecond(now);
   s.heartbeat = heartbeat;

@@ -36,6 +36,7 @@ struct ProgressTrackerOptions {
 
 struct ProgressSnapshot {
   int64_t step = 0;
+  std::optional<int64_t> first_step;  // the lowest step since the start or Restart
   std::map<std::string, double> metrics;
   double steps_per_second = 0;
   bool heartbeat = false;

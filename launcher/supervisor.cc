@@ -155,6 +155,27 @@ class Run {
 
   void OnSignal(int sig) {
     if (sig == SIGCHLD) return;
+    if (held_ == 0 && !hold_begun_ && !stopping_ && options_.hold != nullptr) {
+      hold_begun_ = true;
+      if (std::optional<std::string> why = options_.hold->Begin(sig)) {
+        held_ = sig;
+        Log(absl::StrCat("coach-launch: got ", strsignal(sig), "; ", *why));
+        return;
+      }
+    }
+    held_ = 0;  // a second signal is not held
+    PassOn(sig);
+  }
+
+  // The held signal goes on once its hold ends.
+  void CheckHold() {
+    if (held_ == 0 || options_.hold->Holding()) return;
+    const int sig = std::exchange(held_, 0);
+    if (stopping_) return;  // the workers are stopping already (one failed)
+    PassOn(sig);
+  }
+
+  void PassOn(int sig) {
     if (result_.received_signal == 0) result_.received_signal = sig;
     Log(absl::StrCat("coach-launch: got ", strsignal(sig), ", stopping ", running_.size(),
                      " worker(s) (grace ", absl::FormatDuration(options_.grace_period), ")"));
@@ -194,7 +215,8 @@ class Run {
         ts.tv_nsec = ns % 1000000000;
         timeout = &ts;
       }
-    } else if (!stopping_ && (options_.stop != nullptr || options_.signals != nullptr)) {
+    } else if (!stopping_ &&
+               (options_.stop != nullptr || options_.signals != nullptr || held_ != 0)) {
       ts = absl::ToTimespec(std::max(options_.stop_poll, absl::Milliseconds(1)));
       timeout = &ts;
     }
@@ -206,6 +228,7 @@ class Run {
     Reap();
     CheckStopRequest();
     SendWorkerSignals();
+    CheckHold();
   }
 
   // Here, on the thread that reaps: a worker in running_ is alive or a zombie, so its pid is
@@ -279,6 +302,8 @@ class Run {
   SupervisionResult result_;
   std::optional<int> failure_code_;
   bool stopping_ = false;
+  int held_ = 0;  // a signal held back from the workers (options_.hold)
+  bool hold_begun_ = false;
   bool killed_ = false;
   Clock::time_point kill_at_;
 };

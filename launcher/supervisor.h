@@ -20,8 +20,11 @@
 //    SIGUSR1) goes to one worker's own process, not its group, and only while that worker runs
 //    as the process id given: never to a process the launcher did not start, nor to the pid of a
 //    worker that exited (it may be another process's by then). Not while the workers stop.
+//  - With a SignalHold, the first SIGTERM may be held back from the workers for a while
+//    (notice_hold.h: a checkpoint first); the workers run on meanwhile, and it is passed on when
+//    the hold ends, at once on a second SIGTERM or a SIGINT.
 //  - Exit code: the first failing worker's code; else 128+signal when the launcher itself
-//    was signalled; else 143 (SIGTERM's) when stopped on request; else 0.
+//    passed a signal on; else 143 (SIGTERM's) when stopped on request; else 0.
 //  - One line per worker exit goes to `log`: rank, local rank, pid, code or signal, duration.
 // A worker whose program cannot be executed exits 127 (not found) or 126 (other exec error)
 // after printing why on its stderr.
@@ -99,6 +102,18 @@ class WorkerSignals {
   std::vector<Pending> pending_ ABSL_GUARDED_BY(mu_);
 };
 
+// Whether a signal the launcher got goes to the workers at once or later. Called on the
+// supervisor's thread.
+class SignalHold {
+ public:
+  virtual ~SignalHold() = default;
+  // The launcher got `sig` (the first time): nullopt passes it on now; otherwise why it is held,
+  // for the supervisor's line.
+  virtual std::optional<std::string> Begin(int sig) = 0;
+  // Looked at every `stop_poll` while a signal is held: false passes it on.
+  virtual bool Holding() = 0;
+};
+
 struct SupervisorOptions {
   absl::Duration grace_period = absl::Seconds(30);
   std::function<void(const std::string&)> log;  // default: a line on stderr
@@ -110,6 +125,8 @@ struct SupervisorOptions {
   const StopRequest* stop = nullptr;
   // Not owned; may be null. Looked at like `stop`.
   WorkerSignals* signals = nullptr;
+  // Not owned; may be null (every signal passes at once).
+  SignalHold* hold = nullptr;
   absl::Duration stop_poll = absl::Milliseconds(100);
 };
 

@@ -1,5 +1,6 @@
 #include "common/metrics/progress_accumulator.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace coach::metrics {
@@ -17,6 +18,8 @@ bool ProgressAccumulator::Observe(const MetricLine& line, absl::Duration at) {
   bool changed = false;
   const bool first = !any_line_;
   any_line_ = true;
+  const int64_t at_least_zero = std::max<int64_t>(line.step, 0);
+  first_step_ = std::min(first_step_.value_or(at_least_zero), at_least_zero);
   if (line.step > step_) {
     step_ = line.step;
     changed = true;

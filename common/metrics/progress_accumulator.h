@@ -5,6 +5,7 @@
 // replica shim (operator/backend/local/process/progress_tracker.h). Fed each line with a
 // monotonic reading (Clock::Monotonic, so a wall-clock step cannot make a rate), it keeps
 //   step              the highest step= seen (0 before any; never below 0)
+//   first step        the lowest step= seen (where a resumed run began)
 //   metrics           the latest value of each metric name, the first `max_metrics` names (a
 //                     later new name is dropped and counted, so a program that makes up names
 //                     cannot grow it); a non-finite value is left out unless `keep_non_finite`
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/time/time.h"
@@ -42,6 +44,8 @@ class ProgressAccumulator {
   bool Observe(const MetricLine& line, absl::Duration at);
 
   int64_t step() const { return step_; }
+  // The lowest step seen (never below 0); nullopt before any line.
+  std::optional<int64_t> first_step() const { return first_step_; }
   const std::map<std::string, double>& metrics() const { return metrics_; }
   // The rate at monotonic reading `now` (not before the last Observe's); 0 when unknown.
   double StepsPerSecond(absl::Duration now) const;
@@ -57,6 +61,7 @@ class ProgressAccumulator {
 
   const ProgressAccumulatorOptions options_;
   int64_t step_ = 0;
+  std::optional<int64_t> first_step_;
   std::map<std::string, double> metrics_;
   int64_t dropped_names_ = 0;
   bool any_line_ = false;

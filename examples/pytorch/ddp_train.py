@@ -17,6 +17,9 @@ Output (stdout, one line each, `key=value` fields separated by single spaces):
   coach-metric name=<name> value=<float> step=<epoch>          per epoch, global rank 0 only; the
       values are already all-reduced over every rank. Names: train_loss, test_loss, test_accuracy,
       epoch_seconds.
+  coach-metric name=global_step value=<s> step=<s>              with --step-metrics, global rank
+      0, once before the first step (where the run starts: 0, or the step its checkpoint holds)
+      and after every optimizer step; <s> counts optimizer steps from the start of training.
   coach-checkpoint resumed_from_epoch=<epoch> [batch=<k>] dir=<DIR>   global rank 0, once at the
       start, with --checkpoint-dir when DIR/checkpoint.pt was loaded; <epoch> is the last completed
       epoch it holds (numbered as the coach-metric step values), training goes on at the next one
@@ -55,12 +58,16 @@ Checkpoint on notice (docs/recovery.md, "Checkpoint on notice", "The training co
 coach-launch with progress reports, $COACH_CHECKPOINT_REQUEST_FILE names each process's request
 file. The program installs a SIGUSR1 handler and opts in to the signal (FILE.armed: its pid); at
 every step boundary (--notice-every) the ranks agree with one all_reduce(MAX) over [the id of a
-request each has seen (on SIGUSR1, or reading the file at most every second), the step it is at],
-so every rank acts on the same request at the same step: global rank 0 saves the checkpoint
+request each has seen (on SIGUSR1, or reading the file at most every second), the step it is at,
+the request's deadline], so every rank acts on the same request at the same step: global rank 0 saves the checkpoint
 above (mid-epoch: the batches done in the epoch are saved with it, and a resumed run skips them),
 every rank waits at a barrier, then each writes its answer FILE.done, {"id":N,"step":S}; without
---checkpoint-dir, {"id":N,"error":"..."}. A request past its deadline is not acted on. Without the
-variable, on some rank or all, none of this happens (one all_reduce at the start says so).
+--checkpoint-dir, {"id":N,"error":"..."}. A request past its deadline is not acted on. Having
+saved, the ranks hold (no step, no collective) until the request's deadline, answering a newer
+request with the same step: the pod is going, and a step taken now would be done again after the
+restart (printed: coach-checkpoint holding step=<s> until_unix_ms=<d>; and hold_over when the
+deadline passes and training goes on). Without the variable, on some rank or all, none of this
+happens (one all_reduce at the start says so).
 
 Devices (--device [COACH_DEVICE]): cpu (the default) trains on the CPU over gloo; cuda trains on GPU
 LOCAL_RANK (modulo the GPUs this process sees: with CUDA_VISIBLE_DEVICES naming one GPU per process,
@@ -83,6 +90,7 @@ Test knobs (flags, or the environment variables in brackets):
   --target-accuracy A [COACH_TARGET_ACCURACY]  default 0.95
   --notice-every N                             look for a checkpoint request every N steps
                                                (default 1)
+  --step-metrics [COACH_STEP_METRICS=1]        print the global_step metric (above)
 """
 
 import argparse
@@ -122,6 +130,7 @@ CHECKPOINT_KEYS = ("format", "epoch", "world_size", "model", "optimizer", "rng")
 CHECKPOINT_REQUEST_ENV = "COACH_CHECKPOINT_REQUEST_FILE"
 NOTICE_FILE_LIMIT = 4096  # bytes: coach-launch's request is far smaller
 NOTICE_LOOK_SECONDS = 1.0  # without a signal, the request file is read this often
+HOLD_LOOK_SECONDS = 0.5  # holding after a checkpoint on notice, a newer request is looked for
 
 
 def emit(line):
@@ -180,6 +189,9 @@ def parse_args():
                    help="each epoch takes at least this long (sleeps the rest)")
     p.add_argument("--notice-every", type=int, default=1,
                    help="look for coach's checkpoint request every N optimizer steps")
+    p.add_argument("--step-metrics", action="store_true",
+                   default=env_default("COACH_STEP_METRICS", 0, int) == 1,
+                   help="rank 0 prints the global_step metric at the start and after every step")
     args = p.parse_args()
     if args.notice_every < 1:
         die("--notice-every must be >= 1")
@@ -354,6 +366,7 @@ class CheckpointNotice:
     def __init__(self):
         self.path = os.environ.get(CHECKPOINT_REQUEST_ENV) or None
         self.answered = 0  # the highest request id acted on
+        self.deadlines = {}  # request id -> its deadline (Unix ms), for the requests seen here
         self._signalled = False
         self._next_look = 0.0
         if self.path is None:
@@ -395,6 +408,7 @@ class CheckpointNotice:
             return 0
         if rid <= self.answered or deadline <= time.time() * 1000:
             return 0
+        self.deadlines[rid] = deadline
         return rid
 
     def answer(self, rid, step=None, error=None):
@@ -421,12 +435,36 @@ def notices_on_every_rank(notice, rank, device):
 
 
 def agree_on_notice(notice, step, device):
-    """(request id, step) every rank acts on: one all_reduce(MAX) over [the id of the request each
-    rank has seen or 0, the step it is at]. Whichever rank saw a request first, all of them save
-    at the same step; DDP keeps them in step, so that step is this boundary's."""
-    t = torch.tensor([notice.seen(), step], dtype=torch.int64, device=device)
+    """(request id, step, deadline) every rank acts on: one all_reduce(MAX) over [the id of the
+    request each rank has seen or 0, the step it is at, that request's deadline]. Whichever rank
+    saw a request first, all of them save at the same step; DDP keeps them in step, so that step
+    is this boundary's. The deadline (Unix ms) reaches the ranks that did not read the request."""
+    rid = notice.seen()
+    t = torch.tensor([rid, step, notice.deadlines.get(rid, 0)], dtype=torch.int64, device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return int(t[0].item()), int(t[1].item())
+    return int(t[0].item()), int(t[1].item()), int(t[2].item())
+
+
+def hold_after_notice(notice, deadline_ms, step, rank):
+    """After a checkpoint on notice, every rank stops stepping until the request's deadline: the
+    pod is about to go, and each step taken now would be done again after the restart. No
+    collective runs meanwhile (a peer whose pod went first must not end this rank with an error):
+    a newer request is answered with this same step, whose checkpoint is on disk and which no rank
+    has left. Training goes on when the deadline passes and the pod is still here."""
+    if rank == 0:
+        emit(f"coach-checkpoint holding step={step} until_unix_ms={deadline_ms}")
+    while time.time() * 1000 < deadline_ms:
+        time.sleep(HOLD_LOOK_SECONDS)
+        later = notice.seen()
+        if later > notice.answered:
+            notice.answer(later, step=step)
+    if rank == 0:
+        emit(f"coach-checkpoint hold_over step={step}: training goes on")
+
+
+def step_at_start(resumed, resumed_batches, batches_per_epoch):
+    """The optimizer steps a run resuming from its checkpoint has behind it (0 from the start)."""
+    return max(resumed, 0) * batches_per_epoch + resumed_batches
 
 
 def rebuild_ddp_buckets(model, opt, x):
@@ -537,9 +575,12 @@ def main():
         rebuild_ddp_buckets(model, opt, x_test[:args.batch_size])
 
     notices = notices_on_every_rank(notice, rank, device)
+    if args.step_metrics:
+        metric(rank, "global_step", step_at_start(resumed, resumed_batches, len(loader)),
+               step_at_start(resumed, resumed_batches, len(loader)))
     test_loss = accuracy = float("nan")
     first_epoch = max(resumed, 0) + 1
-    step = max(resumed, 0) * len(loader) + resumed_batches  # optimizer steps since the start
+    step = step_at_start(resumed, resumed_batches, len(loader))  # optimizer steps since the start
     if first_epoch > args.epochs:  # a finished run's checkpoint: nothing left but to evaluate it
         test_loss, accuracy = evaluate(model, x_test, y_test)
     for epoch in range(first_epoch, args.epochs + 1):
@@ -561,11 +602,15 @@ def main():
             loss_sum += torch.tensor([loss.item() * len(yb), len(yb)], dtype=torch.float64,
                                      device=device)
             step += 1
+            if args.step_metrics:
+                metric(rank, "global_step", step, step)
             if notices and step % args.notice_every == 0:
-                request, at = agree_on_notice(notice, step, device)
+                request, at, deadline = agree_on_notice(notice, step, device)
                 if request > notice.answered:
                     save_on_notice(args, notice, request, at, epoch, batch, rank, world, model,
                                    opt)
+                    if args.checkpoint_dir:
+                        hold_after_notice(notice, deadline, at, rank)
         dist.all_reduce(loss_sum)
         test_loss, accuracy = evaluate(model, x_test, y_test)
         if args.epoch_seconds > 0:

@@ -22,6 +22,8 @@ namespace coach::backend {
 // One report as the pod sent it; the receiver stamps the time with its own clock.
 struct ProgressReport {
   int64_t step = 0;
+  // The lowest step since the workers started, when the launcher says it.
+  std::optional<int64_t> first_step;
   std::map<std::string, double> metrics;
   double steps_per_second = 0;
   // Nothing changed since the pod's last report.
@@ -48,6 +50,8 @@ struct ProgressReceipt {
   // job's checkpoint request and the pod's answers to it are kept (CheckpointChannel); empty: the
   // pod gets no checkpoint requests.
   std::string job_uid;
+  // The operator is deleting the pod itself: no checkpoint request is coming for it.
+  bool stopping = false;
 };
 
 // A report and who made it, as the API verified: the pod its token is bound to.

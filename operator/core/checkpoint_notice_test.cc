@@ -60,7 +60,7 @@ class CheckpointNoticeTest : public ::testing::Test {
     pod.replica_type = type;
     pod.phase = PodPhase::kRunning;
     pod.attempt = attempt;
-    pod.progress = ObservedPod::Progress{120, {}, 4, env_.clock.Now()};
+    pod.progress = ObservedPod::Progress{120, {}, 4, env_.clock.Now(), std::nullopt};
     return pod;
   }
   void Answer(const std::string& pod, int64_t id, int64_t step) {

@@ -80,6 +80,9 @@ struct ObservedPod {
     std::map<std::string, double> metrics;
     double steps_per_second = 0;
     absl::Time time = absl::InfinitePast();
+    // The lowest step since the replica's workers (re)started, when it is known: where the
+    // attempt resumed.
+    std::optional<int64_t> first_step;
   };
   std::optional<Progress> progress;
   // What coach-launch in the pod last said of its workers, when it restarts them in place

@@ -20,7 +20,8 @@ JobAttempt* Find(model::JobStatus& status, int attempt) {
 }
 
 // Once the attempt after a restart reports, the one before learns what the restart cost: the
-// steps between its last report and where the new one resumed (its lowest step first seen).
+// steps between its last report and where the new one resumed (the lowest step its launchers
+// saw, else the lowest step first reported).
 void NoteStepsLost(const std::vector<ObservedPod>& pods, int attempt, model::JobStatus& status) {
   if (attempt == 0) return;
   JobAttempt* before = Find(status, attempt - 1);
@@ -31,7 +32,10 @@ void NoteStepsLost(const std::vector<ObservedPod>& pods, int attempt, model::Job
   std::optional<int64_t> resumed;
   for (const ObservedPod& pod : pods) {
     if (!pod.progress || pod.attempt != attempt) continue;
-    resumed = std::min(resumed.value_or(pod.progress->step), pod.progress->step);
+    // The launcher's lowest step when it says it: its first report may come steps after the
+    // resume.
+    const int64_t first = pod.progress->first_step.value_or(pod.progress->step);
+    resumed = std::min(resumed.value_or(first), first);
   }
   if (resumed) before->set_steps_lost(std::max<int64_t>(0, before->last_step() - *resumed));
 }

@@ -175,7 +175,7 @@ TEST(InPlaceReconcileTest, AStalledJobRestartsInPlace) {
   model::ObservedState observed =
       Pods(job, {0, Phase::kRunning}, {0, Phase::kRunning}, {0, Phase::kRunning});
   for (ObservedPod& p : observed.pods) {
-    p.progress = ObservedPod::Progress{4, {}, 0, kT0 + absl::Seconds(10)};
+    p.progress = ObservedPod::Progress{4, {}, 0, kT0 + absl::Seconds(10), std::nullopt};
   }
   auto r = Reconcile(job, observed, kT0 + absl::Seconds(70), Reporting());
   EXPECT_THAT(Acts(r), IsEmpty());

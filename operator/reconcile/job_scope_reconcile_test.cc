@@ -288,7 +288,8 @@ TEST(JobScopeReconcileTest, StoppedRankIsCaughtAtTheProgressDeadline) {
     return AllRunning(job, 0)
         .Last([&](ObservedPod& p) {
           p.stopped = stopped;
-          p.progress = ObservedPod::Progress{4, {{"loss", 0.5}}, 0.4, kT0 + absl::Seconds(10)};
+          p.progress =
+              ObservedPod::Progress{4, {{"loss", 0.5}}, 0.4, kT0 + absl::Seconds(10), std::nullopt};
         })
         .Build();
   };
@@ -383,7 +384,7 @@ TEST(JobScopeReconcileTest, ProgressReachesTheStatusAtMostEveryInterval) {
     return ObservedBuilder(job)
         .Running("Master", 0)
         .Last([&](ObservedPod& p) {
-          p.progress = ObservedPod::Progress{step, {{"loss", 1.0 / step}}, 2.0, at};
+          p.progress = ObservedPod::Progress{step, {{"loss", 1.0 / step}}, 2.0, at, std::nullopt};
         })
         .Running("Worker", 0)
         .Build();
@@ -406,8 +407,11 @@ TEST(JobScopeReconcileTest, ProgressReachesTheStatusAtMostEveryInterval) {
   auto odd = ObservedBuilder(job)
                  .Running("Master", 0)
                  .Last([&](ObservedPod& p) {
-                   p.progress = ObservedPod::Progress{
-                       3, {{"loss", std::nan("")}, {"acc", 0.5}}, INFINITY, kT0 + absl::Seconds(1)};
+                   p.progress = ObservedPod::Progress{3,
+                                                      {{"loss", std::nan("")}, {"acc", 0.5}},
+                                                      INFINITY,
+                                                      kT0 + absl::Seconds(1),
+                                                      std::nullopt};
                  })
                  .Running("Worker", 0)
                  .Build();

@@ -17,6 +17,12 @@ std::string Replica(const ObservedPod& pod) {
   return absl::StrCat(pod.replica_type, " replica ", pod.index);
 }
 
+bool SavedFor(const std::optional<model::ObservedCheckpoint>& checkpoint, const ObservedPod& pod) {
+  if (!checkpoint.has_value()) return false;
+  auto answer = checkpoint->answers.find(pod.name);
+  return answer != checkpoint->answers.end() && answer->second.saved;
+}
+
 }  // namespace
 
 NoticeDecision DecideOnNotice(const model::Job& job, const std::vector<ObservedPod>& current,
@@ -30,8 +36,11 @@ NoticeDecision DecideOnNotice(const model::Job& job, const std::vector<ObservedP
   const ObservedPod* noticed = nullptr;
   std::vector<const ObservedPod*> running;
   for (const ObservedPod& pod : current) {
-    if (pod.phase == PodPhase::kFailed) return decision;
-    if (pod.phase != PodPhase::kRunning) continue;
+    // A pod that saved and then ended (an evicted pod's ranks stop once they have answered) is
+    // part of the answer; one that failed otherwise is a failure for the other rules.
+    const bool saved_then_ended = pod.phase == PodPhase::kFailed && SavedFor(checkpoint, pod);
+    if (pod.phase == PodPhase::kFailed && !saved_then_ended) return decision;
+    if (pod.phase != PodPhase::kRunning && !saved_then_ended) continue;
     // Pods without coach-launch's reports would never answer: the notice would only delay.
     if (!reports && !pod.progress.has_value() && !pod.launch.has_value()) return decision;
     running.push_back(&pod);

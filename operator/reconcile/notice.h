@@ -33,7 +33,8 @@ struct NoticeDecision {
 // The decision for the pods of the current attempt (`current`) of a job whose every replica ran
 // (`attempt_running`). A notice is acted on when the job's pods report through coach-launch
 // (ReportsProgress), or every running pod of the attempt did: pods without it would never answer.
-// A pod that failed meanwhile leaves the decision to the other rules (kNone).
+// A pod that failed meanwhile leaves the decision to the other rules (kNone), unless it had
+// answered that it saved (an evicted pod ends once its ranks have saved).
 NoticeDecision DecideOnNotice(const model::Job& job, const std::vector<model::ObservedPod>& current,
                               bool attempt_running,
                               const std::optional<model::ObservedCheckpoint>& checkpoint,

@@ -68,6 +68,25 @@ TEST_F(NoticeTest, TheJobWaitsForEveryRunningPodThenRestarts) {
             "a checkpoint at step 142");
 }
 
+// An evicted pod: its ranks save, then its SIGTERM ends them, and the pod fails as it goes. It
+// answered, so the job restarts for the notice; a pod that failed without saving is a failure.
+TEST_F(NoticeTest, APodThatSavedAndThenEndedIsPartOfTheAnswer) {
+  ObservedCheckpoint checkpoint;
+  checkpoint.id = 7;
+  checkpoint.deadline = kNow + absl::Seconds(30);
+  checkpoint.answers["j-worker-0"] = {true, 142, ""};
+  checkpoint.answers["j-master-0"] = {true, 142, ""};
+  pods_[1].phase = PodPhase::kFailed;
+  NoticeDecision d = Decide(checkpoint);
+  ASSERT_EQ(d.kind, NoticeDecision::Kind::kRestart);
+  EXPECT_EQ(d.pod, &pods_[1]);
+  EXPECT_EQ(d.why,
+            "Worker replica 0 got notice (Karpenter is disrupting node spot-1); every rank saved "
+            "a checkpoint at step 142");
+  checkpoint.answers["j-worker-0"] = {false, 0, "no --checkpoint-dir"};
+  EXPECT_EQ(Decide(checkpoint).kind, NoticeDecision::Kind::kNone);
+}
+
 TEST_F(NoticeTest, OutOfTimeOrUnsavedStillRestartsAndSaysWhy) {
   ObservedCheckpoint checkpoint;
   checkpoint.deadline = kNow;

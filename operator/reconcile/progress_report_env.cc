@@ -40,6 +40,10 @@ void AddProgressReporting(const model::Job& job, const model::ReconcileConfig& c
   }
   AppendEnvFieldRef(container, kEnvPodNamespace, "metadata.namespace");
   AppendEnvFieldRef(container, kEnvPodName, "metadata.name");
+  absl::StatusOr<RecoveryPolicy> policy = ParseRecoveryPolicy(job, config);
+  if (policy.ok() && policy->scope == RestartScope::kJob) {
+    AppendEnv(container, kEnvNoticeWait, absl::StrCat(kNoticeWaitSeconds));
+  }
 }
 
 }  // namespace coach::reconcile

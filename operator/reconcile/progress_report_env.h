@@ -22,6 +22,9 @@
 //            COACH_PROGRESS_CA_PEM=<progress_report_ca_pem>   (only with TLS)
 //            COACH_POD_NAMESPACE, COACH_POD_NAME   (fieldRef metadata.namespace, metadata.name:
 //                                                  the pod the reports are about)
+//            COACH_NOTICE_WAIT=5   (a job that restarts as a whole: checkpoint on notice applies,
+//                                  so coach-launch holds a SIGTERM up to 5 s for the request an
+//                                  eviction brings; launcher/notice_hold.h)
 // The CA goes inline: it is public, and a file would need an object in every job's namespace.
 
 #include "operator/model/reconcile_types.h"
@@ -38,6 +41,10 @@ inline constexpr char kEnvProgressTokenFile[] = "COACH_PROGRESS_TOKEN_FILE";
 inline constexpr char kEnvProgressCaPem[] = "COACH_PROGRESS_CA_PEM";
 inline constexpr char kEnvPodNamespace[] = "COACH_POD_NAMESPACE";
 inline constexpr char kEnvPodName[] = "COACH_POD_NAME";
+inline constexpr char kEnvNoticeWait[] = "COACH_NOTICE_WAIT";
+// Long enough for the operator to see an eviction and answer a report with its request; short
+// against the 30 s a pod has by default between SIGTERM and SIGKILL.
+inline constexpr int kNoticeWaitSeconds = 5;
 
 // True when the replicas of `job` report progress under `config` (see above).
 bool ReportsProgress(const model::Job& job, const model::ReconcileConfig& config);

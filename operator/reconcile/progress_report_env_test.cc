@@ -91,6 +91,28 @@ TEST(ProgressReportEnvTest, WithTlsTheCaGoesInline) {
   ASSERT_NE(Env(c, "COACH_ATTEMPT"), nullptr);
 }
 
+// Checkpoint on notice applies to a job that restarts as a whole: its launcher holds a SIGTERM
+// for the request an eviction brings. A job that only has a progress deadline gets no wait.
+TEST(ProgressReportEnvTest, AJobScopedJobsLauncherWaitsForANoticeOnSigterm) {
+  const model::Job scoped = Job()
+                                .Annotation("coach.dev/launcher", "true")
+                                .Annotation("coach.dev/restart-scope", "Job")
+                                .Build();
+  const Json scoped_pod = Pod(scoped, Reporting());
+  const Json& c = scoped_pod["spec"]["containers"][1];
+  ASSERT_NE(Env(c, "COACH_NOTICE_WAIT"), nullptr);
+  EXPECT_EQ((*Env(c, "COACH_NOTICE_WAIT"))["value"], "5");
+
+  const model::Job deadline = Job()
+                                  .Annotation("coach.dev/launcher", "true")
+                                  .Annotation("coach.dev/progress-deadline", "10m")
+                                  .Build();
+  const Json deadline_pod = Pod(deadline, Reporting());
+  const Json& d = deadline_pod["spec"]["containers"][1];
+  ASSERT_NE(Env(d, "COACH_PROGRESS_ADDRESS"), nullptr);
+  EXPECT_EQ(Env(d, "COACH_NOTICE_WAIT"), nullptr);
+}
+
 // Each case: a job whose replicas report, or not, and for those that do not, the very pod
 // they would get without the setting.
 TEST(ProgressReportEnvTest, OnlyJobsBehindTheLauncherThatNeedProgressReport) {

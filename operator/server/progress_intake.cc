@@ -140,6 +140,7 @@ absl::StatusOr<api::v1::ReportProgressResponse> ProgressIntake::Report(
   if (!receipt.ok()) return receipt.status();
   api::v1::ReportProgressResponse response;
   response.set_accepted(receipt->accepted);
+  response.set_stopping(receipt->stopping);
   if (receipt->launch) {
     api::v1::LaunchDirective& launch = *response.mutable_launch();
     launch.set_attempt(receipt->launch->attempt);

@@ -105,6 +105,14 @@ TEST_F(ProgressIntakeTest, APodReportsForItself) {
   EXPECT_EQ(receiver_.reports.back().report.launch->attempt, 1);
   EXPECT_EQ(receiver_.reports.back().report.launch->phase,
             model::ObservedPod::Launch::Phase::kStopped);
+  EXPECT_FALSE(accepted->stopping());
+  // A pod the operator deletes itself is told so, in a dropped report's answer too.
+  backend::ProgressReceipt stopping{false, std::nullopt};
+  stopping.stopping = true;
+  receiver_.answer = stopping;
+  accepted = intake.Report(&token, Request("team-a", "ddp-worker-0"));
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  EXPECT_TRUE(accepted->stopping());
 }
 
 TEST_F(ProgressIntakeTest, APodMayNotReportForAnotherPod) {

@@ -69,6 +69,11 @@ absl::Status ValidateReportProgressRequest(const api::v1::ReportProgressRequest&
   if (request.step() < 0) {
     errors.push_back({"step", absl::StrCat("must be >= 0, got ", request.step())});
   }
+  if (request.has_first_step() &&
+      (request.first_step() < 0 || request.first_step() > request.step())) {
+    errors.push_back({"first_step", absl::StrCat("must be in 0..step (", request.step(), "), got ",
+                                                 request.first_step())});
+  }
   if (!std::isfinite(request.steps_per_second()) || request.steps_per_second() < 0) {
     errors.push_back({"steps_per_second",
                       absl::StrCat("must be finite and >= 0, got ", request.steps_per_second())});
@@ -120,6 +125,7 @@ backend::ProgressReport ToProgressReport(const api::v1::ReportProgressRequest& r
   report.metrics.insert(request.metrics().begin(), request.metrics().end());
   report.steps_per_second = request.steps_per_second();
   report.heartbeat = request.heartbeat();
+  if (request.has_first_step()) report.first_step = request.first_step();
   if (request.has_launch()) {
     using Phase = model::ObservedPod::Launch::Phase;
     const api::v1::LaunchState& launch = request.launch();

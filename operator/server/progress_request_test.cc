@@ -37,6 +37,10 @@ TEST(ProgressRequestTest, AValidRequestAndItsReport) {
   EXPECT_EQ(report.steps_per_second, 3.5);
   EXPECT_TRUE(report.heartbeat);
   EXPECT_FALSE(report.launch.has_value());
+  EXPECT_FALSE(report.first_step.has_value());
+  r.set_first_step(96);
+  EXPECT_TRUE(ValidateReportProgressRequest(r).ok());
+  EXPECT_EQ(ToProgressReport(r).first_step, 96);
 
   r.mutable_launch()->set_attempt(3);
   r.mutable_launch()->set_phase(api::v1::LaunchState::FAILED);
@@ -62,6 +66,8 @@ TEST(ProgressRequestTest, EachRuleNamesItsField) {
       {[](auto& r) { r.set_pod(std::string(254, 'a')); }, "pod: must be a pod name"},
       {[](auto& r) { r.set_pod("a..b"); }, "pod: must be a pod name"},
       {[](auto& r) { r.set_step(-1); }, "step: must be >= 0, got -1"},
+      {[](auto& r) { r.set_first_step(121); }, "first_step: must be in 0..step (120), got 121"},
+      {[](auto& r) { r.set_first_step(-1); }, "first_step: must be in 0..step (120), got -1"},
       {[](auto& r) { r.set_steps_per_second(-2); }, "steps_per_second: must be finite and >= 0"},
       {[](auto& r) { r.set_steps_per_second(std::numeric_limits<double>::infinity()); },
        "steps_per_second: must be finite"},

@@ -775,6 +775,7 @@ absl::StatusOr<ProgressReceipt> KubeBackend::ReceiveProgress(const PodReport& re
                        ") is not a replica of a job this operator runs"));
     }
     recorded = progress_.Record(pod_key, report.pod_uid, job_key, report.report, Now());
+    receipt.stopping = progress_.Stopping(pod_key, report.pod_uid);
     absl::MutexLock directives(&directives_mu_);
     if (auto it = directives_.find(job_key); it != directives_.end()) receipt.launch = it->second;
   }
@@ -899,7 +900,13 @@ absl::Status KubeBackend::ApplyOne(const model::Job& job, const model::Action& a
   if (options_.request_hook) options_.request_hook(action, true);
   absl::Status deleted = options_.client->Delete(resource, ns, object.name, options);
   if (options_.request_hook) options_.request_hook(action, false);
-  if (deleted.ok()) return absl::OkStatus();
+  if (deleted.ok()) {
+    // Its coach-launch, on the SIGTERM that follows, waits for no checkpoint request.
+    if (object.kind == "Pod" && options.precondition_uid) {
+      progress_.MarkStopping(absl::StrCat(ns, "/", object.name), *options.precondition_uid);
+    }
+    return absl::OkStatus();
+  }
   Lower(job_key, object_key);
   // Aborted: the UID precondition failed, so the instance the reconciler meant is gone
   // already and the name belongs to a newer one, which stays.

@@ -44,8 +44,8 @@ ProgressBook::Recorded ProgressBook::Record(const std::string& pod_key, const st
     if (launch_changed) jobs_[job_key].last_notified = now;
     return {Outcome::kAccepted, launch_changed};
   }
-  e.progress =
-      model::ObservedPod::Progress{report.step, report.metrics, report.steps_per_second, now};
+  e.progress = model::ObservedPod::Progress{report.step, report.metrics, report.steps_per_second,
+                                            now, report.first_step};
   JobEntry& job = jobs_[job_key];
   if (launch_changed || absl::AbsDuration(now - job.last_notified) >= options_.notify_interval) {
     job.last_notified = now;
@@ -82,6 +82,18 @@ void ProgressBook::EraseLocked(std::unordered_map<std::string, Entry>::iterator 
   auto job = jobs_.find(it->second.job_key);
   if (job != jobs_.end() && --job->second.pods == 0) jobs_.erase(job);
   pods_.erase(it);
+}
+
+void ProgressBook::MarkStopping(const std::string& pod_key, const std::string& uid) {
+  absl::MutexLock lock(&mu_);
+  auto it = pods_.find(pod_key);
+  if (it != pods_.end() && it->second.uid == uid) it->second.stopping = true;
+}
+
+bool ProgressBook::Stopping(const std::string& pod_key, const std::string& uid) const {
+  absl::MutexLock lock(&mu_);
+  auto it = pods_.find(pod_key);
+  return it != pods_.end() && it->second.uid == uid && it->second.stopping;
 }
 
 void ProgressBook::Forget(const std::string& pod_key) {

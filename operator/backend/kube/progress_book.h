@@ -75,6 +75,12 @@ class ProgressBook {
   // When the instance `uid` last made an accepted report, heartbeats included.
   std::optional<absl::Time> LastSeen(const std::string& pod_key, const std::string& uid) const;
 
+  // The operator deletes the instance `uid` itself (it has reported before; one that never
+  // did is not kept).
+  void MarkStopping(const std::string& pod_key, const std::string& uid);
+  // Whether MarkStopping was said of the instance `uid`.
+  bool Stopping(const std::string& pod_key, const std::string& uid) const;
+
   void Forget(const std::string& pod_key);
   // Forgets every pod for which `keep(pod_key, uid)` is false.
   void Retain(const std::function<bool(const std::string& pod_key, const std::string& uid)>& keep);
@@ -90,6 +96,7 @@ class ProgressBook {
     absl::Time last_accepted = absl::InfinitePast();
     std::optional<model::ObservedPod::Progress> progress;
     std::optional<model::ObservedPod::Launch> launch;
+    bool stopping = false;
   };
   struct JobEntry {
     size_t pods = 0;

@@ -168,6 +168,24 @@ TEST(ProgressBookTest, BoundedAndForgetsPodsThatGo) {
   EXPECT_FALSE(book.Get("ns/b", "u").has_value());
 }
 
+// The operator marks the pods it deletes itself: their launchers wait for no checkpoint request.
+TEST(ProgressBookTest, KnowsWhichInstancesTheOperatorStops) {
+  ProgressBook book;
+  book.Record("ns/p", "u1", "ns/j", Step(3), kT0);
+  EXPECT_FALSE(book.Stopping("ns/p", "u1"));
+  book.MarkStopping("ns/p", "other");
+  EXPECT_FALSE(book.Stopping("ns/p", "u1"));
+  book.MarkStopping("ns/never-reported", "u");
+  EXPECT_FALSE(book.Stopping("ns/never-reported", "u"));
+  EXPECT_EQ(book.size(), 1u);
+  book.MarkStopping("ns/p", "u1");
+  EXPECT_TRUE(book.Stopping("ns/p", "u1"));
+  EXPECT_FALSE(book.Stopping("ns/p", "u2"));
+  // A new instance of the name is not.
+  book.Record("ns/p", "u2", "ns/j", Heartbeat(0), kT0 + absl::Seconds(5));
+  EXPECT_FALSE(book.Stopping("ns/p", "u2"));
+}
+
 TEST(ProgressBookTest, AnotherInstanceStartsAfresh) {
   ProgressBook book;
   book.Record("ns/p", "old", "ns/j", Step(100), kT0);
