@@ -129,6 +129,24 @@ TEST(AttemptHistoryTest, TheNextAttemptsFirstStepSaysWhatTheRestartCost) {
   EXPECT_EQ(status.coach().attempts(0).steps_lost(), 10);
 }
 
+// A launcher says the lowest step its workers printed: the first report may come steps after the
+// resume, and the steps done again are counted from the resume all the same.
+TEST(AttemptHistoryTest, TheLaunchersFirstStepIsWhereTheNextAttemptResumed) {
+  const model::Job job = Job();
+  model::JobStatus status;
+  std::vector<ObservedPod> pods = {Pod("ddp-worker-0", "node-a", 40)};
+  AttemptEnd end;
+  end.reason = "Disrupted";
+  CloseAttempt(job, pods, 0, kT0, end, kT0 + absl::Seconds(30), status);
+  std::vector<ObservedPod> next = {Pod("ddp-worker-0", "node-b")};
+  next[0].attempt = 1;
+  next[0].progress.emplace();
+  next[0].progress->step = 45;  // reported after a burst of steps
+  next[0].progress->first_step = 32;
+  NoteAttemptPods(job, next, 1, kT0 + absl::Seconds(31), std::nullopt, status);
+  EXPECT_EQ(status.coach().attempts(0).steps_lost(), 8);
+}
+
 TEST(AttemptHistoryTest, LastStepFallsBackToThisAttemptsStatusProgress) {
   const model::Job job = Job();
   model::JobStatus status;
