@@ -154,6 +154,10 @@ void ProgressReporter::Run() {
       case Outcome::kAnswered:
         tracker_.Sent(*due, now);
         break;
+      case Outcome::kDropped:
+        // Its answer counted, its progress did not: that goes again after the interval.
+        tracker_.Failed(now);
+        break;
       case Outcome::kFailed:
         tracker_.Failed(now);
         break;
@@ -302,7 +306,7 @@ ProgressReporter::Outcome ProgressReporter::SendOne(const ProgressSnapshot& snap
                                        : std::nullopt);
       }
     }
-    return Outcome::kAnswered;
+    return answer->accepted() ? Outcome::kAnswered : Outcome::kDropped;
   }
   if (unimplemented) {
     LogOnce("unimplemented",

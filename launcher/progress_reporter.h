@@ -150,9 +150,9 @@ class ProgressReporter {
 
  private:
   void Run();
-  enum class Outcome { kAnswered, kFailed, kStop };
-  // One report now: the operator answered it (kept or dropped), it failed, or reporting should
-  // end.
+  enum class Outcome { kAnswered, kDropped, kFailed, kStop };
+  // One report now: the operator kept it, answered it without keeping it (too soon after the
+  // last), it failed, or reporting should end.
   Outcome SendOne(const ProgressSnapshot& snapshot, absl::Duration timeout);
   void LogOnce(const std::string& kind, const std::string& line);
   bool WakeLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
