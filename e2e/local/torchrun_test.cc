@@ -268,6 +268,83 @@ spec:
   EXPECT_TRUE(op_->WaitNoProcesses().empty());
 }
 
+// The same on a Trainer v2 TrainJob (upstream's torch-distributed runtime, unchanged) that opts
+// in with coach.dev/elastic-min-nodes: 3 node pods, 2:3. Node 1 is killed mid-training; the
+// others train on, its pod is recreated and joins them, and the job Succeeds without a restart.
+TEST_F(TorchrunTest, ElasticTrainJobLosesANodeTrainsOnAndGrowsBack) {
+  ASSERT_FALSE(EnvOrEmpty("COACH_SHARED_DIR").empty())
+      << "COACH_SHARED_DIR must name the shared folder (tools/run_tests sets it)";
+  Start(/*venv_on_path=*/true, {"--training-runtimes=" + SharedRuntimes()});
+  const std::string name = "elastic-tj";
+  const std::string checkpoints = absl::StrCat(TestTmpDir(), "/elastic-tj-checkpoints");
+  const std::string manifest = absl::StrCat(R"(apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: elastic-tj
+  annotations:
+    coach.dev/elastic-min-nodes: "2"
+spec:
+  runtimeRef:
+    name: torch-distributed
+  trainer:
+    numNodes: 3
+    numProcPerNode: 1
+    command: [torchrun, examples/pytorch/ddp_train.py, --epochs, "14", --epoch-seconds, "1.5",
+              --checkpoint-dir, )",
+                                            checkpoints, "]\n");
+  absl::StatusOr<TrainingJob> created = op_->client().CreateJobFromManifest(manifest, kNs);
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_TRUE(coach::testing::Eventually(
+      [&] {
+        return absl::StrContains(op_->Logs(name, "").value_or(""),
+                                 "coach-checkpoint saved epoch=3");
+      },
+      absl::Minutes(3), absl::Milliseconds(200)));
+  absl::StatusOr<TrainingJob> training = op_->client().GetJob(kNs, name);
+  ASSERT_TRUE(training.ok()) << training.status();
+  ASSERT_EQ(training->status().coach().elastic().workers(), 3) << training->ShortDebugString();
+  // Node 1's pod: <job>-node-0-1-<suffix> (Trainer v2's names).
+  const std::vector<ProcessInfo> processes = op_->Processes();
+  const pid_t agent = ReplicaPid(processes, "/elastic-tj-node-0-1-");
+  ASSERT_GT(agent, 0) << op_->Cli({"describe", name}).out
+                      << absl::StrJoin(processes, "\n", [](std::string* out, const ProcessInfo& p) {
+                           absl::StrAppend(out, p.pid, " ", p.cmdline);
+                         });
+  ASSERT_EQ(kill(-agent, SIGKILL), 0);
+
+  absl::StatusOr<TrainingJob> done = op_->WaitFinished(name, absl::Minutes(4));
+  ASSERT_TRUE(done.ok()) << done.status();
+  const std::string logs = op_->Logs(name, "").value_or("");
+  ASSERT_TRUE(sdk::IsJobSucceeded(*done)) << done->status().ShortDebugString() << "\n"
+                                          << op_->Cli({"describe", name}).out << logs;
+  ExpectRanksAgree(logs, 3);
+  for (const ResultFields& r : ResultLines(logs)) EXPECT_NE(r.at("resumed_from"), "-1") << logs;
+  // Each node's agent started its rank twice: the survivors in place after the loss, node 1 in
+  // its first life and in its recreated pod.
+  int joined = 0;
+  for (absl::string_view line : absl::StrSplit(logs, '\n')) {
+    joined += absl::StartsWith(line, "ddp_train: rank ") && absl::StrContains(line, " joined ");
+  }
+  EXPECT_EQ(joined, 6) << logs;
+  for (const api::v1::JobCondition& c : done->status().conditions()) {
+    EXPECT_NE(c.type(), "Restarting") << done->status().ShortDebugString();
+  }
+  const api::v1::ElasticStatus& elastic = done->status().coach().elastic();
+  std::vector<int> counts;
+  for (const api::v1::WorkerCountChange& c : elastic.changes()) counts.push_back(c.workers());
+  EXPECT_EQ(counts, (std::vector<int>{3, 2, 3})) << elastic.ShortDebugString();
+  ASSERT_GE(elastic.changes_size(), 2);
+  EXPECT_EQ(elastic.changes(1).why(), "node replica 1 exited with code 137");
+  const std::string described = op_->Cli({"describe", name}).out;
+  EXPECT_TRUE(absl::StrContains(described, "ElasticShrink")) << described;
+  EXPECT_TRUE(absl::StrContains(described, "ElasticGrow")) << described;
+  // Upstream readers see a TrainJob that completed; the elastic record is coach's own.
+  const nlohmann::json shown = api::v1::codec::JobToJson(*done);
+  EXPECT_EQ(shown["status"]["conditions"].back()["type"], "Complete") << shown["status"].dump();
+  EXPECT_TRUE(shown["status"]["coach"].contains("elastic")) << shown["status"].dump();
+  EXPECT_TRUE(op_->WaitNoProcesses().empty());
+}
+
 // A Trainer v2 TrainJob on upstream's torch-distributed runtime (read unchanged from the shared
 // reference folder) whose trainer command is `torchrun`, as v2 users write it: PET_NPROC_PER_NODE
 // from numProcPerNode, PET_NODE_RANK from the completion index.

@@ -1,6 +1,7 @@
 #include "operator/reconcile/desired_objects.h"
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "api/v1/job_policies.h"
@@ -18,6 +19,7 @@
 #include "operator/reconcile/mpi_objects.h"
 #include "operator/reconcile/progress_report_env.h"
 #include "operator/reconcile/recovery_policy.h"
+#include "operator/reconcile/train_job_elastic.h"
 #include "operator/trainer/merge_runtime.h"
 #include "operator/trainer/runtime_lookup.h"
 
@@ -124,6 +126,10 @@ absl::Status DecoratePlannedPod(const model::Job& job, const std::string& type, 
                                 const model::ReconcileConfig& config, KubeObject& pod) {
   Json tmpl = {{"metadata", pod.body["metadata"]}, {"spec", pod.body["spec"]}};
   if (config.address_plan != nullptr) ReaddressTrainJobPod(job, *config.address_plan, tmpl);
+  // After the readdressing: the rendezvous endpoint is the address node 0 has there.
+  if (std::optional<ElasticRange> elastic = ElasticWorkers(job); elastic && type == elastic->type) {
+    SetElasticNodeEnv(job, *elastic, index, PlanOf(config)->SharedHost(), tmpl);
+  }
   AddMlflowEnv(job, config.mlflow, type, index, tmpl);
   WrapWithLauncher(job, config, tmpl);
   AddProgressReporting(job, config, tmpl);

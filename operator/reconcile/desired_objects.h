@@ -17,7 +17,8 @@ absl::StatusOr<model::KubeObject> DesiredPod(const model::Job& job, const std::s
 
 // A pod built elsewhere (a TrainJob's, operator/reconcile/train_job_plan.h) given what coach adds
 // to every replica: MLflow env, coach-launch, progress reporting, the attempt under job-scoped
-// restarts, Karpenter placement. Errors as PlaceForKarpenter's.
+// restarts, Karpenter placement; an elastic TrainJob's node pods their elastic torchrun env
+// (train_job_elastic.h). Errors as PlaceForKarpenter's.
 absl::Status DecoratePlannedPod(const model::Job& job, const std::string& type, int index,
                                 const model::ReconcileConfig& config, model::KubeObject& pod);
 

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/v1/coach_status.h"
 #include "api/v1/kinds.h"
+#include "api/v1/recovery_annotations.h"
+#include "operator/model/listen_ports.h"
 #include "operator/model/replicas.h"
 #include "operator/reconcile/attempt_history.h"
 #include "operator/reconcile/conditions.h"
@@ -17,15 +20,17 @@ namespace {
 using model::ObservedPod;
 using model::PodPhase;
 
-bool IsRunningWorker(const ObservedPod& pod) {
-  return pod.replica_type == api::v1::kReplicaWorker && pod.phase == PodPhase::kRunning &&
-         !pod.deleting;
+bool IsRunningWorker(const ElasticRange& range, const ObservedPod& pod) {
+  return pod.replica_type == range.type && pod.phase == PodPhase::kRunning && !pod.deleting;
 }
 
+// "Workers", "nodes": the elastic type's pods in messages.
+std::string Plural(const ElasticRange& range) { return absl::StrCat(range.type, "s"); }
+
 // What a Worker that does not run is doing, in words; "" for one that runs.
-std::string WorkerState(const ObservedPod& pod) {
-  if (IsRunningWorker(pod)) return "";
-  const std::string who = absl::StrCat("Worker replica ", pod.index);
+std::string WorkerState(const ElasticRange& range, const ObservedPod& pod) {
+  if (IsRunningWorker(range, pod)) return "";
+  const std::string who = absl::StrCat(range.type, " replica ", pod.index);
   if (!pod.disruption.empty()) return absl::StrCat(who, " is gone (", pod.disruption, ")");
   if (pod.phase == PodPhase::kFailed) {
     return pod.exit_code ? absl::StrCat(who, " exited with code ", *pod.exit_code)
@@ -38,14 +43,15 @@ std::string WorkerState(const ObservedPod& pod) {
 
 // Why fewer Workers run than the job has: each stopped Worker's state; a Worker with no pod at
 // all is missing.
-std::string WhyFewer(int replicas, const std::vector<ObservedPod>& pods) {
+std::string WhyFewer(const ElasticRange& range, int replicas,
+                     const std::vector<ObservedPod>& pods) {
   std::map<int, std::string> states;
   std::map<int, bool> running;
   for (const ObservedPod& pod : pods) {
-    if (pod.replica_type != api::v1::kReplicaWorker) continue;
-    if (IsRunningWorker(pod)) {
+    if (pod.replica_type != range.type) continue;
+    if (IsRunningWorker(range, pod)) {
       running[pod.index] = true;
-    } else if (std::string s = WorkerState(pod); !s.empty()) {
+    } else if (std::string s = WorkerState(range, pod); !s.empty()) {
       states.emplace(pod.index, std::move(s));
     }
   }
@@ -53,8 +59,9 @@ std::string WhyFewer(int replicas, const std::vector<ObservedPod>& pods) {
   for (int index = 0; index < replicas; ++index) {
     if (running[index]) continue;
     auto it = states.find(index);
-    words.push_back(it != states.end() ? it->second
-                                       : absl::StrCat("Worker replica ", index, " is missing"));
+    words.push_back(it != states.end()
+                        ? it->second
+                        : absl::StrCat(range.type, " replica ", index, " is missing"));
   }
   return absl::StrJoin(words, "; ");
 }
@@ -63,6 +70,18 @@ void AddChange(api::v1::WorkerCountChange change, api::v1::ElasticStatus& elasti
   auto& changes = *elastic.mutable_changes();
   *changes.Add() = std::move(change);
   while (changes.size() > api::v1::kMaxWorkerCountChanges) changes.erase(changes.begin() + 1);
+}
+
+// A TrainJob's node pods, from coach.dev/elastic-min-nodes on the job as the plan expands it.
+std::optional<ElasticRange> TrainJobNodes(const model::Job& job) {
+  const std::string* min = AnnotationOf(job, api::v1::kAnnotationElasticMinNodes);
+  int n = 0;
+  if (min == nullptr || !absl::SimpleAtoi(*min, &n) ||
+      !HasReplicaType(job, model::kTrainerReplicatedJob)) {
+    return std::nullopt;
+  }
+  return ElasticRange{n, Replicas(job, model::kTrainerReplicatedJob), model::kTrainerReplicatedJob,
+                      api::v1::kAnnotationElasticMinNodes};
 }
 
 }  // namespace
@@ -81,6 +100,7 @@ void NoteSuspended(absl::Time now, model::JobStatus& status) {
 }
 
 std::optional<ElasticRange> ElasticWorkers(const model::Job& job) {
+  if (job.kind() == api::v1::TRAIN_JOB) return TrainJobNodes(job);
   if (job.kind() != api::v1::PYTORCH_JOB || !job.spec().has_elastic_policy() ||
       !HasReplicaType(job, api::v1::kReplicaWorker)) {
     return std::nullopt;
@@ -96,8 +116,10 @@ std::optional<ElasticRange> ElasticWorkers(const model::Job& job) {
   return range;
 }
 
-int RunningWorkers(const std::vector<ObservedPod>& pods) {
-  return static_cast<int>(std::count_if(pods.begin(), pods.end(), IsRunningWorker));
+int RunningWorkers(const ElasticRange& range, const std::vector<ObservedPod>& pods) {
+  return static_cast<int>(std::count_if(pods.begin(), pods.end(), [&](const ObservedPod& pod) {
+    return IsRunningWorker(range, pod);
+  }));
 }
 
 bool AbsorbsWorkerLoss(const ElasticRange& range, int running) {
@@ -107,11 +129,16 @@ bool AbsorbsWorkerLoss(const ElasticRange& range, int running) {
 std::optional<ElasticEvent> NoteWorkers(const ElasticRange& range, int replicas,
                                         const std::vector<ObservedPod>& pods, absl::Time now,
                                         model::JobStatus& status) {
+  // Once one has finished, training is over: the others finish after it (a TrainJob completes
+  // when all its node pods have), which is no loss of members.
+  for (const ObservedPod& pod : pods) {
+    if (pod.replica_type == range.type && pod.phase == PodPhase::kSucceeded) return std::nullopt;
+  }
   api::v1::ElasticStatus& elastic = *status.mutable_coach()->mutable_elastic();
   elastic.set_min_workers(range.min);
   elastic.set_max_workers(range.max);
   const int before = elastic.workers();
-  const int running = RunningWorkers(pods);
+  const int running = RunningWorkers(range, pods);
   elastic.set_workers(running);
   // Counting starts, and starts again after a change to none (a suspended job, every Worker
   // gone), once all the Workers run: their one by one start is no change of size.
@@ -130,30 +157,31 @@ std::optional<ElasticEvent> NoteWorkers(const ElasticRange& range, int replicas,
   }
   change.set_step(step);
   if (!counting) {
-    change.set_why(absl::StrCat("all ", running, " Workers run"));
+    change.set_why(absl::StrCat("all ", running, " ", Plural(range), " run"));
   } else if (running < before) {
-    change.set_why(BoundedText(WhyFewer(replicas, pods), api::v1::kMaxWorkerCountWhyLength));
+    change.set_why(BoundedText(WhyFewer(range, replicas, pods), api::v1::kMaxWorkerCountWhyLength));
   } else {
-    change.set_why(absl::StrCat(running, " of ", replicas, " Workers run"));
+    change.set_why(absl::StrCat(running, " of ", replicas, " ", Plural(range), " run"));
   }
   const std::string why = change.why();
   AddChange(std::move(change), elastic);
   if (!counting) return std::nullopt;
 
-  const std::string policy = absl::StrCat("elasticPolicy ", range.min, ":", range.max);
+  const std::string policy = absl::StrCat(range.source, " ", range.min, ":", range.max);
+  const std::string members = Plural(range);
   ElasticEvent event;
   if (running > before) {
     event = {"Normal", kElasticGrowReason,
-             absl::StrCat(running, " of ", replicas, " Workers run (", policy,
-                          "): the Workers that joined train with the others")};
+             absl::StrCat(running, " of ", replicas, " ", members, " run (", policy, "): the ",
+                          members, " that joined train with the others")};
   } else if (running >= range.min) {
     event = {"Normal", kElasticShrinkReason,
-             absl::StrCat(why, ": training goes on with ", running, " of ", replicas, " Workers (",
-                          policy, ") until the others run again")};
+             absl::StrCat(why, ": training goes on with ", running, " of ", replicas, " ", members,
+                          " (", policy, ") until the others run again")};
   } else {
     event = {"Warning", kElasticShrinkReason,
-             absl::StrCat(why, ": ", running, " of ", replicas, " Workers run, fewer than the ",
-                          range.min, " that ", policy, " needs to train")};
+             absl::StrCat(why, ": ", running, " of ", replicas, " ", members,
+                          " run, fewer than the ", range.min, " that ", policy, " needs to train")};
   }
   return event;
 }

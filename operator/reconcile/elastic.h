@@ -1,11 +1,13 @@
 #pragma once
 
-// An elastic PyTorchJob (elasticPolicy) as coach runs it. torchrun's agents rendezvous again
-// when a Worker is lost and when one joins, so under the default restart scope a lost Worker is
-// no restart of the job while at least minReplicas Workers run: the job stays Running, the lost
-// Worker's pod is recreated as its restartPolicy says, waits for capacity like any pod, and
-// joins the others when it runs. status.coach.elastic says how many Workers train and when that
-// changed; each change after the job first ran at its full size is also an event.
+// An elastic job as coach runs it: a PyTorchJob with elasticPolicy (its Workers), or a TrainJob
+// on a torch runtime annotated coach.dev/elastic-min-nodes (its `node` pods). torchrun's agents
+// rendezvous again when a member is lost and when one joins, so under the default restart scope
+// a lost member is no restart of the job while at least the minimum run: the job stays
+// Running, the lost member's pod is recreated as its restartPolicy says, waits for capacity like
+// any pod, and joins the others when it runs. status.coach.elastic says how many train and when
+// that changed; each change after the job first ran at its full size is also an event. Below,
+// "Workers" are the members of whichever replica type is elastic (ElasticRange::type).
 //
 // Pure: no I/O, no clock.
 
@@ -25,15 +27,23 @@ inline constexpr char kElasticGrowReason[] = "ElasticGrow";
 struct ElasticRange {
   int min = 0;
   int max = 0;
+  // The replica type whose pods train elastically: a PyTorchJob's Worker, a TrainJob's node.
+  std::string type = "Worker";
+  // What asked for the range, as messages name it.
+  std::string source = "elasticPolicy";
 };
 
-// The job's Worker range when it is an elastic PyTorchJob with Workers: elasticPolicy's
-// minReplicas and maxReplicas as torchrun's --nnodes gets them (pytorch_env.cc: one bound
-// copies the other; with neither, the Worker replicas).
+// The job's elastic range, if it has one:
+// - a PyTorchJob with elasticPolicy and Workers: minReplicas and maxReplicas as torchrun's
+//   --nnodes gets them (pytorch_env.cc: one bound copies the other; with neither, the Worker
+//   replicas);
+// - a TrainJob as the plan expands it (replica type `node`) with a coach.dev/elastic-min-nodes
+//   that is an integer: that many to the node pods' count (admission and the plan refuse any
+//   other value: operator/trainer/elastic_nodes.h).
 std::optional<ElasticRange> ElasticWorkers(const model::Job& job);
 
-// The Workers of `pods` that run now: Running and not being deleted.
-int RunningWorkers(const std::vector<model::ObservedPod>& pods);
+// The pods of `range.type` in `pods` that run now: Running and not being deleted.
+int RunningWorkers(const ElasticRange& range, const std::vector<model::ObservedPod>& pods);
 
 // With `running` Workers left, the others train on without the lost ones.
 bool AbsorbsWorkerLoss(const ElasticRange& range, int running);
@@ -48,6 +58,8 @@ struct ElasticEvent {
 // the Workers running and, once the job has run all `replicas` Workers, each change of that
 // number with the step reached (the newest report) and why, keeping the first and the
 // latest changes (api/v1/coach_status.h). Returns the event of a change, if there was one.
+// Once any of them has finished (Succeeded) nothing changes: the others finishing after it is the
+// end of training, not a loss.
 // A suspended job's Workers are none: a change once counting began. After it (as after any
 // change to none) counting starts again once all the Workers run.
 void NoteSuspended(absl::Time now, model::JobStatus& status);

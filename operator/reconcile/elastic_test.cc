@@ -151,5 +151,44 @@ TEST(ElasticTest, TheFirstAndTheLatestChangesAreKept) {
   EXPECT_EQ(changes[1].time().seconds(), 1050 - api::v1::kMaxWorkerCountChanges + 2);
 }
 
+// A TrainJob's node pods play the Workers' part: only they count, and the words name them.
+TEST(ElasticTest, ATrainJobsNodePodsAreItsElasticMembers) {
+  const ElasticRange range{2, 3, "node", "coach.dev/elastic-min-nodes"};
+  auto pods = Workers({PodPhase::kRunning, PodPhase::kRunning, PodPhase::kRunning});
+  EXPECT_EQ(RunningWorkers(range, pods), 0) << "Worker pods are no nodes";
+  for (ObservedPod& p : pods) p.replica_type = "node";
+  ObservedPod initializer = Worker(0, PodPhase::kRunning);
+  initializer.replica_type = "dataset-initializer";
+  pods.push_back(initializer);
+  EXPECT_EQ(RunningWorkers(range, pods), 3);
+
+  model::JobStatus status;
+  EXPECT_FALSE(NoteWorkers(range, 3, pods, kStart, status));
+  EXPECT_EQ(status.coach().elastic().changes(0).why(), "all 3 nodes run");
+  pods[2].phase = PodPhase::kFailed;
+  pods[2].disruption = "node gone";
+  auto event = NoteWorkers(range, 3, pods, kStart + absl::Seconds(1), status);
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->reason, kElasticShrinkReason);
+  EXPECT_EQ(event->message,
+            "node replica 2 is gone (node gone): training goes on with 2 of 3 nodes "
+            "(coach.dev/elastic-min-nodes 2:3) until the others run again");
+  pods[2].phase = PodPhase::kRunning;
+  event = NoteWorkers(range, 3, pods, kStart + absl::Seconds(2), status);
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->reason, kElasticGrowReason);
+  EXPECT_EQ(event->message,
+            "3 of 3 nodes run (coach.dev/elastic-min-nodes 2:3): the nodes that joined train "
+            "with the others");
+
+  // Training over, the node pods finish one by one: no shrink.
+  pods[0].phase = PodPhase::kSucceeded;
+  EXPECT_FALSE(NoteWorkers(range, 3, pods, kStart + absl::Seconds(3), status));
+  pods[1].phase = PodPhase::kSucceeded;
+  EXPECT_FALSE(NoteWorkers(range, 3, pods, kStart + absl::Seconds(4), status));
+  EXPECT_EQ(status.coach().elastic().changes_size(), 3);
+  EXPECT_EQ(status.coach().elastic().workers(), 3);
+}
+
 }  // namespace
 }  // namespace coach::reconcile

@@ -138,7 +138,7 @@ void Pass::NoteAttemptRunning() {
 void Pass::NoteElasticWorkers() {
   const std::optional<ElasticRange> elastic = ElasticWorkers(job_);
   if (!elastic || recovery_.JobScope() || IsFinished(status())) return;
-  if (std::optional<ElasticEvent> e = NoteWorkers(*elastic, Replicas(job_, kReplicaWorker),
+  if (std::optional<ElasticEvent> e = NoteWorkers(*elastic, Replicas(job_, elastic->type),
                                                   recovery_.current(), now_, status())) {
     Event(e->type, e->reason, e->message);
   }

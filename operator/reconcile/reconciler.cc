@@ -327,17 +327,19 @@ void Pass::UpdateConditions(const std::map<std::string, bool>& nonretryable) {
   std::string fail_msg;
   std::string fail_type;
   std::string restart_msg;
-  // An elastic job's lost Workers are recreated while the others train on: no restart of it.
+  // An elastic job's lost Workers (a TrainJob's nodes) are recreated while the others train on:
+  // no restart of it.
   const std::optional<ElasticRange> elastic = ElasticWorkers(job_);
-  const bool absorbs_worker_loss = elastic && !recovery_.JobScope() &&
-                                   AbsorbsWorkerLoss(*elastic, RunningWorkers(recovery_.current()));
+  const bool absorbs_worker_loss =
+      elastic && !recovery_.JobScope() &&
+      AbsorbsWorkerLoss(*elastic, RunningWorkers(*elastic, recovery_.current()));
   for (const std::string& type : ReplicaTypes(job_)) {
     const api::v1::ReplicaStatus s = get(type);
     if (s.failed() == 0 || Replicas(job_, type) <= s.succeeded() + s.active()) continue;
     auto nr = nonretryable.find(type);
     const bool permanent = nr != nonretryable.end() && nr->second;
     if (FailureRestartsJob(kind_, RestartPolicy(job_, type), permanent)) {
-      if (type == kReplicaWorker && absorbs_worker_loss) continue;
+      if (absorbs_worker_loss && type == elastic->type) continue;
       if (restart_msg.empty()) {
         restart_msg = absl::StrCat(kind_name_, " ", name(), " is restarting because ", s.failed(),
                                    " ", type, " replica(s) failed.");

@@ -17,6 +17,7 @@
 #include "operator/reconcile/recovery_policy.h"
 #include "operator/reconcile/train_job_objects.h"
 #include "operator/trainer/admission.h"
+#include "operator/trainer/elastic_nodes.h"
 #include "operator/trainer/merge_runtime.h"
 #include "operator/trainer/realize.h"
 #include "operator/trainer/runtime_lookup.h"
@@ -65,6 +66,15 @@ absl::StatusOr<model::JobPlan> PlanTrainJob(const model::Job& job,
   json train_job = api::v1::codec::JobToJson(job);
   train_job.erase("status");
   ASSIGN_OR_RETURN(trainer::MergedTrainJob merged, trainer::MergeRuntime(train_job, runtime));
+  // On every pass, not only at admission: a TrainJob stored while no webhook ran, or annotated
+  // since, fails naming the annotation rather than training with a range it cannot have.
+  trainer::ElasticFacts elastic;
+  elastic.torch = merged.ml_policy.is_object() && merged.ml_policy.contains("torch");
+  elastic.trainer_job = merged.trainer_job;
+  if (merged.ml_policy.is_object()) {
+    elastic.num_nodes = merged.ml_policy.value("numNodes", elastic.num_nodes);
+  }
+  RETURN_IF_ERROR(trainer::ReadElasticNodes(train_job, elastic).status());
   trainer::ClusterFacts facts;
   facts.job_set_uid = job.metadata().uid();
   facts.restarts = attempt;

@@ -36,7 +36,8 @@ namespace coach::reconcile {
 // Errors: FailedPrecondition when the backend found no runtime (observed.train_job_runtime
 // empty; observed.runtime_missing in the message) or the runtime's podGroupPolicy needs a
 // gang scheduler `config` lacks; InvalidArgument naming the field when the TrainJob and its
-// runtime cannot be merged or realised.
+// runtime cannot be merged or realised, or naming coach.dev/elastic-min-nodes when the runtime
+// cannot have that range (operator/trainer/elastic_nodes.h).
 absl::StatusOr<model::JobPlan> PlanTrainJob(const model::Job& job,
                                             const model::ObservedState& observed, int attempt,
                                             const model::ReconcileConfig& config);

@@ -384,6 +384,43 @@ TEST(ValidateTrainJobTest, XgboostReservedEnvForbidden) {
   EXPECT_TRUE(MustValidate(job, &xgb).allowed());
 }
 
+// Coach's own rule: coach.dev/elastic-min-nodes, an integer N with 1 <= N < numNodes, on a
+// torch runtime whose trainer job is `node`.
+TEST(ValidateTrainJobTest, ElasticMinNodesAnnotation) {
+  const json torch = Runtime("torch_distributed.yaml");
+  const auto annotated = [](const std::string& runtime, json trainer, const std::string& value) {
+    json job = TrainJob(runtime, std::move(trainer));
+    job["metadata"]["annotations"]["coach.dev/elastic-min-nodes"] = value;
+    return job;
+  };
+  EXPECT_TRUE(
+      MustValidate(annotated("torch-distributed", {{"numNodes", 3}}, "2"), &torch).allowed());
+  EXPECT_TRUE(
+      MustValidate(annotated("torch-distributed", {{"numNodes", 2}}, "1"), &torch).allowed());
+  EXPECT_EQ(Denial(annotated("torch-distributed", {{"numNodes", 3}}, "3"), torch),
+            "metadata.annotations[coach.dev/elastic-min-nodes]: Invalid value: \"3\": must be an "
+            "integer N with 1 <= N < numNodes (numNodes is 3)");
+  EXPECT_EQ(Denial(annotated("torch-distributed", {{"numNodes", 3}}, "many"), torch),
+            "metadata.annotations[coach.dev/elastic-min-nodes]: Invalid value: \"many\": must be "
+            "an integer N with 1 <= N < numNodes (numNodes is 3)");
+  // Without spec.trainer.numNodes the runtime's numNodes (1) counts.
+  EXPECT_EQ(Denial(annotated("torch-distributed", json(), "1"), torch),
+            "metadata.annotations[coach.dev/elastic-min-nodes]: Invalid value: \"1\": must be an "
+            "integer N with 1 <= N < numNodes (numNodes is 1)");
+  json wide = torch;
+  wide["spec"]["mlPolicy"]["numNodes"] = 4;
+  EXPECT_TRUE(MustValidate(annotated("torch-distributed", json(), "3"), &wide).allowed());
+  EXPECT_EQ(
+      Denial(annotated("jax-distributed", {{"numNodes", 3}}, "2"), Runtime("jax_distributed.yaml")),
+      "metadata.annotations[coach.dev/elastic-min-nodes]: Invalid value: \"2\": elastic "
+      "training is torchrun's: the runtime needs mlPolicy.torch");
+  json renamed = torch;
+  renamed["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "trainer";
+  EXPECT_EQ(Denial(annotated("torch-distributed", {{"numNodes", 3}}, "2"), renamed),
+            "metadata.annotations[coach.dev/elastic-min-nodes]: Invalid value: \"2\": the "
+            "runtime's trainer job must be named \"node\", not \"trainer\"");
+}
+
 TEST(ValidateTrainJobTest, DeprecatedClusterRuntimeWarns) {
   json torch = Runtime("torch_distributed.yaml");
   torch["metadata"]["labels"]["trainer.kubeflow.org/support"] = "deprecated";

@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "operator/trainer/admission.h"
 #include "operator/trainer/domain_prefixed_path.h"
+#include "operator/trainer/elastic_nodes.h"
 #include "operator/trainer/json_fields.h"
 #include "operator/trainer/runtime_jobs.h"
 #include "operator/trainer/semantic_equal.h"
@@ -30,6 +31,7 @@ constexpr char kNamespacedKind[] = "TrainingRuntime";
 constexpr char kDatasetInitializer[] = "dataset-initializer";
 constexpr char kModelInitializer[] = "model-initializer";
 constexpr char kNode[] = "node";
+constexpr char kAncestorTrainer[] = "trainer";
 constexpr char kLauncher[] = "launcher";
 constexpr char kInitializerVolume[] = "initializer";
 constexpr char kDeprecationPolicyUrl[] =
@@ -169,8 +171,14 @@ class TrainJobRules {
  public:
   TrainJobRules(const json& train_job, const json& runtime, const json* old,
                 const std::vector<RuntimeJob>& jobs)
-      : spec_(At(train_job, "spec")), ml_(At(At(runtime, "spec"), "mlPolicy")), old_(old) {
-    for (const RuntimeJob& j : jobs) jobs_[j.name] = &j;
+      : train_job_(train_job),
+        spec_(At(train_job, "spec")),
+        ml_(At(At(runtime, "spec"), "mlPolicy")),
+        old_(old) {
+    for (const RuntimeJob& j : jobs) {
+      jobs_[j.name] = &j;
+      if (trainer_job_.empty() && j.ancestor == kAncestorTrainer) trainer_job_ = j.name;
+    }
   }
 
   void Run(std::vector<FieldError>& errors) {
@@ -181,6 +189,7 @@ class TrainJobRules {
     if (!At(ml_, "torch").is_null()) Torch(errors);
     if (!At(ml_, "mpi").is_null()) Mpi(errors);
     if (!At(ml_, "xgboost").is_null()) Xgboost(errors);
+    Elastic(errors);
   }
 
  private:
@@ -338,10 +347,28 @@ class TrainJobRules {
     }
   }
 
+  // Coach's own rule, not upstream's: coach.dev/elastic-min-nodes (elastic_nodes.h).
+  void Elastic(std::vector<FieldError>& errors) const {
+    ElasticFacts facts;
+    facts.torch = !At(ml_, "torch").is_null();
+    facts.trainer_job = trainer_job_;
+    const json& ml_nodes = At(ml_, "numNodes");
+    const json& trainer_nodes = At(At(spec_, "trainer"), "numNodes");
+    if (trainer_nodes.is_number_integer()) {
+      facts.num_nodes = trainer_nodes.get<int64_t>();
+    } else if (ml_nodes.is_number_integer()) {
+      facts.num_nodes = ml_nodes.get<int64_t>();
+    }
+    absl::StatusOr<std::optional<ElasticNodes>> nodes = ReadElasticNodes(train_job_, facts);
+    if (!nodes.ok()) errors.push_back(Plain(std::string(nodes.status().message())));
+  }
+
+  const json& train_job_;
   const json& spec_;
   const json& ml_;
   const json* old_;
   std::map<std::string, const RuntimeJob*> jobs_;
+  std::string trainer_job_;
 };
 
 absl::StatusOr<Result> Validate(const json& train_job, const json* runtime, const json* old) {
