@@ -183,6 +183,7 @@ TEST(DesiredObjectsTest, PyTorchWithoutMasterAndElastic) {
       ElementsAre(Pair("PYTHONUNBUFFERED", "1"), Pair("PET_NPROC_PER_NODE", "auto"),
                   Pair("PET_RDZV_ENDPOINT", "el-worker-0:23456"), Pair("PET_RDZV_BACKEND", "c10d"),
                   Pair("PET_NNODES", "1:3"), Pair("PET_RDZV_ID", "abc"),
+                  Pair("PET_RDZV_CONF", "keep_alive_interval=1"),
                   Pair("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")));
   EXPECT_EQ(Find(*objs, "Pod", "el-worker-0")
                 .body["metadata"]["labels"]["training.kubeflow.org/job-role"],

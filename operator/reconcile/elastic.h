@@ -24,6 +24,10 @@ namespace coach::reconcile {
 inline constexpr char kElasticShrinkReason[] = "ElasticShrink";
 inline constexpr char kElasticGrowReason[] = "ElasticGrow";
 
+// The rendezvous heartbeat of elastic torchrun agents (PET_RDZV_CONF) unless the job sets its
+// own: a lost node leaves the rendezvous after 3 missed beats of 1 s, not torch's 3 of 5 s.
+inline constexpr char kElasticKeepAliveConf[] = "keep_alive_interval=1";
+
 struct ElasticRange {
   int min = 0;
   int max = 0;

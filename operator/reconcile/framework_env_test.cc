@@ -70,6 +70,10 @@ TEST(FrameworkEnvTest, PyTorch) {
   const model::Job gpu = MakePyTorchJob("ns", "p").Master(1).Workers(1).NprocPerNode("gpu").Build();
   const model::Job w = MakePyTorchJob("ns", "p").Workers(2).Build();
   const model::Job el = MakePyTorchJob("ns", "p").Workers(2).Elastic(1, 3).Build();
+  model::Job el_own = el;
+  api::v1::RdzvConf* own = el_own.mutable_spec()->mutable_elastic_policy()->add_rdzv_conf();
+  own->set_key("keep_alive_interval");
+  own->set_value("7");
   const model::Job el_min = MakePyTorchJob("ns", "p").Workers(2).Elastic(2, std::nullopt).Build();
   const model::Job el_none =
       MakePyTorchJob("ns", "p").Workers(3).Elastic(std::nullopt, std::nullopt).RdzvId("r1").Build();
@@ -80,7 +84,8 @@ TEST(FrameworkEnvTest, PyTorch) {
       {"nprocPerNode 4 multiplies WORLD_SIZE", n4, "Worker", 0, {"PYTHONUNBUFFERED=1", "MASTER_PORT=23456", "MASTER_ADDR=p-master-0", "PET_MASTER_PORT=23456", "PET_MASTER_ADDR=p-master-0", "WORLD_SIZE=8", "RANK=1", "PET_NPROC_PER_NODE=4", "PET_NODE_RANK=1", "PET_NNODES=2"}},
       {"nprocPerNode gpu counts as 1", gpu, "Master", 0, {"PYTHONUNBUFFERED=1", "MASTER_PORT=23456", "MASTER_ADDR=p-master-0", "PET_MASTER_PORT=23456", "PET_MASTER_ADDR=p-master-0", "WORLD_SIZE=2", "RANK=0", "PET_NPROC_PER_NODE=gpu", "PET_NODE_RANK=0", "PET_NNODES=2"}},
       {"no master: no master, rank or world size", w, "Worker", 1, {"PYTHONUNBUFFERED=1", "PET_NPROC_PER_NODE=auto", "PET_NNODES=2"}},
-      {"elastic min:max", el, "Worker", 0, {"PYTHONUNBUFFERED=1", "PET_NPROC_PER_NODE=auto", "PET_RDZV_ENDPOINT=p-worker-0:23456", "PET_RDZV_BACKEND=c10d", "PET_NNODES=1:3", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"}},
+      {"elastic min:max", el, "Worker", 0, {"PYTHONUNBUFFERED=1", "PET_NPROC_PER_NODE=auto", "PET_RDZV_ENDPOINT=p-worker-0:23456", "PET_RDZV_BACKEND=c10d", "PET_NNODES=1:3", "PET_RDZV_CONF=keep_alive_interval=1", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"}},
+      {"the job's own heartbeat wins", el_own, "Worker", 0, {"PYTHONUNBUFFERED=1", "PET_NPROC_PER_NODE=auto", "PET_RDZV_ENDPOINT=p-worker-0:23456", "PET_RDZV_BACKEND=c10d", "PET_NNODES=1:3", "PET_RDZV_CONF=keep_alive_interval=7", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"}},
       {"elastic min only: copied to max", el_min, "Worker", 1, {"PYTHONUNBUFFERED=1", "PET_NPROC_PER_NODE=auto", "PET_RDZV_ENDPOINT=p-worker-0:23456", "PET_RDZV_BACKEND=c10d", "PET_NNODES=2:2", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"}},
       {"elastic without bounds: Worker replicas; rdzvId", el_none, "Worker", 2, {"PYTHONUNBUFFERED=1", "PET_NPROC_PER_NODE=auto", "PET_RDZV_ENDPOINT=p-worker-0:23456", "PET_RDZV_BACKEND=c10d", "PET_NNODES=3", "PET_RDZV_ID=r1", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"}},
   });

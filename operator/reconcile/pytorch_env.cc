@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "operator/model/replicas.h"
+#include "operator/reconcile/elastic.h"
 #include "operator/reconcile/framework_env.h"
 
 namespace coach::reconcile {
@@ -75,10 +76,12 @@ absl::StatusOr<Wiring> Compute(const ReplicaRef& r) {
   const std::string backend = ep.has_rdzv_backend() ? ep.rdzv_backend() : "c10d";
   w.env.emplace_back("PET_RDZV_BACKEND", backend);
   std::string nnodes;
+  bool resizes = false;  // Workers may come and go: min < max
   if (ep.has_min_replicas() || ep.has_max_replicas()) {
     const int min = ep.has_min_replicas() ? ep.min_replicas() : ep.max_replicas();
     const int max = ep.has_max_replicas() ? ep.max_replicas() : ep.min_replicas();
     nnodes = absl::StrCat(min, ":", max);
+    resizes = min < max;
   } else {
     if (!HasReplicaType(job, "Worker")) {
       return absl::InvalidArgumentError("elasticPolicy: cannot find the worker spec");
@@ -94,9 +97,16 @@ absl::StatusOr<Wiring> Compute(const ReplicaRef& r) {
   if (ep.has_rdzv_id()) w.env.emplace_back("PET_RDZV_ID", ep.rdzv_id());
   std::vector<std::string> conf;
   bool conf_names_host = false;
+  bool conf_names_keep_alive = false;
   for (const auto& c : ep.rdzv_conf()) {
     conf.push_back(absl::StrCat(c.key(), "=", c.value()));
     conf_names_host = conf_names_host || c.key() == "is_host";
+    conf_names_keep_alive = conf_names_keep_alive || c.key() == "keep_alive_interval";
+  }
+  // A lost Worker's agent stays a member of the rendezvous until it misses 3 heartbeats, and
+  // the others cannot form their next round before: 15 s at torch's 5 s interval, 3 s at 1 s.
+  if (backend == "c10d" && resizes && !conf_names_keep_alive) {
+    conf.push_back(kElasticKeepAliveConf);
   }
   // Where every replica is one host, each agent would take the rendezvous endpoint for its own
   // and the first to bind it would hold the store: losing that replica, whichever it is, would

@@ -51,9 +51,11 @@ void SetElasticNodeEnv(const model::Job& job, const ElasticRange& range, int ind
     // Where every pod is one host, each agent would take the endpoint for its own and the first
     // to bind it would hold the store, so losing that pod would end every rendezvous: node 0
     // holds it, as on Kubernetes, where only its name matches the endpoint.
-    if (shared_host) {
-      AppendUnlessSet(c, "PET_RDZV_CONF", index == 0 ? "is_host=true" : "is_host=false");
-    }
+    // The heartbeat as for elastic PyTorchJobs (framework_env.h).
+    AppendUnlessSet(c, "PET_RDZV_CONF",
+                    shared_host ? absl::StrCat(kElasticKeepAliveConf,
+                                               index == 0 ? ",is_host=true" : ",is_host=false")
+                                : kElasticKeepAliveConf);
   }
 }
 

@@ -123,7 +123,8 @@ TEST(TrainJobElasticTest, NodePodsRunAnElasticTorchrunWithARendezvousOnNodeZero)
     // store's host.
     EXPECT_EQ(env.count("PET_MASTER_ADDR"), 0u);
     EXPECT_EQ(env.count("PET_MASTER_PORT"), 0u);
-    EXPECT_EQ(env.count("PET_RDZV_CONF"), 0u);
+    // A lost node leaves the rendezvous after 3 s of missed heartbeats, not torch's 15 s.
+    EXPECT_EQ(env.at("PET_RDZV_CONF"), "keep_alive_interval=1");
     int nnodes = 0;
     for (const json& e : pod.body["spec"]["containers"][0]["env"])
       nnodes += e["name"] == "PET_NNODES";
@@ -182,7 +183,9 @@ TEST(TrainJobElasticTest, OnASharedHostNodeZeroHoldsTheRendezvousStore) {
   for (size_t i = 0; i < pods.size(); ++i) {
     const std::map<std::string, std::string> env = Env(pods[i]);
     EXPECT_EQ(env.at("PET_RDZV_ENDPOINT"), "127.0.0.1:41234");
-    EXPECT_EQ(env.at("PET_RDZV_CONF"), i == 0 ? "is_host=true" : "is_host=false") << pods[i].name;
+    EXPECT_EQ(env.at("PET_RDZV_CONF"),
+              i == 0 ? "keep_alive_interval=1,is_host=true" : "keep_alive_interval=1,is_host=false")
+        << pods[i].name;
   }
 }
 

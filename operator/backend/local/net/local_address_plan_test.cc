@@ -193,8 +193,8 @@ TEST_F(LocalAddressPlanTest, ElasticRendezvousAndDeclaredExtraPorts) {
     EXPECT_EQ(vars.at("PET_RDZV_ENDPOINT"), absl::StrCat("127.0.0.1:", rdzv)) << pod;
   }
   // Every agent would match 127.0.0.1: Worker 0 alone holds the rendezvous store.
-  EXPECT_EQ(env.at("e-worker-0").at("PET_RDZV_CONF"), "is_host=true");
-  EXPECT_EQ(env.at("e-worker-1").at("PET_RDZV_CONF"), "is_host=false");
+  EXPECT_EQ(env.at("e-worker-0").at("PET_RDZV_CONF"), "keep_alive_interval=1,is_host=true");
+  EXPECT_EQ(env.at("e-worker-1").at("PET_RDZV_CONF"), "keep_alive_interval=1,is_host=false");
   EXPECT_NE(plan->Port(job, "Worker", 1, "metrics", 9090), 9090);
   EXPECT_NE(plan->Port(job, "Worker", 0, "metrics", 9090),
             plan->Port(job, "Worker", 1, "metrics", 9090));
