@@ -311,7 +311,7 @@ TEST_F(NoticeHoldLaunch, ASigtermWaitsForTheRequestAnEvictionBringsThenGoesOn) {
   // While holding, reports went every quarter second (the request's way in): several within the
   // second before it.
   EXPECT_GE(reports_before - at_term_, 3u);
-  EXPECT_LT(e.took, absl::Seconds(5)) << e.err;
+  EXPECT_LT(e.took, absl::Seconds(10)) << e.err;
 }
 
 // A pod the operator deletes itself (a restart): no request is coming, the signal goes on at once.
@@ -330,7 +330,7 @@ TEST_F(NoticeHoldLaunch, ASigtermForAPodTheOperatorStopsGoesOnAtOnce) {
   EXPECT_EQ(e.code, 128 + SIGTERM) << e.err;
   EXPECT_EQ(Slurp(record), "term\n");
   EXPECT_FALSE(Has(e.err, "holding it")) << e.err;
-  EXPECT_LT(e.took, absl::Seconds(2)) << e.err;
+  EXPECT_LT(e.took, absl::Seconds(4)) << e.err;
 }
 
 // No request within the wait (a user's delete, the job deleted): the signal goes on after it.
@@ -345,13 +345,13 @@ TEST_F(NoticeHoldLaunch, WithoutARequestTheSigtermGoesOnAfterTheWait) {
   EXPECT_EQ(Slurp(record), "term\n");
   EXPECT_TRUE(Has(e.err, "holding it up to 1s")) << e.err;
   EXPECT_GE(e.took, absl::Seconds(1)) << e.err;
-  EXPECT_LT(e.took, absl::Seconds(4)) << e.err;
+  EXPECT_LT(e.took, absl::Seconds(6)) << e.err;
 
   env.erase("COACH_NOTICE_WAIT");
   e = Wait(StartAndTerm(env, dir_ + "/record2", &err), err);
   EXPECT_EQ(e.code, 128 + SIGTERM) << e.err;
   EXPECT_FALSE(Has(e.err, "holding it")) << e.err;
-  EXPECT_LT(e.took, absl::Seconds(2)) << e.err;
+  EXPECT_LT(e.took, absl::Seconds(4)) << e.err;
 
   env["COACH_NOTICE_WAIT"] = "61";
   Ended bad = Launch(Workers(1, "true"), env);
