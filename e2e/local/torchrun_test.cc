@@ -81,6 +81,24 @@ class TorchrunTest : public OperatorTest {
     torch_bin_ = *bin;
   }
 
+  // The job never restarted; its members went 3, 2 (`why`), 3, with both events in
+  // `coach describe <job>`.
+  void ExpectShrankAndGrewBack(const api::v1::TrainingJob& done, const std::string& why,
+                               const std::string& job) {
+    for (const api::v1::JobCondition& c : done.status().conditions()) {
+      EXPECT_NE(c.type(), "Restarting") << done.status().ShortDebugString();
+    }
+    const api::v1::ElasticStatus& elastic = done.status().coach().elastic();
+    std::vector<int> counts;
+    for (const api::v1::WorkerCountChange& c : elastic.changes()) counts.push_back(c.workers());
+    EXPECT_EQ(counts, (std::vector<int>{3, 2, 3})) << elastic.ShortDebugString();
+    ASSERT_GE(elastic.changes_size(), 2);
+    EXPECT_EQ(elastic.changes(1).why(), why);
+    const std::string described = op_->Cli({"describe", job}).out;
+    EXPECT_TRUE(absl::StrContains(described, "ElasticShrink")) << described;
+    EXPECT_TRUE(absl::StrContains(described, "ElasticGrow")) << described;
+  }
+
   // An operator whose working directory is the runfiles root (the manifests name the program
   // relative to the repository root), the venv's bin first on its PATH when `venv_on_path`.
   void Start(bool venv_on_path, std::vector<std::string> extra_args = {}) {
@@ -251,20 +269,9 @@ spec:
     }
     EXPECT_EQ(joined, 2) << replica << "\n" << log;
   }
-  for (const api::v1::JobCondition& c : done->status().conditions()) {
-    EXPECT_NE(c.type(), "Restarting") << done->status().ShortDebugString();
-  }
-  // 3 Workers, 2 while the lost one was away, 3 again.
-  const api::v1::ElasticStatus& elastic = done->status().coach().elastic();
-  std::vector<int> counts;
-  for (const api::v1::WorkerCountChange& c : elastic.changes()) counts.push_back(c.workers());
-  EXPECT_EQ(counts, (std::vector<int>{3, 2, 3})) << elastic.ShortDebugString();
-  ASSERT_GE(elastic.changes_size(), 2);
-  EXPECT_EQ(elastic.changes(1).why(), "Worker replica 1 exited with code 137");
-  EXPECT_GE(elastic.changes(1).step(), 3);
-  const std::string described = op_->Cli({"describe", "elastic"}).out;
-  EXPECT_TRUE(absl::StrContains(described, "ElasticShrink")) << described;
-  EXPECT_TRUE(absl::StrContains(described, "ElasticGrow")) << described;
+  ExpectShrankAndGrewBack(*done, "Worker replica 1 exited with code 137", "elastic");
+  ASSERT_GE(done->status().coach().elastic().changes_size(), 2);
+  EXPECT_GE(done->status().coach().elastic().changes(1).step(), 3);
   EXPECT_TRUE(op_->WaitNoProcesses().empty());
 }
 
@@ -326,18 +333,7 @@ spec:
     joined += absl::StartsWith(line, "ddp_train: rank ") && absl::StrContains(line, " joined ");
   }
   EXPECT_EQ(joined, 6) << logs;
-  for (const api::v1::JobCondition& c : done->status().conditions()) {
-    EXPECT_NE(c.type(), "Restarting") << done->status().ShortDebugString();
-  }
-  const api::v1::ElasticStatus& elastic = done->status().coach().elastic();
-  std::vector<int> counts;
-  for (const api::v1::WorkerCountChange& c : elastic.changes()) counts.push_back(c.workers());
-  EXPECT_EQ(counts, (std::vector<int>{3, 2, 3})) << elastic.ShortDebugString();
-  ASSERT_GE(elastic.changes_size(), 2);
-  EXPECT_EQ(elastic.changes(1).why(), "node replica 1 exited with code 137");
-  const std::string described = op_->Cli({"describe", name}).out;
-  EXPECT_TRUE(absl::StrContains(described, "ElasticShrink")) << described;
-  EXPECT_TRUE(absl::StrContains(described, "ElasticGrow")) << described;
+  ExpectShrankAndGrewBack(*done, "node replica 1 exited with code 137", name);
   // Upstream readers see a TrainJob that completed; the elastic record is coach's own.
   const nlohmann::json shown = api::v1::codec::JobToJson(*done);
   EXPECT_EQ(shown["status"]["conditions"].back()["type"], "Complete") << shown["status"].dump();
