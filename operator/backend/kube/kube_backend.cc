@@ -29,6 +29,10 @@ using coach::kubeclient::WatchEvent;
 using coach::kubeclient::WatchEventType;
 using nlohmann::json;
 
+std::string JobKeyOf(const model::Job& job) {
+  return absl::StrCat(job.metadata().namespace_(), "/", job.metadata().name());
+}
+
 namespace {
 
 // What a job's pods need to exist before they are created: what they mount (ConfigMaps but a
@@ -59,10 +63,6 @@ void SortByName(std::vector<model::ObservedPod>& pods) {
   std::sort(pods.begin(), pods.end(), [](const model::ObservedPod& a, const model::ObservedPod& b) {
     return a.name < b.name;
   });
-}
-
-std::string JobKeyOf(const model::Job& job) {
-  return absl::StrCat(job.metadata().namespace_(), "/", job.metadata().name());
 }
 
 std::string ns_of(const json& meta) { return StringField(meta, "namespace"); }
@@ -734,66 +734,18 @@ absl::StatusOr<model::ObservedState> KubeBackend::ObserveCached(const model::Job
   return observed;
 }
 
-void KubeBackend::DirectLaunchers(const model::Job& job,
-                                  const std::optional<model::LaunchDirective>& directive) {
-  absl::MutexLock lock(&directives_mu_);
-  if (directive) {
-    directives_[JobKeyOf(job)] = *directive;
-  } else {
-    directives_.erase(JobKeyOf(job));
-  }
-}
-
-absl::StatusOr<ProgressReceipt> KubeBackend::ReceiveProgress(const PodReport& report) {
-  auto count = [this](const char* outcome) {
-    if (coach::metrics::Family* f = progress_reports_.load()) f->Add({outcome});
-  };
-  const std::string pod_key = absl::StrCat(report.namespace_, "/", report.pod);
-  std::string job_key;
-  ProgressBook::Recorded recorded;
-  ProgressReceipt receipt;
-  {
-    // A reader: reports of many pods go on at once; the book has its own lock. Holding mu_
-    // keeps a pod's deletion (OnEvent) from passing between the check and the record.
-    absl::ReaderMutexLock lock(&mu_);
-    if (!started_) {
-      return absl::UnavailableError(
-          "this operator replica does not reconcile jobs (not the leader, or starting)");
-    }
-    const KindState* pods = StateFor("Pod");
-    const json* pod = pods == nullptr ? nullptr : pods->Find(report.namespace_, report.pod);
-    if (pod != nullptr && StringField(Field(*pod, "metadata"), "uid") == report.pod_uid) {
-      job_key = pods->JobKeyOfObject(*pod);
-      // The job owns its pods (one controller reference): its uid keys its checkpoint requests.
-      const json& owners = Field(Field(*pod, "metadata"), "ownerReferences");
-      if (owners.is_array() && !owners.empty()) receipt.job_uid = StringField(owners[0], "uid");
-    }
-    if (job_key.empty()) {
-      count("refused");
-      return absl::PermissionDeniedError(
-          absl::StrCat("pod ", pod_key, " (uid ", report.pod_uid,
-                       ") is not a replica of a job this operator runs"));
-    }
-    recorded = progress_.Record(pod_key, report.pod_uid, job_key, report.report, Now());
-    receipt.stopping = progress_.Stopping(pod_key, report.pod_uid);
-    absl::MutexLock directives(&directives_mu_);
-    if (auto it = directives_.find(job_key); it != directives_.end()) receipt.launch = it->second;
-  }
-  switch (recorded.outcome) {
-    case ProgressBook::Outcome::kFull:
-      count("full");
-      return absl::ResourceExhaustedError(
-          "the operator holds progress reports of as many pods as it may; this pod's are dropped");
-    case ProgressBook::Outcome::kTooSoon:
-      count("dropped");
-      return receipt;
-    case ProgressBook::Outcome::kAccepted:
-      break;
-  }
-  count("accepted");
-  if (recorded.notify_job) Notify({job_key});
-  receipt.accepted = true;
-  return receipt;
+std::optional<KubeBackend::PodJob> KubeBackend::CachedPodJobLocked(const std::string& ns,
+                                                                   const std::string& name,
+                                                                   const std::string& uid) const {
+  const KindState* pods = StateFor("Pod");
+  const json* pod = pods == nullptr ? nullptr : pods->Find(ns, name);
+  if (pod == nullptr || StringField(Field(*pod, "metadata"), "uid") != uid) return std::nullopt;
+  PodJob job{pods->JobKeyOfObject(*pod), ""};
+  if (job.key.empty()) return std::nullopt;
+  // The job owns its pods (one controller reference): its uid keys its checkpoint requests.
+  const json& owners = Field(Field(*pod, "metadata"), "ownerReferences");
+  if (owners.is_array() && !owners.empty()) job.uid = StringField(owners[0], "uid");
+  return job;
 }
 
 absl::StatusOr<std::vector<json>> KubeBackend::ListJobPods(const std::string& ns,

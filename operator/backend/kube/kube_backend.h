@@ -54,6 +54,9 @@
 
 namespace coach::backend::kube {
 
+// "namespace/name": how the backend keys a job (its caches, expectations, directives).
+std::string JobKeyOf(const model::Job& job);
+
 struct KubeBackendOptions {
   coach::kubeclient::KubeClient* client = nullptr;  // required; outlives the backend
   // Namespaces to watch; empty: all namespaces (one cluster-wide watch per kind).
@@ -154,6 +157,15 @@ class KubeBackend : public Backend, public ProgressReceiver {
   absl::Time Now() const { return options_.clock->Now(); }
   KindState* StateFor(const std::string& kind);
   const KindState* StateFor(const std::string& kind) const;
+  // The job of the pod ns/name that the cache holds as the instance `uid`: its key, and its uid
+  // from the pod's controller reference ("" without one). nullopt for another instance or none.
+  struct PodJob {
+    std::string key;
+    std::string uid;
+  };
+  std::optional<PodJob> CachedPodJobLocked(const std::string& ns, const std::string& name,
+                                           const std::string& uid) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Observe before the caches start: one List of the job's pods.
   absl::StatusOr<model::ObservedState> ObserveFromServer(const model::Job& job);
   // The pods labelled with the job's name (only `pod_name` when given), from the API server:

@@ -25,10 +25,6 @@ std::string HpaKeyOf(const model::Job& job) {
   return absl::StrCat(kHpaKind, "/", job.metadata().name());
 }
 
-std::string JobKey(const model::Job& job) {
-  return absl::StrCat(job.metadata().namespace_(), "/", job.metadata().name());
-}
-
 }  // namespace
 
 absl::Status KubeBackend::TendHpa(const model::Job& job) {
@@ -36,12 +32,12 @@ absl::Status KubeBackend::TendHpa(const model::Job& job) {
   absl::StatusOr<std::optional<json>> desired = DesiredHpa(job);
   if (!desired.ok()) {
     // The pass fails such a job, naming the field; its HPA, if any, stays as it is.
-    spdlog::debug("kube backend: no HorizontalPodAutoscaler for {}: {}", JobKey(job),
+    spdlog::debug("kube backend: no HorizontalPodAutoscaler for {}: {}", JobKeyOf(job),
                   desired.status().ToString());
     return absl::OkStatus();
   }
   const std::string& ns = job.metadata().namespace_();
-  const std::string job_key = JobKey(job);
+  const std::string job_key = JobKeyOf(job);
   json cached;
   HpaView view;
   {
@@ -82,7 +78,7 @@ absl::Status KubeBackend::TendHpa(const model::Job& job) {
 
 absl::Status KubeBackend::CreateHpa(const model::Job& job, const json& desired) {
   const std::string& ns = job.metadata().namespace_();
-  const std::string job_key = JobKey(job);
+  const std::string job_key = JobKeyOf(job);
   Raise(job_key, HpaKeyOf(job), Expectation{true, Now(), desired});
   absl::StatusOr<json> created = options_.client->Create(HorizontalPodAutoscalers(), ns, desired);
   if (created.ok()) {
@@ -117,7 +113,7 @@ absl::Status KubeBackend::PatchHpa(const model::Job& job, const json& desired,
       HorizontalPodAutoscalers(), job.metadata().namespace_(), job.metadata().name(),
       coach::kubeclient::PatchType::kMerge, HpaPatch(desired, current));
   if (patched.ok()) {
-    RememberHpaWrite(JobKey(job), desired, *patched);
+    RememberHpaWrite(JobKeyOf(job), desired, *patched);
     return absl::OkStatus();
   }
   // Gone meanwhile: the watch's deletion event brings the pass that creates it again.
@@ -125,7 +121,7 @@ absl::Status KubeBackend::PatchHpa(const model::Job& job, const json& desired,
 }
 
 absl::Status KubeBackend::DeleteHpa(const model::Job& job, const json& current) {
-  const std::string job_key = JobKey(job);
+  const std::string job_key = JobKeyOf(job);
   Raise(job_key, HpaKeyOf(job), Expectation{false, Now(), json()});
   {
     absl::MutexLock lock(&mu_);

@@ -14,7 +14,7 @@ ProgressBook::Recorded ProgressBook::Record(const std::string& pod_key, const st
     it = pods_.end();
   }
   if (it == pods_.end()) {
-    if (pods_.size() >= options_.max_pods) return {Outcome::kFull, false};
+    if (pods_.size() >= options_.max_pods) return {Outcome::kFull, false, false};
     Entry entry;
     entry.uid = uid;
     entry.job_key = job_key;
@@ -32,7 +32,7 @@ ProgressBook::Recorded ProgressBook::Record(const std::string& pod_key, const st
       launch_changed ? options_.launch_min_interval : options_.min_interval;
   // Within the interval either way: a clock set back does not let a burst through.
   if (absl::AbsDuration(now - e.last_accepted) < min_interval) {
-    return {Outcome::kTooSoon, false};
+    return {Outcome::kTooSoon, false, e.stopping};
   }
   e.last_accepted = now;
   if (report.launch) e.launch = report.launch;
@@ -42,16 +42,16 @@ ProgressBook::Recorded ProgressBook::Record(const std::string& pod_key, const st
     // The rate is the reporter's latest estimate even when nothing advanced (it decays to 0).
     if (e.progress) e.progress->steps_per_second = report.steps_per_second;
     if (launch_changed) jobs_[job_key].last_notified = now;
-    return {Outcome::kAccepted, launch_changed};
+    return {Outcome::kAccepted, launch_changed, e.stopping};
   }
   e.progress = model::ObservedPod::Progress{report.step, report.metrics, report.steps_per_second,
                                             now, report.first_step};
   JobEntry& job = jobs_[job_key];
   if (launch_changed || absl::AbsDuration(now - job.last_notified) >= options_.notify_interval) {
     job.last_notified = now;
-    return {Outcome::kAccepted, true};
+    return {Outcome::kAccepted, true, e.stopping};
   }
-  return {Outcome::kAccepted, false};
+  return {Outcome::kAccepted, false, e.stopping};
 }
 
 std::optional<model::ObservedPod::Progress> ProgressBook::Get(const std::string& pod_key,
@@ -88,12 +88,6 @@ void ProgressBook::MarkStopping(const std::string& pod_key, const std::string& u
   absl::MutexLock lock(&mu_);
   auto it = pods_.find(pod_key);
   if (it != pods_.end() && it->second.uid == uid) it->second.stopping = true;
-}
-
-bool ProgressBook::Stopping(const std::string& pod_key, const std::string& uid) const {
-  absl::MutexLock lock(&mu_);
-  auto it = pods_.find(pod_key);
-  return it != pods_.end() && it->second.uid == uid && it->second.stopping;
 }
 
 void ProgressBook::Forget(const std::string& pod_key) {

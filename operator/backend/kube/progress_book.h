@@ -57,6 +57,8 @@ class ProgressBook {
     Outcome outcome = Outcome::kAccepted;
     // The job's progress changed and it was not asked to reconcile within notify_interval.
     bool notify_job = false;
+    // MarkStopping was said of this instance: no checkpoint request is coming for it.
+    bool stopping = false;
   };
 
   explicit ProgressBook(ProgressBookOptions options = {}) : options_(options) {}
@@ -76,10 +78,8 @@ class ProgressBook {
   std::optional<absl::Time> LastSeen(const std::string& pod_key, const std::string& uid) const;
 
   // The operator deletes the instance `uid` itself (it has reported before; one that never
-  // did is not kept).
+  // did is not kept): its later reports are Recorded as stopping.
   void MarkStopping(const std::string& pod_key, const std::string& uid);
-  // Whether MarkStopping was said of the instance `uid`.
-  bool Stopping(const std::string& pod_key, const std::string& uid) const;
 
   void Forget(const std::string& pod_key);
   // Forgets every pod for which `keep(pod_key, uid)` is false.

@@ -171,19 +171,21 @@ TEST(ProgressBookTest, BoundedAndForgetsPodsThatGo) {
 // The operator marks the pods it deletes itself: their launchers wait for no checkpoint request.
 TEST(ProgressBookTest, KnowsWhichInstancesTheOperatorStops) {
   ProgressBook book;
-  book.Record("ns/p", "u1", "ns/j", Step(3), kT0);
-  EXPECT_FALSE(book.Stopping("ns/p", "u1"));
+  EXPECT_FALSE(book.Record("ns/p", "u1", "ns/j", Step(3), kT0).stopping);
   book.MarkStopping("ns/p", "other");
-  EXPECT_FALSE(book.Stopping("ns/p", "u1"));
+  EXPECT_FALSE(book.Record("ns/p", "u1", "ns/j", Step(4), kT0 + absl::Seconds(1)).stopping);
   book.MarkStopping("ns/never-reported", "u");
-  EXPECT_FALSE(book.Stopping("ns/never-reported", "u"));
   EXPECT_EQ(book.size(), 1u);
   book.MarkStopping("ns/p", "u1");
-  EXPECT_TRUE(book.Stopping("ns/p", "u1"));
-  EXPECT_FALSE(book.Stopping("ns/p", "u2"));
+  // Said in every answer from then on, a dropped report's too.
+  EXPECT_TRUE(book.Record("ns/p", "u1", "ns/j", Step(5), kT0 + absl::Seconds(2)).stopping);
+  const ProgressBook::Recorded dropped =
+      book.Record("ns/p", "u1", "ns/j", Step(6), kT0 + absl::Seconds(2));
+  EXPECT_EQ(dropped.outcome, Outcome::kTooSoon);
+  EXPECT_TRUE(dropped.stopping);
+  EXPECT_FALSE(book.Record("ns/never-reported", "u", "ns/j", Step(1), kT0).stopping);
   // A new instance of the name is not.
-  book.Record("ns/p", "u2", "ns/j", Heartbeat(0), kT0 + absl::Seconds(5));
-  EXPECT_FALSE(book.Stopping("ns/p", "u2"));
+  EXPECT_FALSE(book.Record("ns/p", "u2", "ns/j", Heartbeat(0), kT0 + absl::Seconds(5)).stopping);
 }
 
 TEST(ProgressBookTest, AnotherInstanceStartsAfresh) {
