@@ -1,5 +1,6 @@
 #include "operator/reconcile/progress_report_env.h"
 
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -8,15 +9,29 @@
 
 namespace coach::reconcile {
 
-bool ReportsProgress(const model::Job& job, const model::ReconcileConfig& config) {
-  if (config.progress_report_address.empty() || !LauncherEnabled(job)) return false;
+namespace {
+
+// The job's recovery policy when its replicas report progress.
+std::optional<RecoveryPolicy> ReportingPolicy(const model::Job& job,
+                                              const model::ReconcileConfig& config) {
+  if (config.progress_report_address.empty() || !LauncherEnabled(job)) return std::nullopt;
   absl::StatusOr<RecoveryPolicy> policy = ParseRecoveryPolicy(job, config);
-  return policy.ok() && (policy->scope == RestartScope::kJob || policy->progress_deadline);
+  if (!policy.ok() || (policy->scope != RestartScope::kJob && !policy->progress_deadline)) {
+    return std::nullopt;
+  }
+  return *std::move(policy);
+}
+
+}  // namespace
+
+bool ReportsProgress(const model::Job& job, const model::ReconcileConfig& config) {
+  return ReportingPolicy(job, config).has_value();
 }
 
 void AddProgressReporting(const model::Job& job, const model::ReconcileConfig& config,
                           Json& pod_template) {
-  if (!ReportsProgress(job, config)) return;
+  const std::optional<RecoveryPolicy> policy = ReportingPolicy(job, config);
+  if (!policy) return;
   absl::StatusOr<const api::v1::KindInfo*> kind = KindOf(job);
   if (!kind.ok()) return;
   Json* containers = MutableContainers(pod_template);
@@ -40,8 +55,7 @@ void AddProgressReporting(const model::Job& job, const model::ReconcileConfig& c
   }
   AppendEnvFieldRef(container, kEnvPodNamespace, "metadata.namespace");
   AppendEnvFieldRef(container, kEnvPodName, "metadata.name");
-  absl::StatusOr<RecoveryPolicy> policy = ParseRecoveryPolicy(job, config);
-  if (policy.ok() && policy->scope == RestartScope::kJob) {
+  if (policy->scope == RestartScope::kJob) {
     AppendEnv(container, kEnvNoticeWait, absl::StrCat(kNoticeWaitSeconds));
   }
 }
