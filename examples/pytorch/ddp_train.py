@@ -366,7 +366,7 @@ class CheckpointNotice:
     def __init__(self):
         self.path = os.environ.get(CHECKPOINT_REQUEST_ENV) or None
         self.answered = 0  # the highest request id acted on
-        self.deadlines = {}  # request id -> its deadline (Unix ms), for the requests seen here
+        self.deadline_ms = 0  # the deadline of the request seen() last returned
         self._signalled = False
         self._next_look = 0.0
         if self.path is None:
@@ -408,7 +408,7 @@ class CheckpointNotice:
             return 0
         if rid <= self.answered or deadline <= time.time() * 1000:
             return 0
-        self.deadlines[rid] = deadline
+        self.deadline_ms = deadline
         return rid
 
     def answer(self, rid, step=None, error=None):
@@ -440,7 +440,8 @@ def agree_on_notice(notice, step, device):
     saw a request first, all of them save at the same step; DDP keeps them in step, so that step
     is this boundary's. The deadline (Unix ms) reaches the ranks that did not read the request."""
     rid = notice.seen()
-    t = torch.tensor([rid, step, notice.deadlines.get(rid, 0)], dtype=torch.int64, device=device)
+    t = torch.tensor([rid, step, notice.deadline_ms if rid else 0], dtype=torch.int64,
+                     device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return int(t[0].item()), int(t[1].item()), int(t[2].item())
 
