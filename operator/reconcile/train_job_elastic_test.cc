@@ -14,10 +14,10 @@
 #include "api/v1/job_conditions.h"
 #include "operator/model/address_plan.h"
 #include "operator/model/testing/result_text.h"
+#include "operator/model/testing/train_job_fixtures.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/elastic.h"
 #include "operator/reconcile/reconciler.h"
-#include "operator/trainer/reference_data.h"
 
 namespace coach::reconcile {
 namespace {
@@ -27,43 +27,20 @@ using testing::ActionsText;
 using ::testing::Contains;
 using testing::EventReasons;
 using ::testing::HasSubstr;
+using testing::MakeTrainJob;
 using ::testing::Not;
+using testing::ObservedPodOf;
+using testing::ObservedWithRuntime;
+using testing::ReferenceRuntime;
 
 constexpr char kAnnotation[] = "coach.dev/elastic-min-nodes";
 const absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);
 
-json Runtime(const std::string& file) {
-  absl::StatusOr<json> runtime =
-      trainer::testing::LoadReferenceKind("runtimes/" + file, "ClusterTrainingRuntime");
-  EXPECT_TRUE(runtime.ok()) << runtime.status();
-  return runtime.ok() ? *runtime : json();
-}
-
 // A TrainJob on `runtime` with `nodes` nodes, annotated with `min_nodes` unless it is empty.
 model::Job TrainJob(const std::string& runtime, int nodes, const std::string& min_nodes,
-                    json env = json::array()) {
-  json doc = {{"apiVersion", "trainer.kubeflow.org/v1alpha1"},
-              {"kind", "TrainJob"},
-              {"metadata", {{"name", "mnist"}, {"namespace", "ns"}, {"uid", "uid-1"}}},
-              {"spec",
-               {{"runtimeRef",
-                 {{"name", runtime},
-                  {"kind", "ClusterTrainingRuntime"},
-                  {"apiGroup", "trainer.kubeflow.org"}}},
-                {"trainer", {{"numNodes", nodes}, {"command", {"torchrun", "train.py"}}}},
-                {"suspend", false},
-                {"managedBy", "trainer.kubeflow.org/trainjob-controller"}}}};
-  if (!min_nodes.empty()) doc["metadata"]["annotations"] = {{kAnnotation, min_nodes}};
-  if (!env.empty()) doc["spec"]["trainer"]["env"] = std::move(env);
-  absl::StatusOr<model::Job> job = api::v1::codec::JobFromJson(doc);
-  EXPECT_TRUE(job.ok()) << job.status();
-  return job.ok() ? *job : model::Job();
-}
-
-model::ObservedState Observed(const json& runtime) {
-  model::ObservedState o;
-  o.train_job_runtime = runtime.dump();
-  return o;
+                    const json& env = json::array()) {
+  return MakeTrainJob(runtime, nodes,
+                      min_nodes.empty() ? json::object() : json{{kAnnotation, min_nodes}}, env);
 }
 
 std::vector<model::KubeObject> CreatedPods(const model::ReconcileResult& r) {
@@ -82,19 +59,9 @@ std::map<std::string, std::string> Env(const model::KubeObject& pod) {
   return env;
 }
 
-model::ObservedPod Observe(const model::KubeObject& created, model::PodPhase phase) {
-  model::ObservedPod p;
-  p.name = created.name;
-  p.replica_type = created.body["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"];
-  p.index = std::stoi(created.body["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]
-                          .get<std::string>());
-  p.phase = phase;
-  return p;
-}
-
 // The message of the job's Failed condition after one pass ("" when it did not fail).
 std::string FailureOf(const model::Job& job, const json& runtime) {
-  model::ReconcileResult r = Reconcile(job, Observed(runtime), kNow, {});
+  model::ReconcileResult r = Reconcile(job, ObservedWithRuntime(runtime), kNow, {});
   for (const api::v1::JobCondition& c : r.status.conditions()) {
     if (c.type() == api::v1::kJobFailed) {
       EXPECT_TRUE(CreatedPods(r).empty());
@@ -106,8 +73,9 @@ std::string FailureOf(const model::Job& job, const json& runtime) {
 }
 
 TEST(TrainJobElasticTest, NodePodsRunAnElasticTorchrunWithARendezvousOnNodeZero) {
-  model::ReconcileResult r = Reconcile(TrainJob("torch-distributed", 3, "2"),
-                                       Observed(Runtime("torch_distributed.yaml")), kNow, {});
+  model::ReconcileResult r =
+      Reconcile(TrainJob("torch-distributed", 3, "2"),
+                ObservedWithRuntime(ReferenceRuntime("torch_distributed.yaml")), kNow, {});
   const std::vector<model::KubeObject> pods = CreatedPods(r);
   ASSERT_EQ(pods.size(), 3u) << ::testing::PrintToString(ActionsText(r));
   for (const model::KubeObject& pod : pods) {
@@ -135,8 +103,9 @@ TEST(TrainJobElasticTest, NodePodsRunAnElasticTorchrunWithARendezvousOnNodeZero)
 TEST(TrainJobElasticTest, TheTrainersOwnSettingsStand) {
   const json env = json::parse(R"([{"name": "PET_MAX_RESTARTS", "value": "7"},
                                    {"name": "TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "value": "0"}])");
-  model::ReconcileResult r = Reconcile(TrainJob("torch-distributed", 2, "1", env),
-                                       Observed(Runtime("torch_distributed.yaml")), kNow, {});
+  model::ReconcileResult r =
+      Reconcile(TrainJob("torch-distributed", 2, "1", env),
+                ObservedWithRuntime(ReferenceRuntime("torch_distributed.yaml")), kNow, {});
   const std::vector<model::KubeObject> pods = CreatedPods(r);
   ASSERT_EQ(pods.size(), 2u) << ::testing::PrintToString(ActionsText(r));
   const std::map<std::string, std::string> e = Env(pods[1]);
@@ -146,8 +115,9 @@ TEST(TrainJobElasticTest, TheTrainersOwnSettingsStand) {
 }
 
 TEST(TrainJobElasticTest, WithoutTheAnnotationTheEnvIsUpstreams) {
-  model::ReconcileResult r = Reconcile(TrainJob("torch-distributed", 3, ""),
-                                       Observed(Runtime("torch_distributed.yaml")), kNow, {});
+  model::ReconcileResult r =
+      Reconcile(TrainJob("torch-distributed", 3, ""),
+                ObservedWithRuntime(ReferenceRuntime("torch_distributed.yaml")), kNow, {});
   const std::vector<model::KubeObject> pods = CreatedPods(r);
   ASSERT_EQ(pods.size(), 3u);
   const std::map<std::string, std::string> env = Env(pods[1]);
@@ -176,8 +146,9 @@ class SharedHostPlan : public model::AddressPlan {
 TEST(TrainJobElasticTest, OnASharedHostNodeZeroHoldsTheRendezvousStore) {
   model::ReconcileConfig config;
   config.address_plan = std::make_shared<SharedHostPlan>();
-  model::ReconcileResult r = Reconcile(TrainJob("torch-distributed", 3, "2"),
-                                       Observed(Runtime("torch_distributed.yaml")), kNow, config);
+  model::ReconcileResult r =
+      Reconcile(TrainJob("torch-distributed", 3, "2"),
+                ObservedWithRuntime(ReferenceRuntime("torch_distributed.yaml")), kNow, config);
   const std::vector<model::KubeObject> pods = CreatedPods(r);
   ASSERT_EQ(pods.size(), 3u) << ::testing::PrintToString(ActionsText(r));
   for (size_t i = 0; i < pods.size(); ++i) {
@@ -190,7 +161,7 @@ TEST(TrainJobElasticTest, OnASharedHostNodeZeroHoldsTheRendezvousStore) {
 }
 
 TEST(TrainJobElasticTest, AnAnnotationTheJobCannotHaveFailsItNamingTheAnnotation) {
-  const json torch = Runtime("torch_distributed.yaml");
+  const json torch = ReferenceRuntime("torch_distributed.yaml");
   const std::string range = "must be an integer N with 1 <= N < numNodes (numNodes is 3)";
   for (const char* bad : {"3", "0", "4", "two", "-1", "+2", " 2"}) {
     const std::string message = FailureOf(TrainJob("torch-distributed", 3, bad), torch);
@@ -202,9 +173,10 @@ TEST(TrainJobElasticTest, AnAnnotationTheJobCannotHaveFailsItNamingTheAnnotation
   }
   EXPECT_THAT(FailureOf(TrainJob("torch-distributed", 1, "1"), torch),
               HasSubstr("(numNodes is 1)"));
-  EXPECT_THAT(FailureOf(TrainJob("jax-distributed", 3, "2"), Runtime("jax_distributed.yaml")),
-              HasSubstr("metadata.annotations[coach.dev/elastic-min-nodes]: Invalid value: \"2\": "
-                        "elastic training is torchrun's: the runtime needs mlPolicy.torch"));
+  EXPECT_THAT(
+      FailureOf(TrainJob("jax-distributed", 3, "2"), ReferenceRuntime("jax_distributed.yaml")),
+      HasSubstr("metadata.annotations[coach.dev/elastic-min-nodes]: Invalid value: \"2\": "
+                "elastic training is torchrun's: the runtime needs mlPolicy.torch"));
   EXPECT_EQ(FailureOf(TrainJob("torch-distributed", 3, "2"), torch), "")
       << "a valid annotation fails nothing";
 }
@@ -217,7 +189,7 @@ struct LossPass {
 };
 LossPass LoseNodes(const std::string& min_nodes, int lost) {
   const model::Job job = TrainJob("torch-distributed", 3, min_nodes);
-  model::ObservedState observed = Observed(Runtime("torch_distributed.yaml"));
+  model::ObservedState observed = ObservedWithRuntime(ReferenceRuntime("torch_distributed.yaml"));
   model::ReconcileResult first = Reconcile(job, observed, kNow, {});
   const std::vector<model::KubeObject> pods = CreatedPods(first);
   EXPECT_EQ(pods.size(), 3u);
@@ -226,7 +198,7 @@ LossPass LoseNodes(const std::string& min_nodes, int lost) {
   observed.runtime_from_snapshot = true;
   observed.objects = {{"Service", "mnist"}, {"ConfigMap", "mnist-runtime-snapshot"}};
   for (const model::KubeObject& pod : pods) {
-    observed.pods.push_back(Observe(pod, model::PodPhase::kRunning));
+    observed.pods.push_back(ObservedPodOf(pod, model::PodPhase::kRunning));
   }
   model::ReconcileResult all = Reconcile(running, observed, kNow + absl::Seconds(5), {});
   *running.mutable_status() = all.status;

@@ -11,6 +11,7 @@
 #include "api/v1/codec/yaml_json.h"
 #include "api/v1/job_conditions.h"
 #include "operator/model/testing/result_text.h"
+#include "operator/model/testing/train_job_fixtures.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/reconciler.h"
 #include "operator/trainer/reference_data.h"
@@ -22,13 +23,10 @@ using nlohmann::json;
 using testing::ActionsText;
 using ::testing::ElementsAre;
 using testing::EventReasons;
-
-json TorchRuntime() {
-  absl::StatusOr<json> runtime = trainer::testing::LoadReferenceKind(
-      "runtimes/torch_distributed.yaml", "ClusterTrainingRuntime");
-  EXPECT_TRUE(runtime.ok()) << runtime.status();
-  return runtime.ok() ? *runtime : json();
-}
+using testing::MakeTrainJob;
+using testing::ObservedPodOf;
+using testing::ObservedWithRuntime;
+using testing::ReferenceRuntime;
 
 // A runtime whose trainer waits for a dataset initializer to complete.
 json InitializerRuntime() {
@@ -65,44 +63,11 @@ spec:
   return docs.ok() ? docs->front() : json();
 }
 
-model::Job TrainJob(const std::string& runtime, int nodes) {
-  json doc = {{"apiVersion", "trainer.kubeflow.org/v1alpha1"},
-              {"kind", "TrainJob"},
-              {"metadata", {{"name", "mnist"}, {"namespace", "ns"}, {"uid", "uid-1"}}},
-              {"spec",
-               {{"runtimeRef",
-                 {{"name", runtime},
-                  {"kind", "ClusterTrainingRuntime"},
-                  {"apiGroup", "trainer.kubeflow.org"}}},
-                {"trainer", {{"numNodes", nodes}, {"command", {"torchrun", "train.py"}}}},
-                {"suspend", false},
-                {"managedBy", "trainer.kubeflow.org/trainjob-controller"}}}};
-  absl::StatusOr<model::Job> job = api::v1::codec::JobFromJson(doc);
-  EXPECT_TRUE(job.ok()) << job.status();
-  return job.ok() ? *job : model::Job();
-}
-
-model::ObservedState Observed(const json& runtime) {
-  model::ObservedState o;
-  o.train_job_runtime = runtime.dump();
-  return o;
-}
-
-model::ObservedPod Pod(const model::KubeObject& created, model::PodPhase phase) {
-  model::ObservedPod p;
-  p.name = created.name;
-  p.replica_type = created.body["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"];
-  p.index = std::stoi(created.body["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]
-                          .get<std::string>());
-  p.phase = phase;
-  return p;
-}
-
 const absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);
 
 TEST(TrainJobReconcileTest, RunsAsUpstreamAndCompletesInUpstreamsWords) {
-  const model::Job job = TrainJob("torch-distributed", 2);
-  model::ObservedState observed = Observed(TorchRuntime());
+  const model::Job job = MakeTrainJob("torch-distributed", 2);
+  model::ObservedState observed = ObservedWithRuntime(ReferenceRuntime("torch_distributed.yaml"));
   model::ReconcileResult first = Reconcile(job, observed, kNow, {});
   const std::vector<std::string> actions = ActionsText(first);
   ASSERT_EQ(actions.size(), 4u) << ::testing::PrintToString(actions);
@@ -128,8 +93,8 @@ TEST(TrainJobReconcileTest, RunsAsUpstreamAndCompletesInUpstreamsWords) {
   *running.mutable_status() = first.status;
   observed.runtime_from_snapshot = true;
   observed.objects = {{"Service", "mnist"}, {"ConfigMap", "mnist-runtime-snapshot"}};
-  observed.pods = {Pod(first.actions[2].object, model::PodPhase::kRunning),
-                   Pod(first.actions[3].object, model::PodPhase::kRunning)};
+  observed.pods = {ObservedPodOf(first.actions[2].object, model::PodPhase::kRunning),
+                   ObservedPodOf(first.actions[3].object, model::PodPhase::kRunning)};
   model::ReconcileResult second = Reconcile(running, observed, kNow + absl::Seconds(5), {});
   EXPECT_TRUE(ActionsText(second).empty()) << ::testing::PrintToString(ActionsText(second));
   *running.mutable_status() = second.status;
@@ -153,8 +118,8 @@ TEST(TrainJobReconcileTest, RunsAsUpstreamAndCompletesInUpstreamsWords) {
 }
 
 TEST(TrainJobReconcileTest, TheTrainerWaitsForItsInitializer) {
-  const model::Job job = TrainJob("with-data", 1);
-  model::ObservedState observed = Observed(InitializerRuntime());
+  const model::Job job = MakeTrainJob("with-data", 1);
+  model::ObservedState observed = ObservedWithRuntime(InitializerRuntime());
   model::ReconcileResult first = Reconcile(job, observed, kNow, {});
   std::vector<std::string> pods;
   for (const std::string& a : ActionsText(first)) {
@@ -171,10 +136,10 @@ TEST(TrainJobReconcileTest, TheTrainerWaitsForItsInitializer) {
   for (const model::Action& a : first.actions) {
     if (a.object.kind == "Pod") init_pod = a.object;
   }
-  observed.pods = {Pod(init_pod, model::PodPhase::kRunning)};
+  observed.pods = {ObservedPodOf(init_pod, model::PodPhase::kRunning)};
   EXPECT_TRUE(ActionsText(Reconcile(running, observed, kNow + absl::Seconds(1), {})).empty());
 
-  observed.pods = {Pod(init_pod, model::PodPhase::kSucceeded)};
+  observed.pods = {ObservedPodOf(init_pod, model::PodPhase::kSucceeded)};
   model::ReconcileResult next = Reconcile(running, observed, kNow + absl::Seconds(2), {});
   ASSERT_EQ(next.actions.size(), 1u) << ::testing::PrintToString(ActionsText(next));
   EXPECT_EQ(next.actions[0].object.name.rfind("mnist-node-0-0-", 0), 0u);
@@ -183,13 +148,13 @@ TEST(TrainJobReconcileTest, TheTrainerWaitsForItsInitializer) {
 }
 
 TEST(TrainJobReconcileTest, AFailedNodeFailsTheJobInUpstreamsWords) {
-  const model::Job job = TrainJob("torch-distributed", 1);
-  model::ObservedState observed = Observed(TorchRuntime());
+  const model::Job job = MakeTrainJob("torch-distributed", 1);
+  model::ObservedState observed = ObservedWithRuntime(ReferenceRuntime("torch_distributed.yaml"));
   model::ReconcileResult first = Reconcile(job, observed, kNow, {});
   model::Job running = job;
   *running.mutable_status() = first.status;
   observed.runtime_from_snapshot = true;
-  model::ObservedPod failed = Pod(first.actions[2].object, model::PodPhase::kFailed);
+  model::ObservedPod failed = ObservedPodOf(first.actions[2].object, model::PodPhase::kFailed);
   failed.restart_count = 7;  // past the Job's default backoffLimit (6)
   observed.pods = {failed};
   model::ReconcileResult r = Reconcile(running, observed, kNow + absl::Seconds(30), {});
@@ -203,7 +168,7 @@ TEST(TrainJobReconcileTest, AFailedNodeFailsTheJobInUpstreamsWords) {
 }
 
 TEST(TrainJobReconcileTest, AMissingRuntimeIsAnEventAndARetryNotAFailure) {
-  const model::Job job = TrainJob("nowhere", 1);
+  const model::Job job = MakeTrainJob("nowhere", 1);
   model::ObservedState observed;
   observed.runtime_missing = "spec.runtimeRef: ClusterTrainingRuntime nowhere not found";
   model::ReconcileResult r = Reconcile(job, observed, kNow, {});
@@ -222,7 +187,8 @@ TEST(TrainJobReconcileTest, WhatUpstreamsWebhookRefusesFailsNamingTheField) {
              "trainer": {"numNodes": 1, "env": [{"name": "PET_NNODES", "value": "9"}]},
              "suspend": false, "managedBy": "trainer.kubeflow.org/trainjob-controller"}})"));
   ASSERT_TRUE(job.ok()) << job.status();
-  model::ReconcileResult r = Reconcile(*job, Observed(TorchRuntime()), kNow, {});
+  model::ReconcileResult r =
+      Reconcile(*job, ObservedWithRuntime(ReferenceRuntime("torch_distributed.yaml")), kNow, {});
   EXPECT_TRUE(ActionsText(r).empty()) << ::testing::PrintToString(ActionsText(r));
   model::Job failed = *job;
   *failed.mutable_status() = r.status;
@@ -236,12 +202,13 @@ TEST(TrainJobReconcileTest, WhatUpstreamsWebhookRefusesFailsNamingTheField) {
 }
 
 TEST(TrainJobReconcileTest, TrainJobPodsGetWhatCoachAddsToEveryReplica) {
-  model::Job job = TrainJob("torch-distributed", 1);
+  model::Job job = MakeTrainJob("torch-distributed", 1);
   (*job.mutable_metadata()->mutable_annotations())["coach.dev/launcher"] = "true";
   model::ReconcileConfig config;
   config.mlflow.tracking_uri = "http://mlflow.example:5000";
   config.launcher_image = "coach:dev";
-  model::ReconcileResult r = Reconcile(job, Observed(TorchRuntime()), kNow, config);
+  model::ReconcileResult r =
+      Reconcile(job, ObservedWithRuntime(ReferenceRuntime("torch_distributed.yaml")), kNow, config);
   const model::KubeObject* pod = nullptr;
   for (const model::Action& a : r.actions) {
     if (a.object.kind == "Pod") pod = &a.object;
@@ -260,9 +227,10 @@ TEST(TrainJobReconcileTest, TrainJobPodsGetWhatCoachAddsToEveryReplica) {
 }
 
 TEST(TrainJobReconcileTest, AnotherManagerIsLeftAlone) {
-  model::Job job = TrainJob("torch-distributed", 1);
+  model::Job job = MakeTrainJob("torch-distributed", 1);
   job.mutable_spec()->mutable_run_policy()->set_managed_by("kueue.x-k8s.io/multikueue");
-  model::ReconcileResult r = Reconcile(job, Observed(TorchRuntime()), kNow, {});
+  model::ReconcileResult r =
+      Reconcile(job, ObservedWithRuntime(ReferenceRuntime("torch_distributed.yaml")), kNow, {});
   EXPECT_TRUE(r.actions.empty());
   EXPECT_FALSE(r.status_changed);
 }
@@ -283,10 +251,10 @@ TEST(TrainJobReconcileTest, MpiSecretClaimsAndPodGroupComeBeforeThePods) {
   (*runtime)["spec"]["template"]["spec"]["volumeClaimPolicies"] = json::parse(
       R"([{"templates": [{"metadata": {"name": "scratch"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]}])");
   (*runtime)["spec"]["podGroupPolicy"] = json::parse(R"({"coscheduling": {}})");
-  const model::Job job = TrainJob("deepspeed-distributed", 2);
+  const model::Job job = MakeTrainJob("deepspeed-distributed", 2);
   model::ReconcileConfig config;
   config.gang_scheduler = model::GangScheduler::kSchedulerPlugins;
-  model::ReconcileResult r = Reconcile(job, Observed(*runtime), kNow, config);
+  model::ReconcileResult r = Reconcile(job, ObservedWithRuntime(*runtime), kNow, config);
   const std::vector<std::string> actions = ActionsText(r);
   ASSERT_GE(actions.size(), 7u) << ::testing::PrintToString(actions);
   EXPECT_EQ(actions[0], "create Service/mnist");
@@ -305,7 +273,7 @@ TEST(TrainJobReconcileTest, MpiSecretClaimsAndPodGroupComeBeforeThePods) {
   }
 
   // Without the gang scheduler the runtime asks for: an event and a retry, nothing created.
-  model::ReconcileResult waiting = Reconcile(job, Observed(*runtime), kNow, {});
+  model::ReconcileResult waiting = Reconcile(job, ObservedWithRuntime(*runtime), kNow, {});
   EXPECT_TRUE(waiting.actions.empty()) << ::testing::PrintToString(ActionsText(waiting));
   EXPECT_THAT(EventReasons(waiting), ElementsAre("TrainJobResourcesCreationFailed"));
   EXPECT_EQ(waiting.requeue_at, kNow + absl::Seconds(10));
